@@ -1,0 +1,37 @@
+# make test: lint, types and the test suite.  make demo: the bot end to end, offline.
+# Each target bootstraps .venv itself.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+EXTRAS := dev,postgres,redis
+
+.PHONY: test lint types pytest demo bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check agent bot tests benchmarks
+
+types: $(STAMP)
+	$(BIN)/mypy --strict agent bot
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+test: lint types pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/edits.py
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,225 @@
+"""SolveConfig and the loading of `--config FILE`, `.github/cra.toml` or `cra.toml`."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agent.errors import ConfigError
+
+CONFIG_CANDIDATES = (".github/cra.toml", "cra.toml")
+DEFAULT_OLLAMA_URL = "http://localhost:11434"
+
+
+class Section(BaseModel):
+    """A config section: unknown keys and wrong types are errors."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
+
+
+class ModelConfig(Section):
+    """One model endpoint: provider, URL, name, window and sampling."""
+
+    provider: Literal["ollama", "openai"] = "ollama"
+    base_url: str = DEFAULT_OLLAMA_URL
+    model: str
+    context_window: int = Field(default=16384, gt=0)
+    temperature: float = Field(default=0.0, ge=0.0)
+    max_tokens: int = Field(default=2048, gt=0)
+    api_key_env: str | None = None
+    request_timeout: float = Field(default=300.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+
+
+ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "reasoning": {"model": "qwen3:4b"},
+    "coding": {"model": "qwen2.5-coder:3b"},
+    "classifier": {"model": "qwen3:0.6b", "context_window": 8192, "max_tokens": 512},
+}
+
+
+class ModelsConfig(Section):
+    """The three roles: reasoning (planner), coding (implementer), classifier (yes/no)."""
+
+    reasoning: ModelConfig = Field(default_factory=lambda: ModelConfig(**ROLE_DEFAULTS["reasoning"]))
+    coding: ModelConfig = Field(default_factory=lambda: ModelConfig(**ROLE_DEFAULTS["coding"]))
+    classifier: ModelConfig = Field(
+        default_factory=lambda: ModelConfig(**ROLE_DEFAULTS["classifier"])
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_role_defaults(cls, data: Any) -> Any:
+        """A partial `[models.ROLE]` section keeps that role's defaults for the keys it omits."""
+        if not isinstance(data, Mapping):
+            return data
+        merged = dict(data)
+        for role, defaults in ROLE_DEFAULTS.items():
+            section = merged.get(role)
+            if isinstance(section, Mapping):
+                merged[role] = {**defaults, **section}
+        return merged
+
+
+class BudgetConfig(Section):
+    """Token ceilings: reserved per call, per step, per run."""
+
+    reserved_tokens: int = Field(default=2048, ge=0)
+    max_tokens_per_step: int = Field(default=30000, gt=0)
+    max_tokens_per_run: int = Field(default=300000, gt=0)
+
+
+class TestingConfig(Section):
+    """The gate: the test command and the optional lint and type-check commands."""
+
+    __test__ = False  # not a pytest class
+
+    test_command: str | None = None
+    lint_command: str | None = None
+    type_check_command: str | None = None
+    timeout: float = Field(default=600.0, gt=0)
+    env: list[str] = Field(default_factory=list)
+    max_output_chars: int = Field(default=20000, gt=200)
+
+
+class OrchestratorConfig(Section):
+    """Retries, call ceilings, refinement and adjustment switches, protected paths."""
+
+    max_retries_per_step: int = Field(default=1, ge=0)
+    max_calls_per_step: int = Field(default=12, gt=0)
+    max_refinement_loops: int = Field(default=1, ge=0)
+    max_adjustment_rounds: int = Field(default=1, ge=0)
+    decomposed_adjustment: bool = False
+    protected_paths: list[str] = Field(default_factory=lambda: [".github/workflows/**"])
+
+
+class RetrievalConfig(Section):
+    """Which model stages retrieval runs, and how wide it looks."""
+
+    stages: list[Literal["scope", "precision"]] = Field(
+        default_factory=lambda: ["scope", "precision"]  # type: ignore[arg-type]
+    )
+    top_k: int = Field(default=12, gt=0)
+    max_file_bytes: int = Field(default=512_000, gt=0)
+    skip_dirs: list[str] = Field(
+        default_factory=lambda: [
+            "node_modules", "vendor", "third_party", ".venv", "venv", "dist", "build",
+            "__pycache__", ".mypy_cache", ".pytest_cache", ".tox", "target",
+        ]
+    )
+
+
+class SolveConfig(Section):
+    """Everything one solve run needs to know, read once from TOML."""
+
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    testing: TestingConfig = Field(default_factory=TestingConfig)
+    orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _reserved_fits_every_window(self) -> SolveConfig:
+        for role in ("reasoning", "coding", "classifier"):
+            window = getattr(self.models, role).context_window
+            if self.budget.reserved_tokens >= window:
+                raise ValueError(
+                    f"budget.reserved_tokens ({self.budget.reserved_tokens}) must be smaller than "
+                    f"models.{role}.context_window ({window})"
+                )
+        return self
+
+    def require_test_command(self) -> str:
+        """The test command, or a ConfigError: tests are the gate."""
+        if not self.testing.test_command:
+            raise ConfigError(
+                "no [testing] test_command: cra needs a test command, tests are the gate",
+                path=self.source,
+                key="testing.test_command",
+            )
+        return self.testing.test_command
+
+
+def find_config_file(repo: Path, explicit: Path | None = None) -> Path | None:
+    """The explicit file, else `.github/cra.toml`, else `cra.toml`, else None."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError("config file not found", path=str(explicit))
+        return explicit
+    for name in CONFIG_CANDIDATES:
+        candidate = repo / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(
+    repo: Path, explicit: Path | None = None, *, allow_endpoints: bool = True
+) -> SolveConfig:
+    """Load the SolveConfig for a repository (defaults when no file exists).
+
+    With `allow_endpoints=False` (a repository's config read by the bot) a file that sets a
+    model's provider, base_url or api_key_env is an error: endpoints belong to the server.
+    """
+    path = find_config_file(repo, explicit)
+    if path is None:
+        return SolveConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
+    if not allow_endpoints:
+        _reject_endpoints(data, str(path))
+    return parse_config(data, source=str(path))
+
+
+def parse_config(data: Mapping[str, Any], *, source: str | None = None) -> SolveConfig:
+    """Validate a TOML mapping into a SolveConfig; errors name the key and the file."""
+    try:
+        config = SolveConfig.model_validate({**data, "source": source})
+    except ValidationError as exc:
+        raise _config_error(exc, source) from exc
+    return config
+
+
+def _config_error(exc: ValidationError, source: str | None) -> ConfigError:
+    first = exc.errors()[0]
+    key = ".".join(str(p) for p in first["loc"])
+    lines = [
+        f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+        for err in exc.errors()
+    ]
+    return ConfigError("invalid config: " + "; ".join(lines), path=source, key=key or None)
+
+
+def _reject_endpoints(data: Mapping[str, Any], source: str) -> None:
+    models = data.get("models", {})
+    if not isinstance(models, Mapping):
+        return
+    for role, section in models.items():
+        if not isinstance(section, Mapping):
+            continue
+        for key in ("provider", "base_url", "api_key_env"):
+            if key in section:
+                raise ConfigError(
+                    f"models.{role}.{key} is set by the server, not by the repository",
+                    path=source,
+                    key=f"models.{role}.{key}",
+                )
+
+
+def resolve_api_key(model: ModelConfig, environ: Mapping[str, str]) -> str | None:
+    """The API key named by `api_key_env`, or None; a named but unset variable is an error."""
+    if not model.api_key_env:
+        return None
+    value = environ.get(model.api_key_env)
+    if not value:
+        raise ConfigError(
+            f"environment variable {model.api_key_env} (api_key_env of {model.model}) is not set"
+        )
+    return value

@@ -1,0 +1,91 @@
+"""The AgentError tree: every failure the agent raises on purpose, carrying its data."""
+
+from __future__ import annotations
+
+
+class AgentError(Exception):
+    """Base of every error the agent raises on purpose."""
+
+
+class ConfigError(AgentError):
+    """A configuration file or value is wrong; names the file and key when known."""
+
+    def __init__(self, message: str, *, path: str | None = None, key: str | None = None) -> None:
+        where = f"{path}: " if path else ""
+        super().__init__(f"{where}{message}")
+        self.path = path
+        self.key = key
+
+
+class LLMError(AgentError):
+    """A model call failed for good (after retries, or on a non-retryable answer)."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class PromptTooLarge(AgentError):
+    """The assembled prompt does not fit the model window minus the reserved tokens (R3)."""
+
+    def __init__(self, *, tokens: int, limit: int, stage: str = "") -> None:
+        label = f" for stage {stage!r}" if stage else ""
+        super().__init__(f"prompt{label} needs ~{tokens} tokens but only {limit} fit the window")
+        self.tokens = tokens
+        self.limit = limit
+        self.stage = stage
+
+
+class BudgetExhausted(AgentError):
+    """A token or call ceiling was crossed; `budget` names which one."""
+
+    def __init__(self, budget: str, *, used: int, limit: int) -> None:
+        super().__init__(f"budget {budget!r} exhausted: used {used} of {limit}")
+        self.budget = budget
+        self.used = used
+        self.limit = limit
+
+
+class ParseError(AgentError, ValueError):
+    """A model answer could not be parsed; `raw` holds the text that failed."""
+
+    def __init__(self, message: str, *, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class PlanInvalid(AgentError, ValueError):
+    """A plan failed validation (ids, dependencies, cycles, emptiness)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid plan: " + "; ".join(problems))
+        self.problems = problems
+
+
+class PatchRejected(AgentError):
+    """An edit could not be applied; `hint` holds the closest region for a retry prompt."""
+
+    def __init__(self, reason: str, *, path: str = "", hint: str = "") -> None:
+        super().__init__(f"{path}: {reason}" if path else reason)
+        self.reason = reason
+        self.path = path
+        self.hint = hint
+
+
+class UnsafePath(PatchRejected):
+    """An edit points outside the tree, into .git, through a symlink, or at a protected path."""
+
+
+class GitError(AgentError):
+    """A git command failed; carries the argv and git's stderr."""
+
+    def __init__(self, argv: list[str], returncode: int, stderr: str) -> None:
+        super().__init__(f"git {' '.join(argv)} failed ({returncode}): {stderr.strip()}")
+        self.argv = argv
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+class ValidationError(AgentError):
+    """A test, lint or type-check command could not be started at all."""

@@ -1,0 +1,306 @@
+"""The typed artifacts that cross module boundaries: plans, edits, results, usage, context."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Artifact(BaseModel):
+    """Base of artifacts parsed from model answers: unknown keys are ignored, not fatal."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class Record(BaseModel):
+    """Base of artifacts the agent builds itself: unknown keys are a bug."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- plans -----------------------------------------------------------------------------------
+
+
+class PlanStep(Artifact):
+    """One small unit of work: one file (plus its test), one or two edits."""
+
+    id: str
+    description: str
+    target_files: list[str] = Field(default_factory=list)
+    target_symbols: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list)
+
+
+class MetaPlanPart(Artifact):
+    """One part of a meta-plan, later expanded into a part plan."""
+
+    id: str
+    description: str
+    affected_files: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list)
+
+
+class MetaPlan(Artifact):
+    """The task decomposed into parts with explicit dependencies."""
+
+    task_summary: str
+    parts: list[MetaPlanPart]
+    rationale: str = ""
+
+
+class PartPlan(Artifact):
+    """One part decomposed into small steps."""
+
+    part_id: str
+    task_summary: str
+    steps: list[PlanStep]
+    rationale: str = ""
+
+
+class PlanAdjustment(Artifact):
+    """The remaining steps revised after a step, with the reason."""
+
+    revised_steps: list[PlanStep]
+    rationale: str = ""
+    changes_made: list[str] = Field(default_factory=list)
+
+
+class AffectedFile(Artifact):
+    """One file named by a user-facing plan."""
+
+    path: str
+    role: str = "modify"
+    changes: str = ""
+
+
+class PlanArtifact(Artifact):
+    """The user-facing plan format (`cra plan` output, `cra solve --plan` input)."""
+
+    task_summary: str
+    affected_files: list[AffectedFile] = Field(default_factory=list)
+    execution_order: list[str] = Field(default_factory=list)
+    rationale: str = ""
+
+
+# --- edits -----------------------------------------------------------------------------------
+
+
+class PatchEdit(Record):
+    """One search/replace edit; an empty search creates a new file."""
+
+    file_path: str
+    search: str
+    replacement: str
+
+
+class PatchResult(Record):
+    """The outcome of applying a list of edits; original contents allow a full rollback."""
+
+    success: bool
+    files_modified: list[str] = Field(default_factory=list)
+    files_created: list[str] = Field(default_factory=list)
+    error_info: str | None = None
+    hint: str = ""
+    original_contents: dict[str, str | None] = Field(default_factory=dict)
+    diff: str = ""
+
+
+class StepResult(Record):
+    """The implementer's answer for one step: parsed edits or the reason there are none."""
+
+    success: bool
+    edits: list[PatchEdit] = Field(default_factory=list)
+    error_info: str | None = None
+    raw_response: str = ""
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+class CommandResult(Record):
+    """One command run in the worktree: exit code, capped output, timing."""
+
+    command: str
+    exit_code: int | None
+    output: str
+    timed_out: bool = False
+    duration_ms: int = 0
+    truncated: bool = False
+
+
+class ValidationResult(Record):
+    """Test (the gate), lint and type-check outcome of one attempt."""
+
+    success: bool
+    test_output: str | None = None
+    lint_output: str | None = None
+    type_check_output: str | None = None
+    failing_tests: list[str] = Field(default_factory=list)
+    passing_tests: list[str] = Field(default_factory=list)
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_ms: int = 0
+
+
+class BaselineComparison(Record):
+    """How a validation differs from the baseline run before any edit."""
+
+    newly_failing: list[str] = Field(default_factory=list)
+    newly_passing: list[str] = Field(default_factory=list)
+    still_failing: list[str] = Field(default_factory=list)
+
+
+class FailureSignal(Record):
+    """A single categorised failure extracted from a step result."""
+
+    category: Literal["compile_error", "test_failure", "patch_failure", "runtime_error", "unknown"]
+    message: str
+    source: str
+
+
+class AdjustmentVerdicts(Record):
+    """Aggregated yes/no verdicts of the decomposed adjustment."""
+
+    step_viability: dict[str, bool]
+    root_causes: dict[str, list[int]]
+    new_steps_needed: list[int]
+    failure_signals: list[FailureSignal]
+
+
+# --- model calls -----------------------------------------------------------------------------
+
+Role = Literal["reasoning", "coding", "classifier"]
+
+
+class Usage(Record):
+    """Tokens and latency of model calls; `estimated` when the server gave no counts."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: int = 0
+    calls: int = 0
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            latency_ms=self.latency_ms + other.latency_ms,
+            calls=self.calls + other.calls,
+            estimated=self.estimated or other.estimated,
+        )
+
+
+class LLMResponse(Record):
+    """A model answer with think blocks removed (`text`) and as received (`raw_text`)."""
+
+    text: str
+    raw_text: str
+    model: str
+    usage: Usage
+
+
+class LLMCallRecord(Record):
+    """One model call as recorded in the run log, successful or not."""
+
+    stage: str
+    role: str
+    model: str
+    system_prompt: str
+    user_prompt: str
+    response: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_estimated: bool = False
+    latency_ms: int = 0
+    error: str | None = None
+    task_run_id: int | None = None
+
+
+# --- context ---------------------------------------------------------------------------------
+
+
+class ContextFile(Record):
+    """One file in a context package: whole, or an outline with chosen bodies."""
+
+    path: str
+    content: str
+    detail: Literal["full", "outline"] = "full"
+    tokens: int = 0
+
+
+class DroppedFile(Record):
+    """A candidate left out of a context package, and why."""
+
+    path: str
+    reason: str
+
+
+class ContextPackage(Record):
+    """The curated, budget-bounded context handed to one pass."""
+
+    task: str
+    files: list[ContextFile] = Field(default_factory=list)
+    dropped: list[DroppedFile] = Field(default_factory=list)
+    budget_tokens: int = 0
+    used_tokens: int = 0
+
+    def to_prompt_text(self) -> str:
+        """Each file under its path, in package order."""
+        parts = []
+        for f in self.files:
+            label = "" if f.detail == "full" else " (outline)"
+            parts.append(f'<file path="{f.path}"{label}>\n{f.content}\n</file>')
+        return "\n\n".join(parts)
+
+
+class RefinementRequest(Record):
+    """Evidence that a pass lacked context: what to bring in on re-entry."""
+
+    reason: str
+    missing_files: list[str] = Field(default_factory=list)
+    missing_symbols: list[str] = Field(default_factory=list)
+    missing_tests: list[str] = Field(default_factory=list)
+    error_signatures: list[str] = Field(default_factory=list)
+
+
+# --- runs ------------------------------------------------------------------------------------
+
+RunStatus = Literal["complete", "partial", "failed"]
+
+
+class AttemptRecord(Record):
+    """One generate → apply → validate attempt."""
+
+    attempt: int
+    raw_response: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    edits: list[PatchEdit] = Field(default_factory=list)
+    patch_applied: bool = False
+    error_info: str | None = None
+    validation: ValidationResult | None = None
+    unified_diff: str = ""
+
+
+class OrchestratorResult(Record):
+    """The outcome of a solve run: status, where the work is, what it cost."""
+
+    task_id: str
+    status: RunStatus
+    task_run_id: int | None = None
+    branch: str | None = None
+    base_commit: str | None = None
+    commit: str | None = None
+    worktree: str | None = None
+    diff: str = ""
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    baseline: ValidationResult | None = None
+    parts_completed: int = 0
+    steps_completed: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
