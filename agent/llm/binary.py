@@ -1,0 +1,78 @@
+"""Yes/no judgments: parse a small model's answer, and judge many items one call each."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from pydantic import Field
+
+from agent.llm.client import strip_thinking
+from agent.llm.logged import LoggedLLMClient
+from agent.models import Record
+
+T = TypeVar("T")
+
+ANSWER_INSTRUCTION = "Answer yes or no."
+_ANSWERS = {"yes": True, "no": False}
+_DECORATION = re.compile(r"[*_`#>\"'“”‘’\[\]()]")
+_LABEL = re.compile(
+    r"^(?:the\s+)?(?:final\s+)?(?:answer|verdict|response)\s*(?:is\s*)?[:\-–—=]?\s*"
+)
+_WORD = re.compile(r"[a-z]+")
+
+
+class BinaryJudgment(Record):
+    """Verdicts per item key; `unparseable` lists keys whose answer fell back to the default."""
+
+    verdicts: dict[str, bool] = Field(default_factory=dict)
+    unparseable: list[str] = Field(default_factory=list)
+
+
+def parse_yes_no(text: str) -> bool | None:
+    """True for a leading yes, False for a leading no, None when absent or ambiguous."""
+    normalized = _DECORATION.sub(" ", strip_thinking(text).lower()).strip()
+    normalized = _LABEL.sub("", normalized)
+    words = _WORD.findall(normalized)[:3]
+    if not words or words[0] not in _ANSWERS:
+        return None
+    other = "no" if words[0] == "yes" else "yes"
+    rest = words[1:]
+    if rest[:1] == [other] or (rest[:1] in (["or"], ["and"]) and rest[1:2] == [other]):
+        return None  # "yes or no", "yes/no", "no, yes": the model did not choose
+    return _ANSWERS[words[0]]
+
+
+def binary_prompt(task_context: str, formatted_item: str) -> str:
+    """The user prompt of one judgment: context, item, and the yes/no instruction once."""
+    parts = [p for p in (task_context.strip(), formatted_item.strip()) if p]
+    if not parts or not parts[-1].endswith(ANSWER_INSTRUCTION):
+        parts.append(ANSWER_INSTRUCTION)
+    return "\n\n".join(parts)
+
+
+def run_binary_judgment(
+    items: Sequence[T],
+    *,
+    llm: LoggedLLMClient,
+    system_prompt: str,
+    task_context: str,
+    format_item: Callable[[T], str],
+    item_key: Callable[[T], str],
+    stage: str,
+    default: bool,
+) -> BinaryJudgment:
+    """One yes/no call per item; an unparseable answer takes `default` and is listed."""
+    judgment = BinaryJudgment()
+    for item in items:
+        key = item_key(item)
+        response = llm.complete(
+            system_prompt, binary_prompt(task_context, format_item(item)), stage=stage
+        )
+        verdict = parse_yes_no(response.text)
+        if verdict is None:
+            judgment.unparseable.append(key)
+            verdict = default
+        judgment.verdicts[key] = verdict
+    return judgment

@@ -1,0 +1,352 @@
+"""The model transport: Ollama /api/chat and OpenAI-compatible /v1/chat/completions over httpx."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
+
+import httpx
+
+from agent.config import ModelConfig
+from agent.errors import LLMError
+from agent.llm.budget import estimate_prompt_tokens, estimate_tokens
+from agent.models import LLMResponse, Usage
+
+BACKOFF_BASE_S = 1.0
+BACKOFF_CAP_S = 30.0
+RETRY_AFTER_CAP_S = 120.0
+EXCERPT_CHARS = 300
+RETRYABLE_STATUSES = frozenset({408, 429})
+SCHEMA_REJECTED_STATUSES = frozenset({400, 422})
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+
+
+class ChatModel(Protocol):
+    """A chat model endpoint answering one system + user prompt."""
+
+    @property
+    def config(self) -> ModelConfig:
+        """The endpoint, model name, window and sampling of this model."""
+        ...
+
+    def complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
+        stage: str = "",
+    ) -> LLMResponse:
+        """One answer; raises LLMError when the call fails for good."""
+        ...
+
+    def close(self) -> None:
+        """Release the connections."""
+        ...
+
+
+def strip_thinking(text: str) -> str:
+    """The answer without `<think>` blocks, stripped; an unclosed `<think>` hides the rest."""
+    text = _THINK_BLOCK.sub("", text)
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:  # the opening tag was part of the prompt template: everything before is thinking
+        text = text[closes[-1].end() :]
+    opened = _THINK_OPEN.search(text)
+    if opened:
+        text = text[: opened.start()]
+    return text.strip()
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """Seconds to wait from a Retry-After header (seconds or HTTP-date), capped; None if absent."""
+    if not value or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - now).total_seconds()
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP_S)
+
+
+def backoff_delay(attempt: int, retry_after: float | None) -> float:
+    """The wait before retry number `attempt` + 1: Retry-After when given, else capped doubling."""
+    if retry_after is not None:
+        return retry_after
+    return float(min(BACKOFF_BASE_S * 2**attempt, BACKOFF_CAP_S))
+
+
+def chat_url(config: ModelConfig) -> str:
+    """The chat endpoint of the provider; a base URL ending in /v1 is not doubled."""
+    base = config.base_url.rstrip("/")
+    if config.provider == "ollama":
+        return f"{base}/api/chat"
+    if base.endswith("/v1"):
+        return f"{base}/chat/completions"
+    return f"{base}/v1/chat/completions"
+
+
+def _messages(system: str, user: str) -> list[dict[str, str]]:
+    """The two chat messages of every call."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def ollama_payload(
+    config: ModelConfig, system: str, user: str, json_schema: dict[str, Any] | None, json_mode: bool
+) -> dict[str, Any]:
+    """An /api/chat body; num_ctx always, since Ollama's 2k default silently truncates."""
+    payload: dict[str, Any] = {
+        "model": config.model,
+        "messages": _messages(system, user),
+        "stream": False,
+        "options": {
+            "num_ctx": config.context_window,
+            "temperature": config.temperature,
+            "num_predict": config.max_tokens,
+        },
+    }
+    if json_schema is not None:
+        payload["format"] = json_schema
+    elif json_mode:
+        payload["format"] = "json"
+    return payload
+
+
+def openai_payload(
+    config: ModelConfig,
+    system: str,
+    user: str,
+    json_schema: dict[str, Any] | None,
+    json_mode: bool,
+    *,
+    schema_supported: bool = True,
+) -> dict[str, Any]:
+    """A /v1/chat/completions body; json_object when the server rejects json_schema."""
+    payload: dict[str, Any] = {
+        "model": config.model,
+        "messages": _messages(system, user),
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        "stream": False,
+    }
+    if json_schema is not None and schema_supported:
+        payload["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": json_schema},
+        }
+    elif json_schema is not None or json_mode:
+        payload["response_format"] = {"type": "json_object"}
+    return payload
+
+
+def _int_or_none(value: Any) -> int | None:
+    """A token count from a response body, or None when absent or not a number."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def extract_answer(provider: str, body: Any) -> tuple[str, int | None, int | None]:
+    """Content, prompt tokens and completion tokens of a response body; KeyError if no content."""
+    if not isinstance(body, dict):
+        raise KeyError("body is not a JSON object")
+    if provider == "ollama":
+        content = body["message"]["content"]
+        prompt, completion = body.get("prompt_eval_count"), body.get("eval_count")
+    else:
+        content = body["choices"][0]["message"]["content"]
+        usage = body.get("usage") or {}
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if content is None:  # e.g. vLLM with a reasoning parser when the model only "thought"
+        content = ""
+    if not isinstance(content, str):
+        raise KeyError("content is not a string")
+    return content, _int_or_none(prompt), _int_or_none(completion)
+
+
+def _excerpt(text: str) -> str:
+    """A short single-line excerpt of a response body for error messages."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + "…"
+
+
+def _schema_complaint(response: httpx.Response) -> bool:
+    """Whether a 400/422 answer is about the response_format / json_schema we sent."""
+    if response.status_code not in SCHEMA_REJECTED_STATUSES:
+        return False
+    body = response.text.lower()
+    return "schema" in body or "format" in body
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """Why one attempt failed in a retryable way."""
+
+    reason: str
+    status: int | None = None
+    retry_after: float | None = None
+
+
+class HTTPChatModel:
+    """A ChatModel over HTTP for Ollama or an OpenAI-compatible server, with retries."""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        *,
+        api_key: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self._api_key = api_key or None
+        self._sleep = sleep
+        self._clock = clock
+        self._http = httpx.Client(transport=transport, timeout=config.request_timeout)
+        self._schema_supported = True
+
+    def __repr__(self) -> str:
+        c = self.config
+        return f"HTTPChatModel(provider={c.provider!r}, model={c.model!r}, base_url={c.base_url!r})"
+
+    def __enter__(self) -> HTTPChatModel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._http.close()
+
+    def complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
+        stage: str = "",
+    ) -> LLMResponse:
+        """One answer, retried on transient failures; LLMError when it fails for good."""
+        url = chat_url(self.config)
+        headers = self._headers(stage)
+        started = self._clock()
+        response = self._send(url, self._payload(system, user, json_schema, json_mode), headers)
+        if json_schema is not None and self._schema_supported and _schema_complaint(response):
+            self._schema_supported = False  # this server has no json_schema support; remember
+            response = self._send(url, self._payload(system, user, json_schema, json_mode), headers)
+        if response.status_code >= 400:
+            raise self._error(f"answered {response.status_code}", url, response)
+        latency_ms = round((self._clock() - started) * 1000)
+        return self._answer(url, response, system, user, latency_ms)
+
+    def _payload(
+        self, system: str, user: str, json_schema: dict[str, Any] | None, json_mode: bool
+    ) -> dict[str, Any]:
+        """The request body in this provider's wire format."""
+        if self.config.provider == "ollama":
+            return ollama_payload(self.config, system, user, json_schema, json_mode)
+        return openai_payload(
+            self.config,
+            system,
+            user,
+            json_schema,
+            json_mode,
+            schema_supported=self._schema_supported,
+        )
+
+    def _headers(self, stage: str) -> dict[str, str]:
+        """Request headers: the stage for scripted servers, the bearer key when there is one."""
+        headers: dict[str, str] = {}
+        if stage:
+            headers["X-Cra-Stage"] = stage.encode("ascii", "replace").decode("ascii")
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def _send(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+        """POST with retries; returns the first answer that is not retryable (maybe a 4xx)."""
+        attempts = self.config.max_retries + 1
+        failure = _Failure("no attempt made")
+        for attempt in range(attempts):
+            if attempt:
+                self._sleep(backoff_delay(attempt - 1, failure.retry_after))
+            outcome = self._attempt(url, payload, headers)
+            if isinstance(outcome, httpx.Response):
+                return outcome
+            failure = outcome
+        status = f" (last status {failure.status})" if failure.status else ""
+        raise LLMError(
+            self._redact(
+                f"{self.config.provider} {url} failed after {attempts} attempt(s){status}: "
+                f"{failure.reason}"
+            ),
+            status=failure.status,
+            retryable=True,
+        )
+
+    def _attempt(
+        self, url: str, payload: dict[str, Any], headers: dict[str, str]
+    ) -> httpx.Response | _Failure:
+        """One POST: the response unless it failed in a way worth retrying."""
+        try:
+            response = self._http.post(url, json=payload, headers=headers)
+        except httpx.TimeoutException:
+            return _Failure(f"timed out after {self.config.request_timeout}s")
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            return _Failure(f"connection failed: {type(exc).__name__}: {exc}")
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            message = f"{self.config.provider} {url} cannot be called: {exc}"
+            raise LLMError(self._redact(message), retryable=False) from None
+        status = response.status_code
+        if status in RETRYABLE_STATUSES or status >= 500:
+            retry_after = parse_retry_after(response.headers.get("retry-after"), datetime.now(UTC))
+            reason = f"answered {status}: {_excerpt(response.text)}"
+            return _Failure(reason, status=status, retry_after=retry_after)
+        return response
+
+    def _answer(
+        self, url: str, response: httpx.Response, system: str, user: str, latency_ms: int
+    ) -> LLMResponse:
+        """The LLMResponse of a successful HTTP answer; LLMError when the body is unusable."""
+        try:
+            raw, prompt, completion = extract_answer(self.config.provider, response.json())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise self._error("answered 200 with a body that is not JSON", url, response) from None
+        except (KeyError, IndexError, TypeError):
+            raise self._error("answered 200 without message content", url, response) from None
+        usage = Usage(
+            prompt_tokens=prompt if prompt is not None else estimate_prompt_tokens(system, user),
+            completion_tokens=completion if completion is not None else estimate_tokens(raw),
+            latency_ms=latency_ms,
+            calls=1,
+            estimated=prompt is None or completion is None,
+        )
+        return LLMResponse(
+            text=strip_thinking(raw), raw_text=raw, model=self.config.model, usage=usage
+        )
+
+    def _error(self, what: str, url: str, response: httpx.Response) -> LLMError:
+        """A non-retryable LLMError naming provider, URL, status and a short body excerpt."""
+        message = f"{self.config.provider} {url} {what}: {_excerpt(response.text)}"
+        return LLMError(self._redact(message), status=response.status_code, retryable=False)
+
+    def _redact(self, message: str) -> str:
+        """The message with the API key masked, should a server ever echo it."""
+        return message.replace(self._api_key, "***") if self._api_key else message

@@ -1,0 +1,119 @@
+"""SolveConfig loading: file discovery, defaults, and errors that name the key and the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.config import SolveConfig, load_config, parse_config, resolve_api_key
+from agent.errors import ConfigError
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_follow_the_seeds() -> None:
+    config = SolveConfig()
+    assert config.models.reasoning.model == "qwen3:4b"
+    assert config.models.coding.model == "qwen2.5-coder:3b"
+    assert config.models.classifier.model == "qwen3:0.6b"
+    assert config.models.coding.base_url == "http://localhost:11434"
+    assert config.models.coding.provider == "ollama"
+    assert config.budget.max_tokens_per_step == 30000
+
+
+def test_no_file_gives_defaults(tmp_path: Path) -> None:
+    assert load_config(tmp_path) == SolveConfig()
+
+
+def test_github_cra_toml_wins_over_cra_toml(tmp_path: Path) -> None:
+    write(tmp_path / "cra.toml", '[testing]\ntest_command = "make test"\n')
+    write(tmp_path / ".github/cra.toml", '[testing]\ntest_command = "pytest"\n')
+    config = load_config(tmp_path)
+    assert config.testing.test_command == "pytest"
+    assert config.source == str(tmp_path / ".github/cra.toml")
+
+
+def test_explicit_config_wins(tmp_path: Path) -> None:
+    write(tmp_path / ".github/cra.toml", '[testing]\ntest_command = "pytest"\n')
+    explicit = write(tmp_path / "elsewhere.toml", '[testing]\ntest_command = "tox"\n')
+    assert load_config(tmp_path, explicit).testing.test_command == "tox"
+
+
+def test_missing_explicit_config_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path, tmp_path / "nope.toml")
+
+
+def test_partial_model_section_keeps_role_defaults(tmp_path: Path) -> None:
+    write(tmp_path / "cra.toml", '[models.coding]\nbase_url = "http://gpu:8000"\n'
+          'provider = "openai"\n')
+    coding = load_config(tmp_path).models.coding
+    assert (coding.model, coding.base_url, coding.provider) == (
+        "qwen2.5-coder:3b", "http://gpu:8000", "openai")
+
+
+def test_unknown_key_names_the_key_and_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path / "cra.toml", '[testing]\ntest_comand = "pytest"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert "testing.test_comand" in str(info.value)
+    assert str(path) in str(info.value)
+    assert info.value.key == "testing.test_comand"
+
+
+def test_unknown_section_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path / "cra.toml", "[tests]\ncommand = 1\n")
+    with pytest.raises(ConfigError, match="tests"):
+        load_config(tmp_path)
+
+
+def test_wrong_type_names_the_key(tmp_path: Path) -> None:
+    write(tmp_path / "cra.toml", '[models.coding]\ncontext_window = "big"\n')
+    with pytest.raises(ConfigError, match=r"models\.coding\.context_window"):
+        load_config(tmp_path)
+
+
+def test_unknown_provider_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="provider"):
+        parse_config({"models": {"coding": {"provider": "anthropic"}}})
+
+
+def test_invalid_toml_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path / "cra.toml", "[testing\n")
+    with pytest.raises(ConfigError, match="not valid TOML") as info:
+        load_config(tmp_path)
+    assert str(path) in str(info.value)
+
+
+def test_reserved_tokens_must_fit_every_window() -> None:
+    with pytest.raises(ConfigError, match="reserved_tokens"):
+        parse_config({"budget": {"reserved_tokens": 9000}})
+
+
+def test_solve_without_a_test_command_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="tests are the gate"):
+        SolveConfig().require_test_command()
+
+
+def test_repository_config_cannot_choose_a_model_url(tmp_path: Path) -> None:
+    write(tmp_path / ".github/cra.toml", '[models.coding]\nbase_url = "http://evil.example"\n')
+    with pytest.raises(ConfigError, match="set by the server"):
+        load_config(tmp_path, allow_endpoints=False)
+
+
+def test_repository_config_may_choose_a_model_name(tmp_path: Path) -> None:
+    write(tmp_path / ".github/cra.toml", '[models.coding]\nmodel = "qwen2.5-coder:7b"\n')
+    assert load_config(tmp_path, allow_endpoints=False).models.coding.model == "qwen2.5-coder:7b"
+
+
+def test_api_key_is_read_from_the_named_variable() -> None:
+    model = parse_config({"models": {"coding": {"api_key_env": "MY_KEY"}}}).models.coding
+    assert resolve_api_key(model, {"MY_KEY": "sk-123"}) == "sk-123"
+    with pytest.raises(ConfigError, match="MY_KEY"):
+        resolve_api_key(model, {})
+    assert resolve_api_key(SolveConfig().models.coding, {}) is None
