@@ -87,5 +87,16 @@ class GitError(AgentError):
         self.stderr = stderr
 
 
+class CredentialsInUrl(AgentError, ValueError):
+    """A remote URL carries credentials; they belong in the environment. `url` is redacted."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(
+            f"refusing a remote URL with credentials in it ({url}): pass the token through "
+            "the environment (GIT_ASKPASS), never in the URL"
+        )
+        self.url = url
+
+
 class ValidationError(AgentError):
     """A test, lint or type-check command could not be started at all."""

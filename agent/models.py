@@ -104,6 +104,7 @@ class PatchResult(Record):
     hint: str = ""
     original_contents: dict[str, str | None] = Field(default_factory=dict)
     diff: str = ""
+    dirs_created: list[str] = Field(default_factory=list)
 
 
 class StepResult(Record):
@@ -113,6 +114,7 @@ class StepResult(Record):
     edits: list[PatchEdit] = Field(default_factory=list)
     error_info: str | None = None
     raw_response: str = ""
+    usage: Usage = Field(default_factory=lambda: Usage())
 
 
 # --- validation ------------------------------------------------------------------------------
@@ -149,6 +151,15 @@ class BaselineComparison(Record):
     newly_failing: list[str] = Field(default_factory=list)
     newly_passing: list[str] = Field(default_factory=list)
     still_failing: list[str] = Field(default_factory=list)
+
+
+class DiffStats(Record):
+    """The size of a diff: files changed, lines inserted and deleted."""
+
+    files_changed: int = 0
+    insertions: int = 0
+    deletions: int = 0
+    files: list[str] = Field(default_factory=list)
 
 
 class FailureSignal(Record):

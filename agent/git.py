@@ -1,0 +1,359 @@
+"""Git as a subprocess: mirrors, worktrees, commits and diffs (argv lists, never shell strings).
+
+Every call goes through `run_git`, which controls the environment: no terminal prompts, the C
+locale, and no inherited variable that would redirect git to another repository. Secrets (a
+GIT_ASKPASS token for a push, say) travel only in a call's `env` extras and are never written
+into any config file. Our own commits and checkouts run with `core.hooksPath=/dev/null`:
+a repository's hooks are its code, not ours to execute.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from agent.errors import CredentialsInUrl, GitError
+from agent.models import DiffStats
+
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+DIFF_FLAGS = (
+    "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+    "--src-prefix=a/", "--dst-prefix=b/",
+)
+# Variables that would point git at another repository, index or config injection.
+_REDIRECTS = frozenset({
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX",
+    "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+})
+_CONTROLLED = {"GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never", "LC_ALL": "C"}
+
+
+# --- running git -----------------------------------------------------------------------------
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a git call: ours minus repository redirects, plus controls and extras."""
+    # The process environment is inherited on purpose (PATH, HOME, SSH agent); only git's
+    # redirecting variables are removed, so a caller inside a git hook cannot aim us elsewhere.
+    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTS}
+    env.update(_CONTROLLED)
+    env.update(extra or {})
+    return env
+
+
+def _git(
+    args: Sequence[str], cwd: Path, *, env: Mapping[str, str] | None = None,
+    timeout: float = 300, input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run git without judging the exit code; a missing git or a timeout is a GitError."""
+    argv = list(args)
+    # A token handed over through GIT_ASKPASS must not reach a configured credential helper,
+    # which could store it (`credential.helper=store` writes ~/.git-credentials).
+    guard = ["-c", "credential.helper="] if env and "GIT_ASKPASS" in env else []
+    try:
+        return subprocess.run(
+            ["git", *guard, *argv], cwd=cwd, env=git_env(env), input=input, capture_output=True,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            encoding="utf-8", errors="replace", timeout=timeout, check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(argv, -1, f"timed out after {timeout:g} s") from exc
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise GitError(argv, 127, str(exc)) from exc
+
+
+def run_git(
+    args: Sequence[str], cwd: Path, *, env: Mapping[str, str] | None = None,
+    timeout: float = 300, input: str | None = None,
+) -> str:
+    """Run git in `cwd` and return its stdout; a non-zero exit raises GitError with stderr."""
+    proc = _git(args, cwd, env=env, timeout=timeout, input=input)
+    if proc.returncode != 0:
+        raise GitError(list(args), proc.returncode, proc.stderr)
+    return proc.stdout
+
+
+def _not_an_option(value: str, what: str) -> str:
+    """`value` unchanged, or a GitError when it would be read as a command-line option."""
+    if not value or value.startswith("-"):
+        raise GitError([what, value], 2, f"invalid {what}: {value!r}")
+    return value
+
+
+# --- mirrors ---------------------------------------------------------------------------------
+
+
+def reject_credentials(url: str) -> str:
+    """`url` unchanged, or CredentialsInUrl when it carries a password or an http(s) user."""
+    parts = urlsplit(url)
+    has_user = "@" in parts.netloc
+    if parts.password is not None or (has_user and parts.scheme in ("http", "https")):
+        host = parts.netloc.rsplit("@", 1)[1]
+        raise CredentialsInUrl(parts._replace(netloc=f"***@{host}").geturl())
+    return url
+
+
+def mirror_sync(
+    url: str, mirror: Path, *, env: Mapping[str, str] | None = None, timeout: float = 1800
+) -> Path:
+    """Clone `url` as a bare mirror at `mirror`, or fetch it (pruning) when it exists.
+
+    Branches checked out in the mirror's worktrees are excluded from the fetch: git would
+    refuse to update them, and pruning would delete a running worktree's branch.
+    """
+    reject_credentials(url)
+    if (mirror / "HEAD").is_file():
+        run_git(["config", "remote.origin.url", url], mirror)
+        keep = [f"^{ref}" for ref in _checked_out_refs(mirror)]
+        run_git(["fetch", "--prune", "--quiet", "origin", "+refs/*:refs/*", *keep], mirror,
+                env=env, timeout=timeout)
+        return mirror
+    mirror.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=mirror.parent, prefix=f".{mirror.name}.") as tmp:
+        partial = Path(tmp) / "mirror.git"
+        run_git(["clone", "--mirror", "--quiet", "--", url, str(partial)], mirror.parent,
+                env=env, timeout=timeout)
+        partial.rename(mirror)  # atomic: an interrupted clone never looks like a mirror
+    return mirror
+
+
+def _checked_out_refs(repo: Path) -> list[str]:
+    """The branch refs checked out by the worktrees of `repo`."""
+    return [
+        line.removeprefix("branch ")
+        for line in run_git(["worktree", "list", "--porcelain"], repo).splitlines()
+        if line.startswith("branch ")
+    ]
+
+
+def push_branch(
+    repo: Path, url: str, branch: str, *, env: Mapping[str, str] | None = None,
+    force: bool = False, timeout: float = 600,
+) -> None:
+    """Push local `branch` to the same branch at `url` (a URL, never a remote name).
+
+    Pushing to the URL sidesteps a mirror's `remote.origin.mirror`, which would turn a push to
+    `origin` into a push of every ref. Credentials come only through `env` (GIT_ASKPASS).
+    """
+    reject_credentials(url)
+    ref = f"refs/heads/{_not_an_option(branch, 'branch')}"
+    flags = ["--force"] if force else []
+    run_git([*NO_HOOKS, "push", "--no-verify", "--quiet", *flags, "--", url, f"{ref}:{ref}"],
+            repo, env=env, timeout=timeout)
+
+
+# --- refs ------------------------------------------------------------------------------------
+
+
+def is_work_tree(path: Path) -> bool:
+    """True when `path` is inside a git working tree."""
+    try:
+        proc = _git(["rev-parse", "--is-inside-work-tree"], path)
+    except GitError:
+        return False
+    return proc.returncode == 0 and proc.stdout.strip() == "true"
+
+
+def resolve_commit(repo: Path, ref: str) -> str:
+    """The full SHA of the commit `ref` names in `repo`."""
+    _not_an_option(ref, "ref")
+    return run_git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], repo).strip()
+
+
+def head_commit(path: Path) -> str:
+    """The full SHA of HEAD in `path`."""
+    return resolve_commit(path, "HEAD")
+
+
+def current_branch(path: Path) -> str | None:
+    """The short name of the checked-out branch, or None on a detached HEAD."""
+    proc = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], path)
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def branch_exists(repo: Path, name: str) -> bool:
+    """True when `refs/heads/<name>` exists in `repo`."""
+    _not_an_option(name, "branch")
+    return _git(["show-ref", "--verify", "--quiet", f"refs/heads/{name}"], repo).returncode == 0
+
+
+def unique_branch(repo: Path, base_name: str) -> str:
+    """`base_name`, or `base_name-2`, `-3` … : the first that is not taken in `repo`."""
+    run_git(["check-ref-format", "--branch", _not_an_option(base_name, "branch")], repo)
+    name, n = base_name, 1
+    while branch_exists(repo, name):
+        n += 1
+        name = f"{base_name}-{n}"
+    return name
+
+
+def delete_branch(repo: Path, name: str) -> None:
+    """Delete local branch `name` (merged or not)."""
+    run_git(["branch", "-D", "--", _not_an_option(name, "branch")], repo)
+
+
+# --- worktrees -------------------------------------------------------------------------------
+
+
+def add_worktree(
+    repo: Path, path: Path, *, commit: str, branch: str, force: bool = False
+) -> Path:
+    """Check out `commit` at `path` on a new branch; works from a bare mirror or a checkout.
+
+    The repository's own working tree, index and HEAD are untouched. An existing `branch` is a
+    GitError unless `force`, which resets it to `commit` (`-B`). No upstream is configured.
+    """
+    _not_an_option(branch, "branch")
+    flag = "-B" if force else "-b"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    run_git([*NO_HOOKS, "worktree", "add", "--quiet", "--no-track", flag, branch, str(path),
+             _not_an_option(commit, "commit")], repo)
+    return path
+
+
+def reset_clean(worktree: Path, commit: str) -> None:
+    """Reset the worktree hard to `commit` and delete untracked files (ignored ones stay)."""
+    run_git([*NO_HOOKS, "reset", "--hard", "--quiet", _not_an_option(commit, "commit")], worktree)
+    run_git(["clean", "-fd", "--quiet"], worktree)
+
+
+def remove_worktree(repo: Path, path: Path, *, branch: str | None = None) -> None:
+    """Remove the worktree at `path` (even if dirty), then delete `branch` when one is named."""
+    if path.exists():
+        run_git(["worktree", "remove", "--force", "--force", str(path)], repo)
+    else:
+        run_git(["worktree", "prune"], repo)
+    if branch is not None:
+        delete_branch(repo, branch)
+
+
+def prune_worktrees(repo: Path, parent: Path | None = None) -> list[Path]:
+    """Forget vanished worktrees; delete stale worktree dirs under `parent` git no longer knows.
+
+    A child of `parent` is deleted only when it is a linked worktree (a `.git` file) that is
+    not registered and whose admin dir belongs to `repo` or no longer exists.
+    """
+    run_git(["worktree", "prune"], repo)
+    if parent is None or not parent.is_dir():
+        return []
+    known = {Path(p).resolve() for p in _worktree_paths(repo)}
+    admin = _common_dir(repo) / "worktrees"
+    stale = [
+        child for child in sorted(parent.iterdir())
+        if child.is_dir() and child.resolve() not in known and _is_orphan(child, admin)
+    ]
+    for child in stale:
+        shutil.rmtree(child)
+    return stale
+
+
+def _worktree_paths(repo: Path) -> list[str]:
+    """The paths of every worktree git knows for `repo`."""
+    out = run_git(["worktree", "list", "--porcelain"], repo)
+    return [line.removeprefix("worktree ") for line in out.splitlines()
+            if line.startswith("worktree ")]
+
+
+def _common_dir(repo: Path) -> Path:
+    """The absolute git common dir of `repo` (the bare repo itself, or `.git`)."""
+    return (repo / run_git(["rev-parse", "--git-common-dir"], repo).strip()).resolve()
+
+
+def _is_orphan(child: Path, admin: Path) -> bool:
+    """True when `child` is a linked worktree whose gitdir is under `admin` or gone."""
+    marker = child / ".git"
+    if not marker.is_file():
+        return False
+    text = marker.read_text(encoding="utf-8", errors="replace").strip()
+    if not text.startswith("gitdir:"):
+        return False
+    gitdir = (child / text.removeprefix("gitdir:").strip()).resolve()
+    return gitdir.parent == admin or not gitdir.exists()
+
+
+# --- commits ---------------------------------------------------------------------------------
+
+
+def commit_all(
+    worktree: Path, message: str, *, author_name: str, author_email: str,
+    co_authors: Sequence[str] = (), trailers: Mapping[str, str] | None = None,
+) -> str | None:
+    """Stage everything (deletions too) and commit without hooks; the new SHA, or None if clean.
+
+    Author and committer are both `author_name <author_email>`; `Co-authored-by:` and the other
+    trailers follow the message after a blank line.
+    """
+    run_git(["add", "--all"], worktree)
+    if _git(["diff", "--cached", "--quiet"], worktree).returncode == 0:
+        return None
+    identity = {
+        "GIT_AUTHOR_NAME": author_name, "GIT_AUTHOR_EMAIL": author_email,
+        "GIT_COMMITTER_NAME": author_name, "GIT_COMMITTER_EMAIL": author_email,
+    }
+    run_git([*NO_HOOKS, "-c", "commit.gpgsign=false", "commit", "--no-verify", "--quiet",
+             "--cleanup=whitespace", "--file=-"], worktree, env=identity,
+            input=commit_message(message, co_authors, trailers or {}))
+    return head_commit(worktree)
+
+
+def commit_message(message: str, co_authors: Sequence[str], trailers: Mapping[str, str]) -> str:
+    """`message` with `Co-authored-by:` and other trailers appended after a blank line."""
+    lines = [f"Co-authored-by: {who}" for who in co_authors]
+    lines += [f"{key}: {value}" for key, value in trailers.items()]
+    body = message.strip()
+    return f"{body}\n\n" + "\n".join(lines) + "\n" if lines else f"{body}\n"
+
+
+# --- diffs -----------------------------------------------------------------------------------
+
+
+def diff(worktree: Path, base: str, head: str | None = None) -> str:
+    """The unified diff from `base` to `head`, or to the working tree (untracked files too)."""
+    return _diff(worktree, base, head, [])
+
+
+def diff_stats(worktree: Path, base: str, head: str | None = None) -> DiffStats:
+    """Files changed, insertions and deletions from `base` to `head` or the working tree."""
+    files: list[str] = []
+    insertions = deletions = 0
+    for line in _diff(worktree, base, head, ["--numstat"]).splitlines():
+        added, removed, name = line.split("\t", 2)
+        files.append(name)
+        insertions += int(added) if added.isdigit() else 0  # "-" marks a binary file
+        deletions += int(removed) if removed.isdigit() else 0
+    return DiffStats(
+        files_changed=len(files), insertions=insertions, deletions=deletions, files=files
+    )
+
+
+def _diff(worktree: Path, base: str, head: str | None, extra: list[str]) -> str:
+    """Run `git diff` between commits, or against a throwaway index holding the whole tree."""
+    _not_an_option(base, "commit")
+    if head is not None:
+        return run_git(["diff", *DIFF_FLAGS, *extra, base, _not_an_option(head, "commit"), "--"],
+                       worktree)
+    # A temporary copy of the index takes `add --all`, so untracked files show up as new
+    # without leaving intent-to-add entries (or anything else) in the real index.
+    with tempfile.TemporaryDirectory(prefix="cra-index-") as tmp:
+        index = Path(tmp) / "index"
+        real = worktree / run_git(["rev-parse", "--git-path", "index"], worktree).strip()
+        if real.is_file():
+            shutil.copyfile(real, index)
+        env = {"GIT_INDEX_FILE": str(index)}
+        run_git(["add", "--all"], worktree, env=env)
+        return run_git(["diff", "--cached", *DIFF_FLAGS, *extra, base, "--"], worktree, env=env)
+
+
+def apply_diff(path: Path, diff_text: str) -> None:
+    """Apply a unified diff to the working tree at `path` (the repository root), or change
+    nothing: a diff that does not apply cleanly raises GitError before any file is touched."""
+    if not diff_text.strip():
+        return
+    run_git(["apply", "--check", "--whitespace=nowarn", "-"], path, input=diff_text)
+    run_git(["apply", "--whitespace=nowarn", "-"], path, input=diff_text)
