@@ -42,14 +42,16 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+def _role_default(role: str) -> ModelConfig:
+    return ModelConfig(**ROLE_DEFAULTS[role])
+
+
 class ModelsConfig(Section):
     """The three roles: reasoning (planner), coding (implementer), classifier (yes/no)."""
 
-    reasoning: ModelConfig = Field(default_factory=lambda: ModelConfig(**ROLE_DEFAULTS["reasoning"]))
-    coding: ModelConfig = Field(default_factory=lambda: ModelConfig(**ROLE_DEFAULTS["coding"]))
-    classifier: ModelConfig = Field(
-        default_factory=lambda: ModelConfig(**ROLE_DEFAULTS["classifier"])
-    )
+    reasoning: ModelConfig = Field(default_factory=lambda: _role_default("reasoning"))
+    coding: ModelConfig = Field(default_factory=lambda: _role_default("coding"))
+    classifier: ModelConfig = Field(default_factory=lambda: _role_default("classifier"))
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,1 @@
+"""Alembic migrations of the cra database, shipped inside the wheel as `agent._migrations`."""

@@ -1,0 +1,1 @@
+"""Alembic revision scripts, applied in order by `alembic upgrade head` or `RunLog.open`."""

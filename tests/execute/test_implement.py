@@ -1,0 +1,84 @@
+"""The implement prompt and execute_implement, against the scripted model server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from agent.config import ModelConfig
+from agent.errors import PromptTooLarge
+from agent.execute.implement import execute_implement
+from agent.execute.prompts import IMPLEMENT_SYSTEM, build_implement_prompt
+from agent.llm.client import HTTPChatModel
+from agent.llm.logged import LoggedLLMClient
+from agent.models import ContextFile, ContextPackage, PartPlan, PlanStep
+from tests.fakes.call_log import MemoryCallLog
+from tests.fakes.model_server import ScriptedModelServer
+
+STEP = PlanStep(id="s1", description="Fix mul", target_files=["calc/ops.py"],
+                target_symbols=["mul"])
+CONTEXT = ContextPackage(
+    task="fix mul",
+    files=[ContextFile(path="calc/ops.py", content="def mul(a, b):\n    return 0\n")],
+)
+
+
+def model(window: int = 4096, url: str = "http://127.0.0.1:9") -> ModelConfig:
+    return ModelConfig(model="m", base_url=url, context_window=window, max_retries=0)
+
+
+def test_prompt_carries_files_task_step_and_plan() -> None:
+    plan = PartPlan(part_id="p1", task_summary="t", steps=[STEP, PlanStep(id="s2",
+                    description="Add a test")])
+    system, user = build_implement_prompt(CONTEXT, "fix mul", STEP, model=model(),
+                                          reserved_tokens=512, plan=plan, cumulative_diff="+x")
+    assert system == IMPLEMENT_SYSTEM
+    assert '<file path="calc/ops.py">' in user
+    assert "<task>\nfix mul\n</task>" in user
+    assert "Files: calc/ops.py" in user and "Symbols: mul" in user
+    assert "s2: Add a test" in user and "<prior_changes>\n+x" in user
+
+
+def test_long_failure_is_trimmed_to_fit_keeping_its_end() -> None:
+    failure = "start-marker " + "x" * 40_000 + " final-summary"
+    _, user = build_implement_prompt(CONTEXT, "fix mul", STEP, model=model(window=4096),
+                                     reserved_tokens=512, failure=failure)
+    assert "final-summary" in user and "start-marker" not in user
+    assert "earlier output omitted" in user
+
+
+def test_context_too_large_for_the_window_raises_before_any_call() -> None:
+    huge = ContextPackage(task="t", files=[ContextFile(path="a.py", content="x" * 50_000)])
+    with pytest.raises(PromptTooLarge):
+        build_implement_prompt(huge, "t", STEP, model=model(window=4096), reserved_tokens=512)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as srv:
+        yield srv
+
+
+def test_answer_becomes_edits(server: ScriptedModelServer) -> None:
+    server.enqueue('<edit file="calc/ops.py"><search>return 0</search>'
+                   "<replacement>return a * b</replacement></edit>")
+    log = MemoryCallLog()
+    with HTTPChatModel(model(url=server.url)) as chat:
+        llm = LoggedLLMClient(chat, log, role="coding", reserved_tokens=512)
+        result = execute_implement(CONTEXT, "fix mul", STEP, llm, reserved_tokens=512)
+    assert result.success
+    assert [e.file_path for e in result.edits] == ["calc/ops.py"]
+    assert [r.stage for r in log.records] == ["implement"]
+
+
+def test_unparseable_answer_is_a_failed_step_result_with_the_raw_text(
+    server: ScriptedModelServer,
+) -> None:
+    server.enqueue("Sure! I fixed it.")
+    with HTTPChatModel(model(url=server.url)) as chat:
+        llm = LoggedLLMClient(chat, MemoryCallLog(), role="coding", reserved_tokens=512)
+        result = execute_implement(CONTEXT, "fix mul", STEP, llm, reserved_tokens=512)
+    assert not result.success
+    assert result.raw_response == "Sure! I fixed it."
+    assert result.error_info is not None and "no <edit> blocks" in result.error_info
