@@ -265,7 +265,7 @@ class ContextPackage(Record):
         """Each file under its path, in package order."""
         parts = []
         for f in self.files:
-            label = "" if f.detail == "full" else " (outline)"
+            label = "" if f.detail == "full" else f' detail="{f.detail}"'
             parts.append(f'<file path="{f.path}"{label}>\n{f.content}\n</file>')
         return "\n\n".join(parts)
 
