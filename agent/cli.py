@@ -17,7 +17,8 @@ from agent.errors import AgentError, ConfigError
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
 from agent.models import OrchestratorResult, PlanArtifact, ValidationResult
-from agent.orchestrator import Runtime, run_single_pass
+from agent.runtime import Runtime
+from agent.single_pass import run_single_pass
 from agent.store import RunLog, TaskRunDetail
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

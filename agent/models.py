@@ -115,6 +115,7 @@ class StepResult(Record):
     error_info: str | None = None
     raw_response: str = ""
     usage: Usage = Field(default_factory=lambda: Usage())
+    refinement: RefinementRequest | None = None
 
 
 # --- validation ------------------------------------------------------------------------------
@@ -282,7 +283,8 @@ class RefinementRequest(Record):
 
 # --- runs ------------------------------------------------------------------------------------
 
-RunStatus = Literal["complete", "partial", "failed"]
+RunStatus = Literal["complete", "partial", "failed", "cancelled"]
+StepStatus = Literal["passed", "failed", "skipped"]
 
 
 class AttemptRecord(Record):
@@ -298,20 +300,88 @@ class AttemptRecord(Record):
     unified_diff: str = ""
 
 
+class StepOutcome(Record):
+    """What became of one plan step: its attempts, its commit, or why it failed."""
+
+    part_id: str
+    step_id: str
+    description: str
+    status: StepStatus
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    commit: str | None = None
+    diff: str = ""
+    error: str | None = None
+    budget_exhausted: str | None = None
+    validation: ValidationResult | None = None
+    task_run_id: int | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+    def as_step_result(self) -> StepResult:
+        """The StepResult the adjustment pass reasons about."""
+        last = self.attempts[-1] if self.attempts else None
+        return StepResult(
+            success=self.status == "passed",
+            edits=last.edits if last else [],
+            error_info=None if self.status == "passed" else (self.error or "step failed"),
+            raw_response=last.raw_response if last else "",
+            usage=self.usage,
+        )
+
+
+class AdjustmentRecord(Record):
+    """One adjustment pass: the revised remaining steps and why (or why it failed)."""
+
+    part_id: str
+    after_step: str
+    mode: Literal["monolithic", "decomposed"]
+    adjustment: PlanAdjustment | None = None
+    verdicts: AdjustmentVerdicts | None = None
+    error: str | None = None
+
+
+RunEventKind = Literal[
+    "run_started", "pass_started", "pass_finished", "step_passed", "step_failed",
+    "adjustment_made", "run_finished",
+]
+
+
+class RunEvent(Record):
+    """A progress event for observers (the bot turns these into live progress)."""
+
+    kind: RunEventKind
+    run_id: str
+    pass_type: str | None = None
+    part_id: str | None = None
+    step_id: str | None = None
+    status: str | None = None
+    message: str = ""
+
+
 class OrchestratorResult(Record):
-    """The outcome of a solve run: status, where the work is, what it cost."""
+    """The outcome of a solve run: status, plans, steps, adjustments, where the work is, cost."""
 
     task_id: str
     status: RunStatus
     task_run_id: int | None = None
+    orchestrator_run_id: int | None = None
     branch: str | None = None
     base_commit: str | None = None
     commit: str | None = None
     worktree: str | None = None
     diff: str = ""
+    files_changed: list[str] = Field(default_factory=list)
     attempts: list[AttemptRecord] = Field(default_factory=list)
     baseline: ValidationResult | None = None
+    final_validation: ValidationResult | None = None
+    meta_plan: MetaPlan | None = None
+    part_plans: list[PartPlan] = Field(default_factory=list)
+    steps: list[StepOutcome] = Field(default_factory=list)
+    adjustments: list[AdjustmentRecord] = Field(default_factory=list)
     parts_completed: int = 0
     steps_completed: int = 0
+    steps_failed: int = 0
     usage: Usage = Field(default_factory=Usage)
+    usage_by_role: dict[str, Usage] = Field(default_factory=dict)
+    budget_exhausted: str | None = None
+    wall_ms: int = 0
     error: str | None = None

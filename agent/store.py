@@ -40,7 +40,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 from agent.models import AttemptRecord, LLMCallRecord, Record, Usage, ValidationResult
 
 Clock = Callable[[], datetime]
-TaskRunStatus = Literal["running", "complete", "partial", "failed", "error"]
+TaskRunStatus = Literal["running", "complete", "partial", "failed", "cancelled", "error"]
 ValidationKind = Literal["baseline", "attempt"]
 
 _ALEMBIC_IN_USE = threading.Lock()  # alembic's `context` and `op` are process-wide proxies

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from agent.errors import ParseError
 from agent.execute.parsers import parse_implement_response
 from agent.execute.prompts import build_implement_prompt
 from agent.llm.logged import LoggedLLMClient
-from agent.models import ContextPackage, PartPlan, PlanStep, StepResult
+from agent.models import ContextPackage, PartPlan, PlanStep, RefinementRequest, StepResult
+
+_NEED_CONTEXT = re.compile(r"<need_context>\s*(.*?)\s*</need_context>", re.S)
 
 
 def execute_implement(
@@ -30,6 +34,12 @@ def execute_implement(
         plan=plan, cumulative_diff=cumulative_diff, failure=failure,
     )
     response = llm.complete(system, user, stage=stage)
+    request = needs_context(response.text)
+    if request is not None and "<edit" not in response.text:
+        return StepResult(
+            success=False, error_info=f"needs context: {', '.join(request.missing_files)}",
+            raw_response=response.raw_text, usage=response.usage, refinement=request,
+        )
     try:
         edits = parse_implement_response(response.text)
     except ParseError as exc:
@@ -39,4 +49,16 @@ def execute_implement(
         )
     return StepResult(
         success=True, edits=edits, raw_response=response.raw_text, usage=response.usage
+    )
+
+
+def needs_context(text: str) -> RefinementRequest | None:
+    """The `<need_context>` requests of an answer, as a RefinementRequest (None if none)."""
+    wanted = [m.strip() for m in _NEED_CONTEXT.findall(text) if m.strip()]
+    if not wanted:
+        return None
+    files = [w for w in wanted if "/" in w or "." in w.rsplit("/", 1)[-1]]
+    symbols = [w for w in wanted if w not in files]
+    return RefinementRequest(
+        reason="the implementer asked for context", missing_files=files, missing_symbols=symbols
     )

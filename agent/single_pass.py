@@ -1,0 +1,129 @@
+"""The single pass: one step built from a plan file, implemented with retries in a worktree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.config import SolveConfig
+from agent.context import ContextSource, SeededFiles
+from agent.errors import AgentError
+from agent.llm.budget import TaskBudget
+from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
+from agent.runtime import Runtime
+from agent.steps import RunContext, run_step, task_target_tests
+from agent.validation import run_validation
+from agent.workspace import Workspace, apply_in_place, close_workspace, open_workspace
+
+def run_single_pass(
+    task: str,
+    repo: Path,
+    plan: PlanArtifact,
+    config: SolveConfig,
+    runtime: Runtime,
+    *,
+    in_place: bool = False,
+) -> OrchestratorResult:
+    """Implement `plan` in a worktree on a new branch: test, retry with the failure, commit."""
+    config.require_test_command()
+    repo = repo.resolve()
+    task_id = runtime.new_id()
+    started = runtime.clock()
+    task_run_id = runtime.log.start_task_run(
+        task_id=task_id, repo_path=str(repo), task_description=task, mode="single_pass",
+        config_json=config.model_dump_json(),
+    )
+    result = OrchestratorResult(task_id=task_id, status="failed", task_run_id=task_run_id)
+    ws: Workspace | None = None
+    try:
+        ws = open_workspace(repo, work_dir=runtime.work_dir, run_id=task_id,
+                            branch_hint=plan.task_summary or task)
+        result = _solve(task, task_id, task_run_id, plan, config, runtime, ws)
+    except AgentError as exc:
+        result = result.model_copy(update={"status": "failed", "error": str(exc)})
+    finally:
+        result = _finish(result, ws, runtime, in_place=in_place, started=started)
+    return result
+
+
+def _solve(
+    task: str,
+    task_id: str,
+    task_run_id: int,
+    plan: PlanArtifact,
+    config: SolveConfig,
+    runtime: Runtime,
+    ws: Workspace,
+) -> OrchestratorResult:
+    baseline = run_validation(ws.worktree, config.testing, environ=runtime.environ)
+    runtime.log.record_validation(task_run_id, baseline, attempt_id=None, kind="baseline")
+    context: ContextSource = SeededFiles(ws.worktree)
+    run_budget = TaskBudget("run", max_tokens=config.budget.max_tokens_per_run, max_calls=None,
+                            tokens_label="max_tokens_per_run")
+    rc = RunContext(task, task_id, runtime, config, ws, baseline, context, run_budget)
+    outcome = run_step(
+        rc, step_from_plan(task, plan), part_id="single", plan=None, cumulative_diff="",
+        task_run_id=task_run_id, extra_targets=task_target_tests(baseline, task),
+    )
+    runtime.log.set_state(task_id, "step_result:single:s1", outcome.as_step_result())
+    return _result(task_id, task_run_id, ws, outcome, rc)
+
+
+def _result(
+    task_id: str,
+    task_run_id: int,
+    ws: Workspace,
+    outcome: StepOutcome,
+    rc: RunContext,
+) -> OrchestratorResult:
+    passed = outcome.status == "passed"
+    return OrchestratorResult(
+        task_id=task_id, task_run_id=task_run_id, status="complete" if passed else "failed",
+        branch=ws.branch if passed else None, base_commit=ws.base, commit=outcome.commit,
+        diff=outcome.diff, attempts=outcome.attempts, baseline=rc.baseline,
+        final_validation=outcome.validation if passed else rc.baseline, steps=[outcome],
+        steps_completed=int(passed), steps_failed=int(not passed), parts_completed=int(passed),
+        usage=rc.usage, usage_by_role=rc.usage_by_role, budget_exhausted=outcome.budget_exhausted,
+        error=outcome.error,
+    )
+
+
+def step_from_plan(task: str, plan: PlanArtifact) -> PlanStep:
+    """The one step a plan file describes: its summary, its files and their changes."""
+    changes = "\n".join(
+        f"- {f.path} ({f.role}): {f.changes}".rstrip(": ") for f in plan.affected_files
+    )
+    description = "\n".join(filter(None, [plan.task_summary or task, changes, plan.rationale]))
+    return PlanStep(
+        id="s1", description=description, target_files=[f.path for f in plan.affected_files]
+    )
+
+
+def _finish(
+    result: OrchestratorResult,
+    ws: Workspace | None,
+    runtime: Runtime,
+    *,
+    in_place: bool,
+    started: float,
+) -> OrchestratorResult:
+    """Record the end, apply in place if asked, remove the worktree, keep a carrying branch."""
+    update: dict[str, object] = {"wall_ms": int((runtime.clock() - started) * 1000)}
+    keep_branch = result.commit is not None
+    if ws is not None and in_place and result.commit is not None:
+        error = apply_in_place(ws, result.diff)
+        keep_branch = error is not None
+        update["error"] = error
+    if not keep_branch:
+        update["branch"] = None
+    result = result.model_copy(update=update)
+    assert result.task_run_id is not None
+    runtime.log.set_state(result.task_id, "orchestrator_progress", {"status": result.status})
+    runtime.log.set_state(result.task_id, "cumulative_diff", result.diff)
+    runtime.log.finish_task_run(
+        result.task_run_id, status=result.status, success=result.status == "complete",
+        usage=result.usage, final_diff=result.diff or None, branch=result.branch,
+        error=result.error,
+    )
+    if ws is not None:
+        close_workspace(ws, keep_branch=keep_branch)
+    return result

@@ -1,0 +1,292 @@
+"""One plan step: retrieve → implement → apply → test → retry → commit, within its budgets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agent import git
+from agent.config import SolveConfig
+from agent.context import ContextSource
+from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
+from agent.execute.implement import execute_implement
+from agent.execute.patch import apply_edits
+from agent.execute.prompts import build_implement_prompt
+from agent.llm.budget import TaskBudget, estimate_tokens, prompt_limit
+from agent.llm.logged import LoggedLLMClient
+from agent.models import (
+    AttemptRecord,
+    ContextPackage,
+    PartPlan,
+    PlanStep,
+    RefinementRequest,
+    Role,
+    StepOutcome,
+    StepResult,
+    Usage,
+    ValidationResult,
+)
+from agent.runtime import Runtime
+from agent.validation import passes_gate, run_validation
+from agent.workspace import Workspace
+
+AUTHOR_NAME = "cra"
+AUTHOR_EMAIL = "cra@users.noreply.github.com"
+_FAILURE_OUTPUT_CHARS = 6000
+_TEST_MARKERS = ("test_", "_test.", ".test.", ".spec.", "tests/", "test/", "__tests__/")
+
+
+@dataclass
+class RunContext:
+    """What every pass of one run shares: workspace, baseline, run budget, usage by role."""
+
+    task: str
+    run_id: str
+    runtime: Runtime
+    config: SolveConfig
+    ws: Workspace
+    baseline: ValidationResult
+    context: ContextSource
+    run_budget: TaskBudget
+    usage_by_role: dict[str, Usage] = field(default_factory=dict)
+
+    def client(
+        self, role: Role, *, task_run_id: int, budgets: Sequence[TaskBudget] = ()
+    ) -> LoggedLLMClient:
+        """A logged client for `role`, bound to a task run, charged to the run budget too."""
+        return LoggedLLMClient(
+            self.runtime.models.client(role), self.runtime.log, role=role,
+            reserved_tokens=self.config.budget.reserved_tokens, task_run_id=task_run_id,
+            budgets=[*budgets, self.run_budget],
+        )
+
+    def account(self, *clients: LoggedLLMClient | None) -> Usage:
+        """Add the clients' usage to the run's usage by role; returns their sum."""
+        total = Usage()
+        for c in clients:
+            if c is not None:
+                self.usage_by_role[c.role] = self.usage_by_role.get(c.role, Usage()) + c.usage
+                total = total + c.usage
+        return total
+
+    @property
+    def usage(self) -> Usage:
+        """Everything the run's model calls cost so far."""
+        total = Usage()
+        for usage in self.usage_by_role.values():
+            total = total + usage
+        return total
+
+
+@dataclass
+class _Step:
+    """The per-step working set."""
+
+    rc: RunContext
+    step: PlanStep
+    part_id: str
+    plan: PartPlan | None
+    cumulative_diff: str
+    task_run_id: int
+    coding: LoggedLLMClient
+    classifier: LoggedLLMClient | None
+    base: str
+    attempts: list[AttemptRecord] = field(default_factory=list)
+
+
+def run_step(
+    rc: RunContext,
+    step: PlanStep,
+    *,
+    part_id: str,
+    plan: PartPlan | None,
+    cumulative_diff: str,
+    task_run_id: int,
+    extra_targets: Sequence[str] = (),
+) -> StepOutcome:
+    """Implement one step with retries; a pass is committed, a failure leaves the tree as it was.
+
+    `extra_targets` are tests this step must make pass besides its own (the task's named tests
+    in single-pass mode)."""
+    budget = TaskBudget(
+        "step", max_tokens=rc.config.budget.max_tokens_per_step,
+        max_calls=rc.config.orchestrator.max_calls_per_step,
+        tokens_label="max_tokens_per_step", calls_label="max_calls_per_step",
+    )
+    coding = rc.client("coding", task_run_id=task_run_id, budgets=[budget])
+    classifier = (
+        rc.client("classifier", task_run_id=task_run_id, budgets=[budget])
+        if rc.config.retrieval.stages else None
+    )
+    st = _Step(rc, step, part_id, plan, cumulative_diff, task_run_id, coding, classifier,
+               base=git.head_commit(rc.ws.worktree))
+    outcome = _attempts(st, [*step_target_tests(rc.baseline, step), *extra_targets])
+    outcome.usage = rc.account(coding, classifier)
+    if outcome.status != "passed":
+        git.reset_clean(rc.ws.worktree, st.base)
+    return outcome
+
+
+def _attempts(st: _Step, targets: Sequence[str]) -> StepOutcome:
+    failure: str | None = None
+    try:
+        for number in range(1, st.rc.config.orchestrator.max_retries_per_step + 2):
+            git.reset_clean(st.rc.ws.worktree, st.base)
+            attempt = _attempt(st, number, failure)
+            if _passed(attempt, st.rc.baseline, targets):
+                return _commit(st, attempt)
+            failure = describe_failure(attempt)
+    except BudgetExhausted as exc:
+        _record(st, AttemptRecord(attempt=len(st.attempts) + 1, error_info=str(exc)))
+        return _failed(st, str(exc), budget=exc.budget)
+    except (LLMError, PromptTooLarge) as exc:
+        _record(st, AttemptRecord(attempt=len(st.attempts) + 1, error_info=str(exc)))
+        return _failed(st, str(exc))
+    return _failed(st, f"no attempt passed the tests ({len(st.attempts)} attempts)")
+
+
+def _attempt(st: _Step, number: int, failure: str | None) -> AttemptRecord:
+    stage = "implement" if number == 1 else "implement_retry"
+    context = st.rc.context.gather(
+        st.rc.task, mode="implement", files=st.step.target_files, failure=failure,
+        budget_tokens=_context_budget(st, failure), classifier=st.classifier,
+    )
+    result = _implement(st, context, failure, stage)
+    loops = 0
+    while (request := _refinement(result, context, st)) is not None:
+        if loops >= st.rc.config.orchestrator.max_refinement_loops:
+            break
+        loops += 1
+        context = st.rc.context.refine(context, request, classifier=st.classifier)
+        result = _implement(st, context, failure, f"{stage}_refined")
+    attempt = AttemptRecord(
+        attempt=number, raw_response=result.raw_response, usage=result.usage,
+        edits=result.edits, error_info=result.error_info,
+    )
+    if result.success:
+        _apply(st, attempt)
+    attempt_id = _record(st, attempt)
+    if attempt.patch_applied:
+        attempt.validation = run_validation(
+            st.rc.ws.worktree, st.rc.config.testing, environ=st.rc.runtime.environ
+        )
+        st.rc.runtime.log.record_validation(
+            st.task_run_id, attempt.validation, attempt_id=attempt_id, kind="attempt"
+        )
+    return attempt
+
+
+def _implement(st: _Step, context: ContextPackage, failure: str | None, stage: str) -> StepResult:
+    return execute_implement(
+        context, st.rc.task, st.step, st.coding,
+        reserved_tokens=st.rc.config.budget.reserved_tokens, plan=st.plan,
+        cumulative_diff=st.cumulative_diff or None, failure=failure, stage=stage,
+    )
+
+
+def _refinement(
+    result: StepResult, context: ContextPackage, st: _Step
+) -> RefinementRequest | None:
+    """Why the answer needs more context: it asked, or it edits a file it was not shown."""
+    if result.refinement is not None:
+        return result.refinement
+    shown = {f.path for f in context.files}
+    unseen = [
+        e.file_path for e in result.edits
+        if e.search and e.file_path not in shown and (st.rc.ws.worktree / e.file_path).is_file()
+    ]
+    if not unseen:
+        return None
+    return RefinementRequest(reason="the answer edits files it was not shown",
+                             missing_files=list(dict.fromkeys(unseen)))
+
+
+def _apply(st: _Step, attempt: AttemptRecord) -> None:
+    patch = apply_edits(
+        attempt.edits, st.rc.ws.worktree, protected=st.rc.config.orchestrator.protected_paths
+    )
+    attempt.patch_applied = patch.success
+    attempt.unified_diff = patch.diff
+    if not patch.success:
+        attempt.error_info = f"edit rejected: {patch.error_info}\n{patch.hint}".strip()
+
+
+def _record(st: _Step, attempt: AttemptRecord) -> int:
+    st.attempts.append(attempt)
+    return st.rc.runtime.log.record_attempt(st.task_run_id, attempt)
+
+
+def _passed(attempt: AttemptRecord, baseline: ValidationResult, targets: Sequence[str]) -> bool:
+    if not attempt.patch_applied or attempt.validation is None or not attempt.edits:
+        return False
+    return passes_gate(baseline, attempt.validation, target_tests=targets)
+
+
+def _commit(st: _Step, attempt: AttemptRecord) -> StepOutcome:
+    worktree = st.rc.ws.worktree
+    message = f"{st.step.description.strip().splitlines()[0][:72]}\n\n{st.step.description}"
+    commit = git.commit_all(
+        worktree, message, author_name=AUTHOR_NAME, author_email=AUTHOR_EMAIL,
+        trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},
+    )
+    return StepOutcome(
+        part_id=st.part_id, step_id=st.step.id, description=st.step.description,
+        status="passed", attempts=st.attempts, commit=commit,
+        diff=git.diff(worktree, st.base, commit) if commit else "",
+        validation=attempt.validation, task_run_id=st.task_run_id,
+    )
+
+
+def _failed(st: _Step, error: str, *, budget: str | None = None) -> StepOutcome:
+    last = next((a.validation for a in reversed(st.attempts) if a.validation), None)
+    return StepOutcome(
+        part_id=st.part_id, step_id=st.step.id, description=st.step.description,
+        status="failed", attempts=st.attempts, error=error, budget_exhausted=budget,
+        validation=last, task_run_id=st.task_run_id,
+    )
+
+
+def _context_budget(st: _Step, failure: str | None) -> int:
+    """The window left for files once the prompt frame and the failure text are counted."""
+    model = st.coding.config
+    reserved = st.rc.config.budget.reserved_tokens
+    frame = build_implement_prompt(
+        ContextPackage(task=st.rc.task), st.rc.task, st.step, model=model,
+        reserved_tokens=reserved, plan=st.plan, cumulative_diff=st.cumulative_diff or None,
+    )
+    limit = prompt_limit(model, reserved)
+    failure_room = min(estimate_tokens(failure), limit // 4) if failure else 0
+    return max(limit - estimate_tokens(frame[0] + frame[1]) - failure_room - 64, 0)
+
+
+def task_target_tests(baseline: ValidationResult, task: str) -> list[str]:
+    """Baseline-failing tests the task text names (by id, file or test name)."""
+    return [
+        t for t in baseline.failing_tests
+        if t in task or t.split("::")[0] in task or t.split("::")[-1].split("[")[0] in task
+    ]
+
+
+def step_target_tests(baseline: ValidationResult, step: PlanStep) -> list[str]:
+    """The step's own tests: its test files, and baseline failures inside its target files."""
+    files = [f for f in step.target_files if any(m in f for m in _TEST_MARKERS)]
+    failing = [t for t in baseline.failing_tests if t.split("::")[0] in step.target_files]
+    return list(dict.fromkeys([*files, *failing]))
+
+
+def describe_failure(attempt: AttemptRecord) -> str:
+    """What went wrong in an attempt, for the next attempt's prompt."""
+    if attempt.validation is None:
+        return (
+            f"Your previous answer could not be used: {attempt.error_info}\n"
+            "Answer only with <edit> blocks whose search text is copied exactly from the files."
+        )
+    validation = attempt.validation
+    failing = "\n".join(f"- {t}" for t in validation.failing_tests) or "- (not identified)"
+    output = (validation.test_output or "")[-_FAILURE_OUTPUT_CHARS:]
+    state = "timed out" if validation.timed_out else "failed"
+    return (
+        f"Your previous edits applied, but the tests {state}.\n"
+        f"Your edits:\n{attempt.unified_diff}\nFailing tests:\n{failing}\n"
+        f"Test output (end):\n{output}"
+    )
