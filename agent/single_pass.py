@@ -14,6 +14,7 @@ from agent.steps import RunContext, run_step, task_target_tests
 from agent.validation import run_validation
 from agent.workspace import Workspace, apply_in_place, close_workspace, open_workspace
 
+
 def run_single_pass(
     task: str,
     repo: Path,
