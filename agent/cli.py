@@ -1,9 +1,8 @@
-"""`cra`: the agent's command line (solve, runs)."""
+"""`cra`: the agent's command line (plan, solve, runs)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -12,14 +11,17 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agent import git
-from agent.config import ModelConfig, load_config, resolve_api_key
+from agent.config import ModelConfig, SolveConfig, load_config, resolve_api_key
 from agent.errors import AgentError, ConfigError
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
-from agent.models import OrchestratorResult, PlanArtifact, ValidationResult
+from agent.models import PlanArtifact
+from agent.orchestrator import solve
+from agent.planning import plan_task
+from agent.render import render_orchestrator_run, render_result, render_run_list, render_task_run
 from agent.runtime import Runtime
 from agent.single_pass import run_single_pass
-from agent.store import RunLog, TaskRunDetail
+from agent.store import RunLog
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -36,20 +38,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, help="where cra keeps its run log and "
                         "worktrees (default: $CRA_DATA_DIR or ~/.local/share/cra)")
     commands = parser.add_subparsers(dest="command", required=True)
-    solve = commands.add_parser("solve", help="implement a task in a worktree, gated by tests")
-    solve.add_argument("task", help="what to do, in words")
-    solve.add_argument("--repo", type=Path, default=Path("."), help="the git repository")
-    solve.add_argument("--plan", type=Path, required=True, help="a PlanArtifact JSON file")
-    solve.add_argument("--config", type=Path, help="config file (default: .github/cra.toml or "
-                       "cra.toml in the repository)")
-    solve.add_argument("--in-place", action="store_true",
-                       help="apply the final diff to your working tree instead of a branch")
-    solve.add_argument("--json", action="store_true", help="print the result as JSON")
-    runs = commands.add_parser("runs", help="list recorded runs, or show one")
-    runs.add_argument("run", nargs="?", help="a run id or task id")
+    _add_plan(commands)
+    _add_solve(commands)
+    runs = commands.add_parser("runs", help="list recorded runs, or show one in full")
+    runs.add_argument("run", nargs="?", help="a run id (number) or task id")
     runs.add_argument("--limit", type=int, default=20)
     runs.add_argument("--json", action="store_true", help="print JSON")
     return parser
+
+
+def _add_common(command: argparse.ArgumentParser) -> None:
+    command.add_argument("task", help="what to do, in words")
+    command.add_argument("--repo", type=Path, default=Path("."), help="the git repository")
+    command.add_argument("--config", type=Path, help="config file (default: .github/cra.toml "
+                         "or cra.toml in the repository)")
+
+
+def _add_plan(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    plan = commands.add_parser("plan", help="plan a task (a meta-plan) without changing anything")
+    _add_common(plan)
+    plan.add_argument("--output", type=Path, help="write the plan JSON here (default: stdout)")
+
+
+def _add_solve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    solve_cmd = commands.add_parser("solve", help="plan and implement a task in a worktree, "
+                                    "gated by tests")
+    _add_common(solve_cmd)
+    solve_cmd.add_argument("--plan", type=Path, help="a PlanArtifact JSON file: one "
+                           "implement pass instead of the orchestrator")
+    solve_cmd.add_argument("--in-place", action="store_true",
+                           help="apply the final diff to your working tree instead of a branch")
+    solve_cmd.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -61,9 +80,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return EXIT_USAGE if exc.code not in (0, None) else EXIT_OK
     try:
         with RunLog.open(_db_url(args, env)) as log:
-            if args.command == "solve":
-                return _solve(args, log, env)
-            return _runs(args, log)
+            return _dispatch(args, log, env)
     except (UsageError, ConfigError) as exc:
         print(f"cra: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -72,7 +89,16 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return EXIT_FAILED
 
 
-def _data_dir(args: argparse.Namespace, env: Mapping[str, str]) -> Path:
+def _dispatch(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
+    if args.command == "solve":
+        return _solve(args, log, env)
+    if args.command == "plan":
+        return _plan(args, log, env)
+    return _runs(args, log)
+
+
+def data_dir(args: argparse.Namespace, env: Mapping[str, str]) -> Path:
+    """--data-dir, else $CRA_DATA_DIR, else $XDG_DATA_HOME/cra or ~/.local/share/cra."""
     if args.data_dir is not None:
         return Path(args.data_dir)
     if env.get("CRA_DATA_DIR"):
@@ -86,24 +112,53 @@ def _db_url(args: argparse.Namespace, env: Mapping[str, str]) -> str:
         return str(args.db)
     if env.get("CRA_DATABASE_URL"):
         return env["CRA_DATABASE_URL"]
-    return f"sqlite:///{_data_dir(args, env) / 'cra.db'}"
+    return f"sqlite:///{data_dir(args, env) / 'cra.db'}"
 
 
-def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
+def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
     repo = Path(args.repo).resolve()
     if not git.is_work_tree(repo):
         raise UsageError(f"{repo} is not a git repository")
-    config = load_config(repo, args.config)
-    config.require_test_command()
-    plan = _load_plan(args.plan)
+    return repo, load_config(repo, args.config)
+
+
+def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
+             env: Mapping[str, str]) -> Runtime:
     router = ModelRouter(config.models, factory=_Factory(env))
+    return Runtime(log=log, models=router, environ=env, work_dir=data_dir(args, env))
+
+
+def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
+    repo, config = _repo_and_config(args)
+    config.require_test_command()
+    plan = _load_plan(args.plan) if args.plan else None
+    runtime = _runtime(log, config, args, env)
     try:
-        runtime = Runtime(log=log, models=router, environ=env, work_dir=_data_dir(args, env))
-        result = run_single_pass(args.task, repo, plan, config, runtime, in_place=args.in_place)
+        if plan is not None:
+            result = run_single_pass(args.task, repo, plan, config, runtime,
+                                     in_place=args.in_place)
+        else:
+            result = solve(args.task, repo, config, runtime, in_place=args.in_place)
     finally:
-        router.close()
-    _print_result(result, as_json=args.json)
+        runtime.models.close()
+    print(result.model_dump_json(indent=2) if args.json else render_result(result))
     return EXIT_OK if result.status == "complete" and not result.error else EXIT_FAILED
+
+
+def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
+    repo, config = _repo_and_config(args)
+    runtime = _runtime(log, config, args, env)
+    try:
+        artifact = plan_task(args.task, repo, config, runtime)
+    finally:
+        runtime.models.close()
+    text = artifact.model_dump_json(indent=2)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        print(f"plan written to {args.output}")
+    else:
+        print(text)
+    return EXIT_OK
 
 
 def _load_plan(path: Path) -> PlanArtifact:
@@ -125,78 +180,24 @@ class _Factory:
         return HTTPChatModel(model, api_key=resolve_api_key(model, self._env))
 
 
-def _print_result(result: OrchestratorResult, *, as_json: bool) -> None:
-    if as_json:
-        print(result.model_dump_json(indent=2))
-        return
-    print(f"status: {result.status}")
-    for attempt in result.attempts:
-        tests = "tests not run" if attempt.validation is None else _verdict(attempt.validation)
-        problem = f" — {attempt.error_info.splitlines()[0]}" if attempt.error_info else ""
-        print(f"attempt {attempt.attempt}: {len(attempt.edits)} edits, {tests}{problem}")
-    if result.branch:
-        print(f"branch: {result.branch} (commit {result.commit})")
-    elif result.status == "complete":
-        print("applied to your working tree")
-    usage = result.usage
-    print(f"model calls answered: {usage.calls}, tokens: {usage.total_tokens}, "
-          f"latency: {usage.latency_ms} ms")
-    if result.error:
-        print(f"error: {result.error}")
-
-
 def _runs(args: argparse.Namespace, log: RunLog) -> int:
     if args.run is None:
-        runs = log.list_task_runs(limit=args.limit)
-        if args.json:
-            print(json.dumps([r.model_dump(mode="json") for r in runs], indent=2))
-        for r in [] if args.json else runs:
-            print(f"{r.id:>5}  {r.status:<9} {r.created_at:%Y-%m-%d %H:%M}  "
-                  f"{r.task_description[:60]}")
+        task_runs = log.list_task_runs(limit=args.limit, modes=("single_pass", "plan"))
+        orchestrated = log.list_orchestrator_runs(limit=args.limit)
+        print(render_run_list(task_runs, orchestrated, as_json=args.json, limit=args.limit))
         return EXIT_OK
-    key: int | str = int(args.run) if args.run.isdigit() else args.run
-    detail = log.get_task_run(key)
+    if not args.run.isdigit():
+        orchestrator_run = log.get_orchestrator_run(args.run)
+        if orchestrator_run is not None:
+            details = [log.get_task_run(p.task_run_id) for p in orchestrator_run.passes]
+            print(render_orchestrator_run(orchestrator_run, details, as_json=args.json))
+            return EXIT_OK
+    detail = log.get_task_run(int(args.run) if args.run.isdigit() else args.run)
     if detail is None:
         raise UsageError(f"no run {args.run}")
-    print(detail.model_dump_json(indent=2) if args.json else _describe_run(detail))
+    print(detail.model_dump_json(indent=2) if args.json else render_task_run(detail))
     return EXIT_OK
-
-
-def _describe_run(detail: TaskRunDetail) -> str:
-    """A task run as text: its header, baseline, attempts with validations, model calls."""
-    usage = detail.usage
-    lines = [
-        f"run {detail.id} ({detail.task_id}) — {detail.status}",
-        f"task: {detail.task_description}",
-        f"repo: {detail.repo_path}" + (f"  branch: {detail.branch}" if detail.branch else ""),
-        f"tokens: {usage.total_tokens}  latency: {usage.latency_ms} ms",
-    ]
-    if detail.error:
-        lines.append(f"error: {detail.error}")
-    lines += [f"baseline: {_verdict(v.result)}" for v in detail.baseline]
-    for attempt in detail.attempts:
-        verdicts = ", ".join(_verdict(v.result) for v in attempt.validations) or "tests not run"
-        problem = f" — {attempt.error_info.splitlines()[0]}" if attempt.error_info else ""
-        lines.append(f"attempt {attempt.attempt}: patch "
-                     f"{'applied' if attempt.patch_applied else 'not applied'}, "
-                     f"{verdicts}{problem}")
-    for call in detail.llm_calls:
-        rec = call.record
-        outcome = f"error: {rec.error}" if rec.error else f"{len(rec.response or '')} chars"
-        lines.append(f"call {call.id}: {rec.stage} {rec.model} "
-                     f"{rec.prompt_tokens}+{rec.completion_tokens} tokens "
-                     f"{rec.latency_ms} ms — {outcome}")
-    return "\n".join(lines)
-
-
-def _verdict(result: ValidationResult) -> str:
-    if result.timed_out:
-        return "tests timed out"
-    if result.success:
-        return "tests passed"
-    return f"tests failed ({', '.join(result.failing_tests) or 'see output'})"
 
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -95,6 +95,7 @@ class OrchestratorConfig(Section):
     max_calls_per_step: int = Field(default=12, gt=0)
     max_refinement_loops: int = Field(default=1, ge=0)
     max_adjustment_rounds: int = Field(default=1, ge=0)
+    max_steps_per_part: int = Field(default=10, gt=0)
     decomposed_adjustment: bool = False
     protected_paths: list[str] = Field(default_factory=lambda: [".github/workflows/**"])
 
@@ -106,11 +107,21 @@ class RetrievalConfig(Section):
         default_factory=lambda: ["scope", "precision"]  # type: ignore[arg-type]
     )
     top_k: int = Field(default=12, gt=0)
+    search_limit: int = Field(default=100, gt=0)
+    whole_file_tokens: int = Field(default=1200, ge=0)
+    precision_max_questions: int = Field(default=24, ge=0)
     max_file_bytes: int = Field(default=512_000, gt=0)
     skip_dirs: list[str] = Field(
         default_factory=lambda: [
             "node_modules", "vendor", "third_party", ".venv", "venv", "dist", "build",
             "__pycache__", ".mypy_cache", ".pytest_cache", ".tox", "target",
+        ]
+    )
+    skip_globs: list[str] = Field(
+        default_factory=lambda: [
+            "*.min.js", "*.min.css", "*.map", "*_pb2.py", "*_pb2_grpc.py", "*.pb.go",
+            "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "uv.lock",
+            "Cargo.lock", "go.sum", "composer.lock", "Gemfile.lock",
         ]
     )
 

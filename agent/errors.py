@@ -63,6 +63,15 @@ class PlanInvalid(AgentError, ValueError):
         self.problems = problems
 
 
+class AdjustmentFailed(AgentError, ValueError):
+    """A decomposed adjustment could not proceed; `stage` and `keys` name where and what."""
+
+    def __init__(self, message: str, *, stage: str, keys: list[str]) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.keys = keys
+
+
 class PatchRejected(AgentError):
     """An edit could not be applied; `hint` holds the closest region for a retry prompt."""
 

@@ -283,13 +283,15 @@ def _is_orphan(child: Path, admin: Path) -> bool:
 def commit_all(
     worktree: Path, message: str, *, author_name: str, author_email: str,
     co_authors: Sequence[str] = (), trailers: Mapping[str, str] | None = None,
+    paths: Sequence[str] | None = None,
 ) -> str | None:
-    """Stage everything (deletions too) and commit without hooks; the new SHA, or None if clean.
+    """Stage everything (deletions too) — or only `paths` — and commit without hooks; the new
+    SHA, or None if nothing was staged.
 
     Author and committer are both `author_name <author_email>`; `Co-authored-by:` and the other
     trailers follow the message after a blank line.
     """
-    run_git(["add", "--all"], worktree)
+    run_git(["add", "--all", "--", *(paths if paths is not None else ["."])], worktree)
     if _git(["diff", "--cached", "--quiet"], worktree).returncode == 0:
         return None
     identity = {

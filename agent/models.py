@@ -237,13 +237,27 @@ class LLMCallRecord(Record):
 # --- context ---------------------------------------------------------------------------------
 
 
+SymbolDetail = Literal["full", "signature", "omitted"]
+
+
 class ContextFile(Record):
-    """One file in a context package: whole, or an outline with chosen bodies."""
+    """One file in a context package: whole, an outline with chosen bodies, or cut short.
+
+    `symbols` holds the detail chosen per definition of an outline; `reason` says why the file
+    is in the package (a seed, the ranking, the scope stage).
+    """
 
     path: str
     content: str
-    detail: Literal["full", "outline"] = "full"
+    detail: Literal["full", "outline", "truncated"] = "full"
     tokens: int = 0
+    reason: str = ""
+    symbols: dict[str, SymbolDetail] = Field(default_factory=dict)
+
+    def prompt_block(self) -> str:
+        """This file as it appears in a prompt: its content under its path."""
+        label = "" if self.detail == "full" else f' detail="{self.detail}"'
+        return f'<file path="{self.path}"{label}>\n{self.content}\n</file>'
 
 
 class DroppedFile(Record):
@@ -261,14 +275,14 @@ class ContextPackage(Record):
     dropped: list[DroppedFile] = Field(default_factory=list)
     budget_tokens: int = 0
     used_tokens: int = 0
+    mode: Literal["plan", "implement"] = "implement"
+    seed_files: list[str] = Field(default_factory=list)
+    seed_symbols: list[str] = Field(default_factory=list)
 
     def to_prompt_text(self) -> str:
-        """Each file under its path, in package order."""
-        parts = []
-        for f in self.files:
-            label = "" if f.detail == "full" else f' detail="{f.detail}"'
-            parts.append(f'<file path="{f.path}"{label}>\n{f.content}\n</file>')
-        return "\n\n".join(parts)
+        """Each file under its path, whole or as an outline, in package order (seeds first,
+        then by rank: deterministic for the same repository, task and answers)."""
+        return "\n\n".join(f.prompt_block() for f in self.files)
 
 
 class RefinementRequest(Record):
@@ -316,16 +330,28 @@ class StepOutcome(Record):
     task_run_id: int | None = None
     usage: Usage = Field(default_factory=Usage)
 
-    def as_step_result(self) -> StepResult:
-        """The StepResult the adjustment pass reasons about."""
+    def as_step_result(self, *, output_chars: int = 1500) -> StepResult:
+        """The StepResult the adjustment pass reasons about; a failure carries the failing
+        tests and the end of the last test output, so the yes/no stages see real signals."""
         last = self.attempts[-1] if self.attempts else None
         return StepResult(
             success=self.status == "passed",
             edits=last.edits if last else [],
-            error_info=None if self.status == "passed" else (self.error or "step failed"),
+            error_info=None if self.status == "passed" else self._failure_text(output_chars),
             raw_response=last.raw_response if last else "",
             usage=self.usage,
         )
+
+    def _failure_text(self, output_chars: int) -> str:
+        parts = [self.error or "step failed"]
+        last = self.attempts[-1] if self.attempts else None
+        if last is not None and last.error_info and last.error_info != self.error:
+            parts.append(last.error_info)
+        if self.validation is not None:
+            if self.validation.failing_tests:
+                parts.append("FAILED " + ", ".join(self.validation.failing_tests))
+            parts.append((self.validation.test_output or "")[-output_chars:])
+        return "\n".join(p for p in parts if p)
 
 
 class AdjustmentRecord(Record):

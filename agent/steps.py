@@ -64,7 +64,7 @@ class RunContext:
         """Add the clients' usage to the run's usage by role; returns their sum."""
         total = Usage()
         for c in clients:
-            if c is not None:
+            if c is not None and c.usage.calls:
                 self.usage_by_role[c.role] = self.usage_by_role.get(c.role, Usage()) + c.usage
                 total = total + c.usage
         return total
@@ -228,6 +228,7 @@ def _commit(st: _Step, attempt: AttemptRecord) -> StepOutcome:
     commit = git.commit_all(
         worktree, message, author_name=AUTHOR_NAME, author_email=AUTHOR_EMAIL,
         trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},
+        paths=sorted({e.file_path for e in attempt.edits}),  # never what the tests left behind
     )
     return StepOutcome(
         part_id=st.part_id, step_id=st.step.id, description=st.step.description,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -305,6 +305,19 @@ class PassDetail(Record):
     created_at: datetime
 
 
+class OrchestratorRunSummary(Record):
+    """One line of `cra runs`: an orchestrator run at a glance."""
+
+    id: int
+    task_id: str
+    repo_path: str
+    task_description: str
+    total_steps: int | None
+    steps_completed: int
+    status: str
+    created_at: datetime
+
+
 class OrchestratorRunDetail(Record):
     """An orchestrator run with its passes in sequence order."""
 
@@ -338,6 +351,9 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA busy_timeout=5000")
     cursor.execute("PRAGMA journal_mode=WAL")
+    # WAL + NORMAL: a crash of cra loses nothing committed; only a power cut may lose the
+    # last transactions. FULL would fsync on every commit (3 ms each, hundreds per run).
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 
@@ -612,14 +628,19 @@ class RunLog:
 
     # --- readers -----------------------------------------------------------------------------
 
-    def list_task_runs(self, *, limit: int = 20) -> list[TaskRunSummary]:
-        """The newest task runs first, with token totals and attempt counts."""
+    def list_task_runs(
+        self, *, limit: int = 20, modes: Sequence[str] | None = None
+    ) -> list[TaskRunSummary]:
+        """The newest task runs first (only those of `modes` if given), with token totals and
+        attempt counts."""
         attempts = (
             select(func.count(AttemptRow.id))
             .where(AttemptRow.task_run_id == TaskRunRow.id)
             .scalar_subquery()
         )
         query = select(TaskRunRow, attempts).order_by(TaskRunRow.id.desc()).limit(limit)
+        if modes is not None:
+            query = query.where(TaskRunRow.mode.in_(list(modes)))
         with self._sessions() as session:
             return [_summary(row, count) for row, count in session.execute(query)]
 
@@ -631,6 +652,15 @@ class RunLog:
             if run is None:
                 return None
             return _detail(session, run)
+
+    def list_orchestrator_runs(self, *, limit: int = 20) -> list[OrchestratorRunSummary]:
+        """The newest orchestrator runs first."""
+        query = select(OrchestratorRunRow).order_by(OrchestratorRunRow.id.desc()).limit(limit)
+        with self._sessions() as session:
+            return [
+                OrchestratorRunSummary(**_pick(row, OrchestratorRunSummary))
+                for row in session.scalars(query)
+            ]
 
     def get_orchestrator_run(self, id_or_task_id: int | str) -> OrchestratorRunDetail | None:
         """An orchestrator run with its passes in sequence order; None if unknown."""

@@ -1,0 +1,119 @@
+"""Orchestrator overhead: a scripted 3 parts × 3 steps run on a real repository.
+
+The scripted model waits 200 ms per call and the test command takes about 0.5 s; what is left of
+the wall time after model waiting and test time is the orchestrator's own overhead (git, records,
+prompts, context). Prints it as a share of the wall time; the target is ≤ 3 %.
+
+Run: .venv/bin/python benchmarks/orchestrate.py [--model-delay 0.2] [--test-seconds 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
+
+from agent.config import parse_config  # noqa: E402
+from agent.llm.client import HTTPChatModel  # noqa: E402
+from agent.llm.router import ModelRouter  # noqa: E402
+from agent.models import OrchestratorResult  # noqa: E402
+from agent.orchestrator import solve  # noqa: E402
+from agent.runtime import Runtime  # noqa: E402
+from agent.store import RunLog  # noqa: E402
+from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
+from tests.fakes.repos import ISOLATED_GIT_ENV, MUL_FIX, make_python_project  # noqa: E402
+
+PARTS, STEPS = 3, 3
+ANCHOR = '    """Return a * b."""\n' + MUL_FIX
+
+
+def function(n: int) -> str:
+    """The code step n adds."""
+    return f"def f{n}(a: int) -> int:\n    \"\"\"Return a + {n}.\"\"\"\n    return a + {n}\n"
+
+
+def edit(before: str, added: str) -> str:
+    """An edit appending `added` after `before` in calc/ops.py."""
+    return (f'<edit file="calc/ops.py">\n<search>\n{before.rstrip()}\n</search>\n'
+            f"<replacement>\n{before.rstrip()}\n\n\n{added.rstrip()}\n</replacement>\n</edit>")
+
+
+def script(server: ScriptedModelServer, delay: float) -> None:
+    """Meta-plan, part plans, implements and adjustments for PARTS × STEPS steps."""
+
+    def r(text: str) -> Reply:
+        return Reply(text=text, delay_s=delay, usage=(500, 100))
+
+    parts = [{"id": f"p{p}", "description": f"Part {p}", "affected_files": ["calc/ops.py"],
+              "depends_on": [f"p{p - 1}"] if p > 1 else []} for p in range(1, PARTS + 1)]
+    server.script("meta_plan", r(json.dumps({"task_summary": "t", "parts": parts})))
+    n, previous = 0, ANCHOR
+    for p in range(1, PARTS + 1):
+        steps = [{"id": f"s{s}", "description": f"Add f{(p - 1) * STEPS + s} to calc/ops.py",
+                  "target_files": ["calc/ops.py"], "depends_on": [f"s{s - 1}"] if s > 1 else []}
+                 for s in range(1, STEPS + 1)]
+        server.script("part_plan", r(json.dumps({"part_id": f"p{p}", "task_summary": "t",
+                                                 "steps": steps})))
+        for s in range(1, STEPS + 1):
+            n += 1
+            server.script("implement", r(edit(previous, function(n))))
+            previous = function(n)
+            server.script("adjustment", r(json.dumps(
+                {"revised_steps": steps[s:], "rationale": "on track"})))
+
+
+def run(delay: float, test_seconds: float) -> OrchestratorResult:
+    """One scripted orchestrator run in a temporary directory."""
+    os.environ.update(ISOLATED_GIT_ENV)
+    with tempfile.TemporaryDirectory() as tmp, ScriptedModelServer() as server:
+        repo = make_python_project(Path(tmp) / "repo", bug=False, config=None)
+        script(server, delay)
+        models = {role: {"base_url": server.url, "model": role, "max_retries": 0}
+                  for role in ("reasoning", "coding", "classifier")}
+        config = parse_config({
+            "models": models, "retrieval": {"stages": []},
+            "testing": {"test_command": f"sleep {test_seconds}"},
+            "budget": {"max_tokens_per_run": 10_000_000},
+        })
+        router = ModelRouter(config.models, factory=HTTPChatModel)
+        with RunLog.open(f"sqlite:///{Path(tmp) / 'cra.db'}") as log:
+            runtime = Runtime(log=log, models=router, environ=dict(os.environ),
+                              work_dir=Path(tmp) / "data")
+            try:
+                return solve("Add nine functions", repo, config, runtime)
+            finally:
+                router.close()
+
+
+def main() -> int:
+    """Run and print the overhead share."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-delay", type=float, default=0.2)
+    parser.add_argument("--test-seconds", type=float, default=0.5)
+    args = parser.parse_args()
+    result = run(args.model_delay, args.test_seconds)
+    if result.status != "complete":
+        print(f"run did not complete: {result.status} {result.error}", file=sys.stderr)
+        return 1
+    validations = [result.baseline] + [a.validation for o in result.steps for a in o.attempts]
+    test_ms = sum(v.duration_ms for v in validations if v is not None)
+    model_ms = result.usage.latency_ms
+    overhead = result.wall_ms - model_ms - test_ms
+    share = overhead / result.wall_ms
+    print(f"steps: {result.steps_completed} passed of {PARTS * STEPS}; "
+          f"model calls: {result.usage.calls}; test runs: {len(validations)}")
+    print(f"wall {result.wall_ms} ms = model {model_ms} ms + tests {test_ms} ms "
+          f"+ orchestrator {overhead} ms")
+    print(f"orchestrator overhead: {share:.1%} of wall time (target ≤ 3%) — "
+          f"{'met' if share <= 0.03 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
