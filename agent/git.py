@@ -10,6 +10,7 @@ a repository's hooks are its code, not ours to execute.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -292,16 +293,23 @@ def commit_all(
     trailers follow the message after a blank line.
     """
     run_git(["add", "--all", "--", *(paths if paths is not None else ["."])], worktree)
-    if _git(["diff", "--cached", "--quiet"], worktree).returncode == 0:
-        return None
     identity = {
         "GIT_AUTHOR_NAME": author_name, "GIT_AUTHOR_EMAIL": author_email,
         "GIT_COMMITTER_NAME": author_name, "GIT_COMMITTER_EMAIL": author_email,
     }
-    run_git([*NO_HOOKS, "-c", "commit.gpgsign=false", "commit", "--no-verify", "--quiet",
-             "--cleanup=whitespace", "--file=-"], worktree, env=identity,
-            input=commit_message(message, co_authors, trailers or {}))
+    argv = [*NO_HOOKS, "-c", "commit.gpgsign=false", "commit", "--no-verify", "--quiet",
+            "--cleanup=whitespace", "--file=-"]
+    proc = _git(argv, worktree, env=identity,
+                input=commit_message(message, co_authors, trailers or {}))
+    if proc.returncode != 0:
+        if _NOTHING_TO_COMMIT.search(proc.stdout):
+            return None
+        raise GitError(argv, proc.returncode, proc.stderr or proc.stdout)
     return head_commit(worktree)
+
+
+_NOTHING_TO_COMMIT = re.compile(r"^(nothing to commit|nothing added to commit|no changes added)",
+                                re.M)
 
 
 def commit_message(message: str, co_authors: Sequence[str], trailers: Mapping[str, str]) -> str:

@@ -100,6 +100,7 @@ class _Sequencer:
         )
         self.ws: Workspace | None = None
         self.rc: RunContext | None = None
+        self.head: str | None = None
         self.sequence = 0
         self.cumulative_diff = ""
         self.meta: MetaPlan | None = None
@@ -129,6 +130,7 @@ class _Sequencer:
         context = self.context_factory(self.ws.worktree)
         self.rc = RunContext(self.task, self.run_id, self.runtime, self.config, self.ws,
                              baseline, context, run_budget)
+        self.head = self.ws.base
 
     @property
     def ctx(self) -> RunContext:
@@ -207,9 +209,10 @@ class _Sequencer:
         targets = task_target_tests(self.ctx.baseline, self.task) if finishing else []
         outcome = run_step(self.ctx, step, part_id=part.id, plan=plan,
                            cumulative_diff=self.cumulative_diff, task_run_id=task_run,
-                           extra_targets=targets)
+                           extra_targets=targets, base=self.head)
         self.outcomes.append(outcome)
-        if outcome.status == "passed":
+        if outcome.status == "passed" and outcome.commit:
+            self.head = outcome.commit
             self.cumulative_diff += outcome.diff
             self.log.set_state(self.run_id, "cumulative_diff", self.cumulative_diff)
         self.log.set_state(self.run_id, f"step_result:{part.id}:{step.id}", outcome)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent import git
 from agent.config import SolveConfig
 from agent.context import ContextSource, SeededFiles
 from agent.errors import AgentError
@@ -80,7 +81,8 @@ def _result(
     return OrchestratorResult(
         task_id=task_id, task_run_id=task_run_id, status="complete" if passed else "failed",
         branch=ws.branch if passed else None, base_commit=ws.base, commit=outcome.commit,
-        diff=outcome.diff, attempts=outcome.attempts, baseline=rc.baseline,
+        diff=git.diff(ws.worktree, ws.base, outcome.commit) if outcome.commit else "",
+        attempts=outcome.attempts, baseline=rc.baseline,
         final_validation=outcome.validation if passed else rc.baseline, steps=[outcome],
         steps_completed=int(passed), steps_failed=int(not passed), parts_completed=int(passed),
         usage=rc.usage, usage_by_role=rc.usage_by_role, budget_exhausted=outcome.budget_exhausted,

@@ -103,11 +103,12 @@ def run_step(
     cumulative_diff: str,
     task_run_id: int,
     extra_targets: Sequence[str] = (),
+    base: str | None = None,
 ) -> StepOutcome:
     """Implement one step with retries; a pass is committed, a failure leaves the tree as it was.
 
     `extra_targets` are tests this step must make pass besides its own (the task's named tests
-    in single-pass mode)."""
+    in single-pass mode); `base` is the worktree's HEAD when the caller knows it."""
     budget = TaskBudget(
         "step", max_tokens=rc.config.budget.max_tokens_per_step,
         max_calls=rc.config.orchestrator.max_calls_per_step,
@@ -119,7 +120,7 @@ def run_step(
         if rc.config.retrieval.stages else None
     )
     st = _Step(rc, step, part_id, plan, cumulative_diff, task_run_id, coding, classifier,
-               base=git.head_commit(rc.ws.worktree))
+               base=base or git.head_commit(rc.ws.worktree))
     outcome = _attempts(st, [*step_target_tests(rc.baseline, step), *extra_targets])
     outcome.usage = rc.account(coding, classifier)
     if outcome.status != "passed":
@@ -233,7 +234,7 @@ def _commit(st: _Step, attempt: AttemptRecord) -> StepOutcome:
     return StepOutcome(
         part_id=st.part_id, step_id=st.step.id, description=st.step.description,
         status="passed", attempts=st.attempts, commit=commit,
-        diff=git.diff(worktree, st.base, commit) if commit else "",
+        diff=attempt.unified_diff if commit else "",
         validation=attempt.validation, task_run_id=st.task_run_id,
     )
 

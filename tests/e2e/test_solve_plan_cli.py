@@ -278,3 +278,19 @@ def test_cra_entry_point_runs_as_a_subprocess(
     assert proc.returncode == 0, proc.stderr
     assert "status: complete" in proc.stdout
     assert "branch: cra/fix-mul" in proc.stdout
+
+
+def test_files_the_tests_leave_behind_are_not_committed(
+    workspace: dict[str, Path], server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_config(workspace, server.url)
+    command = json.dumps(TEST_COMMAND)
+    leaves_junk = json.dumps(f"{TEST_COMMAND} && echo '<xml/>' > junk-report.xml")
+    workspace["config"].write_text(workspace["config"].read_text().replace(command, leaves_junk))
+    server.script("implement", edit(MUL_BUG, MUL_FIX))
+
+    assert solve(workspace, "--json") == 0
+
+    branch = json.loads(capsys.readouterr().out)["branch"]
+    files = git_in(workspace["repo"], "show", "--name-only", "--format=", branch).split()
+    assert files == ["calc/ops.py"]
