@@ -60,13 +60,17 @@ def solve(
     *,
     context_factory: ContextFactory = SeededFiles,
     in_place: bool = False,
+    base: str | None = None,
+    branch: str | None = None,
 ) -> OrchestratorResult:
-    """Run the whole orchestrator on `repo` in a worktree on a new branch; never raises for a
-    failing pass — the result says what passed, what failed and why."""
+    """Run the whole orchestrator on `repo` in a worktree — of `base` (default HEAD), on
+    `branch` (default a fresh `cra/<slug>`); never raises for a failing pass: the result says
+    what passed, what failed and why."""
     config.require_test_command()
     repo = repo.resolve()
     run_id = runtime.new_id()
     seq = _Sequencer(task, run_id, repo, config, runtime, context_factory)
+    seq.base, seq.branch = base, branch
     try:
         seq.open()
         seq.run()
@@ -101,6 +105,8 @@ class _Sequencer:
         self.ws: Workspace | None = None
         self.rc: RunContext | None = None
         self.head: str | None = None
+        self.base: str | None = None
+        self.branch: str | None = None
         self.sequence = 0
         self.cumulative_diff = ""
         self.meta: MetaPlan | None = None
@@ -119,7 +125,7 @@ class _Sequencer:
         """Create the worktree, run the baseline, build the run context."""
         self.emit("run_started", message=self.task)
         self.ws = open_workspace(self.repo, work_dir=self.runtime.work_dir, run_id=self.run_id,
-                                 branch_hint=self.task)
+                                 branch_hint=self.task, base=self.base, branch=self.branch)
         run_budget = TaskBudget("run", max_tokens=self.config.budget.max_tokens_per_run,
                                 max_calls=None, tokens_label="max_tokens_per_run")
         baseline_run = self.open_pass("baseline", "baseline")

@@ -26,14 +26,24 @@ def slugify(text: str, *, limit: int = 40) -> str:
     return slug[:limit].rstrip("-") or "task"
 
 
-def open_workspace(repo: Path, *, work_dir: Path, run_id: str, branch_hint: str) -> Workspace:
-    """A new worktree of `repo`'s HEAD on a fresh branch `cra/<slug>` under `work_dir`."""
-    base = git.head_commit(repo)
-    branch = git.unique_branch(repo, f"cra/{slugify(branch_hint)}")
+def open_workspace(
+    repo: Path,
+    *,
+    work_dir: Path,
+    run_id: str,
+    branch_hint: str,
+    base: str | None = None,
+    branch: str | None = None,
+) -> Workspace:
+    """A new worktree under `work_dir`: of `base` (default: `repo`'s HEAD), on `branch` — reset
+    to `base` when given (the bot's `cra/issue-<n>`, a PR's head) — else on a fresh branch
+    `cra/<slug>`."""
+    start = git.resolve_commit(repo, base) if base else git.head_commit(repo)
+    name = branch or git.unique_branch(repo, f"cra/{slugify(branch_hint)}")
     worktree = work_dir / "worktrees" / f"{slugify(branch_hint, limit=24)}-{run_id[:8]}"
     worktree.parent.mkdir(parents=True, exist_ok=True)
-    git.add_worktree(repo, worktree, commit=base, branch=branch)
-    return Workspace(repo=repo, worktree=worktree, branch=branch, base=base)
+    git.add_worktree(repo, worktree, commit=start, branch=name, force=branch is not None)
+    return Workspace(repo=repo, worktree=worktree, branch=name, base=start)
 
 
 def close_workspace(ws: Workspace, *, keep_branch: bool) -> None:
