@@ -167,6 +167,13 @@ def resolve_commit(repo: Path, ref: str) -> str:
     return run_git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], repo).strip()
 
 
+def read_file(repo: Path, commit: str, rel: str) -> str | None:
+    """The text of `rel` at `commit` (a bare mirror works), or None when it does not exist."""
+    _not_an_option(commit, "commit")
+    proc = _git(["show", f"{commit}:{rel}"], repo)
+    return proc.stdout if proc.returncode == 0 else None
+
+
 def head_commit(path: Path) -> str:
     """The full SHA of HEAD in `path`."""
     return resolve_commit(path, "HEAD")

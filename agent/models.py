@@ -366,7 +366,7 @@ class AdjustmentRecord(Record):
 
 
 RunEventKind = Literal[
-    "run_started", "pass_started", "pass_finished", "step_passed", "step_failed",
+    "run_started", "pass_started", "pass_finished", "plan_made", "step_passed", "step_failed",
     "adjustment_made", "run_finished",
 ]
 
@@ -381,6 +381,7 @@ class RunEvent(Record):
     step_id: str | None = None
     status: str | None = None
     message: str = ""
+    steps: list[PlanStep] = Field(default_factory=list)
 
 
 class OrchestratorResult(Record):

@@ -176,6 +176,7 @@ class _Sequencer:
         plan = plan.model_copy(update={"part_id": part.id})
         self.part_plans.append(plan)
         self.log.set_state(self.run_id, f"part_plan:{part.id}", plan)
+        self.emit("plan_made", part_id=part.id, message=part.description, steps=plan.steps)
         self.run_steps(index, part, plan, last=last)
 
     def run_steps(
@@ -266,9 +267,10 @@ class _Sequencer:
                         usage=self.ctx.account(*clients), error=record.error)
         if record.adjustment is None:
             return remaining
+        remaining = _splice(record.adjustment.revised_steps, done)
         self.emit("adjustment_made", part_id=part.id, step_id=step.id,
-                  message=record.adjustment.rationale)
-        return _splice(record.adjustment.revised_steps, done)
+                  message=record.adjustment.rationale, steps=remaining)
+        return remaining
 
     def run_adjustment(
         self,
@@ -398,9 +400,12 @@ class _Sequencer:
                                  usage=usage or Usage(), final_diff=diff or None, error=error)
         self.emit("pass_finished", status=status, message=error or "")
 
-    def emit(self, kind: RunEventKind, **fields: str | None) -> None:
+    def emit(
+        self, kind: RunEventKind, *, steps: Sequence[PlanStep] = (), **fields: str | None
+    ) -> None:
         """Send one event to the observer."""
-        self.runtime.observer.on_event(RunEvent(kind=kind, run_id=self.run_id, **fields))
+        event = RunEvent(kind=kind, run_id=self.run_id, steps=list(steps), **fields)
+        self.runtime.observer.on_event(event)
 
     def check_cancel(self) -> None:
         """Raise Cancelled when the caller asked to stop (checked between passes)."""
