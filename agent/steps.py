@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -225,7 +226,8 @@ def _passed(attempt: AttemptRecord, baseline: ValidationResult, targets: Sequenc
 
 def _commit(st: _Step, attempt: AttemptRecord) -> StepOutcome:
     worktree = st.rc.ws.worktree
-    message = f"{st.step.description.strip().splitlines()[0][:72]}\n\n{st.step.description}"
+    description = neutralise_closing_keywords(st.step.description.strip())
+    message = f"{description.splitlines()[0][:72]}\n\n{description}"
     commit = git.commit_all(
         worktree, message, author_name=AUTHOR_NAME, author_email=AUTHOR_EMAIL,
         trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},
@@ -259,6 +261,14 @@ def _context_budget(st: _Step, failure: str | None) -> int:
     limit = prompt_limit(model, reserved)
     failure_room = min(estimate_tokens(failure), limit // 4) if failure else 0
     return max(limit - estimate_tokens(frame[0] + frame[1]) - failure_room - 64, 0)
+
+
+_CLOSING = re.compile(r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?=[\w./-]*#\d)", re.I)
+
+
+def neutralise_closing_keywords(text: str) -> str:
+    """Model-written text must not close issues on merge ("fixes #12" → "fixes issue #12")."""
+    return _CLOSING.sub(lambda m: f"{m.group(1)}{m.group(2)}issue ", text)
 
 
 def task_target_tests(baseline: ValidationResult, task: str) -> list[str]:

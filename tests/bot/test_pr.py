@@ -1,0 +1,522 @@
+"""bot.pr: what the bot writes — honest, escaped, folded, and within GitHub's size limits."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent.models import (
+    AdjustmentRecord,
+    AdjustmentVerdicts,
+    FailureSignal,
+    MetaPlan,
+    MetaPlanPart,
+    OrchestratorResult,
+    PlanAdjustment,
+    PlanStep,
+    StepOutcome,
+    Usage,
+    ValidationResult,
+)
+from bot.pr import (
+    CHECK_SUMMARY_LIMIT,
+    COMMENT_LIMIT,
+    HELP_TEXT,
+    PR_BODY_LIMIT,
+    PrContext,
+    check_title,
+    compose_check_summary,
+    compose_pr_body,
+    escape_markdown,
+    failure_comment,
+    pr_title,
+    progress_comment,
+    refusal_text,
+)
+
+HOSTILE = "</details> ``` ~~~ <script>x</script> @everyone Fixes #1 | *a* _b_ \\` <!-- "
+
+# --- builders ------------------------------------------------------------------------------
+
+
+def validation(*failing: str, output: str = "", passing: tuple[str, ...] = ()) -> ValidationResult:
+    return ValidationResult(success=not failing, failing_tests=list(failing),
+                            passing_tests=list(passing), test_output=output,
+                            exit_code=1 if failing else 0)
+
+
+BASELINE = validation("tests/test_calc.py::test_mul", "tests/test_calc.py::test_div",
+                      output="FAILED tests/test_calc.py::test_mul\n2 failed, 5 passed")
+DIFF = """diff --git a/calc.py b/calc.py
+index 1111111..2222222 100644
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def mul(a, b):
+-    return a + b
++    return a * b
+"""
+
+
+def step(part: str, sid: str, status: str, **kw: object) -> StepOutcome:
+    return StepOutcome.model_validate({"part_id": part, "step_id": sid, "status": status,
+                                       "description": f"do {sid}", **kw})
+
+
+def result(**kw: object) -> OrchestratorResult:
+    fields: dict[str, object] = {
+        "task_id": "t1", "status": "complete", "branch": "cra/issue-12", "diff": DIFF,
+        "files_changed": ["calc.py"], "baseline": BASELINE,
+        "final_validation": validation(output="7 passed"),
+        "meta_plan": MetaPlan(task_summary="fix calc",
+                              parts=[MetaPlanPart(id="p1", description="Fix mul")]),
+        "steps": [step("p1", "s1", "passed", commit="0123456789abcdef")],
+        "steps_completed": 1, "parts_completed": 1,
+        "usage": Usage(prompt_tokens=9000, completion_tokens=1000, calls=5),
+        "usage_by_role": {"reasoning": Usage(prompt_tokens=6000, calls=2),
+                          "coding": Usage(prompt_tokens=3000, completion_tokens=1000, calls=3)},
+        "wall_ms": 83_000,
+    }
+    return OrchestratorResult.model_validate({**fields, **kw})
+
+
+def partial_result(**kw: object) -> OrchestratorResult:
+    after = validation("tests/test_calc.py::test_div", output="FAILED test_div\n1 failed")
+    fields: dict[str, object] = {
+        "status": "partial",
+        "final_validation": validation("tests/test_calc.py::test_div", output="1 failed"),
+        "steps": [step("p1", "s1", "passed", commit="0123456789abcdef"),
+                  step("p1", "s2", "failed", error="tests failed: tests/test_calc.py::test_div",
+                       validation=after),
+                  step("p1", "s3", "skipped", error="depends on a failed step")],
+        "steps_completed": 1, "steps_failed": 2,
+    }
+    return result(**{**fields, **kw})
+
+
+def ctx(res: OrchestratorResult | None = None, **kw: object) -> PrContext:
+    fields: dict[str, object] = {
+        "issue_number": 12, "issue_title": "Calculator multiplies wrong",
+        "result": res or result(), "run_url": "https://cra.example/runs/7",
+        "models": {"reasoning": "qwen3:32b", "coding": "qwen2.5-coder:14b"},
+        "partial": False, "repository": "octo/calc",
+    }
+    return PrContext.model_validate({**fields, **kw})
+
+
+# --- a Markdown structure checker ------------------------------------------------------------
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_TAG = re.compile(r"<(/?)([A-Za-z][\w-]*|!--)")
+ALLOWED_TAGS = {"details", "summary", "!--"}
+
+
+def split_fences(text: str) -> tuple[list[str], str | None]:
+    """The lines outside fenced code, and the fence left open at the end (if any)."""
+    outside: list[str] = []
+    fence: str | None = None
+    for line in re.split(r"\r\n|\r|\n", text):
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
+                fence = None
+        elif opened := _FENCE_OPEN.match(line):
+            fence = opened.group(1)
+        else:
+            outside.append(line)
+    return outside, fence
+
+
+def markup_problems(text: str) -> list[str]:
+    """What is unbalanced outside fenced code: fences, <details>, <summary>, stray tags."""
+    outside, fence = split_fences(text)
+    problems = [f"unclosed fence {fence}"] if fence else []
+    depth = 0
+    for line in outside:
+        if line.count("<summary>") != line.count("</summary>"):
+            problems.append(f"summary split over lines: {line!r}")
+        for closing, tag in _TAG.findall(line):
+            if tag.lower() not in ALLOWED_TAGS:
+                problems.append(f"stray tag <{closing}{tag}>")
+            elif tag.lower() == "details":
+                depth += -1 if closing else 1
+                if depth < 0:
+                    problems.append("</details> without <details>")
+    if depth:
+        problems.append(f"{depth} unclosed <details>")
+    return problems
+
+
+def test_the_checker_catches_broken_markup() -> None:
+    assert markup_problems("```diff\n+x\n") == ["unclosed fence ```"]
+    assert markup_problems("<details><summary>x</summary>\n\nhi") == ["1 unclosed <details>"]
+    assert markup_problems("a <script>") == ["stray tag <script>"]
+
+
+# --- title -----------------------------------------------------------------------------------
+
+
+def test_title_is_the_issue_title_prefixed_on_one_line() -> None:
+    assert pr_title("  Calculator\nmultiplies   wrong ") == "cra: Calculator multiplies wrong"
+
+
+def test_title_is_capped() -> None:
+    title = pr_title("x" * 1000)
+    assert len(title) <= 250 and title.endswith("…")
+
+
+# --- PR body: closing and summary ------------------------------------------------------------
+
+
+def test_complete_run_closes_the_issue() -> None:
+    body = compose_pr_body(ctx())
+    assert body.startswith("Fixes #12\n")
+    assert "every step passed the test gate" in body
+
+
+def test_partial_run_never_closes_the_issue() -> None:
+    body = compose_pr_body(ctx(partial_result(), partial=True))
+    assert "Fixes #12" not in body
+    assert body.startswith("Part of #12\n")
+    assert "does not fix the issue yet" in body and "the issue stays open" in body
+
+
+def test_a_complete_result_marked_partial_does_not_close_the_issue() -> None:
+    assert "Fixes" not in compose_pr_body(ctx(partial=True))
+
+
+def test_summary_names_the_failed_step_and_why() -> None:
+    body = compose_pr_body(ctx(partial_result(), partial=True))
+    assert "1 of 3 steps passed" in body
+    assert "step `p1/s2` failed — tests failed: tests/test\\_calc.py::test\\_div" in body
+
+
+def test_summary_reports_tests_before_and_after_without_claiming_success() -> None:
+    body = compose_pr_body(ctx(partial_result(), partial=True))
+    assert "Tests before: failing (2 failing tests); after: failing (1 failing test)." in body
+    assert "tests pass" not in body
+
+
+# --- PR body: plan, adjustments, tests, diff, usage ------------------------------------------
+
+
+def test_plan_lists_parts_and_steps_with_marks_and_short_shas() -> None:
+    body = compose_pr_body(ctx(partial_result(), partial=True))
+    assert "- **Part `p1`** Fix mul" in body
+    assert "  - ✅ `s1` do s1 — 0123456\n" in body
+    assert "  - ❌ `s2` do s2 — tests failed" in body
+    assert "  - ⏭ `s3` do s3 — depends on a failed step" in body
+
+
+def test_adjustment_shows_its_step_rationale_changes_and_verdicts() -> None:
+    record = AdjustmentRecord(
+        part_id="p1", after_step="s2", mode="decomposed",
+        adjustment=PlanAdjustment(revised_steps=[PlanStep(id="s3-r2", description="redo")],
+                                  rationale="Division needs a guard first.",
+                                  changes_made=["split s3 in two"]),
+        verdicts=AdjustmentVerdicts(
+            step_viability={"s3": False, "s4": True}, root_causes={"s4": [0]},
+            new_steps_needed=[1], failure_signals=[
+                FailureSignal(category="test_failure", message="test_div", source="pytest"),
+                FailureSignal(category="runtime_error", message="ZeroDivision", source="x")]))
+    body = compose_pr_body(ctx(partial_result(adjustments=[record]), partial=True))
+    assert "**After step `p1/s2`** (decomposed adjustment)" in body
+    assert "Division needs a guard first." in body
+    assert "- split s3 in two" in body and "Remaining steps: `s3-r2`" in body
+    assert "Steps still viable: `s4`; dropped: `s3`" in body
+    assert "Root causes (step → failures): `s4` → 1" in body
+    assert "Failures that need a new step: 2" in body
+
+
+def test_a_failed_adjustment_says_so() -> None:
+    record = AdjustmentRecord(part_id="p1", after_step="s2", mode="monolithic",
+                              error="no plan could be parsed")
+    body = compose_pr_body(ctx(partial_result(adjustments=[record]), partial=True))
+    assert "The adjustment failed: no plan could be parsed" in body
+
+
+def test_tests_table_counts_failing_tests_and_lists_what_changed() -> None:
+    body = compose_pr_body(ctx())
+    assert "| test command | ❌ failed | ✅ passed |" in body
+    assert "| failing tests | 2 | 0 |" in body
+    assert "- Newly passing (2): `tests/test_calc.py::test_mul`, `tests/test_calc.py::test_div`" \
+        in body
+    assert "- Newly failing (0): none" in body
+
+
+def test_newly_failing_tests_are_listed() -> None:
+    res = result(status="partial", final_validation=validation("tests/test_new.py::test_x"))
+    assert "- Newly failing (1): `tests/test_new.py::test_x`" in compose_pr_body(ctx(res))
+
+
+def test_diff_stats_and_the_diff_folded_in_a_diff_fence() -> None:
+    body = compose_pr_body(ctx())
+    assert "**1 file changed** (+1 −1): `calc.py`" in body
+    assert "<details><summary>Diff (8 lines)</summary>\n\n```diff\ndiff --git a/calc.py" in body
+
+
+def test_usage_shows_tokens_by_role_models_calls_and_wall_time() -> None:
+    body = compose_pr_body(ctx())
+    assert "| coding | qwen2.5-coder:14b | 4,000 | 3 |" in body
+    assert "| reasoning | qwen3:32b | 6,000 | 2 |" in body
+    assert "Total: 10,000 tokens in 5 model calls; wall time 1 min 23 s." in body
+
+
+def test_links_the_run_page_when_there_is_one() -> None:
+    assert "[Run page](https://cra.example/runs/7)" in compose_pr_body(ctx())
+    assert "Run page" not in compose_pr_body(ctx(run_url=None))
+
+
+# --- PR body: untrusted text -------------------------------------------------------------------
+
+
+def test_untrusted_plan_text_cannot_break_markup_ping_or_close() -> None:
+    res = partial_result(steps=[step("p1", "s1", "failed", description=HOSTILE, error=HOSTILE)],
+                         adjustments=[AdjustmentRecord(
+                             part_id="p1", after_step="s1", mode="monolithic",
+                             adjustment=PlanAdjustment(revised_steps=[], rationale=HOSTILE,
+                                                       changes_made=[HOSTILE]))])
+    body = compose_pr_body(ctx(res, partial=True))
+    assert markup_problems(body) == []
+    assert "@everyone" not in body and "Fixes #1" not in body
+    assert "&lt;/details&gt;" in body
+
+
+def test_test_output_and_diff_with_fences_stay_inside_their_blocks() -> None:
+    evil = "```\n</details>\n````\n@everyone\n" * 3
+    res = result(diff=DIFF + "+" + evil, final_validation=validation(output=evil))
+    body = compose_pr_body(ctx(res))
+    assert markup_problems(body) == []
+    assert "`````diff\n" in body  # a fence longer than any run of backticks inside
+
+
+def test_escape_markdown_neutralises_mentions_and_closing_keywords() -> None:
+    text = escape_markdown("ping @octocat and @org/team; closes #4, Resolves: o/r#5")
+    assert "@octocat" not in text and "@org" not in text
+    assert not re.search(r"(?i)\b(closes|resolves)\b", text)
+
+
+# --- PR body: size ---------------------------------------------------------------------------
+
+
+def test_a_huge_diff_is_cut_with_a_note_and_the_body_fits() -> None:
+    lines = "".join(f"+line {i}\n" for i in range(100_000))
+    body = compose_pr_body(ctx(result(diff=DIFF + lines)))
+    assert len(body) <= PR_BODY_LIMIT
+    assert re.search(r"… diff truncated: [\d,]+ lines omitted; see the branch `cra/issue-12`\.",
+                     body)
+    assert markup_problems(body) == []
+
+
+def test_the_diff_is_cut_before_the_test_output() -> None:
+    output = "\n".join(f"test line {i}" for i in range(200))
+    res = result(diff=DIFF + "+x\n" * 40_000, final_validation=validation(output=output))
+    body = compose_pr_body(ctx(res))
+    assert "test line 0\n" in body and "diff truncated" in body
+
+
+def test_huge_test_output_keeps_its_end() -> None:
+    output = "\n".join(f"noise {i}" for i in range(50_000)) + "\n1 failed, 6 passed"
+    body = compose_pr_body(ctx(result(final_validation=validation(output=output))))
+    assert "1 failed, 6 passed\n```" in body
+    assert re.search(r"… [\d,]+ earlier lines omitted\.", body)
+
+
+def test_a_huge_plan_is_cut_in_whole_steps_with_a_count() -> None:
+    steps = [step("p1", f"s{i}", "passed", description="x" * 150) for i in range(3000)]
+    body = compose_pr_body(ctx(result(steps=steps, steps_completed=3000)))
+    assert len(body) <= PR_BODY_LIMIT
+    assert re.search(r"… [\d,]+ more steps omitted \([\d,]+ passed, 0 failed or skipped\)", body)
+
+
+HOSTILE_PIECES = [*"ab <>/`~|*_\\@#!-\n&;", "</details>", "<details>", "```", "~~~", "@everyone",
+                  "Fixes #1", "<summary>"]
+hostile_text = st.lists(st.sampled_from(HOSTILE_PIECES), max_size=12).map("".join)
+
+
+@st.composite
+def huge_results(draw: st.DrawFn) -> OrchestratorResult:
+    chunk = draw(st.lists(hostile_text, min_size=1, max_size=8))
+    diff_lines = chunk * draw(st.integers(0, 20_000))
+    output = "\n".join(chunk * draw(st.integers(0, 20_000)))
+    n_steps = draw(st.integers(0, 2_000))
+    text = "".join(chunk) * draw(st.integers(1, 50))
+    steps = [step(f"p{i % 7}", f"s{i}", ("passed", "failed", "skipped")[i % 3],
+                  description=text, error=text, commit="abcdef0123")
+             for i in range(n_steps)]
+    adjustments = [AdjustmentRecord(part_id="p1", after_step=f"s{i}", mode="monolithic",
+                                    adjustment=PlanAdjustment(revised_steps=[], rationale=text,
+                                                              changes_made=[text] * 30))
+                   for i in range(draw(st.integers(0, 300)))]
+    return result(status="partial", diff="\n".join(diff_lines),
+                  final_validation=validation("t" * 50, output=output), steps=steps,
+                  adjustments=adjustments, error=text)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(huge_results())
+def test_any_result_fits_github_with_balanced_markup(res: OrchestratorResult) -> None:
+    context = ctx(res, partial=True)
+    for text, limit in [(compose_pr_body(context), PR_BODY_LIMIT),
+                        (compose_check_summary(context), CHECK_SUMMARY_LIMIT),
+                        (failure_comment(context, last_test_output=res.diff), COMMENT_LIMIT)]:
+        assert len(text) <= limit
+        assert markup_problems(text) == []
+        assert "@everyone" not in "\n".join(split_fences(text)[0])
+
+
+# --- check run -----------------------------------------------------------------------------
+
+
+def test_check_summary_has_status_steps_and_tests_but_no_diff() -> None:
+    summary = compose_check_summary(ctx(partial_result(), partial=True))
+    assert "Partial result" in summary and "  - ❌ `s2`" in summary
+    assert "| failing tests | 2 | 1 |" in summary
+    assert "```diff" not in summary
+
+
+def test_check_title_is_one_short_line() -> None:
+    assert check_title(ctx()) == "1/1 step passed; tests passing"
+
+
+# --- failure comment -------------------------------------------------------------------------
+
+
+def test_failure_comment_says_which_step_failed_and_folds_the_last_output() -> None:
+    res = result(status="failed", branch=None, diff="", steps=[
+        step("p1", "s1", "failed", error="tests failed: test_mul")], steps_completed=0)
+    text = failure_comment(ctx(res), last_test_output="E   assert 3 == 2\n1 failed")
+    assert text.startswith("**cra could not fix this issue.** 0 of 1 step passed; "
+                           "step `p1/s1` failed — tests failed: test\\_mul.")
+    assert "<details><summary>Last test output (2 lines)</summary>\n\n```text\n" in text
+    assert "1 failed\n```\n\n</details>" in text
+    assert "Fixes" not in text
+
+
+def test_failure_comment_caps_the_output_and_keeps_its_end() -> None:
+    res = result(status="failed", steps=[step("p1", "s1", "failed")], steps_completed=0)
+    output = "x" * 100 + "\n" + "\n".join("y" * 80 for _ in range(100_000)) + "\nthe end"
+    text = failure_comment(ctx(res), last_test_output=output)
+    assert len(text) <= COMMENT_LIMIT and "the end\n```" in text
+    assert markup_problems(text) == []
+
+
+def test_failure_comment_falls_back_to_the_failed_steps_output() -> None:
+    res = result(status="failed", steps=[step("p1", "s1", "failed", validation=validation(
+        "test_mul", output="E   assert 3 == 2"))], steps_completed=0)
+    text = failure_comment(ctx(res), last_test_output=None)
+    assert "<details><summary>Test output of the failed step p1/s1 (1 line)</summary>" in text
+
+
+def test_failure_comment_without_steps_or_output() -> None:
+    res = result(status="failed", steps=[], steps_completed=0, error="planning failed: no JSON",
+                 final_validation=None)
+    text = failure_comment(ctx(res), last_test_output=None)
+    assert "no step ran; planning failed: no JSON." in text and "<details>" not in text
+
+
+# --- progress comment ------------------------------------------------------------------------
+
+
+def test_progress_comment_is_a_checklist_with_running_and_failed_marks() -> None:
+    text = progress_comment(run_id=7, status="running", run_url="https://cra.example/runs/7",
+                            steps=[("Baseline tests", "passed"), ("p1/s1 fix mul", "running"),
+                                   ("p1/s2 fix div", "failed"), ("p1/s3 docs", "skipped"),
+                                   ("p2/s1 more", "pending")])
+    assert text.startswith("🔧 **cra is working on this.** [Run 7](https://cra.example/runs/7)"
+                           " · 3/5 steps done")
+    assert "- [x] Baseline tests\n- [ ] p1/s1 fix mul — ⏳ *running*\n" in text
+    assert "- [ ] p1/s2 fix div — ❌ *failed*\n- [ ] ~~p1/s3 docs~~ — *skipped*\n" in text
+    assert "- [ ] p2/s1 more" in text and "<!-- cra:run=7 -->" in text
+
+
+def test_progress_comment_final_form_links_the_pull_request() -> None:
+    text = progress_comment(run_id=7, status="partial", steps=[("s1", "passed")],
+                            note="Draft pull request opened.", pr_url="https://gh/o/r/pull/3")
+    assert text.startswith("⚠️ **cra finished only part of this")
+    assert "Draft pull request opened." in text and "[Pull request](https://gh/o/r/pull/3)" in text
+
+
+def test_progress_comment_escapes_step_labels() -> None:
+    text = progress_comment(run_id=1, status="running", steps=[(HOSTILE, "pending")])
+    assert markup_problems(text) == [] and "@everyone" not in text
+
+
+def test_progress_comment_rejects_an_unknown_state() -> None:
+    with pytest.raises(ValueError, match="done"):
+        progress_comment(run_id=1, status="running", steps=[("s1", "done")])
+
+
+def test_progress_comment_fits_with_thousands_of_steps() -> None:
+    steps = [("x" * 150, "pending")] * 5000
+    text = progress_comment(run_id=1, status="running", steps=steps)
+    assert len(text) <= COMMENT_LIMIT and re.search(r"- … [\d,]+ more steps", text)
+
+
+# --- refusals --------------------------------------------------------------------------------
+
+
+def test_permission_refusal_addresses_the_user() -> None:
+    assert refusal_text("permission", user="octocat") == (
+        "@octocat, only people with write access can start cra runs here.")
+
+
+def test_a_crafted_login_is_never_mentioned() -> None:
+    text = refusal_text("permission", user="everyone @all")
+    assert text == "Only people with write access can start cra runs here."
+
+
+def test_fork_refusal_says_cra_cannot_push_to_forks() -> None:
+    assert refusal_text("fork").startswith("cra can't push to forks")
+
+
+def test_busy_reply_points_at_the_running_run() -> None:
+    text = refusal_text("busy", run_id=41, run_url="https://cra.example/runs/41")
+    assert "[run 41](https://cra.example/runs/41)" in text and "`/cra cancel`" in text
+
+
+def test_config_error_names_the_key_and_the_file() -> None:
+    text = refusal_text("config", key="models.coding", file=".github/cra.toml",
+                        message="gpt-9 is not an allowed model")
+    assert "`models.coding` in `.github/cra.toml` (gpt-9 is not an allowed model)" in text
+
+
+def test_help_lists_the_commands() -> None:
+    assert refusal_text("help") == HELP_TEXT
+    for command in ("/cra solve", "/cra plan", "/cra cancel", "/cra help"):
+        assert command in HELP_TEXT
+
+
+def test_an_unknown_command_gets_the_help() -> None:
+    text = refusal_text("unknown_command", command="/cra frobnicate")
+    assert text.startswith("cra doesn't know `/cra frobnicate`.") and HELP_TEXT in text
+
+
+def test_a_config_error_may_come_as_error() -> None:
+    text = refusal_text("config", error="`models.coding`: gpt-9 is not allowed")
+    assert "`.github/cra.toml` (\\`models.coding\\`: gpt-9 is not allowed)" in text
+
+
+def test_an_internal_error_names_the_run_and_the_error() -> None:
+    text = refusal_text("error", run_id=9, error="internal error (KeyError); see the server log")
+    assert text.startswith("cra stopped run 9 after an error: internal error (KeyError)")
+
+
+def test_an_interrupted_run_says_the_server_restarted() -> None:
+    assert "the server restarted during run 9" in refusal_text("interrupted", run_id=9)
+
+
+@pytest.mark.parametrize("kind", ["cancel", "cancelled", "nothing_to_cancel", "closed", "locked",
+                                  "refuse", "interrupted"])
+def test_every_refusal_is_one_short_paragraph(kind: str) -> None:
+    text = refusal_text(kind, user="octocat")
+    assert 0 < len(text) < 200 and "\n" not in text
+
+
+def test_an_unknown_refusal_kind_is_a_bug() -> None:
+    with pytest.raises(ValueError, match="nope"):
+        refusal_text("nope")
