@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-EXTRAS := dev,postgres,redis
+EXTRAS := dev,postgres,redis,treesitter
 
 .PHONY: test lint types pytest demo bench clean
 

@@ -19,6 +19,7 @@ from agent.models import PlanArtifact
 from agent.orchestrator import solve
 from agent.planning import plan_task
 from agent.render import render_orchestrator_run, render_result, render_run_list, render_task_run
+from agent.retrieval.command import index_repository
 from agent.runtime import Runtime
 from agent.single_pass import run_single_pass
 from agent.store import RunLog
@@ -40,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_plan(commands)
     _add_solve(commands)
+    index = commands.add_parser("index", help="build or refresh the repository index")
+    index.add_argument("--repo", type=Path, default=Path("."), help="the git repository")
+    index.add_argument("--config", type=Path, help="config file (default: .github/cra.toml "
+                       "or cra.toml in the repository)")
+    index.add_argument("--json", action="store_true", help="print the stats as JSON")
     runs = commands.add_parser("runs", help="list recorded runs, or show one in full")
     runs.add_argument("run", nargs="?", help="a run id (number) or task id")
     runs.add_argument("--limit", type=int, default=20)
@@ -79,6 +85,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     except SystemExit as exc:
         return EXIT_USAGE if exc.code not in (0, None) else EXIT_OK
     try:
+        if args.command == "index":  # the index needs no run log
+            return index_repository(args.repo, data_dir(args, env), config=args.config,
+                                    as_json=args.json)
         with RunLog.open(_db_url(args, env)) as log:
             return _dispatch(args, log, env)
     except (UsageError, ConfigError) as exc:

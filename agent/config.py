@@ -110,6 +110,7 @@ class RetrievalConfig(Section):
     search_limit: int = Field(default=100, gt=0)
     whole_file_tokens: int = Field(default=1200, ge=0)
     precision_max_questions: int = Field(default=24, ge=0)
+    max_classifier_calls: int = Field(default=40, ge=0)
     max_file_bytes: int = Field(default=512_000, gt=0)
     skip_dirs: list[str] = Field(
         default_factory=lambda: [

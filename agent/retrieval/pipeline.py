@@ -1,12 +1,196 @@
-"""The per-pass context pipeline; for now the seeded seam: named files, packed into a budget."""
+"""The per-pass context pipeline: seeds → ranking → scope → precision → packing into a budget.
+
+`retrieve` builds a fresh ContextPackage for one pass, `refine` re-enters with the evidence of
+a RefinementRequest under the same budget, and `context_from_files` is the plain seam that packs
+named files whole.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from agent.config import RetrievalConfig
 from agent.llm.budget import estimate_tokens
-from agent.models import ContextFile, ContextPackage, DroppedFile
+from agent.llm.logged import LoggedLLMClient
+from agent.models import ContextFile, ContextPackage, DroppedFile, RefinementRequest, SymbolDetail
+from agent.retrieval.index import RepoIndex
+from agent.retrieval.packing import Entry, pack
+from agent.retrieval.parsing import language_of, parse_source
+from agent.retrieval.ranking import rank
+from agent.retrieval.scan import BINARY_SNIFF_BYTES
+from agent.retrieval.seeds import ResolvedSeeds, Seeds, resolve_seeds
+from agent.retrieval.stages import ScopeItem, choose_details, judge_scope, scope_summary
+
+Mode = Literal["plan", "implement"]
+NOT_IN_REPOSITORY = "not in the repository (a step may create it)"
+
+
+@dataclass
+class _Run:
+    """What one retrieval knows while it works."""
+
+    task: str
+    root: Path
+    mode: Mode
+    config: RetrievalConfig
+    classifier: LoggedLLMClient | None
+    seeds: ResolvedSeeds
+    dropped: list[DroppedFile] = field(default_factory=list)
+    calls_left: int = 0
+
+    def stage_on(self, name: str) -> bool:
+        """True when the model stage `name` runs."""
+        return self.classifier is not None and name in self.config.stages
+
+
+def retrieve(
+    task: str, index: RepoIndex, budget_tokens: int, *, root: Path, mode: Mode, seeds: Seeds,
+    classifier: LoggedLLMClient | None, config: RetrievalConfig,
+) -> ContextPackage:
+    """The context of one pass within `budget_tokens`; seeds are always in it (cut short if they
+    must be). Without a classifier or with no stages configured: ranking and packing only."""
+    return _retrieve(task, index, budget_tokens, root=root, mode=mode, seeds=seeds,
+                     classifier=classifier, config=config, carried={})
+
+
+def refine(
+    package: ContextPackage, request: RefinementRequest, index: RepoIndex, *, root: Path,
+    classifier: LoggedLLMClient | None, config: RetrievalConfig,
+) -> ContextPackage:
+    """The package again, with the request's missing files, symbols, tests and error signatures
+    as new seeds, under the same budget; files already judged needed keep their place."""
+    seeds = Seeds(
+        files=[*package.seed_files, *request.missing_files],
+        symbols=[*package.seed_symbols, *request.missing_symbols],
+        tests=list(request.missing_tests),
+        text="\n".join([request.reason, *request.error_signatures]),
+    )
+    carried = {f.path: f for f in package.files if f.path not in package.seed_files}
+    return _retrieve(package.task, index, package.budget_tokens, root=root, mode=package.mode,
+                     seeds=seeds, classifier=classifier, config=config, carried=carried)
+
+
+def _retrieve(
+    task: str, index: RepoIndex, budget_tokens: int, *, root: Path, mode: Mode, seeds: Seeds,
+    classifier: LoggedLLMClient | None, config: RetrievalConfig,
+    carried: Mapping[str, ContextFile],
+) -> ContextPackage:
+    """Seeds, then files carried over from a refined package, then ranked files that pass
+    scope; each file's detail chosen, all packed into the budget."""
+    resolved = resolve_seeds(task, seeds, index, root=root)
+    run = _Run(task, root, mode, config, classifier, resolved,
+               [DroppedFile(path=p, reason=NOT_IN_REPOSITORY) for p in resolved.missing],
+               calls_left=config.max_classifier_calls)
+    ranked = rank(f"{task}\n{seeds.text}", index, resolved, limit=config.search_limit)
+    why = {c.path: "rank: " + ", ".join(c.reasons) for c in ranked}
+    pool = [c.path for c in ranked if c.path not in carried][: config.top_k]
+    entries = [e for p in resolved.files if (e := _load(run, p, "seed: " + resolved.reasons[p],
+                                                          seed=True)) is not None]
+    entries += [e for p in carried if p not in resolved.reasons
+                and (e := _load(run, p, carried[p].reason, carry=carried[p])) is not None]
+    candidates = [e for p in pool if (e := _load(run, p, why[p])) is not None]
+    entries += _scope(run, candidates)
+    for entry in entries:
+        _precision(run, entry)
+    files, over = pack(entries, budget_tokens, mode=mode,
+                       whole_file_tokens=config.whole_file_tokens, seed_symbols=resolved.symbols)
+    return ContextPackage(
+        task=task, files=files, dropped=run.dropped + over, budget_tokens=budget_tokens,
+        used_tokens=sum(f.tokens for f in files), mode=mode, seed_files=resolved.files,
+        seed_symbols=resolved.symbols,
+    )
+
+
+def _load(run: _Run, path: str, reason: str, *, seed: bool = False,
+          carry: ContextFile | None = None) -> Entry | None:
+    """A file read from the worktree and parsed afresh (it may hold uncommitted edits)."""
+    try:
+        data = (run.root / path).read_bytes()
+    except OSError:
+        run.dropped.append(DroppedFile(path=path, reason="not readable in the worktree"))
+        return None
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        run.dropped.append(DroppedFile(path=path, reason="binary file"))
+        return None
+    text = data.decode("utf-8", errors="replace")
+    parsed = parse_source(path, text) if len(data) <= run.config.max_file_bytes else None
+    details = dict(carry.symbols) if carry is not None and carry.detail == "outline" else None
+    return Entry(path=path, text=text, symbols=parsed.symbols if parsed else [],
+                 doc=parsed.doc if parsed else "", reason=reason, seed=seed, details=details)
+
+
+def _scope(run: _Run, candidates: Sequence[Entry]) -> list[Entry]:
+    """The ranked candidates the classifier judges needed (all of them without the stage)."""
+    if not run.stage_on("scope") or not candidates or run.classifier is None:
+        return list(candidates)
+    asked, unasked = candidates[: run.calls_left], candidates[run.calls_left :]
+    run.calls_left -= len(asked)
+    run.dropped += [DroppedFile(path=e.path, reason="scope: not judged (classifier call cap)")
+                    for e in unasked]
+    items = [ScopeItem(e.path, scope_summary(e.path, language_of(e.path), e.doc, e.symbols,
+                                             e.text.count("\n") + 1)) for e in asked]
+    kept, dropped = judge_scope(run.task, items, run.classifier)
+    run.dropped += dropped
+    keep = set(kept)
+    chosen = [e for e in asked if e.path in keep]
+    for entry in chosen:
+        entry.reason = entry.reason.replace("rank:", "scope: needed; rank:", 1)
+    return chosen
+
+
+def _precision(run: _Run, entry: Entry) -> None:
+    """Choose the detail per definition of a large file (asked, or carried over)."""
+    wanted: dict[str, SymbolDetail] = {
+        s.qualname: "full" for s in entry.symbols
+        if s.name in run.seeds.symbols or s.qualname in run.seeds.symbols
+    }
+    if entry.details is not None:
+        entry.details.update(wanted)
+        return
+    large = estimate_tokens(entry.text) > run.config.whole_file_tokens
+    if not (large and entry.symbols and run.stage_on("precision") and run.classifier
+            and run.calls_left > 0):
+        return
+    entry.details, asked = choose_details(
+        run.task, entry.path, entry.text, entry.symbols, run.classifier, mode=run.mode,
+        max_questions=min(run.config.precision_max_questions, run.calls_left),
+        seed_symbols=list(wanted),
+    )
+    run.calls_left -= asked
+
+
+class IndexedContext:
+    """A context source over a repository index (the shape of agent.context.ContextSource)."""
+
+    def __init__(self, index: RepoIndex, root: Path, config: RetrievalConfig) -> None:
+        self._index = index
+        self._root = root
+        self._config = config
+
+    def gather(
+        self, task: str, *, mode: Mode, files: Sequence[str], failure: str | None,
+        budget_tokens: int, classifier: LoggedLLMClient | None,
+    ) -> ContextPackage:
+        """A fresh package: `files` are seeds, `failure` is mined for more."""
+        seeds = Seeds(files=list(files), text=failure or "")
+        return retrieve(task, self._index, budget_tokens, root=self._root, mode=mode,
+                        seeds=seeds, classifier=classifier, config=self._config)
+
+    def refine(self, package: ContextPackage, request: RefinementRequest, *,
+               classifier: LoggedLLMClient | None) -> ContextPackage:
+        """The package widened by what the request says is missing, in the same budget."""
+        return refine(package, request, self._index, root=self._root, classifier=classifier,
+                      config=self._config)
+
+    def refresh(self) -> None:
+        """Re-index what changed in the worktree (after a commit)."""
+        self._index.update(self._root)
+
+
+# --- the plain seam ----------------------------------------------------------------------------
 
 
 def context_from_files(

@@ -1,0 +1,137 @@
+"""Rendering a file for a prompt: whole, as an outline with chosen bodies, or cut short.
+
+An outline keeps the file's own lines (module-level code, class headers, chosen bodies) and
+replaces what it leaves out with a line holding only `⋮`, so every shown line is exact text
+the implementer can quote in a search block.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from agent.llm.budget import CHARS_PER_TOKEN
+from agent.models import SymbolDetail
+from agent.retrieval.parsing import CONTAINER_KINDS
+from agent.retrieval.symbols import Symbol
+
+MARK = "⋮"
+MAX_SHOWN_DOCSTRING_LINES = 6
+_INDENT = re.compile(r"^[ \t]*")
+
+
+def render_outline(text: str, symbols: Sequence[Symbol], details: Mapping[str, SymbolDetail],
+                   default: SymbolDetail = "signature") -> str:
+    """`text` with each definition shown full, as its signature, or omitted (by qualname)."""
+    lines = text.splitlines()
+    children: dict[str | None, list[Symbol]] = defaultdict(list)
+    for symbol in sorted(symbols, key=lambda s: (s.start, -s.end)):
+        children[symbol.parent].append(symbol)
+    renderer = _Renderer(lines, children, details, default)
+    return "\n".join(_collapse(renderer.region(1, len(lines), children[None])))
+
+
+class _Renderer:
+    """Walks the definition tree of one file, emitting kept lines and markers."""
+
+    def __init__(self, lines: list[str], children: Mapping[str | None, list[Symbol]],
+                 details: Mapping[str, SymbolDetail], default: SymbolDetail) -> None:
+        self.lines = lines
+        self.children = children
+        self.details = details
+        self.default = default
+
+    def region(self, first: int, last: int, nodes: Sequence[Symbol]) -> list[str]:
+        """Lines `first`..`last` (1-based, inclusive), with `nodes` rendered by their detail."""
+        out: list[str] = []
+        cursor = first
+        for node in nodes:
+            if node.start < cursor or node.end > last:
+                continue  # overlapping spans: the first one wins
+            out += self.lines[cursor - 1 : node.start - 1]
+            out += self.node(node)
+            cursor = node.end + 1
+        return out + self.lines[cursor - 1 : last]
+
+    def node(self, node: Symbol) -> list[str]:
+        """One definition at its effective detail."""
+        detail = self.detail(node)
+        if detail == "full":
+            return self.lines[node.start - 1 : node.end]
+        if detail == "omitted":
+            return [self.indent(node.start) + MARK]
+        header = self.lines[node.start - 1 : node.header_end]
+        kids = self.children.get(node.qualname, [])
+        if kids and node.kind in CONTAINER_KINDS:
+            return header + self.region(node.header_end + 1, node.end, kids)
+        body_indent = self.body_indent(node)
+        shown_doc = node.doc_end - node.header_end
+        if node.doc_end and shown_doc <= MAX_SHOWN_DOCSTRING_LINES:
+            header = self.lines[node.start - 1 : node.doc_end]
+        return [*header, body_indent + MARK] if node.end > len(header) + node.start - 1 else header
+
+    def detail(self, node: Symbol) -> SymbolDetail:
+        """The chosen detail; an omitted container with a visible member shows its signature."""
+        chosen = self.details.get(node.qualname, self.default)
+        if chosen == "omitted" and self.any_visible(node):
+            return "signature"
+        return chosen
+
+    def any_visible(self, node: Symbol) -> bool:
+        """True when some member of `node` (at any depth) is shown."""
+        return any(self.details.get(kid.qualname, self.default) != "omitted"
+                   or self.any_visible(kid) for kid in self.children.get(node.qualname, []))
+
+    def indent(self, line: int) -> str:
+        """The leading whitespace of a line."""
+        match = _INDENT.match(self.lines[line - 1]) if 0 < line <= len(self.lines) else None
+        return match.group(0) if match else ""
+
+    def body_indent(self, node: Symbol) -> str:
+        """The indentation of a definition's body (its first non-blank line after the header)."""
+        for number in range(node.header_end + 1, node.end + 1):
+            if self.lines[number - 1].strip():
+                return self.indent(number)
+        step = "\t" if self.indent(node.start).startswith("\t") else "    "
+        return self.indent(node.start) + step
+
+
+def _collapse(lines: list[str]) -> list[str]:
+    """Runs of the same marker (and the blank lines between them) become one marker."""
+    out: list[str] = []
+    for line in lines:
+        if line.strip() == MARK:
+            end = len(out)
+            while end and not out[end - 1].strip():
+                end -= 1
+            if end and out[end - 1] == line:
+                del out[end:]
+                continue
+        out.append(line)
+    return out
+
+
+def truncate(text: str, max_chars: int) -> str | None:
+    """The first lines of `text` within `max_chars`, with a marker saying how many follow."""
+    lines = text.splitlines()
+    if len(text) <= max_chars:
+        return text
+
+    def note(first: int) -> str:
+        return f"{MARK} lines {first}-{len(lines)} not shown"
+
+    kept: list[str] = []
+    used = 0  # the kept lines, each with its newline
+    for number, line in enumerate(lines, start=1):
+        if used + len(line) + 1 + len(note(number + 1)) > max_chars:
+            return "\n".join([*kept, note(number)]) if kept else None
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join(kept)
+
+
+def chars_for(tokens: int) -> int:
+    """The most characters that estimate to at most `tokens` tokens."""
+    return max(0, math.floor(tokens * CHARS_PER_TOKEN))

@@ -1,0 +1,155 @@
+"""Packing files into a token budget by priority: each file in the richest form that fits.
+
+Seeds come first and each later seed keeps a reserve, so every seed gets in (cut short if it
+must be); other files follow in rank order and are dropped, with the reason, when even their
+smallest form does not fit. The package never estimates to more than the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from agent.llm.budget import estimate_tokens
+from agent.models import ContextFile, DroppedFile, SymbolDetail
+from agent.retrieval.outline import chars_for, render_outline, truncate
+from agent.retrieval.symbols import Symbol
+
+SEED_FLOOR_TOKENS = 256
+SEPARATOR = "\n\n"  # between file blocks in ContextPackage.to_prompt_text
+Detail = Literal["full", "outline", "truncated"]
+
+
+@dataclass
+class Entry:
+    """A file on its way into a package: its current text, definitions and chosen details."""
+
+    path: str
+    text: str
+    symbols: list[Symbol]
+    reason: str
+    seed: bool = False
+    doc: str = ""
+    details: dict[str, SymbolDetail] | None = None
+
+
+@dataclass(frozen=True)
+class Form:
+    """One way to show a file, and what it costs in the prompt."""
+
+    detail: Detail
+    content: str
+    symbols: tuple[tuple[str, SymbolDetail], ...] = ()
+    last_resort: bool = False  # a bare skeleton: a seed is rather cut short
+
+    def as_file(self, entry: Entry) -> ContextFile:
+        """The ContextFile of this form, its cost included."""
+        file = ContextFile(path=entry.path, content=self.content, detail=self.detail,
+                           reason=entry.reason, symbols=dict(self.symbols))
+        return file.model_copy(update={"tokens": block_tokens(file)})
+
+
+def block_tokens(file: ContextFile) -> int:
+    """The tokens a file takes in the prompt, its separator included."""
+    return estimate_tokens(file.prompt_block() + SEPARATOR)
+
+
+def pack(
+    entries: Sequence[Entry], budget: int, *, mode: Literal["plan", "implement"],
+    whole_file_tokens: int, seed_symbols: Sequence[str],
+) -> tuple[list[ContextFile], list[DroppedFile]]:
+    """The files that fit, in `entries` order, and the ones dropped with the reason."""
+    options = [[(f, f.as_file(e)) for f in forms(e, mode=mode,
+                                                  whole_file_tokens=whole_file_tokens,
+                                                  seed_symbols=seed_symbols)] for e in entries]
+    seeds = [i for i, e in enumerate(entries) if e.seed]
+    count = max(1, len(seeds))
+    share = max(budget // (2 * count), min(SEED_FLOOR_TOKENS, budget // count))
+    floors = {i: min([share, *(f.tokens for _, f in options[i])]) for i in seeds}
+    packed: list[ContextFile] = []
+    dropped: list[DroppedFile] = []
+    left = budget
+    for i, entry in enumerate(entries):
+        room = left - sum(floors[j] for j in seeds if j > i)
+        chosen = _choose(entry, options[i], room)
+        if chosen is None:
+            smallest = min(f.tokens for _, f in options[i])
+            dropped.append(DroppedFile(
+                path=entry.path, reason=f"over budget (needs {smallest} tokens, {max(room, 0)} "
+                                        "left)"))
+            continue
+        packed.append(chosen)
+        left -= chosen.tokens
+    return packed, dropped
+
+
+def _choose(entry: Entry, options: Sequence[tuple[Form, ContextFile]],
+            room: int) -> ContextFile | None:
+    """The richest option that fits `room`; a seed is cut short before it is shown as a bare
+    skeleton, and dropped only when neither fits."""
+    for form, file in options:
+        if file.tokens <= room and not form.last_resort:
+            return file
+    if entry.seed:
+        outlines = [f.content for f, _ in options if f.detail == "outline" and not f.last_resort]
+        short = cut_short(entry, room, outlines[-1] if outlines else entry.text)
+        if short is not None:
+            return short
+    return next((file for form, file in options if file.tokens <= room), None)
+
+
+def forms(entry: Entry, *, mode: Literal["plan", "implement"], whole_file_tokens: int,
+          seed_symbols: Sequence[str]) -> list[Form]:
+    """The ways to show `entry`, richest first: whole, chosen outline, signatures, skeleton."""
+    whole = Form("full", entry.text)
+    if not entry.symbols:
+        return [whole]
+    wanted = set(seed_symbols)
+    seeds: dict[str, SymbolDetail] = {
+        s.qualname: "full" for s in entry.symbols if s.name in wanted or s.qualname in wanted
+    }
+    chosen = entry.details or {}
+    small = estimate_tokens(entry.text) <= whole_file_tokens
+    candidates = []
+    if small or (entry.details is None and (mode == "implement" or entry.seed)):
+        candidates.append(whole)
+    if entry.details is not None:
+        candidates.append(_outline(entry, {**chosen, **seeds}))
+    candidates.append(_outline(entry, {**{k: _lighter(v) for k, v in chosen.items()}, **seeds}))
+    if entry.seed or seeds:  # a skeleton of anything else says too little to be worth it
+        skeleton = _outline(entry, seeds, default="omitted")
+        candidates.append(replace(skeleton, last_resort=not seeds))
+    unique: dict[str, Form] = {}
+    for form in candidates:
+        unique.setdefault(form.content, form)
+    return list(unique.values())
+
+
+def _lighter(detail: SymbolDetail) -> SymbolDetail:
+    """One step less: a full body becomes its signature."""
+    return "signature" if detail == "full" else detail
+
+
+def _outline(entry: Entry, details: dict[str, SymbolDetail],
+             default: SymbolDetail = "signature") -> Form:
+    """An outline form; the recorded details cover every definition of the file."""
+    content = render_outline(entry.text, entry.symbols, details, default)
+    shown = tuple((s.qualname, details.get(s.qualname, default)) for s in entry.symbols)
+    return Form("outline", content, tuple(dict(shown).items()))
+
+
+def cut_short(entry: Entry, room: int, text: str) -> ContextFile | None:
+    """The first lines of `text` (a seed's text or outline) that fit in `room` tokens, or None
+    when not even one does."""
+    frame = Form("truncated", "").as_file(entry)
+    chars = chars_for(room) - len(frame.prompt_block() + SEPARATOR)
+    while chars > 0:
+        content = truncate(text, chars)
+        if content is None:
+            return None
+        file = Form("truncated", content).as_file(entry)
+        if file.tokens <= room:
+            return file
+        chars -= 8
+    return None

@@ -1,0 +1,56 @@
+"""Outlines keep exact lines of what they show and mark what they leave out."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.retrieval.outline import MARK, render_outline, truncate
+from agent.retrieval.parsing import parse_source
+from tests.retrieval.conftest import CART_PY
+from tests.retrieval.test_parsing import GO_SOURCE
+
+
+def outline(source: str, path: str = "m.py", default: str = "signature", **details: str) -> str:
+    parsed = parse_source(path, source)
+    chosen = {k.replace("__", "."): v for k, v in details.items()}
+    return render_outline(source, parsed.symbols, chosen, default)  # type: ignore[arg-type]
+
+
+def test_chosen_body_is_exact_and_the_rest_are_signatures() -> None:
+    text = outline(CART_PY, Cart__total="full")
+    assert "from shop.pricing import apply_discount, tax_rate" in text
+    assert "    def add_item(self, sku: str, quantity: int = 1) -> None:\n" \
+           '        """Put `quantity` of `sku` in the cart."""\n' \
+           f"        {MARK}\n" in text
+    body_start = CART_PY.index("    def total")
+    assert CART_PY[body_start:].rstrip("\n") in text
+    assert "self.items[sku] = self.items.get(sku, 0) + quantity" not in text
+
+
+def test_omitted_definitions_collapse_into_one_marker() -> None:
+    text = outline(CART_PY, default="omitted", Cart="signature", Cart__total="full")
+    assert text.count(MARK) == 1
+    assert "def add_item" not in text and "def remove_item" not in text
+    assert "class Cart:" in text and "def total" in text
+
+
+def test_an_omitted_class_with_a_shown_method_keeps_its_header() -> None:
+    text = outline(CART_PY, default="omitted", Cart__add_item="full")
+    assert "class Cart:" in text
+    assert "self.items[sku] = self.items.get(sku, 0) + quantity" in text
+
+
+def test_go_outline_shows_signatures() -> None:
+    pytest.importorskip("tree_sitter_go")
+    text = outline(GO_SOURCE, "health.go", NewServer="full")
+    assert "func (s *Server) Health() bool {\n\t" + MARK in text
+    assert "return &Server{}" in text
+    assert "return s.ready" not in text
+
+
+def test_truncate_says_how_many_lines_it_left_out() -> None:
+    text = "\n".join(f"line {n}" for n in range(1, 101))
+    cut = truncate(text, 80)
+    assert cut is not None and cut.endswith(f"{MARK} lines 9-100 not shown")
+    assert len(cut) <= 80
+    assert truncate(text, 10) is None

@@ -1,0 +1,238 @@
+"""retrieve and refine on the shop repository, with the classifier scripted over real HTTP."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from agent.config import RetrievalConfig
+from agent.llm.logged import LoggedLLMClient
+from agent.models import ContextPackage, RefinementRequest
+from agent.retrieval.index import RepoIndex
+from agent.retrieval.outline import MARK
+from agent.retrieval.pipeline import IndexedContext, refine, retrieve
+from agent.retrieval.ranking import rank
+from agent.retrieval.seeds import ResolvedSeeds, Seeds
+from tests.fakes.call_log import MemoryCallLog
+from tests.fakes.model_server import ScriptedModelServer
+from tests.retrieval.conftest import PRICING_PY, commit_all, make_repo
+
+TASK = "The cart total must apply the discount code before adding tax."
+NO_STAGES = RetrievalConfig(stages=[])
+
+
+def run(index: RepoIndex, root: Path, *, budget: int = 4000, files: tuple[str, ...] = (),
+        classifier: LoggedLLMClient | None = None, config: RetrievalConfig = NO_STAGES,
+        task: str = TASK, mode: str = "implement") -> ContextPackage:
+    return retrieve(task, index, budget, root=root, mode=mode,  # type: ignore[arg-type]
+                    seeds=Seeds(files=list(files)), classifier=classifier, config=config)
+
+
+def paths(package: ContextPackage) -> list[str]:
+    return [f.path for f in package.files]
+
+
+def dropped(package: ContextPackage) -> dict[str, str]:
+    return {d.path: d.reason for d in package.dropped}
+
+
+def asked_files(server: ScriptedModelServer) -> list[str]:
+    return [re.search(r"File: (\S+)", r.user_prompt)[1]  # type: ignore[index]
+            for r in server.requests if r.stage == "retrieval_scope"]
+
+
+@pytest.fixture
+def pricing_only(tmp_path: Path, index: RepoIndex) -> Path:
+    """A repository holding only the pricing module (so precision asks about it alone)."""
+    repo = make_repo(tmp_path / "pricing", {"shop/pricing.py": PRICING_PY})
+    index.update(repo)
+    return repo
+
+
+def test_ranking_pulls_in_imports_and_tests_of_seeds(shop_index: RepoIndex) -> None:
+    seeds = ResolvedSeeds(files=["shop/cart.py"], reasons={"shop/cart.py": "named"})
+    ranked = {c.path: c.reasons for c in rank(TASK, shop_index, seeds, limit=20)}
+    assert "imported by shop/cart.py" in ranked["shop/pricing.py"]
+    assert "test of shop/cart.py" in ranked["tests/test_cart.py"]
+    assert "shop/cart.py" not in ranked
+
+
+def test_rank_only_makes_no_model_calls(shop: Path, shop_index: RepoIndex,
+                                        classifier: LoggedLLMClient,
+                                        server: ScriptedModelServer) -> None:
+    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier)
+    assert server.requests == []
+    assert paths(package)[0] == "shop/cart.py"
+    assert package.files[0].reason == "seed: named"
+    assert "shop/pricing.py" in paths(package)
+    assert package.used_tokens <= package.budget_tokens == 4000
+
+
+def test_without_a_classifier_the_configured_stages_are_skipped(shop: Path,
+                                                                shop_index: RepoIndex) -> None:
+    package = run(shop_index, shop, files=("shop/cart.py",), config=RetrievalConfig())
+    assert paths(package)[0] == "shop/cart.py"
+    assert "shop/pricing.py" in paths(package)
+
+
+def test_seeds_are_present_even_in_a_tight_budget(shop: Path, shop_index: RepoIndex) -> None:
+    package = run(shop_index, shop, budget=300, files=("shop/cart.py", "shop/users.py"))
+    assert paths(package)[:2] == ["shop/cart.py", "shop/users.py"]
+    assert package.used_tokens <= 300
+    assert {f.detail for f in package.files[:2]} <= {"full", "outline", "truncated"}
+
+
+def test_a_seed_larger_than_the_budget_is_cut_short_not_dropped(shop: Path,
+                                                               shop_index: RepoIndex) -> None:
+    package = run(shop_index, shop, budget=120, files=("shop/cart.py",))
+    [cart] = package.files
+    assert (cart.path, cart.detail) == ("shop/cart.py", "truncated")
+    assert cart.content.startswith('"""The shopping cart."""')
+    assert cart.content.endswith("not shown")
+    assert package.used_tokens <= 120
+
+
+def test_plan_mode_shows_large_ranked_files_as_outlines(shop: Path,
+                                                        shop_index: RepoIndex) -> None:
+    package = run(shop_index, shop, budget=4000, files=("shop/pricing.py",), mode="plan",
+                  config=RetrievalConfig(stages=[], whole_file_tokens=50))
+    details = {f.path: f.detail for f in package.files}
+    assert details["shop/pricing.py"] == "full"  # a seed stays whole while it fits
+    assert details["shop/cart.py"] == "outline"
+    assert "def add_item(self, sku: str, quantity: int = 1) -> None:" in next(
+        f.content for f in package.files if f.path == "shop/cart.py")
+
+
+def test_a_seed_that_does_not_exist_is_recorded(shop: Path, shop_index: RepoIndex) -> None:
+    package = run(shop_index, shop, files=("shop/shipping.py",))
+    assert dropped(package)["shop/shipping.py"].startswith("not in the repository")
+
+
+def test_scope_no_drops_a_file_and_yes_keeps_one(shop: Path, shop_index: RepoIndex,
+                                                 classifier: LoggedLLMClient,
+                                                 server: ScriptedModelServer,
+                                                 call_log: MemoryCallLog) -> None:
+    server.script("retrieval_scope", "No.", "Yes")
+    config = RetrievalConfig(stages=["scope"], top_k=2)
+    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
+                  config=config)
+    refused, accepted = asked_files(server)
+    assert dropped(package)[refused] == "scope: not needed"
+    assert accepted in paths(package) and refused not in paths(package)
+    assert "shop/cart.py" in paths(package)
+    assert "shop/cart.py" not in asked_files(server)  # seeds are never questioned
+    assert [r.stage for r in call_log.records] == ["retrieval_scope"] * 2
+
+
+def test_an_unparseable_scope_answer_drops_the_file(shop: Path, shop_index: RepoIndex,
+                                                    classifier: LoggedLLMClient,
+                                                    server: ScriptedModelServer) -> None:
+    server.script("retrieval_scope", "It might be useful, hard to say.")
+    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
+                  config=RetrievalConfig(stages=["scope"], top_k=1))
+    [asked] = asked_files(server)
+    assert dropped(package)[asked] == "scope: unparseable answer"
+    assert paths(package) == ["shop/cart.py"]
+
+
+def test_scope_questions_stop_at_the_call_cap(shop: Path, shop_index: RepoIndex,
+                                              classifier: LoggedLLMClient,
+                                              server: ScriptedModelServer) -> None:
+    server.script("retrieval_scope", "yes")
+    config = RetrievalConfig(stages=["scope"], top_k=3, max_classifier_calls=1)
+    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
+                  config=config)
+    assert len(asked_files(server)) == 1
+    assert list(dropped(package).values()).count("scope: not judged (classifier call cap)") == 2
+
+
+def test_precision_shows_the_chosen_body_and_omits_the_rest(
+    pricing_only: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    server: ScriptedModelServer, call_log: MemoryCallLog,
+) -> None:
+    # tax_rate shares task words, so it is asked first: relevant (yes), then apply_discount
+    # (no); then "full body of tax_rate?" (yes).
+    server.script("retrieval_precision", "yes", "no", "yes")
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
+    package = run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier,
+                  config=config, task="The tax rate must be 25 percent.")
+    [pricing] = [f for f in package.files if f.path == "shop/pricing.py"]
+    assert pricing.detail == "outline"
+    assert pricing.symbols == {"apply_discount": "omitted", "tax_rate": "full"}
+    assert 'def tax_rate() -> float:\n    """The sales tax rate."""\n    return 0.2' \
+        in pricing.content
+    assert "def apply_discount" not in pricing.content and MARK in pricing.content
+    assert 'DISCOUNTS = {"SAVE10": 0.10, "HALF": 0.50}' in pricing.content
+    assert "Is `tax_rate` relevant to the task?" in server.requests[0].user_prompt
+    assert [r.stage for r in call_log.records] == ["retrieval_precision"] * 3
+
+
+def test_small_files_stay_whole_without_questions(shop: Path, shop_index: RepoIndex,
+                                                  classifier: LoggedLLMClient,
+                                                  server: ScriptedModelServer) -> None:
+    config = RetrievalConfig(stages=["precision"], top_k=1)
+    package = run(shop_index, shop, files=("shop/pricing.py",), classifier=classifier,
+                  config=config)
+    assert server.requests == []
+    assert package.files[0].detail == "full"
+    assert package.files[0].content == PRICING_PY
+
+
+def test_a_seeded_symbol_is_shown_in_full_without_a_question(
+    pricing_only: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+) -> None:
+    server.script("retrieval_precision", "no")
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
+    package = run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier,
+                  config=config, task="`apply_discount` ignores lower-case codes")
+    assert package.files[0].symbols == {"apply_discount": "full", "tax_rate": "omitted"}
+    assert len(server.requests) == 1
+
+
+def test_the_same_inputs_give_the_same_package(shop: Path, shop_index: RepoIndex) -> None:
+    first = run(shop_index, shop, files=("shop/cart.py",))
+    assert run(shop_index, shop, files=("shop/cart.py",)) == first
+
+
+def test_refinement_brings_in_a_missing_file_within_the_same_budget(
+    shop: Path, shop_index: RepoIndex,
+) -> None:
+    package = run(shop_index, shop, budget=1500, files=("shop/cart.py",),
+                  config=RetrievalConfig(stages=[], top_k=1))
+    assert "shop/users.py" not in paths(package)
+    request = RefinementRequest(reason="needs the user model", missing_files=["shop/users.py"])
+    refined = refine(package, request, shop_index, root=shop, classifier=None,
+                     config=RetrievalConfig(stages=[], top_k=1))
+    assert paths(refined)[:2] == ["shop/cart.py", "shop/users.py"]
+    assert refined.budget_tokens == 1500 and refined.used_tokens <= 1500
+    assert refined.seed_files == ["shop/cart.py", "shop/users.py"]
+
+
+def test_refinement_does_not_ask_again_about_files_already_judged(
+    shop: Path, shop_index: RepoIndex, classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+) -> None:
+    server.script("retrieval_scope", "yes", "no")
+    config = RetrievalConfig(stages=["scope"], top_k=1)
+    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
+                  config=config)
+    [kept] = asked_files(server)
+    request = RefinementRequest(reason="NameError", missing_symbols=["hash_password"])
+    refined = refine(package, request, shop_index, root=shop, classifier=classifier,
+                     config=config)
+    assert "shop/users.py" in paths(refined) and kept in paths(refined)
+    assert asked_files(server).count(kept) == 1
+    assert len(asked_files(server)) == 2
+
+
+def test_indexed_context_refreshes_after_a_commit(shop: Path, shop_index: RepoIndex) -> None:
+    source = IndexedContext(shop_index, shop, NO_STAGES)
+    (shop / "shop" / "shipping.py").write_text("def shipping_cost():\n    return 5\n")
+    commit_all(shop, "shipping")
+    source.refresh()
+    package = source.gather("`shipping_cost` is too high", mode="implement", files=(),
+                            failure=None, budget_tokens=2000, classifier=None)
+    assert paths(package)[0] == "shop/shipping.py"

@@ -1,0 +1,60 @@
+"""Seeds: named files and tests, and what task text and failure output point at."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.retrieval.index import RepoIndex
+from agent.retrieval.seeds import Seeds, resolve_seeds
+
+TRACEBACK = '''Traceback (most recent call last):
+  File "/tmp/cra/wt-17/tests/test_cart.py", line 7, in test_total_applies_discount
+    assert cart.total({"apple": 1.0}, "HALF") == 1.2
+  File "/tmp/cra/wt-17/shop/cart.py", line 24, in total
+    return apply_discount(subtotal, code) * (1 + tax_rate())
+AssertionError
+'''
+
+
+def resolve(index: RepoIndex, root: Path, task: str = "", **seeds: object):
+    return resolve_seeds(task, Seeds.model_validate(seeds), index, root=root)
+
+
+def test_named_files_come_first_and_absent_ones_are_missing(shop: Path,
+                                                            shop_index: RepoIndex) -> None:
+    found = resolve(shop_index, shop, files=["./shop/users.py", "shop/new_module.py",
+                                             "../outside.py"])
+    assert found.files == ["shop/users.py"]
+    assert found.missing == ["shop/new_module.py", "../outside.py"]
+
+
+def test_a_named_test_id_seeds_its_file_and_function(shop: Path, shop_index: RepoIndex) -> None:
+    found = resolve(shop_index, shop, tests=["tests/test_cart.py::test_total_applies_discount"])
+    assert found.files == ["tests/test_cart.py"]
+    assert found.symbols == ["test_total_applies_discount"]
+
+
+def test_traceback_frames_seed_files_and_functions(shop: Path, shop_index: RepoIndex) -> None:
+    found = resolve(shop_index, shop, text=TRACEBACK)
+    assert found.files == ["tests/test_cart.py", "shop/cart.py"]
+    assert found.reasons["shop/cart.py"] == "traceback frame"
+    assert found.symbols[:2] == ["test_total_applies_discount", "total"]
+
+
+def test_paths_and_code_names_in_the_task_are_seeds(shop: Path, shop_index: RepoIndex) -> None:
+    task = "In pricing.py, `apply_discount` ignores case; StockLevel.reserveStock is fine."
+    found = resolve(shop_index, shop, task)
+    assert found.files == ["shop/pricing.py", "shop/inventory.py"]
+    assert {"apply_discount", "StockLevel.reserveStock", "reserveStock"} <= set(found.symbols)
+
+
+def test_plain_words_are_not_symbol_seeds(shop: Path, shop_index: RepoIndex) -> None:
+    found = resolve(shop_index, shop, "the total is wrong when a discount applies")
+    assert (found.files, found.symbols) == ([], [])
+
+
+def test_pytest_summary_lines_seed_test_files(shop: Path, shop_index: RepoIndex) -> None:
+    text = "FAILED tests/test_pricing.py::test_unknown_code_gives_no_discount - assert 9.0"
+    found = resolve(shop_index, shop, text=text)
+    assert found.files == ["tests/test_pricing.py"]
+    assert found.reasons["tests/test_pricing.py"] == "test id in text"
