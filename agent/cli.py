@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from agent import git
 from agent.config import ModelConfig, SolveConfig, load_config, resolve_api_key
+from agent.context import IndexedFactory
 from agent.errors import AgentError, ConfigError
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
@@ -142,12 +143,14 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     config.require_test_command()
     plan = _load_plan(args.plan) if args.plan else None
     runtime = _runtime(log, config, args, env)
+    contexts = IndexedFactory(data_dir(args, env) / "index", config.retrieval)
     try:
         if plan is not None:
             result = run_single_pass(args.task, repo, plan, config, runtime,
-                                     in_place=args.in_place)
+                                     in_place=args.in_place, context_factory=contexts)
         else:
-            result = solve(args.task, repo, config, runtime, in_place=args.in_place)
+            result = solve(args.task, repo, config, runtime, in_place=args.in_place,
+                           context_factory=contexts)
     finally:
         runtime.models.close()
     print(result.model_dump_json(indent=2) if args.json else render_result(result))
@@ -157,9 +160,11 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
 def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     repo, config = _repo_and_config(args)
     runtime = _runtime(log, config, args, env)
+    context = IndexedFactory(data_dir(args, env) / "index", config.retrieval)(repo)
     try:
-        artifact = plan_task(args.task, repo, config, runtime)
+        artifact = plan_task(args.task, repo, config, runtime, context=context)
     finally:
+        context.close()
         runtime.models.close()
     text = artifact.model_dump_json(indent=2)
     if args.output:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import sqlite3
+import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
+from agent.config import RetrievalConfig
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextPackage, RefinementRequest
-from agent.retrieval.pipeline import context_from_files
+from agent.retrieval.index import RepoIndex, default_index_path
+from agent.retrieval.pipeline import IndexedContext, context_from_files
 
 Mode = Literal["plan", "implement"]
 _PATH_MENTION = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,8})\b")
@@ -43,6 +47,10 @@ class ContextSource(Protocol):
 
     def refresh(self) -> None:
         """Catch up with commits made in the worktree."""
+        ...
+
+    def close(self) -> None:
+        """Release what the source holds (an index file)."""
         ...
 
 
@@ -95,3 +103,64 @@ class SeededFiles:
 
     def refresh(self) -> None:
         """Nothing to catch up: files are read from disk each time."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+ContextFactory = Callable[[Path], ContextSource]
+
+
+class IndexedFactory:
+    """Context sources over the repository index, one private copy of it per run.
+
+    Runs on the same repository may overlap (the bot): each works on its own copy of the
+    shared index file, updated incrementally, and copies it back when it closes.
+    """
+
+    def __init__(self, index_dir: Path, config: RetrievalConfig) -> None:
+        self._index_dir = index_dir
+        self._config = config
+
+    def __call__(self, worktree: Path) -> ContextSource:
+        """An indexed context for `worktree`, its index brought up to date."""
+        shared = default_index_path(self._index_dir, worktree)
+        private = shared.with_name(f"{shared.stem}.{uuid.uuid4().hex[:8]}{shared.suffix}")
+        private.parent.mkdir(parents=True, exist_ok=True)
+        if shared.exists():
+            _sqlite_copy(shared, private)
+        index = RepoIndex.open(private, config=self._config)
+        index.update(worktree)
+        return _PrivateIndexContext(IndexedContext(index, worktree, self._config), private, shared)
+
+
+class _PrivateIndexContext:
+    """An IndexedContext whose index file is copied back to the shared one on close."""
+
+    def __init__(self, inner: IndexedContext, private: Path, shared: Path) -> None:
+        self._inner, self._private, self._shared = inner, private, shared
+        self.gather = inner.gather
+        self.refine = inner.refine
+        self.refresh = inner.refresh
+
+    def close(self) -> None:
+        """Close the index, publish it as the shared one, remove the private copy."""
+        self._inner.close()
+        try:
+            _sqlite_copy(self._private, self._shared)
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self._private}{suffix}").unlink(missing_ok=True)
+
+
+def _sqlite_copy(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite database (the backup API; WAL-safe)."""
+    src = sqlite3.connect(source)
+    try:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()

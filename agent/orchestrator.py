@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from agent import git
 from agent.config import SolveConfig
-from agent.context import ContextSource, SeededFiles
+from agent.context import ContextFactory, SeededFiles
 from agent.errors import AgentError, BudgetExhausted
 from agent.execute.decomposed_adjustment import adjust_plan
 from agent.execute.parsers import topological_order
@@ -36,7 +36,6 @@ from agent.steps import RunContext, run_step, task_target_tests
 from agent.validation import passes_gate, run_validation
 from agent.workspace import Workspace, apply_in_place, close_workspace, open_workspace
 
-ContextFactory = Callable[[Path], ContextSource]
 PlanPass = Literal["meta_plan", "part_plan", "adjustment"]
 
 
@@ -220,6 +219,7 @@ class _Sequencer:
         self.outcomes.append(outcome)
         if outcome.status == "passed" and outcome.commit:
             self.head = outcome.commit
+            self.ctx.context.refresh()
             self.cumulative_diff += outcome.diff
             self.log.set_state(self.run_id, "cumulative_diff", self.cumulative_diff)
         self.log.set_state(self.run_id, f"step_result:{part.id}:{step.id}", outcome)
@@ -441,6 +441,8 @@ class _Sequencer:
             steps_completed=result.steps_completed, total_steps=len(self.outcomes),
             completed=True,
         )
+        if self.rc is not None:
+            self.rc.context.close()
         if self.ws is not None:
             close_workspace(self.ws, keep_branch=keep_branch)
         self.emit("run_finished", status=result.status, message=result.error or "")

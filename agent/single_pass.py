@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agent import git
 from agent.config import SolveConfig
-from agent.context import ContextSource, SeededFiles
+from agent.context import ContextFactory, ContextSource, SeededFiles
 from agent.errors import AgentError
 from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
@@ -24,6 +24,7 @@ def run_single_pass(
     runtime: Runtime,
     *,
     in_place: bool = False,
+    context_factory: ContextFactory = SeededFiles,
 ) -> OrchestratorResult:
     """Implement `plan` in a worktree on a new branch: test, retry with the failure, commit."""
     config.require_test_command()
@@ -39,7 +40,11 @@ def run_single_pass(
     try:
         ws = open_workspace(repo, work_dir=runtime.work_dir, run_id=task_id,
                             branch_hint=plan.task_summary or task)
-        result = _solve(task, task_id, task_run_id, plan, config, runtime, ws)
+        context = context_factory(ws.worktree)
+        try:
+            result = _solve(task, task_id, task_run_id, plan, config, runtime, ws, context)
+        finally:
+            context.close()
     except AgentError as exc:
         result = result.model_copy(update={"status": "failed", "error": str(exc)})
     finally:
@@ -55,10 +60,10 @@ def _solve(
     config: SolveConfig,
     runtime: Runtime,
     ws: Workspace,
+    context: ContextSource,
 ) -> OrchestratorResult:
     baseline = run_validation(ws.worktree, config.testing, environ=runtime.environ)
     runtime.log.record_validation(task_run_id, baseline, attempt_id=None, kind="baseline")
-    context: ContextSource = SeededFiles(ws.worktree)
     run_budget = TaskBudget("run", max_tokens=config.budget.max_tokens_per_run, max_calls=None,
                             tokens_label="max_tokens_per_run")
     rc = RunContext(task, task_id, runtime, config, ws, baseline, context, run_budget)

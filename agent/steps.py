@@ -110,6 +110,9 @@ def run_step(
 
     `extra_targets` are tests this step must make pass besides its own (the task's named tests
     in single-pass mode); `base` is the worktree's HEAD when the caller knows it."""
+    # The step's ceilings bound the implementer (ADR: ~30k tokens, a few calls). Retrieval's
+    # yes/no questions are capped per retrieval (retrieval.max_classifier_calls) and count
+    # against the run budget.
     budget = TaskBudget(
         "step", max_tokens=rc.config.budget.max_tokens_per_step,
         max_calls=rc.config.orchestrator.max_calls_per_step,
@@ -117,7 +120,7 @@ def run_step(
     )
     coding = rc.client("coding", task_run_id=task_run_id, budgets=[budget])
     classifier = (
-        rc.client("classifier", task_run_id=task_run_id, budgets=[budget])
+        rc.client("classifier", task_run_id=task_run_id)
         if rc.config.retrieval.stages else None
     )
     st = _Step(rc, step, part_id, plan, cumulative_diff, task_run_id, coding, classifier,

@@ -9,9 +9,10 @@ from alembic import context
 from sqlalchemy import Connection, create_engine, pool
 
 from agent.store import Base
+from bot.store import BotBase
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = [Base.metadata, BotBase.metadata]  # the run log and the bot share a database
 
 
 def cli_url() -> str:

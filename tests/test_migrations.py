@@ -21,7 +21,12 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Connection, inspect
 
 from agent.store import Base, RunLog, build_engine, migrations_location, upgrade
+from bot.store import BotBase
 from tests.test_store import TABLES, postgres_schema_url
+
+HEAD = "0002"
+BOT_TABLES = {"deliveries", "runs"}
+METADATA = [Base.metadata, BotBase.metadata]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,14 +41,14 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 def ours(name: str | None, type_: str, parent_names: Any) -> bool:
-    """Compare only the run log's tables (other stores may share the database)."""
-    return type_ != "table" or name in Base.metadata.tables
+    """Compare only the run log's and the bot's tables (other stores may share the database)."""
+    return type_ != "table" or any(name in metadata.tables for metadata in METADATA)
 
 
 def schema_differences(connection: Connection) -> list[Any]:
     """What autogenerate would change to make the database match the ORM tables."""
     context = MigrationContext.configure(connection, opts={"include_name": ours})
-    return list(compare_metadata(context, Base.metadata))
+    return list(compare_metadata(context, METADATA))  # type: ignore[arg-type]
 
 
 def alembic_cli(*args: str, env: dict[str, str] | None = None) -> str:
@@ -72,7 +77,7 @@ def test_upgrading_twice_changes_nothing(db_url: str) -> None:
         upgrade(engine)
         with engine.connect() as connection:
             assert schema_differences(connection) == []
-            assert MigrationContext.configure(connection).get_current_revision() == "0001"
+            assert MigrationContext.configure(connection).get_current_revision() == HEAD
     finally:
         engine.dispose()
 
@@ -86,7 +91,7 @@ def test_downgrade_to_base_removes_every_table(db_url: str) -> None:
         with engine.begin() as connection:
             config.attributes["connection"] = connection
             command.downgrade(config, "base")
-        assert not TABLES & set(inspect(engine).get_table_names())
+        assert not (TABLES | BOT_TABLES) & set(inspect(engine).get_table_names())
     finally:
         engine.dispose()
 
@@ -94,15 +99,16 @@ def test_downgrade_to_base_removes_every_table(db_url: str) -> None:
 def test_the_cli_migrates_the_url_given_with_x(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     alembic_cli("-x", f"url={url}", "upgrade", "head")
-    assert "0001 (head)" in alembic_cli("current", env={"CRA_DATABASE_URL": url})
+    assert f"{HEAD} (head)" in alembic_cli("current", env={"CRA_DATABASE_URL": url})
     with RunLog.open(url) as log:
-        assert set(inspect(log.engine).get_table_names()) >= TABLES
+        assert set(inspect(log.engine).get_table_names()) >= TABLES | BOT_TABLES
 
 
 def test_the_cli_prints_sql_offline() -> None:
     url = "postgresql+psycopg://nobody@127.0.0.1:1/none"
     sql = alembic_cli("-x", f"url={url}", "upgrade", "head", "--sql")
     assert "CREATE TABLE llm_calls" in sql and "TIMESTAMP WITH TIME ZONE" in sql
+    assert "CREATE TABLE runs" in sql and "CREATE UNIQUE INDEX uq_runs_one_active" in sql
 
 
 def test_migrations_are_found_where_the_package_ships_them() -> None:
@@ -110,6 +116,7 @@ def test_migrations_are_found_where_the_package_ships_them() -> None:
     assert (location / "env.py").is_file()
     assert (location / "script.py.mako").is_file()
     assert (location / "versions" / "0001_run_log.py").is_file()
+    assert (location / "versions" / "0002_bot.py").is_file()
 
 
 def test_the_wheel_lists_every_package_and_the_migrations() -> None:

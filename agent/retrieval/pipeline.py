@@ -189,6 +189,10 @@ class IndexedContext:
         """Re-index what changed in the worktree (after a commit)."""
         self._index.update(self._root)
 
+    def close(self) -> None:
+        """Release the index."""
+        self._index.close()
+
 
 # --- the plain seam ----------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -55,10 +55,14 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path
     return {"repo": repo, "plan": plan, "data": tmp_path / "data", "config": tmp_path / "cra.toml"}
 
 
-def write_config(ws: dict[str, Path], url: str, **testing: object) -> None:
+def write_config(
+    ws: dict[str, Path], url: str, *, stages: Sequence[str] = (), **testing: object
+) -> None:
     extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in testing.items())
     ws["config"].write_text(
         f'[models.coding]\nbase_url = "{url}"\nmodel = "scripted-model"\nmax_retries = 0\n'
+        f'[models.classifier]\nbase_url = "{url}"\nmodel = "scripted-model"\n'
+        f"max_retries = 0\n[retrieval]\nstages = {json.dumps(stages)}\n"
         f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\n{extra}"
     )
 
@@ -294,3 +298,24 @@ def test_files_the_tests_leave_behind_are_not_committed(
     branch = json.loads(capsys.readouterr().out)["branch"]
     files = git_in(workspace["repo"], "show", "--name-only", "--format=", branch).split()
     assert files == ["calc/ops.py"]
+
+
+def test_retrieval_stages_ask_the_classifier_and_record_its_calls(
+    workspace: dict[str, Path], server: ScriptedModelServer
+) -> None:
+    write_config(workspace, server.url, stages=["scope"])
+    for _ in range(12):
+        server.script("retrieval_scope", "yes")
+    server.script("implement", edit(MUL_BUG, MUL_FIX))
+
+    assert solve(workspace) == 0
+
+    implement = next(r for r in server.requests if r.stage == "implement")
+    assert '<file path="calc/ops.py"' in implement.user_prompt
+    with open_log(workspace) as log:
+        [summary] = log.list_task_runs(modes=["single_pass"])
+        run = log.get_task_run(summary.id)
+    assert run is not None
+    stages = [c.record.stage for c in run.llm_calls]
+    assert stages[-1] == "implement"
+    assert stages[:-1] and set(stages[:-1]) == {"retrieval_scope"}

@@ -1,0 +1,342 @@
+"""The Flask app: POST /webhook, GET /healthz, GET /metrics; nothing slow inside a request."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from flask import Flask, current_app, jsonify, request
+from flask.typing import ResponseReturnValue
+from sqlalchemy.exc import SQLAlchemyError
+
+from bot.errors import MalformedDelivery, SettingsError
+from bot.queue import RQQueue, RunQueue, ThreadQueue
+from bot.settings import BotSettings
+from bot.store import ActiveRunExists, BotStore, Run
+from bot.triggers import Trigger, route
+from bot.webhooks import Event, parse_delivery, verify_signature
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
+RUNNER = "bot.runner:execute_run"
+DURATION_BUCKETS = (10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class AppServices(Protocol):
+    """What the app needs: the store, the queue and a health check."""
+
+    @property
+    def store(self) -> BotStore: ...
+
+    @property
+    def queue(self) -> RunQueue: ...
+
+    def health(self) -> dict[str, str]:
+        """Each dependency's state: "ok" or "error: …"."""
+        ...
+
+
+def check_health(store: BotStore, queue: RunQueue) -> dict[str, str]:
+    """Whether the database answers a query and the queue can take runs."""
+    try:
+        store.ping()
+        database = "ok"
+    except SQLAlchemyError as exc:
+        database = f"error: {type(exc).__name__}"
+    return {"database": database, "queue": "ok" if queue.healthy() else "error: unavailable"}
+
+
+class BasicServices:
+    """The store and a queue, built from settings when create_app is given no services."""
+
+    def __init__(
+        self, settings: BotSettings, *, execute: Callable[[int], object] | None = None
+    ) -> None:
+        self.settings = settings
+        self.store = BotStore.open(settings.database_url)
+        try:
+            self.queue = self._build_queue(execute or self._execute_with_runner)
+        except BaseException:
+            self.store.close()
+            raise
+
+    def _build_queue(self, execute: Callable[[int], object]) -> RunQueue:
+        """RQ on Redis when configured, else worker threads running `execute`."""
+        if self.settings.queue != "rq":
+            return ThreadQueue(execute, workers=self.settings.workers)
+        if not self.settings.redis_url:
+            raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
+        return RQQueue(self.settings.redis_url)
+
+    def _execute_with_runner(self, run_id: int) -> None:
+        """bot.runner.execute_run(run_id, self), imported only when a run is executed."""
+        module, name = RUNNER.split(":")
+        getattr(importlib.import_module(module), name)(run_id, self)
+
+    def health(self) -> dict[str, str]:
+        """The database and the queue."""
+        return check_health(self.store, self.queue)
+
+    def close(self) -> None:
+        """Stop the queue, then release the database."""
+        self.queue.close()
+        self.store.close()
+
+
+class DeliveryCounter:
+    """Webhook deliveries counted by (event, outcome) in this process."""
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, event: str, outcome: str) -> None:
+        """Count one delivery."""
+        with self._lock:
+            self._counts[(event, outcome)] = self._counts.get((event, outcome), 0) + 1
+
+    def snapshot(self) -> dict[tuple[str, str], int]:
+        """A copy of the counts."""
+        with self._lock:
+            return dict(self._counts)
+
+
+@dataclass
+class AppState:
+    """What the views share, kept in `app.extensions["cra"]`."""
+
+    settings: BotSettings
+    services: AppServices
+    secret: str | None
+    deliveries: DeliveryCounter = field(default_factory=DeliveryCounter)
+
+
+def create_app(
+    settings: BotSettings,
+    services: AppServices | None = None,
+    *,
+    execute: Callable[[int], object] | None = None,
+) -> Flask:
+    """The webhook server; SettingsError without a webhook secret (unless insecure_dev).
+
+    Without `services`, a BasicServices is built: the store, and the queue of the settings
+    whose thread workers call `execute` (default: bot.runner.execute_run, imported lazily).
+    """
+    secret = settings.require_webhook_secret()
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+    built = services if services is not None else BasicServices(settings, execute=execute)
+    app.extensions["cra"] = AppState(settings=settings, services=built, secret=secret)
+    app.add_url_rule("/webhook", view_func=webhook, methods=["POST"])
+    app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
+    app.add_url_rule("/metrics", view_func=metrics, methods=["GET"])
+    return app
+
+
+def _state() -> AppState:
+    """The app's shared state."""
+    return cast(AppState, current_app.extensions["cra"])
+
+
+# --- views -----------------------------------------------------------------------------------
+
+
+def webhook() -> ResponseReturnValue:
+    """Verify, parse, dedupe, route, store, enqueue; answer at once."""
+    state = _state()
+    body = request.get_data(cache=False)
+    signature = request.headers.get("X-Hub-Signature-256")
+    if state.secret is not None and not verify_signature(body, signature, state.secret):
+        state.deliveries.add("unknown", "unauthorized")
+        return jsonify(error="missing or wrong X-Hub-Signature-256"), 401
+    try:
+        event = parse_delivery(dict(request.headers.items()), body)
+    except MalformedDelivery as exc:
+        state.deliveries.add("unknown", "malformed")
+        return jsonify(error=str(exc)), 400
+    outcome, status, answer = accept(state, event)
+    state.deliveries.add(event.name, outcome)
+    log.info("delivery %s %s.%s: %s", event.delivery_id, event.name, event.action, outcome)
+    return ("", status) if answer is None else (jsonify(answer), status)
+
+
+def healthz() -> ResponseReturnValue:
+    """200 when the database and the queue are reachable, else 503 naming what failed."""
+    checks = _state().services.health()
+    healthy = all(value == "ok" for value in checks.values())
+    return jsonify(checks), 200 if healthy else 503
+
+
+def metrics() -> ResponseReturnValue:
+    """Prometheus text: deliveries, runs by status, run durations, model tokens by role."""
+    state = _state()
+    store = state.services.store
+    text = render_metrics(
+        deliveries=state.deliveries.snapshot(),
+        runs=store.counts_by_status(),
+        durations=store.run_durations(),
+        tokens=store.model_tokens_by_role(),
+    )
+    return text, 200, {"Content-Type": PROMETHEUS_TEXT}
+
+
+# --- accepting a delivery --------------------------------------------------------------------
+
+
+def accept(state: AppState, event: Event) -> tuple[str, int, dict[str, Any] | None]:
+    """(outcome, HTTP status, JSON answer) for a verified delivery; stores and enqueues."""
+    store = state.services.store
+    trigger = None if event.name == "ping" else _route(state.settings, event)
+    outcome = "ping" if event.name == "ping" else trigger.command if trigger else "ignored"
+    if not store.record_delivery(event.delivery_id, event.name, event.action, outcome):
+        return "duplicate", 200, {"duplicate": True}
+    if event.name == "ping":
+        return outcome, 200, {"ping": "pong"}
+    if trigger is None:
+        return outcome, 204, None
+    run = _store_run_or_forget(state, trigger)
+    if run.command != outcome:
+        store.set_delivery_outcome(event.delivery_id, run.command)
+    _enqueue(state.services.queue, run.id)
+    return run.command, 202, {"run_id": run.id}
+
+
+def _route(settings: BotSettings, event: Event) -> Trigger | None:
+    """The trigger of an event under the server's label and login."""
+    return route(event, label=settings.label, bot_login=settings.bot_login)
+
+
+def _store_run_or_forget(state: AppState, trigger: Trigger) -> Run:
+    """Store the run; if that fails, forget the delivery so that GitHub may redeliver it."""
+    store = state.services.store
+    try:
+        return store_run(store, trigger, public_url=state.settings.public_url)
+    except BaseException:
+        try:
+            store.forget_delivery(trigger.delivery_id)
+        except SQLAlchemyError:
+            log.exception("could not forget delivery %s", trigger.delivery_id)
+        raise
+
+
+def _enqueue(queue: RunQueue, run_id: int) -> None:
+    """Enqueue a stored run; a failure is logged (the run stays queued for recovery)."""
+    try:
+        queue.enqueue(run_id)
+    except Exception:
+        log.exception("could not enqueue run %s; it stays queued until recovery", run_id)
+
+
+def store_run(store: BotStore, trigger: Trigger, *, public_url: str | None = None) -> Run:
+    """The queued run for a trigger: the run itself, a "busy" reply, or a cancel."""
+    if trigger.command == "cancel":
+        return _store_cancel(store, trigger)
+    try:
+        return store.create_run(trigger)
+    except ActiveRunExists as busy:
+        text = busy_text(busy.run_id, trigger, public_url)
+        return store.create_run(
+            trigger, command="busy", reply_text=text, related_run_id=busy.run_id
+        )
+
+
+def _store_cancel(store: BotStore, trigger: Trigger) -> Run:
+    """Ask the active run to stop, and store the "cancel" run that answers the comment."""
+    active = store.active_run(trigger.repository, trigger.issue_number)
+    if active is None:
+        return store.create_run(trigger, reply_text="Nothing to cancel: no cra run is active here.")
+    store.request_cancel(active.id)
+    after = store.get_run(active.id)
+    if after is not None and after.status == "cancelled":
+        text = f"Cancelled run #{active.id} before it started."
+    else:
+        text = f"Cancelling run #{active.id}: it stops before its next pass."
+    return store.create_run(trigger, reply_text=text, related_run_id=active.id)
+
+
+def busy_text(active_id: int, trigger: Trigger, public_url: str | None) -> str:
+    """The reply to a second solve or plan while a run is active on the same issue."""
+    where = "pull request" if trigger.is_pull_request else "issue"
+    link = f" ({public_url.rstrip('/')}/runs/{active_id})" if public_url else ""
+    return (
+        f"cra is already working on this {where} in run #{active_id}{link}, so I did not "
+        f"start another. Comment `/cra cancel` to stop it, then ask again."
+    )
+
+
+# --- Prometheus text -------------------------------------------------------------------------
+
+
+def render_metrics(
+    *,
+    deliveries: Mapping[tuple[str, str], int],
+    runs: Mapping[str, int],
+    durations: Iterable[float],
+    tokens: Mapping[str, int],
+) -> str:
+    """The metrics in Prometheus text exposition format 0.0.4."""
+    lines = _family(
+        "cra_webhook_deliveries_total",
+        "counter",
+        "Webhook deliveries by event and outcome (this process).",
+        [({"event": e, "outcome": o}, n) for (e, o), n in sorted(deliveries.items())],
+    )
+    lines += _family(
+        "cra_runs", "gauge", "Runs by status.", [({"status": s}, n) for s, n in runs.items()]
+    )
+    lines += _histogram(
+        "cra_run_duration_seconds", "Start-to-finish time of finished solve and plan runs.",
+        sorted(durations),
+    )  # fmt: skip
+    lines += _family(
+        "cra_model_tokens_total",
+        "counter",
+        "Prompt and completion tokens of recorded model calls, by role.",
+        [({"role": r}, n) for r, n in sorted(tokens.items())],
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _family(
+    name: str, kind: str, help_: str, samples: list[tuple[dict[str, str], float]]
+) -> list[str]:
+    """One metric family: HELP, TYPE and a line per labelled sample."""
+    head = [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
+    return head + [f"{name}{_labels(labels)} {_number(value)}" for labels, value in samples]
+
+
+def _histogram(name: str, help_: str, values: list[float]) -> list[str]:
+    """A histogram family with cumulative buckets, sum and count."""
+    samples: list[tuple[dict[str, str], float]] = [
+        ({"le": _number(bound)}, sum(1 for v in values if v <= bound)) for bound in DURATION_BUCKETS
+    ]
+    samples.append(({"le": "+Inf"}, len(values)))
+    lines = _family(name, "histogram", help_, [])
+    lines += [f"{name}_bucket{_labels(labels)} {_number(n)}" for labels, n in samples]
+    return [*lines, f"{name}_sum {_number(sum(values))}", f"{name}_count {len(values)}"]
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    """`{a="x",b="y"}` with the values escaped, or nothing."""
+    if not labels:
+        return ""
+    return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in labels.items()) + "}"
+
+
+def _escape(value: str) -> str:
+    """A label value escaped for the text format (backslash, quote, newline)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    """A sample value: integers without a fraction, infinities as +Inf/-Inf."""
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return str(int(value)) if float(value).is_integer() else repr(float(value))

@@ -1,0 +1,186 @@
+"""Run queues: in-process worker threads (the default) or RQ on Redis; recovery at start."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from pydantic import BaseModel
+
+from bot.store import BotStore
+
+if TYPE_CHECKING:  # redis and rq are the optional `redis` extra: imported by RQQueue only
+    from redis import Redis
+    from rq import Queue
+
+log = logging.getLogger(__name__)
+
+RUNNER_JOB = "bot.runner.execute_run_job"
+INTERRUPTED = "interrupted"
+
+
+class RunQueue(Protocol):
+    """Where stored runs wait for a worker."""
+
+    def enqueue(self, run_id: int) -> None:
+        """Hand a run id to the workers."""
+        ...
+
+    def healthy(self) -> bool:
+        """Whether runs can be enqueued and will be picked up."""
+        ...
+
+    def close(self) -> None:
+        """Stop accepting runs and release resources."""
+        ...
+
+
+class ThreadQueue:
+    """Daemon worker threads executing run ids from an in-process queue."""
+
+    def __init__(
+        self, execute: Callable[[int], object], *, workers: int = 2, name: str = "cra-worker"
+    ) -> None:
+        self._execute = execute
+        self._queue: queue.Queue[int | None] = queue.Queue()
+        self._pending = 0
+        self._idle = threading.Condition()
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}-{n}", daemon=True)
+            for n in range(max(1, workers))
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def enqueue(self, run_id: int) -> None:
+        """Queue a run id for the next free worker; RuntimeError once closed."""
+        with self._idle:
+            if self._closed:
+                raise RuntimeError("the thread queue is closed")
+            self._pending += 1
+        self._queue.put(run_id)
+
+    def healthy(self) -> bool:
+        """Open, with every worker thread alive."""
+        return not self._closed and all(thread.is_alive() for thread in self._threads)
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until every queued run has been executed; False if `timeout` seconds pass first."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def join(self) -> None:
+        """Wait, without limit, until every queued run has been executed."""
+        with self._idle:
+            while self._pending:
+                self._idle.wait()
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Stop the workers after the runs already queued; waits up to `timeout` for each."""
+        with self._idle:
+            if self._closed:
+                return
+            self._closed = True
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def _work(self) -> None:
+        """One worker: execute run ids until the stop marker; an error never ends the loop."""
+        while (run_id := self._queue.get()) is not None:
+            try:
+                self._execute(run_id)
+            except Exception:
+                log.exception("run %s failed in the worker", run_id)
+            finally:
+                self._done()
+
+    def _done(self) -> None:
+        """Count one run as executed and wake whoever drains."""
+        with self._idle:
+            self._pending -= 1
+            if not self._pending:
+                self._idle.notify_all()
+
+
+class RQQueue:
+    """Runs enqueued on Redis as RQ jobs naming the runner by import path, with the id only."""
+
+    def __init__(
+        self,
+        redis_url: str,
+        *,
+        queue_name: str = "cra",
+        job: str = RUNNER_JOB,
+        job_timeout: int = 6 * 3600,
+    ) -> None:
+        from redis import Redis
+        from rq import Queue
+
+        self._redis: Redis = Redis.from_url(redis_url, socket_connect_timeout=5, socket_timeout=10)
+        self._queue: Queue = Queue(queue_name, connection=self._redis)
+        self._job = job
+        self._job_timeout = job_timeout
+
+    @property
+    def rq_queue(self) -> Queue:
+        """The underlying RQ queue (for `cra-bot worker` and tests)."""
+        return self._queue
+
+    def enqueue(self, run_id: int) -> None:
+        """Enqueue the runner job for this run id."""
+        self._queue.enqueue(
+            self._job,
+            args=(run_id,),
+            job_timeout=self._job_timeout,
+            result_ttl=3600,
+            failure_ttl=7 * 24 * 3600,
+            description=f"cra run {run_id}",
+        )
+
+    def healthy(self) -> bool:
+        """Whether Redis answers a ping."""
+        from redis.exceptions import RedisError
+
+        try:
+            return bool(self._redis.ping())
+        except RedisError:
+            return False
+
+    def close(self) -> None:
+        """Release the Redis connections."""
+        self._redis.close()
+
+
+class Recovered(BaseModel):
+    """What `recover` did: runs marked interrupted, runs enqueued again."""
+
+    interrupted: list[int]
+    requeued: list[int]
+
+
+def recover(store: BotStore, run_queue: RunQueue) -> Recovered:
+    """At start: runs left running are failed as interrupted; queued runs are enqueued again.
+
+    Call it once per deployment start (before workers serve), never from each of several
+    processes: a run another live process is executing would be marked interrupted.
+    """
+    interrupted = [run.id for run in store.runs_with_status("running")]
+    for run_id in interrupted:
+        store.finish_run(run_id, "failed", error=INTERRUPTED)
+    requeued = [run.id for run in store.runs_with_status("queued")]
+    for run_id in requeued:
+        run_queue.enqueue(run_id)
+    return Recovered(interrupted=interrupted, requeued=requeued)

@@ -1,0 +1,180 @@
+"""BotSettings: the server's configuration, read once from CRA_* variables (and a .env file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from agent.config import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig
+from bot.errors import SettingsError
+
+Role = Literal["reasoning", "coding", "classifier"]
+Provider = Literal["ollama", "openai"]
+ROLES: tuple[Role, ...] = ("reasoning", "coding", "classifier")
+DEFAULT_DATA_DIR = Path("~/.local/share/cra-bot")
+DEFAULT_DATABASE_URL = "sqlite:///<data_dir>/cra.db"
+DEFAULT_WINDOW = 16384
+
+
+def _provider(role: str) -> Any:
+    """The provider field of a role."""
+    return Field(default="ollama", description=f"Wire format of the {role} model: ollama | openai.")
+
+
+def _base_url(role: str) -> Any:
+    """The endpoint field of a role."""
+    return Field(default=DEFAULT_OLLAMA_URL, description=f"Endpoint of the {role} model's server.")
+
+
+def _model(role: str) -> Any:
+    """The model-name field of a role, defaulting to the agent's."""
+    default = ROLE_DEFAULTS[role]["model"]
+    return Field(default=default, description=f"Model name of the {role} role.")
+
+
+def _api_key(role: str) -> Any:
+    """The API-key field of a role."""
+    return Field(default=None, description=f"API key of the {role} model's server (never logged).")
+
+
+def _window(role: str) -> Any:
+    """The context-window field of a role, defaulting to the agent's."""
+    default = ROLE_DEFAULTS[role].get("context_window", DEFAULT_WINDOW)
+    return Field(default=default, gt=0, description=f"Context window (tokens) of the {role} model.")
+
+
+class BotSettings(BaseSettings):
+    """Everything the server is told by its environment; the only reader of os.environ."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CRA_", env_file=None, extra="ignore", validate_default=True
+    )
+
+    app_id: int | None = Field(default=None, description="The GitHub App's id.")
+    private_key: SecretStr | None = Field(default=None, description="The App's private key (PEM).")
+    private_key_path: Path | None = Field(
+        default=None, description="A file holding the App's private key (PEM)."
+    )
+    webhook_secret: SecretStr | None = Field(
+        default=None, description="Signs webhook deliveries; required unless insecure_dev."
+    )
+    insecure_dev: bool = Field(
+        default=False, description="Accept unsigned deliveries when no secret is set (development)."
+    )
+    data_dir: Path = Field(
+        default=DEFAULT_DATA_DIR, description="Home of the database, mirrors and worktrees."
+    )
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL,
+        description="SQLAlchemy URL of the bot's database; <data_dir> stands for data_dir.",
+    )
+    queue: Literal["thread", "rq"] = Field(
+        default="thread", description="Run queue: thread (in-process workers) | rq (Redis)."
+    )
+    workers: int = Field(default=2, ge=1, description="Worker threads of the thread queue.")
+    redis_url: str | None = Field(default=None, description="Redis URL, required by queue=rq.")
+    github_api_url: str = Field(default="https://api.github.com", description="GitHub REST API.")
+    github_url: str = Field(default="https://github.com", description="GitHub web (clone URLs).")
+    label: str = Field(default="cra", min_length=1, description="The issue label starting a run.")
+    bot_login: str | None = Field(default=None, description="The App's own login, <slug>[bot].")
+    on_partial: Literal["draft", "comment"] = Field(
+        default="draft", description="A partial run opens a draft PR, or only comments."
+    )
+    public_url: str | None = Field(default=None, description="Public base URL (run page links).")
+    reasoning_provider: Provider = _provider("reasoning")
+    reasoning_base_url: str = _base_url("reasoning")
+    reasoning_model: str = _model("reasoning")
+    reasoning_api_key: SecretStr | None = _api_key("reasoning")
+    reasoning_context_window: int = _window("reasoning")
+    coding_provider: Provider = _provider("coding")
+    coding_base_url: str = _base_url("coding")
+    coding_model: str = _model("coding")
+    coding_api_key: SecretStr | None = _api_key("coding")
+    coding_context_window: int = _window("coding")
+    classifier_provider: Provider = _provider("classifier")
+    classifier_base_url: str = _base_url("classifier")
+    classifier_model: str = _model("classifier")
+    classifier_api_key: SecretStr | None = _api_key("classifier")
+    classifier_context_window: int = _window("classifier")
+    allowed_models: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Model names a repository may pick (comma-separated); the three above always.",
+    )
+    comment_interval: float = Field(
+        default=5.0, ge=0, description="Minimum seconds between edits of the progress comment."
+    )
+    token: SecretStr | None = Field(
+        default=None, description="A ready token instead of the App's (Actions mode)."
+    )
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand_data_dir(cls, value: Path) -> Path:
+        """`~` in the data directory means the user's home."""
+        return value.expanduser()
+
+    @field_validator("allowed_models", mode="before")
+    @classmethod
+    def _split_models(cls, value: Any) -> Any:
+        """A comma-separated string (or a JSON list) from the environment becomes a list."""
+        if not isinstance(value, str):
+            return value
+        if value.lstrip().startswith("["):
+            return json.loads(value)
+        return [name.strip() for name in value.split(",") if name.strip()]
+
+    @model_validator(mode="after")
+    def _database_in_data_dir(self) -> BotSettings:
+        """`<data_dir>` in the database URL (the default: a SQLite file) means data_dir."""
+        self.database_url = self.database_url.replace("<data_dir>", str(self.data_dir))
+        return self
+
+    @classmethod
+    def load(cls, env_file: Path | None = None) -> BotSettings:
+        """Settings from the environment, with `env_file` (a .env file) beneath it when given."""
+        return cls(_env_file=env_file)
+
+    def require_webhook_secret(self) -> str | None:
+        """The webhook secret; None only in insecure_dev mode; SettingsError when missing."""
+        secret = self.webhook_secret.get_secret_value() if self.webhook_secret else ""
+        if secret:
+            return secret
+        if self.insecure_dev:
+            return None
+        raise SettingsError(
+            "no webhook secret: set CRA_WEBHOOK_SECRET (or CRA_INSECURE_DEV=1 for local testing)"
+        )
+
+    def model_config_for(self, role: str) -> ModelConfig:
+        """The server's model for a role: endpoint, name and window from here, the rest defaults."""
+        _check_role(role)
+        return ModelConfig(
+            **{
+                **ROLE_DEFAULTS[role],
+                "provider": getattr(self, f"{role}_provider"),
+                "base_url": getattr(self, f"{role}_base_url"),
+                "model": getattr(self, f"{role}_model"),
+                "context_window": getattr(self, f"{role}_context_window"),
+            }
+        )
+
+    def api_key_for(self, role: str) -> str | None:
+        """The API key of a role's server, or None."""
+        _check_role(role)
+        key: SecretStr | None = getattr(self, f"{role}_api_key")
+        return key.get_secret_value() if key is not None and key.get_secret_value() else None
+
+    def allowed_model_names(self) -> list[str]:
+        """What a repository's config may choose: the three server models, then allowed_models."""
+        names = [getattr(self, f"{role}_model") for role in ROLES] + self.allowed_models
+        return list(dict.fromkeys(names))
+
+
+def _check_role(role: str) -> None:
+    """ValueError unless `role` is one of the three model roles."""
+    if role not in ROLES:
+        raise ValueError(f"unknown model role {role!r}; expected one of {', '.join(ROLES)}")

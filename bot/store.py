@@ -1,0 +1,421 @@
+"""The bot's tables: webhook deliveries (dedupe) and runs (one per trigger), beside the run log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any, ClassVar, Literal
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ColumnElement,
+    Engine,
+    Index,
+    Integer,
+    MetaData,
+    Text,
+    delete,
+    false,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+from agent.models import Record
+from agent.store import NAMING, Clock, LLMCallRow, UTCDateTime, build_engine, upgrade, utc_now
+from bot.errors import BotError
+from bot.triggers import Trigger
+
+RunStatus = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled", "rejected"]
+RUN_STATUSES: tuple[RunStatus, ...] = (
+    "queued", "running", "succeeded", "partial", "failed", "cancelled", "rejected",
+)  # fmt: skip
+ACTIVE_STATUSES: tuple[RunStatus, ...] = ("queued", "running")
+ACTIVE_COMMANDS = ("solve", "plan")  # help, cancel and busy runs only reply
+DELIVERY_RETENTION = timedelta(days=7)  # GitHub redelivers with the same id for days
+ONE_ACTIVE_RUN = "status IN ('queued', 'running') AND command IN ('solve', 'plan')"
+
+
+class ActiveRunExists(BotError):
+    """A solve or plan run is already queued or running on this issue."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__(f"run {run_id} is already active on this issue")
+        self.run_id = run_id
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+
+class BotBase(DeclarativeBase):
+    """Declarative base of the bot's tables; its metadata is what migration 0002 produces."""
+
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        str: Text(),
+        bool: Boolean(),
+        int: Integer(),
+        datetime: UTCDateTime(),
+    }
+
+
+class DeliveryRow(BotBase):
+    """One webhook delivery seen, by GitHub's delivery id."""
+
+    __tablename__ = "deliveries"
+    delivery_id: Mapped[str] = mapped_column(primary_key=True)
+    event: Mapped[str]
+    action: Mapped[str | None]
+    outcome: Mapped[str | None]
+    received_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class RunRow(BotBase):
+    """One run: a trigger, and what the worker made of it."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_repository_issue_number", "repository", "issue_number"),
+        # The database, not a read-then-write, keeps one solve or plan run active per issue.
+        Index(
+            "uq_runs_one_active",
+            "repository",
+            "issue_number",
+            unique=True,
+            sqlite_where=text(ONE_ACTIVE_RUN),
+            postgresql_where=text(ONE_ACTIVE_RUN),
+        ),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    status: Mapped[str] = mapped_column(index=True)
+    command: Mapped[str]
+    source: Mapped[str]
+    actor: Mapped[str]
+    repository: Mapped[str]
+    issue_number: Mapped[int]
+    is_pull_request: Mapped[bool]
+    instructions: Mapped[str]
+    reply_text: Mapped[str | None]
+    related_run_id: Mapped[int | None]
+    installation_id: Mapped[int | None] = mapped_column(BigInteger)
+    delivery_id: Mapped[str | None]
+    comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    trigger_comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    check_run_id: Mapped[int | None] = mapped_column(BigInteger)
+    branch: Mapped[str | None]
+    pr_number: Mapped[int | None]
+    pr_url: Mapped[str | None]
+    error: Mapped[str | None]
+    orchestrator_task_id: Mapped[str | None]
+    cancel_requested: Mapped[bool] = mapped_column(default=False, server_default=false())
+    created_at: Mapped[datetime]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+
+class Run(Record):
+    """A stored run, as the app, the queue and the runner see it."""
+
+    id: int
+    status: RunStatus
+    command: str
+    source: str
+    actor: str
+    repository: str
+    issue_number: int
+    is_pull_request: bool
+    instructions: str
+    reply_text: str | None
+    related_run_id: int | None
+    installation_id: int | None
+    delivery_id: str | None
+    comment_id: int | None
+    trigger_comment_id: int | None
+    check_run_id: int | None
+    branch: str | None
+    pr_number: int | None
+    pr_url: str | None
+    error: str | None
+    orchestrator_task_id: str | None
+    cancel_requested: bool
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+UPDATABLE = frozenset(Run.model_fields) - {"id", "created_at"}
+
+
+def _run(row: RunRow) -> Run:
+    """A row as the Run model."""
+    return Run.model_validate(row, from_attributes=True)
+
+
+# --- the store -------------------------------------------------------------------------------
+
+
+class BotStore:
+    """Reads and writes deliveries and runs; every write is its own short transaction."""
+
+    def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
+        self._engine = engine
+        self._clock = clock or utc_now
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, url: str, *, clock: Clock | None = None) -> BotStore:
+        """Connect to the database at `url` and migrate it (run log and bot tables) to head."""
+        engine = build_engine(url)
+        try:
+            upgrade(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        return cls(engine, clock=clock)
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self._engine.dispose()
+
+    def __enter__(self) -> BotStore:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def ping(self) -> None:
+        """Run a trivial query; raises the driver's error when the database is unreachable."""
+        with self._engine.connect() as connection:
+            connection.execute(select(1))
+
+    # --- deliveries --------------------------------------------------------------------------
+
+    def record_delivery(
+        self, delivery_id: str, event: str, action: str | None, outcome: str | None = None
+    ) -> bool:
+        """Remember a delivery id; False when it was seen before (atomic on the primary key)."""
+        row = {
+            "delivery_id": delivery_id,
+            "event": event,
+            "action": action,
+            "outcome": outcome,
+            "received_at": self._clock(),
+        }
+        try:
+            with self._engine.begin() as connection:
+                connection.execute(insert(DeliveryRow), row)
+        except IntegrityError:
+            return False
+        return True
+
+    def set_delivery_outcome(self, delivery_id: str, outcome: str) -> None:
+        """Record what became of a delivery (ignored, solve, busy, …)."""
+        statement = (
+            update(DeliveryRow)
+            .where(DeliveryRow.delivery_id == delivery_id)
+            .values(outcome=outcome)
+        )
+        with self._sessions.begin() as session:
+            session.execute(statement)
+
+    def delivery_outcome(self, delivery_id: str) -> str | None:
+        """The recorded outcome of a delivery (None if unknown or not yet decided)."""
+        query = select(DeliveryRow.outcome).where(DeliveryRow.delivery_id == delivery_id)
+        with self._sessions() as session:
+            return session.scalar(query)
+
+    def has_delivery(self, delivery_id: str) -> bool:
+        """Whether a delivery id is recorded."""
+        query = select(DeliveryRow.delivery_id).where(DeliveryRow.delivery_id == delivery_id)
+        with self._sessions() as session:
+            return session.scalar(query) is not None
+
+    def count_deliveries(self) -> int:
+        """How many delivery ids are recorded."""
+        with self._sessions() as session:
+            return session.scalar(select(func.count()).select_from(DeliveryRow)) or 0
+
+    def forget_delivery(self, delivery_id: str) -> None:
+        """Drop a delivery id (its handling failed), so that GitHub's redelivery is accepted."""
+        with self._sessions.begin() as session:
+            session.execute(delete(DeliveryRow).where(DeliveryRow.delivery_id == delivery_id))
+
+    def prune_deliveries(self, older_than: timedelta = DELIVERY_RETENTION) -> int:
+        """Drop delivery ids received before now − older_than (at least 7 days); how many."""
+        if older_than < DELIVERY_RETENTION:
+            raise ValueError("delivery ids are kept at least 7 days (GitHub redelivers them)")
+        cutoff = self._clock() - older_than
+        with self._sessions.begin() as session:
+            result = session.execute(delete(DeliveryRow).where(DeliveryRow.received_at < cutoff))
+        return int(getattr(result, "rowcount", 0))
+
+    # --- runs --------------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        trigger: Trigger,
+        *,
+        command: str | None = None,
+        reply_text: str | None = None,
+        related_run_id: int | None = None,
+    ) -> Run:
+        """Store a queued run for a trigger; ActiveRunExists for a second active solve or plan."""
+        for _ in range(2):  # the active run may finish between the conflict and the lookup
+            try:
+                return self._insert_run(
+                    trigger, command or trigger.command, reply_text, related_run_id
+                )
+            except IntegrityError:
+                active = self.active_run(trigger.repository, trigger.issue_number)
+                if active is not None:
+                    raise ActiveRunExists(active.id) from None
+        raise BotError(f"could not store a run for {trigger.repository}#{trigger.issue_number}")
+
+    def _insert_run(
+        self, trigger: Trigger, command: str, reply_text: str | None, related_run_id: int | None
+    ) -> Run:
+        """Insert one queued run row."""
+        values: dict[str, Any] = {
+            "status": "queued",
+            "command": command,
+            "source": trigger.source,
+            "actor": trigger.actor,
+            "repository": trigger.repository,
+            "issue_number": trigger.issue_number,
+            "is_pull_request": trigger.is_pull_request,
+            "instructions": trigger.instructions,
+            "reply_text": reply_text if reply_text is not None else trigger.reply,
+            "related_run_id": related_run_id,
+            "installation_id": trigger.installation_id,
+            "delivery_id": trigger.delivery_id,
+            "trigger_comment_id": trigger.comment_id,
+            "cancel_requested": False,
+            "created_at": self._clock(),
+        }
+        with self._engine.begin() as connection:
+            run_id = connection.execute(insert(RunRow).returning(RunRow.id), values).scalar_one()
+        return Run.model_validate({**dict.fromkeys(Run.model_fields), **values, "id": run_id})
+
+    def get_run(self, run_id: int) -> Run | None:
+        """The run with this id, or None."""
+        with self._sessions() as session:
+            row = session.get(RunRow, run_id)
+            return None if row is None else _run(row)
+
+    def active_run(self, repository: str, issue_number: int) -> Run | None:
+        """The queued or running solve or plan run on an issue or pull request, if any."""
+        query = (
+            select(RunRow)
+            .where(
+                RunRow.repository == repository,
+                RunRow.issue_number == issue_number,
+                RunRow.status.in_(ACTIVE_STATUSES),
+                RunRow.command.in_(ACTIVE_COMMANDS),
+            )
+            .order_by(RunRow.id.desc())
+            .limit(1)
+        )
+        with self._sessions() as session:
+            row = session.scalar(query)
+            return None if row is None else _run(row)
+
+    def update_run(self, run_id: int, *, finished: bool = False, **fields: Any) -> None:
+        """Set columns of a run (`finished` stamps its end); LookupError when it is missing."""
+        unknown = set(fields) - UPDATABLE
+        if unknown:
+            raise ValueError(f"not updatable run fields: {sorted(unknown)}")
+        if finished:
+            fields["finished_at"] = self._clock()
+        if not self._update_where(RunRow.id == run_id, **fields):
+            raise LookupError(f"no run with id {run_id}")
+
+    def finish_run(self, run_id: int, status: RunStatus, *, error: str | None = None) -> None:
+        """Set a run's final status (and error) and stamp its end."""
+        self.update_run(run_id, status=status, error=error, finished=True)
+
+    def claim_run(self, run_id: int) -> bool:
+        """Move a run from queued to running; False when it was not queued (atomic)."""
+        where = (RunRow.id == run_id) & (RunRow.status == "queued")
+        return self._update_where(where, status="running", started_at=self._clock())
+
+    def request_cancel(self, run_id: int) -> bool:
+        """Ask an active run to stop (a queued one is cancelled at once); False if not active."""
+        now = self._clock()
+        queued = (RunRow.id == run_id) & (RunRow.status == "queued")
+        if self._update_where(queued, status="cancelled", cancel_requested=True, finished_at=now):
+            return True
+        running = (RunRow.id == run_id) & (RunRow.status == "running")
+        return self._update_where(running, cancel_requested=True)
+
+    def cancel_requested(self, run_id: int) -> bool:
+        """Whether someone asked this run to stop."""
+        query = select(RunRow.cancel_requested).where(RunRow.id == run_id)
+        with self._sessions() as session:
+            return bool(session.scalar(query))
+
+    def _update_where(self, where: ColumnElement[bool], **values: Any) -> bool:
+        """One UPDATE of the runs matching `where`; whether any row changed."""
+        with self._sessions.begin() as session:
+            result = session.execute(update(RunRow).where(where).values(**values))
+        return int(getattr(result, "rowcount", 0)) > 0
+
+    # --- readers -----------------------------------------------------------------------------
+
+    def runs_with_status(self, *statuses: str) -> list[Run]:
+        """The runs in any of these statuses, oldest first."""
+        query = select(RunRow).where(RunRow.status.in_(statuses)).order_by(RunRow.id)
+        with self._sessions() as session:
+            return [_run(row) for row in session.scalars(query)]
+
+    def list_runs(
+        self, repository: str | None = None, status: str | None = None, limit: int = 50
+    ) -> list[Run]:
+        """The newest runs first, of one repository and status when given."""
+        query = select(RunRow).order_by(RunRow.id.desc()).limit(limit)
+        if repository is not None:
+            query = query.where(RunRow.repository == repository)
+        if status is not None:
+            query = query.where(RunRow.status == status)
+        with self._sessions() as session:
+            return [_run(row) for row in session.scalars(query)]
+
+    def counts_by_status(self) -> dict[str, int]:
+        """How many runs are in each status (every status listed, zeros included)."""
+        query = select(RunRow.status, func.count()).group_by(RunRow.status)
+        counts: dict[str, int] = dict.fromkeys(RUN_STATUSES, 0)
+        with self._sessions() as session:
+            counts.update({status: int(n) for status, n in session.execute(query)})
+        return counts
+
+    def run_durations(self, commands: Sequence[str] = ACTIVE_COMMANDS) -> list[float]:
+        """Seconds from start to finish of every finished run of these commands."""
+        query = select(RunRow.started_at, RunRow.finished_at).where(
+            RunRow.command.in_(list(commands)),
+            RunRow.started_at.is_not(None),
+            RunRow.finished_at.is_not(None),
+        )
+        with self._sessions() as session:
+            return [
+                (finished - started).total_seconds()
+                for started, finished in session.execute(query)
+                if started is not None and finished is not None
+            ]
+
+    def model_tokens_by_role(self) -> dict[str, int]:
+        """Prompt plus completion tokens of every recorded model call, by role (run log)."""
+        total = func.sum(LLMCallRow.prompt_tokens + LLMCallRow.completion_tokens)
+        query = select(LLMCallRow.role, total).group_by(LLMCallRow.role).order_by(LLMCallRow.role)
+        with self._sessions() as session:
+            return {role: int(n or 0) for role, n in session.execute(query)}

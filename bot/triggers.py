@@ -1,0 +1,276 @@
+"""Routing a webhook Event to the Trigger it asks for (label, /cra command, dispatch), or None."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agent.models import Record
+from bot.webhooks import Event, dig
+
+Command = Literal["solve", "plan", "cancel", "help", "refuse"]
+Source = Literal["label", "comment", "dispatch"]
+MAX_INSTRUCTIONS = 4000
+COMMAND_LINE = re.compile(r"^ {0,3}/cra(?:[ \t]+(?P<rest>.*))?$", re.IGNORECASE)
+FENCE = re.compile(r"^ {0,3}(```|~~~)")
+HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)  # an unclosed one hides the rest
+HIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cs"}  # controls, format (zero-width, bidi), private use
+HIDDEN_CHARS = {"\u034f", "\u115f", "\u1160", "\u3164", "\uffa0"}  # joiner, Hangul fillers
+VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF), (0x180B, 0x180F))
+DIGITS = re.compile(r"[0-9]{1,9}")
+WORD = re.compile(r"[A-Za-z0-9_-]{1,30}")
+
+
+def help_text(label: str = "cra") -> str:
+    """What `/cra help` answers."""
+    return (
+        "**cra** turns an issue into a tested pull request. Comment one of these, "
+        "on a line of its own:\n\n"
+        "- `/cra solve [instructions]`: plan, implement step by step with the tests as the gate, "
+        "open a pull request (on a pull request: add commits to it)\n"
+        "- `/cra plan [instructions]`: post the plan only\n"
+        "- `/cra cancel`: stop the active run after its current pass\n"
+        "- `/cra help`: this message\n\n"
+        f"Adding the label `{label}` to an issue is the same as `/cra solve`. Only people with "
+        "write access to the repository can start runs."
+    )
+
+
+HELP_TEXT = help_text()
+
+
+class Trigger(Record):
+    """What a delivery asks cra to do, and for whom."""
+
+    command: Command
+    repository: str
+    issue_number: int
+    is_pull_request: bool = False
+    actor: str
+    instructions: str = ""
+    source: Source
+    comment_id: int | None = None
+    installation_id: int | None = None
+    reply: str | None = None
+    delivery_id: str
+
+
+@dataclass(frozen=True)
+class RouteOptions:
+    """The server settings routing depends on."""
+
+    label: str
+    bot_login: str | None = None
+
+
+Handler = Callable[[Event, RouteOptions], Trigger | None]
+
+
+class Router:
+    """Handlers keyed by (event, action); a handler registered without an action sees them all."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[tuple[str, str | None], list[Handler]] = {}
+
+    def register(self, event: str, action: str | None = None) -> Callable[[Handler], Handler]:
+        """A decorator adding a handler for the event (and action)."""
+
+        def add(handler: Handler) -> Handler:
+            self._handlers.setdefault((event, action), []).append(handler)
+            return handler
+
+        return add
+
+    def dispatch(self, event: Event, options: RouteOptions) -> Trigger | None:
+        """The first Trigger a matching handler returns, or None."""
+        keys = (
+            [(event.name, event.action), (event.name, None)]
+            if event.action
+            else [(event.name, None)]
+        )
+        for key in keys:
+            for handler in self._handlers.get(key, []):
+                trigger = handler(event, options)
+                if trigger is not None:
+                    return trigger
+        return None
+
+
+router = Router()
+
+
+def route(event: Event, *, label: str, bot_login: str | None = None) -> Trigger | None:
+    """The Trigger a delivery asks for; None for bots, closed or locked issues and the rest."""
+    if event.repository is None or _from_bot(event, bot_login):
+        return None
+    return router.dispatch(event, RouteOptions(label=label, bot_login=bot_login))
+
+
+# --- handlers --------------------------------------------------------------------------------
+
+
+@router.register("issues", action="labeled")
+def _on_labeled(event: Event, options: RouteOptions) -> Trigger | None:
+    """The configured label added to an open issue → solve."""
+    issue = _open_issue(event.payload)
+    name = dig(event.payload, "label", "name")
+    if issue is None or not isinstance(name, str):
+        return None
+    if name.casefold() != options.label.casefold():
+        return None
+    return _trigger(event, issue, command="solve", source="label")
+
+
+@router.register("issue_comment", action="created")
+def _on_comment(event: Event, options: RouteOptions) -> Trigger | None:
+    """A `/cra …` line in a new comment on an open issue or pull request."""
+    issue = _open_issue(event.payload)
+    body = dig(event.payload, "comment", "body")
+    if issue is None or not isinstance(body, str):
+        return None
+    if dig(event.payload, "comment", "user", "type") == "Bot":
+        return None
+    found = find_command(body)
+    if found is None:
+        return None
+    word, rest = found
+    command, instructions, reply = _interpret(word, rest, options.label)
+    comment_id = dig(event.payload, "comment", "id")
+    return _trigger(
+        event,
+        issue,
+        command=command,
+        source="comment",
+        instructions=instructions,
+        reply=reply,
+        comment_id=comment_id if isinstance(comment_id, int) else None,
+    )
+
+
+@router.register("workflow_dispatch")
+def _on_dispatch(event: Event, options: RouteOptions) -> Trigger | None:
+    """A workflow dispatch with an `issue_number` input (and optional `instructions`) → solve."""
+    inputs = event.payload.get("inputs")
+    if not isinstance(inputs, Mapping) or event.repository is None:
+        return None
+    number = _issue_number(inputs.get("issue_number"))
+    if number is None:
+        return None
+    instructions = inputs.get("instructions")
+    return Trigger(
+        command="solve",
+        repository=event.repository,
+        issue_number=number,
+        actor=event.sender_login or "",
+        instructions=clean_instructions(instructions if isinstance(instructions, str) else ""),
+        source="dispatch",
+        installation_id=event.installation_id,
+        delivery_id=event.delivery_id,
+    )
+
+
+# --- commands and untrusted text -------------------------------------------------------------
+
+
+def find_command(body: str) -> tuple[str, str] | None:
+    """The first `/cra` line outside code fences: (command word, the text after it), or None."""
+    lines = clean_text(body).split("\n")
+    fenced = False
+    for index, line in enumerate(lines):
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        match = None if fenced else COMMAND_LINE.match(line)
+        if match is None:
+            continue
+        parts = (match["rest"] or "").split(maxsplit=1)
+        word = parts[0].lower() if parts else ""
+        rest = "\n".join([parts[1] if len(parts) > 1 else "", *lines[index + 1 :]])
+        return word, rest.strip()
+    return None
+
+
+def clean_text(text: str) -> str:
+    """Text without invisible characters (zero-width, bidi, controls) and HTML comments."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
+    visible = "".join(ch for ch in text.replace("\u2029", "\n") if _visible(ch))
+    return HTML_COMMENT.sub("", visible)
+
+
+def clean_instructions(text: str) -> str:
+    """Untrusted instructions as plain data: cleaned, stripped, at most MAX_INSTRUCTIONS chars."""
+    return clean_text(text).strip()[:MAX_INSTRUCTIONS].strip()
+
+
+def _visible(ch: str) -> bool:
+    """Whether a character shows (newline and tab count as showing)."""
+    if ch in "\n\t":
+        return True
+    if ch in HIDDEN_CHARS or unicodedata.category(ch) in HIDDEN_CATEGORIES:
+        return False
+    code = ord(ch)
+    return not any(low <= code <= high for low, high in VARIATION_SELECTORS)
+
+
+def _interpret(word: str, rest: str, label: str) -> tuple[Command, str, str | None]:
+    """(command, instructions, reply) for a command word; an unknown word gets the help."""
+    if word in ("solve", "plan"):
+        command: Command = "solve" if word == "solve" else "plan"
+        return command, clean_instructions(rest), None
+    if word == "cancel":
+        return "cancel", "", None
+    if word in ("", "help"):
+        return "help", "", help_text(label)
+    known = WORD.fullmatch(word)
+    prefix = f"I don't know `/cra {word}`." if known else "I don't know that command."
+    return "help", "", f"{prefix}\n\n{help_text(label)}"
+
+
+# --- payload helpers -------------------------------------------------------------------------
+
+
+def _trigger(event: Event, issue: Mapping[str, Any], **fields: Any) -> Trigger:
+    """A Trigger on the payload's issue (or pull request) for the delivery's sender."""
+    return Trigger(
+        repository=event.repository or "",
+        issue_number=issue["number"],
+        is_pull_request="pull_request" in issue,
+        actor=event.sender_login or "",
+        installation_id=event.installation_id,
+        delivery_id=event.delivery_id,
+        **fields,
+    )
+
+
+def _open_issue(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The payload's issue when it is open, unlocked and numbered; else None."""
+    issue = payload.get("issue")
+    if not isinstance(issue, Mapping):
+        return None
+    number = issue.get("number")
+    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
+        return None
+    if issue.get("state") != "open" or issue.get("locked") is True:
+        return None
+    return issue
+
+
+def _from_bot(event: Event, bot_login: str | None) -> bool:
+    """Whether the sender is a bot (the app itself included)."""
+    if event.sender_type == "Bot":
+        return True
+    login = event.sender_login or ""
+    return bool(bot_login) and login.casefold() == (bot_login or "").casefold()
+
+
+def _issue_number(value: Any) -> int | None:
+    """A positive issue number from a dispatch input ("12", "#12" or 12), else None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if 0 < value < 2**31 else None
+    if not isinstance(value, str):
+        return None
+    digits = value.strip().removeprefix("#")
+    return int(digits) if DIGITS.fullmatch(digits) and int(digits) > 0 else None

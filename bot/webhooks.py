@@ -1,0 +1,108 @@
+"""Sans-I/O webhook handling: the signature check and the parsing of one delivery into an Event."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qs
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.errors import MalformedDelivery
+
+SIGNATURE_PREFIX = "sha256="
+MAX_DELIVERY_ID = 200
+
+
+class Event(BaseModel):
+    """One webhook delivery: its event name, action, id and payload, with the common keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    action: str | None
+    delivery_id: str
+    payload: dict[str, Any]
+    installation_id: int | None = None
+    repository: str | None = None
+    sender_login: str | None = None
+    sender_type: str | None = None
+
+
+def sign(body: bytes, secret: str) -> str:
+    """The X-Hub-Signature-256 value GitHub sends for `body`."""
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return SIGNATURE_PREFIX + digest
+
+
+def verify_signature(body: bytes, header: str | None, secret: str) -> bool:
+    """Whether `header` is the HMAC-SHA256 of the raw body under `secret` (constant time)."""
+    if not secret or not header or not header.isascii():
+        return False
+    return hmac.compare_digest(sign(body, secret), header.strip().lower())
+
+
+def parse_delivery(headers: Mapping[str, str], body: bytes) -> Event:
+    """An Event from the delivery's headers (any case) and raw body; MalformedDelivery if not."""
+    lowered = {key.lower(): value for key, value in headers.items()}
+    name = _required_header(lowered, "x-github-event")
+    delivery_id = _required_header(lowered, "x-github-delivery")
+    if len(delivery_id) > MAX_DELIVERY_ID:
+        raise MalformedDelivery("X-GitHub-Delivery is too long")
+    payload = _payload(body, lowered.get("content-type", ""))
+    action = payload.get("action")
+    return Event(
+        name=name,
+        action=action if isinstance(action, str) else None,
+        delivery_id=delivery_id,
+        payload=payload,
+        installation_id=_int(dig(payload, "installation", "id")),
+        repository=_str(dig(payload, "repository", "full_name")),
+        sender_login=_str(dig(payload, "sender", "login")),
+        sender_type=_str(dig(payload, "sender", "type")),
+    )
+
+
+def _required_header(headers: Mapping[str, str], name: str) -> str:
+    """A header's stripped value; MalformedDelivery when it is missing or empty."""
+    value = headers.get(name, "").strip()
+    if not value:
+        raise MalformedDelivery(f"missing header {name}")
+    return value
+
+
+def _payload(body: bytes, content_type: str) -> dict[str, Any]:
+    """The JSON object of the body (or of its `payload` form field); MalformedDelivery if not."""
+    try:
+        text = body.decode("utf-8")
+        if content_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded":
+            text = parse_qs(text).get("payload", [""])[0]
+        payload = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise MalformedDelivery(f"body is not JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise MalformedDelivery("body is not a JSON object")
+    return payload
+
+
+def dig(payload: Mapping[str, Any], *keys: str) -> Any:
+    """The value at a path of object keys, or None where the path breaks."""
+    value: Any = payload
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _int(value: Any) -> int | None:
+    """An integer (never a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    """A string, else None."""
+    return value if isinstance(value, str) else None

@@ -1,0 +1,238 @@
+"""Run queues: worker threads that survive errors, RQ on a real Redis, recovery at start."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis import Redis
+from rq import Queue, SimpleWorker
+
+from bot.queue import INTERRUPTED, RUNNER_JOB, RQQueue, ThreadQueue, recover
+from bot.store import BotStore
+from bot.triggers import Trigger
+
+EXECUTED_BY_RQ: list[int] = []
+
+
+def record_run_job(run_id: int) -> None:
+    """The test's RQ job (named by import path like bot.runner.execute_run_job)."""
+    EXECUTED_BY_RQ.append(run_id)
+
+
+def failing_job(run_id: int) -> None:
+    """An RQ job that fails."""
+    raise RuntimeError(f"run {run_id} broke")
+
+
+class RecordingQueue:
+    """A RunQueue that keeps what it was given."""
+
+    def __init__(self) -> None:
+        self.enqueued: list[int] = []
+
+    def enqueue(self, run_id: int) -> None:
+        self.enqueued.append(run_id)
+
+    def healthy(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def executed() -> list[int]:
+    return []
+
+
+@pytest.fixture
+def thread_queue(executed: list[int]) -> Iterator[ThreadQueue]:
+    run_queue = ThreadQueue(executed.append, workers=2)
+    yield run_queue
+    run_queue.close()
+
+
+# --- ThreadQueue -----------------------------------------------------------------------------
+
+
+def test_enqueued_runs_are_executed(thread_queue: ThreadQueue, executed: list[int]) -> None:
+    for run_id in (1, 2, 3):
+        thread_queue.enqueue(run_id)
+    assert thread_queue.drain(timeout=10)
+    assert sorted(executed) == [1, 2, 3]
+
+
+def test_an_error_in_a_run_is_logged_and_the_worker_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    done: list[int] = []
+
+    def execute(run_id: int) -> None:
+        if run_id == 1:
+            raise RuntimeError("boom")
+        done.append(run_id)
+
+    run_queue = ThreadQueue(execute, workers=1)
+    try:
+        with caplog.at_level(logging.ERROR, logger="bot.queue"):
+            run_queue.enqueue(1)
+            run_queue.enqueue(2)
+            assert run_queue.drain(timeout=10)
+    finally:
+        run_queue.close()
+    assert done == [2]
+    assert "run 1 failed" in caplog.text and "boom" in caplog.text
+
+
+def test_drain_gives_up_after_its_timeout() -> None:
+    release = threading.Event()
+    run_queue = ThreadQueue(lambda _: release.wait(10), workers=1)
+    try:
+        run_queue.enqueue(1)
+        assert run_queue.drain(timeout=0.05) is False
+        release.set()
+        assert run_queue.drain(timeout=10) is True
+    finally:
+        release.set()
+        run_queue.close()
+
+
+def test_join_waits_for_every_run(thread_queue: ThreadQueue, executed: list[int]) -> None:
+    thread_queue.enqueue(5)
+    thread_queue.join()
+    assert executed == [5]
+
+
+def test_workers_run_side_by_side() -> None:
+    both_inside = threading.Barrier(2, timeout=10)
+    run_queue = ThreadQueue(lambda _: both_inside.wait(), workers=2)
+    try:
+        run_queue.enqueue(1)
+        run_queue.enqueue(2)
+        assert run_queue.drain(timeout=10)
+    finally:
+        run_queue.close()
+    assert not both_inside.broken
+
+
+def test_a_closed_queue_is_unhealthy_and_takes_no_runs(thread_queue: ThreadQueue) -> None:
+    assert thread_queue.healthy()
+    thread_queue.close()
+    assert not thread_queue.healthy()
+    with pytest.raises(RuntimeError, match="closed"):
+        thread_queue.enqueue(1)
+
+
+def test_close_lets_the_queued_runs_finish(executed: list[int]) -> None:
+    run_queue = ThreadQueue(executed.append, workers=1)
+    run_queue.enqueue(1)
+    run_queue.close()
+    assert executed == [1]
+
+
+# --- recover ---------------------------------------------------------------------------------
+
+
+def test_recover_fails_interrupted_runs_and_requeues_queued_ones(tmp_path: Path) -> None:
+    def trigger(number: int) -> Trigger:
+        return Trigger(
+            command="solve", repository="o/r", issue_number=number, actor="a",
+            source="label", delivery_id=f"d-{number}",
+        )  # fmt: skip
+
+    with BotStore.open(f"sqlite:///{tmp_path / 'cra.db'}") as store:
+        running, queued, done = (store.create_run(trigger(n)) for n in (1, 2, 3))
+        store.claim_run(running.id)
+        store.finish_run(done.id, "succeeded")
+        run_queue = RecordingQueue()
+        recovered = recover(store, run_queue)
+        assert (recovered.interrupted, recovered.requeued) == ([running.id], [queued.id])
+        assert run_queue.enqueued == [queued.id]
+        failed = store.get_run(running.id)
+        assert failed is not None and (failed.status, failed.error) == ("failed", INTERRUPTED)
+        assert failed.finished_at is not None
+
+
+# --- RQQueue (real Redis) --------------------------------------------------------------------
+
+
+@pytest.fixture
+def rq_name() -> str:
+    return f"cra-test-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def redis(redis_url: str, rq_name: str) -> Iterator[Redis]:
+    connection = Redis.from_url(redis_url)
+    yield connection
+    rq_queue = Queue(rq_name, connection=connection)
+    for registry in (rq_queue.finished_job_registry, rq_queue.failed_job_registry):
+        for job_id in registry.get_job_ids():
+            registry.remove(job_id, delete_job=True)
+    rq_queue.delete(delete_jobs=True)
+    connection.close()
+
+
+def work(redis: Redis, run_queue: RQQueue) -> None:
+    """Execute everything queued, in this process, then return."""
+    SimpleWorker([run_queue.rq_queue], connection=redis).work(burst=True)
+
+
+@pytest.mark.redis
+def test_rq_runs_the_job_with_the_run_id(redis_url: str, redis: Redis, rq_name: str) -> None:
+    EXECUTED_BY_RQ.clear()
+    run_queue = RQQueue(redis_url, queue_name=rq_name, job=f"{__name__}.record_run_job")
+    try:
+        run_queue.enqueue(41)
+        run_queue.enqueue(42)
+        work(redis, run_queue)
+    finally:
+        run_queue.close()
+    assert EXECUTED_BY_RQ == [41, 42]
+
+
+@pytest.mark.redis
+def test_rq_jobs_name_the_runner_and_carry_only_the_id(
+    redis_url: str, redis: Redis, rq_name: str
+) -> None:
+    run_queue = RQQueue(redis_url, queue_name=rq_name)
+    try:
+        run_queue.enqueue(7)
+        [job] = run_queue.rq_queue.get_jobs()
+        assert (job.func_name, job.args, job.kwargs) == (RUNNER_JOB, (7,), {})
+        assert job.timeout is not None and job.timeout >= 3600
+    finally:
+        run_queue.close()
+
+
+@pytest.mark.redis
+def test_a_failing_rq_job_is_kept_as_failed(redis_url: str, redis: Redis, rq_name: str) -> None:
+    run_queue = RQQueue(redis_url, queue_name=rq_name, job=f"{__name__}.failing_job")
+    try:
+        run_queue.enqueue(9)
+        work(redis, run_queue)
+        assert run_queue.rq_queue.failed_job_registry.count == 1
+    finally:
+        run_queue.close()
+
+
+@pytest.mark.redis
+def test_rq_is_healthy_when_redis_answers(redis_url: str) -> None:
+    run_queue = RQQueue(redis_url)
+    try:
+        assert run_queue.healthy()
+    finally:
+        run_queue.close()
+
+
+def test_rq_is_unhealthy_when_redis_is_unreachable() -> None:
+    run_queue = RQQueue("redis://127.0.0.1:1/0")
+    try:
+        assert not run_queue.healthy()
+    finally:
+        run_queue.close()
