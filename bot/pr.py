@@ -19,6 +19,7 @@ from agent.models import (
     AdjustmentRecord,
     AdjustmentVerdicts,
     OrchestratorResult,
+    PlanArtifact,
     Record,
     StepOutcome,
     Usage,
@@ -788,3 +789,20 @@ def refusal_text(kind: str, **facts: object) -> str:
     if kind not in texts:
         raise ValueError(f"unknown refusal kind {kind!r}")
     return texts[kind]()
+
+
+def plan_comment(artifact: PlanArtifact, *, run_url: str | None = None) -> str:
+    """The answer to `/cra plan`: the planned files and changes, nothing changed yet."""
+    lines = ["**cra plan** (nothing was changed; comment `/cra solve` to carry it out)", ""]
+    if artifact.task_summary:
+        lines += [_para(artifact.task_summary), ""]
+    for item in artifact.affected_files[:FILES_CAP]:
+        change = f": {_line(item.changes)}" if item.changes else ""
+        lines.append(f"- {_code(item.path)} ({_line(item.role, 40)}){change}")
+    if len(artifact.affected_files) > FILES_CAP:
+        lines.append(f"- … and {len(artifact.affected_files) - FILES_CAP:,} more files")
+    if artifact.rationale:
+        lines += ["", _details("Why this plan", _para(artifact.rationale))]
+    if run_url:
+        lines += ["", _link("The run, step by step", run_url)]
+    return _cut("\n".join(lines), COMMENT_LIMIT)

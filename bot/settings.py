@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent.config import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig
@@ -138,6 +140,16 @@ class BotSettings(BaseSettings):
         """Settings from the environment, with `env_file` (a .env file) beneath it when given."""
         return cls(_env_file=env_file)
 
+    @classmethod
+    def for_actions(cls, env: ActionsEnvironment) -> BotSettings:
+        """Settings of `cra-bot action`: the job's token and URLs, no webhook, a local store."""
+        data_dir = Path(env.temp_dir or "~/.cache/cra-action").expanduser() / "cra"
+        return cls(
+            token=SecretStr(env.token), github_api_url=env.api_url, github_url=env.server_url,
+            insecure_dev=True, data_dir=data_dir, database_url=f"sqlite:///{data_dir}/cra.db",
+            comment_interval=5.0,
+        )
+
     def require_webhook_secret(self) -> str | None:
         """The webhook secret; None only in insecure_dev mode; SettingsError when missing."""
         secret = self.webhook_secret.get_secret_value() if self.webhook_secret else ""
@@ -178,3 +190,37 @@ def _check_role(role: str) -> None:
     """ValueError unless `role` is one of the three model roles."""
     if role not in ROLES:
         raise ValueError(f"unknown model role {role!r}; expected one of {', '.join(ROLES)}")
+
+
+class ActionsEnvironment(BaseModel):
+    """What GitHub Actions tells a job about itself (GITHUB_* variables)."""
+
+    event_name: str
+    event_path: str
+    token: str
+    api_url: str = "https://api.github.com"
+    server_url: str = "https://github.com"
+    repository: str
+    run_id: str = ""
+    temp_dir: str | None = None
+
+
+def actions_environment(environ: Mapping[str, str] | None = None) -> ActionsEnvironment:
+    """The Actions variables `cra-bot action` needs; SettingsError naming what is missing."""
+    env = os.environ if environ is None else environ
+    wanted = {"event_name": "GITHUB_EVENT_NAME", "event_path": "GITHUB_EVENT_PATH",
+              "token": "GITHUB_TOKEN", "repository": "GITHUB_REPOSITORY"}
+    missing = [var for var in wanted.values() if not env.get(var)]
+    if missing:
+        raise SettingsError(f"not inside GitHub Actions? missing {', '.join(missing)}")
+    return ActionsEnvironment(
+        **{key: env[var] for key, var in wanted.items()},
+        api_url=env.get("GITHUB_API_URL", "https://api.github.com"),
+        server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
+        run_id=env.get("GITHUB_RUN_ID", ""), temp_dir=env.get("RUNNER_TEMP"),
+    )
+
+
+def process_environment() -> dict[str, str]:
+    """The process environment, for the test commands (validation scrubs it)."""
+    return dict(os.environ)

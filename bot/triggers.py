@@ -12,7 +12,7 @@ from agent.models import Record
 from bot.webhooks import Event, dig
 
 Command = Literal["solve", "plan", "cancel", "help", "refuse"]
-Source = Literal["label", "comment", "dispatch"]
+Source = Literal["label", "comment", "dispatch", "cli"]
 MAX_INSTRUCTIONS = 4000
 COMMAND_LINE = re.compile(r"^ {0,3}/cra(?:[ \t]+(?P<rest>.*))?$", re.IGNORECASE)
 FENCE = re.compile(r"^ {0,3}(```|~~~)")

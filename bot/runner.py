@@ -1,0 +1,325 @@
+"""Execute one run: permission, workspace, agent, gate, push, PR, reporting."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+
+from agent import git
+from agent.config import CONFIG_CANDIDATES, SolveConfig
+from agent.errors import AgentError
+from agent.models import OrchestratorResult
+from agent.orchestrator import solve
+from agent.planning import plan_task
+from agent.runtime import Runtime
+from bot import pr
+from bot.errors import BotError
+from bot.github import Reaction
+from bot.progress import ProgressReporter
+from bot.repo_config import effective_config
+from bot.services import Services, build_services
+from bot.settings import BotSettings
+from bot.store import Run
+from bot.task import build_task
+
+log = logging.getLogger(__name__)
+REPLIES = ("help", "refuse", "busy", "cancel")
+STATUS_OF = {"complete": "succeeded", "partial": "partial", "failed": "failed",
+             "cancelled": "cancelled"}
+
+
+def execute_run_job(run_id: int) -> None:
+    """The RQ job: build the services from the environment and execute the run."""
+    services = build_services(BotSettings(), with_queue=False)
+    try:
+        execute_run(run_id, services)
+    finally:
+        services.close()
+
+
+def execute_run(run_id: int, services: Services) -> None:
+    """Run `run_id` if it is still queued; every outcome ends in a terminal status."""
+    if not services.store.claim_run(run_id):
+        return
+    run = services.store.get_run(run_id)
+    if run is None:
+        return
+    job = _Job(run, services)
+    try:
+        job.execute()
+    except (AgentError, BotError) as exc:
+        job.fail(str(exc))
+    except Exception as exc:  # the last line: a run must never stay "running"
+        log.exception("run %s crashed", run_id)
+        job.fail(f"internal error ({type(exc).__name__}); see the server log")
+
+
+def report_interrupted(run_id: int, services: Services) -> None:
+    """Tell the issue that a run died with the server (it was marked failed at start-up)."""
+    run = services.store.get_run(run_id)
+    if run is None:
+        return
+    gh = services.github
+    text = pr.refusal_text("interrupted", run_id=run_id)
+    try:
+        if run.comment_id:
+            gh.edit_comment(run.repository, run.comment_id, text,
+                            installation_id=run.installation_id)
+        else:
+            gh.comment(run.repository, run.issue_number, text,
+                       installation_id=run.installation_id)
+    except BotError as exc:
+        log.warning("could not report interrupted run %s: %s", run_id, exc)
+
+
+class _Job:
+    """One run being executed."""
+
+    def __init__(self, run: Run, services: Services) -> None:
+        self.run, self.services = run, services
+        self.store, self.gh, self.settings = services.store, services.github, services.settings
+        self.inst = run.installation_id
+        self.repo = run.repository
+        self.pr_url: str | None = None
+
+    # --- dispatch ------------------------------------------------------------------------
+
+    def execute(self) -> None:
+        """Answer a reply run, or run the agent."""
+        if self.run.command in REPLIES:
+            self.reply_only()
+        elif not self.gh.can_start_runs(self.repo, self.run.actor, installation_id=self.inst):
+            self.comment(pr.refusal_text("permission", user=self.run.actor))
+            self.finish("rejected", error=f"{self.run.actor} lacks write permission")
+        else:
+            self.react("eyes")
+            self.agent_run()
+
+    def reply_only(self) -> None:
+        text = self.run.reply_text or pr.refusal_text(self.run.command)
+        self.comment(text)
+        self.finish("rejected" if self.run.command == "refuse" else "succeeded")
+
+    # --- the agent run -------------------------------------------------------------------
+
+    def agent_run(self) -> None:
+        issue = self.gh.issue(self.repo, self.run.issue_number, installation_id=self.inst)
+        if issue.state != "open" or issue.locked:
+            self.comment(pr.refusal_text("closed"))
+            self.finish("rejected", error="issue closed or locked")
+            return
+        base_ref, branch, comments = self.target(issue.is_pull_request)
+        if base_ref is None:
+            return
+        task = build_task(title=issue.title, body=issue.body, instructions=self.run.instructions,
+                          review_comments=comments, number=issue.number,
+                          is_pull_request=issue.is_pull_request)
+        self.start_progress()
+        env = self.gh.git_auth_env(self.inst)
+        mirror = self.services.mirrors.sync(self.repo, self.gh.clone_url(self.repo), env=env)
+        base = git.resolve_commit(mirror, f"refs/heads/{base_ref}")
+        config = self.config(mirror, base)
+        if config is None:
+            return
+        self.store.update_run(self.run.id, branch=branch)
+        if self.run.command == "plan":
+            self.plan_only(task, mirror, base, config)
+            return
+        result = self.solve(task, mirror, base, branch, config)
+        self.deliver(issue.title, result, mirror, branch, env)
+
+    def target(self, is_pr: bool) -> tuple[str | None, str, list[str]]:
+        """(base ref, branch to work on, review comments); forks are refused."""
+        number = self.run.issue_number
+        if not is_pr:
+            default = self.gh.default_branch(self.repo, installation_id=self.inst)
+            return default, f"cra/issue-{number}", []
+        pull = self.gh.pull(self.repo, number, installation_id=self.inst)
+        if pull.head_repo != self.repo:
+            self.comment(pr.refusal_text("fork"))
+            self.finish("rejected", error="pull request from a fork")
+            return None, "", []
+        comments = self.gh.review_comments(self.repo, number, installation_id=self.inst)
+        return pull.head_ref, pull.head_ref, comments
+
+    def config(self, mirror: Path, base: str) -> SolveConfig | None:
+        """The repository's config at the base commit over the server's models."""
+        with tempfile.TemporaryDirectory(prefix="cra-config-") as tmp:
+            for rel in CONFIG_CANDIDATES:
+                text = git.read_file(mirror, base, rel)
+                if text is not None:
+                    target = Path(tmp) / rel
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(text, encoding="utf-8")
+            try:
+                config = effective_config(Path(tmp), self.settings)
+                config.require_test_command()
+            except AgentError as exc:
+                message = str(exc).replace(tmp + "/", "")
+                self.finish_with_comment("failed", pr.refusal_text("config", error=message),
+                                         error=message)
+                return None
+        return config
+
+    def runtime(self, config: SolveConfig) -> Runtime:
+        return Runtime(
+            log=self.services.runlog, models=self.services.router(config),
+            environ=self.services.environ, work_dir=self.settings.data_dir / "work",
+            observer=self.reporter,
+            should_cancel=lambda: self.store.cancel_requested(self.run.id),
+            clock=self.services.clock,
+        )
+
+    def solve(
+        self, task: str, mirror: Path, base: str, branch: str, config: SolveConfig
+    ) -> OrchestratorResult:
+        runtime = self.runtime(config)
+        try:
+            result = solve(task, mirror, config, runtime, base=base, branch=branch,
+                           context_factory=self.services.context_factory)
+        finally:
+            runtime.models.close()
+        self.store.update_run(self.run.id, orchestrator_task_id=result.task_id)
+        return result
+
+    def plan_only(self, task: str, mirror: Path, base: str, config: SolveConfig) -> None:
+        runtime = self.runtime(config)
+        with tempfile.TemporaryDirectory(prefix="cra-plan-") as tmp:
+            worktree = Path(tmp) / "tree"
+            git.add_worktree(mirror, worktree, commit=base, branch=f"cra/plan-{self.run.id}",
+                             force=True)
+            try:
+                artifact = plan_task(task, worktree, config, runtime,
+                                     context=self.services.context_factory(worktree))
+            finally:
+                runtime.models.close()
+                git.remove_worktree(mirror, worktree, branch=f"cra/plan-{self.run.id}")
+        self.finish_with_comment("succeeded", pr.plan_comment(artifact))
+
+    # --- delivery ------------------------------------------------------------------------
+
+    def deliver(
+        self, title: str, result: OrchestratorResult, mirror: Path, branch: str,
+        env: dict[str, str],
+    ) -> None:
+        """Push and open/update the PR, or comment, as the result and config say."""
+        status = STATUS_OF[result.status]
+        partial = result.status != "complete"
+        ctx = pr.PrContext(issue_number=self.run.issue_number, issue_title=title, result=result,
+                           run_url=self.run_url(), models=self.model_names(),
+                           partial=partial, repository=self.repo)
+        wants_pr = result.commit is not None and (
+            not partial or self.settings.on_partial == "draft"
+        )
+        if not wants_pr:
+            self.finish_with_comment(status, pr.failure_comment(ctx, last_test_output=None),
+                                     error=result.error, result=result)
+            return
+        git.push_branch(mirror, self.gh.clone_url(self.repo), branch, env=env,
+                        force=not self.run.is_pull_request)
+        url, number = self.open_or_update_pull(ctx, title, branch, partial)
+        self.check_run(result, ctx)
+        self.store.update_run(self.run.id, pr_url=url, pr_number=number)
+        self.finish(status, result=result, pr_url=url, error=result.error)
+
+    def open_or_update_pull(
+        self, ctx: pr.PrContext, title: str, branch: str, partial: bool
+    ) -> tuple[str, int]:
+        body = pr.compose_pr_body(ctx)
+        if self.run.is_pull_request:
+            pull = self.gh.pull(self.repo, self.run.issue_number, installation_id=self.inst)
+            self.gh.update_pull(self.repo, pull.number, body=body, installation_id=self.inst)
+            return pull.html_url, pull.number
+        existing = self.gh.find_pull(self.repo, branch, installation_id=self.inst)
+        if existing is not None:
+            self.gh.update_pull(self.repo, existing.number, title=pr.pr_title(title), body=body,
+                                installation_id=self.inst)
+            return existing.html_url, existing.number
+        base = self.gh.default_branch(self.repo, installation_id=self.inst)
+        pull = self.gh.create_pull(self.repo, title=pr.pr_title(title), body=body, head=branch,
+                                   base=base, draft=partial, installation_id=self.inst)
+        return pull.html_url, pull.number
+
+    def check_run(self, result: OrchestratorResult, ctx: pr.PrContext) -> None:
+        if result.commit is None:
+            return
+        conclusion = {"complete": "success", "partial": "neutral"}.get(result.status, "failure")
+        summary = pr.compose_check_summary(ctx)
+        title = pr.check_title(ctx)
+        check_id = self.gh.create_check_run(self.repo, result.commit, name="cra", title=title,
+                                            summary=summary, installation_id=self.inst)
+        self.gh.update_check_run(self.repo, check_id, status="completed", conclusion=conclusion,
+                                 title=title, summary=summary, installation_id=self.inst)
+        self.store.update_run(self.run.id, check_run_id=check_id)
+
+    # --- reporting -----------------------------------------------------------------------
+
+    def start_progress(self) -> None:
+        body = pr.progress_comment(run_id=self.run.id, status="queued", steps=[],
+                                   run_url=self.run_url())
+        comment_id = self.gh.comment(self.repo, self.run.issue_number, body,
+                                     installation_id=self.inst)
+        self.run = self.run.model_copy(update={"comment_id": comment_id})
+        self.store.update_run(self.run.id, comment_id=comment_id)
+        self.reporter = ProgressReporter(self.publish, interval=self.settings.comment_interval,
+                                         clock=self.services.clock)
+
+    def publish(self, status: str, steps: list[tuple[str, str]], note: str) -> None:
+        if self.run.comment_id is None:
+            return
+        body = pr.progress_comment(run_id=self.run.id, status=status, steps=steps, note=note,
+                                   run_url=self.run_url(), pr_url=self.pr_url)
+        self.gh.edit_comment(self.repo, self.run.comment_id, body, installation_id=self.inst)
+
+    def comment(self, text: str) -> None:
+        """A reply on the issue (edits our progress comment when there is one)."""
+        if self.run.comment_id is not None:
+            self.gh.edit_comment(self.repo, self.run.comment_id, text, installation_id=self.inst)
+        else:
+            comment_id = self.gh.comment(self.repo, self.run.issue_number, text,
+                                         installation_id=self.inst)
+            self.store.update_run(self.run.id, comment_id=comment_id)
+
+    def react(self, content: Reaction) -> None:
+        try:
+            self.gh.react(self.repo, self.run.issue_number, content,
+                          comment_id=self.run.trigger_comment_id, installation_id=self.inst)
+        except BotError as exc:  # a reaction is a courtesy, not part of the run
+            log.warning("reaction failed: %s", exc)
+
+    def finish_with_comment(
+        self, status: str, text: str, *, error: str | None = None,
+        result: OrchestratorResult | None = None,
+    ) -> None:
+        self.comment(text)
+        self.finish(status, error=error, result=result, commented=True)
+
+    def finish(
+        self, status: str, *, error: str | None = None,
+        result: OrchestratorResult | None = None, pr_url: str | None = None,
+        commented: bool = False,
+    ) -> None:
+        """Record the end; the final checklist and reaction for agent runs."""
+        if hasattr(self, "reporter") and not commented:
+            self.pr_url = pr_url
+            self.reporter.flush(status, error or "")
+        if self.run.command in ("solve", "plan") and status != "rejected":
+            self.react("rocket" if status == "succeeded" else "confused")
+        self.store.update_run(self.run.id, status=status, error=error, finished=True)
+
+    def fail(self, error: str) -> None:
+        """The run broke: say so on the issue and record it."""
+        try:
+            self.comment(pr.refusal_text("error", error=error, run_id=self.run.id))
+        except BotError as exc:
+            log.warning("could not report the failure of run %s: %s", self.run.id, exc)
+        self.finish("failed", error=error, commented=True)
+
+    def run_url(self) -> str | None:
+        base = self.settings.public_url
+        return f"{base.rstrip('/')}/runs/{self.run.id}" if base else None
+
+    def model_names(self) -> dict[str, str]:
+        return {role: self.settings.model_config_for(role).model
+                for role in ("reasoning", "coding", "classifier")}

@@ -1,0 +1,123 @@
+"""build_services(settings): the one place the bot's real clients are constructed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.config import ModelConfig, SolveConfig
+from agent.context import ContextSource, SeededFiles
+from agent.llm.client import ChatModel, HTTPChatModel
+from agent.llm.router import ModelRouter
+from agent.store import RunLog
+from bot.app import check_health
+from bot.errors import SettingsError
+from bot.github import AppTokens, GitHubAPI, StaticToken, TokenProvider
+from bot.mirrors import MirrorCache
+from bot.queue import RQQueue, RunQueue, ThreadQueue
+from bot.settings import ROLES, BotSettings, process_environment
+from bot.store import BotStore
+
+ContextFactory = Callable[[Path], ContextSource]
+
+
+@dataclass
+class Services:
+    """Everything a worker needs, built once per process."""
+
+    settings: BotSettings
+    store: BotStore
+    runlog: RunLog
+    github: GitHubAPI
+    mirrors: MirrorCache
+    environ: Mapping[str, str]
+    queue: RunQueue = field(default_factory=lambda: NoQueue())
+    clock: Callable[[], float] = time.monotonic
+    context_factory: ContextFactory = SeededFiles
+    chat_factory: Callable[[ModelConfig, str | None], ChatModel] = field(
+        default=lambda config, key: HTTPChatModel(config, api_key=key)
+    )
+
+    def router(self, config: SolveConfig) -> ModelRouter:
+        """Model clients for a run's effective config, keys from the server's settings."""
+        keys = {id(getattr(config.models, role)): self.settings.api_key_for(role)
+                for role in ROLES}
+
+        def build(model: ModelConfig) -> ChatModel:
+            return self.chat_factory(model, keys.get(id(model)))
+
+        return ModelRouter(config.models, factory=build)
+
+    def health(self) -> dict[str, str]:
+        """Database and queue reachability, for /healthz."""
+        return check_health(self.store, self.queue)
+
+    def close(self) -> None:
+        """Stop the queue, release the databases."""
+        self.queue.close()
+        self.store.close()
+        self.runlog.close()
+
+
+class NoQueue:
+    """The queue of a process that only executes runs (an RQ worker, `cra-bot run`)."""
+
+    def enqueue(self, run_id: int) -> None:
+        """Refuse: this process does not queue runs."""
+        raise SettingsError(f"run {run_id}: this process has no queue")
+
+    def healthy(self) -> bool:
+        """Nothing to be unhealthy."""
+        return True
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def token_provider(settings: BotSettings) -> TokenProvider:
+    """Installation tokens of the App, or the static token of Actions mode."""
+    if settings.token is not None:
+        return StaticToken(settings.token.get_secret_value())
+    if settings.app_id is None:
+        raise SettingsError("set CRA_APP_ID and CRA_PRIVATE_KEY (or CRA_TOKEN in Actions mode)")
+    return AppTokens(settings.app_id, _private_key(settings), settings.github_api_url)
+
+
+def _private_key(settings: BotSettings) -> str:
+    if settings.private_key is not None:
+        return settings.private_key.get_secret_value().replace("\\n", "\n")
+    if settings.private_key_path is not None:
+        return settings.private_key_path.read_text(encoding="utf-8")
+    raise SettingsError("set CRA_PRIVATE_KEY or CRA_PRIVATE_KEY_PATH for the GitHub App")
+
+
+def build_services(
+    settings: BotSettings,
+    *,
+    environ: Mapping[str, str] | None = None,
+    with_queue: bool = True,
+) -> Services:
+    """Real clients from settings; the thread queue's workers execute runs with these services."""
+    runlog = RunLog.open(settings.database_url)
+    store = BotStore.open(settings.database_url)
+    github = GitHubAPI(settings.github_api_url, settings.github_url, token_provider(settings))
+    services = Services(
+        settings=settings, store=store, runlog=runlog, github=github,
+        mirrors=MirrorCache(settings.data_dir / "mirrors"),
+        environ=dict(process_environment() if environ is None else environ),
+    )
+    if with_queue:
+        services.queue = _queue(settings, services)
+    return services
+
+
+def _queue(settings: BotSettings, services: Services) -> RunQueue:
+    if settings.queue == "rq":
+        if not settings.redis_url:
+            raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
+        return RQQueue(settings.redis_url)
+    from bot.runner import execute_run
+
+    return ThreadQueue(lambda run_id: execute_run(run_id, services), workers=settings.workers)

@@ -1,0 +1,142 @@
+"""A whole bot on loopback: fake GitHub, scripted models, SQLite, the webhook app, real git."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
+
+from bot.app import create_app
+from bot.services import Services, build_services
+from bot.settings import BotSettings
+from bot.store import Run
+from bot.webhooks import sign
+from tests.fakes.github_server import FakeGitHub
+from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.repos import TEST_COMMAND, commit_file, make_python_project
+from tests.fixtures import webhook_bytes
+
+REPO = "Codertocat/Hello-World"
+OWNER = "Codertocat"
+SECRET = "test-webhook-secret"
+CRA_TOML = (
+    f"[testing]\ntest_command = {json.dumps('env; ' + TEST_COMMAND)}\n"
+    "[retrieval]\nstages = []\n"
+)
+
+
+class BotWorld:
+    """The fake GitHub holding a buggy calc project as REPO, issue #1 about it, and a bot."""
+
+    def __init__(self, tmp: Path, fake: FakeGitHub, models: ScriptedModelServer,
+                 **overrides: Any) -> None:
+        self.tmp, self.fake, self.models = tmp, fake, models
+        source = make_python_project(tmp / "source", bug=True, config=None)
+        commit_file(source, ".github/cra.toml", CRA_TOML, "Add cra config")
+        commit_file(source, ".gitignore", "__pycache__/\n*.pyc\n.pytest_cache/\ntest-env.txt\n",
+                    "Ignore test output")
+        fake.add_repo(REPO, source)
+        fake.set_permission(REPO, OWNER, "admin")
+        fake.add_issue(REPO, number=1, title="mul is off by one",
+                       body="calc.mul(2, 3) returns 7 instead of 6.", user=OWNER)
+        self.settings = self.make_settings(**overrides)
+        self.services: Services = build_services(self.settings)
+        self.client: FlaskClient = create_app(self.settings, self.services).test_client()
+
+    def make_settings(self, **overrides: Any) -> BotSettings:
+        models = {f"{role}_{key}": value for role in ("reasoning", "coding", "classifier")
+                  for key, value in (("base_url", self.models.url), ("model", f"{role}-m"))}
+        values: dict[str, Any] = {
+            "webhook_secret": SECRET, "data_dir": self.tmp / "bot",
+            "database_url": f"sqlite:///{self.tmp / 'bot.db'}",
+            "github_api_url": self.fake.api_url, "github_url": self.fake.git_url,
+            "app_id": self.fake.app_id, "private_key": self.fake.private_key_pem,
+            "label": "cra", "comment_interval": 0.0, "public_url": "http://cra.test",
+            **models, **overrides,
+        }
+        return BotSettings(**values)
+
+    def close(self) -> None:
+        self.services.close()
+
+    # --- deliveries ----------------------------------------------------------------------
+
+    def payload(self, event: str, name: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(webhook_bytes(event, name))
+        data["installation"] = {"id": self.fake.installation_id}
+        return data
+
+    def deliver(self, event: str, payload: dict[str, Any], *, delivery: str | None = None,
+                secret: str = SECRET) -> TestResponse:
+        body = json.dumps(payload).encode()
+        return self.client.post("/webhook", data=body, headers={
+            "X-GitHub-Event": event, "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+            "X-Hub-Signature-256": sign(body, secret), "Content-Type": "application/json",
+        })
+
+    def label_issue(self, number: int = 1, **kw: Any) -> TestResponse:
+        data = self.payload("issues", "labeled.payload.json")
+        data["label"]["name"] = "cra"
+        data["issue"]["number"] = number
+        return self.deliver("issues", data, **kw)
+
+    def comment(self, body: str, *, number: int, user: str = OWNER,
+                pull_request: bool = False) -> TestResponse:
+        data = self.payload("issue_comment", "created.payload.json")
+        data["issue"]["number"] = number
+        data["comment"]["body"] = body
+        data["comment"]["user"]["login"] = data["sender"]["login"] = user
+        if pull_request:
+            url = f"https://api.github.com/repos/{REPO}/pulls/{number}"
+            data["issue"]["pull_request"] = {"url": url, "html_url": url, "diff_url": url,
+                                             "patch_url": url}
+        return self.deliver("issue_comment", data)
+
+    def wait(self) -> None:
+        drain = getattr(self.services.queue, "drain", None)
+        assert drain is not None and drain(120.0), "runs did not finish in time"
+
+    def run(self, response: TestResponse) -> Run:
+        assert response.status_code == 202, response.get_data(as_text=True)
+        self.wait()
+        run = self.services.store.get_run(response.get_json()["run_id"])
+        assert run is not None
+        return run
+
+    # --- model answers -------------------------------------------------------------------
+
+    def script_fix(self, *, second_step_fails: bool = False) -> None:
+        """A 1-part, 2-step plan: fix mul, then add square (or a step that breaks a test)."""
+        steps = [
+            {"id": "s1", "description": "Fix mul in calc/ops.py", "target_files": ["calc/ops.py"],
+             "target_symbols": ["mul"], "depends_on": []},
+            {"id": "s2", "description": "Add square to calc/ops.py",
+             "target_files": ["calc/ops.py"], "target_symbols": [], "depends_on": ["s1"]},
+        ]
+        m = self.models
+        m.script("meta_plan", json.dumps({"task_summary": "Fix mul", "rationale": "bug", "parts": [
+            {"id": "p1", "description": "Fix mul and add square",
+             "affected_files": ["calc/ops.py"], "depends_on": []}]}))
+        m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t",
+                                          "rationale": "r", "steps": steps}))
+        fixed = '    """Return a * b."""\n    return a * b'
+        m.script("implement", edit('    """Return a * b."""\n    return a * b + 1', fixed))
+        square = 'def square(a: int) -> int:\n    """Return a * a."""\n    return a * a'
+        second = edit(fixed, fixed + "\n\n\n" + square)
+        if second_step_fails:
+            second = edit("    return a + b", "    return a + b + 1")
+            m.script("implement_retry", second)
+        m.script("implement", second)
+        m.script("adjustment",
+                 json.dumps({"revised_steps": [steps[1]], "rationale": "mul fixed; square next",
+                             "changes_made": []}),
+                 json.dumps({"revised_steps": [], "rationale": "all done", "changes_made": []}))
+
+
+def edit(search: str, replacement: str, path: str = "calc/ops.py") -> str:
+    return (f'<edit file="{path}">\n<search>\n{search}\n</search>\n'
+            f"<replacement>\n{replacement}\n</replacement>\n</edit>")

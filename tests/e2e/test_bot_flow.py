@@ -1,0 +1,170 @@
+"""The GitHub App end to end: signed webhooks → runs → branches, PRs and comments on a fake
+GitHub, with the scripted model server, SQLite and the thread queue."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.bot_world import OWNER, REPO, BotWorld, edit
+from tests.fakes.github_server import FakeGitHub
+from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.repos import ISOLATED_GIT_ENV
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in ISOLATED_GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[BotWorld]:
+    with FakeGitHub() as fake, ScriptedModelServer() as models:
+        w = BotWorld(tmp_path, fake, models)
+        try:
+            yield w
+        finally:
+            w.close()
+
+
+def test_labeled_issue_becomes_a_tested_pull_request(world: BotWorld) -> None:
+    world.script_fix()
+
+    run = world.run(world.label_issue())
+
+    assert run.status == "succeeded", run.error
+    subjects = [s for _, s in world.fake.commits(REPO, "cra/issue-1")]
+    assert subjects[:2] == ["Add square to calc/ops.py", "Fix mul in calc/ops.py"]
+    [pull] = world.fake.pulls(REPO)
+    assert pull.head_ref == "cra/issue-1" and not pull.draft
+    assert pull.title == "cra: mul is off by one"
+    body = pull.body or ""
+    assert "Fixes #1" in body
+    assert "Fix mul in calc/ops.py" in body and "Add square" in body
+    assert "mul fixed; square next" in body
+    assert "```diff" in body and "return a * b + 1" in body
+    assert "http://cra.test/runs/" in body
+    ops = world.fake.read_file(REPO, "cra/issue-1", "calc/ops.py")
+    assert "return a * b\n" in ops and "def square" in ops
+    [ours] = [c for c in world.fake.comments(REPO, 1) if c.user.login == world.fake.bot_login]
+    assert "✅" in ours.body or "[x]" in ours.body
+    assert [r.content for r in world.fake.reactions(REPO, issue_number=1)] == ["eyes", "rocket"]
+    [check] = world.fake.check_runs(REPO)
+    assert check.conclusion == "success"
+    assert run.pr_url and run.pr_url.endswith(f"/pull/{pull.number}")
+
+
+def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(world: BotWorld) -> None:
+    world.script_fix()
+    world.run(world.label_issue())
+    [pull] = world.fake.pulls(REPO)
+    before = world.fake.branch_sha(REPO, "cra/issue-1")
+    step = {"id": "s1", "description": "Make mul faster", "target_files": ["calc/ops.py"],
+            "target_symbols": [], "depends_on": []}
+    m = world.models
+    m.script("meta_plan", '{"task_summary": "faster", "parts": [{"id": "p1", "description": '
+             '"Make mul faster", "affected_files": ["calc/ops.py"], "depends_on": []}]}')
+    m.script("part_plan", '{"part_id": "p1", "task_summary": "t", "steps": [' +
+             __import__("json").dumps(step) + "]}")
+    m.script("implement", edit('    """Return a * b."""\n    return a * b',
+                               '    """Return a * b (fast)."""\n    return a * b'))
+    m.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
+
+    run = world.run(world.comment("/cra solve make it faster", number=pull.number,
+                                  pull_request=True))
+
+    assert run.status == "succeeded", run.error
+    assert run.is_pull_request and run.instructions == "make it faster"
+    assert world.fake.branch_sha(REPO, "cra/issue-1") != before
+    subjects = [s for _, s in world.fake.commits(REPO, "cra/issue-1")]
+    assert subjects[0] == "Make mul faster"
+    assert "Make mul faster" in (world.fake.pull(REPO, pull.number).body or "")
+    assert len(world.fake.pulls(REPO)) == 1
+    task = next(r for r in m.requests if r.stage == "meta_plan" and "faster" in r.user_prompt)
+    assert "make it faster" in task.user_prompt
+
+
+def test_commenter_without_write_permission_gets_a_polite_reply_and_no_run(
+    world: BotWorld,
+) -> None:
+    world.fake.set_permission(REPO, "stranger", "read")
+
+    run = world.run(world.comment("/cra solve", number=1, user="stranger"))
+
+    assert run.status == "rejected"
+    assert world.models.requests == []
+    replies = [c.body for c in world.fake.comments(REPO, 1) if c.user.login == world.fake.bot_login]
+    assert len(replies) == 1 and "write access" in replies[0]
+    assert world.fake.pulls(REPO) == []
+
+
+def test_the_same_delivery_twice_makes_one_run(world: BotWorld) -> None:
+    world.script_fix()
+    first = world.label_issue(delivery="delivery-1")
+    second = world.label_issue(delivery="delivery-1")
+
+    assert (first.status_code, second.status_code) == (202, 200)
+    world.wait()
+    assert len(world.services.store.list_runs()) == 1
+
+
+def test_bad_signature_gets_401_and_stores_nothing(world: BotWorld) -> None:
+    response = world.label_issue(secret="wrong-secret")
+
+    assert response.status_code == 401
+    assert world.services.store.list_runs() == []
+    assert world.services.store.count_deliveries() == 0
+
+
+def test_partial_run_opens_a_draft_pull_request(world: BotWorld) -> None:
+    world.script_fix(second_step_fails=True)
+
+    run = world.run(world.label_issue())
+
+    assert run.status == "partial"
+    [pull] = world.fake.pulls(REPO)
+    assert pull.draft
+    assert "Part of #1" in (pull.body or "") and "Fixes #1" not in (pull.body or "")
+    assert [s for _, s in world.fake.commits(REPO, "cra/issue-1")][0] == "Fix mul in calc/ops.py"
+    assert [r.content for r in world.fake.reactions(REPO, issue_number=1)] == ["eyes", "confused"]
+
+
+def test_partial_run_only_comments_when_configured(tmp_path: Path) -> None:
+    with FakeGitHub() as fake, ScriptedModelServer() as models:
+        world = BotWorld(tmp_path, fake, models, on_partial="comment")
+        try:
+            world.script_fix(second_step_fails=True)
+            run = world.run(world.label_issue())
+        finally:
+            world.close()
+        assert run.status == "partial"
+        assert fake.pulls(REPO) == []
+        [ours] = [c for c in fake.comments(REPO, 1) if c.user.login == fake.bot_login]
+        assert "<details>" in ours.body
+
+
+def test_the_token_appears_nowhere(world: BotWorld, caplog: pytest.LogCaptureFixture) -> None:
+    world.script_fix()
+    caplog.set_level("DEBUG")
+
+    world.run(world.label_issue())
+
+    tokens = {r.token for r in world.fake.requests if r.token}
+    assert tokens, "the fake saw no token"
+    mirror = world.services.mirrors.path(REPO)
+    texts = [(mirror / "config").read_text()]
+    texts += [p.read_text() for p in (world.tmp / "bot").rglob("config") if p.is_file()]
+    texts.append(caplog.text)
+    texts += [c.body for c in world.fake.comments(REPO)]
+    texts += [p.body or "" for p in world.fake.pulls(REPO)]
+    with world.services.runlog.engine.connect() as conn:
+        outputs = [row[0] or "" for row in conn.exec_driver_sql(
+            "SELECT test_output FROM validation_results")]
+    assert any("PATH=" in out for out in outputs), "the test command printed its environment"
+    texts += outputs
+    for token in tokens:
+        assert all(token not in text for text in texts)
+    assert OWNER  # the sender is a collaborator; nothing else leaked either
