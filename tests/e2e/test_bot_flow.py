@@ -3,6 +3,7 @@ GitHub, with the scripted model server, SQLite and the thread queue."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from tests.e2e.bot_world import OWNER, REPO, BotWorld, edit
 from tests.fakes.github_server import FakeGitHub
-from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.repos import ISOLATED_GIT_ENV
 
 
@@ -67,8 +68,7 @@ def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(world: BotWor
     m = world.models
     m.script("meta_plan", '{"task_summary": "faster", "parts": [{"id": "p1", "description": '
              '"Make mul faster", "affected_files": ["calc/ops.py"], "depends_on": []}]}')
-    m.script("part_plan", '{"part_id": "p1", "task_summary": "t", "steps": [' +
-             __import__("json").dumps(step) + "]}")
+    m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "steps": [step]}))
     m.script("implement", edit('    """Return a * b."""\n    return a * b',
                                '    """Return a * b (fast)."""\n    return a * b'))
     m.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
@@ -128,7 +128,7 @@ def test_partial_run_opens_a_draft_pull_request(world: BotWorld) -> None:
     [pull] = world.fake.pulls(REPO)
     assert pull.draft
     assert "Part of #1" in (pull.body or "") and "Fixes #1" not in (pull.body or "")
-    assert [s for _, s in world.fake.commits(REPO, "cra/issue-1")][0] == "Fix mul in calc/ops.py"
+    assert world.fake.commits(REPO, "cra/issue-1")[0][1] == "Fix mul in calc/ops.py"
     assert [r.content for r in world.fake.reactions(REPO, issue_number=1)] == ["eyes", "confused"]
 
 
@@ -168,3 +168,62 @@ def test_the_token_appears_nowhere(world: BotWorld, caplog: pytest.LogCaptureFix
     for token in tokens:
         assert all(token not in text for text in texts)
     assert OWNER  # the sender is a collaborator; nothing else leaked either
+
+
+def test_cancel_comment_stops_the_active_run_between_passes(world: BotWorld) -> None:
+    world.models.script("meta_plan", Reply(text='{"task_summary": "t", "parts": [{"id": "p1", '
+                                           '"description": "d", "affected_files": []}]}',
+                                           delay_s=3.0))
+    started = world.label_issue()
+    assert started.status_code == 202
+
+    cancel = world.comment("/cra cancel", number=1)
+
+    assert cancel.status_code == 202
+    world.wait()
+    run = world.services.store.get_run(started.get_json()["run_id"])
+    assert run is not None and run.status == "cancelled"
+    assert world.fake.pulls(REPO) == []
+    assert [r.stage for r in world.models.requests] in ([], ["meta_plan"])
+
+
+def settings_env(world: BotWorld) -> dict[str, str]:
+    """The world's settings as CRA_* variables, for a worker process building its own."""
+    env: dict[str, str] = {}
+    for name, value in world.settings.model_dump().items():
+        if value is None:
+            continue
+        if hasattr(value, "get_secret_value"):
+            value = value.get_secret_value()
+        env[f"CRA_{name.upper()}"] = json.dumps(value) if isinstance(value, list) else str(value)
+    return env
+
+
+def test_labeled_issue_through_rq_on_real_redis(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from redis import Redis
+    from rq import Queue, SimpleWorker
+
+    connection = Redis.from_url(redis_url)
+    Queue("cra", connection=connection).empty()
+    with FakeGitHub() as fake, ScriptedModelServer() as models:
+        world = BotWorld(tmp_path, fake, models, queue="rq", redis_url=redis_url)
+        try:
+            world.script_fix()
+            for key, value in settings_env(world).items():
+                monkeypatch.setenv(key, value)
+            response = world.label_issue()
+            assert response.status_code == 202
+            queue = Queue("cra", connection=connection)
+            assert queue.count == 1
+            SimpleWorker([queue], connection=connection).work(burst=True)
+            run = world.services.store.get_run(response.get_json()["run_id"])
+            assert run is not None and run.status == "succeeded", run
+            [pull] = fake.pulls(REPO)
+            assert "Fixes #1" in (pull.body or "")
+            assert [s for _, s in fake.commits(REPO, "cra/issue-1")][:2] == [
+                "Add square to calc/ops.py", "Fix mul in calc/ops.py"]
+        finally:
+            world.close()
+            connection.close()

@@ -1,0 +1,96 @@
+"""`cra-bot action` inside a (simulated) GitHub Actions job: the event file, GITHUB_TOKEN, a PR."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.bot_world import CRA_TOML, OWNER, REPO
+from tests.fakes.github_server import FakeGitHub
+from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.repos import ISOLATED_GIT_ENV, MUL_BUG, MUL_FIX, commit_file, make_python_project
+from tests.fixtures import webhook_bytes
+
+TOKEN = "ghs_" + "a" * 36 + "actions"
+
+
+def dispatch_event(tmp: Path) -> Path:
+    payload = json.loads(webhook_bytes("workflow_dispatch"))
+    payload["inputs"] = {"issue_number": "1", "instructions": "keep it small"}
+    payload["repository"]["full_name"] = REPO
+    path = tmp / "event.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def script(models: ScriptedModelServer) -> None:
+    step = {"id": "s1", "description": "Fix mul", "target_files": ["calc/ops.py"],
+            "depends_on": []}
+    models.script("meta_plan", json.dumps({"task_summary": "Fix mul", "parts": [
+        {"id": "p1", "description": "Fix mul", "affected_files": ["calc/ops.py"]}]}))
+    models.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t",
+                                           "steps": [step]}))
+    models.script("implement", f'<edit file="calc/ops.py"><search>\n{MUL_BUG}</search>'
+                               f"<replacement>\n{MUL_FIX}</replacement></edit>")
+    models.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
+
+
+def action_env(tmp: Path, fake: FakeGitHub, models: ScriptedModelServer) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRA_", "GITHUB_"))}
+    env.update(ISOLATED_GIT_ENV)
+    env.update({
+        "GITHUB_EVENT_NAME": "workflow_dispatch", "GITHUB_EVENT_PATH": str(dispatch_event(tmp)),
+        "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.api_url,
+        "GITHUB_SERVER_URL": fake.git_url, "GITHUB_REPOSITORY": REPO, "GITHUB_RUN_ID": "77",
+        "RUNNER_TEMP": str(tmp / "runner"),
+    })
+    for role in ("REASONING", "CODING", "CLASSIFIER"):
+        env[f"CRA_{role}_BASE_URL"] = models.url
+        env[f"CRA_{role}_MODEL"] = role.lower()
+    return env
+
+
+def test_action_mode_opens_a_pull_request_with_the_job_token(tmp_path: Path) -> None:
+    with FakeGitHub() as fake, ScriptedModelServer() as models:
+        source = make_python_project(tmp_path / "source", bug=True, config=None)
+        commit_file(source, ".github/cra.toml", CRA_TOML, "cra config")
+        fake.add_repo(REPO, source)
+        fake.add_static_token(TOKEN)
+        fake.set_permission(REPO, OWNER, "write")
+        fake.add_issue(REPO, number=1, title="mul is off by one", user=OWNER)
+        script(models)
+
+        proc = subprocess.run(
+            [sys.executable, "-m", "bot.cli", "action"], env=action_env(tmp_path, fake, models),
+            capture_output=True, text=True, timeout=300, check=False,
+        )
+
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        [pull] = fake.pulls(REPO)
+        assert pull.head_ref == "cra/issue-1" and "Fixes #1" in (pull.body or "")
+        assert pull.user.login == "github-actions[bot]"
+        assert {r.token for r in fake.requests if r.token} == {TOKEN}
+        assert TOKEN not in proc.stdout + proc.stderr
+        meta = next(r for r in models.requests if r.stage == "meta_plan")
+        assert "keep it small" in meta.user_prompt
+
+
+def test_action_mode_outside_actions_is_a_clear_usage_error() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    proc = subprocess.run([sys.executable, "-m", "bot.cli", "action"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    assert "GITHUB_EVENT_NAME" in proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["register", "--help"]])
+def test_cra_bot_commands_show_help(argv: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "bot.cli", *argv], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "usage" in proc.stdout.lower()
