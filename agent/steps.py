@@ -136,7 +136,8 @@ def _attempts(st: _Step, targets: Sequence[str]) -> StepOutcome:
     failure: str | None = None
     try:
         for number in range(1, st.rc.config.orchestrator.max_retries_per_step + 2):
-            git.reset_clean(st.rc.ws.worktree, st.base)
+            if number > 1:  # a step starts clean: its caller committed or reset the last one
+                git.reset_clean(st.rc.ws.worktree, st.base)
             attempt = _attempt(st, number, failure)
             if _passed(attempt, st.rc.baseline, targets):
                 return _commit(st, attempt)

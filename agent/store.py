@@ -30,9 +30,11 @@ from sqlalchemy import (
     create_engine,
     event,
     func,
+    insert,
     make_url,
     select,
     text,
+    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -427,21 +429,22 @@ class RunLog:
         self.close()
 
     def _add(self, row: Base) -> int:
-        """Insert one row in its own transaction and return its id."""
-        with self._sessions.begin() as session:
-            session.add(row)
-            session.flush()
-            row_id = row.id
-        return row_id
+        """Insert one row in its own transaction and return its id.
+
+        Core statements, not the ORM unit of work: a run writes hundreds of records, one
+        transaction each, and the session machinery cost more than the write itself.
+        """
+        kind = type(row)
+        values = {k: v for k, v in vars(row).items() if k in kind.__table__.c}
+        with self._engine.begin() as conn:
+            return int(conn.execute(insert(kind).values(values).returning(kind.id)).scalar_one())
 
     def _update(self, kind: type[Base], row_id: int, **values: Any) -> None:
         """Set columns of one row in its own transaction; LookupError when it is missing."""
-        with self._sessions.begin() as session:
-            row = session.get(kind, row_id)
-            if row is None:
+        with self._engine.begin() as conn:
+            result = conn.execute(update(kind).where(kind.id == row_id).values(**values))
+            if result.rowcount == 0:
                 raise LookupError(f"no {kind.__tablename__} row with id {row_id}")
-            for name, value in values.items():
-                setattr(row, name, value)
 
     # --- task runs ---------------------------------------------------------------------------
 
@@ -610,8 +613,8 @@ class RunLog:
             index_elements=["run_key", "key"],
             set_={"value": statement.excluded.value, "updated_at": statement.excluded.updated_at},
         )
-        with self._sessions.begin() as session:
-            session.execute(statement)
+        with self._engine.begin() as conn:
+            conn.execute(statement)
 
     def get_state(self, run_key: str, key: str) -> Any | None:
         """The decoded value under (run_key, key), or None."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,6 +13,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
+import certifi
 import httpx
 
 from agent.config import ModelConfig
@@ -201,6 +204,15 @@ class _Failure:
     retry_after: float | None = None
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process (certifi's roots, as httpx's default).
+
+    Building it loads the CA bundle (~0.1 s); every client of a run shares it.
+    """
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 class HTTPChatModel:
     """A ChatModel over HTTP for Ollama or an OpenAI-compatible server, with retries."""
 
@@ -217,7 +229,9 @@ class HTTPChatModel:
         self._api_key = api_key or None
         self._sleep = sleep
         self._clock = clock
-        self._http = httpx.Client(transport=transport, timeout=config.request_timeout)
+        self._http = httpx.Client(
+            transport=transport, timeout=config.request_timeout, verify=tls_context()
+        )
         self._schema_supported = True
 
     def __repr__(self) -> str:
