@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 import pydantic_core
 from alembic import command
@@ -393,8 +393,8 @@ def _lock_for_migration(connection: Connection) -> None:
 # --- the run log -----------------------------------------------------------------------------
 
 
-class RunLog:
-    """The one writer and reader of the run log; every write commits at once."""
+class Database:
+    """A migrated database: the engine, a session factory, the clock; closed once."""
 
     def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
         self._engine = engine
@@ -402,7 +402,7 @@ class RunLog:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     @classmethod
-    def open(cls, url: str, *, clock: Clock | None = None) -> RunLog:
+    def open(cls, url: str, *, clock: Clock | None = None) -> Self:
         """Connect to the database at `url` and migrate it to the newest schema."""
         engine = build_engine(url)
         try:
@@ -420,13 +420,17 @@ class RunLog:
         """Release every pooled connection."""
         self._engine.dispose()
 
-    def __enter__(self) -> RunLog:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class RunLog(Database):
+    """The one writer and reader of the run log; every write commits at once."""
 
     def _add(self, row: Base) -> int:
         """Insert one row in its own transaction and return its id.

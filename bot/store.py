@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from types import TracebackType
 from typing import Any, ClassVar, Literal
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     ColumnElement,
-    Engine,
     Index,
     Integer,
     MetaData,
@@ -25,10 +23,10 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from agent.models import Record
-from agent.store import NAMING, Clock, LLMCallRow, UTCDateTime, build_engine, upgrade, utc_now
+from agent.store import NAMING, Database, LLMCallRow, UTCDateTime
 from bot.errors import BotError
 from bot.triggers import Trigger
 
@@ -160,40 +158,8 @@ def _run(row: RunRow) -> Run:
 # --- the store -------------------------------------------------------------------------------
 
 
-class BotStore:
+class BotStore(Database):
     """Reads and writes deliveries and runs; every write is its own short transaction."""
-
-    def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
-        self._engine = engine
-        self._clock = clock or utc_now
-        self._sessions = sessionmaker(engine, expire_on_commit=False)
-
-    @classmethod
-    def open(cls, url: str, *, clock: Clock | None = None) -> BotStore:
-        """Connect to the database at `url` and migrate it (run log and bot tables) to head."""
-        engine = build_engine(url)
-        try:
-            upgrade(engine)
-        except BaseException:
-            engine.dispose()
-            raise
-        return cls(engine, clock=clock)
-
-    @property
-    def engine(self) -> Engine:
-        return self._engine
-
-    def close(self) -> None:
-        """Release every pooled connection."""
-        self._engine.dispose()
-
-    def __enter__(self) -> BotStore:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def ping(self) -> None:
         """Run a trivial query; raises the driver's error when the database is unreachable."""

@@ -10,6 +10,7 @@ from typing import Literal, Protocol, TypeVar
 from pydantic import ValidationError
 
 from agent.errors import ParseError, PlanInvalid
+from agent.llm.thinking import split_thinking
 from agent.models import MetaPlan, PartPlan, PatchEdit, PlanAdjustment
 
 PassType = Literal["meta_plan", "part_plan", "adjustment", "adjustment_finalize"]
@@ -24,9 +25,6 @@ _PLAN_MODELS: dict[str, type[MetaPlan] | type[PartPlan] | type[PlanAdjustment]] 
 }
 
 EXCERPT_CHARS = 400
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _EDIT_OPEN = re.compile(r"<edit(?=[\s>/])")
 _EDIT_HEADER = re.compile(r"<edit\b([^<>]*)>")
 _FILE_ATTR = re.compile(r"""\bfile\s*=\s*(?:"([^"]*)"|'([^']*)')""")
@@ -39,18 +37,6 @@ _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """`text` cut to `limit` characters, marked when cut."""
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
-
-
-def split_thinking(text: str) -> tuple[str, str]:
-    """(the visible answer, the text of an unclosed `<think>` block or "")."""
-    text = _THINK_BLOCK.sub("", text)
-    closes = list(_THINK_CLOSE.finditer(text))
-    if closes:  # the opening tag was part of the prompt template: everything before is thinking
-        text = text[closes[-1].end() :]
-    opened = _THINK_OPEN.search(text)
-    if opened:
-        return text[: opened.start()], text[opened.end() :]
-    return text, ""
 
 
 # --- plans -----------------------------------------------------------------------------------

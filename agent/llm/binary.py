@@ -8,8 +8,8 @@ from typing import TypeVar
 
 from pydantic import Field
 
-from agent.llm.client import strip_thinking
 from agent.llm.logged import LoggedLLMClient
+from agent.llm.thinking import strip_thinking
 from agent.models import Record
 
 T = TypeVar("T")

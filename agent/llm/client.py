@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import ssl
 import time
 from collections.abc import Callable
@@ -19,6 +18,7 @@ import httpx
 from agent.config import ModelConfig
 from agent.errors import LLMError
 from agent.llm.budget import estimate_prompt_tokens, estimate_tokens
+from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
 
 BACKOFF_BASE_S = 1.0
@@ -28,9 +28,6 @@ EXCERPT_CHARS = 300
 RETRYABLE_STATUSES = frozenset({408, 429})
 SCHEMA_REJECTED_STATUSES = frozenset({400, 422})
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 
 
 class ChatModel(Protocol):
@@ -56,18 +53,6 @@ class ChatModel(Protocol):
     def close(self) -> None:
         """Release the connections."""
         ...
-
-
-def strip_thinking(text: str) -> str:
-    """The answer without `<think>` blocks, stripped; an unclosed `<think>` hides the rest."""
-    text = _THINK_BLOCK.sub("", text)
-    closes = list(_THINK_CLOSE.finditer(text))
-    if closes:  # the opening tag was part of the prompt template: everything before is thinking
-        text = text[closes[-1].end() :]
-    opened = _THINK_OPEN.search(text)
-    if opened:
-        text = text[: opened.start()]
-    return text.strip()
 
 
 def parse_retry_after(value: str | None, now: datetime) -> float | None:

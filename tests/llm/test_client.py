@@ -17,8 +17,8 @@ from agent.llm.client import (
     backoff_delay,
     chat_url,
     parse_retry_after,
-    strip_thinking,
 )
+from agent.llm.thinking import strip_thinking
 from tests.fakes.model_server import (
     Reply,
     ScriptedModelServer,
