@@ -454,3 +454,36 @@ def test_cli_plan_prints_a_plan_artifact(
     artifact = json.loads(out_file.read_text())
     assert [f["path"] for f in artifact["affected_files"]] == ["calc/ops.py"]
     assert git_in(repo, "status", "--porcelain") == ""
+
+
+def test_step_call_ceiling_fails_the_step_and_says_which_budget(buggy: Harness) -> None:
+    fix = step("s1", "Fix mul in calc/ops.py", ["calc/ops.py"])
+    buggy.server.script("meta_plan", meta(("p1", "Fix mul", ["calc/ops.py"])))
+    buggy.server.script("part_plan", part("p1", fix))
+    buggy.server.script("implement", edit("calc/ops.py", MUL_BUG, MUL_BUG.replace("1", "2")))
+    buggy.server.script("adjustment", adjustment())
+
+    result = buggy.solve("Fix the failing test_mul", orchestrator={"max_calls_per_step": 1})
+
+    [outcome] = result.steps
+    assert outcome.status == "failed"
+    assert outcome.budget_exhausted == "max_calls_per_step"
+    assert "max_calls_per_step" in (outcome.attempts[-1].error_info or "")
+    assert not any(r.stage == "implement_retry" for r in buggy.server.requests)
+
+
+def test_implementer_asking_for_a_file_gets_it_through_refinement(clean: Harness) -> None:
+    clean.server.script("meta_plan", meta(("p1", "Export power", ["calc/ops.py"])))
+    clean.server.script("part_plan", part("p1", step("s1", "Add and export power",
+                                                     ["calc/ops.py"])))
+    clean.server.script("implement", "<need_context>calc/__init__.py</need_context>")
+    clean.server.script("implement_refined", append_to_ops(POWER) + "\n" + EXPORT)
+    clean.server.script("adjustment", adjustment())
+
+    result = clean.solve("Add power and export it")
+
+    assert result.status == "complete", result.error
+    first = next(r for r in clean.server.requests if r.stage == "implement")
+    refined = next(r for r in clean.server.requests if r.stage == "implement_refined")
+    assert '<file path="calc/__init__.py"' not in first.user_prompt
+    assert '<file path="calc/__init__.py"' in refined.user_prompt
