@@ -19,6 +19,7 @@ from bot.queue import RQQueue, RunQueue, ThreadQueue
 from bot.settings import BotSettings
 from bot.store import ActiveRunExists, BotStore, Run
 from bot.triggers import Trigger, route
+from bot.web import blueprint as run_pages
 from bot.webhooks import Event, parse_delivery, verify_signature
 
 log = logging.getLogger(__name__)
@@ -137,6 +138,7 @@ def create_app(
     app.add_url_rule("/webhook", view_func=webhook, methods=["POST"])
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     app.add_url_rule("/metrics", view_func=metrics, methods=["GET"])
+    app.register_blueprint(run_pages)  # GET /runs, /runs/<id>: read-only run pages
     return app
 
 

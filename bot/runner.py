@@ -9,7 +9,7 @@ from pathlib import Path
 from agent import git
 from agent.config import CONFIG_CANDIDATES, SolveConfig
 from agent.errors import AgentError
-from agent.models import OrchestratorResult
+from agent.models import OrchestratorResult, RunEvent
 from agent.orchestrator import solve
 from agent.planning import plan_task
 from agent.runtime import Runtime
@@ -166,7 +166,7 @@ class _Job:
         return Runtime(
             log=self.services.runlog, models=self.services.router(config),
             environ=self.services.environ, work_dir=self.settings.data_dir / "work",
-            observer=self.reporter,
+            observer=self,
             should_cancel=lambda: self.store.cancel_requested(self.run.id),
             clock=self.services.clock,
         )
@@ -264,6 +264,12 @@ class _Job:
         self.store.update_run(self.run.id, comment_id=comment_id)
         self.reporter = ProgressReporter(self.publish, interval=self.settings.comment_interval,
                                          clock=self.services.clock)
+
+    def on_event(self, event: RunEvent) -> None:
+        """The orchestrator's progress: link the run page at once, then the checklist."""
+        if event.kind == "run_started":
+            self.store.update_run(self.run.id, orchestrator_task_id=event.run_id)
+        self.reporter.on_event(event)
 
     def publish(self, status: str, steps: list[tuple[str, str]], note: str) -> None:
         if self.run.comment_id is None:
