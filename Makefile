@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check agent bot tests benchmarks
+	$(BIN)/ruff check agent bot tests benchmarks examples
 
 types: $(STAMP)
 	$(BIN)/mypy --strict agent bot

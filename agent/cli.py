@@ -143,7 +143,7 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     config.require_test_command()
     plan = _load_plan(args.plan) if args.plan else None
     runtime = _runtime(log, config, args, env)
-    contexts = IndexedFactory(data_dir(args, env) / "index", config.retrieval)
+    contexts = IndexedFactory(data_dir(args, env), config.retrieval)
     try:
         if plan is not None:
             result = run_single_pass(args.task, repo, plan, config, runtime,
@@ -160,7 +160,7 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
 def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     repo, config = _repo_and_config(args)
     runtime = _runtime(log, config, args, env)
-    context = IndexedFactory(data_dir(args, env) / "index", config.retrieval)(repo)
+    context = IndexedFactory(data_dir(args, env), config.retrieval)(repo)
     try:
         artifact = plan_task(args.task, repo, config, runtime, context=context)
     finally:

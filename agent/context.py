@@ -118,13 +118,13 @@ class IndexedFactory:
     shared index file, updated incrementally, and copies it back when it closes.
     """
 
-    def __init__(self, index_dir: Path, config: RetrievalConfig) -> None:
-        self._index_dir = index_dir
+    def __init__(self, data_dir: Path, config: RetrievalConfig) -> None:
+        self._data_dir = data_dir  # the index files live in data_dir/index (as `cra index`)
         self._config = config
 
     def __call__(self, worktree: Path) -> ContextSource:
         """An indexed context for `worktree`, its index brought up to date."""
-        shared = default_index_path(self._index_dir, worktree)
+        shared = default_index_path(self._data_dir, worktree)
         private = shared.with_name(f"{shared.stem}.{uuid.uuid4().hex[:8]}{shared.suffix}")
         private.parent.mkdir(parents=True, exist_ok=True)
         if shared.exists():

@@ -86,6 +86,8 @@ def _run_one(
 
     services = build_services(settings, with_queue=False)
     try:
+        if installation is None and settings.app_id is not None:
+            installation = services.github.installation_for(repo)
         trigger = Trigger(command="solve", repository=repo, issue_number=issue, actor="cli",
                           instructions=instructions, source="cli", installation_id=installation,
                           delivery_id=f"cli-{uuid.uuid4()}")

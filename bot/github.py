@@ -334,6 +334,12 @@ class GitHubAPI:
     def __repr__(self) -> str:
         return f"GitHubAPI(api_url={self.api_url!r}, github_url={self.github_url!r})"
 
+    def installation_for(self, repo: str) -> int:
+        """The App's installation on `repo` (App mode only)."""
+        if not isinstance(self._tokens, AppTokens):
+            raise GitHubError("installation ids exist only for a GitHub App")
+        return self._tokens.installation_id(repo)
+
     def _call(self, installation_id: int | None, action: str, op: Callable[[Github], T]) -> T:
         """Run `op` against a client holding the installation's token, with retries."""
         def attempt() -> T:

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from agent.config import ROLE_DEFAULTS, ModelConfig, SolveConfig, load_config
 from agent.errors import ConfigError
+from agent.execute.patch import DEFAULT_PROTECTED
 
 ROLES = ("reasoning", "coding", "classifier")
 
@@ -32,7 +33,12 @@ def effective_config(worktree: Path, settings: ModelSettings) -> SolveConfig:
     """
     repo = load_config(worktree, allow_endpoints=False)
     models = {role: _model(role, getattr(repo.models, role), settings) for role in ROLES}
-    return repo.model_copy(update={"models": repo.models.model_copy(update=models)})
+    # A repository may protect more paths, never fewer: the bot does not edit workflows.
+    protected = list(dict.fromkeys([*DEFAULT_PROTECTED, *repo.orchestrator.protected_paths]))
+    orchestrator = repo.orchestrator.model_copy(update={"protected_paths": protected})
+    return repo.model_copy(update={
+        "models": repo.models.model_copy(update=models), "orchestrator": orchestrator,
+    })
 
 
 def _model(role: str, repo_model: ModelConfig, settings: ModelSettings) -> ModelConfig:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agent import git
 from agent.config import CONFIG_CANDIDATES, SolveConfig
+from agent.context import ContextFactory, IndexedFactory
 from agent.errors import AgentError
 from agent.models import OrchestratorResult, RunEvent
 from agent.orchestrator import solve
@@ -89,7 +90,9 @@ class _Job:
         """Answer a reply run, or run the agent."""
         if self.run.command in REPLIES:
             self.reply_only()
-        elif not self.gh.can_start_runs(self.repo, self.run.actor, installation_id=self.inst):
+        elif self.run.source != "cli" and not self.gh.can_start_runs(
+            self.repo, self.run.actor, installation_id=self.inst
+        ):  # `cra-bot run` is started by the server's operator, not by a GitHub user
             self.comment(pr.refusal_text("permission", user=self.run.actor))
             self.finish("rejected", error=f"{self.run.actor} lacks write permission")
         else:
@@ -171,13 +174,18 @@ class _Job:
             clock=self.services.clock,
         )
 
+    def contexts(self, config: SolveConfig) -> ContextFactory:
+        """Where each pass's context comes from: the repository index, kept per mirror."""
+        return self.services.context_factory or IndexedFactory(self.settings.data_dir,
+                                                               config.retrieval)
+
     def solve(
         self, task: str, mirror: Path, base: str, branch: str, config: SolveConfig
     ) -> OrchestratorResult:
         runtime = self.runtime(config)
         try:
             result = solve(task, mirror, config, runtime, base=base, branch=branch,
-                           context_factory=self.services.context_factory)
+                           context_factory=self.contexts(config))
         finally:
             runtime.models.close()
         self.store.update_run(self.run.id, orchestrator_task_id=result.task_id)
@@ -190,8 +198,11 @@ class _Job:
             git.add_worktree(mirror, worktree, commit=base, branch=f"cra/plan-{self.run.id}",
                              force=True)
             try:
-                artifact = plan_task(task, worktree, config, runtime,
-                                     context=self.services.context_factory(worktree))
+                context = self.contexts(config)(worktree)
+                try:
+                    artifact = plan_task(task, worktree, config, runtime, context=context)
+                finally:
+                    context.close()
             finally:
                 runtime.models.close()
                 git.remove_worktree(mirror, worktree, branch=f"cra/plan-{self.run.id}")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.config import ModelConfig, SolveConfig
-from agent.context import ContextSource, SeededFiles
+from agent.context import ContextSource
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
 from agent.store import RunLog
@@ -35,7 +35,7 @@ class Services:
     environ: Mapping[str, str]
     queue: RunQueue = field(default_factory=lambda: NoQueue())
     clock: Callable[[], float] = time.monotonic
-    context_factory: ContextFactory = SeededFiles
+    context_factory: ContextFactory | None = None  # None: the repository index (retrieval)
     chat_factory: Callable[[ModelConfig, str | None], ChatModel] = field(
         default=lambda config, key: HTTPChatModel(config, api_key=key)
     )

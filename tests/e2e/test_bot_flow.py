@@ -227,3 +227,21 @@ def test_labeled_issue_through_rq_on_real_redis(
         finally:
             world.close()
             connection.close()
+
+
+def test_cra_bot_run_solves_an_issue_from_the_terminal(
+    world: BotWorld, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main
+
+    world.script_fix()
+    for key, value in settings_env(world).items():
+        monkeypatch.setenv(key, value)
+
+    code = main(["run", "--repo", REPO, "--issue", "1"])
+
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "succeeded" in out and "/pull/" in out
+    [pull] = world.fake.pulls(REPO)
+    assert "Fixes #1" in (pull.body or "")

@@ -1,0 +1,35 @@
+# cra-bot, the GitHub App server: `docker build -t cra .`, then see README.md → Docker.
+# The tests of the repositories cra works on run inside this container: build your own image
+# FROM this one with their toolchain (pytest, Node.js, …) installed.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# git: mirrors, worktrees, commits and pushes (cra runs git as a subprocess).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git \
+    && rm -rf /var/lib/apt/lists/*
+
+# A fixed uid, so that a host directory mounted on /data can be given to it.
+RUN groupadd --gid 10001 cra \
+    && useradd --uid 10001 --gid cra --create-home --shell /usr/sbin/nologin cra
+
+WORKDIR /opt/cra
+COPY pyproject.toml README.md app.yml ./
+COPY agent ./agent
+COPY bot ./bot
+COPY migrations ./migrations
+RUN pip install --no-cache-dir ".[postgres,redis,treesitter]"
+
+# The database (SQLite by default), repository mirrors and worktrees.
+ENV CRA_DATA_DIR=/data
+RUN mkdir -p /data && chown cra:cra /data
+VOLUME ["/data"]
+
+USER cra
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
+CMD ["cra-bot", "serve", "--host", "0.0.0.0", "--port", "8000"]

