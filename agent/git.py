@@ -292,20 +292,26 @@ def commit_all(
     worktree: Path, message: str, *, author_name: str, author_email: str,
     co_authors: Sequence[str] = (), trailers: Mapping[str, str] | None = None,
     paths: Sequence[str] | None = None,
+    new_paths: Sequence[str] = (),
 ) -> str | None:
-    """Stage everything (deletions too) — or only `paths` — and commit without hooks; the new
-    SHA, or None if nothing was staged.
+    """Stage everything (deletions too) — or only `paths`, of which `new_paths` are untracked —
+    and commit without hooks; the new SHA, or None if nothing was staged.
 
     Author and committer are both `author_name <author_email>`; `Co-authored-by:` and the other
     trailers follow the message after a blank line.
     """
-    run_git(["add", "--all", "--", *(paths if paths is not None else ["."])], worktree)
+    if paths is None:
+        run_git(["add", "--all", "--", "."], worktree)
+    elif new_paths:
+        run_git(["add", "--", *new_paths], worktree)
     identity = {
         "GIT_AUTHOR_NAME": author_name, "GIT_AUTHOR_EMAIL": author_email,
         "GIT_COMMITTER_NAME": author_name, "GIT_COMMITTER_EMAIL": author_email,
     }
     argv = [*NO_HOOKS, "-c", "commit.gpgsign=false", "commit", "--no-verify", "--quiet",
             "--cleanup=whitespace", "--file=-"]
+    if paths is not None:  # `--include`: stage these paths as they are, then commit
+        argv += ["--include", "--", *paths]
     proc = _git(argv, worktree, env=identity,
                 input=commit_message(message, co_authors, trailers or {}))
     if proc.returncode != 0:

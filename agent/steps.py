@@ -11,7 +11,7 @@ from agent.config import SolveConfig
 from agent.context import ContextSource
 from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
 from agent.execute.implement import execute_implement
-from agent.execute.patch import apply_edits
+from agent.execute.patch import apply_edits, normalise_path
 from agent.execute.prompts import build_implement_prompt
 from agent.llm.budget import TaskBudget, estimate_tokens, prompt_limit
 from agent.llm.logged import LoggedLLMClient
@@ -232,10 +232,13 @@ def _commit(st: _Step, attempt: AttemptRecord) -> StepOutcome:
     worktree = st.rc.ws.worktree
     description = neutralise_closing_keywords(st.step.description.strip())
     message = f"{description.splitlines()[0][:72]}\n\n{description}"
+    # Only the edited files are committed, never what the test run left behind.
+    edited = sorted({normalise_path(e.file_path) for e in attempt.edits})
+    created = sorted({normalise_path(e.file_path) for e in attempt.edits if not e.search})
     commit = git.commit_all(
         worktree, message, author_name=AUTHOR_NAME, author_email=AUTHOR_EMAIL,
         trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},
-        paths=sorted({e.file_path for e in attempt.edits}),  # never what the tests left behind
+        paths=edited, new_paths=created,
     )
     return StepOutcome(
         part_id=st.part_id, step_id=st.step.id, description=st.step.description,
