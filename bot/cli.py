@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--processes", type=int, default=1,
                        help="gunicorn worker processes (only with CRA_QUEUE=rq)")
     serve.add_argument("--dev", action="store_true", help="Flask's development server")
-    commands.add_parser("worker", help="an RQ worker executing runs (CRA_QUEUE=rq)")
+    worker = commands.add_parser("worker", help="an RQ worker executing runs (CRA_QUEUE=rq)")
+    worker.add_argument("--burst", action="store_true",
+                        help="execute the queued runs, then exit")
     run = commands.add_parser("run", help="solve one issue now, from this terminal")
     run.add_argument("--repo", required=True, help="owner/name")
     run.add_argument("--issue", type=int, required=True)
@@ -72,7 +74,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "worker":
         from bot.serve import rq_worker
 
-        return rq_worker(settings)
+        return rq_worker(settings, burst=args.burst)
     return _run_one(settings, args.repo, args.issue, args.instructions, args.installation)
 
 

@@ -64,7 +64,7 @@ def serve(settings: BotSettings, *, host: str, port: int, processes: int, dev: b
     return 0
 
 
-def rq_worker(settings: BotSettings) -> int:
+def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
     """An RQ worker executing `bot.runner.execute_run_job` jobs from CRA_REDIS_URL."""
     if settings.queue != "rq" or not settings.redis_url:
         raise SettingsError("cra-bot worker needs CRA_QUEUE=rq and CRA_REDIS_URL")
@@ -73,5 +73,5 @@ def rq_worker(settings: BotSettings) -> int:
 
     connection = Redis.from_url(settings.redis_url)
     worker = Worker([Queue("cra", connection=connection)], connection=connection)
-    worker.work(with_scheduler=False)
+    worker.work(burst=burst, with_scheduler=False)
     return 0

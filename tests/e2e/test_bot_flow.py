@@ -4,6 +4,9 @@ GitHub, with the scripted model server, SQLite and the thread queue."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -203,7 +206,7 @@ def test_labeled_issue_through_rq_on_real_redis(
     tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from redis import Redis
-    from rq import Queue, SimpleWorker
+    from rq import Queue
 
     connection = Redis.from_url(redis_url)
     Queue("cra", connection=connection).empty()
@@ -217,7 +220,12 @@ def test_labeled_issue_through_rq_on_real_redis(
             assert response.status_code == 202
             queue = Queue("cra", connection=connection)
             assert queue.count == 1
-            SimpleWorker([queue], connection=connection).work(burst=True)
+            worker = subprocess.run(
+                [sys.executable, "-m", "bot.cli", "worker", "--burst"],
+                env={**os.environ, **settings_env(world)}, capture_output=True, text=True,
+                timeout=300, check=False,
+            )
+            assert worker.returncode == 0, worker.stderr[-2000:]
             run = world.services.store.get_run(response.get_json()["run_id"])
             assert run is not None and run.status == "succeeded", run
             [pull] = fake.pulls(REPO)
