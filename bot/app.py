@@ -254,6 +254,8 @@ def _store_cancel(store: BotStore, trigger: Trigger) -> Run:
     active = store.active_run(trigger.repository, trigger.issue_number)
     if active is None:
         return store.create_run(trigger, reply_text="Nothing to cancel: no cra run is active here.")
+    if trigger.actor != active.actor:  # someone else: the worker checks their permission first
+        return store.create_run(trigger, related_run_id=active.id)
     store.request_cancel(active.id)
     after = store.get_run(active.id)
     if after is not None and after.status == "cancelled":

@@ -100,9 +100,24 @@ class _Job:
             self.agent_run()
 
     def reply_only(self) -> None:
+        if self.run.command == "cancel" and self.run.reply_text is None:
+            self.cancel_for_someone_else()
+            return
         text = self.run.reply_text or pr.refusal_text(self.run.command)
         self.comment(text)
         self.finish("rejected" if self.run.command == "refuse" else "succeeded")
+
+    def cancel_for_someone_else(self) -> None:
+        """`/cra cancel` from someone who did not start the run: write access is required."""
+        target = self.run.related_run_id
+        if not self.gh.can_start_runs(self.repo, self.run.actor, installation_id=self.inst):
+            self.comment(pr.refusal_text("permission", user=self.run.actor))
+            self.finish("rejected", error=f"{self.run.actor} lacks write permission")
+            return
+        if target is not None:
+            self.store.request_cancel(target)
+        self.comment(f"Cancelling run #{target}: it stops before its next pass.")
+        self.finish("succeeded")
 
     # --- the agent run -------------------------------------------------------------------
 

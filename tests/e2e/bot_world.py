@@ -16,7 +16,7 @@ from bot.settings import BotSettings
 from bot.store import Run
 from bot.webhooks import sign
 from tests.fakes.github_server import FakeGitHub
-from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.repos import TEST_COMMAND, commit_file, make_python_project
 from tests.fixtures import webhook_bytes
 
@@ -109,7 +109,7 @@ class BotWorld:
 
     # --- model answers -------------------------------------------------------------------
 
-    def script_fix(self, *, second_step_fails: bool = False) -> None:
+    def script_fix(self, *, second_step_fails: bool = False, plan_delay: float = 0.0) -> None:
         """A 1-part, 2-step plan: fix mul, then add square (or a step that breaks a test)."""
         steps = [
             {"id": "s1", "description": "Fix mul in calc/ops.py", "target_files": ["calc/ops.py"],
@@ -118,9 +118,10 @@ class BotWorld:
              "target_files": ["calc/ops.py"], "target_symbols": [], "depends_on": ["s1"]},
         ]
         m = self.models
-        m.script("meta_plan", json.dumps({"task_summary": "Fix mul", "rationale": "bug", "parts": [
+        meta = json.dumps({"task_summary": "Fix mul", "rationale": "bug", "parts": [
             {"id": "p1", "description": "Fix mul and add square",
-             "affected_files": ["calc/ops.py"], "depends_on": []}]}))
+             "affected_files": ["calc/ops.py"], "depends_on": []}]})
+        m.script("meta_plan", Reply(text=meta, delay_s=plan_delay))
         m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t",
                                           "rationale": "r", "steps": steps}))
         fixed = '    """Return a * b."""\n    return a * b'

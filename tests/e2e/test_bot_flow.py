@@ -253,3 +253,19 @@ def test_cra_bot_run_solves_an_issue_from_the_terminal(
     assert "succeeded" in out and "/pull/" in out
     [pull] = world.fake.pulls(REPO)
     assert "Fixes #1" in (pull.body or "")
+
+
+def test_cancel_from_someone_without_write_access_is_refused(world: BotWorld) -> None:
+    world.fake.set_permission(REPO, "stranger", "read")
+    world.script_fix(plan_delay=2.0)
+    started = world.label_issue()
+    assert started.status_code == 202
+
+    cancel = world.comment("/cra cancel", number=1, user="stranger")
+
+    assert cancel.status_code == 202
+    world.wait()
+    run = world.services.store.get_run(started.get_json()["run_id"])
+    refusal = world.services.store.get_run(cancel.get_json()["run_id"])
+    assert run is not None and run.status == "succeeded" and not run.cancel_requested
+    assert refusal is not None and refusal.status == "rejected"
