@@ -276,7 +276,10 @@ def run_validation(
     """Run the test command (the gate) and the optional lint and type-check commands."""
     if not testing.test_command:
         raise ValidationError("no [testing] test_command: cra needs a test command")
-    env = scrubbed_env(environ, testing.env)
+    # Edits land seconds apart and often keep a file's size ("a + b" → "a - b"); Python's
+    # bytecode cache checks only mtime (whole seconds) and size, so a .pyc written by the
+    # previous test run could hide the edit. No bytecode is written in a worktree.
+    env = {**scrubbed_env(environ, testing.env), "PYTHONDONTWRITEBYTECODE": "1"}
 
     def run(command: str) -> tuple[CommandResult, str]:
         return _execute(command, worktree, timeout=testing.timeout, env=env,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -535,3 +536,16 @@ def test_run_validation_reports_a_timeout(tmp_path: Path) -> None:
     validation = run_validation(tmp_path, testing, environ=ENVIRON, kill_grace=0.2)
     assert validation.timed_out and not validation.success
     assert validation.exit_code is None
+
+
+def test_a_same_size_edit_within_the_second_is_never_hidden_by_bytecode(tmp_path: Path) -> None:
+    (tmp_path / "mod.py").write_text("def f():\n    return 1 + 1\n")
+    (tmp_path / "test_mod.py").write_text("from mod import f\n\ndef test_f():\n    assert f() == 2\n")
+    testing = TestingConfig(test_command=f"{sys.executable} -m pytest -q -p no:cacheprovider")
+    assert run_validation(tmp_path, testing, environ=dict(os.environ)).success
+    (tmp_path / "mod.py").write_text("def f():\n    return 1 - 1\n")  # same size, same second
+
+    result = run_validation(tmp_path, testing, environ=dict(os.environ))
+
+    assert not result.success
+    assert not list(tmp_path.rglob("*.pyc"))
