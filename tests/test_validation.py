@@ -540,7 +540,8 @@ def test_run_validation_reports_a_timeout(tmp_path: Path) -> None:
 
 def test_a_same_size_edit_within_the_second_is_never_hidden_by_bytecode(tmp_path: Path) -> None:
     (tmp_path / "mod.py").write_text("def f():\n    return 1 + 1\n")
-    (tmp_path / "test_mod.py").write_text("from mod import f\n\ndef test_f():\n    assert f() == 2\n")
+    test = "from mod import f\n\n\ndef test_f():\n    assert f() == 2\n"
+    (tmp_path / "test_mod.py").write_text(test)
     testing = TestingConfig(test_command=f"{sys.executable} -m pytest -q -p no:cacheprovider")
     assert run_validation(tmp_path, testing, environ=dict(os.environ)).success
     (tmp_path / "mod.py").write_text("def f():\n    return 1 - 1\n")  # same size, same second
