@@ -6,28 +6,38 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-_HTML_COMMENT = re.compile(r"<!--.*?(-->|$)", re.S)
+HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)  # an unclosed one hides the rest
+HIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cs", "Cn"}  # controls, format (zero-width, bidi), private
+HIDDEN_CHARS = {"\u034f", "\u115f", "\u1160", "\u3164", "\uffa0"}  # joiner, Hangul fillers
+VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF), (0x180B, 0x180F))
 _MAX_SECTION = 8000
 
 
-def clean_text(text: str | None, *, limit: int = _MAX_SECTION) -> str:
-    """Issue or comment text without HTML comments and invisible characters, capped.
+def visible_text(text: str) -> str:
+    """Text without HTML comments and invisible characters (zero-width, bidi, controls).
 
     Hidden text is how prompt injections hide from the people reading an issue: what the model
     sees must be what a person sees.
     """
-    visible = _HTML_COMMENT.sub("", text or "")
-    kept = "".join(ch for ch in visible if _is_visible(ch))
-    kept = kept.replace("\r\n", "\n").strip()
-    return kept if len(kept) <= limit else kept[:limit] + "\n[… cut …]"
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\u2028", "\n").replace("\u2029", "\n")
+    return HTML_COMMENT.sub("", "".join(ch for ch in text if _visible(ch)))
 
 
-def _is_visible(ch: str) -> bool:
+def _visible(ch: str) -> bool:
+    """Whether a character shows (newline and tab count as showing)."""
     if ch in "\n\t":
         return True
-    category = unicodedata.category(ch)
-    # Cf: format characters (zero-width, bidi overrides, tag characters); Co/Cn: private/unassigned
-    return category not in ("Cf", "Co", "Cn", "Cc")
+    if ch in HIDDEN_CHARS or unicodedata.category(ch) in HIDDEN_CATEGORIES:
+        return False
+    code = ord(ch)
+    return not any(low <= code <= high for low, high in VARIATION_SELECTORS)
+
+
+def clean_text(text: str | None, *, limit: int = _MAX_SECTION) -> str:
+    """Visible text, stripped and capped at `limit` characters (marked when cut)."""
+    kept = visible_text(text or "").strip()
+    return kept if len(kept) <= limit else kept[:limit] + "\n[… cut …]"
 
 
 def build_task(
@@ -43,11 +53,11 @@ def build_task(
     PR's review comments — each cleaned and clearly marked as quoted text."""
     kind = "pull request" if is_pull_request else "issue"
     parts = [f"Resolve {kind} #{number}: {clean_text(title, limit=300)}"]
-    if clean_text(body):
-        parts.append(f"The {kind} says:\n{clean_text(body)}")
-    if clean_text(instructions):
-        parts.append(f"Extra instructions from the requester:\n{clean_text(instructions)}")
-    comments = [clean_text(c, limit=2000) for c in review_comments if clean_text(c)]
+    if body_text := clean_text(body):
+        parts.append(f"The {kind} says:\n{body_text}")
+    if wanted := clean_text(instructions):
+        parts.append(f"Extra instructions from the requester:\n{wanted}")
+    comments = [c for c in (clean_text(r, limit=2000) for r in review_comments) if c]
     if comments:
         parts.append("Review comments:\n" + "\n".join(f"- {c}" for c in comments[-20:]))
     return "\n\n".join(parts)

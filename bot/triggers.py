@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent.models import Record
+from bot.pr import refusal_text
+from bot.task import visible_text
 from bot.webhooks import Event, dig
 
 Command = Literal["solve", "plan", "cancel", "help", "refuse"]
@@ -16,30 +17,10 @@ Source = Literal["label", "comment", "dispatch", "cli"]
 MAX_INSTRUCTIONS = 4000
 COMMAND_LINE = re.compile(r"^ {0,3}/cra(?:[ \t]+(?P<rest>.*))?$", re.IGNORECASE)
 FENCE = re.compile(r"^ {0,3}(```|~~~)")
-HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)  # an unclosed one hides the rest
-HIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cs"}  # controls, format (zero-width, bidi), private use
-HIDDEN_CHARS = {"\u034f", "\u115f", "\u1160", "\u3164", "\uffa0"}  # joiner, Hangul fillers
-VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF), (0x180B, 0x180F))
 DIGITS = re.compile(r"[0-9]{1,9}")
 WORD = re.compile(r"[A-Za-z0-9_-]{1,30}")
 
 
-def help_text(label: str = "cra") -> str:
-    """What `/cra help` answers."""
-    return (
-        "**cra** turns an issue into a tested pull request. Comment one of these, "
-        "on a line of its own:\n\n"
-        "- `/cra solve [instructions]`: plan, implement step by step with the tests as the gate, "
-        "open a pull request (on a pull request: add commits to it)\n"
-        "- `/cra plan [instructions]`: post the plan only\n"
-        "- `/cra cancel`: stop the active run after its current pass\n"
-        "- `/cra help`: this message\n\n"
-        f"Adding the label `{label}` to an issue is the same as `/cra solve`. Only people with "
-        "write access to the repository can start runs."
-    )
-
-
-HELP_TEXT = help_text()
 
 
 class Trigger(Record):
@@ -177,7 +158,7 @@ def _on_dispatch(event: Event, options: RouteOptions) -> Trigger | None:
 
 def find_command(body: str) -> tuple[str, str] | None:
     """The first `/cra` line outside code fences: (command word, the text after it), or None."""
-    lines = clean_text(body).split("\n")
+    lines = visible_text(body).split("\n")
     fenced = False
     for index, line in enumerate(lines):
         if FENCE.match(line):
@@ -193,26 +174,9 @@ def find_command(body: str) -> tuple[str, str] | None:
     return None
 
 
-def clean_text(text: str) -> str:
-    """Text without invisible characters (zero-width, bidi, controls) and HTML comments."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n")
-    visible = "".join(ch for ch in text.replace("\u2029", "\n") if _visible(ch))
-    return HTML_COMMENT.sub("", visible)
-
-
 def clean_instructions(text: str) -> str:
     """Untrusted instructions as plain data: cleaned, stripped, at most MAX_INSTRUCTIONS chars."""
-    return clean_text(text).strip()[:MAX_INSTRUCTIONS].strip()
-
-
-def _visible(ch: str) -> bool:
-    """Whether a character shows (newline and tab count as showing)."""
-    if ch in "\n\t":
-        return True
-    if ch in HIDDEN_CHARS or unicodedata.category(ch) in HIDDEN_CATEGORIES:
-        return False
-    code = ord(ch)
-    return not any(low <= code <= high for low, high in VARIATION_SELECTORS)
+    return visible_text(text).strip()[:MAX_INSTRUCTIONS].strip()
 
 
 def _interpret(word: str, rest: str, label: str) -> tuple[Command, str, str | None]:
@@ -223,10 +187,9 @@ def _interpret(word: str, rest: str, label: str) -> tuple[Command, str, str | No
     if word == "cancel":
         return "cancel", "", None
     if word in ("", "help"):
-        return "help", "", help_text(label)
-    known = WORD.fullmatch(word)
-    prefix = f"I don't know `/cra {word}`." if known else "I don't know that command."
-    return "help", "", f"{prefix}\n\n{help_text(label)}"
+        return "help", "", refusal_text("help", label=label)
+    unknown = f"/cra {word}" if WORD.fullmatch(word) else "/cra …"
+    return "help", "", refusal_text("unknown_command", command=unknown, label=label)
 
 
 # --- payload helpers -------------------------------------------------------------------------

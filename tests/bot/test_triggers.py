@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from bot.pr import HELP_TEXT
 from bot.triggers import (
-    HELP_TEXT,
     MAX_INSTRUCTIONS,
     RouteOptions,
     Router,
@@ -114,7 +114,8 @@ def test_help_replies_with_the_help_text(text: str) -> None:
 def test_an_unknown_command_gets_the_help_text() -> None:
     trigger = routed(comment("/cra frobnicate now"))
     assert trigger is not None and trigger.command == "help"
-    assert trigger.reply is not None and trigger.reply.startswith("I don't know `/cra frobnicate`")
+    assert trigger.reply is not None
+    assert trigger.reply.startswith("cra doesn't know `/cra frobnicate`")
 
 
 def test_the_help_names_the_configured_label() -> None:
