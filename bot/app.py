@@ -15,6 +15,7 @@ from flask.typing import ResponseReturnValue
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.errors import MalformedDelivery, SettingsError
+from bot.pr import refusal_text, run_page_url
 from bot.queue import RQQueue, RunQueue, ThreadQueue
 from bot.settings import BotSettings
 from bot.store import ActiveRunExists, BotStore, Run
@@ -243,7 +244,7 @@ def store_run(store: BotStore, trigger: Trigger, *, public_url: str | None = Non
     try:
         return store.create_run(trigger)
     except ActiveRunExists as busy:
-        text = busy_text(busy.run_id, trigger, public_url)
+        text = busy_text(busy.run_id, public_url)
         return store.create_run(
             trigger, command="busy", reply_text=text, related_run_id=busy.run_id
         )
@@ -253,26 +254,17 @@ def _store_cancel(store: BotStore, trigger: Trigger) -> Run:
     """Ask the active run to stop, and store the "cancel" run that answers the comment."""
     active = store.active_run(trigger.repository, trigger.issue_number)
     if active is None:
-        return store.create_run(trigger, reply_text="Nothing to cancel: no cra run is active here.")
+        return store.create_run(trigger, reply_text=refusal_text("nothing_to_cancel"))
     if trigger.actor != active.actor:  # someone else: the worker checks their permission first
         return store.create_run(trigger, related_run_id=active.id)
     store.request_cancel(active.id)
-    after = store.get_run(active.id)
-    if after is not None and after.status == "cancelled":
-        text = f"Cancelled run #{active.id} before it started."
-    else:
-        text = f"Cancelling run #{active.id}: it stops before its next pass."
+    text = refusal_text("cancelled", user=trigger.actor, run_id=active.id)
     return store.create_run(trigger, reply_text=text, related_run_id=active.id)
 
 
-def busy_text(active_id: int, trigger: Trigger, public_url: str | None) -> str:
+def busy_text(active_id: int, public_url: str | None) -> str:
     """The reply to a second solve or plan while a run is active on the same issue."""
-    where = "pull request" if trigger.is_pull_request else "issue"
-    link = f" ({public_url.rstrip('/')}/runs/{active_id})" if public_url else ""
-    return (
-        f"cra is already working on this {where} in run #{active_id}{link}, so I did not "
-        f"start another. Comment `/cra cancel` to stop it, then ask again."
-    )
+    return refusal_text("busy", run_id=active_id, run_url=run_page_url(public_url, active_id))
 
 
 # --- Prometheus text -------------------------------------------------------------------------

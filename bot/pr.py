@@ -737,10 +737,15 @@ def _fact(facts: Mapping[str, object], key: str) -> str:
     return "" if value is None else str(value)
 
 
+def run_page_url(public_url: str | None, run_id: int) -> str | None:
+    """The run page of a run, when the server has a public URL."""
+    return f"{public_url.rstrip('/')}/runs/{run_id}" if public_url else None
+
+
 def _run(facts: Mapping[str, object]) -> str:
     """`run N`, linked to its page when there is one."""
     run = _fact(facts, "run_id")
-    label = f"run {_line(run, 40)}" if run else "the run"
+    label = f"run #{_line(run, 40)}" if run else "the run"
     url = _fact(facts, "run_url")
     return _link(label, url) if url else label
 
@@ -770,7 +775,8 @@ def refusal_text(kind: str, **facts: object) -> str:
                          "Push the branch to this repository, or run cra on an issue instead."),
         "busy": lambda: _busy(facts),
         "cancelled": lambda: (f"{user}stopping" if user else "Stopping")
-        + " this cra run after its current pass.",
+        + (f" {_run(facts)}" if _fact(facts, "run_id") else " this cra run")
+        + " after its current pass.",
         "nothing_to_cancel": lambda: "There is no cra run to cancel here.",
         "interrupted": lambda: (f"cra stopped: the server restarted during {_run(facts)}, so it "
                                 "was marked failed. Comment `/cra solve` to start again."),

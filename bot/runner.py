@@ -116,7 +116,7 @@ class _Job:
             return
         if target is not None:
             self.store.request_cancel(target)
-        self.comment(f"Cancelling run #{target}: it stops before its next pass.")
+        self.comment(pr.refusal_text("cancelled", user=self.run.actor, run_id=target))
         self.finish("succeeded")
 
     # --- the agent run -------------------------------------------------------------------
@@ -349,8 +349,7 @@ class _Job:
         self.finish("failed", error=error, commented=True)
 
     def run_url(self) -> str | None:
-        base = self.settings.public_url
-        return f"{base.rstrip('/')}/runs/{self.run.id}" if base else None
+        return pr.run_page_url(self.settings.public_url, self.run.id)
 
     def model_names(self) -> dict[str, str]:
         return {role: self.settings.model_config_for(role).model

@@ -269,7 +269,7 @@ def test_cancel_asks_the_active_run_to_stop_and_queues_a_reply(
 def test_cancel_without_an_active_run_says_so(client: FlaskClient, services: TestServices) -> None:
     cancel = the_run(services, deliver(client, "issue_comment", comment_body("/cra cancel")))
     assert cancel.related_run_id is None
-    assert cancel.reply_text is not None and "Nothing to cancel" in cancel.reply_text
+    assert cancel.reply_text is not None and "no cra run to cancel" in cancel.reply_text
 
 
 def test_a_run_is_answered_202_even_when_the_queue_fails(

@@ -476,7 +476,7 @@ def test_fork_refusal_says_cra_cannot_push_to_forks() -> None:
 
 def test_busy_reply_points_at_the_running_run() -> None:
     text = refusal_text("busy", run_id=41, run_url="https://cra.example/runs/41")
-    assert "[run 41](https://cra.example/runs/41)" in text and "`/cra cancel`" in text
+    assert "[run #41](https://cra.example/runs/41)" in text and "`/cra cancel`" in text
 
 
 def test_config_error_names_the_key_and_the_file() -> None:
@@ -503,11 +503,11 @@ def test_a_config_error_may_come_as_error() -> None:
 
 def test_an_internal_error_names_the_run_and_the_error() -> None:
     text = refusal_text("error", run_id=9, error="internal error (KeyError); see the server log")
-    assert text.startswith("cra stopped run 9 after an error: internal error (KeyError)")
+    assert text.startswith("cra stopped run #9 after an error: internal error (KeyError)")
 
 
 def test_an_interrupted_run_says_the_server_restarted() -> None:
-    assert "the server restarted during run 9" in refusal_text("interrupted", run_id=9)
+    assert "the server restarted during run #9" in refusal_text("interrupted", run_id=9)
 
 
 @pytest.mark.parametrize("kind", ["cancel", "cancelled", "nothing_to_cancel", "closed", "locked",
