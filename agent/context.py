@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import uuid
 from collections.abc import Callable, Sequence
@@ -14,9 +13,9 @@ from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextPackage, RefinementRequest
 from agent.retrieval.index import RepoIndex, default_index_path
 from agent.retrieval.pipeline import IndexedContext, context_from_files
+from agent.retrieval.seeds import PATH_PATTERN, normalize_path
 
 Mode = Literal["plan", "implement"]
-_PATH_MENTION = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]{1,8})\b")
 
 
 class ContextSource(Protocol):
@@ -58,8 +57,8 @@ def mentioned_paths(root: Path, *texts: str | None) -> list[str]:
     """Repository files named in free text (task, failure output), in order of mention."""
     found: list[str] = []
     for text in texts:
-        for match in _PATH_MENTION.finditer(text or ""):
-            rel = match.group(1).lstrip("./")
+        for match in PATH_PATTERN.finditer(text or ""):
+            rel = normalize_path(match.group("path"))
             if rel not in found and (root / rel).is_file():
                 found.append(rel)
     return found

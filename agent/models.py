@@ -394,7 +394,6 @@ class OrchestratorResult(Record):
     branch: str | None = None
     base_commit: str | None = None
     commit: str | None = None
-    worktree: str | None = None
     diff: str = ""
     files_changed: list[str] = Field(default_factory=list)
     attempts: list[AttemptRecord] = Field(default_factory=list)

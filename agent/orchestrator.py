@@ -13,7 +13,7 @@ from agent.errors import AgentError, BudgetExhausted
 from agent.execute.decomposed_adjustment import adjust_plan
 from agent.execute.parsers import topological_order
 from agent.execute.plan import execute_plan
-from agent.execute.prompts import build_plan_prompt
+from agent.execute.prompts import PlanPassType, build_plan_prompt
 from agent.llm.budget import TaskBudget, estimate_tokens, prompt_limit
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
@@ -35,8 +35,6 @@ from agent.runtime import Runtime
 from agent.steps import RunContext, run_step, task_target_tests
 from agent.validation import passes_gate, run_validation
 from agent.workspace import Workspace, apply_in_place, close_workspace, open_workspace
-
-PlanPass = Literal["meta_plan", "part_plan", "adjustment"]
 
 
 class Cancelled(AgentError):
@@ -172,7 +170,6 @@ class _Sequencer:
             self.error = f"part {part.id}: {exc}"
             return
         assert isinstance(plan, PartPlan)
-        plan = plan.model_copy(update={"part_id": part.id})
         self.part_plans.append(plan)
         self.log.set_state(self.run_id, f"part_plan:{part.id}", plan)
         self.emit("plan_made", part_id=part.id, message=part.description, steps=plan.steps)
@@ -304,7 +301,7 @@ class _Sequencer:
 
     def plan_pass(
         self,
-        pass_type: PlanPass,
+        pass_type: PlanPassType,
         key: str,
         *,
         task: str,
@@ -345,7 +342,7 @@ class _Sequencer:
         task: str,
         files: Sequence[str],
         failure: str | None,
-        pass_type: PlanPass,
+        pass_type: PlanPassType,
     ) -> ContextPackage:
         """A fresh package for a planning pass, sized to the reasoning window."""
         classifier = None
@@ -358,7 +355,7 @@ class _Sequencer:
         )
 
     def plan_context_budget(
-        self, reasoning: LoggedLLMClient, task: str, pass_type: PlanPass
+        self, reasoning: LoggedLLMClient, task: str, pass_type: PlanPassType
     ) -> int:
         """Half of what the window leaves after the frame (the rest: diffs, results)."""
         reserved = self.config.budget.reserved_tokens

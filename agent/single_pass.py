@@ -71,7 +71,7 @@ def _solve(
         rc, step_from_plan(task, plan), part_id="single", plan=None, cumulative_diff="",
         task_run_id=task_run_id, extra_targets=task_target_tests(baseline, task),
     )
-    runtime.log.set_state(task_id, "step_result:single:s1", outcome.as_step_result())
+    runtime.log.set_state(task_id, "step_result:single:s1", outcome)
     return _result(task_id, task_run_id, ws, outcome, rc)
 
 

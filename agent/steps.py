@@ -27,6 +27,7 @@ from agent.models import (
     Usage,
     ValidationResult,
 )
+from agent.retrieval.scan import is_test_path
 from agent.runtime import Runtime
 from agent.validation import passes_gate, run_validation
 from agent.workspace import Workspace
@@ -34,7 +35,6 @@ from agent.workspace import Workspace
 AUTHOR_NAME = "cra"
 AUTHOR_EMAIL = "cra@users.noreply.github.com"
 _FAILURE_OUTPUT_CHARS = 6000
-_TEST_MARKERS = ("test_", "_test.", ".test.", ".spec.", "tests/", "test/", "__tests__/")
 
 
 @dataclass
@@ -288,7 +288,7 @@ def task_target_tests(baseline: ValidationResult, task: str) -> list[str]:
 
 def step_target_tests(baseline: ValidationResult, step: PlanStep) -> list[str]:
     """The step's own tests: its test files, and baseline failures inside its target files."""
-    files = [f for f in step.target_files if any(m in f for m in _TEST_MARKERS)]
+    files = [f for f in step.target_files if is_test_path(f)]
     failing = [t for t in baseline.failing_tests if t.split("::")[0] in step.target_files]
     return list(dict.fromkeys([*files, *failing]))
 

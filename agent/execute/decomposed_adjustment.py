@@ -207,7 +207,7 @@ def finalize_adjustment(
     )
     response = llm.complete(system, user, stage=STAGE_FINALIZE,
                             json_schema=plan_schema(STAGE_FINALIZE))
-    adjustment = parse_plan_response(response.text, STAGE_FINALIZE)
+    adjustment = parse_plan_response(response.raw_text, STAGE_FINALIZE)
     assert isinstance(adjustment, PlanAdjustment)  # the parser's model for this pass type
     return ensure_valid_adjustment(adjustment, completed_steps)
 

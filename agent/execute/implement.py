@@ -41,7 +41,7 @@ def execute_implement(
             raw_response=response.raw_text, usage=response.usage, refinement=request,
         )
     try:
-        edits = parse_implement_response(response.text)
+        edits = parse_implement_response(response.raw_text)
     except ParseError as exc:
         return StepResult(
             success=False, error_info=f"unparseable answer: {exc}",

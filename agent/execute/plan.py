@@ -114,7 +114,7 @@ def execute_plan(
         remaining_steps=remaining_steps, completed_steps=completed_steps,
     )
     response = llm.complete(system, user, stage=pass_type, json_schema=plan_schema(pass_type))
-    plan = parse_plan_response(response.text, pass_type)
+    plan = parse_plan_response(response.raw_text, pass_type)
     if isinstance(plan, PlanAdjustment):
         return ensure_valid_adjustment(plan, completed_steps)
     if isinstance(plan, PartPlan):

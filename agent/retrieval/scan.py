@@ -122,14 +122,6 @@ def vocabulary(text: str) -> str:
     return " ".join(set(_VOCABULARY_WORD.findall(text)))
 
 
-def read_text(root: Path, path: str) -> str | None:
-    """The current text of `path` under `root` (UTF-8, bad bytes replaced), or None."""
-    try:
-        return (root / path).read_bytes().decode("utf-8", errors="replace")
-    except OSError:
-        return None
-
-
 def is_test_path(path: str) -> bool:
     """True for files that look like tests by folder or name in common conventions."""
     pure = PurePosixPath(path)

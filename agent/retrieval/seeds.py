@@ -17,7 +17,7 @@ MAX_FILES_PER_SYMBOL = 3  # a name defined in more files than this is too common
 
 _TEST_ID = re.compile(r"(?P<path>[\w./\\-]+\.\w+)::(?P<name>[\w:.]+)")
 _PY_FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<name>[\w<>]+)')
-_PATH = re.compile(
+PATH_PATTERN = re.compile(
     r"(?<![\w@])(?P<path>(?:[\w.\\-]+/)*[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,5})(?![\w/])"
 )
 _BACKTICKED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`")
@@ -127,7 +127,7 @@ def _mine_locations(mined: ResolvedSeeds, paths: _PathMatcher, text: str) -> Non
             mined.add_file(found, "traceback frame")
             if not match["name"].startswith("<"):
                 mined.add_symbol(match["name"])
-    for match in _PATH.finditer(text):
+    for match in PATH_PATTERN.finditer(text):
         if (found := paths.match(match["path"])) is not None:
             mined.add_file(found, "path in text")
 
