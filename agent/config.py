@@ -13,6 +13,7 @@ from agent.errors import ConfigError
 
 CONFIG_CANDIDATES = (".github/cra.toml", "cra.toml")
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
+DEFAULT_PROTECTED: tuple[str, ...] = (".github/workflows/**",)  # globs cra never edits
 
 
 class Section(BaseModel):
@@ -97,7 +98,7 @@ class OrchestratorConfig(Section):
     max_adjustment_rounds: int = Field(default=1, ge=0)
     max_steps_per_part: int = Field(default=10, gt=0)
     decomposed_adjustment: bool = False
-    protected_paths: list[str] = Field(default_factory=lambda: [".github/workflows/**"])
+    protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))
 
 
 class RetrievalConfig(Section):

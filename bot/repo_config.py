@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from agent.config import ROLE_DEFAULTS, ModelConfig, SolveConfig, load_config
+from agent.config import DEFAULT_PROTECTED, ROLE_DEFAULTS, ModelConfig, SolveConfig, load_config
 from agent.errors import ConfigError
-from agent.execute.patch import DEFAULT_PROTECTED
 
 ROLES = ("reasoning", "coding", "classifier")
 

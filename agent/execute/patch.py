@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from agent.config import DEFAULT_PROTECTED
 from agent.errors import PatchRejected, UnsafePath
 from agent.models import PatchEdit, PatchResult
 
-DEFAULT_PROTECTED: tuple[str, ...] = (".github/workflows/**",)
 Writer = Callable[[Path, str, int | None], None]
 """Writes text to a path with a file mode (None: a new file's default mode)."""
 
