@@ -13,8 +13,8 @@ from agent.errors import AgentError, BudgetExhausted
 from agent.execute.decomposed_adjustment import adjust_plan
 from agent.execute.parsers import topological_order
 from agent.execute.plan import execute_plan
-from agent.execute.prompts import PlanPassType, build_plan_prompt
-from agent.llm.budget import TaskBudget, estimate_tokens, prompt_limit
+from agent.execute.prompts import PlanPassType, plan_context_room
+from agent.llm.budget import TaskBudget
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
     AdjustmentRecord,
@@ -357,14 +357,12 @@ class _Sequencer:
     def plan_context_budget(
         self, reasoning: LoggedLLMClient, task: str, pass_type: PlanPassType
     ) -> int:
-        """Half of what the window leaves after the frame (the rest: diffs, results)."""
-        reserved = self.config.budget.reserved_tokens
-        system, user = build_plan_prompt(
-            ContextPackage(task=task), task, pass_type=pass_type, model=reasoning.config,
-            reserved_tokens=reserved, step_token_budget=self.config.budget.max_tokens_per_step,
+        """What this planner pass may spend on context files."""
+        return plan_context_room(
+            task, pass_type=pass_type, model=reasoning.config,
+            reserved_tokens=self.config.budget.reserved_tokens,
+            step_token_budget=self.config.budget.max_tokens_per_step,
         )
-        free = prompt_limit(reasoning.config, reserved) - estimate_tokens(system + user)
-        return max(free // 2 if pass_type == "adjustment" else free - 64, 0)
 
     # --- records, events, state ----------------------------------------------------------
 

@@ -9,10 +9,10 @@ from agent.config import SolveConfig
 from agent.context import ContextSource, SeededFiles
 from agent.errors import AgentError
 from agent.execute.plan import execute_plan, plan_to_artifact
-from agent.execute.prompts import build_plan_prompt
-from agent.llm.budget import TaskBudget, estimate_tokens, prompt_limit
+from agent.execute.prompts import plan_context_room
+from agent.llm.budget import TaskBudget
 from agent.llm.logged import LoggedLLMClient
-from agent.models import ContextPackage, MetaPlan, PlanArtifact, Role
+from agent.models import MetaPlan, PlanArtifact, Role
 from agent.runtime import Runtime
 
 
@@ -52,13 +52,11 @@ def _meta_plan(
     config: SolveConfig,
 ) -> MetaPlan:
     reserved = config.budget.reserved_tokens
-    system, user = build_plan_prompt(
-        ContextPackage(task=task), task, pass_type="meta_plan", model=reasoning.config,
-        reserved_tokens=reserved, step_token_budget=config.budget.max_tokens_per_step,
-    )
-    room = prompt_limit(reasoning.config, reserved) - estimate_tokens(system + user) - 64
+    room = plan_context_room(task, pass_type="meta_plan", model=reasoning.config,
+                             reserved_tokens=reserved,
+                             step_token_budget=config.budget.max_tokens_per_step)
     package = source.gather(
-        task, mode="plan", files=(), failure=None, budget_tokens=max(room, 0),
+        task, mode="plan", files=(), failure=None, budget_tokens=room,
         classifier=classifier if config.retrieval.stages else None,
     )
     meta = execute_plan(

@@ -13,7 +13,7 @@ from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
 from agent.execute.implement import execute_implement
 from agent.execute.patch import apply_edits, normalise_path
 from agent.execute.prompts import build_implement_prompt
-from agent.llm.budget import TaskBudget, estimate_tokens, prompt_limit
+from agent.llm.budget import TaskBudget, context_room, estimate_tokens, prompt_limit
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
     AttemptRecord,
@@ -265,9 +265,10 @@ def _context_budget(st: _Step, failure: str | None) -> int:
         ContextPackage(task=st.rc.task), st.rc.task, st.step, model=model,
         reserved_tokens=reserved, plan=st.plan, cumulative_diff=st.cumulative_diff or None,
     )
-    limit = prompt_limit(model, reserved)
-    failure_room = min(estimate_tokens(failure), limit // 4) if failure else 0
-    return max(limit - estimate_tokens(frame[0] + frame[1]) - failure_room - 64, 0)
+    room = context_room(*frame, model=model, reserved_tokens=reserved)
+    if not failure:
+        return room
+    return max(room - min(estimate_tokens(failure), prompt_limit(model, reserved) // 4), 0)
 
 
 _CLOSING = re.compile(r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?=[\w./-]*#\d)", re.I)

@@ -9,7 +9,7 @@ from typing import Literal
 
 from agent.config import ModelConfig
 from agent.errors import PromptTooLarge
-from agent.llm.budget import check_prompt_fits
+from agent.llm.budget import check_prompt_fits, context_room
 from agent.models import ContextPackage, PartPlan, PlanStep, StepResult, ValidationResult
 
 PlanPassType = Literal["meta_plan", "part_plan", "adjustment"]
@@ -386,3 +386,19 @@ def format_test_results(results: Sequence[ValidationResult], cap: int) -> str:
     return "\n\n".join(blocks)
 
 
+def plan_context_room(
+    task: str,
+    *,
+    pass_type: PlanPassType,
+    model: ModelConfig,
+    reserved_tokens: int,
+    step_token_budget: int,
+) -> int:
+    """Tokens a planner pass may give its context files: the window after the prompt frame,
+    halved for an adjustment (its diff and results need the rest)."""
+    system, user = build_plan_prompt(
+        ContextPackage(task=task), task, pass_type=pass_type, model=model,
+        reserved_tokens=reserved_tokens, step_token_budget=step_token_budget,
+    )
+    room = context_room(system, user, model=model, reserved_tokens=reserved_tokens)
+    return room // 2 if pass_type == "adjustment" else room

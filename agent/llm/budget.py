@@ -32,6 +32,16 @@ def prompt_limit(model: ModelConfig, reserved_tokens: int) -> int:
     return model.context_window - reserved_tokens
 
 
+CONTEXT_MARGIN_TOKENS = 48  # the estimate's slack around the files' framing
+
+
+def context_room(system: str, user: str, *, model: ModelConfig, reserved_tokens: int) -> int:
+    """Tokens left for context files in a prompt whose frame (everything but the files) is
+    `system` + `user`."""
+    used = estimate_prompt_tokens(system, user) + CONTEXT_MARGIN_TOKENS
+    return max(prompt_limit(model, reserved_tokens) - used, 0)
+
+
 def check_prompt_fits(
     system: str, user: str, *, model: ModelConfig, reserved_tokens: int, stage: str
 ) -> int:

@@ -6,7 +6,15 @@ import pytest
 
 from agent.config import ModelConfig
 from agent.errors import BudgetExhausted, PromptTooLarge
-from agent.llm.budget import TaskBudget, check_prompt_fits, estimate_tokens, prompt_limit
+from agent.llm.budget import (
+    CONTEXT_MARGIN_TOKENS,
+    TaskBudget,
+    check_prompt_fits,
+    context_room,
+    estimate_prompt_tokens,
+    estimate_tokens,
+    prompt_limit,
+)
 from agent.models import Usage
 
 MODEL = ModelConfig(model="m", context_window=1000)
@@ -73,3 +81,12 @@ def test_default_labels_name_the_budget():
     budget = TaskBudget("run", max_tokens=1, max_calls=None)
     with pytest.raises(BudgetExhausted, match=r"run\.max_tokens"):
         budget.check(2)
+
+
+def test_context_room_is_the_window_left_after_the_frame() -> None:
+    model = ModelConfig(model="m", context_window=4096)
+    frame = estimate_prompt_tokens("system", "user text")
+    assert context_room("system", "user text", model=model, reserved_tokens=1000) == (
+        4096 - 1000 - frame - CONTEXT_MARGIN_TOKENS
+    )
+    assert context_room("x" * 40_000, "", model=model, reserved_tokens=1000) == 0
