@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 import threading
@@ -14,9 +13,10 @@ from flask import Flask, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.errors import MalformedDelivery, SettingsError
+from bot.errors import MalformedDelivery
 from bot.pr import refusal_text, run_page_url
-from bot.queue import RQQueue, RunQueue, ThreadQueue
+from bot.queue import RunQueue, build_queue, check_health
+from bot.services import Services, build_services
 from bot.settings import BotSettings
 from bot.store import ActiveRunExists, BotStore, Run
 from bot.triggers import Trigger, route
@@ -26,7 +26,6 @@ from bot.webhooks import Event, parse_delivery, verify_signature
 log = logging.getLogger(__name__)
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
-RUNNER = "bot.runner:execute_run"
 DURATION_BUCKETS = (10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -45,51 +44,45 @@ class AppServices(Protocol):
         ...
 
 
-def check_health(store: BotStore, queue: RunQueue) -> dict[str, str]:
-    """Whether the database answers a query and the queue can take runs."""
-    try:
-        store.ping()
-        database = "ok"
-    except SQLAlchemyError as exc:
-        database = f"error: {type(exc).__name__}"
-    return {"database": database, "queue": "ok" if queue.healthy() else "error: unavailable"}
-
-
 class BasicServices:
-    """The store and a queue, built from settings when create_app is given no services."""
+    """The store and a queue, built from settings when create_app is given no services.
+
+    The thread queue's workers call `execute`; by default the runner, with the full services
+    (GitHub, run log, mirrors) built on the first run.
+    """
 
     def __init__(
         self, settings: BotSettings, *, execute: Callable[[int], object] | None = None
     ) -> None:
         self.settings = settings
         self.store = BotStore.open(settings.database_url)
+        self._full: Services | None = None
+        self._lock = threading.Lock()
         try:
-            self.queue = self._build_queue(execute or self._execute_with_runner)
+            self.queue = build_queue(settings, execute or self._execute_with_runner)
         except BaseException:
             self.store.close()
             raise
 
-    def _build_queue(self, execute: Callable[[int], object]) -> RunQueue:
-        """RQ on Redis when configured, else worker threads running `execute`."""
-        if self.settings.queue != "rq":
-            return ThreadQueue(execute, workers=self.settings.workers)
-        if not self.settings.redis_url:
-            raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
-        return RQQueue(self.settings.redis_url)
-
     def _execute_with_runner(self, run_id: int) -> None:
-        """bot.runner.execute_run(run_id, self), imported only when a run is executed."""
-        module, name = RUNNER.split(":")
-        getattr(importlib.import_module(module), name)(run_id, self)
+        """bot.runner.execute_run with the full services, built once."""
+        from bot.runner import execute_run
+
+        with self._lock:
+            if self._full is None:
+                self._full = build_services(self.settings, with_queue=False)
+        execute_run(run_id, self._full)
 
     def health(self) -> dict[str, str]:
         """The database and the queue."""
         return check_health(self.store, self.queue)
 
     def close(self) -> None:
-        """Stop the queue, then release the database."""
+        """Stop the queue, then release the databases."""
         self.queue.close()
         self.store.close()
+        if self._full is not None:
+            self._full.close()
 
 
 class DeliveryCounter:

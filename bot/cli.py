@@ -105,16 +105,14 @@ def _action() -> int:
     from bot.runner import execute_run
     from bot.services import build_services
     from bot.triggers import route
-    from bot.webhooks import Event
+    from bot.webhooks import event_from_payload
 
     env = actions_environment()
     settings = BotSettings.for_actions(env)
     payload: dict[str, Any] = json.loads(Path(env.event_path).read_text(encoding="utf-8"))
-    event = Event(name=env.event_name, action=payload.get("action"),
-                  delivery_id=f"actions-{env.run_id or uuid.uuid4()}", payload=payload,
-                  installation_id=None, repository=env.repository,
-                  sender_login=(payload.get("sender") or {}).get("login", ""),
-                  sender_type=(payload.get("sender") or {}).get("type", "User"))
+    event = event_from_payload(env.event_name, f"actions-{env.run_id or uuid.uuid4()}", payload)
+    if event.repository is None:  # an Actions event file may lack it; the job knows
+        event = event.model_copy(update={"repository": env.repository})
     trigger = route(event, label=settings.label)
     if trigger is None:
         print("cra-bot: this event asks nothing of cra")

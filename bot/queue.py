@@ -10,7 +10,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel
+from sqlalchemy.exc import SQLAlchemyError
 
+from bot.errors import SettingsError
+from bot.settings import BotSettings
 from bot.store import BotStore
 
 if TYPE_CHECKING:  # redis and rq are the optional `redis` extra: imported by RQQueue only
@@ -184,3 +187,23 @@ def recover(store: BotStore, run_queue: RunQueue) -> Recovered:
     for run_id in requeued:
         run_queue.enqueue(run_id)
     return Recovered(interrupted=interrupted, requeued=requeued)
+
+
+def build_queue(settings: BotSettings, execute: Callable[[int], object]) -> RunQueue:
+    """RQ on Redis when configured (its workers run `bot.runner`), else threads running
+    `execute`."""
+    if settings.queue != "rq":
+        return ThreadQueue(execute, workers=settings.workers)
+    if not settings.redis_url:
+        raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
+    return RQQueue(settings.redis_url)
+
+
+def check_health(store: BotStore, run_queue: RunQueue) -> dict[str, str]:
+    """Whether the database answers a query and the queue can take runs."""
+    try:
+        store.ping()
+        database = "ok"
+    except SQLAlchemyError as exc:
+        database = f"error: {type(exc).__name__}"
+    return {"database": database, "queue": "ok" if run_queue.healthy() else "error: unavailable"}

@@ -12,11 +12,10 @@ from agent.context import ContextSource
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
 from agent.store import RunLog
-from bot.app import check_health
 from bot.errors import SettingsError
 from bot.github import AppTokens, GitHubAPI, StaticToken, TokenProvider
 from bot.mirrors import MirrorCache
-from bot.queue import RQQueue, RunQueue, ThreadQueue
+from bot.queue import RunQueue, build_queue, check_health
 from bot.settings import ROLES, BotSettings, process_environment
 from bot.store import BotStore
 
@@ -114,10 +113,6 @@ def build_services(
 
 
 def _queue(settings: BotSettings, services: Services) -> RunQueue:
-    if settings.queue == "rq":
-        if not settings.redis_url:
-            raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
-        return RQQueue(settings.redis_url)
     from bot.runner import execute_run
 
-    return ThreadQueue(lambda run_id: execute_run(run_id, services), workers=settings.workers)
+    return build_queue(settings, lambda run_id: execute_run(run_id, services))

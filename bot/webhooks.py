@@ -52,7 +52,11 @@ def parse_delivery(headers: Mapping[str, str], body: bytes) -> Event:
     delivery_id = _required_header(lowered, "x-github-delivery")
     if len(delivery_id) > MAX_DELIVERY_ID:
         raise MalformedDelivery("X-GitHub-Delivery is too long")
-    payload = _payload(body, lowered.get("content-type", ""))
+    return event_from_payload(name, delivery_id, _payload(body, lowered.get("content-type", "")))
+
+
+def event_from_payload(name: str, delivery_id: str, payload: dict[str, Any]) -> Event:
+    """An Event from an event name, an id and its payload (a delivery, or an Actions event file)."""
     action = payload.get("action")
     return Event(
         name=name,

@@ -16,8 +16,9 @@ from werkzeug.test import TestResponse
 
 from agent.models import LLMCallRecord
 from agent.store import RunLog
-from bot.app import BasicServices, check_health, create_app
+from bot.app import BasicServices, create_app
 from bot.errors import SettingsError
+from bot.queue import check_health
 from bot.settings import BotSettings
 from bot.store import BotStore, Run
 from bot.webhooks import sign
