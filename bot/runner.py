@@ -16,7 +16,7 @@ from agent.planning import plan_task
 from agent.runtime import Runtime
 from bot import pr
 from bot.errors import BotError
-from bot.github import Reaction
+from bot.github import PullInfo, Reaction
 from bot.progress import ProgressReporter
 from bot.repo_config import effective_config
 from bot.services import Services, build_services
@@ -83,6 +83,9 @@ class _Job:
         self.inst = run.installation_id
         self.repo = run.repository
         self.pr_url: str | None = None
+        self.reporter: ProgressReporter | None = None
+        self.pull: PullInfo | None = None  # the pull request a PR run works on
+        self.default_branch: str | None = None
 
     # --- dispatch ------------------------------------------------------------------------
 
@@ -151,9 +154,9 @@ class _Job:
         """(base ref, branch to work on, review comments); forks are refused."""
         number = self.run.issue_number
         if not is_pr:
-            default = self.gh.default_branch(self.repo, installation_id=self.inst)
-            return default, f"cra/issue-{number}", []
-        pull = self.gh.pull(self.repo, number, installation_id=self.inst)
+            self.default_branch = self.gh.default_branch(self.repo, installation_id=self.inst)
+            return self.default_branch, f"cra/issue-{number}", []
+        pull = self.pull = self.gh.pull(self.repo, number, installation_id=self.inst)
         if pull.head_repo != self.repo:
             self.comment(pr.refusal_text("fork"))
             self.finish("rejected", error="pull request from a fork")
@@ -203,7 +206,6 @@ class _Job:
                            context_factory=self.contexts(config))
         finally:
             runtime.models.close()
-        self.store.update_run(self.run.id, orchestrator_task_id=result.task_id)
         return result
 
     def plan_only(self, task: str, mirror: Path, base: str, config: SolveConfig) -> None:
@@ -253,23 +255,23 @@ class _Job:
         self, ctx: pr.PrContext, title: str, branch: str, partial: bool
     ) -> tuple[str, int]:
         body = pr.compose_pr_body(ctx)
-        if self.run.is_pull_request:
-            pull = self.gh.pull(self.repo, self.run.issue_number, installation_id=self.inst)
-            self.gh.update_pull(self.repo, pull.number, body=body, installation_id=self.inst)
-            return pull.html_url, pull.number
+        if self.pull is not None:
+            self.gh.update_pull(self.repo, self.pull.number, body=body,
+                                installation_id=self.inst)
+            return self.pull.html_url, self.pull.number
         existing = self.gh.find_pull(self.repo, branch, installation_id=self.inst)
         if existing is not None:
             self.gh.update_pull(self.repo, existing.number, title=pr.pr_title(title), body=body,
                                 installation_id=self.inst)
             return existing.html_url, existing.number
-        base = self.gh.default_branch(self.repo, installation_id=self.inst)
+        assert self.default_branch is not None, "an issue run knows its base"
         pull = self.gh.create_pull(self.repo, title=pr.pr_title(title), body=body, head=branch,
-                                   base=base, draft=partial, installation_id=self.inst)
+                                   base=self.default_branch, draft=partial,
+                                   installation_id=self.inst)
         return pull.html_url, pull.number
 
     def check_run(self, result: OrchestratorResult, ctx: pr.PrContext) -> None:
-        if result.commit is None:
-            return
+        assert result.commit is not None, "only delivered results get a check run"
         conclusion = {"complete": "success", "partial": "neutral"}.get(result.status, "failure")
         summary = pr.compose_check_summary(ctx)
         title = pr.check_title(ctx)
@@ -295,7 +297,8 @@ class _Job:
         """The orchestrator's progress: link the run page at once, then the checklist."""
         if event.kind == "run_started":
             self.store.update_run(self.run.id, orchestrator_task_id=event.run_id)
-        self.reporter.on_event(event)
+        if self.reporter is not None:
+            self.reporter.on_event(event)
 
     def publish(self, status: str, steps: list[tuple[str, str]], note: str) -> None:
         if self.run.comment_id is None:
@@ -333,7 +336,7 @@ class _Job:
         commented: bool = False,
     ) -> None:
         """Record the end; the final checklist and reaction for agent runs."""
-        if hasattr(self, "reporter") and not commented:
+        if self.reporter is not None and not commented:
             self.pr_url = pr_url
             self.reporter.flush(status, error or "")
         if self.run.command in ("solve", "plan") and status != "rejected":
