@@ -250,7 +250,7 @@ def prune_worktrees(repo: Path, parent: Path | None = None) -> list[Path]:
     run_git(["worktree", "prune"], repo)
     if parent is None or not parent.is_dir():
         return []
-    known = {Path(p).resolve() for p in _worktree_paths(repo)}
+    known = {Path(p).resolve() for p in worktree_paths(repo)}
     admin = _common_dir(repo) / "worktrees"
     stale = [
         child for child in sorted(parent.iterdir())
@@ -261,7 +261,7 @@ def prune_worktrees(repo: Path, parent: Path | None = None) -> list[Path]:
     return stale
 
 
-def _worktree_paths(repo: Path) -> list[str]:
+def worktree_paths(repo: Path) -> list[str]:
     """The paths of every worktree git knows for `repo`."""
     out = run_git(["worktree", "list", "--porcelain"], repo)
     return [line.removeprefix("worktree ") for line in out.splitlines()

@@ -31,6 +31,18 @@ class MirrorCache:
         with self.locked(repository):
             return git.mirror_sync(url, mirror, env=env)
 
+    def clean_worktrees(self, parent: Path) -> list[Path]:
+        """Remove every worktree of every mirror under `parent`: runs that died with the server
+        left them. Only when no run is live (the thread queue's start)."""
+        removed: list[Path] = []
+        for mirror in sorted(self._root.glob("*/*.git")):
+            for path in (Path(p) for p in git.worktree_paths(mirror)):
+                if path.parent == parent:
+                    git.remove_worktree(mirror, path)
+                    removed.append(path)
+            removed += git.prune_worktrees(mirror, parent)
+        return removed
+
     @contextmanager
     def locked(self, repository: str) -> Iterator[None]:
         """Exclusive use of one mirror across threads and processes of this machine."""

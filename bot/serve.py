@@ -21,10 +21,12 @@ log = logging.getLogger(__name__)
 def make_app(settings: BotSettings) -> tuple[Flask, Services]:
     """The app with real services; with the thread queue, interrupted runs are recovered."""
     services = build_services(settings)
-    if settings.queue == "thread":
+    if settings.queue == "thread":  # no run is live yet: clear what a dead process left
+        services.mirrors.clean_worktrees(settings.data_dir / "work" / "worktrees")
         recovered = recover(services.store, services.queue)
         for run_id in recovered.interrupted:
             report_interrupted(run_id, services)
+    services.store.prune_deliveries()
     return create_app(settings, services), services
 
 
