@@ -7,8 +7,7 @@ from typing import Protocol
 
 from agent.config import DEFAULT_PROTECTED, ROLE_DEFAULTS, ModelConfig, SolveConfig, load_config
 from agent.errors import ConfigError
-
-ROLES = ("reasoning", "coding", "classifier")
+from bot.settings import ROLES
 
 
 class ModelSettings(Protocol):

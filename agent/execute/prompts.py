@@ -82,7 +82,7 @@ def build_implement_prompt(
         except PromptTooLarge:
             if failure is None or len(failure) <= _MIN_FAILURE_CHARS:
                 raise
-            failure = _keep_tail(failure, len(failure) // 2)
+            failure = last_chars(failure, len(failure) // 2)
             continue
         return IMPLEMENT_SYSTEM, user
 
@@ -123,11 +123,6 @@ def _failure_section(failure: str | None) -> list[str]:
     if not failure:
         return []
     return [f"<previous_attempt_failed>\n{RETRY_NOTE}\n\n{failure}\n</previous_attempt_failed>"]
-
-
-def _keep_tail(text: str, chars: int) -> str:
-    """The last `chars` characters, marked as cut (test output ends with the summary)."""
-    return "[… earlier output omitted …]\n" + text[-chars:]
 
 
 # --- planner system prompts ------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -19,15 +18,6 @@ class CallLog(Protocol):
     def record_llm_call(self, record: LLMCallRecord) -> int:
         """Store one call; returns its id."""
         ...
-
-
-class _Keep(enum.Enum):
-    """Sentinel type: `bind` keeps the current value."""
-
-    KEEP = "keep"
-
-
-KEEP = _Keep.KEEP
 
 
 class LoggedLLMClient:
@@ -60,22 +50,6 @@ class LoggedLLMClient:
     def usage(self) -> Usage:
         """Totals of the calls answered through this client."""
         return self._usage
-
-    def bind(
-        self,
-        *,
-        task_run_id: int | _Keep | None = KEEP,
-        budgets: Sequence[TaskBudget] | _Keep = KEEP,
-    ) -> LoggedLLMClient:
-        """A new client on the same model and log, for another task run or budgets."""
-        return LoggedLLMClient(
-            self._model,
-            self._log,
-            role=self.role,
-            reserved_tokens=self.reserved_tokens,
-            task_run_id=self.task_run_id if isinstance(task_run_id, _Keep) else task_run_id,
-            budgets=self.budgets if isinstance(budgets, _Keep) else budgets,
-        )
 
     def complete(
         self,

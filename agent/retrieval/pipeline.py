@@ -17,7 +17,7 @@ from agent.llm.budget import estimate_tokens
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextFile, ContextPackage, DroppedFile, RefinementRequest, SymbolDetail
 from agent.retrieval.index import RepoIndex
-from agent.retrieval.packing import Entry, pack
+from agent.retrieval.packing import Entry, block_tokens, pack
 from agent.retrieval.parsing import language_of, parse_source
 from agent.retrieval.ranking import rank
 from agent.retrieval.scan import BINARY_SNIFF_BYTES
@@ -218,11 +218,12 @@ def _add_file(package: ContextPackage, root: Path, rel: str) -> None:
     except UnicodeDecodeError:
         package.dropped.append(DroppedFile(path=rel, reason="not UTF-8 text"))
         return
-    tokens = estimate_tokens(text) + estimate_tokens(rel) + 8
+    file = ContextFile(path=rel, content=text)
+    tokens = block_tokens(file)
     if package.used_tokens + tokens > package.budget_tokens:
         package.dropped.append(DroppedFile(path=rel, reason=f"over budget ({tokens} tokens)"))
         return
-    package.files.append(ContextFile(path=rel, content=text, tokens=tokens))
+    package.files.append(file.model_copy(update={"tokens": tokens}))
     package.used_tokens += tokens
 
 

@@ -105,8 +105,11 @@ def test_llm_error_propagates(server, llm):
         judge(llm, ["a"])
 
 
-def test_budget_exhaustion_propagates(server, llm):
+def test_budget_exhaustion_propagates(server, log):
     server.enqueue("yes", "yes")
-    limited = llm.bind(budgets=[TaskBudget("judge", max_tokens=None, max_calls=1)])
-    with pytest.raises(BudgetExhausted):
-        judge(limited, ["a", "b"])
+    config = ModelConfig(model="judge", base_url=server.url, max_retries=0)
+    with HTTPChatModel(config) as model:
+        limited = LoggedLLMClient(model, log, role="classifier", reserved_tokens=512,
+                                  budgets=[TaskBudget("judge", max_tokens=None, max_calls=1)])
+        with pytest.raises(BudgetExhausted):
+            judge(limited, ["a", "b"])

@@ -137,21 +137,3 @@ def test_usage_totals_the_clients_answered_calls(server, model, log):
     llm.complete("s", "u", stage="a")
     llm.complete("s", "u", stage="b")
     assert (llm.usage.prompt_tokens, llm.usage.completion_tokens, llm.usage.calls) == (30, 3, 2)
-
-
-def test_bind_shares_model_and_log_with_its_own_task_run_and_budgets(server, model, log):
-    server.enqueue("a")
-    budget = TaskBudget("step", max_tokens=None, max_calls=3)
-    llm = make_client(model, log, task_run_id=1)
-    bound = llm.bind(task_run_id=2, budgets=[budget])
-    bound.complete("s", "u", stage="implement")
-    assert log.records[0].task_run_id == 2
-    assert budget.calls == 1
-    assert llm.usage.calls == 0 and bound.usage.calls == 1
-    assert bound.config is llm.config and bound.config.model == "coder"
-
-
-def test_bind_keeps_what_it_is_not_given(model, log):
-    budget = TaskBudget("step", max_tokens=None, max_calls=3)
-    bound = make_client(model, log, task_run_id=5, budgets=[budget]).bind()
-    assert bound.task_run_id == 5 and bound.budgets == (budget,)
