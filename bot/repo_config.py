@@ -30,7 +30,9 @@ def effective_config(worktree: Path, settings: ModelSettings) -> SolveConfig:
     name only from the server's allow-list.
     """
     repo = load_config(worktree, allow_endpoints=False)
-    models = {role: _model(role, getattr(repo.models, role), settings) for role in ROLES}
+    models: dict[str, ModelConfig] = {
+        role: _model(role, getattr(repo.models, role), settings) for role in ROLES
+    }
     # A repository may protect more paths, never fewer: the bot does not edit workflows.
     protected = list(dict.fromkeys([*DEFAULT_PROTECTED, *repo.orchestrator.protected_paths]))
     orchestrator = repo.orchestrator.model_copy(update={"protected_paths": protected})
