@@ -6,10 +6,9 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any
 
-from flask import Flask, current_app, jsonify, request
+from flask import Flask, jsonify, request
 from flask.typing import ResponseReturnValue
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -18,6 +17,7 @@ from bot.pr import refusal_text, run_page_url
 from bot.queue import RunQueue, build_queue, check_health
 from bot.services import Services, build_services
 from bot.settings import BotSettings
+from bot.state import EXTENSION, AppServices, AppState, current_state
 from bot.store import ActiveRunExists, BotStore, Run
 from bot.triggers import Trigger, route
 from bot.web import blueprint as run_pages
@@ -28,20 +28,6 @@ log = logging.getLogger(__name__)
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 DURATION_BUCKETS = (10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-
-
-class AppServices(Protocol):
-    """What the app needs: the store, the queue and a health check."""
-
-    @property
-    def store(self) -> BotStore: ...
-
-    @property
-    def queue(self) -> RunQueue: ...
-
-    def health(self) -> dict[str, str]:
-        """Each dependency's state: "ok" or "error: …"."""
-        ...
 
 
 class BasicServices:
@@ -70,7 +56,7 @@ class BasicServices:
 
         with self._lock:
             if self._full is None:
-                self._full = build_services(self.settings, with_queue=False)
+                self._full = build_services(self.settings)
         execute_run(run_id, self._full)
 
     def health(self) -> dict[str, str]:
@@ -83,34 +69,6 @@ class BasicServices:
         self.store.close()
         if self._full is not None:
             self._full.close()
-
-
-class DeliveryCounter:
-    """Webhook deliveries counted by (event, outcome) in this process."""
-
-    def __init__(self) -> None:
-        self._counts: dict[tuple[str, str], int] = {}
-        self._lock = threading.Lock()
-
-    def add(self, event: str, outcome: str) -> None:
-        """Count one delivery."""
-        with self._lock:
-            self._counts[(event, outcome)] = self._counts.get((event, outcome), 0) + 1
-
-    def snapshot(self) -> dict[tuple[str, str], int]:
-        """A copy of the counts."""
-        with self._lock:
-            return dict(self._counts)
-
-
-@dataclass
-class AppState:
-    """What the views share, kept in `app.extensions["cra"]`."""
-
-    settings: BotSettings
-    services: AppServices
-    secret: str | None
-    deliveries: DeliveryCounter = field(default_factory=DeliveryCounter)
 
 
 def create_app(
@@ -128,7 +86,7 @@ def create_app(
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     built = services if services is not None else BasicServices(settings, execute=execute)
-    app.extensions["cra"] = AppState(settings=settings, services=built, secret=secret)
+    app.extensions[EXTENSION] = AppState(settings=settings, services=built, secret=secret)
     app.add_url_rule("/webhook", view_func=webhook, methods=["POST"])
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     app.add_url_rule("/metrics", view_func=metrics, methods=["GET"])
@@ -136,17 +94,12 @@ def create_app(
     return app
 
 
-def _state() -> AppState:
-    """The app's shared state."""
-    return cast(AppState, current_app.extensions["cra"])
-
-
 # --- views -----------------------------------------------------------------------------------
 
 
 def webhook() -> ResponseReturnValue:
     """Verify, parse, dedupe, route, store, enqueue; answer at once."""
-    state = _state()
+    state = current_state()
     body = request.get_data(cache=False)
     signature = request.headers.get("X-Hub-Signature-256")
     if state.secret is not None and not verify_signature(body, signature, state.secret):
@@ -165,14 +118,14 @@ def webhook() -> ResponseReturnValue:
 
 def healthz() -> ResponseReturnValue:
     """200 when the database and the queue are reachable, else 503 naming what failed."""
-    checks = _state().services.health()
+    checks = current_state().services.health()
     healthy = all(value == "ok" for value in checks.values())
     return jsonify(checks), 200 if healthy else 503
 
 
 def metrics() -> ResponseReturnValue:
     """Prometheus text: deliveries, runs by status, run durations, model tokens by role."""
-    state = _state()
+    state = current_state()
     store = state.services.store
     text = render_metrics(
         deliveries=state.deliveries.snapshot(),

@@ -86,7 +86,7 @@ def _run_one(
     from bot.services import build_services
     from bot.triggers import Trigger
 
-    services = build_services(settings, with_queue=False)
+    services = build_services(settings)
     try:
         if installation is None and settings.app_id is not None:
             installation = services.github.installation_for(repo)
@@ -117,7 +117,7 @@ def _action() -> int:
     if trigger is None:
         print("cra-bot: this event asks nothing of cra")
         return EXIT_OK
-    services = build_services(settings, with_queue=False)
+    services = build_services(settings)
     try:
         from bot.app import store_run
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # redis and rq are the optional `redis` extra: imported by RQ
 
 log = logging.getLogger(__name__)
 
-RUNNER_JOB = "bot.runner.execute_run_job"
+RUNNER_JOB = "bot.jobs.execute_run_job"
 INTERRUPTED = "interrupted"
 
 
@@ -190,7 +190,7 @@ def recover(store: BotStore, run_queue: RunQueue) -> Recovered:
 
 
 def build_queue(settings: BotSettings, execute: Callable[[int], object]) -> RunQueue:
-    """RQ on Redis when configured (its workers run `bot.runner`), else threads running
+    """RQ on Redis when configured (its workers run `bot.jobs`), else threads running
     `execute`."""
     if settings.queue != "rq":
         return ThreadQueue(execute, workers=settings.workers)

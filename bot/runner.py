@@ -19,8 +19,7 @@ from bot.errors import BotError
 from bot.github import PullInfo, Reaction
 from bot.progress import ProgressReporter
 from bot.repo_config import effective_config
-from bot.services import Services, build_services
-from bot.settings import BotSettings
+from bot.services import Services
 from bot.store import Run
 from bot.task import build_task
 
@@ -28,15 +27,6 @@ log = logging.getLogger(__name__)
 REPLIES = ("help", "refuse", "busy", "cancel")
 STATUS_OF = {"complete": "succeeded", "partial": "partial", "failed": "failed",
              "cancelled": "cancelled"}
-
-
-def execute_run_job(run_id: int) -> None:
-    """The RQ job: build the services from the environment and execute the run."""
-    services = build_services(BotSettings(), with_queue=False)
-    try:
-        execute_run(run_id, services)
-    finally:
-        services.close()
 
 
 def execute_run(run_id: int, services: Services) -> None:

@@ -11,7 +11,7 @@ from gunicorn.app.base import BaseApplication
 from bot.app import create_app
 from bot.errors import SettingsError
 from bot.queue import recover
-from bot.runner import report_interrupted
+from bot.runner import execute_run, report_interrupted
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 
@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 def make_app(settings: BotSettings) -> tuple[Flask, Services]:
     """The app with real services; with the thread queue, interrupted runs are recovered."""
-    services = build_services(settings)
+    services = build_services(settings, execute=execute_run)
     if settings.queue == "thread":  # no run is live yet: clear what a dead process left
         services.mirrors.clean_worktrees(settings.data_dir / "work" / "worktrees")
         recovered = recover(services.store, services.queue)
@@ -67,7 +67,7 @@ def serve(settings: BotSettings, *, host: str, port: int, processes: int, dev: b
 
 
 def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
-    """An RQ worker executing `bot.runner.execute_run_job` jobs from CRA_REDIS_URL."""
+    """An RQ worker executing `bot.jobs.execute_run_job` jobs from CRA_REDIS_URL."""
     if settings.queue != "rq" or not settings.redis_url:
         raise SettingsError("cra-bot worker needs CRA_QUEUE=rq and CRA_REDIS_URL")
     from redis import Redis

@@ -20,6 +20,7 @@ from bot.settings import ROLES, BotSettings, process_environment
 from bot.store import BotStore
 
 ContextFactory = Callable[[Path], ContextSource]
+Execute = Callable[[int, "Services"], object]  # e.g. bot.runner.execute_run, from the caller
 
 
 @dataclass
@@ -95,10 +96,14 @@ def _private_key(settings: BotSettings) -> str:
 def build_services(
     settings: BotSettings,
     *,
+    execute: Execute | None = None,
     environ: Mapping[str, str] | None = None,
-    with_queue: bool = True,
 ) -> Services:
-    """Real clients from settings; the thread queue's workers execute runs with these services."""
+    """Real clients from settings; given `execute`, a queue whose thread workers call it.
+
+    Without `execute` the process only executes runs itself (an RQ worker, `cra-bot run`) and
+    its queue refuses runs.
+    """
     runlog = RunLog.open(settings.database_url)
     store = BotStore.open(settings.database_url)
     github = GitHubAPI(settings.github_api_url, settings.github_url, token_provider(settings))
@@ -107,12 +112,6 @@ def build_services(
         mirrors=MirrorCache(settings.data_dir / "mirrors"),
         environ=dict(process_environment() if environ is None else environ),
     )
-    if with_queue:
-        services.queue = _queue(settings, services)
+    if execute is not None:
+        services.queue = build_queue(settings, lambda run_id: execute(run_id, services))
     return services
-
-
-def _queue(settings: BotSettings, services: Services) -> RunQueue:
-    from bot.runner import execute_run
-
-    return build_queue(settings, lambda run_id: execute_run(run_id, services))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
-from flask import Blueprint, abort, current_app, jsonify, render_template, request
+from flask import Blueprint, abort, jsonify, render_template, request
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 
@@ -29,10 +29,8 @@ from agent.models import (
 )
 from agent.store import PassDetail, RunLog, TaskRunDetail
 from bot.settings import BotSettings
+from bot.state import current_state
 from bot.store import ACTIVE_STATUSES, RUN_STATUSES, Run
-
-if TYPE_CHECKING:
-    from bot.app import AppState
 
 REFRESH_SECONDS = 5
 DEFAULT_LIMIT = 50
@@ -308,10 +306,6 @@ def _masked(model: M, secrets: Sequence[str]) -> M:
 # --- views -----------------------------------------------------------------------------------
 
 
-def _state() -> AppState:
-    return cast("AppState", current_app.extensions["cra"])
-
-
 def _wants_json() -> bool:
     return request.args.get("format") == "json"
 
@@ -319,7 +313,7 @@ def _wants_json() -> bool:
 @blueprint.get("/runs")
 def run_list() -> ResponseReturnValue:
     """The newest runs first, filtered by ?repository= and ?status=."""
-    state = _state()
+    state = current_state()
     repository = request.args.get("repository", "").strip() or None
     status = request.args.get("status", "").strip() or None
     limit = min(max(request.args.get("limit", DEFAULT_LIMIT, type=int) or 1, 1), MAX_LIMIT)
@@ -335,7 +329,7 @@ def run_list() -> ResponseReturnValue:
 @blueprint.get("/runs/<int:run_id>")
 def run_page(run_id: int) -> ResponseReturnValue:
     """One run: status, timeline, plan, adjustments, tests, diff and model calls; 404 if unknown."""
-    state = _state()
+    state = current_state()
     run = state.services.store.get_run(run_id)
     if run is None:
         abort(404, description=f"There is no run #{run_id}.")

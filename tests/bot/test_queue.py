@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 import uuid
@@ -20,7 +21,7 @@ EXECUTED_BY_RQ: list[int] = []
 
 
 def record_run_job(run_id: int) -> None:
-    """The test's RQ job (named by import path like bot.runner.execute_run_job)."""
+    """The test's RQ job (named by import path like bot.jobs.execute_run_job)."""
     EXECUTED_BY_RQ.append(run_id)
 
 
@@ -208,6 +209,11 @@ def test_rq_jobs_name_the_runner_and_carry_only_the_id(
         assert job.timeout is not None and job.timeout >= 3600
     finally:
         run_queue.close()
+
+
+def test_the_rq_job_path_names_the_job_function() -> None:
+    module, _, name = RUNNER_JOB.rpartition(".")
+    assert callable(getattr(importlib.import_module(module), name))
 
 
 @pytest.mark.redis

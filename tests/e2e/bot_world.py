@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from bot.app import create_app
+from bot.runner import execute_run
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 from bot.store import Run
@@ -44,7 +45,7 @@ class BotWorld:
         fake.add_issue(REPO, number=1, title="mul is off by one",
                        body="calc.mul(2, 3) returns 7 instead of 6.", user=OWNER)
         self.settings = self.make_settings(**overrides)
-        self.services: Services = build_services(self.settings)
+        self.services: Services = build_services(self.settings, execute=execute_run)
         self.client: FlaskClient = create_app(self.settings, self.services).test_client()
 
     def make_settings(self, **overrides: Any) -> BotSettings:
