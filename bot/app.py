@@ -13,8 +13,8 @@ from flask.typing import ResponseReturnValue
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.errors import MalformedDelivery
-from bot.pr import refusal_text, run_page_url
 from bot.queue import RunQueue, build_queue, check_health
+from bot.replies import refusal_text, run_page_url
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 from bot.state import EXTENSION, AppServices, AppState, current_state

@@ -14,7 +14,7 @@ from agent.models import OrchestratorResult, RunEvent
 from agent.orchestrator import solve
 from agent.planning import plan_task
 from agent.runtime import Runtime
-from bot import pr
+from bot import pr, replies
 from bot.errors import BotError
 from bot.github import PullInfo, Reaction
 from bot.progress import ProgressReporter
@@ -52,7 +52,7 @@ def report_interrupted(run_id: int, services: Services) -> None:
     if run is None:
         return
     gh = services.github
-    text = pr.refusal_text("interrupted", run_id=run_id)
+    text = replies.refusal_text("interrupted", run_id=run_id)
     try:
         if run.comment_id:
             gh.edit_comment(run.repository, run.comment_id, text,
@@ -86,7 +86,7 @@ class _Job:
         elif self.run.source != "cli" and not self.gh.can_start_runs(
             self.repo, self.run.actor, installation_id=self.inst
         ):  # `cra-bot run` is started by the server's operator, not by a GitHub user
-            self.comment(pr.refusal_text("permission", user=self.run.actor))
+            self.comment(replies.refusal_text("permission", user=self.run.actor))
             self.finish("rejected", error=f"{self.run.actor} lacks write permission")
         else:
             self.react("eyes")
@@ -96,7 +96,7 @@ class _Job:
         if self.run.command == "cancel" and self.run.reply_text is None:
             self.cancel_for_someone_else()
             return
-        text = self.run.reply_text or pr.refusal_text(self.run.command)
+        text = self.run.reply_text or replies.refusal_text(self.run.command)
         self.comment(text)
         self.finish("rejected" if self.run.command == "refuse" else "succeeded")
 
@@ -104,12 +104,12 @@ class _Job:
         """`/cra cancel` from someone who did not start the run: write access is required."""
         target = self.run.related_run_id
         if not self.gh.can_start_runs(self.repo, self.run.actor, installation_id=self.inst):
-            self.comment(pr.refusal_text("permission", user=self.run.actor))
+            self.comment(replies.refusal_text("permission", user=self.run.actor))
             self.finish("rejected", error=f"{self.run.actor} lacks write permission")
             return
         if target is not None:
             self.store.request_cancel(target)
-        self.comment(pr.refusal_text("cancelled", user=self.run.actor, run_id=target))
+        self.comment(replies.refusal_text("cancelled", user=self.run.actor, run_id=target))
         self.finish("succeeded")
 
     # --- the agent run -------------------------------------------------------------------
@@ -117,7 +117,7 @@ class _Job:
     def agent_run(self) -> None:
         issue = self.gh.issue(self.repo, self.run.issue_number, installation_id=self.inst)
         if issue.state != "open" or issue.locked:
-            self.comment(pr.refusal_text("closed"))
+            self.comment(replies.refusal_text("closed"))
             self.finish("rejected", error="issue closed or locked")
             return
         base_ref, branch, comments = self.target(issue.is_pull_request)
@@ -148,7 +148,7 @@ class _Job:
             return self.default_branch, f"cra/issue-{number}", []
         pull = self.pull = self.gh.pull(self.repo, number, installation_id=self.inst)
         if pull.head_repo != self.repo:
-            self.comment(pr.refusal_text("fork"))
+            self.comment(replies.refusal_text("fork"))
             self.finish("rejected", error="pull request from a fork")
             return None, "", []
         comments = self.gh.review_comments(self.repo, number, installation_id=self.inst)
@@ -168,7 +168,7 @@ class _Job:
                 config.require_test_command()
             except AgentError as exc:
                 message = str(exc).replace(tmp + "/", "")
-                self.finish_with_comment("failed", pr.refusal_text("config", error=message),
+                self.finish_with_comment("failed", replies.refusal_text("config", error=message),
                                          error=message)
                 return None
         return config
@@ -213,7 +213,7 @@ class _Job:
             finally:
                 runtime.models.close()
                 git.remove_worktree(mirror, worktree, branch=f"cra/plan-{self.run.id}")
-        self.finish_with_comment("succeeded", pr.plan_comment(artifact))
+        self.finish_with_comment("succeeded", replies.plan_comment(artifact))
 
     # --- delivery ------------------------------------------------------------------------
 
@@ -274,7 +274,7 @@ class _Job:
     # --- reporting -----------------------------------------------------------------------
 
     def start_progress(self) -> None:
-        body = pr.progress_comment(run_id=self.run.id, status="queued", steps=[],
+        body = replies.progress_comment(run_id=self.run.id, status="queued", steps=[],
                                    run_url=self.run_url())
         comment_id = self.gh.comment(self.repo, self.run.issue_number, body,
                                      installation_id=self.inst)
@@ -293,7 +293,7 @@ class _Job:
     def publish(self, status: str, steps: list[tuple[str, str]], note: str) -> None:
         if self.run.comment_id is None:
             return
-        body = pr.progress_comment(run_id=self.run.id, status=status, steps=steps, note=note,
+        body = replies.progress_comment(run_id=self.run.id, status=status, steps=steps, note=note,
                                    run_url=self.run_url(), pr_url=self.pr_url)
         self.gh.edit_comment(self.repo, self.run.comment_id, body, installation_id=self.inst)
 
@@ -336,13 +336,13 @@ class _Job:
     def fail(self, error: str) -> None:
         """The run broke: say so on the issue and record it."""
         try:
-            self.comment(pr.refusal_text("error", error=error, run_id=self.run.id))
+            self.comment(replies.refusal_text("error", error=error, run_id=self.run.id))
         except BotError as exc:
             log.warning("could not report the failure of run %s: %s", self.run.id, exc)
         self.finish("failed", error=error, commented=True)
 
     def run_url(self) -> str | None:
-        return pr.run_page_url(self.settings.public_url, self.run.id)
+        return replies.run_page_url(self.settings.public_url, self.run.id)
 
     def model_names(self) -> dict[str, str]:
         return {role: self.settings.model_config_for(role).model

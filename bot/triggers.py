@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent.models import Record
-from bot.pr import refusal_text
+from bot.replies import refusal_text
 from bot.task import visible_text
 from bot.webhooks import Event, dig
 

@@ -21,21 +21,17 @@ from agent.models import (
     Usage,
     ValidationResult,
 )
+from bot.fit import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, PR_BODY_LIMIT
+from bot.markdown import escape_markdown
 from bot.pr import (
-    CHECK_SUMMARY_LIMIT,
-    COMMENT_LIMIT,
-    HELP_TEXT,
-    PR_BODY_LIMIT,
     PrContext,
     check_title,
     compose_check_summary,
     compose_pr_body,
-    escape_markdown,
     failure_comment,
     pr_title,
-    progress_comment,
-    refusal_text,
 )
+from bot.replies import HELP_TEXT, progress_comment, refusal_text
 
 HOSTILE = "</details> ``` ~~~ <script>x</script> @everyone Fixes #1 | *a* _b_ \\` <!-- "
 

@@ -1,0 +1,277 @@
+"""The Markdown sections of a run's result: plan, adjustments, tests, test output, changes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from agent.models import (
+    AdjustmentRecord,
+    AdjustmentVerdicts,
+    OrchestratorResult,
+    StepOutcome,
+    ValidationResult,
+)
+from agent.validation import compare_to_baseline
+from bot import markdown as md
+from bot.fit import Caps, bounded, tail, verbatim_lines
+
+OUTPUT_CAP = 20_000  # characters of test output shown even when everything fits
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+_MARK = {"passed": "✅", "failed": "❌", "skipped": "⏭"}
+
+
+@dataclass(frozen=True)
+class Units:
+    """The cuttable material of a rendering, in whole units, rendered only as far as can fit."""
+
+    plan: list[str]
+    plan_marks: list[str | None]  # the status of every plan line (None for a part)
+    adjustments: list[str]
+    adjustments_total: int
+    output: list[str]  # the last lines, newest last
+    output_total: int
+    output_label: str
+    diff: list[str]
+    diff_total: int
+    diff_counts: tuple[int, int]
+
+    def counts(self) -> dict[str, int]:
+        return {"plan": len(self.plan), "adjustments": len(self.adjustments),
+                "output": len(self.output), "diff": len(self.diff)}
+
+
+def units_of(result: OrchestratorResult, output: tuple[str, str] | None, limit: int) -> Units:
+    """Split a result (and the test output to show) into cuttable units."""
+    label, text = output or ("", "")
+    out = verbatim_lines(text)
+    rows = _plan_rows(result)
+    diff = verbatim_lines(result.diff)
+    return Units(
+        plan=bounded(_plan_lines(rows, _part_descriptions(result)), limit),
+        plan_marks=[m for _, steps in rows for m in [None, *(o.status for o in steps)]],
+        adjustments=bounded(map(_adjustment_block, result.adjustments), limit),
+        adjustments_total=len(result.adjustments),
+        output=tail(out, OUTPUT_CAP), output_total=len(out), output_label=label,
+        diff=bounded(diff, limit), diff_total=len(diff), diff_counts=_diff_counts(diff),
+    )
+
+
+def first_failed(result: OrchestratorResult) -> StepOutcome | None:
+    return next((o for o in result.steps if o.status == "failed"), None)
+
+
+def step_ref(outcome: StepOutcome) -> str:
+    return md.code(f"{outcome.part_id}/{outcome.step_id}")
+
+
+def failure_reason(outcome: StepOutcome) -> str:
+    return outcome.budget_exhausted or outcome.error or "its tests failed"
+
+
+def _step_line(outcome: StepOutcome) -> str:
+    """One step as a nested list item: mark, id, description, commit or reason."""
+    line = f"  - {_MARK[outcome.status]} {md.code(outcome.step_id)} {md.line(outcome.description)}"
+    if outcome.status == "passed" and outcome.commit:
+        sha = outcome.commit[:7]
+        return line + " — " + (sha if _SHA.fullmatch(sha) else md.code(sha))
+    if outcome.status != "passed":
+        return line + " — " + md.line(failure_reason(outcome))
+    return line
+
+
+def _part_descriptions(result: OrchestratorResult) -> dict[str, str]:
+    return {p.id: p.description for p in result.meta_plan.parts} if result.meta_plan else {}
+
+
+def _plan_rows(result: OrchestratorResult) -> list[tuple[str, list[StepOutcome]]]:
+    """Parts in meta-plan order, then any others, each with the outcomes of its steps."""
+    described = [p.id for p in result.meta_plan.parts] if result.meta_plan else []
+    order = described + [o.part_id for o in result.steps]
+    by_part: dict[str, list[StepOutcome]] = {part: [] for part in order}
+    for outcome in result.steps:
+        by_part[outcome.part_id].append(outcome)
+    return list(by_part.items())
+
+
+def _plan_lines(rows: Sequence[tuple[str, list[StepOutcome]]], meta: Mapping[str, str]
+                ) -> Iterator[str]:
+    """One list line per part, then one nested line per step."""
+    for part_id, steps in rows:
+        text = " ".join(filter(None, [md.line(meta.get(part_id, "")),
+                                      "" if steps else "— not started"]))
+        yield f"- **Part {md.code(part_id)}** {text}".rstrip()
+        yield from map(_step_line, steps)
+
+
+def plan_section(units: Units, caps: Caps) -> str:
+    if not units.plan:
+        return ""
+    keep = len(units.plan) if caps.plan is None else caps.plan
+    text = "### Plan\n\n" + "\n".join(units.plan[:keep])
+    rest = [m for m in units.plan_marks[keep:] if m is not None]
+    if rest:
+        passed = rest.count("passed")
+        text += (f"\n\n… {md.plural(len(rest), 'more step')} omitted ({passed:,} passed, "
+                 f"{len(rest) - passed:,} failed or skipped); see the run page.")
+    return text
+
+
+def _verdicts(v: AdjustmentVerdicts) -> str:
+    """The decomposed adjustment's yes/no verdicts as a short list."""
+    viable = [k for k, ok in v.step_viability.items() if ok]
+    dropped = [k for k, ok in v.step_viability.items() if not ok]
+    failures = "; ".join(f"{i + 1}. {md.line(s.category, 40)}: {md.line(s.message, 120)}"
+                         for i, s in enumerate(v.failure_signals[:md.LIST_CAP])) or "none"
+    causes = "; ".join(f"{md.code(step)} → {', '.join(str(i + 1) for i in idx[:md.LIST_CAP])}"
+                       for step, idx in list(v.root_causes.items())[:md.LIST_CAP]) or "none found"
+    needed = ", ".join(str(i + 1) for i in v.new_steps_needed[:md.LIST_CAP]) or "none"
+    return "\n".join([
+        f"- Failures seen: {failures}",
+        f"- Steps still viable: {md.names(viable)}; dropped: {md.names(dropped)}",
+        f"- Root causes (step → failures): {causes}",
+        f"- Failures that need a new step: {needed}",
+    ])
+
+
+def _adjustment_block(record: AdjustmentRecord) -> str:
+    """One adjustment: after which step, why, what changed, and the verdicts when decomposed."""
+    head = (f"**After step {md.code(record.part_id + '/' + record.after_step)}** "
+            f"({record.mode} adjustment)")
+    blocks = [head]
+    if record.error:
+        blocks.append("The adjustment failed: " + md.line(record.error, 300))
+    adj = record.adjustment
+    if adj is not None:
+        if adj.rationale.strip():
+            blocks.append(md.para(adj.rationale))
+        changes = [f"- {md.line(c, 300)}" for c in adj.changes_made[:md.LIST_CAP]]
+        if len(adj.changes_made) > md.LIST_CAP:
+            changes.append(f"- … and {len(adj.changes_made) - md.LIST_CAP:,} more changes")
+        blocks.append("Changes made:\n" + "\n".join(changes) if changes else "No changes made.")
+        blocks.append("Remaining steps: " + md.names([s.id for s in adj.revised_steps]))
+    if record.verdicts is not None:
+        blocks.append(md.details("Verdicts of the decomposed adjustment",
+                               _verdicts(record.verdicts)))
+    return "\n\n".join(blocks)
+
+
+def adjustments_section(units: Units, caps: Caps) -> str:
+    if not units.adjustments:
+        return ""
+    total = units.adjustments_total
+    keep = total if caps.adjustments is None else caps.adjustments
+    parts = [f"### Plan adjustments ({total:,})", *units.adjustments[:keep]]
+    if keep < total:
+        parts.append(f"… {md.plural(total - keep, 'more adjustment')} omitted; see the run page.")
+    return "\n\n".join(parts)
+
+
+def validation_state(v: ValidationResult) -> str:
+    """A validation in a few words."""
+    if v.timed_out:
+        return "timed out"
+    if v.success:
+        return "passing"
+    if v.failing_tests:
+        return f"failing ({md.plural(len(v.failing_tests), 'failing test')})"
+    return "failing"
+
+
+def _cell(v: ValidationResult | None) -> str:
+    if v is None:
+        return "not run"
+    marks = {"passing": "✅ passed", "timed out": "⏱ timed out"}
+    return marks.get(validation_state(v), "❌ failed")
+
+
+def _failing(v: ValidationResult | None) -> str:
+    if v is None:
+        return "–"
+    if v.success:
+        return "0"
+    return f"{len(v.failing_tests):,}" if v.failing_tests else "unknown"
+
+
+def tests_sentence(result: OrchestratorResult) -> str:
+    base, final = result.baseline, result.final_validation
+    if final is None:
+        return "The tests were not run."
+    if base is None:
+        return f"Tests after: {validation_state(final)}."
+    return f"Tests before: {validation_state(base)}; after: {validation_state(final)}."
+
+
+def tests_section(result: OrchestratorResult) -> str:
+    base, final = result.baseline, result.final_validation
+    if base is None and final is None:
+        return "### Tests\n\nThe tests were not run."
+    table = "\n".join(["| | before | after |", "|---|---|---|",
+                       f"| test command | {_cell(base)} | {_cell(final)} |",
+                       f"| failing tests | {_failing(base)} | {_failing(final)} |"])
+    parts = ["### Tests", table]
+    if base is not None and final is not None:
+        cmp = compare_to_baseline(base, final)
+        parts.append("\n".join([
+            f"- Newly passing ({len(cmp.newly_passing):,}): {md.names(cmp.newly_passing)}",
+            f"- Newly failing ({len(cmp.newly_failing):,}): {md.names(cmp.newly_failing)}",
+            f"- Still failing ({len(cmp.still_failing):,}): {md.names(cmp.still_failing)}",
+        ]))
+    return "\n\n".join(parts)
+
+
+def output_section(units: Units, caps: Caps) -> str:
+    if not units.output:
+        return ""
+    keep = len(units.output) if caps.output is None else caps.output
+    omitted = units.output_total - keep
+    if keep == 0:
+        return (f"{units.output_label}: {md.plural(units.output_total, 'line')} omitted to fit "
+                "GitHub's size limit; see the run page.")
+    note = f"… {md.plural(omitted, 'earlier line')} omitted.\n\n" if omitted else ""
+    return md.details(f"{units.output_label} ({md.plural(units.output_total, 'line')})",
+                    note + md.fence("\n".join(units.output[-keep:]), "text"))
+
+
+def _diff_counts(diff: Sequence[str]) -> tuple[int, int]:
+    """Lines inserted and deleted by a unified diff (file headers excluded)."""
+    added = deleted = 0
+    in_hunk = False
+    for line in diff:
+        if line.startswith("diff --git"):
+            in_hunk = False
+        elif line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and line.startswith("+"):
+            added += 1
+        elif in_hunk and line.startswith("-"):
+            deleted += 1
+    return added, deleted
+
+
+def _changed_files(result: OrchestratorResult) -> list[str]:
+    if result.files_changed:
+        return result.files_changed
+    return [m.group(1) for m in re.finditer(r"^diff --git a/(\S+) b/", result.diff, re.M)]
+
+
+def changes_section(result: OrchestratorResult, units: Units, caps: Caps) -> str:
+    if not result.diff.strip():
+        return "### Changes\n\nNo changes."
+    files = _changed_files(result)
+    added, deleted = units.diff_counts
+    stats = f"**{md.plural(len(files), 'file')} changed** (+{added:,} −{deleted:,}): "
+    parts = ["### Changes", stats + md.names(files, md.FILES_CAP)]
+    keep = len(units.diff) if caps.diff is None else caps.diff
+    where = f"see the branch {md.code(result.branch)}" if result.branch else "see the run page"
+    omitted = units.diff_total - keep
+    if keep == 0:
+        parts.append(f"The diff ({md.plural(units.diff_total, 'line')}) is too long to show here; "
+                     f"{where}.")
+        return "\n\n".join(parts)
+    note = (f"\n\n… diff truncated: {md.plural(omitted, 'line')} omitted; {where}."
+            if omitted else "")
+    parts.append(md.details(f"Diff ({md.plural(units.diff_total, 'line')})",
+                          md.fence("\n".join(units.diff[:keep]), "diff") + note))
+    return "\n\n".join(parts)
