@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 
 from agent.models import OrchestratorResult, StepOutcome, ValidationResult
-from agent.store import (
+from agent.run_details import (
     OrchestratorRunDetail,
     OrchestratorRunSummary,
     TaskRunDetail,

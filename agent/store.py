@@ -1,432 +1,40 @@
-"""The run log: task runs, attempts, validations, model calls, passes and session state."""
+"""The run log: the one writer and reader of its runs, passes, attempts, calls and state."""
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from importlib import resources
-from pathlib import Path
-from types import TracebackType
-from typing import Any, ClassVar, Literal, Self
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import pydantic_core
-from alembic import command
-from alembic.config import Config
-from pydantic import BaseModel
-from sqlalchemy import (
-    Boolean,
-    Connection,
-    DateTime,
-    Dialect,
-    Engine,
-    ForeignKey,
-    Integer,
-    MetaData,
-    Text,
-    TypeDecorator,
-    UniqueConstraint,
-    create_engine,
-    event,
-    func,
-    insert,
-    make_url,
-    select,
-    text,
-    update,
-)
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from agent.models import AttemptRecord, LLMCallRecord, Record, Usage, ValidationResult
+from agent.database import Database
+from agent.models import AttemptRecord, LLMCallRecord, Usage, ValidationResult
+from agent.run_details import (
+    OrchestratorRunDetail,
+    OrchestratorRunSummary,
+    PassDetail,
+    TaskRunDetail,
+    TaskRunSummary,
+    columns_for,
+    detail_of,
+    summary_of,
+)
+from agent.tables import (
+    AttemptRow,
+    Base,
+    LLMCallRow,
+    OrchestratorRunRow,
+    PassRow,
+    StateRow,
+    TaskRunRow,
+    ValidationRow,
+)
 
-Clock = Callable[[], datetime]
 TaskRunStatus = Literal["running", "complete", "partial", "failed", "cancelled", "error"]
 ValidationKind = Literal["baseline", "attempt"]
-
-_ALEMBIC_IN_USE = threading.Lock()  # alembic's `context` and `op` are process-wide proxies
-MIGRATION_LOCK = 0x63726120  # PostgreSQL advisory lock key held while migrating ("cra ")
-NAMING = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-
-def utc_now() -> datetime:
-    """The current time, timezone-aware UTC."""
-    return datetime.now(UTC)
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timestamp stored as UTC and read back timezone-aware on every dialect."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to the run log; use an aware UTC clock")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-class JSONText(TypeDecorator[Any]):
-    """A JSON value stored as TEXT, the same on every dialect."""
-
-    impl = Text()
-    cache_ok = True
-
-    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
-        return None if value is None else json.dumps(value)
-
-    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
-        return None if value is None else json.loads(value)
-
-
-# --- tables ----------------------------------------------------------------------------------
-
-
-class Base(DeclarativeBase):
-    """Declarative base of the run log; its metadata is what migrations must produce."""
-
-    metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map: ClassVar[dict[Any, Any]] = {
-        str: Text(),
-        bool: Boolean(),
-        datetime: UTCDateTime(),
-    }
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, sort_order=-1)
-
-
-class TaskRunRow(Base):
-    """One agent run over a repository (a solve, or one pass of an orchestrator run)."""
-
-    __tablename__ = "task_runs"
-    task_id: Mapped[str] = mapped_column(unique=True)
-    repo_path: Mapped[str]
-    task_description: Mapped[str]
-    mode: Mapped[str]
-    status: Mapped[str]
-    success: Mapped[bool | None]
-    total_prompt_tokens: Mapped[int] = mapped_column(default=0, server_default="0")
-    total_completion_tokens: Mapped[int] = mapped_column(default=0, server_default="0")
-    total_latency_ms: Mapped[int] = mapped_column(default=0, server_default="0")
-    final_diff: Mapped[str | None]
-    branch: Mapped[str | None]
-    config_json: Mapped[str | None]
-    error: Mapped[str | None]
-    created_at: Mapped[datetime]
-    completed_at: Mapped[datetime | None]
-
-
-class AttemptRow(Base):
-    """One generate → apply → validate attempt of a task run."""
-
-    __tablename__ = "run_attempts"
-    task_run_id: Mapped[int] = mapped_column(ForeignKey("task_runs.id"), index=True)
-    attempt: Mapped[int]
-    prompt_tokens: Mapped[int]
-    completion_tokens: Mapped[int]
-    latency_ms: Mapped[int]
-    raw_response: Mapped[str]
-    patch_applied: Mapped[bool]
-    error_info: Mapped[str | None]
-    unified_diff: Mapped[str]
-    created_at: Mapped[datetime]
-
-
-class ValidationRow(Base):
-    """One run of the test, lint and type-check commands."""
-
-    __tablename__ = "validation_results"
-    attempt_id: Mapped[int | None] = mapped_column(ForeignKey("run_attempts.id"), index=True)
-    task_run_id: Mapped[int] = mapped_column(ForeignKey("task_runs.id"), index=True)
-    kind: Mapped[str]
-    success: Mapped[bool]
-    test_output: Mapped[str | None]
-    lint_output: Mapped[str | None]
-    type_check_output: Mapped[str | None]
-    failing_tests: Mapped[list[str]] = mapped_column(JSONText)
-    passing_tests: Mapped[list[str]] = mapped_column(JSONText)
-    exit_code: Mapped[int | None]
-    timed_out: Mapped[bool]
-    duration_ms: Mapped[int]
-    created_at: Mapped[datetime]
-
-
-class OrchestratorRunRow(Base):
-    """One orchestrated solve: a meta-plan, its parts and their steps."""
-
-    __tablename__ = "orchestrator_runs"
-    task_id: Mapped[str] = mapped_column(unique=True)
-    repo_path: Mapped[str]
-    task_description: Mapped[str]
-    total_parts: Mapped[int | None]
-    total_steps: Mapped[int | None]
-    parts_completed: Mapped[int] = mapped_column(default=0, server_default="0")
-    steps_completed: Mapped[int] = mapped_column(default=0, server_default="0")
-    status: Mapped[str]
-    created_at: Mapped[datetime]
-    completed_at: Mapped[datetime | None]
-
-
-class PassRow(Base):
-    """The link from an orchestrator run to the task run of one of its passes."""
-
-    __tablename__ = "orchestrator_passes"
-    orchestrator_run_id: Mapped[int] = mapped_column(ForeignKey("orchestrator_runs.id"), index=True)
-    task_run_id: Mapped[int] = mapped_column(ForeignKey("task_runs.id"), index=True)
-    pass_type: Mapped[str]
-    part_id: Mapped[str | None]
-    step_id: Mapped[str | None]
-    sequence_order: Mapped[int]
-    created_at: Mapped[datetime]
-
-
-class LLMCallRow(Base):
-    """One model call, with its prompts and answer."""
-
-    __tablename__ = "llm_calls"
-    task_run_id: Mapped[int | None] = mapped_column(ForeignKey("task_runs.id"), index=True)
-    stage: Mapped[str]
-    role: Mapped[str]
-    model: Mapped[str]
-    system_prompt: Mapped[str]
-    user_prompt: Mapped[str]
-    response: Mapped[str | None]
-    prompt_tokens: Mapped[int]
-    completion_tokens: Mapped[int]
-    tokens_estimated: Mapped[bool]
-    latency_ms: Mapped[int]
-    error: Mapped[str | None]
-    created_at: Mapped[datetime]
-
-
-class StateRow(Base):
-    """One JSON value of a run's session state."""
-
-    __tablename__ = "session_state"
-    __table_args__ = (UniqueConstraint("run_key", "key"),)
-    run_key: Mapped[str]
-    key: Mapped[str]
-    value: Mapped[str]
-    updated_at: Mapped[datetime]
-
-
-# --- what readers return ---------------------------------------------------------------------
-
-
-class TaskRunSummary(Record):
-    """One line of `cra runs`: a task run at a glance."""
-
-    id: int
-    task_id: str
-    status: str
-    repo_path: str
-    task_description: str
-    created_at: datetime
-    total_tokens: int
-    attempts: int
-
-
-class ValidationDetail(Record):
-    """A stored validation with its place in the run."""
-
-    id: int
-    kind: str
-    attempt_id: int | None
-    created_at: datetime
-    result: ValidationResult
-
-
-class AttemptDetail(Record):
-    """A stored attempt with the validations that judged it."""
-
-    id: int
-    attempt: int
-    prompt_tokens: int
-    completion_tokens: int
-    latency_ms: int
-    raw_response: str
-    patch_applied: bool
-    error_info: str | None
-    unified_diff: str
-    created_at: datetime
-    validations: list[ValidationDetail]
-
-
-class LLMCallDetail(Record):
-    """A stored model call."""
-
-    id: int
-    created_at: datetime
-    record: LLMCallRecord
-
-
-class TaskRunDetail(Record):
-    """A task run with everything recorded under it, in the order it happened."""
-
-    id: int
-    task_id: str
-    repo_path: str
-    task_description: str
-    mode: str
-    status: str
-    success: bool | None
-    usage: Usage
-    final_diff: str | None
-    branch: str | None
-    config_json: str | None
-    error: str | None
-    created_at: datetime
-    completed_at: datetime | None
-    baseline: list[ValidationDetail]
-    attempts: list[AttemptDetail]
-    llm_calls: list[LLMCallDetail]
-
-
-class PassDetail(Record):
-    """One pass of an orchestrator run and the task run that holds its records."""
-
-    id: int
-    pass_type: str
-    part_id: str | None
-    step_id: str | None
-    sequence_order: int
-    task_run_id: int
-    created_at: datetime
-
-
-class OrchestratorRunSummary(Record):
-    """One line of `cra runs`: an orchestrator run at a glance."""
-
-    id: int
-    task_id: str
-    repo_path: str
-    task_description: str
-    total_steps: int | None
-    steps_completed: int
-    status: str
-    created_at: datetime
-
-
-class OrchestratorRunDetail(Record):
-    """An orchestrator run with its passes in sequence order."""
-
-    id: int
-    task_id: str
-    repo_path: str
-    task_description: str
-    total_parts: int | None
-    total_steps: int | None
-    parts_completed: int
-    steps_completed: int
-    status: str
-    created_at: datetime
-    completed_at: datetime | None
-    passes: list[PassDetail]
-
-
-# --- opening ---------------------------------------------------------------------------------
-
-
-def migrations_location() -> str:
-    """The Alembic script directory: shipped as `agent._migrations`, else the checkout's."""
-    try:
-        return str(resources.files("agent._migrations"))
-    except ModuleNotFoundError:  # an editable install made before the mapping existed
-        return str(Path(__file__).resolve().parent.parent / "migrations")
-
-
-def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-    """Per-connection SQLite settings: WAL, a busy timeout, enforced foreign keys."""
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA busy_timeout=5000")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    # WAL + NORMAL: a crash of cra loses nothing committed; only a power cut may lose the
-    # last transactions. FULL would fsync on every commit (3 ms each, hundreds per run).
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
-
-
-def build_engine(url: str) -> Engine:
-    """An engine for the URL; SQLite gets its directory created and its pragmas set."""
-    parsed = make_url(url)
-    is_sqlite = parsed.get_backend_name() == "sqlite"
-    if is_sqlite and parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(parsed, pool_pre_ping=not is_sqlite)
-    if is_sqlite:
-        event.listen(engine, "connect", _on_sqlite_connect)
-    return engine
-
-
-def upgrade(engine: Engine) -> None:
-    """Bring the schema to the newest migration (no alembic.ini needed)."""
-    config = Config()
-    config.set_main_option("script_location", migrations_location())
-    with _ALEMBIC_IN_USE, engine.begin() as connection:
-        _lock_for_migration(connection)
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
-
-
-def _lock_for_migration(connection: Connection) -> None:
-    """Serialise concurrent upgrades (workers starting together) until the transaction ends."""
-    if connection.dialect.name == "sqlite":
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-    elif connection.dialect.name == "postgresql":
-        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
-
-
-# --- the run log -----------------------------------------------------------------------------
-
-
-class Database:
-    """A migrated database: the engine, a session factory, the clock; closed once."""
-
-    def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
-        self._engine = engine
-        self._clock = clock or utc_now
-        self._sessions = sessionmaker(engine, expire_on_commit=False)
-
-    @classmethod
-    def open(cls, url: str, *, clock: Clock | None = None) -> Self:
-        """Connect to the database at `url` and migrate it to the newest schema."""
-        engine = build_engine(url)
-        try:
-            upgrade(engine)
-        except BaseException:
-            engine.dispose()
-            raise
-        return cls(engine, clock=clock)
-
-    @property
-    def engine(self) -> Engine:
-        return self._engine
-
-    def close(self) -> None:
-        """Release every pooled connection."""
-        self._engine.dispose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 class RunLog(Database):
@@ -649,7 +257,7 @@ class RunLog(Database):
         if modes is not None:
             query = query.where(TaskRunRow.mode.in_(list(modes)))
         with self._sessions() as session:
-            return [_summary(row, count) for row, count in session.execute(query)]
+            return [summary_of(row, count) for row, count in session.execute(query)]
 
     def get_task_run(self, id_or_task_id: int | str) -> TaskRunDetail | None:
         """A task run with its baseline, attempts, validations and model calls; None if unknown."""
@@ -658,14 +266,14 @@ class RunLog(Database):
             run = session.scalar(select(TaskRunRow).where(column == id_or_task_id))
             if run is None:
                 return None
-            return _detail(session, run)
+            return detail_of(session, run)
 
     def list_orchestrator_runs(self, *, limit: int = 20) -> list[OrchestratorRunSummary]:
         """The newest orchestrator runs first."""
         query = select(OrchestratorRunRow).order_by(OrchestratorRunRow.id.desc()).limit(limit)
         with self._sessions() as session:
             return [
-                OrchestratorRunSummary(**_pick(row, OrchestratorRunSummary))
+                OrchestratorRunSummary(**columns_for(row, OrchestratorRunSummary))
                 for row in session.scalars(query)
             ]
 
@@ -683,74 +291,4 @@ class RunLog(Database):
                 select(PassRow).where(PassRow.orchestrator_run_id == run.id).order_by(*order)
             )
             passes = [PassDetail.model_validate(p, from_attributes=True) for p in rows]
-            return OrchestratorRunDetail(passes=passes, **_pick(run, OrchestratorRunDetail))
-
-
-# --- row → model -----------------------------------------------------------------------------
-
-
-def _pick(row: Base, model: type[BaseModel]) -> dict[str, Any]:
-    """The row's column values that `model` has fields for."""
-    return {
-        c.key: getattr(row, c.key) for c in row.__table__.columns if c.key in model.model_fields
-    }
-
-
-def _summary(row: TaskRunRow, attempts: int) -> TaskRunSummary:
-    """A task run row as a summary line (first line of the description, at most 80 chars)."""
-    lines = row.task_description.strip().splitlines() or [""]
-    short = lines[0] if len(lines[0]) <= 80 else lines[0][:79] + "…"
-    total = row.total_prompt_tokens + row.total_completion_tokens
-    values = {**_pick(row, TaskRunSummary), "task_description": short}
-    return TaskRunSummary(total_tokens=total, attempts=attempts, **values)
-
-
-def _validation(row: ValidationRow) -> ValidationDetail:
-    """A validation row as a detail."""
-    result = ValidationResult.model_validate(row, from_attributes=True)
-    return ValidationDetail(result=result, **_pick(row, ValidationDetail))
-
-
-def _llm_call(row: LLMCallRow) -> LLMCallDetail:
-    """A model-call row as a detail."""
-    record = LLMCallRecord.model_validate(row, from_attributes=True)
-    return LLMCallDetail(record=record, **_pick(row, LLMCallDetail))
-
-
-def _detail(session: Session, run: TaskRunRow) -> TaskRunDetail:
-    """Everything recorded under one task run, each kind in insertion order."""
-    validations = [
-        _validation(v)
-        for v in session.scalars(
-            select(ValidationRow).where(ValidationRow.task_run_id == run.id).order_by("id")
-        )
-    ]
-    calls = [
-        _llm_call(c)
-        for c in session.scalars(
-            select(LLMCallRow).where(LLMCallRow.task_run_id == run.id).order_by("id")
-        )
-    ]
-    attempts = [
-        AttemptDetail(
-            validations=[v for v in validations if v.attempt_id == a.id], **_pick(a, AttemptDetail)
-        )
-        for a in session.scalars(
-            select(AttemptRow).where(AttemptRow.task_run_id == run.id).order_by("id")
-        )
-    ]
-    usage = Usage(
-        prompt_tokens=run.total_prompt_tokens,
-        completion_tokens=run.total_completion_tokens,
-        latency_ms=run.total_latency_ms,
-        calls=len(calls),
-        estimated=any(c.record.tokens_estimated for c in calls),
-    )
-    baseline = [v for v in validations if v.kind == "baseline"]
-    return TaskRunDetail(
-        usage=usage,
-        baseline=baseline,
-        attempts=attempts,
-        llm_calls=calls,
-        **_pick(run, TaskRunDetail),
-    )
+            return OrchestratorRunDetail(passes=passes, **columns_for(run, OrchestratorRunDetail))

@@ -25,8 +25,9 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from agent.database import NAMING, Database, UTCDateTime
 from agent.models import Record
-from agent.store import NAMING, Database, LLMCallRow, UTCDateTime
+from agent.tables import LLMCallRow
 from bot.errors import BotError
 from bot.triggers import Trigger
 

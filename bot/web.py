@@ -27,7 +27,8 @@ from agent.models import (
     Usage,
     ValidationResult,
 )
-from agent.store import PassDetail, RunLog, TaskRunDetail
+from agent.run_details import PassDetail, TaskRunDetail
+from agent.store import RunLog
 from bot.settings import BotSettings
 from bot.state import current_state
 from bot.store import ACTIVE_STATUSES, RUN_STATUSES, Run

@@ -8,7 +8,7 @@ from logging.config import fileConfig
 from alembic import context
 from sqlalchemy import Connection, create_engine, pool
 
-from agent.store import Base
+from agent.tables import Base
 from bot.store import BotBase
 
 config = context.config

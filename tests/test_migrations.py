@@ -1,4 +1,4 @@
-"""Alembic migrations: they build the tables of agent/store.py, by code, by CLI and from a wheel."""
+"""Alembic migrations: they build the tables of agent/tables.py by code, by CLI, from a wheel."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, inspect
 
-from agent.store import Base, RunLog, build_engine, migrations_location, upgrade
+from agent.database import build_engine, migrations_location, upgrade
+from agent.store import RunLog
+from agent.tables import Base
 from bot.store import BotBase
 from tests.test_store import TABLES, postgres_schema_url
 

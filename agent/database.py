@@ -1,0 +1,163 @@
+"""The database under the run log: engine, migrations, column types and the Database base."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import (
+    Connection,
+    DateTime,
+    Dialect,
+    Engine,
+    Text,
+    TypeDecorator,
+    create_engine,
+    event,
+    make_url,
+    text,
+)
+from sqlalchemy.orm import sessionmaker
+
+Clock = Callable[[], datetime]
+
+_ALEMBIC_IN_USE = threading.Lock()  # alembic's `context` and `op` are process-wide proxies
+MIGRATION_LOCK = 0x63726120  # PostgreSQL advisory lock key held while migrating ("cra ")
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp stored as UTC and read back timezone-aware on every dialect."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the run log; use an aware UTC clock")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class JSONText(TypeDecorator[Any]):
+    """A JSON value stored as TEXT, the same on every dialect."""
+
+    impl = Text()
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else json.dumps(value)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
+        return None if value is None else json.loads(value)
+
+
+def migrations_location() -> str:
+    """The Alembic script directory: shipped as `agent._migrations`, else the checkout's."""
+    try:
+        return str(resources.files("agent._migrations"))
+    except ModuleNotFoundError:  # an editable install made before the mapping existed
+        return str(Path(__file__).resolve().parent.parent / "migrations")
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    """Per-connection SQLite settings: WAL, a busy timeout, enforced foreign keys."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    # WAL + NORMAL: a crash of cra loses nothing committed; only a power cut may lose the
+    # last transactions. FULL would fsync on every commit (3 ms each, hundreds per run).
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def build_engine(url: str) -> Engine:
+    """An engine for the URL; SQLite gets its directory created and its pragmas set."""
+    parsed = make_url(url)
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    if is_sqlite and parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(parsed, pool_pre_ping=not is_sqlite)
+    if is_sqlite:
+        event.listen(engine, "connect", _on_sqlite_connect)
+    return engine
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the schema to the newest migration (no alembic.ini needed)."""
+    config = Config()
+    config.set_main_option("script_location", migrations_location())
+    with _ALEMBIC_IN_USE, engine.begin() as connection:
+        _lock_for_migration(connection)
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+def _lock_for_migration(connection: Connection) -> None:
+    """Serialise concurrent upgrades (workers starting together) until the transaction ends."""
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    elif connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+
+
+class Database:
+    """A migrated database: the engine, a session factory, the clock; closed once."""
+
+    def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
+        self._engine = engine
+        self._clock = clock or utc_now
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, url: str, *, clock: Clock | None = None) -> Self:
+        """Connect to the database at `url` and migrate it to the newest schema."""
+        engine = build_engine(url)
+        try:
+            upgrade(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        return cls(engine, clock=clock)
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
