@@ -13,7 +13,8 @@ from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
 from agent.store import RunLog
 from bot.errors import SettingsError
-from bot.github import AppTokens, GitHubAPI, StaticToken, TokenProvider
+from bot.github import GitHubAPI
+from bot.github_tokens import AppTokens, StaticToken, TokenProvider
 from bot.mirrors import MirrorCache
 from bot.queue import RunQueue, build_queue, check_health
 from bot.settings import ROLES, BotSettings, process_environment

@@ -14,7 +14,8 @@ import responses
 from agent.errors import GitError
 from agent.git import add_worktree, mirror_sync, push_branch
 from bot.errors import GitHubError, NotFound, PermissionDenied
-from bot.github import AppTokens, GitHubAPI, IssueInfo, PullInfo, StaticToken
+from bot.github import GitHubAPI, IssueInfo, PullInfo
+from bot.github_tokens import AppTokens, StaticToken
 from tests.fakes.github_server import FakeGitHub, ManualClock
 from tests.fakes.repos import (
     IDENTITY_ENV,
