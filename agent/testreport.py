@@ -127,7 +127,9 @@ _UNITTEST_WORDS: Mapping[str, str] = {
     "failures": "failed", "errors": "errors", "skipped": "skipped",
     "expected failures": "xfailed", "unexpected successes": "xpassed",
 }
-_CARGO = re.compile(r"^test result: \w+\. (?P<p>\d+) passed; (?P<f>\d+) failed; (?P<i>\d+) ignored;")
+_CARGO = re.compile(
+    r"^test result: \w+\. (?P<p>\d+) passed; (?P<f>\d+) failed; (?P<i>\d+) ignored;"
+)
 _JEST = re.compile(r"^Tests:\s+(?P<body>.*?)(?P<total>\d+) total")
 _VITEST = re.compile(r"^\s*Tests\s+(?P<body>\d+ \w+(?: \| \d+ \w+)*)\s+\((?P<total>\d+)\)")
 _MOCHA = re.compile(r"^\s*(?P<n>\d+) (?P<word>passing|failing|pending)\b")
