@@ -364,6 +364,7 @@ def _tests_changed(st: _Step, attempt: AttemptRecord) -> list[TestChange]:
     changes = []
     for path in files:
         tests = [t for t in verdict.changed_tests if file_of_test(t, [path])] or unplaced
+        tests = [t for t in tests if t != path] or tests  # the file itself, when named tests
         if tests:
             changes.append(TestChange(path=path, tests=tests, diff=diffs[path],
                                       reason=st.step.description,

@@ -24,9 +24,11 @@ from agent.models import (
     PlanStep,
     Record,
     StepOutcome,
+    TestChange,
     Usage,
     ValidationResult,
 )
+from agent.render import count_words
 from agent.run_details import PassDetail, TaskRunDetail
 from agent.store import RunLog
 from bot.settings import BotSettings
@@ -38,6 +40,7 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 MASK = "[redacted]"
 BASELINE_LABEL = "baseline (before any edit)"
+ORIGINAL_LABEL = " — the original tests against the new code"
 MIN_SECRET_CHARS = 8  # shorter values would mask ordinary words
 
 blueprint = Blueprint("runs", __name__, template_folder="templates")
@@ -74,6 +77,7 @@ class StepView(Record):
     attempts: int = 0
     error: str | None = None
     target_files: list[str] = Field(default_factory=list)
+    tests_changed: list[TestChange] = Field(default_factory=list)
 
 
 class PartView(Record):
@@ -98,6 +102,8 @@ class ValidationView(Record):
 
     label: str
     result: ValidationResult
+    counts: str = ""  # "3 passed, 1 skipped" when the runner reported counts
+    verdict: str | None = None  # why the gate rejected the attempt
 
 
 class CallView(Record):
@@ -126,6 +132,7 @@ class RunPage(Record):
     plan: PlanView | None = None
     adjustments: list[AdjustmentRecord] = Field(default_factory=list)
     tests: list[ValidationView] = Field(default_factory=list)
+    tests_changed: list[TestChange] = Field(default_factory=list)
     diff: list[DiffLine] = Field(default_factory=list)
     calls: list[CallView] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
@@ -144,12 +151,14 @@ def build_page(run: Run, runlog: RunLog) -> RunPage:
         return RunPage(run=run, live=live, duration_s=duration)
     details = _details(runlog, orchestrated.passes)
     passes, key = [p for p, _ in details], orchestrated.task_id
+    plan = _plan(runlog, key, passes, finished=not live)
+    steps = [step for part in plan.parts for step in part.steps] if plan else []
     return RunPage(
         run=run, live=live, duration_s=duration, task=orchestrated.task_description,
-        passes=[_pass_view(p, d) for p, d in details],
-        plan=_plan(runlog, key, passes, finished=not live),
+        passes=[_pass_view(p, d) for p, d in details], plan=plan,
         adjustments=_adjustments(runlog, key, passes),
         tests=_tests(details),
+        tests_changed=[c for step in steps for c in step.tests_changed],
         diff=diff_lines(runlog.get_state(key, "cumulative_diff") or ""),
         calls=[CallView(pass_label=pass_label(p), created_at=c.created_at, record=c.record)
                for p, d in details for c in d.llm_calls],
@@ -230,7 +239,7 @@ def _step(
                         status="not run" if finished else "pending", target_files=files)
     return StepView(step_id=step_id, description=outcome.description, status=outcome.status,
                     commit=outcome.commit, attempts=len(outcome.attempts), error=outcome.error,
-                    target_files=files)
+                    target_files=files, tests_changed=outcome.tests_changed)
 
 
 def _adjustments(runlog: RunLog, key: str, passes: Sequence[PassDetail]) -> list[AdjustmentRecord]:
@@ -247,10 +256,15 @@ def _tests(details: Details) -> list[ValidationView]:
     """The baseline, then every attempt's test run, in order."""
     runs: list[ValidationView] = []
     for p, d in details:
-        runs += [ValidationView(label=BASELINE_LABEL, result=v.result) for v in d.baseline]
+        runs += [ValidationView(label=BASELINE_LABEL, result=v.result,
+                                counts=count_words(v.result)) for v in d.baseline]
         for attempt in d.attempts:
             label = f"{pass_label(p)} attempt {attempt.attempt}"
-            runs += [ValidationView(label=label, result=v.result) for v in attempt.validations]
+            runs += [ValidationView(
+                label=label + (ORIGINAL_LABEL if v.kind == "original" else ""), result=v.result,
+                counts=count_words(v.result),
+                verdict=attempt.error_info if v is attempt.validations[-1] else None,
+            ) for v in attempt.validations]
     return runs
 
 
