@@ -54,6 +54,7 @@ class RunContext:
     run_budget: TaskBudget
     usage_by_role: dict[str, Usage] = field(default_factory=dict)
     reference: ValidationResult | None = None  # the accepted state: baseline, then each pass
+    test_timeout: float = field(init=False)  # of every test run after the baseline
 
     def __post_init__(self) -> None:
         self.reference = self.reference or self.baseline
