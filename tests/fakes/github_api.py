@@ -185,6 +185,12 @@ class Api:
                                                                       "Organization"))})
         raise HttpError(404)
 
+    def api_user(self, call: Call) -> Answer:
+        """GET /user: the person a user access token belongs to (an App's token gets 403)."""
+        if call.token is None or call.token.kind != "user":
+            raise HttpError(403, "Resource not accessible by integration")
+        return Answer(200, self.shapes.user(call.token.actor))
+
     def api_get_repo(self, call: Call) -> Answer:
         """GET /repos/{o}/{r}."""
         return Answer(200, self.shapes.repo(self._visible_repo(call)))
@@ -444,6 +450,7 @@ def routes(api: Api) -> list[_Route]:
     table: list[tuple[str, str, bool, Callable[[Call], Answer]]] = [
         ("POST", r"/app/installations/(?P<iid>\d+)/access_tokens", True, api.api_mint_token),
         ("GET", rf"{repo}/installation", True, api.api_repo_installation),
+        ("GET", r"/user", False, api.api_user),
         ("GET", repo, False, api.api_get_repo),
         ("GET", rf"{repo}/collaborators/(?P<user>[^/]+)/permission", False, api.api_permission),
         ("GET", rf"{repo}/issues/(?P<n>\d+)", False, api.api_get_issue),
