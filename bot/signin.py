@@ -29,7 +29,7 @@ from flask import (
     request,
     session,
     url_for,
-)
+)  # fmt: skip
 from flask.sessions import SecureCookieSessionInterface
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, SecretStr
@@ -273,7 +273,8 @@ def callback() -> ResponseReturnValue:
 
 @blueprint.post("/auth/logout")
 def logout() -> ResponseReturnValue:
-    """End the session and revoke the person's token at GitHub."""
+    """End the session, revoke the person's token at GitHub, go back to the page (whose
+    sign-in page then offers to sign in again)."""
     gate, viewer = _gate(), current_viewer()
     session.clear()
     if viewer is not None and gate.users is not None:
@@ -282,4 +283,4 @@ def logout() -> ResponseReturnValue:
             gate.users.revoke(viewer.token.get_secret_value())
         except SignInError as exc:  # the cookie is gone either way
             log.warning("could not revoke the token of %s at sign-out: %s", viewer.login, exc)
-    return redirect(url_for("runs.run_list"))
+    return redirect(_local(request.form.get("next")))
