@@ -358,6 +358,19 @@ class BotStore(Database):
         with self._sessions() as session:
             return [_run(row) for row in session.scalars(query)]
 
+    def running_count(
+        self, *, repository: str | None = None, installation_id: int | None = None
+    ) -> int:
+        """How many solve or plan runs are running, in one repository or installation."""
+        query = select(func.count()).select_from(RunRow).where(
+            RunRow.status == "running", RunRow.command.in_(ACTIVE_COMMANDS))
+        if repository is not None:
+            query = query.where(RunRow.repository == repository)
+        if installation_id is not None:
+            query = query.where(RunRow.installation_id == installation_id)
+        with self._sessions() as session:
+            return int(session.scalar(query) or 0)
+
     def counts_by_status(self) -> dict[str, int]:
         """How many runs are in each status (every status listed, zeros included)."""
         query = select(RunRow.status, func.count()).group_by(RunRow.status)
