@@ -23,11 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cra-bot", description="cra's GitHub App")
     parser.add_argument("--env-file", type=Path, help="a .env file beneath the environment")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve the webhook (gunicorn; --dev: Flask)")
+    serve = commands.add_parser("serve", help="serve the webhook (waitress; --dev: Flask)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--processes", type=int, default=1,
-                       help="gunicorn worker processes (only with CRA_QUEUE=rq)")
     serve.add_argument("--dev", action="store_true", help="Flask's development server")
     worker = commands.add_parser("worker", help="an RQ worker executing runs (CRA_QUEUE=rq)")
     worker.add_argument("--burst", action="store_true",
@@ -69,8 +67,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from bot.serve import serve
 
-        return serve(settings, host=args.host, port=args.port, processes=args.processes,
-                     dev=args.dev)
+        return serve(settings, host=args.host, port=args.port, dev=args.dev)
     if args.command == "worker":
         from bot.serve import rq_worker
 
