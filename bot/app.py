@@ -197,8 +197,11 @@ def accept(state: AppState, event: Event) -> tuple[str, int, dict[str, Any] | No
     if trigger is None:
         return outcome, 204, None
     run = _store_run_or_forget(state, trigger)
-    if run.command != outcome:
-        store.set_delivery_outcome(event.delivery_id, run.command)
+    command = run.command if run is not None else "busy"
+    if command != outcome:
+        store.set_delivery_outcome(event.delivery_id, command)
+    if run is None:  # the active run's "busy" reply is already on its way
+        return command, 200, {"busy": True}
     _enqueue(state.services.queue, run.id)
     return run.command, 202, {"run_id": run.id}
 
@@ -208,7 +211,7 @@ def _route(settings: BotSettings, event: Event) -> Trigger | None:
     return route(event, label=settings.label, bot_login=settings.bot_login)
 
 
-def _store_run_or_forget(state: AppState, trigger: Trigger) -> Run:
+def _store_run_or_forget(state: AppState, trigger: Trigger) -> Run | None:
     """Store the run; if that fails, forget the delivery so that GitHub may redeliver it."""
     store = state.services.store
     try:
@@ -229,17 +232,17 @@ def _enqueue(queue: RunQueue, run_id: int) -> None:
         log.exception("could not enqueue run %s; it stays queued until recovery", run_id)
 
 
-def store_run(store: BotStore, trigger: Trigger, *, public_url: str | None = None) -> Run:
-    """The queued run for a trigger: the run itself, a "busy" reply, or a cancel."""
+def store_run(
+    store: BotStore, trigger: Trigger, *, public_url: str | None = None
+) -> Run | None:
+    """The queued run for a trigger: the run itself, a cancel, or the one "busy" reply to the
+    run already active on the issue (None when that reply exists: replies coalesce)."""
     if trigger.command == "cancel":
         return _store_cancel(store, trigger)
     try:
         return store.create_run(trigger)
     except ActiveRunExists as busy:
-        text = busy_text(busy.run_id, public_url)
-        return store.create_run(
-            trigger, command="busy", reply_text=text, related_run_id=busy.run_id
-        )
+        return store.create_busy_reply(trigger, busy.run_id, busy_text(busy.run_id, public_url))
 
 
 def _store_cancel(store: BotStore, trigger: Trigger) -> Run:

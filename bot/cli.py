@@ -119,6 +119,9 @@ def _action() -> int:
         from bot.app import store_run
 
         run = store_run(services.store, trigger, public_url=settings.public_url)
+        if run is None:
+            print("cra-bot: a run is already active on this issue, and it has been told so")
+            return EXIT_OK
         execute_run(run.id, services)
         return _report(services, run.id)
     finally:

@@ -39,6 +39,7 @@ ACTIVE_STATUSES: tuple[RunStatus, ...] = ("queued", "running")
 ACTIVE_COMMANDS = ("solve", "plan")  # help, cancel and busy runs only reply
 DELIVERY_RETENTION = timedelta(days=7)  # GitHub redelivers with the same id for days
 ONE_ACTIVE_RUN = "status IN ('queued', 'running') AND command IN ('solve', 'plan')"
+ONE_BUSY_REPLY = "command = 'busy'"  # one "busy" reply per active run, however many deliveries
 
 
 class ActiveRunExists(BotError):
@@ -89,6 +90,13 @@ class RunRow(BotBase):
             unique=True,
             sqlite_where=text(ONE_ACTIVE_RUN),
             postgresql_where=text(ONE_ACTIVE_RUN),
+        ),
+        Index(
+            "uq_runs_one_busy_reply",
+            "related_run_id",
+            unique=True,
+            sqlite_where=text(ONE_BUSY_REPLY),
+            postgresql_where=text(ONE_BUSY_REPLY),
         ),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -274,6 +282,13 @@ class BotStore(Database):
         with self._engine.begin() as connection:
             run_id = connection.execute(insert(RunRow).returning(RunRow.id), values).scalar_one()
         return Run.model_validate({**dict.fromkeys(Run.model_fields), **values, "id": run_id})
+
+    def create_busy_reply(self, trigger: Trigger, active_run_id: int, text: str) -> Run | None:
+        """Store the one "busy" reply to the active run; None when it already has one."""
+        try:
+            return self._insert_run(trigger, "busy", text, active_run_id)
+        except IntegrityError:  # uq_runs_one_busy_reply: another delivery got there first
+            return None
 
     def get_run(self, run_id: int) -> Run | None:
         """The run with this id, or None."""

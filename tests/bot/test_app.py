@@ -257,6 +257,32 @@ def test_a_second_solve_while_one_is_active_gets_a_busy_reply(
     assert services.store.active_run("Codertocat/Hello-World", 1) == active
 
 
+def test_a_burst_of_deliveries_on_a_busy_issue_gets_one_busy_reply(
+    client: FlaskClient, services: TestServices
+) -> None:
+    active = the_run(services, label(client))
+    first = the_run(services, deliver(client, "issue_comment", comment_body("/cra solve")))
+    later = [label(client) for _ in range(20)]
+    assert {r.status_code for r in later} == {200}
+    assert all(r.get_json() == {"busy": True} for r in later)
+    assert services.queue.enqueued == [active.id, first.id]
+    busy = [r for r in services.store.list_runs(limit=100) if r.command == "busy"]
+    assert [r.id for r in busy] == [first.id]
+    lines = metric_lines(client)
+    assert 'cra_webhook_deliveries_total{event="issues",outcome="busy"} 20' in lines
+
+
+def test_a_new_active_run_gets_its_own_busy_reply(
+    client: FlaskClient, services: TestServices
+) -> None:
+    old = the_run(services, label(client))
+    the_run(services, label(client))
+    services.store.finish_run(old.id, "succeeded")
+    new = the_run(services, label(client))
+    busy = the_run(services, label(client))
+    assert (busy.command, busy.related_run_id) == ("busy", new.id)
+
+
 def test_cancel_asks_the_active_run_to_stop_and_queues_a_reply(
     client: FlaskClient, services: TestServices
 ) -> None:
