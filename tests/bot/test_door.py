@@ -3,6 +3,7 @@ answering within a second, and the stalled ones are closed once their timeout pa
 
 from __future__ import annotations
 
+import json
 import socket
 import uuid
 from collections.abc import Iterator
@@ -55,8 +56,11 @@ def stall(port: int, first_bytes: bytes) -> socket.socket:
     return sock
 
 
-def delivery(port: int, client: httpx.Client) -> httpx.Response:
-    body = webhook_bytes("issues", "labeled.payload.json")
+def delivery(port: int, client: httpx.Client, issue: int) -> httpx.Response:
+    """A signed `issues.labeled` for issue number `issue` (each one queues its own run)."""
+    payload = json.loads(webhook_bytes("issues", "labeled.payload.json"))
+    payload["issue"]["number"] = issue
+    body = json.dumps(payload).encode()
     return client.post(f"http://127.0.0.1:{port}/webhook", content=body, headers={
         "X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
         "X-Hub-Signature-256": sign(body, SECRET), "Content-Type": "application/json"})
@@ -80,9 +84,9 @@ def test_stalled_clients_neither_hold_the_door_nor_stay_open(door: DoorServer) -
         stalled = [held.enter_context(stall(door.port, PARTIAL_BODY if n % 2 else PARTIAL_HEADERS))
                    for n in range(STALLED)]
         with httpx.Client(timeout=ANSWER_WITHIN) as client:
-            for _ in range(5):
+            for issue in range(1, 6):
                 assert client.get(f"http://127.0.0.1:{door.port}/healthz").status_code == 200
-                assert delivery(door.port, client).status_code == 202
+                assert delivery(door.port, client, issue).status_code == 202
         assert all(closed_by_server(sock) for sock in stalled)
 
 
