@@ -123,7 +123,9 @@ def current_viewer() -> Viewer | None:
     """The person signed in to this request's session, or None."""
     gate = _gate()
     login, sealed, expires = session.get("login"), session.get("token"), session.get("expires")
-    if gate.cipher is None or not isinstance(login, str) or not isinstance(sealed, str):
+    if gate.users is None or gate.cipher is None:  # sign-in is not (or no longer) set up
+        return None
+    if not isinstance(login, str) or not isinstance(sealed, str):
         return None
     if isinstance(expires, (int, float)) and expires <= time.time():
         return None
