@@ -254,10 +254,10 @@ def login() -> ResponseReturnValue:
 def callback() -> ResponseReturnValue:
     """GitHub's answer: check the state, trade the code, start the session, go on."""
     gate = _gate()
-    expected, target = session.pop("oauth_state", None), session.pop("next", DEFAULT_NEXT)
-    state, code = request.args.get("state", ""), request.args.get("code", "")
     if gate.users is None or gate.cipher is None:
         return sign_in_page(status=503)
+    expected, target = session.pop("oauth_state", None), session.pop("next", DEFAULT_NEXT)
+    state, code = request.args.get("state", ""), request.args.get("code", "")
     if request.args.get("error"):
         return sign_in_page("GitHub did not sign you in (the request was declined).")
     if not isinstance(expected, str) or not code or not hmac.compare_digest(state, expected):

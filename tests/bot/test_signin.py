@@ -134,6 +134,7 @@ def test_without_client_credentials_the_pages_say_sign_in_is_not_set_up(site: Si
     assert response.status_code == 401 and 'id="not-set-up"' in text(response)
     assert SECRET_TASK not in text(response)
     assert client.get("/auth/login").status_code == 503
+    assert client.get("/auth/callback?code=c&state=s").status_code == 503
 
 
 def test_public_run_pages_need_no_sign_in(site: Site) -> None:
