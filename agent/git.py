@@ -273,6 +273,42 @@ def _common_dir(repo: Path) -> Path:
     return (repo / run_git(["rev-parse", "--git-common-dir"], repo).strip()).resolve()
 
 
+def linked_admin_dir(tree: Path) -> Path | None:
+    """The admin dir (`<common>/worktrees/<name>`) of a linked worktree; None for another tree."""
+    marker = tree / ".git"
+    if not marker.is_file():
+        return None
+    text = marker.read_text(encoding="utf-8", errors="replace").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    admin = (tree / text.removeprefix("gitdir:").strip()).resolve()
+    return admin if admin.is_dir() else None
+
+
+def admin_common_dir(admin: Path) -> Path:
+    """The common dir (the mirror, or a checkout's `.git`) a worktree's admin dir belongs to."""
+    pointer = admin / "commondir"
+    if not pointer.is_file():
+        return admin
+    return (admin / pointer.read_text(encoding="utf-8").strip()).resolve()
+
+
+_FORMAT_KEYS = (r"^(core\.(repositoryformatversion|bare|ignorecase|precomposeunicode)"
+                r"|extensions\..*)$")
+
+
+def format_only_config(common: Path) -> str:
+    """A config holding only the repository-format keys of `common`'s: no remotes, no secrets."""
+    proc = _git(["config", "--file", str(common / "config"), "--get-regexp", _FORMAT_KEYS], common)
+    sections: dict[str, list[str]] = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        section, _, name = key.partition(".")
+        sections.setdefault(section, []).append(f"\t{name} = {value}")
+    return "".join(f"[{section}]\n" + "\n".join(lines) + "\n"
+                   for section, lines in sections.items())
+
+
 def _is_orphan(child: Path, admin: Path) -> bool:
     """True when `child` is a linked worktree whose gitdir is under `admin` or gone."""
     marker = child / ".git"

@@ -1,8 +1,9 @@
 """The gate: run test, lint and type-check commands in a worktree and judge them against a baseline.
 
 Commands are the repository's own strings (`pytest -q`, `cd src && make test`), run through
-`/bin/sh -c` with a scrubbed environment, stdin closed, stdout and stderr merged, in their own
-process group so that a timeout kills everything they started.
+`/bin/sh -c` inside the run's Sandbox (agent.sandbox) with a scrubbed environment, stdin closed,
+stdout and stderr merged, in their own process group so that a timeout kills everything they
+started.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from agent.config import TestingConfig
 from agent.errors import ValidationError
 from agent.models import BaselineComparison, CommandResult, ValidationResult
+from agent.sandbox import Launch, Sandbox, limit_note
 
 BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV")
 SECRET_PATTERNS = (
@@ -127,15 +129,18 @@ def _stop_group(proc: subprocess.Popen[bytes], reader: threading.Thread, grace: 
     return not reader.is_alive()
 
 
-def _start(command: str, cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
-    """Start `command` under /bin/sh in a new session; ValidationError if it cannot start."""
+def _start(command: str, launch: Launch) -> subprocess.Popen[bytes]:
+    """Start the launch in a new session; ValidationError if it cannot start."""
     try:
         return subprocess.Popen(
-            ["/bin/sh", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            launch.argv, cwd=launch.cwd, env=launch.env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            pass_fds=launch.pass_fds,
         )
     except OSError as exc:
-        raise ValidationError(f"could not start {command!r} in {cwd}: {exc}") from exc
+        raise ValidationError(f"could not start {command!r} in {launch.cwd}: {exc}") from exc
+    finally:
+        launch.close()
 
 
 def _reader(proc: subprocess.Popen[bytes], capture: _Capture) -> threading.Thread:
@@ -175,16 +180,22 @@ def _wait(
 
 
 def _execute(
-    command: str, cwd: Path, *, timeout: float, env: Mapping[str, str], max_output_chars: int,
-    kill_grace: float = KILL_GRACE,
+    command: str, cwd: Path, *, sandbox: Sandbox, tree: Path, network: bool, timeout: float,
+    env: Mapping[str, str], max_output_chars: int, kill_grace: float = KILL_GRACE,
 ) -> tuple[CommandResult, str]:
-    """Run `command`; its CommandResult and the (head and tail of the) full output."""
+    """Run `command` in `sandbox`; its CommandResult and the (head and tail of the) output."""
     started = time.monotonic()
     capture = _Capture(max(PARSE_KEEP_CHARS, max_output_chars))
-    proc = _start(command, cwd, env)
+    if not cwd.is_dir():  # before the sandbox maps it: the same error with or without one
+        raise ValidationError(f"could not start {command!r}: no directory {cwd}")
+    launch = sandbox.launch(command, tree=tree, cwd=cwd, env=env, network=network)
+    proc = _start(command, launch)
     exit_code, notes = _wait(proc, _reader(proc, capture), timeout, kill_grace)
     full = capture.text()
     output, truncated = cap_output(full, max_output_chars, dropped=capture.total - len(full))
+    note = limit_note(exit_code, full, sandbox.limits) if sandbox.limits else None
+    if note:
+        notes.append(note)
     if notes:
         separator = "\n" if output and not output.endswith("\n") else ""
         output = output + separator + "\n".join(notes) + "\n"
@@ -196,12 +207,15 @@ def _execute(
 
 
 def run_command(
-    command: str, cwd: Path, *, timeout: float, env: Mapping[str, str], max_output_chars: int,
+    command: str, cwd: Path, *, sandbox: Sandbox, timeout: float, env: Mapping[str, str],
+    max_output_chars: int, tree: Path | None = None, network: bool = False,
     kill_grace: float = KILL_GRACE,
 ) -> CommandResult:
-    """Run a shell command in `cwd` with a timeout that kills its whole process group."""
-    result, _ = _execute(command, cwd, timeout=timeout, env=env,
-                         max_output_chars=max_output_chars, kill_grace=kill_grace)
+    """Run a shell command in `cwd` inside `sandbox`, which lets it change only `tree` (default
+    `cwd`), with a timeout that kills everything it started."""
+    result, _ = _execute(command, cwd, sandbox=sandbox, tree=tree or cwd, network=network,
+                         timeout=timeout, env=env, max_output_chars=max_output_chars,
+                         kill_grace=kill_grace)
     return result
 
 
@@ -270,10 +284,11 @@ def parse_passing_tests(output: str) -> list[str]:
 
 
 def run_validation(
-    worktree: Path, testing: TestingConfig, *, environ: Mapping[str, str],
+    worktree: Path, testing: TestingConfig, *, environ: Mapping[str, str], sandbox: Sandbox,
     kill_grace: float = KILL_GRACE,
 ) -> ValidationResult:
-    """Run the test command (the gate) and the optional lint and type-check commands."""
+    """Run the test command (the gate) and the optional lint and type-check commands in
+    `sandbox`, which lets them change only `worktree` (a run's worktree or a scratch tree)."""
     if not testing.test_command:
         raise ValidationError("no [testing] test_command: cra needs a test command")
     # Edits land seconds apart and often keep a file's size ("a + b" → "a - b"); Python's
@@ -282,7 +297,8 @@ def run_validation(
     env = {**scrubbed_env(environ, testing.env), "PYTHONDONTWRITEBYTECODE": "1"}
 
     def run(command: str) -> tuple[CommandResult, str]:
-        return _execute(command, worktree, timeout=testing.timeout, env=env,
+        return _execute(command, worktree, sandbox=sandbox, tree=worktree,
+                        network=testing.network, timeout=testing.timeout, env=env,
                         max_output_chars=testing.max_output_chars, kill_grace=kill_grace)
 
     test, full = run(testing.test_command)
