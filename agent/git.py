@@ -309,6 +309,25 @@ def format_only_config(common: Path) -> str:
                    for section, lines in sections.items())
 
 
+def status_entries(worktree: Path) -> list[tuple[str, str]]:
+    """(two-letter code, path) of every changed, untracked (`??`) and ignored (`!!`) path;
+    an untracked or ignored directory is one entry ending in `/`."""
+    out = run_git(["status", "--porcelain=v1", "-z", "--ignored=matching",
+                   "--untracked-files=normal", "--no-renames"], worktree)
+    return [(entry[:2], entry[3:]) for entry in out.split("\0") if entry]
+
+
+def tracked_blobs(worktree: Path) -> list[tuple[str, str]]:
+    """(path, blob SHA) of every file in the index of `worktree`."""
+    out = run_git(["ls-files", "--stage", "-z"], worktree)
+    pairs = []
+    for entry in out.split("\0"):
+        if entry:
+            meta, _, path = entry.partition("\t")
+            pairs.append((path, meta.split()[1]))
+    return pairs
+
+
 def _is_orphan(child: Path, admin: Path) -> bool:
     """True when `child` is a linked worktree whose gitdir is under `admin` or gone."""
     marker = child / ".git"

@@ -222,6 +222,7 @@ class BwrapSandbox:
     hide: tuple[Path, ...] = ()
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     as_root: bool = False
+    allow_network: bool = True  # False: no command gets the network, whatever it asks
     env_dir: Path | None = None
     name: SandboxKind = "bwrap"
     isolated: bool = True
@@ -238,6 +239,7 @@ class BwrapSandbox:
         git_args, fds = _git_view(tree)
         mounts = [*self._system(), *self._hidden(), *_tree_mounts(tree, self.env_dir),
                   *git_args, *self._seal()]
+        network = network and self.allow_network
         argv = [self.tools.bwrap, *self._namespaces(network), *mounts, "--chdir", str(inner_cwd),
                 "--", *self._limit_prefix(), "/bin/sh", "-c", command]
         env_root = ENV_MOUNT if self.env_dir else None
@@ -439,13 +441,24 @@ def _output(argv: list[str]) -> str:
 
 def build_sandbox(
     kind: SandboxKind | Literal["auto"], *, hide: Sequence[Path] = (),
-    limits: SandboxLimits | None = None,
+    limits: SandboxLimits | None = None, allow_network: bool = True,
 ) -> Sandbox:
-    """The sandbox `kind` names; `auto` is bwrap when bubblewrap is installed, else none."""
+    """The sandbox `kind` names; `auto` is bwrap when bubblewrap is installed, else none.
+    SandboxUnavailable when bwrap is named and missing."""
     if kind == "none":
         return NoSandbox()
     if kind == "auto" and shutil.which("bwrap") is None:
         return NoSandbox()
     as_root = os.geteuid() == 0
     return BwrapSandbox(tools=find_tools(as_root=as_root), hide=tuple(hide),
-                        limits=limits or SandboxLimits(), as_root=as_root)
+                        limits=limits or SandboxLimits(), as_root=as_root,
+                        allow_network=allow_network)
+
+
+def describe_sandbox(sandbox: Sandbox, *, chosen: str = "") -> str:
+    """One line saying where repository commands run."""
+    if sandbox.isolated:
+        limits = f"; {sandbox.limits.describe()}" if sandbox.limits else ""
+        return f"repository commands run in the {sandbox.name} sandbox{limits}"
+    why = ("bubblewrap is not installed" if chosen == "auto" else "chosen explicitly")
+    return f"repository commands run UNSANDBOXED (sandbox none: {why})"

@@ -174,7 +174,8 @@ def _attempt(st: _Step, number: int, failure: str | None) -> AttemptRecord:
     attempt_id = _record(st, attempt)
     if attempt.patch_applied:
         attempt.validation = run_validation(
-            st.rc.ws.worktree, st.rc.config.testing, environ=st.rc.runtime.environ
+            st.rc.ws.worktree, st.rc.config.testing, environ=st.rc.runtime.environ,
+            sandbox=st.rc.runtime.sandbox,
         )
         st.rc.runtime.log.record_validation(
             st.task_run_id, attempt.validation, attempt_id=attempt_id, kind="attempt"

@@ -34,7 +34,7 @@ from agent.tables import (
 )
 
 TaskRunStatus = Literal["running", "complete", "partial", "failed", "cancelled", "error"]
-ValidationKind = Literal["baseline", "attempt"]
+ValidationKind = Literal["setup", "baseline", "attempt"]
 
 
 class RunLog(Database):

