@@ -10,7 +10,7 @@ from agent.envcache import EnvCache
 from agent.sandbox import Sandbox, SandboxUnavailable, build_sandbox
 from agent.sandbox_check import self_check
 from bot.errors import SettingsError
-from bot.settings import BotSettings
+from bot.settings import BotSettings, process_environment
 
 log = logging.getLogger(__name__)
 
@@ -42,3 +42,8 @@ def build_env_cache(settings: BotSettings) -> EnvCache | None:
     if settings.env_cache_mb == 0:
         return None
     return EnvCache(settings.data_dir / "envcache", max_bytes=settings.env_cache_mb << 20)
+
+
+def startup_check(settings: BotSettings) -> list[str]:
+    """Build the configured sandbox and prove it works; SettingsError (refuse to start) if not."""
+    return check_sandbox(settings, build_bot_sandbox(settings, process_environment()))

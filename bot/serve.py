@@ -12,6 +12,7 @@ from bot.app import create_app
 from bot.errors import SettingsError
 from bot.queue import recover
 from bot.runner import execute_run, report_interrupted
+from bot.sandboxes import startup_check
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 
@@ -53,6 +54,8 @@ def serve(settings: BotSettings, *, host: str, port: int, processes: int, dev: b
     if settings.queue == "thread" and processes != 1:
         raise SettingsError("the thread queue runs inside one process: use --processes 1, "
                             "or CRA_QUEUE=rq with `cra-bot worker`s")
+    if settings.queue == "thread":  # this process runs the workers: prove the sandbox first
+        startup_check(settings)
     if dev:
         app, services = make_app(settings)
         try:
@@ -73,6 +76,7 @@ def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
     from redis import Redis
     from rq import Queue, Worker
 
+    startup_check(settings)
     connection = Redis.from_url(settings.redis_url)
     worker = Worker([Queue("cra", connection=connection)], connection=connection)
     worker.work(burst=burst, with_scheduler=False)
