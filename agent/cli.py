@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from agent import git
+from agent.bwrap import build_sandbox
 from agent.config import ModelConfig, SolveConfig, load_config, resolve_api_key
 from agent.context import IndexedFactory
 from agent.envcache import EnvCache
@@ -24,7 +25,7 @@ from agent.planning import plan_task
 from agent.render import render_orchestrator_run, render_result, render_run_list, render_task_run
 from agent.retrieval.command import index_repository
 from agent.runtime import Runtime
-from agent.sandbox import Sandbox, SandboxKind, build_sandbox, describe_sandbox, hidden_paths
+from agent.sandbox import Sandbox, SandboxKind, describe_sandbox, hidden_paths
 from agent.single_pass import run_single_pass
 from agent.store import RunLog
 

@@ -6,8 +6,9 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
+from agent.bwrap import build_sandbox
 from agent.envcache import EnvCache
-from agent.sandbox import Sandbox, SandboxUnavailable, build_sandbox
+from agent.sandbox import Sandbox, SandboxUnavailable
 from agent.sandbox_check import self_check
 from bot.errors import SettingsError
 from bot.settings import BotSettings, process_environment

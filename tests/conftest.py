@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.sandbox import BwrapSandbox, SandboxLimits, build_sandbox
+from agent.bwrap import BwrapSandbox, build_sandbox
+from agent.sandbox import SandboxLimits
 from tests.fakes.sandboxes import bwrap_installed
 
 

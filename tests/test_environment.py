@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from agent.bwrap import BwrapSandbox
 from agent.config import TestingConfig
 from agent.envcache import EnvCache, matches_input, repo_id, setup_key
 from agent.environment import Environment, prepare_environment
-from agent.sandbox import BwrapSandbox, NoSandbox, Sandbox
+from agent.sandbox import NoSandbox, Sandbox
 from agent.validation import run_validation
 from tests.fakes.package_index import PackageIndex, build_wheel
 from tests.fakes.repos import ISOLATED_GIT_ENV, commit_file, make_python_project

@@ -1,4 +1,5 @@
-"""agent.sandbox through the real bwrap: what a repository's commands can and cannot reach."""
+"""agent.sandbox and agent.bwrap through the real bwrap: what a repository's commands can and
+cannot reach."""
 
 from __future__ import annotations
 
@@ -16,14 +17,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from agent.bwrap import BwrapSandbox, build_sandbox
 from agent.config import TestingConfig
 from agent.sandbox import (
     TREE_MOUNT,
-    BwrapSandbox,
     NoSandbox,
     SandboxLimits,
     SandboxUnavailable,
-    build_sandbox,
     hidden_paths,
     limit_note,
 )

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.sandbox import BwrapSandbox, NoSandbox, SandboxLimits
+from agent.bwrap import BwrapSandbox
+from agent.sandbox import NoSandbox, SandboxLimits
 from bot.cli import main
 from bot.errors import SettingsError
 from bot.sandboxes import build_bot_sandbox, build_env_cache, check_sandbox

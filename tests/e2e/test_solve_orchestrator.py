@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agent.bwrap import build_sandbox
 from agent.cli import main
 from agent.config import parse_config
 from agent.llm.client import HTTPChatModel
@@ -17,7 +18,7 @@ from agent.llm.router import ModelRouter
 from agent.models import OrchestratorResult, RunEvent
 from agent.orchestrator import solve
 from agent.runtime import Runtime
-from agent.sandbox import build_sandbox, hidden_paths
+from agent.sandbox import hidden_paths
 from agent.store import RunLog
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.repos import (

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.bwrap import BwrapSandbox
 from agent.config import parse_config
 from agent.envcache import EnvCache
 from agent.llm.client import HTTPChatModel
@@ -19,7 +20,7 @@ from agent.llm.router import ModelRouter
 from agent.models import OrchestratorResult
 from agent.orchestrator import solve
 from agent.runtime import Runtime
-from agent.sandbox import BwrapSandbox, SandboxLimits, hidden_paths
+from agent.sandbox import SandboxLimits, hidden_paths
 from agent.store import RunLog
 from tests.e2e.test_solve_orchestrator import adjustment, edit, meta, part, step
 from tests.fakes.model_server import ScriptedModelServer
