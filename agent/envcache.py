@@ -154,6 +154,8 @@ class EnvCache:
     def _entries(self) -> Iterator[tuple[Path, float, int]]:
         """(path, last use, bytes) of every saved entry."""
         for meta in self.root.glob("*/*/meta.json"):
+            if meta.parent.name.startswith("."):  # being saved (.staging-) or deleted (.trash-)
+                continue
             with contextlib.suppress(OSError, ValueError):
                 size = int(json.loads(meta.read_text())["bytes"])
                 yield meta.parent, (meta.parent / "used").stat().st_mtime, size

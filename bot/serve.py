@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 from typing import Any
 
 from flask import Flask
@@ -24,6 +25,7 @@ def make_app(settings: BotSettings) -> tuple[Flask, Services]:
     services = build_services(settings, execute=execute_run)
     if settings.queue == "thread":  # no run is live yet: clear what a dead process left
         services.mirrors.clean_worktrees(settings.data_dir / "work" / "worktrees")
+        shutil.rmtree(settings.data_dir / "work" / "envs", ignore_errors=True)
         recovered = recover(services.store, services.queue)
         for run_id in recovered.interrupted:
             report_interrupted(run_id, services)

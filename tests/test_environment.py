@@ -267,3 +267,13 @@ def test_an_entry_being_restored_is_never_evicted(tmp_path: Path) -> None:
         assert exists
         assert cache.evict() == [idle]
     assert busy.exists() and not idle.exists()
+
+
+def test_an_entry_being_saved_is_never_counted_or_evicted(tmp_path: Path) -> None:
+    cache = EnvCache(tmp_path / "cache", max_bytes=0)
+    staging = tmp_path / "cache" / "repo" / ".staging-abc"
+    staging.mkdir(parents=True)
+    (staging / "meta.json").write_text('{"bytes": 999}')
+    (staging / "used").touch()
+    assert cache.evict() == []
+    assert staging.exists()

@@ -20,6 +20,7 @@ import pytest
 from agent.bwrap import BwrapSandbox, build_sandbox
 from agent.config import TestingConfig
 from agent.sandbox import (
+    ENV_MOUNT,
     TREE_MOUNT,
     NoSandbox,
     SandboxLimits,
@@ -285,6 +286,16 @@ def test_a_subdirectory_cwd_runs_there_in_the_tree(bwrap: MakeBwrap, tmp_path: P
     result = run_command("pwd", tmp_path / "src", tree=tmp_path, sandbox=bwrap(), timeout=30,
                          env={"PATH": PATH}, max_output_chars=5000)
     assert result.output == f"{TREE_MOUNT}/src\n"
+
+
+def test_a_caller_can_name_paths_as_the_command_sees_them(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    tree, env = tmp_path / "tree", tmp_path / "env"
+    sandbox = bwrap().with_env(env)
+    assert sandbox.seen_as(tree / "out" / "junit.xml", tree=tree) == TREE_MOUNT / "out/junit.xml"
+    assert sandbox.seen_as(env / "bin" / "python", tree=tree) == ENV_MOUNT / "bin/python"
+    assert NoSandbox().seen_as(tree / "junit.xml", tree=tree) == tree / "junit.xml"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another user needs root")
