@@ -26,6 +26,7 @@ from agent import git
 from agent.sandbox import (
     ENV_MOUNT,
     INSTALL_HINT,
+    OUT_MOUNT,
     TREE_MOUNT,
     Launch,
     NoSandbox,
@@ -73,13 +74,16 @@ class BwrapSandbox:
         return replace(self, env_dir=env_dir)
 
     def launch(
-        self, command: str, *, tree: Path, cwd: Path, env: Mapping[str, str], network: bool
+        self, command: str, *, tree: Path, cwd: Path, env: Mapping[str, str], network: bool,
+        outputs: Path | None = None, read_only: Sequence[Path] = (),
     ) -> Launch:
         """bwrap's argv for `command`; the synthetic git config travels in a passed pipe."""
         inner_cwd = TREE_MOUNT / inside(cwd, tree)
         git_args, fds = _git_view(tree)
-        mounts = [*self._system(), *self._hidden(), *_tree_mounts(tree, self.env_dir),
-                  *git_args, *self._seal()]
+        shown = [arg for p in read_only if p.exists()
+                 for arg in ("--ro-bind", str(p.resolve()), str(p.resolve()))]
+        mounts = [*self._system(), *self._hidden(), *shown,
+                  *_tree_mounts(tree, self.env_dir, outputs), *git_args, *self._seal()]
         network = network and self.allow_network
         argv = [self.tools.bwrap, *self._namespaces(network), *mounts, "--chdir", str(inner_cwd),
                 "--", *self._limit_prefix(), "/bin/sh", "-c", command]
@@ -92,11 +96,12 @@ class BwrapSandbox:
                           "GIT_CONFIG_VALUE_0": "*"}
         return Launch(argv, inner_env, tree, tuple(fds))
 
-    def seen_as(self, path: Path, *, tree: Path) -> Path:
-        """A path inside `tree` or the environment directory, as the command sees it."""
-        env_dir = self.env_dir
-        if env_dir is not None and path.resolve().is_relative_to(env_dir.resolve()):
-            return ENV_MOUNT / inside(path, env_dir)
+    def seen_as(self, path: Path, *, tree: Path, outputs: Path | None = None) -> Path:
+        """A path inside `tree`, `outputs` or the environment directory, as the command sees
+        it."""
+        for root, mount in ((self.env_dir, ENV_MOUNT), (outputs, OUT_MOUNT)):
+            if root is not None and path.resolve().is_relative_to(root.resolve()):
+                return mount / inside(path, root)
         return TREE_MOUNT / inside(path, tree)
 
     def _namespaces(self, network: bool) -> list[str]:
@@ -197,12 +202,12 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
     return kept
 
 
-def _tree_mounts(tree: Path, env_dir: Path | None) -> list[str]:
-    """The writable tree and the environment directory at their fixed places."""
+def _tree_mounts(tree: Path, env_dir: Path | None, outputs: Path | None) -> list[str]:
+    """The writable tree, environment and output directories at their fixed places."""
     args = ["--perms", "0755", "--dir", str(TREE_MOUNT.parent)]
-    args += ["--bind", str(tree.resolve()), str(TREE_MOUNT)]
-    if env_dir is not None:
-        args += ["--bind", str(env_dir.resolve()), str(ENV_MOUNT)]
+    for source, mount in ((tree, TREE_MOUNT), (env_dir, ENV_MOUNT), (outputs, OUT_MOUNT)):
+        if source is not None:
+            args += ["--bind", str(source.resolve()), str(mount)]
     return args
 
 

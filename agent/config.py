@@ -99,6 +99,8 @@ class TestingConfig(Section):
     lint_command: str | None = None
     type_check_command: str | None = None
     timeout: float = Field(default=600.0, gt=0)
+    timeout_factor: float = Field(default=3.0, ge=1.0)
+    timeout_margin: float = Field(default=30.0, ge=0)
     env: list[str] = Field(default_factory=list)
     max_output_chars: int = Field(default=20000, gt=200)
     network: bool = False  # tests, lint and type check: no network unless the repository asks

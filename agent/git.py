@@ -174,6 +174,13 @@ def read_file(repo: Path, commit: str, rel: str) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
+def ignored_paths(worktree: Path) -> list[str]:
+    """Untracked paths .gitignore hides (a folder once, with a trailing slash)."""
+    out = run_git(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory",
+                   "-z"], worktree)
+    return [p for p in out.split("\0") if p]
+
+
 def head_commit(path: Path) -> str:
     """The full SHA of HEAD in `path`."""
     return resolve_commit(path, "HEAD")

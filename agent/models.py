@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Artifact(BaseModel):
@@ -30,6 +30,7 @@ class PlanStep(Artifact):
     target_files: list[str] = Field(default_factory=list)
     target_symbols: list[str] = Field(default_factory=list)
     depends_on: list[str] = Field(default_factory=list)
+    changes_existing_tests: bool = False  # the task asks to change what existing tests expect
 
 
 class MetaPlanPart(Artifact):
@@ -132,6 +133,54 @@ class CommandResult(Record):
     truncated: bool = False
 
 
+TestOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+
+
+class TestCounts(Record):
+    """Tests of one run by outcome."""
+
+    __test__ = False  # not a pytest class
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+
+    @property
+    def collected(self) -> int:
+        """Every test the runner reported, whatever its outcome."""
+        return (self.passed + self.failed + self.errors + self.skipped + self.xfailed
+                + self.xpassed)
+
+    @property
+    def not_run(self) -> int:
+        """Tests reported but not run to a verdict: skipped or expected to fail."""
+        return self.skipped + self.xfailed
+
+
+class TestReport(Record):
+    """What a test run said about its tests, and where cra read it.
+
+    `source`: "junit" (pytest's XML report), "summary" (a runner's summary line), "names" (every
+    test listed with its outcome) or "none" (the runner was not recognised: only the exit code
+    counts). `outcomes` maps test ids to outcomes, as far as the source names them.
+    """
+
+    __test__ = False  # not a pytest class
+
+    source: Literal["junit", "summary", "names", "none"] = "none"
+    runner: str | None = None
+    counts: TestCounts | None = None
+    outcomes: dict[str, TestOutcome] = Field(default_factory=dict)
+
+    @property
+    def reported(self) -> bool:
+        """True when the runner reported its results (counts are known)."""
+        return self.counts is not None
+
+
 class ValidationResult(Record):
     """Test (the gate), lint and type-check outcome of one attempt."""
 
@@ -144,6 +193,37 @@ class ValidationResult(Record):
     exit_code: int | None = None
     timed_out: bool = False
     duration_ms: int = 0
+    report: TestReport = Field(default_factory=TestReport)
+    timeout_s: float | None = None
+
+    @field_validator("report", mode="before")
+    @classmethod
+    def _no_report(cls, value: object) -> object:
+        """A validation recorded before reports were kept has none."""
+        return TestReport() if value is None else value
+
+
+class GateVerdict(Record):
+    """Whether a test run passes the gate; why not; which declared test changes it allowed."""
+
+    passed: bool
+    problems: list[str] = Field(default_factory=list)
+    changed_tests: list[str] = Field(default_factory=list)
+    original_rerun: bool = False  # the base commit's test files were also run
+    weakened: bool = False  # a problem is with the tests themselves (gone, skipped, silenced)
+
+
+class TestChange(Record):
+    """Existing tests a step changed, declared by its plan and asked for by the task: shown in
+    the pull request, never hidden."""
+
+    __test__ = False  # not a pytest class
+
+    path: str
+    tests: list[str] = Field(default_factory=list)
+    diff: str = ""
+    reason: str = ""
+    step: str = ""
 
 
 class EnvironmentReport(Record):
@@ -321,6 +401,8 @@ class AttemptRecord(Record):
     patch_applied: bool = False
     error_info: str | None = None
     validation: ValidationResult | None = None
+    original: ValidationResult | None = None  # the base commit's test files on this code
+    gate: GateVerdict | None = None
     unified_diff: str = ""
 
 
@@ -339,6 +421,7 @@ class StepOutcome(Record):
     validation: ValidationResult | None = None
     task_run_id: int | None = None
     usage: Usage = Field(default_factory=Usage)
+    tests_changed: list[TestChange] = Field(default_factory=list)
 
     def as_step_result(self, *, output_chars: int = 1500) -> StepResult:
         """The StepResult the adjustment pass reasons about; a failure carries the failing
@@ -422,3 +505,14 @@ class OrchestratorResult(Record):
     budget_exhausted: str | None = None
     wall_ms: int = 0
     error: str | None = None
+
+    @property
+    def tests_changed(self) -> list[TestChange]:
+        """Existing tests the passed steps changed (declared and allowed by the gate)."""
+        return [c for o in self.steps if o.status == "passed" for c in o.tests_changed]
+
+    @property
+    def original_tests_rerun(self) -> bool:
+        """True when a passed step's edits touched the gate and the original tests ran too."""
+        return any(a.gate is not None and a.gate.original_rerun and a.gate.passed
+                   for o in self.steps if o.status == "passed" for a in o.attempts)

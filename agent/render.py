@@ -40,8 +40,12 @@ def render_result(result: OrchestratorResult) -> str:
         lines.append("files changed: " + ", ".join(result.files_changed))
     if result.environment is not None:
         lines.append(environment_line(result.environment))
-    lines.append(f"tests before: {verdict(result.baseline)}")
-    lines.append(f"tests after: {verdict(result.final_validation)}")
+    lines.append(f"tests before: {verdict(result.baseline)}{_counted(result.baseline)}")
+    lines.append(f"tests after: {verdict(result.final_validation)}"
+                 f"{_counted(result.final_validation)}")
+    if result.original_tests_rerun:
+        lines.append("original tests: re-run against the new code (a step changed test files)")
+    lines += _tests_changed(result)
     lines.append(_usage_line(result))
     lines.append(f"wall time: {result.wall_ms / 1000:.1f} s")
     if result.branch:
@@ -62,6 +66,32 @@ def environment_line(env: EnvironmentReport) -> str:
     setup = {"none": "", "ran": "; setup ran", "cached": "; setup restored from the cache",
              "failed": "; setup failed"}[env.setup]
     return where + setup
+
+
+def count_words(result: ValidationResult | None) -> str:
+    """"3 passed, 1 failed, 2 skipped" from a run's report; "" when it was not counted."""
+    counts = result.report.counts if result is not None else None
+    if counts is None:
+        return ""
+    parts = [(counts.passed, "passed"), (counts.failed, "failed"), (counts.errors, "errors"),
+             (counts.skipped, "skipped"), (counts.xfailed, "xfailed"),
+             (counts.xpassed, "xpassed")]
+    return ", ".join(f"{n} {word}" for n, word in parts if n) or "no tests"
+
+
+def _counted(result: ValidationResult | None) -> str:
+    words = count_words(result)
+    return f" [{words}]" if words else ""
+
+
+def _tests_changed(result: OrchestratorResult) -> list[str]:
+    changes = result.tests_changed
+    if not changes:
+        return []
+    lines = ["Tests changed (the task asked for it; review them):"]
+    for change in changes:
+        lines.append(f"  {change.path} (step {change.step}): {', '.join(change.tests)}")
+    return lines
 
 
 def _step_line(outcome: StepOutcome) -> str:

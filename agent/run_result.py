@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agent import git
+from agent import gate, git
 from agent.models import (
     AdjustmentRecord,
     MetaPlan,
@@ -16,7 +16,6 @@ from agent.models import (
     ValidationResult,
 )
 from agent.steps import RunContext, task_target_tests
-from agent.validation import passes_gate
 from agent.workspace import Workspace
 
 RunStatus = Literal["complete", "partial", "failed", "cancelled"]
@@ -94,6 +93,8 @@ def unmet_targets(
     if rc is None or final is None or not tally.outcomes:
         return None
     targets = task_target_tests(rc.baseline, task)
-    if not targets or passes_gate(rc.baseline, final, target_tests=targets):
+    changed = {t for o in tally.outcomes for c in o.tests_changed for t in c.tests}
+    if not targets or gate.judge(final, final, baseline=rc.baseline, targets=targets,
+                                 allowed=changed.__contains__).passed:
         return None
     return "the tests the task names still fail: " + ", ".join(targets)

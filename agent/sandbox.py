@@ -24,6 +24,7 @@ SandboxKind = Literal["bwrap", "none"]
 
 TREE_MOUNT = Path("/cra/work")
 ENV_MOUNT = Path("/cra/env")
+OUT_MOUNT = Path("/cra/out")
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
     "bubblewrap; Alpine: apk add bubblewrap util-linux), or choose no sandbox explicitly "
@@ -98,14 +99,17 @@ class Sandbox(Protocol):
         ...
 
     def launch(
-        self, command: str, *, tree: Path, cwd: Path, env: Mapping[str, str], network: bool
+        self, command: str, *, tree: Path, cwd: Path, env: Mapping[str, str], network: bool,
+        outputs: Path | None = None, read_only: Sequence[Path] = (),
     ) -> Launch:
-        """`command` under /bin/sh in `cwd` (inside `tree`); it may change only `tree` and
-        the environment directory."""
+        """`command` under /bin/sh in `cwd` (inside `tree`); it may change only `tree`, the
+        environment directory and `outputs` (a directory for its reports), and may also read
+        `read_only` (where a scratch tree's links point)."""
         ...
 
-    def seen_as(self, path: Path, *, tree: Path) -> Path:
-        """Where the command sees a host path inside `tree` or the environment directory."""
+    def seen_as(self, path: Path, *, tree: Path, outputs: Path | None = None) -> Path:
+        """Where the command sees a host path inside `tree`, `outputs` or the environment
+        directory."""
         ...
 
 
@@ -172,16 +176,17 @@ class NoSandbox:
         return replace(self, env_dir=env_dir)
 
     def launch(
-        self, command: str, *, tree: Path, cwd: Path, env: Mapping[str, str], network: bool
+        self, command: str, *, tree: Path, cwd: Path, env: Mapping[str, str], network: bool,
+        outputs: Path | None = None, read_only: Sequence[Path] = (),
     ) -> Launch:
         """`/bin/sh -c command` in `cwd`, nothing hidden, nothing bounded but the timeout."""
-        del tree, network
+        del tree, network, outputs, read_only
         inner = command_env(env, self.env_dir, has_venv=is_venv(self.env_dir))
         return Launch(["/bin/sh", "-c", command], inner, cwd)
 
-    def seen_as(self, path: Path, *, tree: Path) -> Path:
+    def seen_as(self, path: Path, *, tree: Path, outputs: Path | None = None) -> Path:
         """The host path itself."""
-        del tree
+        del tree, outputs
         return path
 
 

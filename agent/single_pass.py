@@ -11,6 +11,7 @@ from agent.environment import open_environment
 from agent.errors import AgentError
 from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
+from agent.retrieval.scan import is_test_path
 from agent.runtime import Runtime
 from agent.steps import RunContext, run_step, task_target_tests
 from agent.validation import run_validation
@@ -103,14 +104,20 @@ def _result(
     )
 
 
+READ_ROLES = frozenset({"read", "context", "reference", "create"})
+
+
 def step_from_plan(task: str, plan: PlanArtifact) -> PlanStep:
     """The one step a plan file describes: its summary, its files and their changes."""
     changes = "\n".join(
         f"- {f.path} ({f.role}): {f.changes}".rstrip(": ") for f in plan.affected_files
     )
     description = "\n".join(filter(None, [plan.task_summary or task, changes, plan.rationale]))
+    changes_tests = any(is_test_path(f.path) and f.role.strip().lower() not in READ_ROLES
+                        for f in plan.affected_files)
     return PlanStep(
-        id="s1", description=description, target_files=[f.path for f in plan.affected_files]
+        id="s1", description=description, target_files=[f.path for f in plan.affected_files],
+        changes_existing_tests=changes_tests,
     )
 
 

@@ -34,7 +34,7 @@ from agent.tables import (
 )
 
 TaskRunStatus = Literal["running", "complete", "partial", "failed", "cancelled", "error"]
-ValidationKind = Literal["setup", "baseline", "attempt"]
+ValidationKind = Literal["setup", "baseline", "attempt", "original"]
 
 
 class RunLog(Database):
@@ -124,6 +124,10 @@ class RunLog(Database):
                 created_at=self._clock(),
             )
         )
+
+    def update_attempt(self, attempt_id: int, *, error_info: str | None) -> None:
+        """Set what went wrong in an attempt once its test run was judged."""
+        self._update(AttemptRow, attempt_id, error_info=error_info)
 
     def record_validation(
         self,

@@ -76,6 +76,8 @@ class ValidationRow(Base):
     exit_code: Mapped[int | None]
     timed_out: Mapped[bool]
     duration_ms: Mapped[int]
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSONText)
+    timeout_s: Mapped[float | None]
     created_at: Mapped[datetime]
 
 

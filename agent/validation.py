@@ -1,4 +1,4 @@
-"""The gate: run test, lint and type-check commands in a worktree and judge them against a baseline.
+"""Run the repository's test, lint and type-check commands in a worktree and read their outcome.
 
 Commands are the repository's own strings (`pytest -q`, `cd src && make test`), run through
 `/bin/sh -c` inside the run's Sandbox (agent.sandbox) with a scrubbed environment, stdin closed,
@@ -11,20 +11,27 @@ from __future__ import annotations
 import codecs
 import contextlib
 import os
-import re
+import shlex
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 
 from agent.config import TestingConfig
 from agent.errors import ValidationError
-from agent.models import BaselineComparison, CommandResult, ValidationResult
+from agent.models import BaselineComparison, CommandResult, TestReport, ValidationResult
 from agent.sandbox import Launch, Sandbox, limit_note
+from agent.testreport import (
+    JUNIT_MAX_BYTES,
+    parse_failing_tests,
+    parse_passing_tests,
+    read_report,
+)
 
 BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV")
 SECRET_PATTERNS = (
@@ -182,13 +189,15 @@ def _wait(
 def _execute(
     command: str, cwd: Path, *, sandbox: Sandbox, tree: Path, network: bool, timeout: float,
     env: Mapping[str, str], max_output_chars: int, kill_grace: float = KILL_GRACE,
+    outputs: Path | None = None, read_only: Sequence[Path] = (),
 ) -> tuple[CommandResult, str]:
     """Run `command` in `sandbox`; its CommandResult and the (head and tail of the) output."""
     started = time.monotonic()
     capture = _Capture(max(PARSE_KEEP_CHARS, max_output_chars))
     if not cwd.is_dir():  # before the sandbox maps it: the same error with or without one
         raise ValidationError(f"could not start {command!r}: no directory {cwd}")
-    launch = sandbox.launch(command, tree=tree, cwd=cwd, env=env, network=network)
+    launch = sandbox.launch(command, tree=tree, cwd=cwd, env=env, network=network,
+                            outputs=outputs, read_only=read_only)
     proc = _start(command, launch)
     exit_code, notes = _wait(proc, _reader(proc, capture), timeout, kill_grace)
     full = capture.text()
@@ -219,106 +228,95 @@ def run_command(
     return result
 
 
-# --- parsing test names ----------------------------------------------------------------------
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# Trailing timings and counts: " (4 ms)", " 3ms", " (2 tests | 1 failed)".
-_TIME = r"\d+(?:\.\d+)?\s*m?s"
-_SUFFIX = re.compile(rf"(?:\s+(?:\({_TIME}\)|{_TIME}|\(\d+ tests?[^)]*\)))+$")
-_FAILING = (
-    re.compile(r"^(?:FAILED|ERROR) (?P<id>[^\s(].*?)(?: - .*)?$"),  # pytest short summary
-    re.compile(r"^(?P<id>\S+::\S+) (?:FAILED|ERROR)\b"),  # pytest -v
-    re.compile(r"^\[gw\d+\] \[\s*\d+%\] (?:FAILED|ERROR) (?P<id>\S+)"),  # pytest-xdist -v
-    re.compile(r"^(?:FAIL|ERROR): (?P<name>\w+) \((?P<where>[\w.]+)\)"),  # unittest
-    re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. (?:FAIL|ERROR)$"),
-    re.compile(r"^\s*--- FAIL: (?P<id>\S+) \("),  # go test
-    re.compile(r"^test (?P<id>.+?) \.\.\. FAILED$"),  # cargo test
-    re.compile(r"^\s*FAIL {1,2}(?P<id>\S.*?)\s*$"),  # jest / vitest
-    re.compile(r"^\s*[✕×✗] (?P<id>.+)$"),  # jest / vitest
-    re.compile(r"^\s*● (?P<id>(?!Test suite failed to run|Console).+?)$"),  # jest
-)
-_PASSING = (
-    re.compile(r"^PASSED (?P<id>\S+)"),  # pytest -rA
-    re.compile(r"^(?P<id>\S+::\S+) PASSED\b"),  # pytest -v
-    re.compile(r"^\[gw\d+\] \[\s*\d+%\] PASSED (?P<id>\S+)"),  # pytest-xdist -v
-    re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. ok$"),  # unittest -v
-    re.compile(r"^\s*--- PASS: (?P<id>\S+) \("),  # go test -v
-    re.compile(r"^test (?P<id>.+?) \.\.\. ok$"),  # cargo test
-    re.compile(r"^\s*PASS {1,2}(?P<id>\S.*?)\s*$"),  # jest
-    re.compile(r"^\s*[✓✔√] (?P<id>.+)$"),  # jest / vitest
-)
-
-
-def _test_id(match: re.Match[str]) -> str:
-    """One id form per match: unittest's `module.Class.test`, else the name without timing."""
-    groups = match.groupdict()
-    if groups.get("name"):
-        name, where = groups["name"], groups["where"]
-        return where if where.endswith(f".{name}") else f"{where}.{name}"
-    return _SUFFIX.sub("", groups["id"].strip())
-
-
-def _parse(output: str, patterns: Iterable[re.Pattern[str]]) -> list[str]:
-    """The ids the first matching pattern of each line names, deduplicated, in order."""
-    found: dict[str, None] = {}
-    for line in _ANSI.sub("", output).splitlines():
-        for pattern in patterns:
-            match = pattern.match(line.rstrip())
-            if match:
-                found.setdefault(_test_id(match), None)
-                break
-    return list(found)
-
-
-def parse_failing_tests(output: str) -> list[str]:
-    """Failing test ids in pytest, unittest, go test, cargo test, jest and vitest output."""
-    return _parse(output, _FAILING)
-
-
-def parse_passing_tests(output: str) -> list[str]:
-    """Passing test ids in the same runners' output (where the runner lists them)."""
-    return _parse(output, _PASSING)
-
-
-# --- validation and the gate -----------------------------------------------------------------
+# --- validation ----------------------------------------------------------------------------
 
 
 def run_validation(
     worktree: Path, testing: TestingConfig, *, environ: Mapping[str, str], sandbox: Sandbox,
-    kill_grace: float = KILL_GRACE,
+    kill_grace: float = KILL_GRACE, timeout: float | None = None, extras: bool = True,
+    read_only: Sequence[Path] = (),
 ) -> ValidationResult:
-    """Run the test command (the gate) and the optional lint and type-check commands in
-    `sandbox`, which lets them change only `worktree` (a run's worktree or a scratch tree)."""
+    """Run the test command (the gate) and, with `extras`, the lint and type-check commands,
+    in `sandbox`, which lets them change only `worktree` (a run's worktree or a scratch tree)
+    and read `read_only` besides the system (where a scratch tree's links point).
+
+    `timeout` (default `testing.timeout`) bounds each command. pytest is asked for a JUnit XML
+    report on the side, so that its tests are counted by outcome, not only by exit code.
+    """
     if not testing.test_command:
         raise ValidationError("no [testing] test_command: cra needs a test command")
+    limit = testing.timeout if timeout is None else min(timeout, testing.timeout)
     # Edits land seconds apart and often keep a file's size ("a + b" → "a - b"); Python's
     # bytecode cache checks only mtime (whole seconds) and size, so a .pyc written by the
     # previous test run could hide the edit. No bytecode is written in a worktree.
     env = {**scrubbed_env(environ, testing.env), "PYTHONDONTWRITEBYTECODE": "1"}
 
-    def run(command: str) -> tuple[CommandResult, str]:
+    def run(command: str, env: Mapping[str, str], outputs: Path | None = None
+            ) -> tuple[CommandResult, str]:
         return _execute(command, worktree, sandbox=sandbox, tree=worktree,
-                        network=testing.network, timeout=testing.timeout, env=env,
-                        max_output_chars=testing.max_output_chars, kill_grace=kill_grace)
+                        network=testing.network, timeout=limit, env=env,
+                        max_output_chars=testing.max_output_chars, kill_grace=kill_grace,
+                        outputs=outputs, read_only=read_only)
 
-    test, full = run(testing.test_command)
-    extras = {
-        name: run(command)[0]
+    with tempfile.TemporaryDirectory(prefix="cra-report-") as reports:
+        junit = Path(reports) / "junit.xml"  # the command writes it where the sandbox shows it
+        seen = sandbox.seen_as(junit, tree=worktree, outputs=Path(reports))
+        test, full = run(testing.test_command, {**env, "PYTEST_ADDOPTS": _addopts(env, seen)},
+                         Path(reports))
+        report = read_report(full, _read_capped(junit))
+    others = {
+        name: run(command, env)[0]
         for name, command in (("lint", testing.lint_command),
                               ("type_check", testing.type_check_command))
-        if command
+        if command and extras
     }
+    return _result(test, full, report, others, limit)
+
+
+def _addopts(env: Mapping[str, str], junit: Path) -> str:
+    """PYTEST_ADDOPTS asking for a JUnit report (xunit1 names the file of each test)."""
+    ours = f"--junitxml={shlex.quote(str(junit))} -o junit_family=xunit1"
+    return f"{env.get('PYTEST_ADDOPTS', '')} {ours}".strip()
+
+
+def _read_capped(path: Path) -> str | None:
+    """A report file's text, or None when absent or too large to trust."""
+    try:
+        if path.stat().st_size > JUNIT_MAX_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _result(
+    test: CommandResult, full: str, report: TestReport, others: Mapping[str, CommandResult],
+    limit: float,
+) -> ValidationResult:
+    junit_failed = [t for t, o in report.outcomes.items() if o in ("failed", "error")]
+    junit_passed = [t for t, o in report.outcomes.items() if o == "passed"]
     return ValidationResult(
         success=test.exit_code == 0 and not test.timed_out,
         test_output=test.output,
-        lint_output=extras["lint"].output if "lint" in extras else None,
-        type_check_output=extras["type_check"].output if "type_check" in extras else None,
-        failing_tests=parse_failing_tests(full),
-        passing_tests=parse_passing_tests(full),
+        lint_output=others["lint"].output if "lint" in others else None,
+        type_check_output=others["type_check"].output if "type_check" in others else None,
+        failing_tests=list(dict.fromkeys([*parse_failing_tests(full), *junit_failed])),
+        passing_tests=list(dict.fromkeys([*parse_passing_tests(full), *junit_passed])),
         exit_code=test.exit_code,
         timed_out=test.timed_out,
-        duration_ms=test.duration_ms + sum(r.duration_ms for r in extras.values()),
+        duration_ms=test.duration_ms + sum(r.duration_ms for r in others.values()),
+        report=report,
+        timeout_s=limit,
     )
+
+
+def attempt_timeout(baseline: ValidationResult, testing: TestingConfig) -> float:
+    """The timeout of a test run after the baseline: a multiple of the baseline's duration plus
+    a margin, never above `testing.timeout` (all of it when the baseline itself hung)."""
+    if baseline.timed_out:
+        return testing.timeout
+    derived = testing.timeout_factor * baseline.duration_ms / 1000 + testing.timeout_margin
+    return min(testing.timeout, derived)
 
 
 def compare_to_baseline(
@@ -338,30 +336,3 @@ def compare_to_baseline(
                        if t not in now and (current.success or t in passing)],
         still_failing=[t for t in current.failing_tests if t in before],
     )
-
-
-def passes_gate(
-    baseline: ValidationResult, current: ValidationResult, *, target_tests: Sequence[str] = ()
-) -> bool:
-    """DESIGN's gate: the tests pass, or — the baseline already failing — nothing got worse.
-
-    "Nothing got worse" needs a run that finished, named its failures (an unexplained failure
-    never passes), has no failing test that was not failing at baseline (which covers every
-    test that passed at baseline), and no failing target test.
-    """
-    if current.timed_out:
-        return False
-    if current.success:
-        return True
-    if baseline.success or not current.failing_tests:
-        return False
-    if compare_to_baseline(baseline, current).newly_failing:
-        return False
-    return not any(_names(target, failing)
-                   for target in target_tests for failing in current.failing_tests)
-
-
-def _names(target: str, test_id: str) -> bool:
-    """True when `target` is `test_id` or a file, class or parent test that contains it."""
-    return test_id == target or any(test_id.startswith(target + sep)
-                                    for sep in ("::", "[", "/", ".", " > ", " › "))

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,3 +66,48 @@ def apply_in_place(ws: Workspace, diff: str) -> str | None:
     except AgentError as exc:
         return f"could not apply the result to {ws.repo}: {exc}; it is on {ws.branch}"
     return None
+
+
+# Caches that a copy must not share with the worktree (and need not copy).
+SCRATCH_SKIP = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+                          ".hypothesis", ".tox", ".nox"})
+
+
+@contextmanager
+def scratch_tree(
+    worktree: Path, files: Mapping[str, str | None], *, parent: Path
+) -> Iterator[Path]:
+    """A throwaway copy of `worktree` under `parent` with `files` (path → text, None: absent)
+    put in place; removed afterwards. What .gitignore hides (virtualenvs, node_modules, built
+    extensions) is linked, not copied."""
+    parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=parent))
+    try:
+        _copy_tree(worktree, scratch)
+        for rel, text in files.items():
+            target = scratch / rel
+            if target.is_symlink() or target.exists():
+                target.unlink()
+            if text is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _copy_tree(worktree: Path, scratch: Path) -> None:
+    """Copy the tracked and untracked files; link the ignored ones."""
+    ignored = {p.rstrip("/") for p in git.ignored_paths(worktree)}
+
+    def skip(folder: str, names: list[str]) -> set[str]:
+        rel = Path(folder).relative_to(worktree)
+        return {n for n in names
+                if n in SCRATCH_SKIP or (rel / n).as_posix().removeprefix("./") in ignored}
+
+    shutil.copytree(worktree, scratch, symlinks=True, ignore=skip, dirs_exist_ok=True)
+    for rel in sorted(ignored):
+        source, target = worktree / rel, scratch / rel
+        if source.name in SCRATCH_SKIP or not target.parent.is_dir() or target.exists():
+            continue
+        os.symlink(source, target, target_is_directory=source.is_dir())

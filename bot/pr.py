@@ -19,6 +19,7 @@ from bot.sections import (
     output_section,
     plan_section,
     step_ref,
+    tests_changed_section,
     tests_section,
     tests_sentence,
     units_of,
@@ -90,6 +91,9 @@ def _complete(ctx: PrContext) -> bool:
 
 def _headline(ctx: PrContext) -> str:
     status = ctx.result.status
+    if _complete(ctx) and ctx.result.tests_changed:
+        return ("**cra finished: every step passed the test gate, and existing tests were "
+                "changed as the task asked (see Tests changed).**")
     if _complete(ctx):
         return "**cra finished: every step passed the test gate.**"
     if status == "cancelled":
@@ -155,7 +159,7 @@ def compose_pr_body(ctx: PrContext) -> str:
 
     def render(caps: Caps) -> list[str]:
         return [closing, summary, plan_section(units, caps), adjustments_section(units, caps),
-                tests_section(result), output_section(units, caps),
+                tests_section(result), tests_changed_section(result), output_section(units, caps),
                 changes_section(result, units, caps), _usage_section(ctx), _footer(ctx)]
 
     return fit_within(render, units.counts(), PR_BODY_LIMIT)
@@ -166,8 +170,8 @@ def compose_check_summary(ctx: PrContext) -> str:
     units = units_of(ctx.result, None, CHECK_SUMMARY_LIMIT)
 
     def render(caps: Caps) -> list[str]:
-        return [_summary(ctx), plan_section(units, caps),
-                tests_section(ctx.result), _footer(ctx)]
+        return [_summary(ctx), plan_section(units, caps), tests_section(ctx.result),
+                tests_changed_section(ctx.result), _footer(ctx)]
 
     return fit_within(render, units.counts(), CHECK_SUMMARY_LIMIT)
 
@@ -176,7 +180,17 @@ def check_title(ctx: PrContext) -> str:
     """The check run's one-line title."""
     r = ctx.result
     tests = validation_state(r.final_validation) if r.final_validation else "not run"
-    return f"{r.steps_completed:,}/{md.plural(len(r.steps), 'step')} passed; tests {tests}"
+    changed = (f"; {md.plural(len(r.tests_changed), 'test file')} changed — review"
+               if r.tests_changed else "")
+    return f"{r.steps_completed:,}/{md.plural(len(r.steps), 'step')} passed; tests {tests}{changed}"
+
+
+def check_conclusion(result: OrchestratorResult) -> str:
+    """success only when every step passed and no existing test was changed; neutral for a
+    partial result or changed tests (a person must look); failure otherwise."""
+    if result.status == "complete":
+        return "neutral" if result.tests_changed else "success"
+    return "neutral" if result.status == "partial" else "failure"
 
 
 def failure_comment(ctx: PrContext, *, last_test_output: str | None) -> str:

@@ -262,7 +262,7 @@ class _Job:
 
     def check_run(self, result: OrchestratorResult, ctx: pr.PrContext) -> None:
         assert result.commit is not None, "only delivered results get a check run"
-        conclusion = {"complete": "success", "partial": "neutral"}.get(result.status, "failure")
+        conclusion = pr.check_conclusion(result)
         summary = pr.compose_check_summary(ctx)
         title = pr.check_title(ctx)
         check_id = self.gh.create_check_run(self.repo, result.commit, name="cra", title=title,

@@ -194,6 +194,30 @@ def _failing(v: ValidationResult | None) -> str:
     return f"{len(v.failing_tests):,}" if v.failing_tests else "unknown"
 
 
+def _count(v: ValidationResult | None, field: str) -> str:
+    counts = v.report.counts if v is not None else None
+    return "–" if counts is None else f"{getattr(counts, field):,}"
+
+
+def _count_rows(base: ValidationResult | None, final: ValidationResult | None) -> list[str]:
+    """Rows of tests by outcome, where the runner reported counts."""
+    if all(v is None or v.report.counts is None for v in (base, final)):
+        return []
+    rows = [("passed", "passed"), ("failed", "failed"), ("errors", "errors"),
+            ("skipped", "skipped"), ("xfailed", "xfail")]
+    shown = [(f, label) for f, label in rows
+             if f in ("passed", "failed", "skipped") or _count(base, f) not in ("–", "0")
+             or _count(final, f) not in ("–", "0")]
+    return [f"| tests {label} | {_count(base, f)} | {_count(final, f)} |" for f, label in shown]
+
+
+def _rerun_line(result: OrchestratorResult) -> str:
+    if result.original_tests_rerun:
+        return ("- Original tests re-run: yes — a step changed test files or test configuration, "
+                "so the tests as they were before it also ran against the new code, and passed.")
+    return "- Original tests re-run: not needed — no step changed test files or test config."
+
+
 def tests_sentence(result: OrchestratorResult) -> str:
     base, final = result.baseline, result.final_validation
     if final is None:
@@ -229,6 +253,7 @@ def tests_section(result: OrchestratorResult) -> str:
         return "### Tests\n\nThe tests were not run."
     table = "\n".join(["| | before | after |", "|---|---|---|",
                        f"| test command | {_cell(base)} | {_cell(final)} |",
+                       *_count_rows(base, final),
                        f"| failing tests | {_failing(base)} | {_failing(final)} |"])
     parts = ["### Tests", table, *filter(None, [environment_line(result)])]
     if base is not None and final is not None:
@@ -237,7 +262,34 @@ def tests_section(result: OrchestratorResult) -> str:
             f"- Newly passing ({len(cmp.newly_passing):,}): {md.names(cmp.newly_passing)}",
             f"- Newly failing ({len(cmp.newly_failing):,}): {md.names(cmp.newly_failing)}",
             f"- Still failing ({len(cmp.still_failing):,}): {md.names(cmp.still_failing)}",
+            _rerun_line(result),
         ]))
+    return "\n\n".join(parts)
+
+
+TEST_DIFF_CAP = 2_000  # characters of one changed test file's diff
+TESTS_CHANGED_FILES = 10
+
+
+def tests_changed_section(result: OrchestratorResult) -> str:
+    """Existing tests the run changed, each with its diff and the step's reason: never hidden."""
+    changes = result.tests_changed
+    if not changes:
+        return ""
+    parts = [f"### Tests changed ({md.plural(len(changes), 'file')})",
+             "The task asked for behaviour that existing tests checked differently, so these "
+             "tests were changed. **Review them before merging**: the check run is neutral, "
+             "not green, until a person has looked."]
+    for change in changes[:TESTS_CHANGED_FILES]:
+        diff = change.diff if len(change.diff) <= TEST_DIFF_CAP else (
+            change.diff[:TEST_DIFF_CAP] + "\n… (cut; see the run page)")
+        parts.append(
+            f"- {md.code(change.path)} (step {md.code(change.step)}): "
+            f"{md.names(change.tests)}\n  Why: {md.line(change.reason)}\n\n"
+            + md.fence(diff, "diff"))
+    if len(changes) > TESTS_CHANGED_FILES:
+        parts.append(f"… {md.plural(len(changes) - TESTS_CHANGED_FILES, 'more file')}; "
+                     "see the run page.")
     return "\n\n".join(parts)
 
 

@@ -25,9 +25,11 @@ from agent.models import (
     PlanStep,
     Record,
     StepOutcome,
+    TestChange,
     Usage,
     ValidationResult,
 )
+from agent.render import count_words
 from agent.run_details import PassDetail, TaskRunDetail
 from agent.store import RunLog
 from bot.settings import BotSettings
@@ -40,6 +42,7 @@ MAX_LIMIT = 200
 MASK = "[redacted]"
 BASELINE_LABEL = "baseline (before any edit)"
 SETUP_LABEL = "setup (testing.setup_command)"
+ORIGINAL_LABEL = " — the original tests against the new code"
 MIN_SECRET_CHARS = 8  # shorter values would mask ordinary words
 
 blueprint = Blueprint("runs", __name__, template_folder="templates")
@@ -76,6 +79,7 @@ class StepView(Record):
     attempts: int = 0
     error: str | None = None
     target_files: list[str] = Field(default_factory=list)
+    tests_changed: list[TestChange] = Field(default_factory=list)
 
 
 class PartView(Record):
@@ -100,6 +104,8 @@ class ValidationView(Record):
 
     label: str
     result: ValidationResult
+    counts: str = ""  # "3 passed, 1 skipped" when the runner reported counts
+    verdict: str | None = None  # why the gate rejected the attempt
 
 
 class CallView(Record):
@@ -129,6 +135,7 @@ class RunPage(Record):
     adjustments: list[AdjustmentRecord] = Field(default_factory=list)
     tests: list[ValidationView] = Field(default_factory=list)
     environment: EnvironmentReport | None = None  # where the commands ran; the setup step
+    tests_changed: list[TestChange] = Field(default_factory=list)
     diff: list[DiffLine] = Field(default_factory=list)
     calls: list[CallView] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
@@ -147,13 +154,15 @@ def build_page(run: Run, runlog: RunLog) -> RunPage:
         return RunPage(run=run, live=live, duration_s=duration)
     details = _details(runlog, orchestrated.passes)
     passes, key = [p for p, _ in details], orchestrated.task_id
+    plan = _plan(runlog, key, passes, finished=not live)
+    steps = [step for part in plan.parts for step in part.steps] if plan else []
     return RunPage(
         run=run, live=live, duration_s=duration, task=orchestrated.task_description,
-        passes=[_pass_view(p, d) for p, d in details],
-        plan=_plan(runlog, key, passes, finished=not live),
+        passes=[_pass_view(p, d) for p, d in details], plan=plan,
         adjustments=_adjustments(runlog, key, passes),
         tests=_tests(details),
         environment=_load(EnvironmentReport, runlog.get_state(key, "environment")),
+        tests_changed=[c for step in steps for c in step.tests_changed],
         diff=diff_lines(runlog.get_state(key, "cumulative_diff") or ""),
         calls=[CallView(pass_label=pass_label(p), created_at=c.created_at, record=c.record)
                for p, d in details for c in d.llm_calls],
@@ -234,7 +243,7 @@ def _step(
                         status="not run" if finished else "pending", target_files=files)
     return StepView(step_id=step_id, description=outcome.description, status=outcome.status,
                     commit=outcome.commit, attempts=len(outcome.attempts), error=outcome.error,
-                    target_files=files)
+                    target_files=files, tests_changed=outcome.tests_changed)
 
 
 def _adjustments(runlog: RunLog, key: str, passes: Sequence[PassDetail]) -> list[AdjustmentRecord]:
@@ -252,10 +261,15 @@ def _tests(details: Details) -> list[ValidationView]:
     runs: list[ValidationView] = []
     for p, d in details:
         runs += [ValidationView(label=SETUP_LABEL, result=v.result) for v in d.setup]
-        runs += [ValidationView(label=BASELINE_LABEL, result=v.result) for v in d.baseline]
+        runs += [ValidationView(label=BASELINE_LABEL, result=v.result,
+                                counts=count_words(v.result)) for v in d.baseline]
         for attempt in d.attempts:
             label = f"{pass_label(p)} attempt {attempt.attempt}"
-            runs += [ValidationView(label=label, result=v.result) for v in attempt.validations]
+            runs += [ValidationView(
+                label=label + (ORIGINAL_LABEL if v.kind == "original" else ""), result=v.result,
+                counts=count_words(v.result),
+                verdict=attempt.error_info if v is attempt.validations[-1] else None,
+            ) for v in attempt.validations]
     return runs
 
 

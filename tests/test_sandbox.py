@@ -29,7 +29,8 @@ from agent.sandbox import (
     limit_note,
 )
 from agent.validation import run_command, run_validation
-from tests.fakes.repos import git_in, make_python_project
+from agent.workspace import scratch_tree
+from tests.fakes.repos import commit_file, git_in, make_python_project
 
 MakeBwrap = Callable[..., BwrapSandbox]
 PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -362,3 +363,26 @@ def test_no_sandbox_runs_on_the_host(tmp_path: Path) -> None:
 def test_limit_notes_name_the_limit(code: int, output: str, expected: str | None) -> None:
     note = limit_note(code, output, SandboxLimits())
     assert (note is None) if expected is None else (note is not None and expected in note)
+
+
+def test_a_scratch_tree_reads_the_worktrees_ignored_files_through_its_links(
+    bwrap: MakeBwrap, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate's scratch copy links what .gitignore hides (a virtualenv, node_modules) to the
+    worktree; the sandbox shows the worktree read-only so that the links resolve."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    worktree = make_python_project(tmp_path / "repo", bug=False)
+    commit_file(worktree, ".gitignore", "vendored/\n", "Ignore the vendored package")
+    (worktree / "vendored" / "helper").mkdir(parents=True)
+    (worktree / "vendored" / "helper" / "__init__.py").write_text("VALUE = 42\n")
+    (worktree / "tests" / "test_helper.py").write_text(
+        "import helper\n\n\ndef test_helper():\n    assert helper.VALUE == 42\n")
+    testing = TestingConfig(test_command=f"PYTHONPATH=vendored {PY} -m pytest -q "
+                            "-p no:cacheprovider")
+    with scratch_tree(worktree, {}, parent=tmp_path / "scratch") as scratch:
+        assert (scratch / "vendored").is_symlink()
+        alone = run_validation(scratch, testing, environ=dict(os.environ), sandbox=bwrap())
+        linked = run_validation(scratch, testing, environ=dict(os.environ), sandbox=bwrap(),
+                                read_only=[worktree])
+    assert not alone.success and "No module named 'helper'" in (alone.test_output or "")
+    assert linked.success, linked.test_output

@@ -1,4 +1,4 @@
-"""agent.validation: commands in their own process group, test-name parsing, the gate."""
+"""agent.validation: commands in their own process group, test runs read by outcome."""
 
 from __future__ import annotations
 
@@ -15,11 +15,9 @@ from agent.errors import ValidationError
 from agent.models import ValidationResult
 from agent.sandbox import NoSandbox, Sandbox
 from agent.validation import (
+    attempt_timeout,
     cap_output,
     compare_to_baseline,
-    parse_failing_tests,
-    parse_passing_tests,
-    passes_gate,
     run_command,
     run_validation,
     scrubbed_env,
@@ -170,284 +168,7 @@ def test_a_missing_directory_is_a_validation_error(tmp_path: Path, sandbox: Sand
                     max_output_chars=1000)
 
 
-# --- parsing test names ----------------------------------------------------------------------
-
-PYTEST_Q = """\
-.FFFE                                                                    [100%]
-==================================== ERRORS ====================================
-______________________ ERROR at setup of test_uses_broken ______________________
-
-    @pytest.fixture
-    def broken():
->       raise RuntimeError("boom")
-E       RuntimeError: boom
-
-tests/test_ops.py:16: RuntimeError
-=================================== FAILURES ===================================
-___________________________________ test_mul ___________________________________
-
-    def test_mul():
->       assert mul(2, 3) == 6
-E       assert 7 == 6
-E        +  where 7 = mul(2, 3)
-
-tests/test_ops.py:8: AssertionError
------------------------------- Captured log call -------------------------------
-ERROR    calc.ops:ops.py:12 multiplying 2 by 3
-=========================== short test summary info ============================
-FAILED tests/test_ops.py::test_mul - assert 7 == 6
-FAILED tests/test_ops.py::test_mul_param[1-1] - assert 2 == (1 * 1)
-FAILED tests/test_ops.py::test_mul_param[0-5] - assert 1 == (0 * 5)
-ERROR tests/test_ops.py::test_uses_broken - RuntimeError: boom
-3 failed, 1 passed, 1 error in 0.99s
-"""
-PYTEST_FAILED = [
-    "tests/test_ops.py::test_mul", "tests/test_ops.py::test_mul_param[1-1]",
-    "tests/test_ops.py::test_mul_param[0-5]", "tests/test_ops.py::test_uses_broken",
-]
-
-PYTEST_V = """\
-============================= test session starts ==============================
-platform linux -- Python 3.11.7, pytest-9.2.0, pluggy-1.7.0 -- /work/main/.venv/bin/python
-rootdir: /tmp/runners/py
-collecting ... collected 5 items
-
-tests/test_ops.py::test_add PASSED                                       [ 20%]
-tests/test_ops.py::test_mul FAILED                                       [ 40%]
-tests/test_ops.py::test_mul_param[1-1] FAILED                            [ 60%]
-tests/test_ops.py::test_mul_param[0-5] FAILED                            [ 80%]
-tests/test_ops.py::test_uses_broken ERROR                                [100%]
-
-=========================== short test summary info ============================
-FAILED tests/test_ops.py::test_mul - assert 7 == 6
-FAILED tests/test_ops.py::test_mul_param[1-1] - assert 2 == (1 * 1)
-FAILED tests/test_ops.py::test_mul_param[0-5] - assert 1 == (0 * 5)
-ERROR tests/test_ops.py::test_uses_broken - RuntimeError: boom
-===================== 3 failed, 1 passed, 1 error in 1.15s =====================
-"""
-
-PYTEST_RA = """\
-==================================== PASSES ====================================
-=========================== short test summary info ============================
-PASSED tests/test_ops.py::test_add
-ERROR tests/test_ops.py::test_uses_broken - RuntimeError: boom
-FAILED tests/test_ops.py::test_mul - assert 7 == 6
-FAILED tests/test_ops.py::test_mul_param[1-1] - assert 2 == (1 * 1)
-FAILED tests/test_ops.py::test_mul_param[0-5] - assert 1 == (0 * 5)
-3 failed, 1 passed, 1 error in 1.36s
-"""
-
-PYTEST_COLOURED = (
-    "\x1b[31mFAILED\x1b[0m tests/test_ops.py::\x1b[1mtest_mul\x1b[0m - assert 7 == 6\n"
-    "\x1b[31m========================= \x1b[31m\x1b[1m1 failed\x1b[0m\x1b[31m in 0.10s"
-    "\x1b[0m\x1b[31m =========================\x1b[0m\n"
-)
-
-UNITTEST_V = """\
-test_add (tests.test_unit.OpsTest.test_add) ... ok
-test_error (tests.test_unit.OpsTest.test_error) ... ERROR
-test_mul (tests.test_unit.OpsTest.test_mul) ... FAIL
-
-======================================================================
-ERROR: test_error (tests.test_unit.OpsTest.test_error)
-----------------------------------------------------------------------
-Traceback (most recent call last):
-  File "/tmp/runners/py/tests/test_unit.py", line 10, in test_error
-    raise ValueError("bad")
-ValueError: bad
-
-======================================================================
-FAIL: test_mul (tests.test_unit.OpsTest.test_mul)
-----------------------------------------------------------------------
-Traceback (most recent call last):
-  File "/tmp/runners/py/tests/test_unit.py", line 8, in test_mul
-    self.assertEqual(mul(2, 3), 6)
-AssertionError: 7 != 6
-
-----------------------------------------------------------------------
-Ran 3 tests in 0.001s
-
-FAILED (failures=1, errors=1)
-"""
-
-UNITTEST_PY310 = """\
-======================================================================
-FAIL: test_mul (tests.test_unit.OpsTest)
-----------------------------------------------------------------------
-Traceback (most recent call last):
-  File "/src/tests/test_unit.py", line 8, in test_mul
-    self.assertEqual(mul(2, 3), 6)
-AssertionError: 7 != 6
-
-----------------------------------------------------------------------
-Ran 3 tests in 0.001s
-
-FAILED (failures=1)
-"""
-
-GO_TEST_V = """\
-=== RUN   TestAdd
---- PASS: TestAdd (0.00s)
-=== RUN   TestMul
-    calc_test.go:12: Mul(2, 3) = 7, want 6
---- FAIL: TestMul (0.00s)
-=== RUN   TestMulTable
-=== RUN   TestMulTable/by_one
-=== RUN   TestMulTable/by_zero
-    calc_test.go:27: Mul(4, 0) = 1, want 0
---- FAIL: TestMulTable (0.00s)
-    --- PASS: TestMulTable/by_one (0.00s)
-    --- FAIL: TestMulTable/by_zero (0.00s)
-FAIL
-FAIL\texample.com/calc\t0.003s
-FAIL
-"""
-
-GO_TEST = """\
---- FAIL: TestMul (0.00s)
-    calc_test.go:12: Mul(2, 3) = 7, want 6
-FAIL
-FAIL\texample.com/calc\t0.002s
-FAIL
-"""
-
-CARGO_TEST = """\
-   Compiling calc v0.1.0 (/tmp/runners/calc)
-    Finished `test` profile [unoptimized + debuginfo] target(s) in 2.06s
-     Running unittests src/lib.rs (target/debug/deps/calc-c6626fb655a8d231)
-
-running 3 tests
-test tests::adds ... ok
-test tests::slow ... ignored
-test tests::multiplies ... FAILED
-
-failures:
-
----- tests::multiplies stdout ----
-
-thread 'tests::multiplies' (10428) panicked at src/lib.rs:10:23:
-assertion `left == right` failed
-  left: 7
- right: 6
-note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
-
-
-failures:
-    tests::multiplies
-
-test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.30s
-
-   Doc-tests calc
-
-running 1 test
-test src/lib.rs - add (line 3) ... ok
-
-error: test failed, to rerun pass `--lib`
-"""
-
-JEST_VERBOSE = """\
- FAIL  src/mul.test.js
-  math
-    ✓ adds (2 ms)
-    ✕ multiplies (4 ms)
-
-  ● math › multiplies
-
-    expect(received).toBe(expected) // Object.is equality
-
-    Expected: 6
-    Received: 7
-
-      4 | describe('math', () => {
-      5 |   test('adds', () => expect(add(2, 3)).toBe(5));
-    > 6 |   test('multiplies', () => expect(mul(2, 3)).toBe(6));
-        |                                              ^
-      7 | });
-
-      at Object.toBe (src/mul.test.js:6:46)
-
- PASS  src/sum.test.js
-  ✓ sums (1 ms)
-
-Test Suites: 1 failed, 1 passed, 2 total
-Tests:       1 failed, 2 passed, 3 total
-Snapshots:   0 total
-Time:        0.512 s
-Ran all test suites.
-"""
-
-JEST_SUITE_ERROR = """\
- FAIL  src/broken.test.js
-  ● Test suite failed to run
-
-    Cannot find module './missing' from 'src/broken.test.js'
-
-Test Suites: 1 failed, 1 total
-Tests:       0 total
-"""
-
-VITEST = """\
-
- RUN  v1.6.0 /home/user/calc
-
- ✓ src/sum.test.ts  (1 test) 2ms
- ❯ src/mul.test.ts  (2 tests | 1 failed) 6ms
-   × math > multiplies 4ms
-     → expected 7 to be 6 // Object.is equality
-
-⎯⎯⎯⎯⎯⎯⎯ Failed Tests 1 ⎯⎯⎯⎯⎯⎯⎯
-
- FAIL  src/mul.test.ts > math > multiplies
-AssertionError: expected 7 to be 6 // Object.is equality
- ❯ src/mul.test.ts:6:44
-      4| describe('math', () => {
-      5|   test('adds', () => expect(add(2, 3)).toBe(5))
-      6|   test('multiplies', () => expect(mul(2, 3)).toBe(6))
-       |                                            ^
-      7| })
-
-⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯[1/1]⎯
-
- Test Files  1 failed | 1 passed (2)
-      Tests  1 failed | 2 passed (3)
-   Start at  10:00:00
-   Duration  412ms (transform 31ms, setup 0ms, collect 28ms, tests 8ms)
-"""
-
-
-@pytest.mark.parametrize(("output", "failing", "passing"), [
-    pytest.param(PYTEST_Q, PYTEST_FAILED, [], id="pytest -q"),
-    pytest.param(PYTEST_V, PYTEST_FAILED, ["tests/test_ops.py::test_add"], id="pytest -v"),
-    pytest.param(PYTEST_RA, [PYTEST_FAILED[3], *PYTEST_FAILED[:3]],
-                 ["tests/test_ops.py::test_add"], id="pytest -rA"),
-    pytest.param(PYTEST_COLOURED, ["tests/test_ops.py::test_mul"], [], id="pytest colours"),
-    pytest.param(UNITTEST_V, ["tests.test_unit.OpsTest.test_error",
-                              "tests.test_unit.OpsTest.test_mul"],
-                 ["tests.test_unit.OpsTest.test_add"], id="unittest -v"),
-    pytest.param(UNITTEST_PY310, ["tests.test_unit.OpsTest.test_mul"], [], id="unittest 3.10"),
-    pytest.param(GO_TEST_V, ["TestMul", "TestMulTable", "TestMulTable/by_zero"],
-                 ["TestAdd", "TestMulTable/by_one"], id="go test -v"),
-    pytest.param(GO_TEST, ["TestMul"], [], id="go test"),
-    pytest.param(CARGO_TEST, ["tests::multiplies"],
-                 ["tests::adds", "src/lib.rs - add (line 3)"], id="cargo test"),
-    pytest.param(JEST_VERBOSE, ["src/mul.test.js", "multiplies", "math › multiplies"],
-                 ["adds", "src/sum.test.js", "sums"], id="jest --verbose"),
-    pytest.param(JEST_SUITE_ERROR, ["src/broken.test.js"], [], id="jest suite error"),
-    pytest.param(VITEST, ["math > multiplies", "src/mul.test.ts > math > multiplies"],
-                 ["src/sum.test.ts"], id="vitest"),
-])
-def test_test_names_are_parsed_from_each_runner(
-    output: str, failing: list[str], passing: list[str]
-) -> None:
-    assert parse_failing_tests(output) == failing
-    assert parse_passing_tests(output) == passing
-
-
-def test_parsed_names_are_deduplicated_in_order() -> None:
-    assert parse_failing_tests(PYTEST_V + PYTEST_Q) == PYTEST_FAILED
-
-
-# --- baseline and gate -----------------------------------------------------------------------
+# --- comparison with the baseline ------------------------------------------------------------
 
 
 def result(
@@ -474,43 +195,6 @@ def test_a_baseline_failure_is_newly_passing_only_when_the_run_shows_it() -> Non
     baseline = result(failing=["t::a", "t::b"])
     assert compare_to_baseline(baseline, result(failing=["t::a"])).newly_passing == []
     assert compare_to_baseline(baseline, result(success=True)).newly_passing == ["t::a", "t::b"]
-
-
-def test_gate_passes_whenever_the_tests_pass() -> None:
-    assert passes_gate(result(failing=["t::a"]), result(success=True))
-
-
-def test_gate_fails_a_regression_from_a_green_baseline() -> None:
-    assert not passes_gate(result(success=True), result(failing=["t::a"]))
-
-
-def test_gate_with_a_red_baseline_passes_when_only_old_failures_remain() -> None:
-    baseline = result(failing=["t::old", "t::target"], passing=["t::ok"])
-    current = result(failing=["t::old"], passing=["t::ok", "t::target"])
-    assert passes_gate(baseline, current, target_tests=["t::target"])
-
-
-def test_gate_with_a_red_baseline_fails_when_a_target_test_still_fails() -> None:
-    baseline = result(failing=["t::old", "t::target"])
-    assert not passes_gate(baseline, result(failing=["t::old", "t::target"]),
-                           target_tests=["t::target"])
-    assert not passes_gate(baseline, result(failing=["t::old", "t::target[1]"]),
-                           target_tests=["t::target"])
-
-
-def test_gate_with_a_red_baseline_fails_when_a_test_that_passed_now_fails() -> None:
-    baseline = result(failing=["t::old"], passing=["t::ok"])
-    assert not passes_gate(baseline, result(failing=["t::old", "t::ok"]))
-
-
-def test_gate_with_a_red_baseline_fails_on_a_new_failing_test() -> None:
-    assert not passes_gate(result(failing=["t::old"]), result(failing=["t::old", "t::new"]))
-
-
-def test_gate_fails_an_unexplained_failure_and_a_timeout() -> None:
-    baseline = result(failing=["t::old"])
-    assert not passes_gate(baseline, result(failing=[]))
-    assert not passes_gate(baseline, result(failing=["t::old"], timed_out=True))
 
 
 # --- run_validation on a real project --------------------------------------------------------
@@ -578,3 +262,42 @@ def test_a_same_size_edit_within_the_second_is_never_hidden_by_bytecode(
 
     assert not result.success
     assert not list(tmp_path.rglob("*.pyc"))
+
+
+def test_pytest_runs_are_counted_from_a_junit_report(project: Path, sandbox: Sandbox) -> None:
+    validation = run_validation(project, TestingConfig(test_command=TEST_COMMAND),
+                                environ=python_env(), sandbox=sandbox)
+    assert validation.report.source == "junit"
+    assert validation.report.counts is not None
+    assert (validation.report.counts.passed, validation.report.counts.failed) == (2, 1)
+    assert validation.report.outcomes[FAILING_TEST] == "failed"
+    assert validation.timeout_s == 600
+
+
+def test_a_run_that_exits_before_reporting_has_no_report(
+    project: Path, sandbox: Sandbox
+) -> None:
+    (project / "conftest.py").write_text("import os\nos._exit(0)\n")
+    validation = run_validation(project, TestingConfig(test_command=TEST_COMMAND),
+                                environ=python_env(), sandbox=sandbox)
+    assert validation.success and not validation.report.reported
+
+
+def test_later_runs_get_a_timeout_from_the_baselines_duration() -> None:
+    testing = TestingConfig(test_command="t", timeout=600, timeout_factor=3, timeout_margin=30)
+    quick = ValidationResult(success=True, duration_ms=2_000)
+    slow = ValidationResult(success=True, duration_ms=500_000)
+    hung = ValidationResult(success=False, timed_out=True, duration_ms=600_000)
+    assert attempt_timeout(quick, testing) == 36
+    assert attempt_timeout(slow, testing) == 600
+    assert attempt_timeout(hung, testing) == 600
+
+
+def test_the_timeout_given_never_exceeds_the_configured_one(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
+    testing = TestingConfig(test_command=sleeper, timeout=0.5)
+    validation = run_validation(tmp_path, testing, environ=ENVIRON, kill_grace=0.2, timeout=30,
+                                sandbox=sandbox)
+    assert validation.timed_out and validation.timeout_s == 0.5

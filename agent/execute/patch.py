@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from agent.config import DEFAULT_PROTECTED
 from agent.errors import PatchRejected, UnsafePath
+from agent.gate import is_cra_config
 from agent.models import PatchEdit, PatchResult
 
 Writer = Callable[[Path, str, int | None], None]
@@ -272,6 +273,8 @@ def _check_rules(posix: str, rel: str, protected: Sequence[str]) -> None:
     """UnsafePath if `posix` is inside .git/ or matches a protected glob."""
     if any(part.lower() == ".git" for part in posix.split("/")):
         raise UnsafePath("inside .git/, which cra never edits", path=rel)
+    if is_cra_config(posix.lower()):
+        raise UnsafePath("cra's own config defines the test gate; cra never edits it", path=rel)
     for pattern in protected:
         if _glob(pattern).fullmatch(posix):
             raise UnsafePath(f"protected path (matches {pattern!r}); cra never edits it", path=rel)

@@ -44,7 +44,8 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 _STRING: dict[str, Any] = {"type": "string"}
 _STEP = _object({"id": _STRING, "description": _STRING, "target_files": _STRINGS,
-                 "target_symbols": _STRINGS, "depends_on": _STRINGS})
+                 "target_symbols": _STRINGS, "depends_on": _STRINGS,
+                 "changes_existing_tests": {"type": "boolean"}})
 _PART = _object({"id": _STRING, "description": _STRING, "affected_files": _STRINGS,
                  "depends_on": _STRINGS})
 _SCHEMAS: dict[str, dict[str, Any]] = {

@@ -65,6 +65,8 @@ Output a JSON object with exactly these fields:
   - target_files: array of file paths this step will modify
   - target_symbols: array of function/class names to modify
   - depends_on: array of step IDs this step depends on
+  - changes_existing_tests: boolean -- true only when the task asks for behaviour that
+    existing tests check differently, so those tests must change
 - rationale: string -- why these adjustments were made
 - changes_made: array of strings -- what was changed from the original plan
 

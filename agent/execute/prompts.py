@@ -31,7 +31,10 @@ Rules:
   character from the file shown, with enough surrounding lines to be unique.
 - Keep edits minimal: change only what the step needs. Give every edit in this one answer.
 - To create a new file, use an empty <search></search> and put the whole file in <replacement>.
-- Never edit files under .git/ or .github/workflows/.
+- Never edit files under .git/ or .github/workflows/, nor cra.toml.
+- The repository's tests are the judge: never delete, empty, skip, xfail or deselect existing
+  tests or change test configuration to make them pass; fix the code instead. New tests are
+  welcome. Change an existing test only when the step says the task asks for it.
 - A file shown as an outline hides code where a line holds only "⋮": never copy such a line
   into a search block; if you need the hidden code, ask for the file as below.
 - If a file you must change is not shown, do not guess its content: answer only with
@@ -138,14 +141,18 @@ Each step MUST:
 - name its target_files explicitly: the exact repository paths it edits or creates. They seed the
   retrieval of the step, so a missing path means the implementer never sees the file;
 - name its target_symbols: the functions, classes or constants it changes ([] for a new file);
-- list depends_on explicitly: the ids of the steps that must be done first ([] when none).
+- list depends_on explicitly: the ids of the steps that must be done first ([] when none);
+- set changes_existing_tests to true only when the task asks for behaviour that existing tests
+  check differently, so those tests must change (say why in the description); otherwise false.
+  Existing tests are never deleted, skipped or weakened; adding new tests is always welcome.
 Split further when a step would touch 2+ files, need 3+ edits, or change a file likely longer than
 ~150 lines in more than one place. No dependency cycles. No code in the plan: say what changes and
 where, never the code itself."""
 
 _STEP_SHAPE = (
     '{"id": "s1", "description": "what this step changes and why", '
-    '"target_files": ["pkg/module.py"], "target_symbols": ["function_name"], "depends_on": []}'
+    '"target_files": ["pkg/module.py"], "target_symbols": ["function_name"], "depends_on": [], '
+    '"changes_existing_tests": false}'
 )
 
 META_PLAN_SYSTEM = f"""\

@@ -11,14 +11,19 @@ from hypothesis import strategies as st
 from agent.models import (
     AdjustmentRecord,
     AdjustmentVerdicts,
+    AttemptRecord,
     EnvironmentReport,
     FailureSignal,
+    GateVerdict,
     MetaPlan,
     MetaPlanPart,
     OrchestratorResult,
     PlanAdjustment,
     PlanStep,
     StepOutcome,
+    TestChange,
+    TestCounts,
+    TestReport,
     Usage,
     ValidationResult,
 )
@@ -26,6 +31,7 @@ from bot.fit import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, PR_BODY_LIMIT
 from bot.markdown import escape_markdown
 from bot.pr import (
     PrContext,
+    check_conclusion,
     check_title,
     compose_check_summary,
     compose_pr_body,
@@ -537,3 +543,49 @@ def test_every_refusal_is_one_short_paragraph(kind: str) -> None:
 def test_an_unknown_refusal_kind_is_a_bug() -> None:
     with pytest.raises(ValueError, match="nope"):
         refusal_text("nope")
+
+
+# --- the gate's numbers and changed tests ----------------------------------------------------
+
+CHANGE = TestChange(path="tests/test_calc.py", tests=["tests/test_calc.py::test_sub"],
+                    diff="diff --git a/tests/test_calc.py b/tests/test_calc.py\n"
+                         "-    assert sub(5, 3) == 2\n+    assert sub(5, 3) == -2\n",
+                    reason="the task asks sub to return b - a", step="p1/s1")
+
+
+def counted(passed: int, failed: int, skipped: int = 0) -> ValidationResult:
+    report = TestReport(source="junit", counts=TestCounts(passed=passed, failed=failed,
+                                                          skipped=skipped))
+    return ValidationResult(success=not failed, exit_code=int(bool(failed)), report=report,
+                            failing_tests=[f"t::f{i}" for i in range(failed)])
+
+
+def changed_result() -> OrchestratorResult:
+    rerun = AttemptRecord(attempt=1, gate=GateVerdict(passed=True, original_rerun=True))
+    return result(steps=[step("p1", "s1", "passed", commit="0123456789abcdef",
+                              tests_changed=[CHANGE], attempts=[rerun])])
+
+
+def test_tests_table_counts_tests_by_outcome_before_and_after() -> None:
+    body = compose_pr_body(ctx(result(baseline=counted(5, 2, 1),
+                                      final_validation=counted(7, 0, 1))))
+    assert "| tests passed | 5 | 7 |" in body
+    assert "| tests failed | 2 | 0 |" in body and "| tests skipped | 1 | 1 |" in body
+    assert "Original tests re-run: not needed" in body
+
+
+def test_changed_tests_are_shown_with_their_diff_and_reason() -> None:
+    body = compose_pr_body(ctx(changed_result()))
+    assert "### Tests changed (1 file)" in body
+    assert "assert sub(5, 3) == -2" in body and "the task asks sub to return b - a" in body
+    assert "Original tests re-run: yes" in body
+    assert "existing tests were changed" in body
+    assert "Tests changed" in compose_check_summary(ctx(changed_result()))
+    assert "1 test file changed" in check_title(ctx(changed_result()))
+
+
+def test_the_check_is_green_only_when_no_existing_test_changed() -> None:
+    assert check_conclusion(result()) == "success"
+    assert check_conclusion(changed_result()) == "neutral"
+    assert check_conclusion(result(status="partial")) == "neutral"
+    assert check_conclusion(result(status="failed")) == "failure"

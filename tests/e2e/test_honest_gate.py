@@ -1,0 +1,309 @@
+"""The honest gate end to end through `cra solve`: a model whose first answer weakens the tests
+instead of fixing the code is rejected with a message it can act on, its retry fixes the code, and
+the branch holds only the real fix. A task that asks to change tested behaviour still succeeds,
+with its test change listed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agent.cli import main
+from agent.store import RunLog
+from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.repos import (
+    DEFAULT_CRA_TOML,
+    ISOLATED_GIT_ENV,
+    MUL_BUG,
+    MUL_FIX,
+    TEST_COMMAND,
+    TEST_OPS_PY,
+    git_in,
+    make_python_project,
+)
+
+TEST_FILE = "tests/test_ops.py"
+SUB_TEST = "    assert sub(5, 3) == 2"
+
+
+def edit(path: str, search: str, replacement: str) -> str:
+    return (f'<edit file="{path}">\n<search>\n{search}\n</search>\n'
+            f"<replacement>\n{replacement}\n</replacement>\n</edit>")
+
+
+def create(path: str, content: str) -> str:
+    return edit(path, "", content)
+
+
+FIX = edit("calc/ops.py", MUL_BUG.rstrip("\n"), MUL_FIX.rstrip("\n"))
+CONFTEST_SKIPS = '''import pytest
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.add_marker(pytest.mark.skip(reason="flaky"))'''
+CONFTEST_DESELECTS = '''def pytest_collection_modifyitems(config, items):
+    kept = [item for item in items if "mul" not in item.name]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept'''
+CONFTEST_REWRITES = '''import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"'''
+PATCHING_TEST = '''import calc
+import calc.ops
+
+calc.ops.mul = calc.mul = lambda a, b: a * b'''
+
+# name → (the weakening answer, what the rejection says, found only by the original re-run)
+WEAKENINGS: dict[str, tuple[str, str, bool]] = {
+    "test file replaced": (edit(TEST_FILE, TEST_OPS_PY.rstrip("\n"),
+                                "def test_ok():\n    assert True"), "no longer ran", False),
+    "test file emptied": (edit(TEST_FILE, TEST_OPS_PY.rstrip("\n"), ""),
+                          "no test was collected", False),
+    "failing test deleted": (edit(TEST_FILE, "def test_mul():\n    assert mul(2, 3) == 6", ""),
+                             "no longer ran", False),
+    "module-level skip": (edit(TEST_FILE, "from calc import add, mul, sub",
+                               "import pytest\n\nfrom calc import add, mul, sub\n\n"
+                               "pytestmark = pytest.mark.skip(reason='flaky')"),
+                          "skipped or marked xfail", False),
+    "test-level xfail": (edit(TEST_FILE, "def test_mul():",
+                              "import pytest\n\n\n@pytest.mark.xfail(reason='known')\n"
+                              "def test_mul():"), "skipped or marked xfail", False),
+    "conftest skips": (create("conftest.py", CONFTEST_SKIPS), "skipped or marked xfail", False),
+    "conftest deselects": (create("tests/conftest.py", CONFTEST_DESELECTS), "no longer ran",
+                           False),
+    "conftest exits early": (create("conftest.py", "import os\n\nos._exit(0)"),
+                             "before the test runner reported", False),
+    "conftest rewrites outcomes": (create("conftest.py", CONFTEST_REWRITES),
+                                   "must make pass still fail", True),
+    "runner config deselects": (create("pytest.ini", "[pytest]\naddopts = --deselect "
+                                       "tests/test_ops.py::test_mul"), "no longer ran", False),
+    "new test patches the code": (create("tests/test_aaa.py", PATCHING_TEST),
+                                  "must make pass still fail", True),
+    "cra.toml edited": (edit("cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}",
+                             'test_command = "true"'), "cra never edits it", False),
+}
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in ISOLATED_GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as srv:
+        yield srv
+
+
+@dataclass
+class Solve:
+    """One `cra solve` in-process: exit code, output, the repository and the run log."""
+
+    code: int
+    out: str
+    repo: Path
+    data: Path
+
+    def branch(self) -> str:
+        [name] = git_in(self.repo, "branch", "--list", "cra/*", "--format=%(refname:short)").split()
+        return name
+
+    def changed_files(self) -> list[str]:
+        return git_in(self.repo, "diff", "--name-only", f"main...{self.branch()}").split()
+
+    def show(self, path: str) -> str:
+        return git_in(self.repo, "show", f"{self.branch()}:{path}")
+
+    def log(self) -> RunLog:
+        return RunLog.open(f"sqlite:///{self.data / 'cra.db'}")
+
+
+def write_config(tmp: Path, server: ScriptedModelServer, testing: str = "") -> Path:
+    config = tmp / "cra-config.toml"
+    config.write_text("".join(
+        f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
+        for role in ("reasoning", "coding", "classifier"))
+        + f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\ntimeout = 120\n{testing}"
+        "[retrieval]\nstages = []\n")
+    return config
+
+
+def cra_solve(tmp: Path, server: ScriptedModelServer, task: str, *extra: str,
+              bug: bool = True, testing: str = "",
+              capsys: pytest.CaptureFixture[str]) -> Solve:
+    repo = make_python_project(tmp / "repo", bug=bug, config=DEFAULT_CRA_TOML)
+    data = tmp / "data"
+    code = main(["--data-dir", str(data), "solve", task, "--repo", str(repo),
+                 "--config", str(write_config(tmp, server, testing)), *extra])
+    return Solve(code, capsys.readouterr().out, repo, data)
+
+
+def plan_step(description: str, files: list[str], *, changes_tests: bool = False) -> str:
+    step = {"id": "s1", "description": description, "target_files": files,
+            "target_symbols": [], "depends_on": [], "changes_existing_tests": changes_tests}
+    return json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": [step]})
+
+
+def script_plan(server: ScriptedModelServer, description: str, files: list[str], *,
+                changes_tests: bool = False) -> None:
+    server.script("meta_plan", json.dumps({"task_summary": "t", "rationale": "r", "parts": [
+        {"id": "p1", "description": description, "affected_files": files, "depends_on": []}]}))
+    server.script("part_plan", plan_step(description, files, changes_tests=changes_tests))
+    server.script("adjustment", json.dumps({"revised_steps": [], "rationale": "done",
+                                            "changes_made": []}))
+
+
+@pytest.mark.parametrize("name", list(WEAKENINGS))
+def test_a_weakened_test_is_rejected_and_the_real_fix_lands(
+    name: str, tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    weakening, reason, by_original = WEAKENINGS[name]
+    script_plan(server, "Fix mul in calc/ops.py", ["calc/ops.py", TEST_FILE])
+    server.script("implement", weakening)
+    server.script("implement_retry", FIX)
+
+    run = cra_solve(tmp_path, server, "tests/test_ops.py::test_mul fails: fix mul",
+                    capsys=capsys)
+
+    assert run.code == 0, run.out
+    assert "status: complete" in run.out
+    retry = next(r for r in server.requests if r.stage == "implement_retry")
+    assert reason in retry.user_prompt
+    assert ("original test files" in retry.user_prompt) == by_original
+    if name != "cra.toml edited":
+        assert "Fix the source code" in retry.user_prompt
+    assert run.changed_files() == ["calc/ops.py"]
+    assert run.show(TEST_FILE) == TEST_OPS_PY
+    assert "Tests changed" not in run.out
+
+
+def test_the_rejected_attempt_is_recorded_with_the_gate_verdict(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script_plan(server, "Fix mul", ["calc/ops.py", TEST_FILE])
+    server.script("implement", WEAKENINGS["conftest rewrites outcomes"][0])
+    server.script("implement_retry", FIX)
+
+    run = cra_solve(tmp_path, server, "Fix mul", capsys=capsys)
+
+    with run.log() as log:
+        [orchestrated] = log.list_orchestrator_runs()
+        detail = log.get_orchestrator_run(orchestrated.task_id)
+        assert detail is not None
+        implement = next(p for p in detail.passes if p.pass_type == "implement")
+        task_run = log.get_task_run(implement.task_run_id)
+    assert task_run is not None
+    first, second = task_run.attempts
+    assert first.error_info is not None and "original test files" in first.error_info
+    assert [v.kind for v in first.validations] == ["attempt", "original"]
+    assert first.validations[1].result.failing_tests == ["tests/test_ops.py::test_mul"]
+    assert [v.kind for v in second.validations] == ["attempt"]
+
+
+def test_a_task_that_asks_to_change_tested_behaviour_succeeds_with_its_test_change_listed(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script_plan(server, "Make sub return b - a, and update its test", ["calc/ops.py", TEST_FILE],
+                changes_tests=True)
+    server.script("implement", edit("calc/ops.py", "    return a - b", "    return b - a")
+                  + "\n" + edit(TEST_FILE, SUB_TEST, "    assert sub(5, 3) == -2"))
+    server.script("gate_test_change", "yes")
+
+    run = cra_solve(tmp_path, server, "sub(a, b) must return b - a from now on; update "
+                    "test_sub to expect that", bug=False, capsys=capsys)
+
+    assert run.code == 0, run.out
+    assert "status: complete" in run.out
+    assert "Tests changed" in run.out and "tests/test_ops.py::test_sub" in run.out
+    assert run.changed_files() == ["calc/ops.py", TEST_FILE]
+    [question] = [r for r in server.requests if r.stage == "gate_test_change"]
+    assert "sub(a, b) must return b - a" in question.user_prompt
+
+
+def test_a_declared_test_change_the_task_does_not_ask_for_is_rejected(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script_plan(server, "Fix mul and its test", ["calc/ops.py", TEST_FILE], changes_tests=True)
+    server.script("implement", edit(TEST_FILE, "    assert mul(2, 3) == 6",
+                                    "    assert mul(2, 3) == 7"))
+    server.script("gate_test_change", "no")
+    server.script("implement_retry", FIX)
+
+    run = cra_solve(tmp_path, server, "mul(2, 3) returns 7; it must return 6", capsys=capsys)
+
+    assert run.code == 0, run.out
+    assert "status: complete" in run.out and "Tests changed" not in run.out
+    assert run.changed_files() == ["calc/ops.py"]
+
+
+def test_a_hanging_attempt_is_stopped_after_a_timeout_derived_from_the_baseline(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script_plan(server, "Fix mul", ["calc/ops.py"])
+    hang = edit("calc/ops.py", MUL_BUG.rstrip("\n"), "    while True:\n        pass")
+    server.script("implement", hang)
+    server.script("implement_retry", FIX)
+
+    run = cra_solve(tmp_path, server, "Fix mul", capsys=capsys,
+                    testing="timeout_factor = 1.0\ntimeout_margin = 3.0\n")
+
+    assert run.code == 0, run.out
+    retry = next(r for r in server.requests if r.stage == "implement_retry")
+    assert "timed out after" in retry.user_prompt
+
+
+# --- `cra solve --plan` (the single pass) ----------------------------------------------------
+
+
+def solve_with_plan(tmp: Path, server: ScriptedModelServer, task: str, test_role: str, *,
+                    bug: bool = True, capsys: pytest.CaptureFixture[str]) -> Solve:
+    plan = tmp / "plan.json"
+    plan.write_text(json.dumps({
+        "task_summary": task, "rationale": "r", "execution_order": ["calc/ops.py"],
+        "affected_files": [{"path": "calc/ops.py", "role": "modify", "changes": "the code"},
+                           {"path": TEST_FILE, "role": test_role, "changes": "its tests"}],
+    }))
+    return cra_solve(tmp, server, task, "--plan", str(plan), bug=bug, capsys=capsys)
+
+
+@pytest.mark.parametrize("name", ["failing test deleted", "conftest skips",
+                                  "new test patches the code", "cra.toml edited"])
+def test_the_single_pass_rejects_weakened_tests_of_a_plan_that_reads_them(
+    name: str, tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    weakening, reason, _ = WEAKENINGS[name]
+    server.script("implement", weakening)
+    server.script("implement_retry", FIX)
+
+    run = solve_with_plan(tmp_path, server, "Fix the failing test_mul", "read", capsys=capsys)
+
+    assert run.code == 0, run.out
+    assert "status: complete" in run.out
+    retry = next(r for r in server.requests if r.stage == "implement_retry")
+    assert reason in retry.user_prompt
+    assert run.changed_files() == ["calc/ops.py"]
+    assert not [r for r in server.requests if r.stage == "gate_test_change"]
+
+
+def test_the_single_pass_allows_a_test_change_its_plan_declares_and_the_task_asks_for(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.script("implement", edit("calc/ops.py", "    return a - b", "    return b - a")
+                  + "\n" + edit(TEST_FILE, SUB_TEST, "    assert sub(5, 3) == -2"))
+    server.script("gate_test_change", "yes")
+
+    run = solve_with_plan(tmp_path, server, "sub must return b - a; update test_sub",
+                          "modify", bug=False, capsys=capsys)
+
+    assert run.code == 0, run.out
+    assert "Tests changed" in run.out and "tests/test_ops.py::test_sub" in run.out

@@ -1,0 +1,215 @@
+"""agent.gate: the gate files, and the verdict on a test run against the accepted state."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.gate import (
+    command_files,
+    file_of_test,
+    gate_changes,
+    gate_role,
+    judge,
+    rejection_text,
+)
+from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
+
+# --- the gate files --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "role"), [
+    ("cra.toml", "cra_config"),
+    (".github/cra.toml", "cra_config"),
+    ("conftest.py", "runner_config"),
+    ("src/pkg/tests/conftest.py", "runner_config"),
+    ("pytest.ini", "runner_config"),
+    ("tox.ini", "runner_config"),
+    ("jest.config.ts", "runner_config"),
+    ("web/vitest.config.mjs", "runner_config"),
+    (".mocharc.yml", "runner_config"),
+    ("tests/test_ops.py", "test"),
+    ("pkg/ops_test.go", "test"),
+    ("src/sum.test.js", "test"),
+    ("calc/ops.py", None),
+    ("pyproject.toml", None),
+    ("docs/cra.toml", None),
+])
+def test_gate_roles_by_name(path: str, role: str | None) -> None:
+    assert gate_role(path) == role
+
+
+def test_the_test_command_names_its_own_files() -> None:
+    assert command_files("sh ./scripts/run_tests.sh -x") >= {"scripts/run_tests.sh"}
+    assert command_files("make test") >= {"Makefile"}
+    assert command_files("npm test --silent") >= {"package.json"}
+    assert command_files("python -m pytest -q") == set()
+    assert command_files(None) == set()
+
+
+PYPROJECT = '[project]\nname = "calc"\ndependencies = []\n\n[tool.pytest.ini_options]\n' \
+            'addopts = "-q"\n'
+
+
+def test_a_sectioned_file_is_a_gate_file_only_when_its_test_sections_change() -> None:
+    new_dependency = PYPROJECT.replace("[]", '["attrs"]')
+    deselect = PYPROJECT.replace('"-q"', '"-q -k \'not mul\'"')
+    assert gate_changes({"pyproject.toml": (PYPROJECT, new_dependency)}, None) == []
+    [change] = gate_changes({"pyproject.toml": (PYPROJECT, deselect)}, None)
+    assert (change.path, change.role, change.status) == ("pyproject.toml", "runner_config",
+                                                         "modified")
+
+
+def test_setup_cfg_and_package_json_sections() -> None:
+    cfg = "[metadata]\nname = calc\n[tool:pytest]\naddopts = -q\n"
+    assert gate_changes({"setup.cfg": (cfg, cfg.replace("calc", "calc2"))}, None) == []
+    assert gate_changes({"setup.cfg": (cfg, cfg.replace("-q", "-q -x"))}, None)
+    pkg = '{"name": "a", "scripts": {"test": "jest"}, "dependencies": {}}'
+    assert gate_changes({"package.json": (pkg, pkg.replace("{}", '{"b": "1"}'))}, None) == []
+    assert gate_changes({"package.json": (pkg, pkg.replace("jest", "true"))}, None)
+    assert gate_changes({"package.json": (pkg, pkg.replace("{}", '{"b": "1"}'))}, "npm test")
+
+
+def test_created_and_deleted_gate_files() -> None:
+    changes = gate_changes({"conftest.py": (None, "x = 1\n"),
+                            "tests/test_a.py": ("def test_a(): pass\n", None),
+                            "calc/ops.py": ("a\n", "b\n")}, None)
+    assert [(c.path, c.status) for c in changes] == [("conftest.py", "created"),
+                                                     ("tests/test_a.py", "deleted")]
+
+
+def test_tests_are_placed_in_their_files() -> None:
+    files = ["tests/test_ops.py", "tests/test_more.py"]
+    assert file_of_test("tests/test_ops.py::test_mul[1]", files) == "tests/test_ops.py"
+    assert file_of_test("tests.test_more.MoreTest.test_x", files) == "tests/test_more.py"
+    assert file_of_test("tests/test_other.py::test_x", files) is None
+
+
+# --- the verdict -----------------------------------------------------------------------------
+
+ADD, SUB, MUL = ("tests/test_ops.py::test_add", "tests/test_ops.py::test_sub",
+                 "tests/test_ops.py::test_mul")
+
+
+def run(
+    outcomes: dict[str, TestOutcome] | None = None, *, exit_code: int | None = None,
+    source: str = "junit", timed_out: bool = False,
+) -> ValidationResult:
+    """A test run with per-test outcomes as a JUnit report would give them."""
+    outcomes = outcomes or {}
+    failing = [t for t, o in outcomes.items() if o in ("failed", "error")]
+    passing = [t for t, o in outcomes.items() if o == "passed"]
+    if exit_code is None and not timed_out:
+        exit_code = 1 if failing else 0
+    counts = None if source == "none" else TestCounts(
+        passed=len(passing), failed=len(failing),
+        skipped=sum(o == "skipped" for o in outcomes.values()),
+        xfailed=sum(o == "xfailed" for o in outcomes.values()))
+    report = TestReport(source=source, counts=counts,  # type: ignore[arg-type]
+                        outcomes=outcomes if source in ("junit", "names") else {})
+    return ValidationResult(success=exit_code == 0 and not timed_out, exit_code=exit_code,
+                            failing_tests=failing, passing_tests=passing, report=report,
+                            timed_out=timed_out)
+
+
+RED = run({ADD: "passed", SUB: "passed", MUL: "failed"})
+GREEN = run({ADD: "passed", SUB: "passed", MUL: "passed"})
+
+
+def test_a_real_fix_passes() -> None:
+    assert judge(RED, GREEN, targets=[MUL]).passed
+
+
+def test_a_deleted_test_does_not_pass_even_when_everything_left_passes() -> None:
+    verdict = judge(RED, run({ADD: "passed", SUB: "passed"}))
+    assert not verdict.passed and verdict.weakened
+    assert any("no longer ran" in p and MUL in p for p in verdict.problems)
+
+
+def test_a_replaced_test_file_does_not_pass() -> None:
+    verdict = judge(RED, run({"tests/test_ops.py::test_ok": "passed"}), targets=[MUL])
+    assert not verdict.passed
+    assert any("3 test(s) no longer ran" in p for p in verdict.problems)
+    assert any("did not run" in p for p in verdict.problems)
+
+
+@pytest.mark.parametrize("outcome", ["skipped", "xfailed"])
+def test_a_test_that_ran_and_is_now_skipped_or_xfail_does_not_pass(outcome: TestOutcome) -> None:
+    verdict = judge(RED, run({ADD: "passed", SUB: "passed", MUL: outcome}))
+    assert not verdict.passed
+    assert any("skipped or marked xfail" in p for p in verdict.problems)
+
+
+def test_a_test_skipped_at_baseline_may_stay_skipped() -> None:
+    before = run({ADD: "passed", SUB: "skipped", MUL: "failed"})
+    assert judge(before, run({ADD: "passed", SUB: "skipped", MUL: "passed"})).passed
+
+
+def test_a_run_that_collected_nothing_never_passes() -> None:
+    verdict = judge(RED, run({}, exit_code=0))
+    assert not verdict.passed and "no test was collected or run" in verdict.problems
+
+
+def test_a_run_that_ended_before_the_runner_reported_never_passes() -> None:
+    verdict = judge(RED, run(exit_code=0, source="none"))
+    assert not verdict.passed
+    assert any("before the test runner reported" in p for p in verdict.problems)
+
+
+def test_without_any_report_the_exit_code_decides() -> None:
+    unknown_red = run(exit_code=1, source="none")
+    assert judge(unknown_red, run(exit_code=0, source="none")).passed
+
+
+def test_counts_guard_runners_that_do_not_name_their_tests() -> None:
+    before = run({ADD: "passed", SUB: "passed", MUL: "failed"}, source="summary")
+    fewer = run({ADD: "passed", SUB: "passed"}, source="summary")
+    skipped = run({ADD: "passed", SUB: "passed", MUL: "skipped"}, source="summary")
+    assert not judge(before, fewer).passed
+    assert not judge(before, skipped).passed
+    assert judge(before, run({ADD: "passed", SUB: "passed", MUL: "passed"},
+                             source="summary")).passed
+
+
+def test_new_tests_are_welcome() -> None:
+    more = run({ADD: "passed", SUB: "passed", MUL: "passed", "tests/test_new.py::t": "passed"})
+    assert judge(RED, more, targets=[MUL]).passed
+
+
+def test_a_target_that_no_longer_exists_does_not_pass() -> None:
+    verdict = judge(RED, run({ADD: "passed", SUB: "passed", "tests/test_x.py::t": "passed"}),
+                    targets=[MUL])
+    assert not verdict.passed
+
+
+def test_a_regression_fails_and_a_fixed_test_broken_again_fails() -> None:
+    assert not judge(GREEN, run({ADD: "failed", SUB: "passed", MUL: "passed"})).passed
+    # the accepted state after a step fixed MUL; the baseline still had it failing
+    assert not judge(GREEN, RED, baseline=RED).passed
+
+
+def test_with_a_red_baseline_old_failures_may_remain() -> None:
+    red = run({ADD: "failed", SUB: "passed", MUL: "failed"})
+    assert judge(red, run({ADD: "failed", SUB: "passed", MUL: "passed"}), targets=[MUL]).passed
+    assert not judge(red, red, targets=[MUL]).passed
+
+
+def test_an_unexplained_failure_and_a_timeout_never_pass() -> None:
+    assert not judge(RED, run(exit_code=2, source="none")).passed
+    verdict = judge(RED, run(timed_out=True, source="none"))
+    assert not verdict.passed and any("timed out" in p for p in verdict.problems)
+
+
+def test_declared_changes_are_allowed_and_listed() -> None:
+    changed = run({ADD: "passed", SUB: "passed", "tests/test_ops.py::test_mul_new": "passed"})
+
+    def in_test_ops(test_id: str) -> bool:
+        return test_id.startswith("tests/test_ops.py")
+
+    verdict = judge(RED, changed, allowed=in_test_ops)
+    assert verdict.passed and verdict.changed_tests == [MUL]
+
+
+def test_the_rejection_tells_the_model_what_to_do() -> None:
+    text = rejection_text(["1 test(s) no longer ran: t"], original=True, weakened=True)
+    assert "original test files" in text and "Fix the source code" in text
+    assert "Fix the source code" not in rejection_text(["1 test(s) fail that did not fail"])

@@ -1,0 +1,391 @@
+"""agent.testreport: test names, outcomes and counts from each runner's output and reports."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.models import TestCounts
+from agent.testreport import (
+    parse_counts,
+    parse_failing_tests,
+    parse_junit,
+    parse_outcomes,
+    parse_passing_tests,
+    read_report,
+)
+
+# --- parsing test names ----------------------------------------------------------------------
+
+PYTEST_Q = """\
+.FFFE                                                                    [100%]
+==================================== ERRORS ====================================
+______________________ ERROR at setup of test_uses_broken ______________________
+
+    @pytest.fixture
+    def broken():
+>       raise RuntimeError("boom")
+E       RuntimeError: boom
+
+tests/test_ops.py:16: RuntimeError
+=================================== FAILURES ===================================
+___________________________________ test_mul ___________________________________
+
+    def test_mul():
+>       assert mul(2, 3) == 6
+E       assert 7 == 6
+E        +  where 7 = mul(2, 3)
+
+tests/test_ops.py:8: AssertionError
+------------------------------ Captured log call -------------------------------
+ERROR    calc.ops:ops.py:12 multiplying 2 by 3
+=========================== short test summary info ============================
+FAILED tests/test_ops.py::test_mul - assert 7 == 6
+FAILED tests/test_ops.py::test_mul_param[1-1] - assert 2 == (1 * 1)
+FAILED tests/test_ops.py::test_mul_param[0-5] - assert 1 == (0 * 5)
+ERROR tests/test_ops.py::test_uses_broken - RuntimeError: boom
+3 failed, 1 passed, 1 error in 0.99s
+"""
+PYTEST_FAILED = [
+    "tests/test_ops.py::test_mul", "tests/test_ops.py::test_mul_param[1-1]",
+    "tests/test_ops.py::test_mul_param[0-5]", "tests/test_ops.py::test_uses_broken",
+]
+
+PYTEST_V = """\
+============================= test session starts ==============================
+platform linux -- Python 3.11.7, pytest-9.2.0, pluggy-1.7.0 -- /work/main/.venv/bin/python
+rootdir: /tmp/runners/py
+collecting ... collected 5 items
+
+tests/test_ops.py::test_add PASSED                                       [ 20%]
+tests/test_ops.py::test_mul FAILED                                       [ 40%]
+tests/test_ops.py::test_mul_param[1-1] FAILED                            [ 60%]
+tests/test_ops.py::test_mul_param[0-5] FAILED                            [ 80%]
+tests/test_ops.py::test_uses_broken ERROR                                [100%]
+
+=========================== short test summary info ============================
+FAILED tests/test_ops.py::test_mul - assert 7 == 6
+FAILED tests/test_ops.py::test_mul_param[1-1] - assert 2 == (1 * 1)
+FAILED tests/test_ops.py::test_mul_param[0-5] - assert 1 == (0 * 5)
+ERROR tests/test_ops.py::test_uses_broken - RuntimeError: boom
+===================== 3 failed, 1 passed, 1 error in 1.15s =====================
+"""
+
+PYTEST_RA = """\
+==================================== PASSES ====================================
+=========================== short test summary info ============================
+PASSED tests/test_ops.py::test_add
+ERROR tests/test_ops.py::test_uses_broken - RuntimeError: boom
+FAILED tests/test_ops.py::test_mul - assert 7 == 6
+FAILED tests/test_ops.py::test_mul_param[1-1] - assert 2 == (1 * 1)
+FAILED tests/test_ops.py::test_mul_param[0-5] - assert 1 == (0 * 5)
+3 failed, 1 passed, 1 error in 1.36s
+"""
+
+PYTEST_COLOURED = (
+    "\x1b[31mFAILED\x1b[0m tests/test_ops.py::\x1b[1mtest_mul\x1b[0m - assert 7 == 6\n"
+    "\x1b[31m========================= \x1b[31m\x1b[1m1 failed\x1b[0m\x1b[31m in 0.10s"
+    "\x1b[0m\x1b[31m =========================\x1b[0m\n"
+)
+
+UNITTEST_V = """\
+test_add (tests.test_unit.OpsTest.test_add) ... ok
+test_error (tests.test_unit.OpsTest.test_error) ... ERROR
+test_mul (tests.test_unit.OpsTest.test_mul) ... FAIL
+
+======================================================================
+ERROR: test_error (tests.test_unit.OpsTest.test_error)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/tmp/runners/py/tests/test_unit.py", line 10, in test_error
+    raise ValueError("bad")
+ValueError: bad
+
+======================================================================
+FAIL: test_mul (tests.test_unit.OpsTest.test_mul)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/tmp/runners/py/tests/test_unit.py", line 8, in test_mul
+    self.assertEqual(mul(2, 3), 6)
+AssertionError: 7 != 6
+
+----------------------------------------------------------------------
+Ran 3 tests in 0.001s
+
+FAILED (failures=1, errors=1)
+"""
+
+UNITTEST_PY310 = """\
+======================================================================
+FAIL: test_mul (tests.test_unit.OpsTest)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/src/tests/test_unit.py", line 8, in test_mul
+    self.assertEqual(mul(2, 3), 6)
+AssertionError: 7 != 6
+
+----------------------------------------------------------------------
+Ran 3 tests in 0.001s
+
+FAILED (failures=1)
+"""
+
+GO_TEST_V = """\
+=== RUN   TestAdd
+--- PASS: TestAdd (0.00s)
+=== RUN   TestMul
+    calc_test.go:12: Mul(2, 3) = 7, want 6
+--- FAIL: TestMul (0.00s)
+=== RUN   TestMulTable
+=== RUN   TestMulTable/by_one
+=== RUN   TestMulTable/by_zero
+    calc_test.go:27: Mul(4, 0) = 1, want 0
+--- FAIL: TestMulTable (0.00s)
+    --- PASS: TestMulTable/by_one (0.00s)
+    --- FAIL: TestMulTable/by_zero (0.00s)
+FAIL
+FAIL\texample.com/calc\t0.003s
+FAIL
+"""
+
+GO_TEST = """\
+--- FAIL: TestMul (0.00s)
+    calc_test.go:12: Mul(2, 3) = 7, want 6
+FAIL
+FAIL\texample.com/calc\t0.002s
+FAIL
+"""
+
+CARGO_TEST = """\
+   Compiling calc v0.1.0 (/tmp/runners/calc)
+    Finished `test` profile [unoptimized + debuginfo] target(s) in 2.06s
+     Running unittests src/lib.rs (target/debug/deps/calc-c6626fb655a8d231)
+
+running 3 tests
+test tests::adds ... ok
+test tests::slow ... ignored
+test tests::multiplies ... FAILED
+
+failures:
+
+---- tests::multiplies stdout ----
+
+thread 'tests::multiplies' (10428) panicked at src/lib.rs:10:23:
+assertion `left == right` failed
+  left: 7
+ right: 6
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+
+failures:
+    tests::multiplies
+
+test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.30s
+
+   Doc-tests calc
+
+running 1 test
+test src/lib.rs - add (line 3) ... ok
+
+error: test failed, to rerun pass `--lib`
+"""
+
+JEST_VERBOSE = """\
+ FAIL  src/mul.test.js
+  math
+    ✓ adds (2 ms)
+    ✕ multiplies (4 ms)
+
+  ● math › multiplies
+
+    expect(received).toBe(expected) // Object.is equality
+
+    Expected: 6
+    Received: 7
+
+      4 | describe('math', () => {
+      5 |   test('adds', () => expect(add(2, 3)).toBe(5));
+    > 6 |   test('multiplies', () => expect(mul(2, 3)).toBe(6));
+        |                                              ^
+      7 | });
+
+      at Object.toBe (src/mul.test.js:6:46)
+
+ PASS  src/sum.test.js
+  ✓ sums (1 ms)
+
+Test Suites: 1 failed, 1 passed, 2 total
+Tests:       1 failed, 2 passed, 3 total
+Snapshots:   0 total
+Time:        0.512 s
+Ran all test suites.
+"""
+
+JEST_SUITE_ERROR = """\
+ FAIL  src/broken.test.js
+  ● Test suite failed to run
+
+    Cannot find module './missing' from 'src/broken.test.js'
+
+Test Suites: 1 failed, 1 total
+Tests:       0 total
+"""
+
+VITEST = """\
+
+ RUN  v1.6.0 /home/user/calc
+
+ ✓ src/sum.test.ts  (1 test) 2ms
+ ❯ src/mul.test.ts  (2 tests | 1 failed) 6ms
+   × math > multiplies 4ms
+     → expected 7 to be 6 // Object.is equality
+
+⎯⎯⎯⎯⎯⎯⎯ Failed Tests 1 ⎯⎯⎯⎯⎯⎯⎯
+
+ FAIL  src/mul.test.ts > math > multiplies
+AssertionError: expected 7 to be 6 // Object.is equality
+ ❯ src/mul.test.ts:6:44
+      4| describe('math', () => {
+      5|   test('adds', () => expect(add(2, 3)).toBe(5))
+      6|   test('multiplies', () => expect(mul(2, 3)).toBe(6))
+       |                                            ^
+      7| })
+
+⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯[1/1]⎯
+
+ Test Files  1 failed | 1 passed (2)
+      Tests  1 failed | 2 passed (3)
+   Start at  10:00:00
+   Duration  412ms (transform 31ms, setup 0ms, collect 28ms, tests 8ms)
+"""
+
+
+@pytest.mark.parametrize(("output", "failing", "passing"), [
+    pytest.param(PYTEST_Q, PYTEST_FAILED, [], id="pytest -q"),
+    pytest.param(PYTEST_V, PYTEST_FAILED, ["tests/test_ops.py::test_add"], id="pytest -v"),
+    pytest.param(PYTEST_RA, [PYTEST_FAILED[3], *PYTEST_FAILED[:3]],
+                 ["tests/test_ops.py::test_add"], id="pytest -rA"),
+    pytest.param(PYTEST_COLOURED, ["tests/test_ops.py::test_mul"], [], id="pytest colours"),
+    pytest.param(UNITTEST_V, ["tests.test_unit.OpsTest.test_error",
+                              "tests.test_unit.OpsTest.test_mul"],
+                 ["tests.test_unit.OpsTest.test_add"], id="unittest -v"),
+    pytest.param(UNITTEST_PY310, ["tests.test_unit.OpsTest.test_mul"], [], id="unittest 3.10"),
+    pytest.param(GO_TEST_V, ["TestMul", "TestMulTable", "TestMulTable/by_zero"],
+                 ["TestAdd", "TestMulTable/by_one"], id="go test -v"),
+    pytest.param(GO_TEST, ["TestMul"], [], id="go test"),
+    pytest.param(CARGO_TEST, ["tests::multiplies"],
+                 ["tests::adds", "src/lib.rs - add (line 3)"], id="cargo test"),
+    pytest.param(JEST_VERBOSE, ["src/mul.test.js", "multiplies", "math › multiplies"],
+                 ["adds", "src/sum.test.js", "sums"], id="jest --verbose"),
+    pytest.param(JEST_SUITE_ERROR, ["src/broken.test.js"], [], id="jest suite error"),
+    pytest.param(VITEST, ["math > multiplies", "src/mul.test.ts > math > multiplies"],
+                 ["src/sum.test.ts"], id="vitest"),
+])
+def test_test_names_are_parsed_from_each_runner(
+    output: str, failing: list[str], passing: list[str]
+) -> None:
+    assert parse_failing_tests(output) == failing
+    assert parse_passing_tests(output) == passing
+
+
+def test_parsed_names_are_deduplicated_in_order() -> None:
+    assert parse_failing_tests(PYTEST_V + PYTEST_Q) == PYTEST_FAILED
+
+
+
+
+# --- outcomes and counts ---------------------------------------------------------------------
+
+PYTEST_SKIPS = """\
+tests/test_ops.py::test_add PASSED                                       [ 25%]
+tests/test_ops.py::test_sub SKIPPED (no reason)                          [ 50%]
+tests/test_ops.py::test_mul XFAIL (known bug)                            [ 75%]
+tests/test_ops.py::test_div FAILED                                       [100%]
+=================== 1 failed, 1 passed, 1 skipped, 1 xfailed in 0.05s ===================
+"""
+
+
+def test_outcomes_name_skipped_and_xfailed_tests() -> None:
+    assert parse_outcomes(PYTEST_SKIPS) == {
+        "tests/test_ops.py::test_add": "passed", "tests/test_ops.py::test_sub": "skipped",
+        "tests/test_ops.py::test_mul": "xfailed", "tests/test_ops.py::test_div": "failed",
+    }
+
+
+@pytest.mark.parametrize(("output", "runner", "counts"), [
+    pytest.param(PYTEST_SKIPS, "pytest",
+                 TestCounts(passed=1, failed=1, skipped=1, xfailed=1), id="pytest -v"),
+    pytest.param("..F.s\n1 failed, 3 passed, 1 skipped, 2 deselected, 1 warning in 0.12s\n",
+                 "pytest", TestCounts(passed=3, failed=1, skipped=1), id="pytest -q"),
+    pytest.param("\nno tests ran in 0.01s\n", "pytest", TestCounts(), id="pytest nothing"),
+    pytest.param("===== 2 errors in 0.30s =====\n", "pytest", TestCounts(errors=2),
+                 id="pytest collection errors"),
+    pytest.param("....\n---\nRan 6 tests in 0.001s\n\nFAILED (failures=1, errors=1, "
+                 "skipped=1, expected failures=1)\n", "unittest",
+                 TestCounts(passed=2, failed=1, errors=1, skipped=1, xfailed=1), id="unittest"),
+    pytest.param("Ran 3 tests in 0.000s\n\nOK (skipped=1)\n", "unittest",
+                 TestCounts(passed=2, skipped=1), id="unittest ok"),
+    pytest.param("test result: ok. 4 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n"
+                 "test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered "
+                 "out\n", "cargo", TestCounts(passed=5, failed=2, skipped=1), id="cargo"),
+    pytest.param("Tests:       1 failed, 2 skipped, 5 passed, 8 total\n", "js",
+                 TestCounts(passed=5, failed=1, skipped=2), id="jest"),
+    pytest.param("      Tests  1 failed | 5 passed | 1 skipped (7)\n", "js",
+                 TestCounts(passed=5, failed=1, skipped=1), id="vitest"),
+    pytest.param("  5 passing (12ms)\n  2 pending\n  1 failing\n", "js",
+                 TestCounts(passed=5, failed=1, skipped=2), id="mocha"),
+    pytest.param("ok  \texample.com/calc\t0.002s\nFAIL\texample.com/calc/mul\t0.003s\n", "go",
+                 TestCounts(passed=1, failed=1), id="go test"),
+])
+def test_counts_come_from_each_runners_summary(
+    output: str, runner: str, counts: TestCounts
+) -> None:
+    assert parse_counts(output) == (runner, counts)
+
+
+def test_output_without_a_known_summary_has_no_counts() -> None:
+    assert parse_counts("all good\n") is None
+    report = read_report("all good\n", None)
+    assert report.source == "none" and not report.reported
+
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="2" tests="5">
+<testcase classname="tests.test_ops" name="test_add" file="tests/test_ops.py" line="3"/>
+<testcase classname="tests.test_ops.TestMul" name="test_mul[2-3]" file="tests/test_ops.py">
+  <failure message="assert 7 == 6">boom</failure></testcase>
+<testcase classname="tests.test_ops" name="test_sub" file="tests/test_ops.py">
+  <skipped type="pytest.skip" message="not today"/></testcase>
+<testcase classname="tests.test_ops" name="test_div" file="tests/test_ops.py">
+  <skipped type="pytest.xfail" message="known"/></testcase>
+<testcase classname="tests.test_ops" name="test_add" file="tests/test_ops.py">
+  <error message="teardown failed"/></testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_junit_reports_give_pytest_node_ids_and_the_worst_outcome() -> None:
+    assert parse_junit(JUNIT) == {
+        "tests/test_ops.py::test_add": "error",
+        "tests/test_ops.py::TestMul::test_mul[2-3]": "failed",
+        "tests/test_ops.py::test_sub": "skipped",
+        "tests/test_ops.py::test_div": "xfailed",
+    }
+
+
+def test_a_junit_report_is_the_best_source() -> None:
+    report = read_report(PYTEST_SKIPS, JUNIT)
+    assert report.source == "junit" and report.runner == "pytest"
+    assert report.counts == TestCounts(failed=1, errors=1, skipped=1, xfailed=1)
+
+
+def test_a_broken_junit_report_falls_back_to_the_output() -> None:
+    assert parse_junit("<testsuites><testcase") is None
+    assert parse_junit("<html></html>") is None
+    report = read_report(PYTEST_SKIPS, "<testsuites><testcase")
+    assert report.source == "summary" and report.counts is not None
+
+
+def test_go_test_verbose_names_every_test() -> None:
+    report = read_report(GO_TEST_V, None)
+    assert report.source == "names"
+    assert report.outcomes["TestAdd"] == "passed" and report.outcomes["TestMul"] == "failed"
