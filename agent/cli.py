@@ -7,12 +7,15 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 from pydantic import ValidationError
 
 from agent import git
+from agent.bwrap import build_sandbox
 from agent.config import ModelConfig, SolveConfig, load_config, resolve_api_key
 from agent.context import IndexedFactory
+from agent.envcache import EnvCache
 from agent.errors import AgentError, ConfigError
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
@@ -22,10 +25,14 @@ from agent.planning import plan_task
 from agent.render import render_orchestrator_run, render_result, render_run_list, render_task_run
 from agent.retrieval.command import index_repository
 from agent.runtime import Runtime
+from agent.sandbox import Sandbox, SandboxKind, describe_sandbox, hidden_paths
 from agent.single_pass import run_single_pass
 from agent.store import RunLog
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEFAULT_ENV_CACHE_MB = 10240
+SANDBOX_CHOICES: dict[str, SandboxKind | Literal["auto"]] = {
+    "auto": "auto", "bwrap": "bwrap", "none": "none"}
 
 
 class UsageError(Exception):
@@ -76,6 +83,9 @@ def _add_solve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     solve_cmd.add_argument("--in-place", action="store_true",
                            help="apply the final diff to your working tree instead of a branch")
     solve_cmd.add_argument("--json", action="store_true", help="print the result as JSON")
+    solve_cmd.add_argument("--sandbox", choices=["auto", "bwrap", "none"],
+                           help="where the repository's commands run (default: $CRA_SANDBOX or "
+                           "auto: bwrap when bubblewrap is installed, else none)")
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -135,7 +145,25 @@ def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
 def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
              env: Mapping[str, str]) -> Runtime:
     router = ModelRouter(config.models, factory=_Factory(env))
-    return Runtime(log=log, models=router, environ=env, work_dir=data_dir(args, env))
+    sandbox = _sandbox(args, env)
+    cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
+    cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
+    return Runtime(log=log, models=router, environ=env, work_dir=data_dir(args, env),
+                   sandbox=sandbox, env_cache=cache if cache_mb > 0 else None)
+
+
+def _sandbox(args: argparse.Namespace, env: Mapping[str, str]) -> Sandbox:
+    """The sandbox --sandbox (or $CRA_SANDBOX) names, hiding cra's data dir; says which."""
+    kind = getattr(args, "sandbox", None) or env.get("CRA_SANDBOX") or "auto"
+    if kind not in SANDBOX_CHOICES:
+        raise UsageError(f"CRA_SANDBOX={kind}: expected auto, bwrap or none")
+    db = _db_url(args, env)
+    data = [data_dir(args, env), *([Path(db.removeprefix("sqlite:///"))]
+                                   if db.startswith("sqlite:///") else [])]
+    home = Path(env["HOME"]) if env.get("HOME") else None
+    sandbox = build_sandbox(SANDBOX_CHOICES[kind], hide=hidden_paths(data=data, home=home))
+    print(f"cra: {describe_sandbox(sandbox, chosen=kind)}", file=sys.stderr)
+    return sandbox
 
 
 def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import signal
 import sys
 import threading
@@ -14,6 +15,7 @@ from bot.door import make_door
 from bot.errors import SettingsError
 from bot.queue import recover
 from bot.runner import execute_run, report_interrupted
+from bot.sandboxes import startup_check
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 
@@ -25,6 +27,7 @@ def make_app(settings: BotSettings) -> tuple[Flask, Services]:
     services = build_services(settings, execute=execute_run)
     if settings.queue == "thread":  # no run is live yet: clear what a dead process left
         services.mirrors.clean_worktrees(settings.data_dir / "work" / "worktrees")
+        shutil.rmtree(settings.data_dir / "work" / "envs", ignore_errors=True)
         recovered = recover(services.store, services.queue)
         for run_id in recovered.interrupted:
             report_interrupted(run_id, services)
@@ -36,6 +39,8 @@ def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
     """Serve until stopped: one process, its I/O thread reading requests whole before
     CRA_SERVER_THREADS threads answer them (bot.door says why)."""
     settings.require_webhook_secret()
+    if settings.queue == "thread":  # this process runs the workers: prove the sandbox first
+        startup_check(settings)
     app, services = make_app(settings)
     try:
         if dev:
@@ -61,6 +66,7 @@ def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
     from redis import Redis
     from rq import Queue, Worker
 
+    startup_check(settings)
     connection = Redis.from_url(settings.redis_url)
     worker = Worker([Queue("cra", connection=connection)], connection=connection)
     worker.work(burst=burst, with_scheduler=False)
