@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from typing import Any, Literal, overload
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar, overload
 
-from agent.errors import PlanInvalid
+from agent.errors import ParseError, PlanInvalid, PromptTooLarge
 from agent.execute.parsers import (
     PassType,
     Plan,
     ensure_valid_plan,
+    excerpt,
     parse_plan_response,
     topological_order,
     validate_plan,
@@ -29,6 +30,7 @@ from agent.models import (
     ValidationResult,
 )
 
+CheckedT = TypeVar("CheckedT")
 _STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 
 
@@ -57,6 +59,18 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
                            "rationale": _STRING, "changes_made": _STRINGS}),
 }
 _SCHEMAS["adjustment_finalize"] = _SCHEMAS["adjustment"]
+
+REASK_ERROR_CHARS = 600
+_STEP_SHAPE = ('{"id": "s1", "description": "…", "target_files": ["path/to/file.py"], '
+               '"target_symbols": ["name"], "depends_on": []}')
+PLAN_SHAPES: dict[str, str] = {
+    "meta_plan": ('{"task_summary": "…", "parts": [{"id": "p1", "description": "…", '
+                  '"affected_files": ["path/to/file.py"], "depends_on": []}], "rationale": "…"}'),
+    "part_plan": f'{{"part_id": "p1", "task_summary": "…", "steps": [{_STEP_SHAPE}], '
+                 '"rationale": "…"}',
+    "adjustment": f'{{"revised_steps": [{_STEP_SHAPE}], "rationale": "…", "changes_made": ["…"]}}',
+}
+PLAN_SHAPES["adjustment_finalize"] = PLAN_SHAPES["adjustment"]
 
 
 def plan_schema(pass_type: PassType) -> dict[str, Any]:
@@ -114,13 +128,52 @@ def execute_plan(
         prior_results=prior_results, test_results=test_results,
         remaining_steps=remaining_steps, completed_steps=completed_steps,
     )
-    response = llm.complete(system, user, stage=pass_type, json_schema=plan_schema(pass_type))
-    plan = parse_plan_response(response.raw_text, pass_type)
-    if isinstance(plan, PlanAdjustment):
-        return ensure_valid_adjustment(plan, completed_steps)
-    if isinstance(plan, PartPlan):
-        return ensure_valid_plan(with_part_id(plan, expected_part_id))
-    return ensure_valid_plan(plan)
+
+    def check(plan: Plan) -> Plan:
+        if isinstance(plan, PlanAdjustment):
+            return ensure_valid_adjustment(plan, completed_steps)
+        if isinstance(plan, PartPlan):
+            return ensure_valid_plan(with_part_id(plan, expected_part_id))
+        return ensure_valid_plan(plan)
+
+    return ask_plan(llm, system, user, pass_type=pass_type, check=check)
+
+
+def ask_plan(
+    llm: LoggedLLMClient,
+    system: str,
+    user: str,
+    *,
+    pass_type: PassType,
+    check: Callable[[Plan], CheckedT],
+) -> CheckedT:
+    """A plan answer parsed and checked; when it cannot be used, asked once more with the
+    error and the expected shape (stage `<pass>_reask`, recorded and charged like any call).
+
+    The first error propagates when the re-ask does not fit the window; the second when the
+    re-ask fails too.
+    """
+    schema = plan_schema(pass_type)
+    response = llm.complete(system, user, stage=pass_type, json_schema=schema)
+    try:
+        return check(parse_plan_response(response.raw_text, pass_type))
+    except (ParseError, PlanInvalid) as exc:
+        first = exc
+    try:
+        again = llm.complete(system, f"{user}\n\n{reask_note(first, pass_type)}",
+                             stage=f"{pass_type}_reask", json_schema=schema)
+    except PromptTooLarge:
+        raise first from None
+    return check(parse_plan_response(again.raw_text, pass_type))
+
+
+def reask_note(error: ParseError | PlanInvalid, pass_type: PassType) -> str:
+    """What a re-ask adds to the prompt: what was wrong, and the shape to answer in."""
+    return (
+        f"Your previous answer could not be used: {excerpt(str(error), REASK_ERROR_CHARS)}\n"
+        "Answer again with only one JSON object of exactly this shape, and nothing before or "
+        f"after it:\n{PLAN_SHAPES[pass_type]}"
+    )
 
 
 def with_part_id(plan: PartPlan, part_id: str | None) -> PartPlan:

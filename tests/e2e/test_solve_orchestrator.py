@@ -343,6 +343,7 @@ def recorded_answers(h: Harness, task_id: str) -> list[str | None]:
 
 def test_garbage_meta_plan_fails_the_run_and_is_recorded(clean: Harness) -> None:
     clean.server.script("meta_plan", GARBAGE)
+    clean.server.script("meta_plan_reask", GARBAGE)
 
     result = clean.solve("Add power and neg")
 
@@ -352,10 +353,32 @@ def test_garbage_meta_plan_fails_the_run_and_is_recorded(clean: Harness) -> None
     assert git_in(clean.repo, "branch", "--list", "cra/*") == ""
 
 
+def test_a_planner_answering_prose_first_and_json_on_the_reask_completes_the_run(
+    clean: Harness,
+) -> None:
+    clean.server.script("meta_plan", "Sure! First I would add power, then export it.")
+    clean.server.script("meta_plan_reask", meta(("p1", "Add power", ["calc/ops.py"])))
+    clean.server.script("part_plan", "Step one: add the function. Step two: done.")
+    clean.server.script("part_plan_reask", "```json\n" + part("p1", S1) + "\n```")
+    clean.server.script("implement", append_to_ops(POWER))
+    clean.server.script("adjustment", adjustment())
+
+    result = clean.solve("Add power")
+
+    assert result.status == "complete", result.error
+    assert [(o.step_id, o.status) for o in result.steps] == [("s1", "passed")]
+    stages = [r.stage for r in clean.server.requests]
+    assert stages[:4] == ["meta_plan", "meta_plan_reask", "part_plan", "part_plan_reask"]
+    reask = clean.server.requests[1]
+    assert "could not be used" in reask.user_prompt and '"parts"' in reask.user_prompt
+    assert result.usage.calls == len(stages)  # every re-ask counted in the run's usage
+
+
 def test_garbage_part_plan_fails_that_part_only(clean: Harness) -> None:
     clean.server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"]),
                                           ("p2", "Add neg", ["calc/ops.py"])))
     clean.server.script("part_plan", GARBAGE, part("p2", N1))
+    clean.server.script("part_plan_reask", GARBAGE)
     clean.server.script("implement", append_to_ops(NEG))
     clean.server.script("adjustment", adjustment())
 

@@ -396,14 +396,17 @@ def test_finalize_produces_valid_plan_adjustment(models: Models) -> None:
 
 
 def test_finalize_validates_revised_steps_no_cycles(models: Models) -> None:
-    models.server.script(FINALIZE, finalize_answer(as_json(S2, depends_on=["s3"]), as_json(S3)))
+    cyclic = finalize_answer(as_json(S2, depends_on=["s3"]), as_json(S3))
+    models.server.script(FINALIZE, cyclic)
+    models.server.script(f"{FINALIZE}_reask", cyclic)
     with pytest.raises(PlanInvalid, match="dependency cycle"):
         finalize(models, verdicts({"s2": True, "s3": True}))
-    assert [r.stage for r in models.log.records] == [FINALIZE]
+    assert [r.stage for r in models.log.records] == [FINALIZE, f"{FINALIZE}_reask"]
 
 
 def test_finalize_validates_revised_steps_no_duplicates(models: Models) -> None:
     models.server.script(FINALIZE, finalize_answer(as_json(S2), as_json(S2)))
+    models.server.script(f"{FINALIZE}_reask", finalize_answer(as_json(S2), as_json(S2)))
     with pytest.raises(PlanInvalid, match="duplicate step id 's2'"):
         finalize(models, verdicts({"s2": True, "s3": True}))
 
@@ -425,15 +428,24 @@ def test_finalize_garbage_answer_raises_parse_error_after_being_recorded(
     models: Models,
 ) -> None:
     models.server.script(FINALIZE, "I would keep s2 and drop s3.")
+    models.server.script(f"{FINALIZE}_reask", "Keep s2.")
     with pytest.raises(ParseError):
         finalize(models, verdicts({"s2": True, "s3": True}))
     assert [(r.stage, r.response) for r in models.log.records] == [
-        (FINALIZE, "I would keep s2 and drop s3.")
+        (FINALIZE, "I would keep s2 and drop s3."), (f"{FINALIZE}_reask", "Keep s2.")
     ]
+
+
+def test_finalize_prose_then_json_on_the_reask_is_used(models: Models) -> None:
+    models.server.script(FINALIZE, "I would keep s2 and drop s3.")
+    models.server.script(f"{FINALIZE}_reask", finalize_answer(as_json(S2)))
+    assert [s.id for s in finalize(models, verdicts({"s2": True, "s3": False})).revised_steps] == [
+        "s2"]
 
 
 def test_finalize_knows_the_completed_step_ids(models: Models) -> None:
     models.server.script(FINALIZE, finalize_answer(as_json(S2, depends_on=["s1"])))
+    models.server.script(f"{FINALIZE}_reask", finalize_answer(as_json(S2, depends_on=["s1"])))
     with pytest.raises(PlanInvalid, match="unknown id 's1'"):
         finalize(models, verdicts({"s2": True, "s3": True}), completed=())
 
