@@ -9,9 +9,9 @@ import pytest
 from agent.config import ModelConfig
 from agent.errors import BudgetExhausted, LLMError
 from agent.llm.binary import parse_yes_no, run_binary_judgment
-from agent.llm.judgments import JudgmentCache
 from agent.llm.budget import TaskBudget
 from agent.llm.client import HTTPChatModel
+from agent.llm.judgments import JudgmentCache
 from agent.llm.logged import LoggedLLMClient
 from tests.fakes.call_log import MemoryCallLog
 from tests.fakes.model_server import ScriptedModelServer, fail
@@ -134,7 +134,7 @@ def test_a_new_content_version_asks_the_question_again(server, log):
         for version in ("sha1", "sha2", "sha2"):
             found = run_binary_judgment(
                 ["a"], llm=llm, system_prompt="s", task_context="t", format_item=str,
-                item_key=str, stage="viability", default=False, version=lambda _: version)
+                item_key=str, stage="viability", default=False, version=lambda _, v=version: v)
     assert found.verdicts == {"a": False} and len(server.requests) == 2
 
 
