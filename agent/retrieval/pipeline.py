@@ -22,7 +22,13 @@ from agent.retrieval.parsing import language_of, parse_source
 from agent.retrieval.ranking import rank
 from agent.retrieval.scan import BINARY_SNIFF_BYTES
 from agent.retrieval.seeds import ResolvedSeeds, Seeds, resolve_seeds
-from agent.retrieval.stages import ScopeItem, choose_details, judge_scope, scope_summary
+from agent.retrieval.stages import (
+    ScopeItem,
+    choose_details,
+    content_version,
+    judge_scope,
+    scope_summary,
+)
 
 Mode = Literal["plan", "implement"]
 NOT_IN_REPOSITORY = "not in the repository (a step may create it)"
@@ -131,7 +137,8 @@ def _scope(run: _Run, candidates: Sequence[Entry]) -> list[Entry]:
     run.dropped += [DroppedFile(path=e.path, reason="scope: not judged (classifier call cap)")
                     for e in unasked]
     items = [ScopeItem(e.path, scope_summary(e.path, language_of(e.path), e.doc, e.symbols,
-                                             e.text.count("\n") + 1)) for e in asked]
+                                             e.text.count("\n") + 1), content_version(e.text))
+             for e in asked]
     kept, dropped = judge_scope(run.task, items, run.classifier)
     run.dropped += dropped
     keep = set(kept)

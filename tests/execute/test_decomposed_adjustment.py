@@ -241,11 +241,12 @@ def test_step_viability_some_invalid(models: Models) -> None:
 
 def test_step_viability_all_invalid_raises(models: Models) -> None:
     models.server.script(VIABILITY, "maybe", "it depends")
+    models.server.script(f"{VIABILITY}_reask", "perhaps", "unclear")
     with pytest.raises(AdjustmentFailed) as caught:
         run_step_viability([signal()], [S2, S3], TASK, models.classifier)
     assert isinstance(caught.value, ValueError)
     assert (caught.value.stage, caught.value.keys) == (VIABILITY, ["s2", "s3"])
-    assert len(models.log.records) == 2
+    assert len(models.log.records) == 4
 
 
 def test_step_viability_empty_steps_returns_empty(models: Models) -> None:
@@ -260,6 +261,7 @@ def test_step_viability_no_failures_all_valid(models: Models) -> None:
 
 def test_step_viability_unparseable_answer_drops_the_step(models: Models) -> None:
     models.server.script(VIABILITY, "yes", "hmm, hard to say")
+    models.server.script(f"{VIABILITY}_reask", "still hard to say")
     found = run_step_viability([signal()], [S2, S3], TASK, models.classifier)
     assert found == {"s2": True, "s3": False}
 
@@ -338,6 +340,7 @@ def test_root_cause_diff_is_capped_to_its_last_2000_chars(models: Models) -> Non
 
 def test_root_cause_unparseable_answer_attributes_nothing(models: Models) -> None:
     models.server.script(ROOT_CAUSE, "perhaps")
+    models.server.script(f"{ROOT_CAUSE}_reask", "perhaps")
     assert run_root_cause_attribution([signal()], [S2], {"s2": True}, None,
                                       models.classifier) == {}
 
@@ -539,9 +542,10 @@ def test_decomposed_adjustment_all_unparseable_viability_stops_before_finalize(
     models: Models,
 ) -> None:
     models.server.script(VIABILITY, "?", "?")
+    models.server.script(f"{VIABILITY}_reask", "?", "?")
     with pytest.raises(AdjustmentFailed):
         adjust(models)
-    assert models.stages() == [VIABILITY, VIABILITY]
+    assert models.stages() == [VIABILITY, f"{VIABILITY}_reask"] * 2
 
 
 # --- the config toggle -----------------------------------------------------------------------

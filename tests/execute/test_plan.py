@@ -12,7 +12,9 @@ from pydantic import BaseModel
 from agent.config import ModelConfig
 from agent.errors import ParseError, PlanInvalid, PromptTooLarge
 from agent.execute.parsers import PassType
-from agent.execute.plan import execute_plan, plan_schema, plan_to_artifact
+from agent.execute.plan import execute_plan, plan_schema, plan_to_artifact, reask_note
+from agent.execute.prompts import REASK_NOTE_TOKENS
+from agent.llm.budget import estimate_tokens
 from agent.llm.client import HTTPChatModel
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
@@ -301,6 +303,14 @@ def test_fenced_or_wrapped_json_with_trailing_commas_is_repaired_without_a_reask
     server.script("meta_plan", wrap.format(answer))
     assert [p.id for p in meta(llm).parts] == ["p1"]
     assert [r.stage for r in log.records] == ["meta_plan"]
+
+
+@pytest.mark.parametrize("pass_type", ["meta_plan", "part_plan", "adjustment"])
+def test_the_longest_reask_note_fits_the_room_planner_passes_keep_for_it(
+    pass_type: PassType,
+) -> None:
+    note = reask_note(ParseError("x" * 5000, raw=""), pass_type)
+    assert estimate_tokens(note) <= REASK_NOTE_TOKENS
 
 
 def test_prompt_too_large_raises_before_any_request(

@@ -130,6 +130,7 @@ def test_an_unparseable_scope_answer_drops_the_file(shop: Path, shop_index: Repo
                                                     classifier: LoggedLLMClient,
                                                     server: ScriptedModelServer) -> None:
     server.script("retrieval_scope", "It might be useful, hard to say.")
+    server.script("retrieval_scope_reask", "Hard to say.")
     package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
                   config=RetrievalConfig(stages=["scope"], top_k=1))
     [asked] = asked_files(server)
