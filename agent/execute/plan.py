@@ -10,12 +10,14 @@ from agent.errors import ParseError, PlanInvalid, PromptTooLarge
 from agent.execute.parsers import (
     PassType,
     Plan,
+    PlanT,
     ensure_valid_plan,
     excerpt,
     parse_plan_response,
     topological_order,
     validate_plan,
 )
+from agent.execute.plan_rules import send_back_problems, split_steps
 from agent.execute.prompts import PlanPassType, build_plan_prompt
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
@@ -131,12 +133,28 @@ def execute_plan(
 
     def check(plan: Plan) -> Plan:
         if isinstance(plan, PlanAdjustment):
-            return ensure_valid_adjustment(plan, completed_steps)
+            return with_split_steps(ensure_valid_adjustment(plan, completed_steps))
         if isinstance(plan, PartPlan):
-            return ensure_valid_plan(with_part_id(plan, expected_part_id))
+            return with_split_steps(ensure_valid_plan(with_part_id(plan, expected_part_id)))
         return ensure_valid_plan(plan)
 
     return ask_plan(llm, system, user, pass_type=pass_type, check=check)
+
+
+def with_split_steps(plan: PlanT) -> PlanT:
+    """The plan with every step over several source files split into one step per file."""
+    if isinstance(plan, PartPlan):
+        return plan.model_copy(update={"steps": split_steps(plan.steps)})
+    if isinstance(plan, PlanAdjustment):
+        return plan.model_copy(update={"revised_steps": split_steps(plan.revised_steps)})
+    return plan
+
+
+def rule_problems(plan: Plan) -> list[str]:
+    """Decomposition problems to send back to the planner (once; its re-answer is kept)."""
+    if isinstance(plan, MetaPlan):
+        return []
+    return send_back_problems(plan.steps if isinstance(plan, PartPlan) else plan.revised_steps)
 
 
 def ask_plan(
@@ -156,7 +174,11 @@ def ask_plan(
     schema = plan_schema(pass_type)
     response = llm.complete(system, user, stage=pass_type, json_schema=schema)
     try:
-        return check(parse_plan_response(response.raw_text, pass_type))
+        plan = parse_plan_response(response.raw_text, pass_type)
+        problems = rule_problems(plan)
+        if problems:
+            raise PlanInvalid(problems)
+        return check(plan)
     except (ParseError, PlanInvalid) as exc:
         first = exc
     try:

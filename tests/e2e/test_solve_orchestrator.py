@@ -374,6 +374,22 @@ def test_a_planner_answering_prose_first_and_json_on_the_reask_completes_the_run
     assert result.usage.calls == len(stages)  # every re-ask counted in the run's usage
 
 
+def test_a_step_whose_dependency_failed_is_skipped_with_the_reason(clean: Harness) -> None:
+    clean.server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"])))
+    clean.server.script("part_plan", part("p1", S1, S2))
+    wrong = edit("calc/ops.py", "def nothing_like_this():", "x")
+    clean.server.script("implement", wrong)
+    clean.server.script("implement_retry", wrong)
+    clean.server.script("adjustment", adjustment(S2, rationale="keep the export"))
+
+    result = clean.solve("Add power")
+
+    assert [(o.step_id, o.status) for o in result.steps] == [("s1", "failed"), ("s2", "skipped")]
+    assert result.steps[1].error == "skipped: it depends on s1, which did not pass"
+    assert [r.stage for r in clean.server.requests].count("implement") == 1
+    assert result.status == "failed"
+
+
 def test_garbage_part_plan_fails_that_part_only(clean: Harness) -> None:
     clean.server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"]),
                                           ("p2", "Add neg", ["calc/ops.py"])))

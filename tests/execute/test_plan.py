@@ -293,6 +293,25 @@ def test_a_plan_with_a_cycle_is_sent_back_and_the_fixed_plan_kept(
     assert "dependency cycle: s1 -> s2 -> s1" in log.records[1].user_prompt
 
 
+def test_a_part_plan_step_over_two_files_is_split_without_a_reask(
+    server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
+) -> None:
+    server.script("part_plan", part_answer("p1", step("s1", files=("calc/ops.py", "calc/io.py"))))
+    plan = part_plan(llm)
+    assert [(s.id, s.target_files) for s in plan.steps] == [
+        ("s1.1", ["calc/ops.py"]), ("s1.2", ["calc/io.py"])]
+    assert len(log.records) == 1
+
+
+def test_a_step_naming_no_file_is_sent_back_once_and_the_answer_kept(
+    server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
+) -> None:
+    server.script("part_plan", part_answer("p1", step("s1", files=())))
+    server.script("part_plan_reask", part_answer("p1", step("s1", files=())))
+    assert [s.target_files for s in part_plan(llm).steps] == [[]]
+    assert "names no target_files" in log.records[1].user_prompt
+
+
 @pytest.mark.parametrize("wrap", [
     "```json\n{}\n```", "Here is the plan:\n{}\nHope this helps.", "<think>hmm</think>{}",
 ])
