@@ -9,12 +9,13 @@ from dataclasses import dataclass
 
 from agent.retrieval.index import FileInfo, RepoIndex
 from agent.retrieval.parsing import CODE_LANGUAGES, terms
-from agent.retrieval.scan import test_subject
+from agent.retrieval.scan import is_test_path, test_subject
 from agent.retrieval.seeds import ResolvedSeeds
 
 MAX_QUERY_TERMS = 48
 IMPORTED_BY_SEED, IMPORTS_SEED = 0.6, 0.4  # a seed's own imports matter more than its importers
 TEST_OF_SEED, TEST_OF_HIT = 0.7, 0.3
+NEIGHBOUR_OF_HIT = 0.5  # the first hit's import neighbours, damped against a seed's
 NON_CODE_SEARCH = 0.5  # data and prose files match many words but are seldom what a task edits
 TEST_PAIR_HITS = 3  # the best search hits whose tests are pulled up too
 MAX_TESTS_PER_FILE = 3
@@ -48,8 +49,10 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(kept))[:MAX_QUERY_TERMS]
 
 
-def rank(text: str, index: RepoIndex, seeds: ResolvedSeeds, *, limit: int) -> list[Candidate]:
-    """Files other than the seeds, best first; equal scores in path order."""
+def rank(text: str, index: RepoIndex, seeds: ResolvedSeeds, *, limit: int,
+         prefer_source: bool = False) -> list[Candidate]:
+    """Files other than the seeds, best first; equal scores in path order. `prefer_source`
+    (an implement step that targets no test): every source file above every test file."""
     scores: dict[str, float] = defaultdict(float)
     reasons: dict[str, list[str]] = defaultdict(list)
 
@@ -66,11 +69,18 @@ def rank(text: str, index: RepoIndex, seeds: ResolvedSeeds, *, limit: int) -> li
         credit(path, score / top * (1.0 if path in code else NON_CODE_SEARCH), "search")
     for path, amount, reason in _import_neighbours(index, seeds.files):
         credit(path, amount, reason)
+    first = next((p for p, _ in hits if p in code and not is_test_path(p)), None)
+    if first is not None:  # a fix over several files: keep the first hit's neighbours near
+        for path, amount, reason in _import_neighbours(index, [first]):
+            credit(path, amount * NEIGHBOUR_OF_HIT, f"{reason} (first hit)")
     best_hits = [p for p, _ in hits[:TEST_PAIR_HITS]]
     for path, amount, reason in _test_pairs(infos, seeds.files, best_hits, dict(hits), top):
         credit(path, amount, reason)
     ranked = [Candidate(p, round(s, 6), tuple(dict.fromkeys(reasons[p])))
               for p, s in scores.items() if p not in seeds.reasons]
+    if prefer_source:
+        return sorted(ranked, key=lambda c: (c.path not in code or is_test_path(c.path),
+                                             -c.score, c.path))
     return sorted(ranked, key=lambda c: (-c.score, c.path))
 
 
