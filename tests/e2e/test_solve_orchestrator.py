@@ -288,9 +288,10 @@ def test_failed_step_adjustment_drops_the_rest_and_the_run_is_partial(
 
 
 def test_run_budget_exhausted_mid_run_stops_partial_with_the_reason(clean: Harness) -> None:
-    script_two_parts(clean.server, usage=(1200, 100))
+    script_two_parts(clean.server, usage=(3000, 100))
 
-    result = clean.solve("Add power and neg", budget={"max_tokens_per_run": 5200})
+    # Each call reserves its answer (2048 tokens): the second step's call would cross 13500.
+    result = clean.solve("Add power and neg", budget={"max_tokens_per_run": 13500})
 
     assert result.status == "partial"
     assert result.budget_exhausted == "max_tokens_per_run"
