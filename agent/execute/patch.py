@@ -15,7 +15,7 @@ from agent.config import DEFAULT_PROTECTED
 from agent.errors import PatchRejected, UnsafePath
 from agent.execute.lines import split_lines
 from agent.execute.matching import replace_once
-from agent.execute.paths import check_path, normalise_path
+from agent.execute.paths import check_path, normalise_path, same_named
 from agent.models import PatchEdit, PatchResult
 
 __all__ = [
@@ -71,7 +71,7 @@ def _plan(
         change = changes.get(path)
         try:
             change = change or _load(path, normalise_path(edit.file_path), root)
-            change.content = _apply_one(change, edit)
+            change.content = _apply_one(change, edit, root)
             changes[path] = change
         except PatchRejected as exc:
             failed.add(path)
@@ -108,7 +108,7 @@ def _check_creatable(path: Path, root: Path) -> None:
             raise PatchRejected(f"cannot create the file: {parent.name} is not a directory")
 
 
-def _apply_one(change: _FileChange, edit: PatchEdit) -> str:
+def _apply_one(change: _FileChange, edit: PatchEdit, root: Path) -> str:
     """The file's text after `edit`; PatchRejected when it cannot apply."""
     try:
         edit.replacement.encode("utf-8")
@@ -116,7 +116,11 @@ def _apply_one(change: _FileChange, edit: PatchEdit) -> str:
         raise PatchRejected("the replacement is not valid Unicode text") from exc
     if change.content is None:
         if edit.search:
-            raise PatchRejected("file not found; to create a new file use an empty <search>")
+            found = same_named(change.path, root.resolve())
+            hint = f"files of that name: {', '.join(found)}" if found else ""
+            raise PatchRejected("file not found; to create a new file use an empty <search>"
+                                + (f" (did you mean {found[0]}?)" if len(found) == 1 else ""),
+                                hint=hint)
         return _new_file_text(edit.replacement)
     return replace_once(change.content, edit.search, edit.replacement)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -72,3 +73,21 @@ def _glob(pattern: str) -> re.Pattern[str]:
             out.append({"*": "[^/]*", "?": "[^/]"}.get(pattern[i], re.escape(pattern[i])))
             i += 1
     return re.compile("".join(out), re.IGNORECASE | re.DOTALL)
+
+
+MAX_SAME_NAMED = 5
+_WALK_LIMIT = 20_000  # files looked at before giving up: a hint is not worth a long walk
+
+
+def same_named(missing: Path, root: Path) -> list[str]:
+    """Files under `root` (outside .git) named like the missing file, as relative paths."""
+    found: list[str] = []
+    seen = 0
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        seen += len(filenames)
+        if missing.name in filenames:
+            found.append((Path(directory) / missing.name).relative_to(root).as_posix())
+        if len(found) >= MAX_SAME_NAMED or seen > _WALK_LIMIT:
+            break
+    return found

@@ -547,3 +547,12 @@ def test_git_accepts_the_diff(tmp_path: Path) -> None:
     snapshot = _snapshot(tmp_path / "before")
     snapshot.pop(".git", None)
     assert {k: v for k, v in snapshot.items() if not k.startswith(".git/")} == _snapshot(work)
+
+
+def test_a_wrong_path_is_refused_naming_the_file_of_that_name(tmp_path: Path) -> None:
+    _tree(tmp_path, {"calc/ops.py": CALC})
+    result = apply_edits([_edit("ops.py", "return a - b", "return b - a")], tmp_path)
+    assert not result.success
+    assert result.error_info is not None and "file not found" in result.error_info
+    assert "did you mean calc/ops.py?" in result.error_info
+    assert result.hint == "files of that name: calc/ops.py"
