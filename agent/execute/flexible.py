@@ -234,30 +234,43 @@ def place_elided(codes: Sequence[str], bare: list[str], needle: list[str], new: 
                  text: str, search: str) -> list[Piece]:
     """The pieces of a search that leaves lines out with `...`, each placed in order; the
     replacement must leave out the same places. Refused unless there is one placement."""
-    parts, news = _split(needle), _split(new)
-    if len(parts) != len(news):
-        raise PatchRejected(
-            "the search leaves lines out with '...' but the replacement does not leave out the "
-            "same places; quote the lines in full", hint=closest_region_of(text, parts))
-    kept = [(p, r) for p, r in zip(parts, news, strict=True) if any(line.strip() for line in p)]
-    if any(any(line.strip() for line in r) for p, r in zip(parts, news, strict=True)
-           if not any(line.strip() for line in p)):
-        raise PatchRejected("the replacement adds lines where the search quotes none; "
-                            "quote the lines around them")
-    if not kept:
-        raise not_found(text, search)
-    options = [find_windows(codes, p)[:_MAX_CANDIDATES] for p, _ in kept]
+    kept = _paired_parts(needle, new, text, search)
+    options = [find_windows(codes, part) for part, _ in kept]
     for (part, _), found in zip(kept, options, strict=True):
         if not found:
             raise not_found(text, "\n".join(part), " (a piece between the '...' lines)")
-    chosen = _only_placement(options)
+    crowded = next((found for found in options if len(found) > _MAX_CANDIDATES), None)
+    chosen = _only_placement(options) if crowded is None else None
     if chosen is None:
-        spread = next(found for found in options if len(found) > 1)
+        spread = crowded or next(found for found in options if len(found) > 1)
         raise ambiguous(len(spread), [w.start + 1 for w in spread], bare,
                         " in a piece between the '...' lines")
     if not chosen:
         raise not_found(text, search, " with its pieces in this order")
     return [Piece(w, p, r) for w, (p, r) in zip(chosen, kept, strict=True)]
+
+
+def _paired_parts(needle: list[str], new: list[str], text: str, search: str
+                  ) -> list[tuple[list[str], list[str]]]:
+    """(search piece, replacement piece) pairs around the elisions, pieces without code left
+    out; refused when the two do not leave out the same places."""
+    parts, news = _split(needle), _split(new)
+    if len(parts) != len(news):
+        raise PatchRejected(
+            "the search leaves lines out with '...' but the replacement does not leave out the "
+            "same places; quote the lines in full", hint=closest_region_of(text, parts))
+    pairs = list(zip(parts, news, strict=True))
+    if any(_has_code(r) and not _has_code(p) for p, r in pairs):
+        raise PatchRejected("the replacement adds lines where the search quotes none; "
+                            "quote the lines around them")
+    kept = [(p, r) for p, r in pairs if _has_code(p)]
+    if not kept:
+        raise not_found(text, search)
+    return kept
+
+
+def _has_code(lines: list[str]) -> bool:
+    return any(line.strip() for line in lines)
 
 
 def _split(lines: list[str]) -> list[list[str]]:
