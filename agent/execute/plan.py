@@ -165,28 +165,34 @@ def ask_plan(
     pass_type: PassType,
     check: Callable[[Plan], CheckedT],
 ) -> CheckedT:
-    """A plan answer parsed and checked; when it cannot be used, asked once more with the
-    error and the expected shape (stage `<pass>_reask`, recorded and charged like any call).
+    """A plan answer parsed and checked; when it cannot be used, or breaks a decomposition
+    rule the planner must fix itself, asked once more with the problem and the expected shape
+    (stage `<pass>_reask`, recorded and charged like any call).
 
-    The first error propagates when the re-ask does not fit the window; the second when the
-    re-ask fails too.
+    A first plan that only broke a rule is kept when the re-ask gives nothing better; else the
+    first error propagates when the re-ask does not fit the window, the second when it fails.
     """
     schema = plan_schema(pass_type)
     response = llm.complete(system, user, stage=pass_type, json_schema=schema)
+    fallback: CheckedT | None = None
     try:
         plan = parse_plan_response(response.raw_text, pass_type)
+        checked = check(plan)
         problems = rule_problems(plan)
-        if problems:
-            raise PlanInvalid(problems)
-        return check(plan)
+        if not problems:
+            return checked
+        first: ParseError | PlanInvalid = PlanInvalid(problems)
+        fallback = checked
     except (ParseError, PlanInvalid) as exc:
         first = exc
     try:
         again = llm.complete(system, f"{user}\n\n{reask_note(first, pass_type)}",
                              stage=f"{pass_type}_reask", json_schema=schema)
-    except PromptTooLarge:
-        raise first from None
-    return check(parse_plan_response(again.raw_text, pass_type))
+        return check(parse_plan_response(again.raw_text, pass_type))
+    except (ParseError, PlanInvalid, PromptTooLarge) as exc:
+        if fallback is not None:
+            return fallback
+        raise (first if isinstance(exc, PromptTooLarge) else exc) from None
 
 
 def reask_note(error: ParseError | PlanInvalid, pass_type: PassType) -> str:

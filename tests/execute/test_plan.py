@@ -312,6 +312,14 @@ def test_a_step_naming_no_file_is_sent_back_once_and_the_answer_kept(
     assert "names no target_files" in log.records[1].user_prompt
 
 
+def test_a_plan_that_only_broke_a_rule_is_kept_when_the_reask_is_garbage(
+    server: ScriptedModelServer, llm: LoggedLLMClient
+) -> None:
+    server.script("part_plan", part_answer("p1", step("s1", files=())))
+    server.script("part_plan_reask", "I cannot name a file.")
+    assert [s.id for s in part_plan(llm).steps] == ["s1"]
+
+
 @pytest.mark.parametrize("wrap", [
     "```json\n{}\n```", "Here is the plan:\n{}\nHope this helps.", "<think>hmm</think>{}",
 ])
