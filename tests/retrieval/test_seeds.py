@@ -6,6 +6,7 @@ from pathlib import Path
 
 from agent.retrieval.index import RepoIndex
 from agent.retrieval.seeds import Seeds, resolve_seeds
+from tests.retrieval.conftest import make_repo
 
 TRACEBACK = '''Traceback (most recent call last):
   File "/tmp/cra/wt-17/tests/test_cart.py", line 7, in test_total_applies_discount
@@ -86,3 +87,17 @@ def test_a_file_line_reference_seeds_the_file_and_the_definition_there(
     found = resolve(shop_index, shop, f"the tax is applied twice (see cart.py:{line})")
     assert found.files == ["shop/cart.py"]
     assert "Cart.total" in found.symbols
+
+
+def test_a_dotted_name_a_module_only_re_exports_seeds_where_it_is_defined_first(
+    tmp_path: Path, index: RepoIndex
+) -> None:
+    repo = make_repo(tmp_path / "facade", {
+        "pkg/__init__.py": "",
+        "pkg/_impl.py": "def total(xs):\n    return sum(xs) + 1\n",
+        "pkg/api.py": "from pkg._impl import total\n\n__all__ = ['total']\n",
+    })
+    index.update(repo)
+    found = resolve(index, repo, "pkg.api.total adds one too many")
+    assert found.files[:2] == ["pkg/_impl.py", "pkg/api.py"]
+    assert found.reasons["pkg/_impl.py"] == "defines total, which pkg/api.py re-exports"
