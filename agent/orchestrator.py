@@ -135,9 +135,22 @@ class _Sequencer:
         self.tally.meta = self.meta_plan()
         parts = topological_order(self.tally.meta.parts)
         self.log.update_orchestrator_run(self.passes.orch_id, total_parts=len(parts))
+        unfinished: set[str] = set()
         for index, part in enumerate(parts):
+            if blockers := [dep for dep in part.depends_on if dep in unfinished]:
+                # its plan would be made against code the part it needs never delivered
+                unfinished.add(part.id)
+                self.tally.parts_failed += 1
+                why = (f"part {part.id} skipped: it depends on {', '.join(blockers)}, "
+                       "which did not complete")
+                self.log.set_state(self.run_id, f"part_skipped:{part.id}", {"reason": why})
+                self.tally.error = self.tally.error or why
+                continue
             self.passes.progress(index, 0, "running")
+            failed_before = self.tally.parts_failed
             self.run_part(index, part, last=index == len(parts) - 1)
+            if self.tally.parts_failed > failed_before:
+                unfinished.add(part.id)
 
     def meta_plan(self) -> MetaPlan:
         """The meta-plan pass; a run without one fails."""

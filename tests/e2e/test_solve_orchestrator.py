@@ -391,6 +391,23 @@ def test_a_step_whose_dependency_failed_is_skipped_with_the_reason(clean: Harnes
     assert result.status == "failed"
 
 
+def test_a_part_whose_dependency_failed_is_not_planned(clean: Harness) -> None:
+    parts = json.loads(meta(("p1", "Add power", ["calc/ops.py"]),
+                            ("p2", "Add neg", ["calc/ops.py"])))
+    parts["parts"][1]["depends_on"] = ["p1"]
+    clean.server.script("meta_plan", json.dumps(parts))
+    clean.server.script("part_plan", GARBAGE)
+    clean.server.script("part_plan_reask", GARBAGE)
+
+    result = clean.solve("Add power, then neg")
+
+    assert result.status == "failed" and result.steps == []
+    assert [r.stage for r in clean.server.requests].count("part_plan") == 1
+    assert result.error is not None and result.error.startswith("part p1:")
+    assert clean.log.get_state(result.task_id, "part_skipped:p2") == {
+        "reason": "part p2 skipped: it depends on p1, which did not complete"}
+
+
 def test_garbage_part_plan_fails_that_part_only(clean: Harness) -> None:
     clean.server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"]),
                                           ("p2", "Add neg", ["calc/ops.py"])))
