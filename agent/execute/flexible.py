@@ -156,7 +156,7 @@ def rewrite(lines: list[str], piece: Piece, indent: Indent, eol: str) -> list[st
     out: list[str] = []
     for f in range(window.start, window.end):
         out += inserts.pop(f, [])
-        if _keeps(f, owner, kept, window):
+        if _keeps(f, owner, kept):
             out.append(lines[f])
     out += inserts.pop(window.end, [])
     out = [line if line.endswith("\n") else line + eol for line in out]
@@ -183,7 +183,7 @@ def _kept_needle_lines(needle: list[str], replacement: list[str]) -> set[int]:
             for j in range(i1, i2)}
 
 
-def _keeps(f: int, owner: dict[int, int], kept: set[int], window: Window) -> bool:
+def _keeps(f: int, owner: dict[int, int], kept: set[int]) -> bool:
     """Whether file line `f` stays: its search line was kept; a blank line the search did not
     quote stays unless the code lines around it both go."""
     if f in owner:
