@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
 
+from agent.bwrap import build_sandbox  # noqa: E402
 from agent.config import parse_config  # noqa: E402
 from agent.context import IndexedFactory  # noqa: E402
 from agent.llm.client import HTTPChatModel  # noqa: E402
@@ -85,7 +86,7 @@ def run(cache: bool, modules: int) -> tuple[str, Counter[str]]:
         router = ModelRouter(config.models, factory=HTTPChatModel)
         with RunLog.open(f"sqlite:///{Path(tmp) / 'cra.db'}") as log:
             runtime = Runtime(log=log, models=router, environ=dict(os.environ),
-                              work_dir=Path(tmp) / "data")
+                              work_dir=Path(tmp) / "data", sandbox=build_sandbox("auto"))
             try:
                 result = solve(TASK, repo, config, runtime,
                                context_factory=IndexedFactory(Path(tmp) / "data",

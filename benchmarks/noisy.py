@@ -38,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
 
+from agent.bwrap import build_sandbox  # noqa: E402
 from agent.config import parse_config  # noqa: E402
 from agent.context import IndexedFactory  # noqa: E402
 from agent.llm.client import HTTPChatModel  # noqa: E402
@@ -304,7 +305,7 @@ def run(task: Task, rate: float, seed: int) -> tuple[bool, int, int]:
         router = ModelRouter(config.models, factory=HTTPChatModel)
         with RunLog.open(f"sqlite:///{Path(tmp) / 'cra.db'}") as log:
             runtime = Runtime(log=log, models=router, environ=dict(os.environ),
-                              work_dir=Path(tmp) / "data")
+                              work_dir=Path(tmp) / "data", sandbox=build_sandbox("auto"))
             try:
                 result = solve(task.text, repo, config, runtime, context_factory=IndexedFactory(
                     Path(tmp) / "data", config.retrieval))
