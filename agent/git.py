@@ -280,16 +280,21 @@ def _common_dir(repo: Path) -> Path:
     return (repo / run_git(["rev-parse", "--git-common-dir"], repo).strip()).resolve()
 
 
-def linked_admin_dir(tree: Path) -> Path | None:
-    """The admin dir (`<common>/worktrees/<name>`) of a linked worktree; None for another tree."""
+def _gitdir_of(tree: Path) -> Path | None:
+    """Where a linked worktree's `.git` file points (it may be gone); None for another tree."""
     marker = tree / ".git"
     if not marker.is_file():
         return None
     text = marker.read_text(encoding="utf-8", errors="replace").strip()
     if not text.startswith("gitdir:"):
         return None
-    admin = (tree / text.removeprefix("gitdir:").strip()).resolve()
-    return admin if admin.is_dir() else None
+    return (tree / text.removeprefix("gitdir:").strip()).resolve()
+
+
+def linked_admin_dir(tree: Path) -> Path | None:
+    """The admin dir (`<common>/worktrees/<name>`) of a linked worktree; None for another tree."""
+    admin = _gitdir_of(tree)
+    return admin if admin is not None and admin.is_dir() else None
 
 
 def admin_common_dir(admin: Path) -> Path:
@@ -337,14 +342,8 @@ def tracked_blobs(worktree: Path) -> list[tuple[str, str]]:
 
 def _is_orphan(child: Path, admin: Path) -> bool:
     """True when `child` is a linked worktree whose gitdir is under `admin` or gone."""
-    marker = child / ".git"
-    if not marker.is_file():
-        return False
-    text = marker.read_text(encoding="utf-8", errors="replace").strip()
-    if not text.startswith("gitdir:"):
-        return False
-    gitdir = (child / text.removeprefix("gitdir:").strip()).resolve()
-    return gitdir.parent == admin or not gitdir.exists()
+    gitdir = _gitdir_of(child)
+    return gitdir is not None and (gitdir.parent == admin or not gitdir.exists())
 
 
 # --- commits ---------------------------------------------------------------------------------
