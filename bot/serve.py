@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from flask import Flask
@@ -47,12 +48,17 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
         return app
 
 
-def serve(settings: BotSettings, *, host: str, port: int, processes: int, dev: bool) -> int:
-    """Serve until stopped. The thread queue lives in its process: one process, many threads."""
+def serve(settings: BotSettings, *, host: str, port: int, processes: int, dev: bool,
+          verbose: bool = False) -> int:
+    """Serve until stopped. The thread queue lives in its process: one process, many threads.
+    gunicorn's own start-up lines show with `verbose`; errors and the access log always."""
     settings.require_webhook_secret()
     if settings.queue == "thread" and processes != 1:
         raise SettingsError("the thread queue runs inside one process: use --processes 1, "
                             "or CRA_QUEUE=rq with `cra-bot worker`s")
+    print(f"cra-bot: serving http://{host}:{port}/webhook "
+          f"({'Flask development server' if dev else f'gunicorn, {processes} process(es)'}; "
+          "Ctrl-C stops it)", file=sys.stderr, flush=True)
     if dev:
         app, services = make_app(settings)
         try:
@@ -61,7 +67,8 @@ def serve(settings: BotSettings, *, host: str, port: int, processes: int, dev: b
             services.close()
         return 0
     options = {"bind": f"{host}:{port}", "workers": processes, "threads": 8,
-               "worker_class": "gthread", "timeout": 30, "accesslog": "-"}
+               "worker_class": "gthread", "timeout": 30, "accesslog": "-",
+               "loglevel": "info" if verbose else "warning"}
     _Gunicorn(settings, options).run()
     return 0
 
