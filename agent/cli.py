@@ -28,7 +28,7 @@ from agent.console import (
 )
 from agent.context import IndexedFactory
 from agent.doctor import render
-from agent.doctor_checks import local_report
+from agent.doctor_checks import local_report, roles_used
 from agent.errors import AgentError, ConfigError
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
@@ -218,11 +218,13 @@ def _where(config: SolveConfig) -> str:
     return config.source or ".github/cra.toml"
 
 
-def _preflight(config: SolveConfig, env: Mapping[str, str]) -> None:
-    """Before the first model call: every role's server answers and has its model."""
+def _preflight(config: SolveConfig, env: Mapping[str, str], *, plans: bool,
+               implements: bool) -> None:
+    """Before the first model call: each role the command uses answers and has its model."""
     source = _where(config)
     require_model_servers(config.models, _keys(config, env),
-                          lambda role, key: f"models.{role}.{key} in {source}")
+                          lambda role, key: f"models.{role}.{key} in {source}",
+                          roles_used(config, plans=plans, implements=implements))
 
 
 def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
@@ -245,7 +247,7 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     repo, config = _repo_and_config(args)
     config.require_test_command()
     plan = _load_plan(args.plan) if args.plan else None
-    _preflight(config, env)
+    _preflight(config, env, plans=plan is None, implements=True)
     run_id = str(uuid.uuid4())
     _announce(run_id, args)
     runtime = _runtime(log, config, args, env, run_id)
@@ -267,7 +269,7 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
 
 def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     repo, config = _repo_and_config(args)
-    _preflight(config, env)
+    _preflight(config, env, plans=True, implements=False)
     runtime = _runtime(log, config, args, env)
     bar = ProgressBar(sys.stderr, "indexing", min_total=INDEX_BAR_MIN_FILES)
     context = IndexedFactory(data_dir(args, env), config.retrieval, progress=bar)(repo)

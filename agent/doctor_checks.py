@@ -165,6 +165,16 @@ def _program_problem(program: str, repo: Path, env: Mapping[str, str]) -> str | 
 # --- model servers -----------------------------------------------------------------------------
 
 
+def roles_used(config: SolveConfig, *, plans: bool, implements: bool) -> tuple[str, ...]:
+    """The roles a command will call: planning asks the reasoning model, implementing the coding
+    model, and the classifier answers retrieval's stages and the decomposed adjustment."""
+    classifier = bool(config.retrieval.stages) or (
+        plans and implements and config.orchestrator.decomposed_adjustment
+        and config.orchestrator.max_adjustment_rounds > 0)
+    return tuple(role for role, used in (("reasoning", plans), ("coding", implements),
+                                         ("classifier", classifier)) if used)
+
+
 def check_models(
     models: ModelsConfig, keys: Mapping[str, str | None], where: Where,
     roles: Sequence[str] = ("reasoning", "coding", "classifier"),
@@ -246,12 +256,13 @@ def _local_models(config: SolveConfig, environ: Mapping[str, str]) -> Iterable[F
     """The models of a local config; a missing API-key variable fails its role."""
     source = config.source or ".github/cra.toml"
     keys: dict[str, str | None] = {}
-    for role in ("reasoning", "coding", "classifier"):
+    for role in roles_used(config, plans=True, implements=True):
         try:
             keys[role] = resolve_api_key(getattr(config.models, role), environ)
         except ConfigError as exc:
             yield fail(f"{role} model", str(exc), "export that variable, or fix "
                        f"models.{role}.api_key_env in {source}")
-    roles = [role for role in ("reasoning", "coding", "classifier") if role in keys]
+    used = roles_used(config, plans=True, implements=True)
+    roles = [role for role in used if role in keys]
     yield from check_models(config.models, keys,
                             lambda role, key: f"models.{role}.{key} in {source}", roles)
