@@ -26,7 +26,7 @@ class ProgressBar:
         self.min_total = min_total
         self.clock = clock
         self.tty = _isatty(stream)
-        self.started: float | None = None
+        self.started = clock()  # the work began when the bar was made
         self.last_draw = float("-inf")
         self.plain_seen = 0
         self.drawn = False
@@ -35,8 +35,6 @@ class ProgressBar:
         if total < max(1, self.min_total):
             return
         now = self.clock()
-        if self.started is None:
-            self.started = now
         if self.tty:
             if done == total or now - self.last_draw >= REDRAW_S:
                 self.last_draw = now

@@ -3,7 +3,10 @@ file, the right exit status, no traceback, and no model call when the mistake is
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -200,3 +203,37 @@ def test_doctor_takes_the_config_and_repository_it_is_given(
                "--data-dir", str(tmp_path / "d"), env=env)
     assert done.code == 0, done.text
     assert server.chat_requests == []
+
+
+def many_files(root: Path, count: int) -> Path:
+    root.mkdir()
+    for n in range(count):
+        (root / f"mod{n}.py").write_text(f"def f{n}():\n    return {n}\n")
+    git_in(root, "init", "-q", "-b", "main")
+    git_in(root, "add", "--all")
+    git_in(root, "commit", "-qm", "many files")
+    return root
+
+
+def test_index_draws_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
+    tmp_path: Path, env: dict[str, str],
+) -> None:
+    repo = many_files(tmp_path / "many", 40)
+    argv = [*program("cra"), "index", "--repo", str(repo)]
+    leader, follower = pty.openpty()
+    with subprocess.Popen([*argv, "--data-dir", str(tmp_path / "tty")], env=env,
+                          stdout=subprocess.DEVNULL, stderr=follower) as proc:
+        os.close(follower)
+        seen = b""
+        with contextlib.suppress(OSError):  # EIO once the process has closed the terminal
+            while chunk := os.read(leader, 4096):
+                seen += chunk
+        assert proc.wait(timeout=60) == 0
+    os.close(leader)
+    drawn = seen.decode()
+    assert "\rindexing [" in drawn and "40/40 files" in drawn and "█" * 24 in drawn
+
+    plain = run("cra", "index", "--repo", str(repo), "--data-dir", str(tmp_path / "pipe"),
+                env=env)
+    assert plain.code == 0
+    assert plain.err.splitlines() == [f"indexing: {n}/40 files" for n in (10, 20, 30, 40)]
