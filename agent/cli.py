@@ -11,8 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pydantic import ValidationError
-from sqlalchemy import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from agent import git
 from agent.config import ModelConfig, SolveConfig, load_config, resolve_api_key
@@ -23,6 +22,7 @@ from agent.console import (
     describe_unknown,
     global_options,
     run_main,
+    shown_url,
     suppressed,
     unknown_variables,
 )
@@ -189,16 +189,8 @@ def _open_log(args: argparse.Namespace, env: Mapping[str, str]) -> RunLog:
         return RunLog.open(url)
     except (SQLAlchemyError, OSError) as exc:
         reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise UsageError(f"cannot open the run log {_shown_url(url)} (--db, CRA_DATABASE_URL or "
+        raise UsageError(f"cannot open the run log {shown_url(url)} (--db, CRA_DATABASE_URL or "
                          f"the data dir): {reason}") from exc
-
-
-def _shown_url(url: str) -> str:
-    """A database URL without its password."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:  # an unparsable URL is shown as its scheme only
-        return url.split("://", 1)[0] + "://…"
 
 
 def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:

@@ -140,3 +140,14 @@ def describe_unknown(program: str, name: str, nearest: str | None) -> str:
     """One line about a variable nothing reads."""
     hint = f"; did you mean {nearest}?" if nearest else ""
     return f"{program} reads no setting {name}{hint}"
+
+
+def shown_url(url: str) -> str:
+    """A database or Redis URL without its password, fit for a message."""
+    from sqlalchemy import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url.split("://", 1)[0] + "://…" if "://" in url else "(not a URL)"

@@ -18,6 +18,7 @@ from agent.console import (
     describe_unknown,
     global_options,
     run_main,
+    shown_url,
     suppressed,
 )
 from agent.doctor import render
@@ -36,13 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_version(parser, "cra-bot")
     below = suppressed(common)
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", parents=[below],
-                                help="serve the webhook (gunicorn; --dev: Flask)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--processes", type=int, default=1,
-                       help="gunicorn worker processes (only with CRA_QUEUE=rq)")
-    serve.add_argument("--dev", action="store_true", help="Flask's development server")
+    _add_serve(commands, below)
     worker = commands.add_parser("worker", parents=[below],
                                  help="an RQ worker executing runs (CRA_QUEUE=rq)")
     worker.add_argument("--burst", action="store_true",
@@ -65,13 +60,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+               below: argparse.ArgumentParser) -> None:
+    serve = commands.add_parser("serve", parents=[below],
+                                help="serve the webhook (gunicorn; --dev: Flask)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--processes", type=int, default=1,
+                       help="gunicorn worker processes (only with CRA_QUEUE=rq)")
+    serve.add_argument("--dev", action="store_true", help="Flask's development server")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `cra-bot`; 0 success, 1 failure, 2 usage or settings error."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list[:1] == ["register"]:
+    flags = 0  # `register` has options of its own; -v / --debug may come before it
+    while flags < len(args_list) and args_list[flags] in ("-v", "--verbose", "--debug"):
+        flags += 1
+    if args_list[flags:flags + 1] == ["register"]:
         from bot.register import register_main
 
-        return register_main(args_list[1:])
+        return register_main(args_list[flags + 1:])
     try:
         args = build_parser().parse_args(args_list)
     except SystemExit as exc:
@@ -111,7 +120,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return rq_worker(settings, burst=args.burst)
     if args.command == "migrate":
         startup.require_database(settings.database_url)
-        print(f"cra-bot: {startup.shown_url(settings.database_url)} is at the newest migration")
+        print(f"cra-bot: {shown_url(settings.database_url)} is at the newest migration")
         return EXIT_OK
     startup.check_worker(settings, queue=False)
     return _run_one(settings, args.repo, args.issue, args.instructions, args.installation)

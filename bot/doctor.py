@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, make_url, pool
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from agent.config import ModelsConfig
+from agent.console import shown_url
 from agent.database import migrations_location
 from agent.doctor import Check, Finding, Report, fail, ok, run_checks, warn
 from agent.doctor_checks import check_directory, check_git, check_models
@@ -28,7 +29,7 @@ from bot.errors import GitHubError, SettingsError
 from bot.github_calls import Retrier, bare_client
 from bot.github_tokens import AppTokens
 from bot.settings import ROLES, BotSettings, unknown_settings
-from bot.startup import queue_problem, shown_url
+from bot.startup import queue_problem
 
 MIGRATE = "run `cra-bot migrate` (serve and worker also migrate when they start)"
 

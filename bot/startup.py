@@ -12,9 +12,9 @@ import os
 import socket
 from pathlib import Path
 
-from sqlalchemy import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
+from agent.console import shown_url
 from agent.store import RunLog
 from bot.errors import SettingsError
 from bot.services import token_provider
@@ -70,14 +70,6 @@ def require_free_port(host: str, port: int) -> None:
                                     "listens there, or pass another --port") from None
             raise SettingsError(f"cannot listen on {host}:{port} (--host/--port): "
                                 f"{exc.strerror}") from None
-
-
-def shown_url(url: str) -> str:
-    """A database or Redis URL without its password."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url.split("://", 1)[0] + "://…"
 
 
 def require_database(url: str) -> None:

@@ -10,7 +10,9 @@ progress comment on the fake GitHub, and prints the pull request it opens.
 With CRA_MODEL_URL set, a real model answers instead of the script: CRA_MODEL_PROVIDER (ollama |
 openai, default ollama), and CRA_MODEL_NAME or CRA_REASONING_MODEL / CRA_CODING_MODEL /
 CRA_CLASSIFIER_MODEL name the models (CRA_<ROLE>_API_KEY and CRA_<ROLE>_CONTEXT_WINDOW pass
-through). Nothing is written outside the temporary directory (unless --keep, it is removed).
+through). When the run ends, the pull request (Markdown) and the run page (HTML) are written to
+--output (default $TMPDIR/cra-demo-output), and both pages stay served until Ctrl-C (--no-wait
+ends at once). Nothing else is written outside the temporary directory (removed unless --keep).
 """
 
 from __future__ import annotations
