@@ -109,12 +109,14 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if args.command == "serve":
         startup.check_serve(settings, host=args.host, port=args.port)
+        _warn_models(settings)
         from bot.serve import serve
 
         return serve(settings, host=args.host, port=args.port, processes=args.processes,
                      dev=args.dev, verbose=args.verbose or args.debug)
     if args.command == "worker":
         startup.check_worker(settings)
+        _warn_models(settings)
         from bot.serve import rq_worker
 
         return rq_worker(settings, burst=args.burst)
@@ -130,6 +132,14 @@ def _warn_unknown(env_file: Path | None) -> None:
     """Name each CRA_ variable no setting reads, with the setting it may have meant."""
     for name, nearest in unknown_settings(process_environment(), env_file):
         print(f"cra-bot: warning: {describe_unknown('cra-bot', name, nearest)}", file=sys.stderr)
+
+
+def _warn_models(settings: BotSettings) -> None:
+    """Say which model servers do not answer yet (runs fail until they do)."""
+    from bot.startup import model_warnings
+
+    for line in model_warnings(settings):
+        print(f"cra-bot: warning: {line}", file=sys.stderr)
 
 
 def _doctor(env_file: Path | None, *, as_json: bool) -> int:

@@ -19,17 +19,16 @@ from github import Auth
 from sqlalchemy import create_engine, make_url, pool
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
-from agent.config import ModelsConfig
 from agent.console import shown_url
 from agent.database import migrations_location
 from agent.doctor import Check, Finding, Report, fail, ok, run_checks, warn
-from agent.doctor_checks import check_directory, check_git, check_models
+from agent.doctor_checks import check_directory, check_git
 from bot.app_key import load_private_key
 from bot.errors import GitHubError, SettingsError
 from bot.github_calls import Retrier, bare_client
 from bot.github_tokens import AppTokens
-from bot.settings import ROLES, BotSettings, unknown_settings
-from bot.startup import queue_problem
+from bot.settings import BotSettings, unknown_settings
+from bot.startup import queue_problem, server_model_findings
 
 MIGRATE = "run `cra-bot migrate` (serve and worker also migrate when they start)"
 
@@ -53,7 +52,7 @@ def server_report(
         ("GitHub App", lambda: check_github_app(settings)),
         ("database", lambda: check_database(settings.database_url)),
         ("queue", lambda: check_queue(settings)),
-        ("models", lambda: check_server_models(settings)),
+        ("models", lambda: server_model_findings(settings)),
     ]
     return run_checks("cra-bot", checks)
 
@@ -193,11 +192,3 @@ def check_queue(settings: BotSettings) -> Iterable[Finding]:
         yield ok("queue", f"RQ on {shown_url(settings.redis_url or '')}")
     else:
         yield ok("queue", f"{settings.workers} worker thread(s) in the server process")
-
-
-def check_server_models(settings: BotSettings) -> Iterable[Finding]:
-    """Each role's server answers and has its model, from the server's settings."""
-    models = ModelsConfig.model_validate(
-        {role: settings.model_config_for(role).model_dump() for role in ROLES})
-    keys: dict[str, str | None] = {role: settings.api_key_for(role) for role in ROLES}
-    yield from check_models(models, keys, lambda role, key: f"CRA_{role.upper()}_{key.upper()}")

@@ -10,15 +10,19 @@ from __future__ import annotations
 import errno
 import os
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from agent.config import ModelsConfig
 from agent.console import shown_url
+from agent.doctor import Finding
+from agent.doctor_checks import check_models
 from agent.store import RunLog
 from bot.errors import SettingsError
 from bot.services import token_provider
-from bot.settings import BotSettings
+from bot.settings import ROLES, BotSettings
 from bot.store import BotStore
 
 
@@ -108,3 +112,20 @@ def _require_queue(settings: BotSettings) -> None:
     problem = queue_problem(settings)
     if problem is not None:
         raise SettingsError(problem)
+
+
+def server_model_findings(settings: BotSettings) -> Iterable[Finding]:
+    """The doctor's line per role: its server answers, has its model, and the window fits."""
+    models = ModelsConfig.model_validate(
+        {role: settings.model_config_for(role).model_dump() for role in ROLES})
+    keys: dict[str, str | None] = {role: settings.api_key_for(role) for role in ROLES}
+    return check_models(models, keys, lambda role, key: f"CRA_{role.upper()}_{key.upper()}")
+
+
+def model_warnings(settings: BotSettings) -> list[str]:
+    """A line per role whose model server does not answer or lacks the model right now.
+
+    Not fatal: a server may start before its model server; its runs fail until that answers.
+    """
+    return [f"the {f.check}: {f.detail} → {f.fix}" for f in server_model_findings(settings)
+            if f.status == "fail"]

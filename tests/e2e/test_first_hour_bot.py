@@ -149,7 +149,7 @@ def serving(env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
             proc.wait(timeout=30)
 
 
-def test_a_normal_start_says_where_it_serves_and_nothing_else(
+def test_a_start_says_where_it_serves_which_models_are_down_and_nothing_else(
     serving: tuple[str, subprocess.Popen[str]],
 ) -> None:
     url, proc = serving
@@ -158,5 +158,9 @@ def test_a_normal_start_says_where_it_serves_and_nothing_else(
     assert proc.poll() is None
     proc.terminate()
     _, err = proc.communicate(timeout=30)
-    assert err.splitlines()[0].startswith(f"cra-bot: serving {url}/webhook (gunicorn")
+    lines = err.splitlines()
+    assert [line.split(":")[:2] for line in lines[:3]] == [
+        ["cra-bot", " warning"]] * 3, err  # no model server here: it starts, and says so
+    assert "CRA_CODING_BASE_URL" in lines[1] and "refused the connection" in lines[1]
+    assert lines[3].startswith(f"cra-bot: serving {url}/webhook (gunicorn")
     assert "alembic" not in err and "INFO" not in err and "Traceback" not in err, err
