@@ -69,9 +69,15 @@ def add_version(parser: argparse.ArgumentParser, program: str) -> None:
 
 
 def configure_logging(*, verbose: bool, debug: bool, ours: int = logging.INFO) -> None:
-    """Our loggers at `ours`; libraries (Alembic, httpx, RQ …) at WARNING unless -v or --debug."""
+    """Our loggers at `ours`; libraries (Alembic, httpx, RQ …) at WARNING unless -v or --debug.
+
+    Only in a process whose logging nobody configured yet: embedded (a test, another program),
+    the logging is theirs.
+    """
+    if logging.getLogger().handlers:
+        return
     root = logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING
-    logging.basicConfig(level=root, format=LOG_FORMAT, force=True)
+    logging.basicConfig(level=root, format=LOG_FORMAT)
     for name in OUR_LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG if debug else min(ours, root))
 
