@@ -53,7 +53,7 @@ def require_test_command_started(baseline: ValidationResult, command: str | None
     """PreflightFailed when the baseline shows the shell could not start the test command."""
     if command is None or baseline.exit_code not in CANNOT_START:
         return
-    if baseline.failing_tests or baseline.passing_tests:
+    if baseline.failing_tests or baseline.passing_tests or baseline.report.reported:
         return  # tests ran; a later command of the suite is what failed
     complaint = next((line.strip() for line in (baseline.test_output or "").splitlines()
                       if _SHELL_COMPLAINT.search(line)), None)
