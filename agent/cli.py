@@ -212,11 +212,13 @@ def _where(config: SolveConfig) -> str:
 
 def _preflight(config: SolveConfig, env: Mapping[str, str], *, plans: bool,
                implements: bool) -> None:
-    """Before the first model call: each role the command uses answers and has its model."""
+    """Before the first model call: each role the command uses has a server that answers (and,
+    said as a warning, the model it names)."""
     source = _where(config)
-    require_model_servers(config.models, _keys(config, env),
-                          lambda role, key: f"models.{role}.{key} in {source}",
-                          roles_used(config, plans=plans, implements=implements))
+    for line in require_model_servers(config.models, _keys(config, env),
+                                      lambda role, key: f"models.{role}.{key} in {source}",
+                                      roles_used(config, plans=plans, implements=implements)):
+        print(f"cra: warning: {line}", file=sys.stderr)
 
 
 def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,

@@ -29,24 +29,25 @@ class PreflightFailed(AgentError):
 def require_model_servers(
     models: ModelsConfig, keys: Mapping[str, str | None], where: Where,
     roles: Sequence[str] = ("reasoning", "coding", "classifier"),
-) -> None:
-    """PreflightFailed when a role's server is down or refuses its key, or Ollama lacks the model.
-
-    A server that answers but lists no models, or an OpenAI-compatible server whose list lacks
-    the name (aliases exist), is left to the first call.
-    """
+) -> list[str]:
+    """PreflightFailed when a role's server cannot be reached; the other problems (a model not
+    listed, a key refused) as warning lines: the first call says them too, at once, and a
+    listing may not know every name a server answers to."""
     servers: dict[tuple[str, str, str | None], ServerState] = {}
+    warnings: list[str] = []
     for role in roles:
         config: ModelConfig = getattr(models, role)
         server_key = (config.provider, config.base_url, keys.get(role))
         if server_key not in servers:
             servers[server_key] = probe_server(*server_key)
         state = find_model(servers[server_key], config, keys.get(role), window=False)
-        fatal = state.server.problem is not None or (
-            state.present is False and config.provider == "ollama")
-        if fatal:
-            finding = model_finding(role, config, state, where)
-            raise PreflightFailed(f"the {finding.check}: {finding.detail} → {finding.fix}")
+        finding = model_finding(role, config, state, where)
+        line = f"the {finding.check}: {finding.detail} → {finding.fix}"
+        if not state.server.reachable:
+            raise PreflightFailed(line)
+        if finding.status == "fail":
+            warnings.append(line)
+    return warnings
 
 
 def require_test_command_started(baseline: ValidationResult, command: str | None) -> None:

@@ -109,16 +109,18 @@ def test_a_model_server_refusing_connections_is_named_at_once(
     assert "started" not in done.err  # it ended before a run began
 
 
-def test_a_model_ollama_does_not_have_is_named_with_the_pull_command(
+def test_a_model_ollama_does_not_have_is_named_at_start_with_the_pull_command(
     tmp_path: Path, repo: Path, env: dict[str, str],
 ) -> None:
     with ScriptedModelServer(models=("llama3:8b",)) as other:
-        config = write_config(tmp_path / "cra.toml",
-                              f"test_command = {json.dumps(TEST_COMMAND)}", other.url)
+        config = write_config(tmp_path / "cra.toml", 'test_command = "no-such-runner"',
+                              other.url)
         done = solve(tmp_path, repo, config, env)
-        assert_plain(done, code=2, names=("scripted-model is not on", "ollama pull "
-                                          "scripted-model", "llama3:8b"))
         assert other.chat_requests == []
+        warning = ("cra: warning: the reasoning model: scripted-model is not on "
+                   f"{other.url} (it has: llama3:8b) → ollama pull scripted-model")
+    assert warning in done.err.splitlines()
+    assert done.err.index(warning) < done.err.index(" started — see it with")
 
 
 def test_a_test_command_that_does_not_exist_ends_the_run_before_planning(
