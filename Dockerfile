@@ -1,6 +1,7 @@
 # cra-bot, the GitHub App server: `docker build -t cra .`, then see README.md → Docker.
-# The tests of the repositories cra works on run inside this container: build your own image
-# FROM this one with their toolchain (pytest, Node.js, …) installed.
+# The tests of the repositories cra works on run inside this container, in its bubblewrap
+# sandbox: build your own image FROM this one with their toolchain (Node.js, …) installed, or
+# let each repository's testing.setup_command install its dependencies.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -8,8 +9,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # git: mirrors, worktrees, commits and pushes (cra runs git as a subprocess).
+# bubblewrap: the sandbox of every repository command (setup, tests, lint, type check); it
+# needs `docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined
+# --security-opt systempaths=unconfined` (README → Sandbox); prlimit and setpriv come with
+# util-linux, already in the base image.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git \
+    && apt-get install -y --no-install-recommends git bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 
 # A fixed uid, so that a host directory mounted on /data can be given to it.

@@ -9,11 +9,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
 from agent import git
+from agent.bwrap import build_sandbox
 from agent.config import ModelConfig, SolveConfig, load_config, resolve_api_key
 from agent.console import (
     UsageError,
@@ -29,6 +31,7 @@ from agent.console import (
 from agent.context import IndexedFactory
 from agent.doctor import render
 from agent.doctor_checks import local_report, roles_used
+from agent.envcache import EnvCache
 from agent.errors import AgentError, ConfigError
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
@@ -40,12 +43,23 @@ from agent.progress import ProgressBar, StepPrinter
 from agent.render import render_orchestrator_run, render_result, render_run_list, render_task_run
 from agent.retrieval.command import index_repository
 from agent.runtime import Runtime
+from agent.sandbox import (
+    Sandbox,
+    SandboxKind,
+    SandboxUnavailable,
+    describe_sandbox,
+    hidden_paths,
+)
 from agent.single_pass import run_single_pass
 from agent.store import RunLog
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-CRA_VARIABLES = ("CRA_DATA_DIR", "CRA_DATABASE_URL")  # the CRA_ variables cra itself reads
+# The CRA_ variables cra itself reads (cra-bot's settings are its own).
+CRA_VARIABLES = ("CRA_DATA_DIR", "CRA_DATABASE_URL", "CRA_SANDBOX", "CRA_ENV_CACHE_MB")
 INDEX_BAR_MIN_FILES = 200  # inside solve and plan, a bar only for an index worth waiting for
+DEFAULT_ENV_CACHE_MB = 10240
+SANDBOX_CHOICES: dict[str, SandboxKind | Literal["auto"]] = {
+    "auto": "auto", "bwrap": "bwrap", "none": "none"}
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
@@ -106,6 +120,9 @@ def _add_solve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     solve_cmd.add_argument("--in-place", action="store_true",
                            help="apply the final diff to your working tree instead of a branch")
     solve_cmd.add_argument("--json", action="store_true", help="print the result as JSON")
+    solve_cmd.add_argument("--sandbox", choices=["auto", "bwrap", "none"],
+                           help="where the repository's commands run (default: $CRA_SANDBOX or "
+                           "auto: bwrap when bubblewrap is installed, else none)")
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -135,7 +152,7 @@ def _main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 bar.finish()
         with _open_log(args, env) as log:
             return _dispatch(args, log, env)
-    except (UsageError, ConfigError, PreflightFailed) as exc:
+    except (UsageError, ConfigError, PreflightFailed, SandboxUnavailable) as exc:
         print(f"cra: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except AgentError as exc:
@@ -224,9 +241,28 @@ def _preflight(config: SolveConfig, env: Mapping[str, str], *, plans: bool,
 def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
              env: Mapping[str, str], run_id: str | None = None) -> Runtime:
     router = ModelRouter(config.models, factory=_Factory(env))
+    sandbox = _sandbox(args, env)
+    cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
+    cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
     runtime = Runtime(log=log, models=router, environ=env, work_dir=data_dir(args, env),
+                      sandbox=sandbox, env_cache=cache if cache_mb > 0 else None,
                       observer=StepPrinter(sys.stderr))
     return runtime if run_id is None else replace(runtime, new_id=lambda: run_id)
+
+
+def _sandbox(args: argparse.Namespace, env: Mapping[str, str], *, say: bool = True) -> Sandbox:
+    """The sandbox --sandbox (or $CRA_SANDBOX) names, hiding cra's data dir; says which."""
+    kind = getattr(args, "sandbox", None) or env.get("CRA_SANDBOX") or "auto"
+    if kind not in SANDBOX_CHOICES:
+        raise UsageError(f"CRA_SANDBOX={kind}: expected auto, bwrap or none")
+    db = _db_url(args, env)
+    data = [data_dir(args, env), *([Path(db.removeprefix("sqlite:///"))]
+                                   if db.startswith("sqlite:///") else [])]
+    home = Path(env["HOME"]) if env.get("HOME") else None
+    sandbox = build_sandbox(SANDBOX_CHOICES[kind], hide=hidden_paths(data=data, home=home))
+    if say:
+        print(f"cra: {describe_sandbox(sandbox, chosen=kind)}", file=sys.stderr)
+    return sandbox
 
 
 def _announce(run_id: str, args: argparse.Namespace) -> None:
@@ -285,7 +321,8 @@ def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
 def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """`cra doctor`: one line per check; 0 only when none failed."""
     report = local_report(Path(args.repo).resolve(), args.config, data_dir(args, env), env,
-                          known_variables=CRA_VARIABLES)
+                          known_variables=CRA_VARIABLES,
+                          sandbox=lambda: _sandbox(args, env, say=False))
     print(render(report, as_json=args.json))
     return EXIT_OK if report.passed else EXIT_FAILED
 

@@ -15,6 +15,20 @@ from agent.wording import plain_errors
 CONFIG_CANDIDATES = (".github/cra.toml", "cra.toml")
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_PROTECTED: tuple[str, ...] = (".github/workflows/**",)  # globs cra never edits
+# The files whose content keys the environment cache: manifests and lock files. A pattern
+# without "/" matches a file name at any depth; one with "/" matches the whole path.
+DEFAULT_SETUP_INPUTS: tuple[str, ...] = (
+    "pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt", "requirements/*.txt",
+    "constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock", "pdm.lock",
+    "tox.ini", "noxfile.py", "environment.yml",
+    "package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
+    "bun.lockb", ".nvmrc", ".node-version",
+    "Cargo.toml", "Cargo.lock", "rust-toolchain", "rust-toolchain.toml", "go.mod", "go.sum",
+    "Gemfile", "Gemfile.lock", "*.gemspec", "composer.json", "composer.lock",
+    "pom.xml", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts",
+    "gradle.lockfile", "mix.exs", "mix.lock", "*.csproj", "packages.lock.json",
+    ".tool-versions", ".python-version",
+)
 
 
 class Section(BaseModel):
@@ -90,6 +104,11 @@ class TestingConfig(Section):
     timeout_margin: float = Field(default=30.0, ge=0)
     env: list[str] = Field(default_factory=list)
     max_output_chars: int = Field(default=20000, gt=200)
+    network: bool = False  # tests, lint and type check: no network unless the repository asks
+    setup_command: str | None = None
+    setup_network: bool = True
+    setup_timeout: float = Field(default=1800.0, gt=0)
+    setup_inputs: list[str] = Field(default_factory=lambda: list(DEFAULT_SETUP_INPUTS))
 
 
 class OrchestratorConfig(Section):

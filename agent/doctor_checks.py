@@ -27,6 +27,8 @@ from agent.console import describe_unknown, unknown_variables
 from agent.doctor import Check, Finding, Report, fail, ok, run_checks, warn
 from agent.errors import ConfigError
 from agent.llm.probe import ModelState, ServerState, find_model, probe_server
+from agent.sandbox import Sandbox, SandboxUnavailable
+from agent.sandbox_check import self_check
 from agent.validation import scrubbed_env
 
 MIN_GIT = (2, 31)  # GIT_CONFIG_COUNT (the token's header reaches git only through it)
@@ -92,6 +94,23 @@ def check_variables(
     if not unknown:
         count = sum(name.startswith("CRA_") for name in environ)
         yield ok("variables", f"{count} CRA_ variable(s), each read by {program}")
+
+
+def check_sandbox(build: Callable[[], Sandbox], data_dir: Path, setting: str
+                  ) -> Iterable[Finding]:
+    """The sandbox repository commands run in: a probe proves what it confines (a canary in
+    the data dir stays hidden, the system is read-only, no network, its own PIDs)."""
+    try:
+        sandbox = build()
+        facts = self_check(sandbox, data_dir=data_dir)
+    except SandboxUnavailable as exc:
+        yield fail("sandbox", str(exc))
+        return
+    if sandbox.isolated:
+        yield ok("sandbox", "; ".join(facts))
+    else:
+        yield warn("sandbox", facts[0], f"install bubblewrap (apt-get install bubblewrap), or "
+                   f"keep {setting}=none knowing what it means")
 
 
 # --- the repository's config and test command --------------------------------------------------
@@ -232,7 +251,7 @@ def _start_hint(config: ModelConfig) -> str:
 
 def local_report(
     repo: Path, explicit: Path | None, data_dir: Path, environ: Mapping[str, str], *,
-    known_variables: Sequence[str],
+    known_variables: Sequence[str], sandbox: Callable[[], Sandbox],
 ) -> Report:
     """The checks of a local checkout, in the order a newcomer meets the problems."""
     config, config_finding = load_for_doctor(repo, explicit)
@@ -241,6 +260,7 @@ def local_report(
         ("variables", lambda: check_variables("cra", environ, known_variables,
                                               near_misses_only=True)),
         ("data dir", lambda: check_directory("data dir", data_dir, "--data-dir or CRA_DATA_DIR")),
+        ("sandbox", lambda: check_sandbox(sandbox, data_dir, "CRA_SANDBOX")),
         ("config", lambda: [config_finding]),
     ]
     if config is not None:

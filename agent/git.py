@@ -280,6 +280,61 @@ def _common_dir(repo: Path) -> Path:
     return (repo / run_git(["rev-parse", "--git-common-dir"], repo).strip()).resolve()
 
 
+def linked_admin_dir(tree: Path) -> Path | None:
+    """The admin dir (`<common>/worktrees/<name>`) of a linked worktree; None for another tree."""
+    marker = tree / ".git"
+    if not marker.is_file():
+        return None
+    text = marker.read_text(encoding="utf-8", errors="replace").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    admin = (tree / text.removeprefix("gitdir:").strip()).resolve()
+    return admin if admin.is_dir() else None
+
+
+def admin_common_dir(admin: Path) -> Path:
+    """The common dir (the mirror, or a checkout's `.git`) a worktree's admin dir belongs to."""
+    pointer = admin / "commondir"
+    if not pointer.is_file():
+        return admin
+    return (admin / pointer.read_text(encoding="utf-8").strip()).resolve()
+
+
+_FORMAT_KEYS = (r"^(core\.(repositoryformatversion|bare|ignorecase|precomposeunicode)"
+                r"|extensions\..*)$")
+
+
+def format_only_config(common: Path) -> str:
+    """A config holding only the repository-format keys of `common`'s: no remotes, no secrets."""
+    proc = _git(["config", "--file", str(common / "config"), "--get-regexp", _FORMAT_KEYS], common)
+    sections: dict[str, list[str]] = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        section, _, name = key.partition(".")
+        sections.setdefault(section, []).append(f"\t{name} = {value}")
+    return "".join(f"[{section}]\n" + "\n".join(lines) + "\n"
+                   for section, lines in sections.items())
+
+
+def status_entries(worktree: Path) -> list[tuple[str, str]]:
+    """(two-letter code, path) of every changed, untracked (`??`) and ignored (`!!`) path;
+    an untracked or ignored directory is one entry ending in `/`."""
+    out = run_git(["status", "--porcelain=v1", "-z", "--ignored=matching",
+                   "--untracked-files=normal", "--no-renames"], worktree)
+    return [(entry[:2], entry[3:]) for entry in out.split("\0") if entry]
+
+
+def tracked_blobs(worktree: Path) -> list[tuple[str, str]]:
+    """(path, blob SHA) of every file in the index of `worktree`."""
+    out = run_git(["ls-files", "--stage", "-z"], worktree)
+    pairs = []
+    for entry in out.split("\0"):
+        if entry:
+            meta, _, path = entry.partition("\t")
+            pairs.append((path, meta.split()[1]))
+    return pairs
+
+
 def _is_orphan(child: Path, admin: Path) -> bool:
     """True when `child` is a linked worktree whose gitdir is under `admin` or gone."""
     marker = child / ".git"

@@ -226,6 +226,16 @@ class TestChange(Record):
     step: str = ""
 
 
+class EnvironmentReport(Record):
+    """Where a run's repository commands ran, and how its setup step went."""
+
+    sandbox: Literal["bwrap", "none"]
+    isolated: bool
+    setup: Literal["none", "ran", "cached", "failed"] = "none"
+    cache_key: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
 class BaselineComparison(Record):
     """How a validation differs from the baseline run before any edit."""
 
@@ -482,6 +492,7 @@ class OrchestratorResult(Record):
     attempts: list[AttemptRecord] = Field(default_factory=list)
     baseline: ValidationResult | None = None
     final_validation: ValidationResult | None = None
+    environment: EnvironmentReport | None = None
     meta_plan: MetaPlan | None = None
     part_plans: list[PartPlan] = Field(default_factory=list)
     steps: list[StepOutcome] = Field(default_factory=list)

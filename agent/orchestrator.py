@@ -6,10 +6,12 @@ from pathlib import Path
 
 from agent.config import SolveConfig
 from agent.context import ContextFactory, SeededFiles
+from agent.environment import Environment, SetupFailed, open_environment
 from agent.errors import AgentError
 from agent.execute.parsers import topological_order
 from agent.llm.budget import TaskBudget
 from agent.models import (
+    EnvironmentReport,
     MetaPlan,
     MetaPlanPart,
     OrchestratorResult,
@@ -77,6 +79,9 @@ class _Sequencer:
         self.started = runtime.clock()
         self.passes = PassRecorder(task, run_id, repo, runtime)
         self.ws: Workspace | None = None
+        self.env: Environment | None = None  # the run's environment directory, once set up
+        self.env_report = EnvironmentReport(sandbox=runtime.sandbox.name,
+                                            isolated=runtime.sandbox.isolated)
         self.rc: RunContext | None = None
         self.planner: PlanPasses | None = None
         self.head: str | None = None
@@ -95,8 +100,16 @@ class _Sequencer:
         run_budget = TaskBudget("run", max_tokens=self.config.budget.max_tokens_per_run,
                                 max_calls=None, tokens_label="max_tokens_per_run")
         baseline_run = self.passes.open_pass("baseline", "baseline")
+        try:
+            self.runtime, self.env = open_environment(
+                self.runtime, self.ws.worktree, self.repo, self.config.testing,
+                run_id=self.run_id, task_run_id=baseline_run)
+        except SetupFailed as exc:
+            self.env_report = exc.report
+            self.passes.close_pass(baseline_run, "failed")
+            raise
         baseline = run_validation(self.ws.worktree, self.config.testing,
-                                  environ=self.runtime.environ)
+                                  environ=self.runtime.environ, sandbox=self.runtime.sandbox)
         self.log.record_validation(baseline_run, baseline, attempt_id=None, kind="baseline")
         self.passes.close_pass(baseline_run, "complete")
         require_test_command_started(baseline, self.config.testing.test_command)
@@ -231,6 +244,8 @@ class _Sequencer:
         wall_ms = int((self.runtime.clock() - self.started) * 1000)
         result = run_result(self.tally, task=self.task, run_id=self.run_id,
                             orch_id=self.passes.orch_id, ws=self.ws, rc=self.rc, wall_ms=wall_ms)
+        report = self.env.report if self.env is not None else self.env_report
+        result = result.model_copy(update={"environment": report})
         keep_branch = result.commit is not None
         if self.ws is not None and in_place and keep_branch:
             error = apply_in_place(self.ws, result.diff)
@@ -248,5 +263,7 @@ class _Sequencer:
             self.rc.context.close()
         if self.ws is not None:
             close_workspace(self.ws, keep_branch=keep_branch)
+        if self.env is not None:
+            self.env.close()
         self.passes.emit("run_finished", status=result.status, message=result.error or "")
         return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from agent.models import OrchestratorResult, StepOutcome, ValidationResult
+from agent.models import EnvironmentReport, OrchestratorResult, StepOutcome, ValidationResult
 from agent.run_details import (
     OrchestratorRunDetail,
     OrchestratorRunSummary,
@@ -38,6 +38,8 @@ def render_result(result: OrchestratorResult) -> str:
                   for a in result.attempts]
     if result.files_changed:
         lines.append("files changed: " + ", ".join(result.files_changed))
+    if result.environment is not None:
+        lines.append(environment_line(result.environment))
     lines.append(f"tests before: {verdict(result.baseline)}{_counted(result.baseline)}")
     lines.append(f"tests after: {verdict(result.final_validation)}"
                  f"{_counted(result.final_validation)}")
@@ -55,6 +57,15 @@ def render_result(result: OrchestratorResult) -> str:
     if result.error:
         lines.append(f"error: {result.error}")
     return "\n".join(lines)
+
+
+def environment_line(env: EnvironmentReport) -> str:
+    """Where the commands ran and how the setup went, in one line."""
+    where = (f"sandbox: {env.sandbox}" if env.isolated
+             else "sandbox: none (the commands ran UNSANDBOXED)")
+    setup = {"none": "", "ran": "; setup ran", "cached": "; setup restored from the cache",
+             "failed": "; setup failed"}[env.setup]
+    return where + setup
 
 
 def count_words(result: ValidationResult | None) -> str:

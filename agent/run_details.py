@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -80,6 +80,7 @@ class TaskRunDetail(Record):
     baseline: list[ValidationDetail]
     attempts: list[AttemptDetail]
     llm_calls: list[LLMCallDetail]
+    setup: list[ValidationDetail] = Field(default_factory=list)  # the setup step, if any
 
 
 class PassDetail(Record):
@@ -186,10 +187,12 @@ def detail_of(session: Session, run: TaskRunRow) -> TaskRunDetail:
         estimated=any(c.record.tokens_estimated for c in calls),
     )
     baseline = [v for v in validations if v.kind == "baseline"]
+    setup = [v for v in validations if v.kind == "setup"]
     return TaskRunDetail(
         usage=usage,
         baseline=baseline,
         attempts=attempts,
         llm_calls=calls,
+        setup=setup,
         **columns_for(run, TaskRunDetail),
     )

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from agent.envcache import EnvCache
 from agent.llm.router import ModelRouter
 from agent.models import RunEvent
+from agent.sandbox import Sandbox
 from agent.store import RunLog
 
 
@@ -43,6 +45,8 @@ class Runtime:
     models: ModelRouter
     environ: Mapping[str, str]
     work_dir: Path
+    sandbox: Sandbox  # where every repository command runs; `none` only by explicit choice
+    env_cache: EnvCache | None = None  # setup results kept per repository; None: none kept
     observer: RunObserver = field(default_factory=NullObserver)
     should_cancel: Callable[[], bool] = never_cancel
     new_id: Callable[[], str] = field(default=lambda: str(uuid.uuid4()))

@@ -7,6 +7,7 @@ from pathlib import Path
 from agent import git
 from agent.config import SolveConfig
 from agent.context import ContextFactory, ContextSource, SeededFiles
+from agent.environment import open_environment
 from agent.errors import AgentError
 from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
@@ -64,18 +65,25 @@ def _solve(
     ws: Workspace,
     context: ContextSource,
 ) -> OrchestratorResult:
-    baseline = run_validation(ws.worktree, config.testing, environ=runtime.environ)
-    runtime.log.record_validation(task_run_id, baseline, attempt_id=None, kind="baseline")
-    require_test_command_started(baseline, config.testing.test_command)
-    run_budget = TaskBudget("run", max_tokens=config.budget.max_tokens_per_run, max_calls=None,
-                            tokens_label="max_tokens_per_run")
-    rc = RunContext(task, task_id, runtime, config, ws, baseline, context, run_budget)
-    outcome = run_step(
-        rc, step_from_plan(task, plan), part_id="single", plan=None, cumulative_diff="",
-        task_run_id=task_run_id, extra_targets=task_target_tests(baseline, task),
-    )
+    runtime, env = open_environment(runtime, ws.worktree, ws.repo, config.testing,
+                                    run_id=task_id, task_run_id=task_run_id)
+    try:
+        baseline = run_validation(ws.worktree, config.testing, environ=runtime.environ,
+                                  sandbox=runtime.sandbox)
+        runtime.log.record_validation(task_run_id, baseline, attempt_id=None, kind="baseline")
+        require_test_command_started(baseline, config.testing.test_command)
+        run_budget = TaskBudget("run", max_tokens=config.budget.max_tokens_per_run,
+                                max_calls=None, tokens_label="max_tokens_per_run")
+        rc = RunContext(task, task_id, runtime, config, ws, baseline, context, run_budget)
+        outcome = run_step(
+            rc, step_from_plan(task, plan), part_id="single", plan=None, cumulative_diff="",
+            task_run_id=task_run_id, extra_targets=task_target_tests(baseline, task),
+        )
+    finally:
+        env.close()
     runtime.log.set_state(task_id, "step_result:single:s1", outcome)
-    return _result(task_id, task_run_id, ws, outcome, rc)
+    result = _result(task_id, task_run_id, ws, outcome, rc)
+    return result.model_copy(update={"environment": env.report})
 
 
 def _result(

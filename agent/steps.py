@@ -195,7 +195,7 @@ def _attempt(st: _Step, number: int, failure: str | None) -> AttemptRecord:
     if attempt.patch_applied:
         attempt.validation = run_validation(
             st.rc.ws.worktree, st.rc.config.testing, environ=st.rc.runtime.environ,
-            timeout=st.rc.test_timeout,
+            timeout=st.rc.test_timeout, sandbox=st.rc.runtime.sandbox,
         )
         st.rc.runtime.log.record_validation(
             st.task_run_id, attempt.validation, attempt_id=attempt_id, kind="attempt"
@@ -250,7 +250,8 @@ def _run_original(st: _Step, changes: Sequence[GateChange], attempt_id: int) -> 
     files = {c.path: git.read_file(worktree, st.base, c.path) for c in changes}
     with scratch_tree(worktree, files, parent=st.rc.runtime.work_dir / "scratch") as tree:
         original = run_validation(tree, st.rc.config.testing, environ=st.rc.runtime.environ,
-                                  timeout=st.rc.test_timeout, extras=False)
+                                  timeout=st.rc.test_timeout, extras=False,
+                                  sandbox=st.rc.runtime.sandbox, read_only=[worktree])
     st.rc.runtime.log.record_validation(st.task_run_id, original, attempt_id=attempt_id,
                                         kind="original")
     return original

@@ -34,7 +34,7 @@ from agent.tables import (
 )
 
 TaskRunStatus = Literal["running", "complete", "partial", "failed", "cancelled", "error"]
-ValidationKind = Literal["baseline", "attempt", "original"]
+ValidationKind = Literal["setup", "baseline", "attempt", "original"]
 
 
 class RunLog(Database):

@@ -1,8 +1,9 @@
 """Run the repository's test, lint and type-check commands in a worktree and read their outcome.
 
 Commands are the repository's own strings (`pytest -q`, `cd src && make test`), run through
-`/bin/sh -c` with a scrubbed environment, stdin closed, stdout and stderr merged, in their own
-process group so that a timeout kills everything they started.
+`/bin/sh -c` inside the run's Sandbox (agent.sandbox) with a scrubbed environment, stdin closed,
+stdout and stderr merged, in their own process group so that a timeout kills everything they
+started.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from agent.config import TestingConfig
 from agent.errors import ValidationError
 from agent.models import BaselineComparison, CommandResult, TestReport, ValidationResult
+from agent.sandbox import Launch, Sandbox, limit_note
 from agent.testreport import (
     JUNIT_MAX_BYTES,
     parse_failing_tests,
@@ -134,15 +136,18 @@ def _stop_group(proc: subprocess.Popen[bytes], reader: threading.Thread, grace: 
     return not reader.is_alive()
 
 
-def _start(command: str, cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
-    """Start `command` under /bin/sh in a new session; ValidationError if it cannot start."""
+def _start(command: str, launch: Launch) -> subprocess.Popen[bytes]:
+    """Start the launch in a new session; ValidationError if it cannot start."""
     try:
         return subprocess.Popen(
-            ["/bin/sh", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            launch.argv, cwd=launch.cwd, env=launch.env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            pass_fds=launch.pass_fds,
         )
     except OSError as exc:
-        raise ValidationError(f"could not start {command!r} in {cwd}: {exc}") from exc
+        raise ValidationError(f"could not start {command!r} in {launch.cwd}: {exc}") from exc
+    finally:
+        launch.close()
 
 
 def _reader(proc: subprocess.Popen[bytes], capture: _Capture) -> threading.Thread:
@@ -182,16 +187,24 @@ def _wait(
 
 
 def _execute(
-    command: str, cwd: Path, *, timeout: float, env: Mapping[str, str], max_output_chars: int,
-    kill_grace: float = KILL_GRACE,
+    command: str, cwd: Path, *, sandbox: Sandbox, tree: Path, network: bool, timeout: float,
+    env: Mapping[str, str], max_output_chars: int, kill_grace: float = KILL_GRACE,
+    outputs: Path | None = None, read_only: Sequence[Path] = (),
 ) -> tuple[CommandResult, str]:
-    """Run `command`; its CommandResult and the (head and tail of the) full output."""
+    """Run `command` in `sandbox`; its CommandResult and the (head and tail of the) output."""
     started = time.monotonic()
     capture = _Capture(max(PARSE_KEEP_CHARS, max_output_chars))
-    proc = _start(command, cwd, env)
+    if not cwd.is_dir():  # before the sandbox maps it: the same error with or without one
+        raise ValidationError(f"could not start {command!r}: no directory {cwd}")
+    launch = sandbox.launch(command, tree=tree, cwd=cwd, env=env, network=network,
+                            outputs=outputs, read_only=read_only)
+    proc = _start(command, launch)
     exit_code, notes = _wait(proc, _reader(proc, capture), timeout, kill_grace)
     full = capture.text()
     output, truncated = cap_output(full, max_output_chars, dropped=capture.total - len(full))
+    note = limit_note(exit_code, full, sandbox.limits) if sandbox.limits else None
+    if note:
+        notes.append(note)
     if notes:
         separator = "\n" if output and not output.endswith("\n") else ""
         output = output + separator + "\n".join(notes) + "\n"
@@ -203,12 +216,15 @@ def _execute(
 
 
 def run_command(
-    command: str, cwd: Path, *, timeout: float, env: Mapping[str, str], max_output_chars: int,
+    command: str, cwd: Path, *, sandbox: Sandbox, timeout: float, env: Mapping[str, str],
+    max_output_chars: int, tree: Path | None = None, network: bool = False,
     kill_grace: float = KILL_GRACE,
 ) -> CommandResult:
-    """Run a shell command in `cwd` with a timeout that kills its whole process group."""
-    result, _ = _execute(command, cwd, timeout=timeout, env=env,
-                         max_output_chars=max_output_chars, kill_grace=kill_grace)
+    """Run a shell command in `cwd` inside `sandbox`, which lets it change only `tree` (default
+    `cwd`), with a timeout that kills everything it started."""
+    result, _ = _execute(command, cwd, sandbox=sandbox, tree=tree or cwd, network=network,
+                         timeout=timeout, env=env, max_output_chars=max_output_chars,
+                         kill_grace=kill_grace)
     return result
 
 
@@ -216,10 +232,13 @@ def run_command(
 
 
 def run_validation(
-    worktree: Path, testing: TestingConfig, *, environ: Mapping[str, str],
+    worktree: Path, testing: TestingConfig, *, environ: Mapping[str, str], sandbox: Sandbox,
     kill_grace: float = KILL_GRACE, timeout: float | None = None, extras: bool = True,
+    read_only: Sequence[Path] = (),
 ) -> ValidationResult:
-    """Run the test command (the gate) and, with `extras`, the lint and type-check commands.
+    """Run the test command (the gate) and, with `extras`, the lint and type-check commands,
+    in `sandbox`, which lets them change only `worktree` (a run's worktree or a scratch tree)
+    and read `read_only` besides the system (where a scratch tree's links point).
 
     `timeout` (default `testing.timeout`) bounds each command. pytest is asked for a JUnit XML
     report on the side, so that its tests are counted by outcome, not only by exit code.
@@ -232,13 +251,18 @@ def run_validation(
     # previous test run could hide the edit. No bytecode is written in a worktree.
     env = {**scrubbed_env(environ, testing.env), "PYTHONDONTWRITEBYTECODE": "1"}
 
-    def run(command: str, env: Mapping[str, str]) -> tuple[CommandResult, str]:
-        return _execute(command, worktree, timeout=limit, env=env,
-                        max_output_chars=testing.max_output_chars, kill_grace=kill_grace)
+    def run(command: str, env: Mapping[str, str], outputs: Path | None = None
+            ) -> tuple[CommandResult, str]:
+        return _execute(command, worktree, sandbox=sandbox, tree=worktree,
+                        network=testing.network, timeout=limit, env=env,
+                        max_output_chars=testing.max_output_chars, kill_grace=kill_grace,
+                        outputs=outputs, read_only=read_only)
 
     with tempfile.TemporaryDirectory(prefix="cra-report-") as reports:
-        junit = Path(reports) / "junit.xml"
-        test, full = run(testing.test_command, {**env, "PYTEST_ADDOPTS": _addopts(env, junit)})
+        junit = Path(reports) / "junit.xml"  # the command writes it where the sandbox shows it
+        seen = sandbox.seen_as(junit, tree=worktree, outputs=Path(reports))
+        test, full = run(testing.test_command, {**env, "PYTEST_ADDOPTS": _addopts(env, seen)},
+                         Path(reports))
         report = read_report(full, _read_capped(junit))
     others = {
         name: run(command, env)[0]

@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
 
+from agent.bwrap import build_sandbox  # noqa: E402
 from agent.config import parse_config  # noqa: E402
 from agent.llm.client import HTTPChatModel  # noqa: E402
 from agent.llm.router import ModelRouter  # noqa: E402
@@ -84,7 +85,7 @@ def run(delay: float, test_seconds: float) -> OrchestratorResult:
         router = ModelRouter(config.models, factory=HTTPChatModel)
         with RunLog.open(f"sqlite:///{Path(tmp) / 'cra.db'}") as log:
             runtime = Runtime(log=log, models=router, environ=dict(os.environ),
-                              work_dir=Path(tmp) / "data")
+                              work_dir=Path(tmp) / "data", sandbox=build_sandbox("auto"))
             try:
                 return solve("Add nine functions", repo, config, runtime)
             finally:

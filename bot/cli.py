@@ -161,11 +161,13 @@ def _run_one(
 ) -> int:
     """`cra-bot run`: store a run started from the server's terminal and execute it here."""
     from bot.runner import execute_run
+    from bot.sandboxes import check_sandbox
     from bot.services import build_services
     from bot.triggers import Trigger
 
     services = build_services(settings)
     try:
+        check_sandbox(settings, services.sandbox)
         if installation is None and settings.app_id is not None:
             installation = services.github.installation_for(repo)
         trigger = Trigger(command="solve", repository=repo, issue_number=issue, actor="cli",
@@ -181,6 +183,7 @@ def _run_one(
 def _action() -> int:
     """`cra-bot action`: the workflow's event through the same triggers, executed in this job."""
     from bot.runner import execute_run
+    from bot.sandboxes import check_sandbox
     from bot.services import build_services
     from bot.triggers import route
     from bot.webhooks import event_from_payload
@@ -199,6 +202,7 @@ def _action() -> int:
     try:
         from bot.app import store_run
 
+        check_sandbox(settings, services.sandbox)
         run = store_run(services.store, trigger, public_url=settings.public_url)
         execute_run(run.id, services)
         return _report(services, run.id)

@@ -22,11 +22,13 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from agent.console import shown_url
 from agent.database import migrations_location
 from agent.doctor import Check, Finding, Report, fail, ok, run_checks, warn
-from agent.doctor_checks import check_directory, check_git
+from agent.doctor_checks import check_directory, check_git, check_sandbox
+from agent.sandbox import Sandbox
 from bot.app_key import load_private_key
 from bot.errors import GitHubError, SettingsError
 from bot.github_calls import Retrier, bare_client
 from bot.github_tokens import AppTokens
+from bot.sandboxes import build_bot_sandbox
 from bot.settings import BotSettings, unknown_settings
 from bot.startup import queue_problem, server_model_findings
 
@@ -48,6 +50,7 @@ def server_report(
         return run_checks("cra-bot", checks)
     checks += [
         ("data dir", lambda: check_directory("data dir", settings.data_dir, "CRA_DATA_DIR")),
+        ("sandbox", lambda: check_bot_sandbox(settings, environ)),
         ("webhook secret", lambda: check_webhook_secret(settings)),
         ("GitHub App", lambda: check_github_app(settings)),
         ("database", lambda: check_database(settings.database_url)),
@@ -67,6 +70,17 @@ def check_unknown(environ: Mapping[str, str], env_file: Path | None) -> Iterable
                warn("variables", line, "remove it, or see the README's variables table"))
     if not unknown:
         yield ok("variables", "every CRA_ variable is a setting cra-bot reads")
+
+
+def check_bot_sandbox(settings: BotSettings, environ: Mapping[str, str]) -> Iterable[Finding]:
+    """The sandbox the workers would use, proved by the start-up self-check's probe."""
+    def build() -> Sandbox:
+        return build_bot_sandbox(settings, environ)
+
+    try:
+        yield from check_sandbox(build, settings.data_dir / "work", "CRA_SANDBOX")
+    except SettingsError as exc:  # bwrap named and missing: fail closed, as serve would
+        yield fail("sandbox", str(exc))
 
 
 def check_webhook_secret(settings: BotSettings) -> Iterable[Finding]:

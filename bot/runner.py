@@ -177,7 +177,7 @@ class _Job:
         return Runtime(
             log=self.services.runlog, models=self.services.router(config),
             environ=self.services.environ, work_dir=self.settings.data_dir / "work",
-            observer=self,
+            sandbox=self.services.sandbox, env_cache=self.services.env_cache, observer=self,
             should_cancel=lambda: self.store.cancel_requested(self.run.id),
             clock=self.services.clock,
         )

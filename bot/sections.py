@@ -221,10 +221,30 @@ def _rerun_line(result: OrchestratorResult) -> str:
 def tests_sentence(result: OrchestratorResult) -> str:
     base, final = result.baseline, result.final_validation
     if final is None:
-        return "The tests were not run."
-    if base is None:
-        return f"Tests after: {validation_state(final)}."
-    return f"Tests before: {validation_state(base)}; after: {validation_state(final)}."
+        sentence = "The tests were not run."
+    elif base is None:
+        sentence = f"Tests after: {validation_state(final)}."
+    else:
+        sentence = f"Tests before: {validation_state(base)}; after: {validation_state(final)}."
+    env = result.environment
+    return sentence if env is None or env.isolated else f"{sentence} {UNSANDBOXED}"
+
+
+UNSANDBOXED = ("⚠️ **The tests ran unsandboxed** (the server's sandbox is `none`): they could "
+               "read the bot's files and use the network.")
+_SETUP = {"none": "", "ran": "; the setup step ran",
+          "cached": "; the setup step was restored from the environment cache",
+          "failed": "; the setup step failed"}
+
+
+def environment_line(result: OrchestratorResult) -> str:
+    """Where the repository's commands ran and how the setup step went."""
+    env = result.environment
+    if env is None:
+        return ""
+    where = (f"Commands ran in the `{env.sandbox}` sandbox" if env.isolated
+             else "Commands ran **unsandboxed** (sandbox `none`)")
+    return f"{where}{_SETUP[env.setup]}."
 
 
 def tests_section(result: OrchestratorResult) -> str:
@@ -235,7 +255,7 @@ def tests_section(result: OrchestratorResult) -> str:
                        f"| test command | {_cell(base)} | {_cell(final)} |",
                        *_count_rows(base, final),
                        f"| failing tests | {_failing(base)} | {_failing(final)} |"])
-    parts = ["### Tests", table]
+    parts = ["### Tests", table, *filter(None, [environment_line(result)])]
     if base is not None and final is not None:
         cmp = compare_to_baseline(base, final)
         parts.append("\n".join([

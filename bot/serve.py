@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
 from typing import Any
 
@@ -13,6 +14,7 @@ from bot.app import create_app
 from bot.errors import SettingsError
 from bot.queue import recover
 from bot.runner import execute_run, report_interrupted
+from bot.sandboxes import startup_check
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 
@@ -24,6 +26,7 @@ def make_app(settings: BotSettings) -> tuple[Flask, Services]:
     services = build_services(settings, execute=execute_run)
     if settings.queue == "thread":  # no run is live yet: clear what a dead process left
         services.mirrors.clean_worktrees(settings.data_dir / "work" / "worktrees")
+        shutil.rmtree(settings.data_dir / "work" / "envs", ignore_errors=True)
         recovered = recover(services.store, services.queue)
         for run_id in recovered.interrupted:
             report_interrupted(run_id, services)
@@ -56,6 +59,8 @@ def serve(settings: BotSettings, *, host: str, port: int, processes: int, dev: b
     if settings.queue == "thread" and processes != 1:
         raise SettingsError("the thread queue runs inside one process: use --processes 1, "
                             "or CRA_QUEUE=rq with `cra-bot worker`s")
+    if settings.queue == "thread":  # this process runs the workers: prove the sandbox first
+        startup_check(settings)
     print(f"cra-bot: serving http://{host}:{port}/webhook "
           f"({'Flask development server' if dev else f'gunicorn, {processes} process(es)'}; "
           "Ctrl-C stops it)", file=sys.stderr, flush=True)
@@ -80,6 +85,7 @@ def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
     from redis import Redis
     from rq import Queue, Worker
 
+    startup_check(settings)
     connection = Redis.from_url(settings.redis_url)
     worker = Worker([Queue("cra", connection=connection)], connection=connection)
     worker.work(burst=burst, with_scheduler=False)

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from agent.config import ModelConfig, SolveConfig
 from agent.context import ContextSource
+from agent.envcache import EnvCache
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
+from agent.sandbox import Sandbox
 from agent.store import RunLog
 from bot.app_key import load_private_key
 from bot.errors import SettingsError
@@ -18,6 +20,7 @@ from bot.github import GitHubAPI
 from bot.github_tokens import AppTokens, StaticToken, TokenProvider
 from bot.mirrors import MirrorCache
 from bot.queue import RunQueue, build_queue, check_health
+from bot.sandboxes import build_bot_sandbox, build_env_cache
 from bot.settings import ROLES, BotSettings, process_environment
 from bot.store import BotStore
 
@@ -35,6 +38,8 @@ class Services:
     github: GitHubAPI
     mirrors: MirrorCache
     environ: Mapping[str, str]
+    sandbox: Sandbox  # where every repository command runs
+    env_cache: EnvCache | None = None
     queue: RunQueue = field(default_factory=lambda: NoQueue())
     clock: Callable[[], float] = time.monotonic
     context_factory: ContextFactory | None = None  # None: the repository index (retrieval)
@@ -98,13 +103,15 @@ def build_services(
     Without `execute` the process only executes runs itself (an RQ worker, `cra-bot run`) and
     its queue refuses runs.
     """
+    env = dict(process_environment() if environ is None else environ)
+    sandbox = build_bot_sandbox(settings, env)  # before anything opens: fail closed
     runlog = RunLog.open(settings.database_url)
     store = BotStore.open(settings.database_url)
     github = GitHubAPI(settings.github_api_url, settings.github_url, token_provider(settings))
     services = Services(
         settings=settings, store=store, runlog=runlog, github=github,
-        mirrors=MirrorCache(settings.data_dir / "mirrors"),
-        environ=dict(process_environment() if environ is None else environ),
+        mirrors=MirrorCache(settings.data_dir / "mirrors"), environ=env, sandbox=sandbox,
+        env_cache=build_env_cache(settings),
     )
     if execute is not None:
         services.queue = build_queue(settings, lambda run_id: execute(run_id, services))

@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent.config import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig
 from agent.console import unknown_variables
+from agent.sandbox import SandboxLimits, hidden_paths
 from agent.wording import plain_errors
 from bot.errors import SettingsError
 
@@ -59,6 +60,11 @@ def _window(role: str) -> Any:
     """The context-window field of a role, defaulting to the agent's."""
     default = ROLE_DEFAULTS[role].get("context_window", DEFAULT_WINDOW)
     return Field(default=default, gt=0, description=f"Context window (tokens) of the {role} model.")
+
+
+def _limit(name: str, description: str) -> Any:
+    """A sandbox limit field, defaulting to the agent's."""
+    return Field(default=SandboxLimits.model_fields[name].default, gt=0, description=description)
 
 
 class BotSettings(BaseSettings):
@@ -124,6 +130,26 @@ class BotSettings(BaseSettings):
     token: SecretStr | None = Field(
         default=None, description="A ready token instead of the App's (Actions mode)."
     )
+    sandbox: Literal["bwrap", "none"] = Field(
+        default="bwrap",
+        description="Where repository commands run: bwrap (bubblewrap) | none (unsandboxed).",
+    )
+    sandbox_network: bool = Field(
+        default=True, description="Let the setup step (and tests that ask) use the network."
+    )
+    sandbox_hide: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="More paths the sandbox hides (comma-separated); data dir, key and "
+        "database always are.",
+    )
+    sandbox_memory_mb: int = _limit("memory_mb", "Memory per sandboxed process (MB).")
+    sandbox_processes: int = _limit("processes", "Processes (and threads) per sandbox.")
+    sandbox_cpu_seconds: int = _limit("cpu_seconds", "CPU seconds per sandboxed process.")
+    sandbox_file_size_mb: int = _limit("file_size_mb", "Largest file a command may write (MB).")
+    sandbox_tmp_mb: int = _limit("tmp_mb", "Size of a sandboxed command's private /tmp (MB).")
+    env_cache_mb: int = Field(
+        default=10240, ge=0, description="Size bound of the environment cache (MB); 0: off."
+    )
 
     @field_validator("data_dir")
     @classmethod
@@ -131,7 +157,7 @@ class BotSettings(BaseSettings):
         """`~` in the data directory means the user's home."""
         return value.expanduser()
 
-    @field_validator("allowed_models", mode="before")
+    @field_validator("allowed_models", "sandbox_hide", mode="before")
     @classmethod
     def _split_models(cls, value: Any) -> Any:
         """A comma-separated string (or a JSON list) from the environment becomes a list."""
@@ -150,14 +176,33 @@ class BotSettings(BaseSettings):
     @classmethod
     def load(cls, env_file: Path | None = None) -> BotSettings:
         """Settings from the environment, with `env_file` (a .env file) beneath it when given;
-        SettingsError in plain words naming the variable (or the missing file)."""
+        SettingsError in plain words naming the variable (or the missing file); the sandbox
+        hides that file (it holds secrets)."""
         if env_file is not None and not env_file.is_file():
             raise SettingsError(f"the env file {env_file} does not exist (--env-file): pass "
                                 "the .env that `cra-bot register` wrote")
         try:
-            return cls(_env_file=env_file)
+            settings = cls(_env_file=env_file)
         except ValidationError as exc:
             raise SettingsError(settings_problems(exc)) from None
+        if env_file is not None:
+            settings.sandbox_hide = [*settings.sandbox_hide, str(env_file)]
+        return settings
+
+    def sandbox_limits(self) -> SandboxLimits:
+        """The resource bounds of every sandboxed command."""
+        return SandboxLimits(
+            cpu_seconds=self.sandbox_cpu_seconds, memory_mb=self.sandbox_memory_mb,
+            processes=self.sandbox_processes, file_size_mb=self.sandbox_file_size_mb,
+            tmp_mb=self.sandbox_tmp_mb,
+        )
+
+    def sandbox_hidden(self, home: Path | None) -> tuple[Path, ...]:
+        """What the sandbox hides: data dir, private key, database file, the extra paths."""
+        data = [self.data_dir, *([self.private_key_path] if self.private_key_path else [])]
+        if self.database_url.startswith("sqlite:///"):
+            data.append(Path(self.database_url.removeprefix("sqlite:///")))
+        return hidden_paths(data=data, home=home, extra=self.sandbox_hide)
 
     @classmethod
     def for_actions(cls, env: ActionsEnvironment) -> BotSettings:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError
 
 from agent.models import (
     AdjustmentRecord,
+    EnvironmentReport,
     LLMCallRecord,
     MetaPlan,
     MetaPlanPart,
@@ -40,6 +41,7 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 MASK = "[redacted]"
 BASELINE_LABEL = "baseline (before any edit)"
+SETUP_LABEL = "setup (testing.setup_command)"
 ORIGINAL_LABEL = " — the original tests against the new code"
 MIN_SECRET_CHARS = 8  # shorter values would mask ordinary words
 
@@ -132,6 +134,7 @@ class RunPage(Record):
     plan: PlanView | None = None
     adjustments: list[AdjustmentRecord] = Field(default_factory=list)
     tests: list[ValidationView] = Field(default_factory=list)
+    environment: EnvironmentReport | None = None  # where the commands ran; the setup step
     tests_changed: list[TestChange] = Field(default_factory=list)
     diff: list[DiffLine] = Field(default_factory=list)
     calls: list[CallView] = Field(default_factory=list)
@@ -158,6 +161,7 @@ def build_page(run: Run, runlog: RunLog) -> RunPage:
         passes=[_pass_view(p, d) for p, d in details], plan=plan,
         adjustments=_adjustments(runlog, key, passes),
         tests=_tests(details),
+        environment=_load(EnvironmentReport, runlog.get_state(key, "environment")),
         tests_changed=[c for step in steps for c in step.tests_changed],
         diff=diff_lines(runlog.get_state(key, "cumulative_diff") or ""),
         calls=[CallView(pass_label=pass_label(p), created_at=c.created_at, record=c.record)
@@ -253,9 +257,10 @@ def _adjustments(runlog: RunLog, key: str, passes: Sequence[PassDetail]) -> list
 
 
 def _tests(details: Details) -> list[ValidationView]:
-    """The baseline, then every attempt's test run, in order."""
+    """The setup step, the baseline, then every attempt's test run, in order."""
     runs: list[ValidationView] = []
     for p, d in details:
+        runs += [ValidationView(label=SETUP_LABEL, result=v.result) for v in d.setup]
         runs += [ValidationView(label=BASELINE_LABEL, result=v.result,
                                 counts=count_words(v.result)) for v in d.baseline]
         for attempt in d.attempts:

@@ -7,6 +7,10 @@ embedded defaults: SQLite and in-process worker threads, its data in a temporary
 demo signs and delivers an `issues.labeled` webhook, draws the run's checklist from the bot's
 progress comment on the fake GitHub, and prints the pull request it opens.
 
+The sample project's tests run in the bot's bubblewrap sandbox, as in production: the demo
+needs bubblewrap (`apt-get install bubblewrap`) and prints the bot's start-up sandbox check.
+CRA_SANDBOX=none runs them unsandboxed instead, and the demo says so.
+
 With CRA_MODEL_URL set, a real model answers instead of the script: CRA_MODEL_PROVIDER (ollama |
 openai, default ollama), and CRA_MODEL_NAME or CRA_REASONING_MODEL / CRA_CODING_MODEL /
 CRA_CLASSIFIER_MODEL name the models (CRA_<ROLE>_API_KEY and CRA_<ROLE>_CONTEXT_WINDOW pass
@@ -269,13 +273,33 @@ def bot_env(tmp: Path, info: Mapping[str, Any], choice: ModelChoice, secret: str
         "CRA_GITHUB_API_URL": info["api_url"], "CRA_GITHUB_URL": info["git_url"],
         "CRA_APP_ID": str(info["app_id"]), "CRA_PRIVATE_KEY_PATH": info["private_key_path"],
         "CRA_BOT_LOGIN": info["bot_login"], "CRA_LABEL": "cra",
-        "CRA_COMMENT_INTERVAL": "0", **choice.passthrough,
+        "CRA_COMMENT_INTERVAL": "0", "CRA_SANDBOX": sandbox_choice(os.environ),
+        **choice.passthrough,
     }
     for role in ROLES:
         env[f"CRA_{role.upper()}_BASE_URL"] = model_url
         env[f"CRA_{role.upper()}_PROVIDER"] = choice.provider
         env[f"CRA_{role.upper()}_MODEL"] = choice.names.get(role) or info["model_name"]
     return env
+
+
+def sandbox_choice(env: Mapping[str, str]) -> str:
+    """bwrap (the bot's default), unless CRA_SANDBOX=none; DemoError when bwrap is missing."""
+    kind = env.get("CRA_SANDBOX", "").strip() or "bwrap"
+    if kind == "bwrap" and shutil.which("bwrap") is None:
+        raise DemoError("the bot runs the sample project's tests in a bubblewrap sandbox, and "
+                        "bubblewrap is not installed: apt-get install bubblewrap (or run "
+                        "`CRA_SANDBOX=none make demo` to run them unsandboxed)")
+    return kind
+
+
+def sandbox_line(tmp: Path) -> str:
+    """What the bot's start-up sandbox check proved, from its log."""
+    for log in sorted(tmp.glob("cra-bot*.log")):
+        for line in tail(log, 400).splitlines():
+            if " sandbox: " in line:
+                return line.split(" sandbox: ", 1)[1]
+    return "the bot logged no sandbox check"
 
 
 def cra_bot() -> list[str]:
@@ -491,6 +515,7 @@ def _run(procs: Processes, choice: ModelChoice, args: argparse.Namespace) -> int
     bot_url, served = start_bot(procs, env)
     say(f"  bot     cra-bot serve ({served}) at {bot_url}; SQLite and worker threads in "
         f"{procs.tmp}")
+    say(f"  sandbox {sandbox_line(procs.tmp)}")
     issue = info["issue"]
     say(f"\nIssue #{issue['number']} of {info['repo']}: {issue['title']}")
     run_id = deliver_label(bot_url, info, secret)

@@ -1,10 +1,18 @@
-"""Shared fixtures: the real PostgreSQL and Redis services when CI names them."""
+"""Shared fixtures: the real PostgreSQL and Redis services when CI names them, real bwrap."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pytest
+
+from agent.bwrap import BwrapSandbox, build_sandbox
+from agent.sandbox import SandboxLimits
+from tests.fakes.sandboxes import bwrap_installed
 
 
 def _service_url(var: str, what: str) -> str:
@@ -24,3 +32,29 @@ def postgres_url() -> str:
 def redis_url() -> str:
     """The Redis URL from CRA_TEST_REDIS_URL; skipped when unset, never when set."""
     return _service_url("CRA_TEST_REDIS_URL", "Redis")
+
+
+@pytest.fixture
+def bwrap() -> Callable[..., BwrapSandbox]:
+    """A factory of real bwrap sandboxes; skipped without bubblewrap, failed under CI=true."""
+    if not bwrap_installed():
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+
+    def make(hide: Sequence[Path] = (), limits: SandboxLimits | None = None) -> BwrapSandbox:
+        sandbox = build_sandbox("bwrap", hide=hide, limits=limits)
+        assert isinstance(sandbox, BwrapSandbox)
+        return sandbox
+
+    return make
+
+
+@pytest.fixture
+def visible_dir() -> Iterator[Path]:
+    """A fresh directory outside /tmp (which a sandbox replaces), so a sandbox would see it
+    unless told to hide it; world-traversable, for tests that drop to another user."""
+    parent = Path(__file__).resolve().parents[1] / ".pytest_cache" / "cra-sandbox"
+    parent.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(dir=parent))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -11,6 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fakes.sandboxes import test_sandbox_kind
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "demo.py"
 
@@ -23,7 +25,8 @@ pytestmark = [
 def demo_env(tmp: Path) -> dict[str, str]:
     """Our environment without CRA_* settings; TMPDIR marks every process the demo starts."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRA_")}
-    return {**env, "TMPDIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
+    return {**env, "TMPDIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1",
+            "CRA_SANDBOX": test_sandbox_kind()}
 
 
 def processes_marked(tmp: Path) -> list[str]:
@@ -54,6 +57,12 @@ def test_demo_turns_the_sample_issue_into_a_pull_request(tmp_path: Path) -> None
     assert "Newly passing (1): `tests/test_core.py::test_page_count_rounds_up`" in out
     assert "```diff" in out and "+    return (total + per_page - 1) // per_page" in out
     assert "2/2 steps · succeeded" in out
+    if test_sandbox_kind() == "bwrap":  # always in CI
+        assert ("  sandbox repository commands run in the bwrap sandbox;" in out
+                and "the data directory is hidden" in out)
+        assert "Commands ran in the `bwrap` sandbox." in out
+    else:
+        assert "The tests ran unsandboxed" in out
     run_pages = [line for line in out.splitlines() if line.startswith("Run page: http://")]
     assert len(run_pages) == 1 and run_pages[0].endswith("/runs/1")
     assert "Still serving" not in out  # --no-wait

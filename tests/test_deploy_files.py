@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 WORKFLOWS = ROOT / ".github" / "workflows"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-RUN_PROGRAMS = {"make", "cra", "cra-bot", "python", "pipx", "apt-get"}
+RUN_PROGRAMS = {"make", "cra", "cra-bot", "python", "pipx", "apt-get", "sudo"}
+SUDO_PROGRAMS = {"apt-get", "sysctl"}  # what a workflow may run as root on the runner
 CRA_PERMISSIONS = {"contents": "write", "issues": "write", "pull-requests": "write",
                    "checks": "write"}
 
@@ -176,6 +177,11 @@ def test_dockerfile_installs_git_without_recommends_and_cleans_the_lists() -> No
     [apt] = [args for args in instructions("RUN") if "apt-get install" in args]
     assert "--no-install-recommends" in apt and re.search(r"\bgit\b", apt)
     assert apt.startswith("apt-get update") and "rm -rf /var/lib/apt/lists/*" in apt
+
+
+def test_the_image_installs_bubblewrap_for_the_sandbox() -> None:
+    [apt] = [args for args in instructions("RUN") if "apt-get install" in args]
+    assert re.search(r"\bbubblewrap\b", apt)
 
 
 def test_install_line_extras_equal_the_projects_non_dev_extras() -> None:
@@ -361,6 +367,8 @@ def test_every_run_command_is_a_real_target_or_console_script(name: str) -> None
         assert program in RUN_PROGRAMS, f"{name} runs {program}, which nothing here provides"
         if program == "make":
             assert args and all(a in targets for a in args), f"{name}: make {args}"
+        elif program == "sudo":
+            assert args and args[0] in SUDO_PROGRAMS, f"{name}: sudo {args}"
         elif program in ("cra", "cra-bot"):
             assert program in PYPROJECT["project"]["scripts"]
             parser = cra_parser() if program == "cra" else cra_bot_parser()
@@ -385,6 +393,25 @@ def test_ci_sets_the_variables_ci_run_sets() -> None:
     exported = set(re.findall(r"^export (CRA_TEST_\w+)=", ci_run, re.M))
     [job] = workflow("ci.yml")["jobs"].values()
     assert exported and exported <= set(job["env"])
+
+
+def test_ci_and_ci_run_install_bubblewrap_and_let_it_run_in_the_container() -> None:
+    ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"apt-get install .*\bbubblewrap\b", ci_run)
+    flow = workflow("ci.yml")
+    [job] = flow["jobs"].values()
+    installs = [c for c in run_commands(flow) if c[:2] == ["apt-get", "install"]]
+    assert any("bubblewrap" in c for c in installs)
+    options = job["container"]["options"]
+    for flag in ("seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"):
+        assert flag in options
+
+
+def test_cra_workflow_installs_bubblewrap_and_allows_user_namespaces() -> None:
+    commands = list(run_commands(workflow("cra.yml")))
+    assert any(c[:3] == ["sudo", "apt-get", "install"] and "bubblewrap" in c for c in commands)
+    assert any(c[:2] == ["sudo", "sysctl"]
+               and "kernel.apparmor_restrict_unprivileged_userns=0" in c for c in commands)
 
 
 def test_cra_workflow_has_the_three_triggers() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from agent.config import TestingConfig
 from agent.errors import ValidationError
 from agent.models import ValidationResult
+from agent.sandbox import NoSandbox, Sandbox
 from agent.validation import (
     attempt_timeout,
     cap_output,
@@ -47,10 +49,21 @@ SECRET_VALUES = ("ghs_fake", "gho_fake", "sk-fake", "whsec-fake", "npm_fake", "d
                  "/keys/id")
 
 
-def run(command: str, tmp_path: Path, **kwargs: float) -> tuple[str, bool, int | None]:
+@pytest.fixture(params=["none", "bwrap"])
+def sandbox(request: pytest.FixtureRequest) -> Sandbox:
+    """Each process-handling behaviour holds unsandboxed and in the real bwrap sandbox."""
+    if request.param == "none":
+        return NoSandbox()
+    make: Callable[[], Sandbox] = request.getfixturevalue("bwrap")
+    return make()
+
+
+def run(
+    command: str, tmp_path: Path, sandbox: Sandbox, **kwargs: float
+) -> tuple[str, bool, int | None]:
     """Run `command` in tmp_path with a 30 s timeout; (output, timed_out, exit code)."""
     options: dict[str, float] = {"timeout": 30.0, "kill_grace": 0.5, **kwargs}
-    result = run_command(command, tmp_path, env={"PATH": ENVIRON["PATH"]},
+    result = run_command(command, tmp_path, sandbox=sandbox, env={"PATH": ENVIRON["PATH"]},
                          max_output_chars=10_000, **options)
     return result.output, result.timed_out, result.exit_code
 
@@ -69,9 +82,9 @@ def test_scrubbed_env_drops_secret_names_even_when_allow_listed() -> None:
     assert set(env) == {"PATH", "HOME", "LANG", "MY_SETTING", "UNLISTED"}
 
 
-def test_test_commands_never_see_tokens(tmp_path: Path) -> None:
+def test_test_commands_never_see_tokens(tmp_path: Path, sandbox: Sandbox) -> None:
     testing = TestingConfig(test_command="env", env=["GITHUB_TOKEN", "OPENAI_API_KEY", "MY_*"])
-    result = run_validation(tmp_path, testing, environ=ENVIRON)
+    result = run_validation(tmp_path, testing, environ=ENVIRON, sandbox=sandbox)
     assert result.success
     assert result.test_output is not None and "MY_SETTING=visible" in result.test_output
     assert not [value for value in SECRET_VALUES if value in result.test_output]
@@ -81,56 +94,65 @@ def test_test_commands_never_see_tokens(tmp_path: Path) -> None:
 # --- running one command ---------------------------------------------------------------------
 
 
-def test_stdout_and_stderr_are_merged_and_stdin_is_closed(tmp_path: Path) -> None:
-    output, timed_out, code = run("echo out; echo err >&2; cat; exit 3", tmp_path)
+def test_stdout_and_stderr_are_merged_and_stdin_is_closed(tmp_path: Path, sandbox: Sandbox) -> None:
+    output, timed_out, code = run("echo out; echo err >&2; cat; exit 3", tmp_path, sandbox)
     assert output == "out\nerr\n"
     assert (timed_out, code) == (False, 3)
 
 
-def test_commands_run_through_the_shell_in_the_given_directory(tmp_path: Path) -> None:
+def test_commands_run_through_the_shell_in_the_given_directory(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "marker").write_text("here\n")
-    output, _, code = run("cd src && cat marker", tmp_path)
+    output, _, code = run("cd src && cat marker", tmp_path, sandbox)
     assert (output, code) == ("here\n", 0)
 
 
 @pytest.mark.timeout(30)
-def test_a_hanging_command_and_its_grandchild_are_killed_at_the_timeout(tmp_path: Path) -> None:
-    output, timed_out, code = run("echo started; sleep 300 & sleep 300", tmp_path, timeout=1)
+def test_a_hanging_command_and_its_grandchild_are_killed_at_the_timeout(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    output, timed_out, code = run("echo started; sleep 300 & sleep 300", tmp_path, sandbox,
+                                   timeout=1)
     assert timed_out and code is None
     assert output.startswith("started\n")
     assert "killed after 1 s" in output
 
 
 @pytest.mark.timeout(30)
-def test_a_command_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
-    _, timed_out, _ = run("trap '' TERM; sleep 300", tmp_path, timeout=0.5, kill_grace=0.2)
+def test_a_command_ignoring_sigterm_is_killed(tmp_path: Path, sandbox: Sandbox) -> None:
+    _, timed_out, _ = run("trap '' TERM; sleep 300", tmp_path, sandbox, timeout=0.5,
+                         kill_grace=0.2)
     assert timed_out
 
 
 @pytest.mark.timeout(30)
 def test_background_children_holding_the_output_do_not_hang_a_finished_command(
-    tmp_path: Path,
+    tmp_path: Path, sandbox: Sandbox
 ) -> None:
-    output, timed_out, code = run("sleep 300 & echo done", tmp_path, kill_grace=0.2)
+    output, timed_out, code = run("sleep 300 & echo done", tmp_path, sandbox, kill_grace=0.2)
     assert (timed_out, code) == (False, 0)
     assert output.startswith("done\n")
-    assert "left running" in output
+    # Unsandboxed they are found and stopped; in bwrap they died with the PID namespace.
+    assert ("left running" in output) == (sandbox.name == "none")
 
 
-def test_long_output_keeps_head_and_tail_around_an_omission_marker(tmp_path: Path) -> None:
+def test_long_output_keeps_head_and_tail_around_an_omission_marker(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     script = 'i=0; while [ $i -lt 500 ]; do echo "line $i"; i=$((i+1)); done'
     full = "".join(f"line {i}\n" for i in range(500))
-    result = run_command(script, tmp_path, timeout=30, env={"PATH": ENVIRON["PATH"]},
-                         max_output_chars=300)
+    result = run_command(script, tmp_path, sandbox=sandbox, timeout=30,
+                         env={"PATH": ENVIRON["PATH"]}, max_output_chars=300)
     assert result.truncated
     assert result.output.startswith("line 0\nline 1\n")
     assert result.output.endswith("line 498\nline 499\n")
     assert f"… {len(full) - 300} characters omitted …" in result.output
 
 
-def test_output_is_decoded_as_utf8_with_replacement(tmp_path: Path) -> None:
-    output, _, _ = run(r"printf 'caf\303\251 \377\n'", tmp_path)
+def test_output_is_decoded_as_utf8_with_replacement(tmp_path: Path, sandbox: Sandbox) -> None:
+    output, _, _ = run(r"printf 'caf\303\251 \377\n'", tmp_path, sandbox)
     assert output == "café \ufffd\n"
 
 
@@ -140,9 +162,10 @@ def test_cap_output_leaves_short_text_alone_and_splits_long_text_evenly() -> Non
     assert cap_output("abcdef", 4, dropped=100) == ("ab\n… 102 characters omitted …\nef", True)
 
 
-def test_a_missing_directory_is_a_validation_error(tmp_path: Path) -> None:
+def test_a_missing_directory_is_a_validation_error(tmp_path: Path, sandbox: Sandbox) -> None:
     with pytest.raises(ValidationError, match="could not start"):
-        run_command("true", tmp_path / "missing", timeout=5, env={}, max_output_chars=1000)
+        run_command("true", tmp_path / "missing", sandbox=sandbox, timeout=5, env={},
+                    max_output_chars=1000)
 
 
 # --- comparison with the baseline ------------------------------------------------------------
@@ -188,21 +211,23 @@ def python_env() -> dict[str, str]:
     return {"PATH": ENVIRON["PATH"], "HOME": str(Path.home()), "GITHUB_TOKEN": "ghs_fake"}
 
 
-def test_run_validation_names_the_failing_test_of_the_buggy_project(project: Path) -> None:
+def test_run_validation_names_the_failing_test_of_the_buggy_project(
+    project: Path, sandbox: Sandbox
+) -> None:
     testing = TestingConfig(test_command=TEST_COMMAND)
-    validation = run_validation(project, testing, environ=python_env())
+    validation = run_validation(project, testing, environ=python_env(), sandbox=sandbox)
     assert not validation.success
     assert validation.exit_code == 1
     assert validation.failing_tests == [FAILING_TEST]
     assert validation.test_output is not None and "1 failed, 2 passed" in validation.test_output
 
 
-def test_run_validation_succeeds_on_the_fixed_project(project: Path) -> None:
+def test_run_validation_succeeds_on_the_fixed_project(project: Path, sandbox: Sandbox) -> None:
     ops = project / "calc" / "ops.py"
     ops.write_text(ops.read_text().replace(MUL_BUG, MUL_FIX))
     testing = TestingConfig(test_command=TEST_COMMAND + " -rA", lint_command="echo lint; exit 3",
                             type_check_command="echo types")
-    validation = run_validation(project, testing, environ=python_env())
+    validation = run_validation(project, testing, environ=python_env(), sandbox=sandbox)
     assert validation.success and validation.exit_code == 0
     assert validation.failing_tests == []
     assert FAILING_TEST in validation.passing_tests
@@ -211,34 +236,37 @@ def test_run_validation_succeeds_on_the_fixed_project(project: Path) -> None:
 
 def test_run_validation_without_a_test_command_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="test_command"):
-        run_validation(tmp_path, TestingConfig(), environ={})
+        run_validation(tmp_path, TestingConfig(), environ={}, sandbox=NoSandbox())
 
 
-def test_run_validation_reports_a_timeout(tmp_path: Path) -> None:
+def test_run_validation_reports_a_timeout(tmp_path: Path, sandbox: Sandbox) -> None:
     sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
     testing = TestingConfig(test_command=sleeper, timeout=0.5)
-    validation = run_validation(tmp_path, testing, environ=ENVIRON, kill_grace=0.2)
+    validation = run_validation(tmp_path, testing, environ=ENVIRON, sandbox=sandbox,
+                                kill_grace=0.2)
     assert validation.timed_out and not validation.success
     assert validation.exit_code is None
 
 
-def test_a_same_size_edit_within_the_second_is_never_hidden_by_bytecode(tmp_path: Path) -> None:
+def test_a_same_size_edit_within_the_second_is_never_hidden_by_bytecode(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     (tmp_path / "mod.py").write_text("def f():\n    return 1 + 1\n")
     test = "from mod import f\n\n\ndef test_f():\n    assert f() == 2\n"
     (tmp_path / "test_mod.py").write_text(test)
     testing = TestingConfig(test_command=f"{sys.executable} -m pytest -q -p no:cacheprovider")
-    assert run_validation(tmp_path, testing, environ=dict(os.environ)).success
+    assert run_validation(tmp_path, testing, environ=dict(os.environ), sandbox=sandbox).success
     (tmp_path / "mod.py").write_text("def f():\n    return 1 - 1\n")  # same size, same second
 
-    result = run_validation(tmp_path, testing, environ=dict(os.environ))
+    result = run_validation(tmp_path, testing, environ=dict(os.environ), sandbox=sandbox)
 
     assert not result.success
     assert not list(tmp_path.rglob("*.pyc"))
 
 
-def test_pytest_runs_are_counted_from_a_junit_report(project: Path) -> None:
+def test_pytest_runs_are_counted_from_a_junit_report(project: Path, sandbox: Sandbox) -> None:
     validation = run_validation(project, TestingConfig(test_command=TEST_COMMAND),
-                                environ=python_env())
+                                environ=python_env(), sandbox=sandbox)
     assert validation.report.source == "junit"
     assert validation.report.counts is not None
     assert (validation.report.counts.passed, validation.report.counts.failed) == (2, 1)
@@ -246,10 +274,12 @@ def test_pytest_runs_are_counted_from_a_junit_report(project: Path) -> None:
     assert validation.timeout_s == 600
 
 
-def test_a_run_that_exits_before_reporting_has_no_report(project: Path) -> None:
+def test_a_run_that_exits_before_reporting_has_no_report(
+    project: Path, sandbox: Sandbox
+) -> None:
     (project / "conftest.py").write_text("import os\nos._exit(0)\n")
     validation = run_validation(project, TestingConfig(test_command=TEST_COMMAND),
-                                environ=python_env())
+                                environ=python_env(), sandbox=sandbox)
     assert validation.success and not validation.report.reported
 
 
@@ -263,8 +293,11 @@ def test_later_runs_get_a_timeout_from_the_baselines_duration() -> None:
     assert attempt_timeout(hung, testing) == 600
 
 
-def test_the_timeout_given_never_exceeds_the_configured_one(tmp_path: Path) -> None:
+def test_the_timeout_given_never_exceeds_the_configured_one(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
     testing = TestingConfig(test_command=sleeper, timeout=0.5)
-    validation = run_validation(tmp_path, testing, environ=ENVIRON, kill_grace=0.2, timeout=30)
+    validation = run_validation(tmp_path, testing, environ=ENVIRON, kill_grace=0.2, timeout=30,
+                                sandbox=sandbox)
     assert validation.timed_out and validation.timeout_s == 0.5

@@ -12,6 +12,7 @@ from agent.models import (
     AdjustmentRecord,
     AdjustmentVerdicts,
     AttemptRecord,
+    EnvironmentReport,
     FailureSignal,
     GateVerdict,
     MetaPlan,
@@ -397,6 +398,26 @@ def test_failure_comment_says_which_step_failed_and_folds_the_last_output() -> N
     assert "<details><summary>Last test output (2 lines)</summary>\n\n```text\n" in text
     assert "1 failed\n```\n\n</details>" in text
     assert "Fixes" not in text
+
+
+UNSANDBOXED = EnvironmentReport(sandbox="none", isolated=False)
+
+
+def test_an_unsandboxed_run_says_so_in_the_pr_the_check_run_and_the_comment() -> None:
+    res = result(environment=UNSANDBOXED)
+    failed = result(status="failed", environment=UNSANDBOXED)
+    texts = {"pr": compose_pr_body(ctx(res)), "check": compose_check_summary(ctx(res)),
+             "comment": failure_comment(ctx(failed), last_test_output=None)}
+    for name, text in texts.items():
+        assert "**The tests ran unsandboxed**" in text, name
+
+
+def test_a_sandboxed_run_names_its_sandbox_and_how_the_setup_went() -> None:
+    env = EnvironmentReport(sandbox="bwrap", isolated=True, setup="cached")
+    body = compose_pr_body(ctx(result(environment=env)))
+    assert "unsandboxed" not in body
+    assert ("Commands ran in the `bwrap` sandbox; the setup step was restored from the "
+            "environment cache.") in body
 
 
 def test_failure_comment_caps_the_output_and_keeps_its_end() -> None:

@@ -15,12 +15,14 @@ from flask.testing import FlaskClient
 from agent.models import (
     AdjustmentRecord,
     AdjustmentVerdicts,
+    EnvironmentReport,
     FailureSignal,
     LLMCallRecord,
     MetaPlan,
     MetaPlanPart,
     PlanAdjustment,
     Usage,
+    ValidationResult,
 )
 from agent.store import RunLog
 from bot.store import BotStore, Run
@@ -29,6 +31,7 @@ from tests.e2e.bot_world import OWNER, REPO, BotWorld, edit
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import ISOLATED_GIT_ENV
+from tests.fakes.sandboxes import test_sandbox_kind
 
 HOSTILE_TITLE = '<script>alert("title")</script> mul is off by one'
 HOSTILE_ANSWER = '<img src=x onerror=alert("answer")> mul fixed; square next'
@@ -48,6 +51,7 @@ class Site:
     running: int
     rejected: int
     decomposed: int
+    unsandboxed: int
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +83,9 @@ def _populate(world: BotWorld) -> Site:
     store.finish_run(rejected.id, "rejected")
     store.update_run(rejected.id, reply_text="Only collaborators with write access can ask me.")
     decomposed = _record_decomposed_run(store, world.services.runlog)
-    return Site(world.client, world, finished, queued.id, running.id, rejected.id, decomposed)
+    unsandboxed = _record_unsandboxed_setup_run(store, world.services.runlog)
+    return Site(world.client, world, finished, queued.id, running.id, rejected.id, decomposed,
+                unsandboxed)
 
 
 def _script_fix(models: ScriptedModelServer) -> None:
@@ -128,6 +134,27 @@ def _record_decomposed_run(store: BotStore, log: RunLog) -> int:
         adjustment=PlanAdjustment(revised_steps=[], rationale="s3 depended on s2")))
     store.update_run(run.id, orchestrator_task_id="orch-decomposed", status="partial",
                      finished=True)
+    return run.id
+
+
+def _record_unsandboxed_setup_run(store: BotStore, log: RunLog) -> int:
+    """A run of a server with CRA_SANDBOX=none whose setup step ran, then its baseline."""
+    run = store.create_run(_trigger("octo/setup", 9, "d-setup"))
+    orchestrated = log.start_orchestrator_run(task_id="orch-setup", repo_path="/r",
+                                              task_description="t")
+    task_run = log.start_task_run(task_id="orch-setup:baseline", repo_path="/r",
+                                  task_description="t", mode="baseline")
+    log.record_pass(orchestrator_run_id=orchestrated, task_run_id=task_run,
+                    pass_type="baseline", sequence_order=0)
+    log.record_validation(task_run, ValidationResult(success=True, test_output="SETUP-OUTPUT",
+                                                     exit_code=0), attempt_id=None, kind="setup")
+    log.record_validation(task_run, ValidationResult(success=True, test_output="1 passed",
+                                                     exit_code=0), attempt_id=None,
+                          kind="baseline")
+    log.finish_task_run(task_run, status="complete", success=True, usage=Usage())
+    log.set_state("orch-setup", "environment",
+                  EnvironmentReport(sandbox="none", isolated=False, setup="ran"))
+    store.update_run(run.id, orchestrator_task_id="orch-setup", status="failed", finished=True)
     return run.id
 
 
@@ -245,6 +272,26 @@ def test_test_output_of_the_baseline_and_every_attempt_is_folded(site: Site) -> 
     assert labels == ["❌ baseline (before any edit)", "✅ implement p1/s1 attempt 1",
                       "❌ implement p1/s2 attempt 1", "❌ implement p1/s2 attempt 2"]
     assert "test_mul" in tests and "passed" in tests
+
+
+def test_run_page_says_which_sandbox_the_commands_ran_in(site: Site) -> None:
+    page = html(site, f"/runs/{site.finished.id}")
+
+    sandbox = re.search(r'<dd id="sandbox">(.*?)</dd>', page, re.S)
+    assert sandbox is not None and sandbox.group(1).startswith(test_sandbox_kind())
+    assert '<dd id="setup">no setup_command' in page
+
+
+def test_an_unsandboxed_run_says_so_and_shows_its_setup_output_first(site: Site) -> None:
+    page = html(site, f"/runs/{site.unsandboxed}")
+
+    assert "none: the repository's commands ran unsandboxed" in page
+    assert '<dd id="setup">ran' in page
+    tests = section(page, "tests")
+    summaries = re.findall(r'<details class="test-run"><summary>(.*?)</summary>', tests, re.S)
+    labels = [" ".join(s.split("<span")[0].split()) for s in summaries]
+    assert labels == ["✅ setup (testing.setup_command)", "✅ baseline (before any edit)"]
+    assert "SETUP-OUTPUT" in tests
 
 
 def test_diff_lines_are_coloured_by_kind(site: Site) -> None:

@@ -19,6 +19,7 @@ from bot.webhooks import sign
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.repos import TEST_COMMAND, commit_file, make_python_project
+from tests.fakes.sandboxes import test_sandbox_kind
 from tests.fixtures import webhook_bytes
 
 REPO = "Codertocat/Hello-World"
@@ -57,7 +58,7 @@ class BotWorld:
             "github_api_url": self.fake.api_url, "github_url": self.fake.git_url,
             "app_id": self.fake.app_id, "private_key": self.fake.private_key_pem,
             "label": "cra", "comment_interval": 0.0, "public_url": "http://cra.test",
-            **models, **overrides,
+            "sandbox": test_sandbox_kind(), **models, **overrides,
         }
         return BotSettings(**values)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agent.bwrap import build_sandbox
 from agent.cli import main
 from agent.config import parse_config
 from agent.llm.client import HTTPChatModel
@@ -17,6 +18,7 @@ from agent.llm.router import ModelRouter
 from agent.models import OrchestratorResult, RunEvent
 from agent.orchestrator import solve
 from agent.runtime import Runtime
+from agent.sandbox import hidden_paths
 from agent.store import RunLog
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.repos import (
@@ -28,6 +30,7 @@ from tests.fakes.repos import (
     git_in,
     make_python_project,
 )
+from tests.fakes.sandboxes import test_sandbox_kind
 
 OPS_TAIL = '    """Return a * b."""\n'
 POWER = 'def power(a: int, b: int) -> int:\n    """Return a ** b."""\n    return a ** b\n'
@@ -110,8 +113,11 @@ class Harness:
     def solve(self, task: str, **sections: dict[str, Any]) -> OrchestratorResult:
         config = self.config(**sections)
         router = ModelRouter(config.models, factory=HTTPChatModel)
+        sandbox = build_sandbox(test_sandbox_kind(), hide=hidden_paths(data=[self.work],
+                                                                       home=None))
         runtime = Runtime(log=self.log, models=router, environ=dict(os.environ),
-                          work_dir=self.work, observer=self, should_cancel=self.should_cancel)
+                          work_dir=self.work, sandbox=sandbox, observer=self,
+                          should_cancel=self.should_cancel)
         try:
             return solve(task, self.repo, config, runtime)
         finally:

@@ -23,6 +23,7 @@ from tests.fakes.repos import (
     git_in,
     make_python_project,
 )
+from tests.fakes.sandboxes import test_sandbox_kind
 
 WRONG = MUL_BUG.replace("+ 1", "+ 2")
 
@@ -318,3 +319,23 @@ def test_retrieval_stages_ask_the_classifier_and_record_its_calls(
     stages = [c.record.stage for c in run.llm_calls]
     assert stages[-1] == "implement"
     assert stages[:-1] and set(stages[:-1]) == {"retrieval_scope"}
+
+
+def test_solve_says_which_sandbox_it_used(
+    workspace: dict[str, Path], server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_config(workspace, server.url)
+    server.script("implement", edit(MUL_BUG, MUL_FIX))
+    assert solve(workspace) == 0  # auto: bwrap where bubblewrap is installed (always in CI)
+    out = capsys.readouterr()
+    if test_sandbox_kind() == "bwrap":
+        assert "cra: repository commands run in the bwrap sandbox;" in out.err
+        assert "sandbox: bwrap" in out.out
+    else:
+        assert "(sandbox none: bubblewrap is not installed)" in out.err
+
+    server.script("implement", edit(MUL_BUG, MUL_FIX))
+    assert solve(workspace, "--sandbox", "none") == 0
+    out = capsys.readouterr()
+    assert "cra: repository commands run UNSANDBOXED (sandbox none: chosen explicitly)" in out.err
+    assert "sandbox: none (the commands ran UNSANDBOXED)" in out.out

@@ -1,0 +1,123 @@
+"""bot.sandboxes: the bot's sandbox from its settings, failing closed, proven at start-up."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agent.bwrap import BwrapSandbox
+from agent.sandbox import NoSandbox, SandboxLimits
+from bot.cli import main
+from bot.errors import SettingsError
+from bot.sandboxes import build_bot_sandbox, build_env_cache, check_sandbox
+from bot.settings import BotSettings
+
+MakeBwrap = Callable[..., BwrapSandbox]
+
+
+def settings(tmp_path: Path, **values: object) -> BotSettings:
+    return BotSettings(data_dir=tmp_path / "data", **values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A PATH without bubblewrap (nor anything else)."""
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+
+def test_without_bubblewrap_the_bot_fails_closed_saying_how_to_fix_it(
+    tmp_path: Path, no_bwrap: None
+) -> None:
+    with pytest.raises(SettingsError) as caught:
+        build_bot_sandbox(settings(tmp_path), {"HOME": str(tmp_path)})
+    assert "apt-get install bubblewrap" in str(caught.value)
+    assert "CRA_SANDBOX=none" in str(caught.value)
+
+
+@pytest.mark.parametrize("argv", [["serve"], ["worker", "--burst"]])
+def test_serve_and_worker_refuse_to_start_without_a_working_sandbox(
+    argv: list[str], tmp_path: Path, no_bwrap: None, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in {"CRA_DATA_DIR": str(tmp_path / "data"), "CRA_WEBHOOK_SECRET": "s3cret",
+                        "CRA_QUEUE": "rq" if argv[0] == "worker" else "thread",
+                        "CRA_REDIS_URL": "redis://127.0.0.1:1/0"}.items():
+        monkeypatch.setenv(name, value)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "cra-bot: bubblewrap (bwrap) is not installed" in err
+    assert not (tmp_path / "data" / "cra.db").exists()  # nothing was started
+
+
+def test_none_is_the_operators_explicit_choice(tmp_path: Path, no_bwrap: None) -> None:
+    chosen = build_bot_sandbox(settings(tmp_path, sandbox="none"), {})
+    assert isinstance(chosen, NoSandbox)
+    facts = check_sandbox(settings(tmp_path, sandbox="none"), chosen)
+    assert facts == ["repository commands run UNSANDBOXED (sandbox none: chosen explicitly)"]
+
+
+def test_an_unknown_sandbox_is_a_settings_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRA_SANDBOX", "docker")
+    with pytest.raises(ValueError, match="sandbox"):
+        BotSettings()
+
+
+def test_the_self_check_proves_what_the_sandbox_confines(
+    visible_dir: Path, bwrap: MakeBwrap
+) -> None:
+    config = settings(visible_dir)  # outside /tmp: only hiding keeps the canary out of view
+    facts = check_sandbox(config, build_bot_sandbox(config, {"HOME": str(visible_dir)}))
+    assert facts[1:] == ["the worktree is writable", "the system is read-only",
+                         "own PID namespace", "no network", "the data directory is hidden"]
+    assert facts[0].startswith("repository commands run in the bwrap sandbox;")
+
+
+def test_the_self_check_refuses_a_sandbox_that_shows_the_data_directory(
+    visible_dir: Path, bwrap: MakeBwrap
+) -> None:
+    with pytest.raises(SettingsError, match=r"runs but does not confine: .*sandbox-canary"):
+        check_sandbox(settings(visible_dir), bwrap(hide=()))
+
+
+def test_the_sandbox_hides_the_data_dir_key_database_env_file_and_extra_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_file = tmp_path / "bot.env"
+    env_file.write_text("CRA_WEBHOOK_SECRET=x\n")
+    monkeypatch.setenv("CRA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CRA_PRIVATE_KEY_PATH", "/etc/cra/app.pem")
+    monkeypatch.setenv("CRA_DATABASE_URL", "sqlite:////srv/cra/cra.db")
+    monkeypatch.setenv("CRA_SANDBOX_HIDE", "/srv/secrets, /opt/keys")
+    hidden = BotSettings.load(env_file).sandbox_hidden(Path("/home/bot"))
+    for path in (tmp_path / "data", "/etc/cra/app.pem", "/srv/cra/cra.db", env_file,
+                 "/srv/secrets", "/opt/keys", "/home/bot/.ssh", "/home/bot/.netrc"):
+        assert Path(path) in hidden, path
+
+
+def test_limits_network_and_cache_come_from_the_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in {"CRA_SANDBOX_MEMORY_MB": "512", "CRA_SANDBOX_PROCESSES": "64",
+                        "CRA_SANDBOX_CPU_SECONDS": "30", "CRA_SANDBOX_FILE_SIZE_MB": "10",
+                        "CRA_SANDBOX_TMP_MB": "20", "CRA_ENV_CACHE_MB": "0"}.items():
+        monkeypatch.setenv(name, value)
+    config = BotSettings(data_dir=tmp_path)
+    assert config.sandbox_limits() == SandboxLimits(memory_mb=512, processes=64,
+                                                    cpu_seconds=30, file_size_mb=10, tmp_mb=20)
+    assert build_env_cache(config) is None
+    monkeypatch.setenv("CRA_ENV_CACHE_MB", "100")
+    cache = build_env_cache(BotSettings(data_dir=tmp_path))
+    assert cache is not None and cache.max_bytes == 100 << 20
+
+
+def test_without_network_allowed_no_command_gets_it(tmp_path: Path, bwrap: MakeBwrap) -> None:
+    config = settings(tmp_path, sandbox_network=False)
+    sandbox = build_bot_sandbox(config, {})
+    assert isinstance(sandbox, BwrapSandbox)
+    launch = sandbox.launch("true", tree=tmp_path, cwd=tmp_path, env={}, network=True)
+    launch.close()
+    assert "--unshare-net" in launch.argv

@@ -1,0 +1,388 @@
+"""agent.sandbox and agent.bwrap through the real bwrap: what a repository's commands can and
+cannot reach."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from agent.bwrap import BwrapSandbox, build_sandbox
+from agent.config import TestingConfig
+from agent.sandbox import (
+    ENV_MOUNT,
+    TREE_MOUNT,
+    NoSandbox,
+    SandboxLimits,
+    SandboxUnavailable,
+    hidden_paths,
+    limit_note,
+)
+from agent.validation import run_command, run_validation
+from agent.workspace import scratch_tree
+from tests.fakes.repos import commit_file, git_in, make_python_project
+
+MakeBwrap = Callable[..., BwrapSandbox]
+PATH = "/usr/local/bin:/usr/bin:/bin"
+PY = sys.executable
+
+
+@dataclass
+class BotFiles:
+    """A bot's data directory with a run's worktree in it, and a private key elsewhere."""
+
+    data: Path
+    key: Path
+    database: Path
+    mirror: Path
+    other_mirror: Path
+    worktree: Path
+    other_worktree: Path
+    visible: Path  # a file outside every hidden path: the control
+
+    def hide(self) -> list[Path]:
+        return [self.data, self.key, self.database]
+
+    def hidden(self) -> list[Path]:
+        """Files the tests must not be able to read."""
+        return [self.key, self.database, self.mirror / "hooks" / "pre-commit.sample",
+                self.mirror / "description", self.other_mirror / "HEAD",
+                self.other_worktree / "calc" / "ops.py", self.data / "cra.db"]
+
+
+@pytest.fixture
+def bot_files(visible_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> BotFiles:
+    """Real mirrors and worktrees laid out as the bot lays them out, outside /tmp."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    origin = make_python_project(tmp_path / "origin", bug=False)
+    data = visible_dir / "data"
+    mirror = data / "mirrors" / "acme" / "calc.git"
+    other = data / "mirrors" / "acme" / "secret.git"
+    for path in (mirror, other):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        git_in(path.parent, "clone", "--quiet", "--mirror", str(origin), str(path))
+    # A mirror config a careless operator let keep a token: the sandbox never shows it.
+    git_in(mirror, "config", "remote.origin.url", "https://x:ghs_leaked@github.example/a/c")
+    worktrees = data / "work" / "worktrees"
+    for name in ("run-a", "run-b"):
+        git_in(mirror, "worktree", "add", "--quiet", "-b", f"cra/{name}",
+               str(worktrees / name), "HEAD")
+    database = data / "cra.db"
+    with sqlite3.connect(database) as db:
+        db.execute("create table runs (token text)")
+    key = visible_dir / "keys" / "app.pem"
+    key.parent.mkdir()
+    key.write_text("-----BEGIN RSA PRIVATE KEY-----\n")
+    visible = visible_dir / "visible.txt"
+    visible.write_text("visible")
+    return BotFiles(data, key, database, mirror, other, worktrees / "run-a",
+                    worktrees / "run-b", visible)
+
+
+PROBE_TESTS = '''
+import os
+import subprocess
+
+import pytest
+
+HIDDEN = os.environ["PROBE_HIDDEN"].split(os.pathsep)
+
+
+@pytest.mark.parametrize("path", HIDDEN)
+def test_bot_file_is_not_readable(path):
+    with pytest.raises(OSError):
+        open(path, "rb").read()
+
+
+def test_a_file_outside_the_hidden_paths_is_readable():
+    assert open(os.environ["PROBE_VISIBLE"]).read() == "visible"
+
+
+def test_git_works_without_the_mirror_config():
+    log = subprocess.run(["git", "log", "-1", "--format=%s"], capture_output=True, text=True)
+    assert log.returncode == 0, log.stderr
+    config = subprocess.run(["git", "config", "--list"], capture_output=True, text=True)
+    assert "ghs_leaked" not in config.stdout and "remote." not in config.stdout
+    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], capture_output=True,
+                            text=True).stdout.strip()
+    assert "ghs_leaked" not in open(os.path.join(common, "config")).read()
+'''
+
+
+def probe_testing(files: BotFiles) -> TestingConfig:
+    (files.worktree / "tests" / "test_probe.py").write_text(PROBE_TESTS)
+    os.environ["PROBE_HIDDEN"] = os.pathsep.join(map(str, files.hidden()))
+    os.environ["PROBE_VISIBLE"] = str(files.visible)
+    return TestingConfig(test_command=f"{PY} -m pytest -q -p no:cacheprovider tests",
+                         env=["PROBE_*"])
+
+
+@pytest.fixture
+def probe_env() -> Iterator[None]:
+    yield
+    for name in ("PROBE_HIDDEN", "PROBE_VISIBLE"):
+        os.environ.pop(name, None)
+
+
+def test_a_repositorys_tests_cannot_read_the_bots_key_database_mirrors_or_other_worktrees(
+    bwrap: MakeBwrap, bot_files: BotFiles, probe_env: None
+) -> None:
+    testing = probe_testing(bot_files)
+    sandbox = bwrap(hide=hidden_paths(data=bot_files.hide(), home=None))
+    result = run_validation(bot_files.worktree, testing, environ=dict(os.environ),
+                            sandbox=sandbox)
+    assert result.success, result.test_output
+    assert f"{len(bot_files.hidden()) + 5} passed" in (result.test_output or "")
+
+
+def test_without_the_sandbox_the_same_tests_read_the_bots_files(
+    bot_files: BotFiles, probe_env: None
+) -> None:
+    testing = probe_testing(bot_files)
+    result = run_validation(bot_files.worktree, testing, environ=dict(os.environ),
+                            sandbox=NoSandbox())
+    assert not result.success  # the control: these files are really there
+    assert "ghs_leaked" in (result.test_output or "") or "DID NOT RAISE" in (
+        result.test_output or "")
+
+
+# --- network -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP service on the host's loopback; its port."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        yield server.getsockname()[1]
+
+
+def connect_command(host: str, port: int) -> str:
+    code = (f"import socket; socket.create_connection(({host!r}, {port}), timeout=5); "
+            "print('connected')")
+    return f"{PY} -c {code!r}"
+
+
+def test_a_loopback_service_is_unreachable_when_network_is_off(
+    bwrap: MakeBwrap, listener: int, tmp_path: Path
+) -> None:
+    result = run_command(connect_command("127.0.0.1", listener), tmp_path, sandbox=bwrap(),
+                         timeout=30, env={"PATH": PATH}, max_output_chars=5000)
+    assert result.exit_code != 0
+    assert "ConnectionRefusedError" in result.output and "connected" not in result.output
+
+
+def test_a_command_allowed_the_network_reaches_it(
+    bwrap: MakeBwrap, listener: int, tmp_path: Path
+) -> None:
+    result = run_command(connect_command("127.0.0.1", listener), tmp_path, sandbox=bwrap(),
+                         timeout=30, env={"PATH": PATH}, max_output_chars=5000, network=True)
+    assert result.exit_code == 0, result.output
+    assert "connected" in result.output
+
+
+def test_the_redis_of_the_machine_is_unreachable_from_the_tests(
+    bwrap: MakeBwrap, redis_url: str, tmp_path: Path
+) -> None:
+    parts = urlsplit(redis_url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 6379
+    with socket.create_connection((host, port), timeout=5):
+        pass  # the control: the worker itself reaches it
+    result = run_command(connect_command(host, port), tmp_path, sandbox=bwrap(), timeout=30,
+                         env={"PATH": PATH}, max_output_chars=5000)
+    assert result.exit_code != 0 and "connected" not in result.output
+
+
+# --- processes and limits ------------------------------------------------------------------------
+
+
+def processes_named(marker: str) -> list[int]:
+    """Host pids whose command line carries `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_text():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_background_process_is_gone_when_the_command_ends(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    marker = f"cra-daemon-{uuid.uuid4().hex}"
+    # A daemon in its own session with its output closed: it escapes a process-group kill.
+    daemon = f"setsid {PY} -c 'import time; time.sleep(600)' {marker} </dev/null >/dev/null 2>&1 &"
+    result = run_command(f"{daemon} sleep 0.2; echo started", tmp_path, sandbox=bwrap(),
+                         timeout=30, env={"PATH": PATH}, max_output_chars=5000)
+    assert result.exit_code == 0 and "started" in result.output
+    assert processes_named(marker) == []
+
+
+def test_a_fork_bomb_is_stopped_reported_and_the_next_command_runs(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    sandbox = bwrap(limits=SandboxLimits(processes=48))
+    bomb = f"{PY} -c 'import os\nwhile True: os.fork()'"
+    result = run_command(bomb, tmp_path, sandbox=sandbox, timeout=60, env={"PATH": PATH},
+                         max_output_chars=5000)
+    assert result.exit_code != 0 and not result.timed_out
+    assert "[cra] the command hit the sandbox's process limit (48 processes)" in result.output
+    after = run_command("echo next", tmp_path, sandbox=sandbox, timeout=30, env={"PATH": PATH},
+                        max_output_chars=5000)
+    assert after.exit_code == 0 and after.output == "next\n"
+
+
+def test_a_2gb_allocation_is_stopped_and_reported(bwrap: MakeBwrap, tmp_path: Path) -> None:
+    sandbox = bwrap(limits=SandboxLimits(memory_mb=256))
+    result = run_command(f"{PY} -c 'bytearray(2 * 1024 ** 3)'", tmp_path, sandbox=sandbox,
+                         timeout=60, env={"PATH": PATH}, max_output_chars=5000)
+    assert result.exit_code != 0
+    assert "MemoryError" in result.output
+    assert "[cra] the command may have hit the sandbox's memory limit (256 MB" in result.output
+
+
+def test_a_cpu_hog_is_stopped_by_the_cpu_limit(bwrap: MakeBwrap, tmp_path: Path) -> None:
+    sandbox = bwrap(limits=SandboxLimits(cpu_seconds=1))
+    result = run_command(f"{PY} -c 'while True: pass'", tmp_path, sandbox=sandbox, timeout=60,
+                         env={"PATH": PATH}, max_output_chars=5000)
+    assert not result.timed_out
+    assert "[cra] stopped by the sandbox: the CPU-time limit (1 s per process)" in result.output
+
+
+# --- the file system -----------------------------------------------------------------------------
+
+
+def test_the_system_is_read_only_the_tree_writable_and_tmp_private(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    (tmp_path / "host-only").write_text("x")
+    script = textwrap.dedent("""\
+        touch /usr/cra-probe 2>/dev/null && echo system-writable
+        echo made > made.txt && pwd
+        ls /tmp
+        test -e {host} && echo host-tmp-visible
+    """).format(host=tmp_path / "host-only")
+    result = run_command(script, tmp_path, sandbox=bwrap(), timeout=30, env={"PATH": PATH},
+                         max_output_chars=5000)
+    assert result.exit_code == 1  # the last test fails: the host's /tmp is not there
+    assert result.output == f"{TREE_MOUNT}\n"
+    assert (tmp_path / "made.txt").read_text() == "made\n"
+
+
+def test_a_subdirectory_cwd_runs_there_in_the_tree(bwrap: MakeBwrap, tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    result = run_command("pwd", tmp_path / "src", tree=tmp_path, sandbox=bwrap(), timeout=30,
+                         env={"PATH": PATH}, max_output_chars=5000)
+    assert result.output == f"{TREE_MOUNT}/src\n"
+
+
+def test_a_caller_can_name_paths_as_the_command_sees_them(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    tree, env = tmp_path / "tree", tmp_path / "env"
+    sandbox = bwrap().with_env(env)
+    assert sandbox.seen_as(tree / "out" / "junit.xml", tree=tree) == TREE_MOUNT / "out/junit.xml"
+    assert sandbox.seen_as(env / "bin" / "python", tree=tree) == ENV_MOUNT / "bin/python"
+    assert NoSandbox().seen_as(tree / "junit.xml", tree=tree) == tree / "junit.xml"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another user needs root")
+def test_an_unprivileged_worker_gets_the_same_sandbox(
+    bwrap: MakeBwrap, bot_files: BotFiles
+) -> None:
+    """What the Docker image (uid 10001) runs: bwrap through a user namespace, no setpriv."""
+    nobody = 65534
+    for path in (bot_files.data, bot_files.key.parent):
+        subprocess.run(["chown", "-R", f"{nobody}:{nobody}", str(path)], check=True)
+    sandbox = replace(bwrap(hide=hidden_paths(data=bot_files.hide(), home=None),
+                            limits=SandboxLimits(processes=32)), as_root=False)
+    script = (f"cat {bot_files.key} {bot_files.database}; git log -1 --format=%s; id -u; "
+              "echo ok > written; for i in $(seq 64); do sleep 5 & done; echo all-started")
+    launch = sandbox.launch(script, tree=bot_files.worktree, cwd=bot_files.worktree,
+                            env={"PATH": PATH}, network=False)
+    proc = subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}",
+                           "--clear-groups", "--", *launch.argv], env=launch.env,
+                          cwd=launch.cwd, pass_fds=launch.pass_fds, capture_output=True,
+                          text=True, timeout=60, check=False)
+    launch.close()
+    out = proc.stdout + proc.stderr
+    assert "No such file or directory" in out and "BEGIN RSA" not in out
+    assert f"{nobody}\n" in out and "all-started" not in out and "Cannot fork" in out
+    assert (bot_files.worktree / "written").read_text() == "ok\n"
+
+
+# --- choosing a sandbox --------------------------------------------------------------------------
+
+
+def test_bwrap_missing_fails_closed_saying_how_to_install_or_opt_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SandboxUnavailable) as caught:
+        build_sandbox("bwrap")
+    assert "apt-get install bubblewrap" in str(caught.value)
+    assert "CRA_SANDBOX=none" in str(caught.value)
+
+
+def test_auto_falls_back_to_none_only_when_bubblewrap_is_not_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert build_sandbox("auto").name == "none"
+    assert build_sandbox("none").isolated is False
+
+
+def test_no_sandbox_runs_on_the_host(tmp_path: Path) -> None:
+    result = run_command("pwd", tmp_path, sandbox=NoSandbox(), timeout=30, env={"PATH": PATH},
+                         max_output_chars=5000)
+    assert result.output == f"{tmp_path}\n"
+
+
+@pytest.mark.parametrize(("code", "output", "expected"), [
+    (0, "Cannot fork", None),
+    (1, "nothing special", None),
+    (128 + 24, "", "CPU-time limit (900 s per process)"),
+    (128 + 25, "", "file-size limit (4096 MB per file)"),
+    (2, "sh: Cannot fork", "process limit (512 processes)"),
+    (1, "MemoryError", "memory limit (2048 MB per process)"),
+    (137, "", "memory limit"),
+])
+def test_limit_notes_name_the_limit(code: int, output: str, expected: str | None) -> None:
+    note = limit_note(code, output, SandboxLimits())
+    assert (note is None) if expected is None else (note is not None and expected in note)
+
+
+def test_a_scratch_tree_reads_the_worktrees_ignored_files_through_its_links(
+    bwrap: MakeBwrap, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate's scratch copy links what .gitignore hides (a virtualenv, node_modules) to the
+    worktree; the sandbox shows the worktree read-only so that the links resolve."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    worktree = make_python_project(tmp_path / "repo", bug=False)
+    commit_file(worktree, ".gitignore", "vendored/\n", "Ignore the vendored package")
+    (worktree / "vendored" / "helper").mkdir(parents=True)
+    (worktree / "vendored" / "helper" / "__init__.py").write_text("VALUE = 42\n")
+    (worktree / "tests" / "test_helper.py").write_text(
+        "import helper\n\n\ndef test_helper():\n    assert helper.VALUE == 42\n")
+    testing = TestingConfig(test_command=f"PYTHONPATH=vendored {PY} -m pytest -q "
+                            "-p no:cacheprovider")
+    with scratch_tree(worktree, {}, parent=tmp_path / "scratch") as scratch:
+        assert (scratch / "vendored").is_symlink()
+        alone = run_validation(scratch, testing, environ=dict(os.environ), sandbox=bwrap())
+        linked = run_validation(scratch, testing, environ=dict(os.environ), sandbox=bwrap(),
+                                read_only=[worktree])
+    assert not alone.success and "No module named 'helper'" in (alone.test_output or "")
+    assert linked.success, linked.test_output
