@@ -118,4 +118,4 @@ def test_cra_doctor_passes_from_the_fresh_virtualenv(fresh: Path, tmp_path: Path
                               env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
                               check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "cra doctor: all 8 checks passed" in done.stdout
+    assert "cra doctor: all 9 checks passed" in done.stdout

@@ -67,7 +67,8 @@ def test_a_good_server_set_up_passes_every_check(env: dict[str, str],
     assert "✓ installations: 1: Codertocat" in done.out
     assert "✓ database: sqlite:///" in done.out and "at the newest migration" in done.out
     assert "✓ queue: 2 worker thread(s)" in done.out
-    assert done.out.count("✓ ") == 11 and "✗" not in done.out
+    assert "✓ sandbox: repository commands run in the bwrap sandbox" in done.out
+    assert done.out.count("✓ ") == 12 and "✗" not in done.out
     assert model.chat_requests == []
 
 

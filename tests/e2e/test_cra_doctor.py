@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,10 +64,13 @@ def test_a_good_set_up_passes_every_check(tmp_path: Path, repo: Path,
     done = doctor(tmp_path, repo, good_config(server.url))
     assert done.code == 0, done.text
     checks = [line.split(":")[0] for line in done.out.splitlines() if line[:2] in ("✓ ", "✗ ")]
-    assert checks == ["✓ git", "✓ variables", "✓ data dir", "✓ config", "✓ test command",
-                      "✓ reasoning model", "✓ coding model", "✓ classifier model"]
+    assert checks == ["✓ git", "✓ variables", "✓ data dir", "✓ sandbox", "✓ config",
+                      "✓ test command", "✓ reasoning model", "✓ coding model",
+                      "✓ classifier model"]
     assert "scripted-model on " + server.url + ": present; window 32768, cra uses 16384" in done.out
-    assert done.out.rstrip().endswith("cra doctor: all 8 checks passed")
+    assert "✓ sandbox: repository commands run in the bwrap sandbox" in done.out
+    assert "the data directory is hidden" in done.out
+    assert done.out.rstrip().endswith("cra doctor: all 9 checks passed")
     assert server.chat_requests == []
 
 
@@ -167,3 +172,30 @@ def test_outside_a_repository_the_doctor_says_so(tmp_path: Path,
                                                  server: ScriptedModelServer) -> None:
     done = doctor(tmp_path, tmp_path, good_config(server.url))
     assert done.code == 1 and "✗ repository: " in done.out and "Traceback" not in done.text
+
+
+def test_no_sandbox_is_said_out_loud_but_passes(tmp_path: Path, repo: Path,
+                                                server: ScriptedModelServer) -> None:
+    env = clean_env(tmp_path, {"CRA_SANDBOX": "none"})
+    done = doctor(tmp_path, repo, good_config(server.url), env=env)
+    assert done.code == 0, done.text
+    [line] = lines_of(done, "!")
+    assert line.startswith("! sandbox: repository commands run UNSANDBOXED (sandbox none: "
+                           "chosen explicitly) → install bubblewrap")
+    assert_documented(line)
+
+
+def test_a_sandbox_asked_for_and_missing_fails_with_the_install_hint(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer,
+) -> None:
+    tools = tmp_path / "bin"  # a PATH with git and a shell, without bubblewrap
+    tools.mkdir()
+    for name in ("git", "sh"):
+        (tools / name).symlink_to(shutil.which(name) or f"/usr/bin/{name}")
+    env = clean_env(tmp_path, {"CRA_SANDBOX": "bwrap"})
+    env["PATH"] = f"{Path(sys.executable).parent}:{tools}"
+    done = doctor(tmp_path, repo, good_config(server.url), env=env)
+    assert done.code == 1
+    [line] = [line for line in lines_of(done, "✗") if line.startswith("✗ sandbox")]
+    assert "bubblewrap (bwrap) is not installed: install bubblewrap" in line
+    assert_documented(line)
