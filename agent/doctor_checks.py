@@ -106,6 +106,10 @@ def check_sandbox(build: Callable[[], Sandbox], data_dir: Path, setting: str
     except SandboxUnavailable as exc:
         yield fail("sandbox", str(exc))
         return
+    except OSError as exc:  # the probe hides a canary in the data dir
+        yield fail("sandbox", f"cannot run its probe in {data_dir}: {exc.strerror or exc}",
+                   "fix the data dir first")
+        return
     if sandbox.isolated:
         yield ok("sandbox", "; ".join(facts))
     else:

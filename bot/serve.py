@@ -14,7 +14,6 @@ from bot.app import create_app
 from bot.errors import SettingsError
 from bot.queue import recover
 from bot.runner import execute_run, report_interrupted
-from bot.sandboxes import startup_check
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 
@@ -53,14 +52,13 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
 
 def serve(settings: BotSettings, *, host: str, port: int, processes: int, dev: bool,
           verbose: bool = False) -> int:
-    """Serve until stopped. The thread queue lives in its process: one process, many threads.
-    gunicorn's own start-up lines show with `verbose`; errors and the access log always."""
+    """Serve until stopped (bot.startup.check_serve first: the sandbox, the key, the port …).
+    The thread queue lives in its process: one process, many threads. gunicorn's own start-up
+    lines show with `verbose`; errors and the access log always."""
     settings.require_webhook_secret()
     if settings.queue == "thread" and processes != 1:
         raise SettingsError("the thread queue runs inside one process: use --processes 1, "
                             "or CRA_QUEUE=rq with `cra-bot worker`s")
-    if settings.queue == "thread":  # this process runs the workers: prove the sandbox first
-        startup_check(settings)
     print(f"cra-bot: serving http://{host}:{port}/webhook "
           f"({'Flask development server' if dev else f'gunicorn, {processes} process(es)'}; "
           "Ctrl-C stops it)", file=sys.stderr, flush=True)
@@ -79,13 +77,13 @@ def serve(settings: BotSettings, *, host: str, port: int, processes: int, dev: b
 
 
 def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
-    """An RQ worker executing `bot.jobs.execute_run_job` jobs from CRA_REDIS_URL."""
+    """An RQ worker executing `bot.jobs.execute_run_job` jobs from CRA_REDIS_URL
+    (bot.startup.check_worker first: the sandbox, the key, the database, Redis)."""
     if settings.queue != "rq" or not settings.redis_url:
         raise SettingsError("cra-bot worker needs CRA_QUEUE=rq and CRA_REDIS_URL")
     from redis import Redis
     from rq import Queue, Worker
 
-    startup_check(settings)
     connection = Redis.from_url(settings.redis_url)
     worker = Worker([Queue("cra", connection=connection)], connection=connection)
     worker.work(burst=burst, with_scheduler=False)

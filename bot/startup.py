@@ -21,25 +21,32 @@ from agent.doctor import Finding
 from agent.doctor_checks import check_models
 from agent.store import RunLog
 from bot.errors import SettingsError
+from bot.sandboxes import startup_check
 from bot.services import token_provider
 from bot.settings import ROLES, BotSettings
 from bot.store import BotStore
 
 
 def check_serve(settings: BotSettings, *, host: str, port: int) -> None:
-    """Everything `serve` needs, checked in the parent process; SettingsError on the first gap."""
+    """Everything `serve` needs, checked in the parent process; SettingsError on the first gap.
+    The sandbox comes early (fail closed): nothing but the data dir exists before it is proved."""
     settings.require_webhook_secret()
+    require_data_dir(settings.data_dir)  # the sandbox's probe hides a canary in it
+    if settings.queue == "thread":  # this process runs the workers
+        startup_check(settings)
     token_provider(settings)  # the App id and a PEM RSA key (or the Actions token)
-    require_data_dir(settings.data_dir)
     require_free_port(host, port)
     require_database(settings.database_url)
     _require_queue(settings)
 
 
 def check_worker(settings: BotSettings, *, queue: bool = True) -> None:
-    """What an RQ worker (`queue`) or `cra-bot run` needs before it takes a run."""
-    token_provider(settings)
+    """What an RQ worker (`queue`) or `cra-bot run` needs before it takes a run; a worker's
+    sandbox first, as for serve (`run` proves the sandbox of the services it builds)."""
     require_data_dir(settings.data_dir)
+    if queue:
+        startup_check(settings)
+    token_provider(settings)
     require_database(settings.database_url)
     if queue:
         _require_queue(settings)
