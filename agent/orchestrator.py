@@ -9,6 +9,7 @@ from agent.context import ContextFactory, SeededFiles
 from agent.environment import Environment, SetupFailed, open_environment
 from agent.errors import AgentError
 from agent.execute.parsers import topological_order
+from agent.execute.plan_rules import blocked_by
 from agent.llm.budget import TaskBudget
 from agent.models import (
     EnvironmentReport,
@@ -136,9 +137,22 @@ class _Sequencer:
         self.tally.meta = self.meta_plan()
         parts = topological_order(self.tally.meta.parts)
         self.log.update_orchestrator_run(self.passes.orch_id, total_parts=len(parts))
+        unfinished: set[str] = set()
         for index, part in enumerate(parts):
+            if blockers := [dep for dep in part.depends_on if dep in unfinished]:
+                # its plan would be made against code the part it needs never delivered
+                unfinished.add(part.id)
+                self.tally.parts_failed += 1
+                why = (f"part {part.id} skipped: it depends on {', '.join(blockers)}, "
+                       "which did not complete")
+                self.log.set_state(self.run_id, f"part_skipped:{part.id}", {"reason": why})
+                self.tally.error = self.tally.error or why
+                continue
             self.passes.progress(index, 0, "running")
+            failed_before = self.tally.parts_failed
             self.run_part(index, part, last=index == len(parts) - 1)
+            if self.tally.parts_failed > failed_before:
+                unfinished.add(part.id)
 
     def meta_plan(self) -> MetaPlan:
         """The meta-plan pass; a run without one fails."""
@@ -175,14 +189,22 @@ class _Sequencer:
         remaining = topological_order(plan.steps)
         done: list[PlanStep] = []
         failed = 0
+        not_passed: set[str] = set()
         limit = self.config.orchestrator.max_steps_per_part
         while remaining and len(done) < limit:
             step = remaining.pop(0)
+            if blockers := blocked_by(step, not_passed):
+                self.skip(part, step, blockers)
+                failed += 1
+                not_passed.add(step.id)
+                continue
             self.passes.progress(part_index, len(done), "running")
             finishing = last and not remaining
             outcome = self.step_pass(part, plan, step, finishing=finishing)
             done.append(step)
             failed += outcome.status != "passed"
+            if outcome.status != "passed":
+                not_passed.add(step.id)
             if outcome.budget_exhausted == "max_tokens_per_run":
                 raise StopRun("max_tokens_per_run", outcome.error or "run budget exhausted")
             remaining = self.adjust(part, step, outcome, remaining, done)
@@ -194,6 +216,16 @@ class _Sequencer:
         clean = failed == 0 and not remaining
         self.tally.parts_completed += int(clean)
         self.tally.parts_failed += int(not clean)
+
+    def skip(self, part: MetaPlanPart, step: PlanStep, blockers: list[str]) -> None:
+        """A step not run because a step it depends on did not pass: recorded with why."""
+        why = f"skipped: it depends on {', '.join(blockers)}, which did not pass"
+        outcome = StepOutcome(part_id=part.id, step_id=step.id, description=step.description,
+                              status="skipped", error=why)
+        self.tally.outcomes.append(outcome)
+        self.log.set_state(self.run_id, f"step_result:{part.id}:{step.id}", outcome)
+        self.passes.emit("step_failed", part_id=part.id, step_id=step.id, message=why,
+                         status="skipped")
 
     def step_pass(
         self, part: MetaPlanPart, plan: PartPlan, step: PlanStep, *, finishing: bool

@@ -16,6 +16,7 @@ from agent.execute.prompts import build_implement_prompt
 from agent.gate import GateChange, file_of_test, gate_changes, judge, rejection_text
 from agent.llm.binary import run_binary_judgment
 from agent.llm.budget import TaskBudget, context_room, estimate_tokens, prompt_limit
+from agent.llm.judgments import JudgmentCache
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
     AttemptRecord,
@@ -55,6 +56,7 @@ class RunContext:
     usage_by_role: dict[str, Usage] = field(default_factory=dict)
     reference: ValidationResult | None = None  # the accepted state: baseline, then each pass
     test_timeout: float = field(init=False)  # of every test run after the baseline
+    judgments: JudgmentCache = field(default_factory=JudgmentCache)
 
     def __post_init__(self) -> None:
         self.reference = self.reference or self.baseline
@@ -73,6 +75,7 @@ class RunContext:
             self.runtime.models.client(role), self.runtime.log, role=role,
             reserved_tokens=self.config.budget.reserved_tokens, task_run_id=task_run_id,
             budgets=[*budgets, self.run_budget],
+            judgments=self.judgments if self.config.orchestrator.cache_judgments else None,
         )
 
     def account(self, *clients: LoggedLLMClient | None) -> Usage:

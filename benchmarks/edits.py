@@ -1,6 +1,11 @@
-"""Edit benchmark: a corpus of small-model answers parsed and applied, scored by answer shape.
+"""Edit benchmark: small-model answers parsed and applied, scored by answer shape.
 
-Run: .venv/bin/python benchmarks/edits.py [-v]. Exits 1 when any edit was wrongly applied.
+Two corpora: the hand-written one (data/edits/*.json) and one generated from real programs
+(benchmarks/edit_corpus.py: blocks of real source files, by default this Python's standard
+library, with the typical small-model mistakes made systematically).
+
+Run: .venv/bin/python benchmarks/edits.py [-v] [--source DIR] [--per-shape 34] [--seed 12].
+Exits 1 when any edit was wrongly applied.
 """
 
 from __future__ import annotations
@@ -225,21 +230,40 @@ def format_report(report: Report, *, verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
+def generated_cases(source: Path | None, per_shape: int, seed: int) -> list[Case]:
+    """The cases generated from real programs (`source`, default the standard library)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from benchmarks import edit_corpus
+
+    sources = edit_corpus.load_sources(source or edit_corpus.stdlib_dir())
+    return edit_corpus.generate(sources, per_shape=per_shape, seed=seed)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, print the report; 1 when any edit was wrongly applied."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--repeats", type=int, default=20, help="replace_once calls per timing")
+    parser.add_argument("--source", type=Path, default=None,
+                        help="real programs to generate cases from (default: the stdlib)")
+    parser.add_argument("--per-shape", type=int, default=34, help="0: no generated cases")
+    parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     args = parser.parse_args(argv)
-    cases = load_corpus(args.corpus)
-    report = run_benchmark(cases)
-    report.timing = measure_matching(cases, args.repeats)
-    print(format_report(report, verbose=args.verbose))
-    for result in report.results:
-        if result.outcome == "wrong_application":
-            print(f"WRONG: {result.name}: {result.detail}", file=sys.stderr)
-    return 1 if report.wrong_applications else 0
+    wrong = 0
+    sections = [("hand-written corpus", load_corpus(args.corpus))]
+    if args.per_shape:
+        sections.append((f"generated from real programs (seed {args.seed})",
+                         generated_cases(args.source, args.per_shape, args.seed)))
+    for title, cases in sections:
+        report = run_benchmark(cases)
+        report.timing = measure_matching(cases, args.repeats)
+        print(f"== {title}: {len(cases)} cases\n{format_report(report, verbose=args.verbose)}\n")
+        for result in report.results:
+            if result.outcome == "wrong_application":
+                print(f"WRONG: {result.name}: {result.detail}", file=sys.stderr)
+        wrong += report.wrong_applications
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

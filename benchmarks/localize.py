@@ -1,15 +1,19 @@
 """Localization benchmark: does the ranking stage find the files a fix commit changed?
 
-Mines commits of REPO whose message mentions a fix, a bug or an issue number (`fix`, `bug`,
+Mines commits of each REPO whose message mentions a fix, a bug or an issue number (`fix`, `bug`,
 `issue`, `#123`) and that touch 1–3 non-test source files. For each, the message is the task and
 the parent commit is the repository; the gold files are the non-test source files the commit
 modified. Prints recall@1, @5 and @10 of
-  cra     seeds mined from the message, then the ranking stage (bm25 over path terms, symbol
-          names and docstrings; import neighbours; source↔test pairs) — no model;
-  bm25    plain bm25 (SQLite FTS5) over whole file contents, the same query terms.
-REPO is cloned into a temporary directory; it is never changed.
+  cra     seeds mined from the message, then the ranking stage as the implement step uses it
+          (bm25 over path terms, symbol names and docstrings; import neighbours; source↔test
+          pairs; sources above tests) — no model;
+  bm25    plain bm25 (SQLite FTS5) over whole file contents, the same query terms;
+each twice: as ranked ("as-is"), and with tests and non-code files taken out of both rankings
+("code only"). Per repository and pooled over all cases.
+Each REPO is cloned into a temporary directory; it is never changed.
 
-Run: .venv/bin/python benchmarks/localize.py REPO [--max-commits 300] [--all-messages] [-v]
+Run: .venv/bin/python benchmarks/localize.py REPO [REPO ...] [--max-commits 300]
+     [--all-messages] [-v]
 """
 
 from __future__ import annotations
@@ -120,9 +124,17 @@ def recall(found: list[str], gold: tuple[str, ...], k: int) -> float:
     return len(set(found[:k]) & set(gold)) / len(gold)
 
 
+def code_only(paths: list[str]) -> list[str]:
+    """The paths that are non-test code files."""
+    return [p for p in paths if _is_source(p)]
+
+
+NAMES = ("cra", "bm25", "cra/code", "bm25/code")
+
+
 def evaluate(clone: Path, cases: list[Case], db: Path, verbose: bool) -> dict[str, list[float]]:
-    """Recall@k of both rankings over `cases`, keyed "cra@k" and "bm25@k"."""
-    scores: dict[str, list[float]] = {f"{n}@{k}": [] for n in ("cra", "bm25") for k in KS}
+    """Recall@k of both rankings over `cases`, as-is and code only, keyed "name@k"."""
+    scores: dict[str, list[float]] = {f"{n}@{k}": [] for n in NAMES for k in KS}
     baseline = ContentBM25()
     try:
         with RepoIndex.open(db) as index:
@@ -130,13 +142,16 @@ def evaluate(clone: Path, cases: list[Case], db: Path, verbose: bool) -> dict[st
                 git(clone, "checkout", "--quiet", "--force", "--detach", case.parent)
                 index.update(clone)
                 seeds = resolve_seeds(case.message, Seeds(), index, root=clone)
-                ranked = [c.path for c in rank(case.message, index, seeds, limit=100)]
-                ours = [*seeds.files, *ranked]
+                ranked = [c.path for c in rank(case.message, index, seeds, limit=100,
+                                               prefer_source=True)]
+                ours = list(dict.fromkeys([*seeds.files, *ranked]))
                 baseline.sync(clone, {f.path for f in index.files()})
-                theirs = baseline.search(query_terms(case.message), limit=max(KS))
-                for k in KS:
-                    scores[f"cra@{k}"].append(recall(ours, case.gold, k))
-                    scores[f"bm25@{k}"].append(recall(theirs, case.gold, k))
+                theirs = baseline.search(query_terms(case.message), limit=100)
+                lists = {"cra": ours, "bm25": theirs, "cra/code": code_only(ours),
+                         "bm25/code": code_only(theirs)}
+                for name, found in lists.items():
+                    for k in KS:
+                        scores[f"{name}@{k}"].append(recall(found, case.gold, k))
                 if verbose:
                     print(f"{case.sha[:10]} gold={list(case.gold)} cra={ours[:3]} "
                           f"bm25={theirs[:3]} :: {case.message.splitlines()[0][:70]}")
@@ -145,32 +160,56 @@ def evaluate(clone: Path, cases: list[Case], db: Path, verbose: bool) -> dict[st
     return scores
 
 
+def measure(repo: Path, args: argparse.Namespace) -> dict[str, list[float]]:
+    """Mine and evaluate one repository in a temporary clone."""
+    with tempfile.TemporaryDirectory(prefix="cra-localize-") as tmp:
+        clone = Path(tmp) / "clone"
+        git(Path(tmp), "clone", "--quiet", "--no-checkout", "--", str(repo.resolve()),
+            str(clone))
+        examined, cases = mine(clone, all_messages=args.all_messages, limit=args.max_commits)
+        print(f"{repo}: {examined} commits examined, {len(cases)} qualify "
+              f"({'any message' if args.all_messages else 'fix/bug/issue messages'}, "
+              "1-3 non-test source files)")
+        if not cases:
+            return {}
+        return evaluate(clone, cases, Path(tmp) / "index.sqlite", args.verbose)
+
+
+def table(scores: dict[str, list[float]]) -> str:
+    """Recall rows per ranking, and cra's ratio to bm25 at each k."""
+    lines = [f"{'':11}" + "".join(f"{f'recall@{k}':>11}" for k in KS)]
+    for name in NAMES:
+        lines.append(f"{name:11}" + "".join(
+            f"{sum(v) / len(v):>11.3f}" for v in (scores[f"{name}@{k}"] for k in KS)))
+    for view in ("", "/code"):
+        ratios = []
+        for k in KS:
+            ours, theirs = sum(scores[f"cra{view}@{k}"]), sum(scores[f"bm25{view}@{k}"])
+            ratios.append(f"{ours / theirs:>10.2f}x" if theirs else f"{'-':>11}")
+        lines.append(f"{'ratio' + view:11}" + "".join(ratios))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Mine, evaluate, print the recall table."""
+    """Mine, evaluate, print the recall tables per repository and pooled."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("repo", type=Path)
+    parser.add_argument("repos", type=Path, nargs="+")
     parser.add_argument("--max-commits", type=int, default=300)
     parser.add_argument("--all-messages", action="store_true",
                         help="any commit message, not only fixes (for short histories)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="cra-localize-") as tmp:
-        clone = Path(tmp) / "clone"
-        git(Path(tmp), "clone", "--quiet", "--no-checkout", "--", str(args.repo.resolve()),
-            str(clone))
-        examined, cases = mine(clone, all_messages=args.all_messages, limit=args.max_commits)
-        print(f"{args.repo}: {examined} commits examined, {len(cases)} qualify "
-              f"({'any message' if args.all_messages else 'fix/bug/issue messages'}, "
-              "1-3 non-test source files)")
-        if not cases:
+    pooled: dict[str, list[float]] = {}
+    for repo in args.repos:
+        scores = measure(repo, args)
+        if not scores:
             print("nothing to measure")
-            return 0
-        scores = evaluate(clone, cases, Path(tmp) / "index.sqlite", args.verbose)
-    print(f"{'':8}" + "".join(f"{f'recall@{k}':>11}" for k in KS))
-    for name in ("cra", "bm25"):
-        row = "".join(f"{sum(v) / len(v):>11.3f}" for v in
-                      (scores[f"{name}@{k}"] for k in KS))
-        print(f"{name:8}{row}")
+            continue
+        print(f"{table(scores)}\n")
+        for key, values in scores.items():
+            pooled.setdefault(key, []).extend(values)
+    if len(args.repos) > 1 and pooled:
+        print(f"pooled over {len(pooled['cra@1'])} cases\n{table(pooled)}")
     return 0
 
 

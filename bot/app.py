@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, get_args
 
 from flask import Flask, jsonify, request
 from flask.typing import ResponseReturnValue
+from pydantic import SecretStr
 from sqlalchemy.exc import SQLAlchemyError
 
+from bot import signin
 from bot.errors import MalformedDelivery
 from bot.queue import RunQueue, build_queue, check_health
 from bot.replies import refusal_text, run_page_url
@@ -19,7 +23,7 @@ from bot.services import Services, build_services
 from bot.settings import BotSettings
 from bot.state import EXTENSION, AppServices, AppState, current_state
 from bot.store import ActiveRunExists, BotStore, Run
-from bot.triggers import Trigger, route
+from bot.triggers import Command, Trigger, route
 from bot.web import blueprint as run_pages
 from bot.webhooks import Event, parse_delivery, verify_signature
 
@@ -28,6 +32,16 @@ log = logging.getLogger(__name__)
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 DURATION_BUCKETS = (10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+# Metric label values come from these fixed sets (anything else counts as "other"): the event
+# name of a signed delivery is still chosen by whoever holds the secret.
+METRIC_EVENTS = frozenset({
+    "ping", "issues", "issue_comment", "pull_request", "pull_request_review",
+    "pull_request_review_comment", "workflow_dispatch", "installation",
+    "installation_repositories", "check_run", "check_suite", "push", "unknown",
+})
+METRIC_OUTCOMES = frozenset({"unauthorized", "malformed", "duplicate", "ping", "ignored",
+                             "busy", *get_args(Command)})
+FORWARDING_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-IP")
 
 
 class BasicServices:
@@ -91,6 +105,7 @@ def create_app(
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     app.add_url_rule("/metrics", view_func=metrics, methods=["GET"])
     app.register_blueprint(run_pages)  # GET /runs, /runs/<id>: read-only run pages
+    signin.install(app, settings)  # /auth/*: who may see them
     return app
 
 
@@ -111,7 +126,7 @@ def webhook() -> ResponseReturnValue:
         state.deliveries.add("unknown", "malformed")
         return jsonify(error=str(exc)), 400
     outcome, status, answer = accept(state, event)
-    state.deliveries.add(event.name, outcome)
+    state.deliveries.add(_label(event.name, METRIC_EVENTS), _label(outcome, METRIC_OUTCOMES))
     log.info("delivery %s %s.%s: %s", event.delivery_id, event.name, event.action, outcome)
     return ("", status) if answer is None else (jsonify(answer), status)
 
@@ -126,6 +141,9 @@ def healthz() -> ResponseReturnValue:
 def metrics() -> ResponseReturnValue:
     """Prometheus text: deliveries, runs by status, run durations, model tokens by role."""
     state = current_state()
+    refused = _metrics_refusal(state.settings.metrics_token)
+    if refused is not None:
+        return refused
     store = state.services.store
     text = render_metrics(
         deliveries=state.deliveries.snapshot(),
@@ -134,6 +152,34 @@ def metrics() -> ResponseReturnValue:
         tokens=store.model_tokens_by_role(),
     )
     return text, 200, {"Content-Type": PROMETHEUS_TEXT}
+
+
+def _metrics_refusal(token: SecretStr | None) -> ResponseReturnValue | None:
+    """None when this request may read /metrics: it carries the bearer token CRA_METRICS_TOKEN,
+    or, without one set, it comes straight from loopback (not through a proxy)."""
+    if token is not None and token.get_secret_value():
+        sent = request.headers.get("Authorization", "")
+        wanted = f"Bearer {token.get_secret_value()}"
+        if hmac.compare_digest(sent.encode(), wanted.encode()):
+            return None
+        answer = jsonify(error="/metrics needs `Authorization: Bearer <CRA_METRICS_TOKEN>`")
+        return answer, 401, {"WWW-Authenticate": 'Bearer realm="cra metrics"'}
+    if _from_loopback() and not any(request.headers.get(h) for h in FORWARDING_HEADERS):
+        return None
+    return jsonify(error="/metrics answers loopback only; set CRA_METRICS_TOKEN to read it "
+                         "from elsewhere"), 403
+
+
+def _from_loopback() -> bool:
+    try:
+        return ipaddress.ip_address(request.remote_addr or "").is_loopback
+    except ValueError:
+        return False
+
+
+def _label(value: str, known: frozenset[str]) -> str:
+    """A metric label value from a fixed set: `value` if known, else "other"."""
+    return value if value in known else "other"
 
 
 # --- accepting a delivery --------------------------------------------------------------------
@@ -151,8 +197,11 @@ def accept(state: AppState, event: Event) -> tuple[str, int, dict[str, Any] | No
     if trigger is None:
         return outcome, 204, None
     run = _store_run_or_forget(state, trigger)
-    if run.command != outcome:
-        store.set_delivery_outcome(event.delivery_id, run.command)
+    command = run.command if run is not None else "busy"
+    if command != outcome:
+        store.set_delivery_outcome(event.delivery_id, command)
+    if run is None:  # the active run's "busy" reply is already on its way
+        return command, 200, {"busy": True}
     _enqueue(state.services.queue, run.id)
     return run.command, 202, {"run_id": run.id}
 
@@ -162,7 +211,7 @@ def _route(settings: BotSettings, event: Event) -> Trigger | None:
     return route(event, label=settings.label, bot_login=settings.bot_login)
 
 
-def _store_run_or_forget(state: AppState, trigger: Trigger) -> Run:
+def _store_run_or_forget(state: AppState, trigger: Trigger) -> Run | None:
     """Store the run; if that fails, forget the delivery so that GitHub may redeliver it."""
     store = state.services.store
     try:
@@ -183,17 +232,17 @@ def _enqueue(queue: RunQueue, run_id: int) -> None:
         log.exception("could not enqueue run %s; it stays queued until recovery", run_id)
 
 
-def store_run(store: BotStore, trigger: Trigger, *, public_url: str | None = None) -> Run:
-    """The queued run for a trigger: the run itself, a "busy" reply, or a cancel."""
+def store_run(
+    store: BotStore, trigger: Trigger, *, public_url: str | None = None
+) -> Run | None:
+    """The queued run for a trigger: the run itself, a cancel, or the one "busy" reply to the
+    run already active on the issue (None when that reply exists: replies coalesce)."""
     if trigger.command == "cancel":
         return _store_cancel(store, trigger)
     try:
         return store.create_run(trigger)
     except ActiveRunExists as busy:
-        text = busy_text(busy.run_id, public_url)
-        return store.create_run(
-            trigger, command="busy", reply_text=text, related_run_id=busy.run_id
-        )
+        return store.create_busy_reply(trigger, busy.run_id, busy_text(busy.run_id, public_url))
 
 
 def _store_cancel(store: BotStore, trigger: Trigger) -> Run:

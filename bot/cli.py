@@ -63,11 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                below: argparse.ArgumentParser) -> None:
     serve = commands.add_parser("serve", parents=[below],
-                                help="serve the webhook (gunicorn; --dev: Flask)")
+                                help="serve the webhook (waitress; --dev: Flask)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--processes", type=int, default=1,
-                       help="gunicorn worker processes (only with CRA_QUEUE=rq)")
     serve.add_argument("--dev", action="store_true", help="Flask's development server")
 
 
@@ -112,8 +110,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         _warn_models(settings)
         from bot.serve import serve
 
-        return serve(settings, host=args.host, port=args.port, processes=args.processes,
-                     dev=args.dev, verbose=args.verbose or args.debug)
+        return serve(settings, host=args.host, port=args.port, dev=args.dev)
     if args.command == "worker":
         startup.check_worker(settings)
         _warn_models(settings)
@@ -204,6 +201,9 @@ def _action() -> int:
 
         check_sandbox(settings, services.sandbox)
         run = store_run(services.store, trigger, public_url=settings.public_url)
+        if run is None:
+            print("cra-bot: a run is already active on this issue, and it has been told so")
+            return EXIT_OK
         execute_run(run.id, services)
         return _report(services, run.id)
     finally:

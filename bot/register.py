@@ -1,8 +1,9 @@
 """`cra-bot register`: create the GitHub App from app.yml through GitHub's manifest flow.
 
 A page on 127.0.0.1 posts the manifest to GitHub; GitHub sends the browser back with a one-time
-code, which is exchanged for the App's id, private key and webhook secret; those go to a `.env`
-file readable only by its owner. Secrets (and the code) are never printed or logged.
+code, which is exchanged for the App's id, private key, webhook secret and OAuth client (for
+signing in to the run pages); those go to a `.env` file readable only by its owner, with a new
+session secret and the server's public URL. Secrets (and the code) are never printed or logged.
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def public_base(webhook_url: str) -> str:
+    """The server's public URL: the webhook URL without its `/webhook`, else its origin."""
+    trimmed = webhook_url.rstrip("/")
+    return trimmed.removesuffix("/webhook") if trimmed.endswith("/webhook") else _origin(trimmed)
+
+
 def _require_http_url(url: str, what: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -102,6 +109,8 @@ def manifest_from_app_yml(
                                    "url": webhook_url}
     manifest["redirect_url"] = redirect_url
     manifest["url"] = url or _origin(webhook_url)
+    # Signing in to the run pages comes back here (bot.signin); GitHub allows only listed URLs.
+    manifest["callback_urls"] = [f"{public_base(webhook_url)}/auth/callback"]
     events = manifest.get("default_events") or []
     manifest["default_events"] = [e for e in events if e not in UNSUBSCRIBABLE_EVENTS]
     return manifest
@@ -183,13 +192,22 @@ def _write_private(path: Path, text: str, *, force: bool) -> None:
         f.write(text)
 
 
-def env_text(creds: AppCredentials, *, key_path: Path | None = None) -> str:
-    """The `.env` lines for BotSettings: app id, slug, webhook secret, the key or its path."""
+def env_text(
+    creds: AppCredentials, *, key_path: Path | None = None, public_url: str | None = None
+) -> str:
+    """The `.env` lines for BotSettings: app id, slug, webhook secret, the OAuth client and a
+    new session secret (sign-in to the run pages), the public URL, the key or its path."""
     lines = [f"# GitHub App {creds.slug} (id {creds.id}), written by `cra-bot register`.",
              "# Secrets: keep this file out of version control.",
              f"CRA_APP_ID={creds.id}", f"CRA_APP_SLUG={creds.slug}"]
     if creds.webhook_secret is not None:
         lines.append(f"CRA_WEBHOOK_SECRET={creds.webhook_secret.get_secret_value()}")
+    if creds.client_id and creds.client_secret is not None:
+        lines += [f"CRA_CLIENT_ID={creds.client_id}",
+                  f"CRA_CLIENT_SECRET={creds.client_secret.get_secret_value()}",
+                  f"CRA_SESSION_SECRET={secrets.token_urlsafe(32)}"]
+    if public_url:
+        lines.append(f"CRA_PUBLIC_URL={public_url}")
     if key_path is not None:
         lines.append(f"CRA_PRIVATE_KEY_PATH={key_path.resolve()}")
     else:
@@ -199,14 +217,15 @@ def env_text(creds: AppCredentials, *, key_path: Path | None = None) -> str:
 
 
 def write_env(
-    path: Path, creds: AppCredentials, *, force: bool, key_path: Path | None = None
-) -> None:
+    path: Path, creds: AppCredentials, *, force: bool, key_path: Path | None = None,
+    public_url: str | None = None,
+) -> None:  # fmt: skip
     """Write the credentials to `path` (and the key to `key_path` when given), both mode 600."""
     ensure_writable(path, force=force)
     if key_path is not None:
         ensure_writable(key_path, force=force)
         _write_private(key_path, creds.pem.get_secret_value().strip() + "\n", force=force)
-    _write_private(path, env_text(creds, key_path=key_path), force=force)
+    _write_private(path, env_text(creds, key_path=key_path, public_url=public_url), force=force)
 
 
 # --- the local web flow --------------------------------------------------------------------------
@@ -296,7 +315,8 @@ def run_register(
 
     def finish(code: str) -> AppCredentials:
         creds = exchange_code(api_url, code, http)
-        write_env(env_path, creds, force=force, key_path=key_path)
+        write_env(env_path, creds, force=force, key_path=key_path,
+                  public_url=public_base(webhook_url))
         return creds
 
     flow = _Flow(secrets.token_urlsafe(16), finish)

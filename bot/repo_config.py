@@ -7,6 +7,7 @@ from typing import Protocol
 
 from agent.config import DEFAULT_PROTECTED, ROLE_DEFAULTS, ModelConfig, SolveConfig, load_config
 from agent.errors import ConfigError
+from bot.limits import Limit, MaximumSettings, cap
 from bot.settings import ROLES
 
 
@@ -23,11 +24,20 @@ class ModelSettings(Protocol):
         ...
 
 
+class ServerSettings(ModelSettings, MaximumSettings, Protocol):
+    """The server's models and maximums."""
+
+
+def limited_config(worktree: Path, settings: ServerSettings) -> tuple[SolveConfig, list[Limit]]:
+    """The effective config under the server's maximums, and each limit with who set it."""
+    return cap(effective_config(worktree, settings), settings)
+
+
 def effective_config(worktree: Path, settings: ModelSettings) -> SolveConfig:
     """The repository's `.github/cra.toml` (or `cra.toml`) with the server's model endpoints.
 
     A repository may not set endpoints or keys (an error naming the key); it may pick a model
-    name only from the server's allow-list.
+    name only from the server's allow-list. The server's maximums are `limited_config`'s.
     """
     repo = load_config(worktree, allow_endpoints=False)
     models: dict[str, ModelConfig] = {

@@ -14,11 +14,11 @@ from agent.models import OrchestratorResult, RunEvent
 from agent.orchestrator import solve
 from agent.planning import plan_task
 from agent.runtime import Runtime
-from bot import pr, replies
+from bot import limits, pr, replies
 from bot.errors import BotError
 from bot.github import PullInfo, Reaction
 from bot.progress import ProgressReporter
-from bot.repo_config import effective_config
+from bot.repo_config import limited_config
 from bot.services import Services
 from bot.store import Run
 from bot.task import build_task
@@ -76,6 +76,7 @@ class _Job:
         self.reporter: ProgressReporter | None = None
         self.pull: PullInfo | None = None  # the pull request a PR run works on
         self.default_branch: str | None = None
+        self.limits: list[limits.Limit] = []
 
     # --- dispatch ------------------------------------------------------------------------
 
@@ -88,9 +89,23 @@ class _Job:
         ):  # `cra-bot run` is started by the server's operator, not by a GitHub user
             self.comment(replies.refusal_text("permission", user=self.run.actor))
             self.finish("rejected", error=f"{self.run.actor} lacks write permission")
+        elif (refusal := self.over_concurrency_limit()) is not None:
+            self.comment(refusal.text)
+            self.finish("rejected", error=refusal.error)
         else:
             self.react("eyes")
             self.agent_run()
+
+    def over_concurrency_limit(self) -> limits.Refusal | None:
+        """A refusal when this run would make too many at once (CRA_MAX_RUNS_PER_*)."""
+        s = self.settings
+        if s.max_runs_per_repository is None and s.max_runs_per_installation is None:
+            return None
+        in_installation = (self.store.running_count(installation_id=self.inst)
+                           if self.inst is not None else None)
+        return limits.concurrency_refusal(
+            s, in_repository=self.store.running_count(repository=self.repo),
+            in_installation=in_installation)
 
     def reply_only(self) -> None:
         if self.run.command == "cancel" and self.run.reply_text is None:
@@ -164,7 +179,7 @@ class _Job:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(text, encoding="utf-8")
             try:
-                config = effective_config(Path(tmp), self.settings)
+                config, self.limits = limited_config(Path(tmp), self.settings)
                 config.require_test_command()
             except AgentError as exc:
                 message = str(exc).replace(tmp + "/", "")
@@ -222,6 +237,7 @@ class _Job:
         env: dict[str, str],
     ) -> None:
         """Push and open/update the PR, or comment, as the result and config say."""
+        result = limits.explain(result, self.limits)
         status = STATUS_OF[result.status]
         partial = result.status != "complete"
         ctx = pr.PrContext(issue_number=self.run.issue_number, issue_title=title, result=result,

@@ -1,16 +1,17 @@
-"""Serving: the webhook app under gunicorn (or Flask's dev server) and the RQ worker."""
+"""Serving: the webhook app behind the door (waitress; or Flask's dev server) and the RQ worker."""
 
 from __future__ import annotations
 
 import logging
 import shutil
+import signal
 import sys
-from typing import Any
+import threading
 
 from flask import Flask
-from gunicorn.app.base import BaseApplication
 
 from bot.app import create_app
+from bot.door import make_door
 from bot.errors import SettingsError
 from bot.queue import recover
 from bot.runner import execute_run, report_interrupted
@@ -33,46 +34,25 @@ def make_app(settings: BotSettings) -> tuple[Flask, Services]:
     return create_app(settings, services), services
 
 
-class _Gunicorn(BaseApplication):  # type: ignore[misc]
-    """gunicorn serving the app factory; each worker process builds its own services."""
-
-    def __init__(self, settings: BotSettings, options: dict[str, Any]) -> None:
-        self._settings = settings
-        self._options = options
-        super().__init__()
-
-    def load_config(self) -> None:
-        for key, value in self._options.items():
-            self.cfg.set(key, value)
-
-    def load(self) -> Flask:
-        app, _ = make_app(self._settings)
-        return app
-
-
-def serve(settings: BotSettings, *, host: str, port: int, processes: int, dev: bool,
-          verbose: bool = False) -> int:
-    """Serve until stopped (bot.startup.check_serve first: the sandbox, the key, the port …).
-    The thread queue lives in its process: one process, many threads. gunicorn's own start-up
-    lines show with `verbose`; errors and the access log always."""
-    settings.require_webhook_secret()
-    if settings.queue == "thread" and processes != 1:
-        raise SettingsError("the thread queue runs inside one process: use --processes 1, "
-                            "or CRA_QUEUE=rq with `cra-bot worker`s")
-    print(f"cra-bot: serving http://{host}:{port}/webhook "
-          f"({'Flask development server' if dev else f'gunicorn, {processes} process(es)'}; "
-          "Ctrl-C stops it)", file=sys.stderr, flush=True)
-    if dev:
-        app, services = make_app(settings)
-        try:
+def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
+    """Serve until stopped: one process, its I/O thread reading requests whole before
+    CRA_SERVER_THREADS threads answer them (bot.door says why)."""
+    settings.require_webhook_secret()  # bot.startup.check_serve proved the rest (the sandbox …)
+    app, services = make_app(settings)
+    try:
+        if dev:
             app.run(host=host, port=port, threaded=True)
-        finally:
-            services.close()
-        return 0
-    options = {"bind": f"{host}:{port}", "workers": processes, "threads": 8,
-               "worker_class": "gthread", "timeout": 30, "accesslog": "-",
-               "loglevel": "info" if verbose else "warning"}
-    _Gunicorn(settings, options).run()
+            return 0
+        server = make_door(app, host=host, port=port, threads=settings.server_threads,
+                           header_timeout=settings.header_timeout,
+                           read_timeout=settings.read_timeout,
+                           max_connections=settings.max_connections)
+        if threading.current_thread() is threading.main_thread():  # `docker stop` sends TERM
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        log.info("serving on http://%s:%s", host, server.port)
+        server.run()  # returns on SystemExit and KeyboardInterrupt, its threads stopped
+    finally:
+        services.close()
     return 0
 
 

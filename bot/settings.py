@@ -130,6 +130,55 @@ class BotSettings(BaseSettings):
     token: SecretStr | None = Field(
         default=None, description="A ready token instead of the App's (Actions mode)."
     )
+    # Who may see what: the run pages behind GitHub sign-in, /metrics behind a token.
+    run_pages: Literal["private", "public"] = Field(
+        default="private",
+        description="private: run pages only for signed-in people who can read the run's "
+        "repository; public: for anyone who reaches the server.",
+    )
+    client_id: str | None = Field(
+        default=None, description="The App's client id, for signing in to the run pages."
+    )
+    client_secret: SecretStr | None = Field(default=None, description="The App's client secret.")
+    session_secret: SecretStr | None = Field(
+        default=None,
+        description="Signs and encrypts sign-in cookies; default: derived from the client secret.",
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description="Bearer token /metrics asks for; without it /metrics answers loopback only.",
+    )
+    # Operator limits: a repository's cra.toml may lower them, never raise them (bot.limits).
+    max_tokens_per_run: int = Field(
+        default=1_000_000, gt=0, description="Most model tokens one run may use."
+    )
+    max_tokens_per_step: int = Field(
+        default=100_000, gt=0, description="Most model tokens one plan step may use."
+    )
+    max_retries_per_step: int = Field(default=3, ge=0, description="Most retries of one step.")
+    max_calls_per_step: int = Field(
+        default=30, gt=0, description="Most model calls of one plan step."
+    )
+    max_test_timeout: float = Field(
+        default=1800.0, gt=0, description="Most seconds one test, lint or setup command may run."
+    )
+    max_runs_per_installation: int | None = Field(
+        default=None, gt=0, description="Most runs at once per App installation (unset: no limit)."
+    )
+    max_runs_per_repository: int | None = Field(
+        default=None, gt=0, description="Most runs at once per repository (unset: no limit)."
+    )
+    # The door: slow or stalled clients never hold the server (bot.door).
+    server_threads: int = Field(default=8, ge=1, description="Threads answering requests.")
+    header_timeout: float = Field(
+        default=10.0, gt=0, description="Seconds a client has to send a request's headers."
+    )
+    read_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds of silence after which a connection is closed."
+    )
+    max_connections: int = Field(
+        default=500, ge=1, description="Open connections at most; more wait to be accepted."
+    )
     sandbox: Literal["bwrap", "none"] = Field(
         default="bwrap",
         description="Where repository commands run: bwrap (bubblewrap) | none (unsandboxed).",

@@ -39,6 +39,7 @@ ACTIVE_STATUSES: tuple[RunStatus, ...] = ("queued", "running")
 ACTIVE_COMMANDS = ("solve", "plan")  # help, cancel and busy runs only reply
 DELIVERY_RETENTION = timedelta(days=7)  # GitHub redelivers with the same id for days
 ONE_ACTIVE_RUN = "status IN ('queued', 'running') AND command IN ('solve', 'plan')"
+ONE_BUSY_REPLY = "command = 'busy'"  # one "busy" reply per active run, however many deliveries
 
 
 class ActiveRunExists(BotError):
@@ -89,6 +90,13 @@ class RunRow(BotBase):
             unique=True,
             sqlite_where=text(ONE_ACTIVE_RUN),
             postgresql_where=text(ONE_ACTIVE_RUN),
+        ),
+        Index(
+            "uq_runs_one_busy_reply",
+            "related_run_id",
+            unique=True,
+            sqlite_where=text(ONE_BUSY_REPLY),
+            postgresql_where=text(ONE_BUSY_REPLY),
         ),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -275,6 +283,13 @@ class BotStore(Database):
             run_id = connection.execute(insert(RunRow).returning(RunRow.id), values).scalar_one()
         return Run.model_validate({**dict.fromkeys(Run.model_fields), **values, "id": run_id})
 
+    def create_busy_reply(self, trigger: Trigger, active_run_id: int, text: str) -> Run | None:
+        """Store the one "busy" reply to the active run; None when it already has one."""
+        try:
+            return self._insert_run(trigger, "busy", text, active_run_id)
+        except IntegrityError:  # uq_runs_one_busy_reply: another delivery got there first
+            return None
+
     def get_run(self, run_id: int) -> Run | None:
         """The run with this id, or None."""
         with self._sessions() as session:
@@ -357,6 +372,19 @@ class BotStore(Database):
             query = query.where(RunRow.status == status)
         with self._sessions() as session:
             return [_run(row) for row in session.scalars(query)]
+
+    def running_count(
+        self, *, repository: str | None = None, installation_id: int | None = None
+    ) -> int:
+        """How many solve or plan runs are running, in one repository or installation."""
+        query = select(func.count()).select_from(RunRow).where(
+            RunRow.status == "running", RunRow.command.in_(ACTIVE_COMMANDS))
+        if repository is not None:
+            query = query.where(RunRow.repository == repository)
+        if installation_id is not None:
+            query = query.where(RunRow.installation_id == installation_id)
+        with self._sessions() as session:
+            return int(session.scalar(query) or 0)
 
     def counts_by_status(self) -> dict[str, int]:
         """How many runs are in each status (every status listed, zeros included)."""

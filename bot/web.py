@@ -1,9 +1,9 @@
 """The run pages: GET /runs and GET /runs/<id>, read-only views of the database (HTML or JSON)."""
 
-# These pages are public to whoever can reach the server: they have no authentication of their
-# own (the README says to keep the server private or put it behind an authenticating proxy).
-# They only read the database, never GitHub or a model, and render no setting; as a safety net
-# the values of the server's secrets are masked wherever they might appear in a record.
+# Who may see a run is bot.signin's business (CRA_RUN_PAGES: private behind GitHub sign-in, or
+# public); these views ask its gate first. They only read the database, never a model, and
+# render no setting; as a safety net the values of the server's secrets are masked wherever they
+# might appear in a record.
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from agent.models import (
 from agent.render import count_words
 from agent.run_details import PassDetail, TaskRunDetail
 from agent.store import RunLog
+from bot import signin
 from bot.settings import BotSettings
 from bot.state import current_state
 from bot.store import ACTIVE_STATUSES, RUN_STATUSES, Run
@@ -332,14 +333,18 @@ def _wants_json() -> bool:
 
 @blueprint.get("/runs")
 def run_list() -> ResponseReturnValue:
-    """The newest runs first, filtered by ?repository= and ?status=."""
+    """The newest runs first, filtered by ?repository= and ?status=; only readable ones."""
+    denied = signin.list_gate()
+    if denied is not None:
+        return denied
     state = current_state()
     repository = request.args.get("repository", "").strip() or None
     status = request.args.get("status", "").strip() or None
     limit = min(max(request.args.get("limit", DEFAULT_LIMIT, type=int) or 1, 1), MAX_LIMIT)
     secrets = secret_values(state.settings)
-    runs = [_masked(r, secrets) for r in state.services.store.list_runs(
-        repository=repository, status=status, limit=limit)]  # fmt: skip
+    found = state.services.store.list_runs(repository=repository, status=status, limit=limit)
+    allowed = signin.readable(r.repository for r in found)
+    runs = [_masked(r, secrets) for r in found if r.repository in allowed]
     if _wants_json():
         return jsonify(runs=[r.model_dump(mode="json") for r in runs])
     return render_template("runs_list.html", runs=runs, repository=repository or "",
@@ -351,6 +356,9 @@ def run_page(run_id: int) -> ResponseReturnValue:
     """One run: status, timeline, plan, adjustments, tests, diff and model calls; 404 if unknown."""
     state = current_state()
     run = state.services.store.get_run(run_id)
+    denied = signin.run_gate(run.repository if run is not None else None)
+    if denied is not None:
+        return denied
     if run is None:
         abort(404, description=f"There is no run #{run_id}.")
     page = _masked(build_page(run, RunLog(state.services.store.engine)),

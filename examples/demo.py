@@ -2,7 +2,7 @@
 
 Three real processes on loopback, all started and stopped here: examples/fake_services.py (a
 local stand-in for GitHub holding examples/sample_repo, and a model server answering from
-examples/answers.json), and `cra-bot serve` (gunicorn, falling back to Flask's server) on the
+examples/answers.json), and `cra-bot serve` (waitress, falling back to Flask's server) on the
 embedded defaults: SQLite and in-process worker threads, its data in a temporary directory. The
 demo signs and delivers an `issues.labeled` webhook, draws the run's checklist from the bot's
 progress comment on the fake GitHub, and prints the pull request it opens.
@@ -275,6 +275,7 @@ def bot_env(tmp: Path, info: Mapping[str, Any], choice: ModelChoice, secret: str
         "CRA_BOT_LOGIN": info["bot_login"], "CRA_LABEL": "cra",
         "CRA_COMMENT_INTERVAL": "0", "CRA_SANDBOX": sandbox_choice(os.environ),
         **choice.passthrough,
+        "CRA_RUN_PAGES": "public",  # everything is on loopback; no sign-in for the demo
     }
     for role in ROLES:
         env[f"CRA_{role.upper()}_BASE_URL"] = model_url
@@ -309,7 +310,7 @@ def cra_bot() -> list[str]:
 
 
 def start_bot(procs: Processes, env: dict[str, str]) -> tuple[str, str]:
-    """`cra-bot serve` under gunicorn, else --dev; (its URL, how it is served) once healthy."""
+    """`cra-bot serve` (waitress), else --dev; (its URL, how it is served) once healthy."""
     for dev in (False, True):
         port = free_port()
         url = f"http://127.0.0.1:{port}"
@@ -318,12 +319,12 @@ def start_bot(procs: Processes, env: dict[str, str]) -> tuple[str, str]:
                               argv + (["--dev"] if dev else []),
                               env={**env, "CRA_PUBLIC_URL": url})
         if wait_healthy(url, started.proc):
-            return url, "Flask's development server" if dev else "gunicorn"
+            return url, "Flask's development server" if dev else "waitress"
         stop_tree(started.proc)
         procs.started.remove(started)
         if dev:
             raise DemoError("cra-bot serve did not start:\n" + tail(started.log))
-        print("  (gunicorn did not come up; trying `cra-bot serve --dev`)")
+        print("  (waitress did not come up; trying `cra-bot serve --dev`)")
     raise AssertionError("unreachable")
 
 

@@ -8,8 +8,8 @@ from typing import Final, Literal
 
 from agent.config import SolveConfig
 from agent.errors import AdjustmentFailed
-from agent.execute.parsers import parse_plan_response
-from agent.execute.plan import ensure_valid_adjustment, execute_plan, plan_schema
+from agent.execute.parsers import Plan
+from agent.execute.plan import ask_plan, ensure_valid_adjustment, execute_plan
 from agent.execute.plan_prompts import (
     SYSTEM_PROMPTS,
     build_finalize_prompt,
@@ -205,11 +205,11 @@ def finalize_adjustment(
         reserved_tokens=reserved_tokens, completed_steps=completed_steps,
         cumulative_diff=cumulative_diff,
     )
-    response = llm.complete(system, user, stage=STAGE_FINALIZE,
-                            json_schema=plan_schema(STAGE_FINALIZE))
-    adjustment = parse_plan_response(response.raw_text, STAGE_FINALIZE)
-    assert isinstance(adjustment, PlanAdjustment)  # the parser's model for this pass type
-    return ensure_valid_adjustment(adjustment, completed_steps)
+    def check(plan: Plan) -> PlanAdjustment:
+        assert isinstance(plan, PlanAdjustment)  # the parser's model for this pass type
+        return ensure_valid_adjustment(plan, completed_steps)
+
+    return ask_plan(llm, system, user, pass_type=STAGE_FINALIZE, check=check)
 
 
 # --- the pipeline ----------------------------------------------------------------------------

@@ -43,7 +43,32 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 def first_json_object(text: str) -> dict[str, object] | None:
-    """The first complete JSON object in `text` (prose and fences around it ignored)."""
+    """The first complete JSON object in `text` (prose and fences around it ignored); failing
+    that, the same after the obvious repair of trailing commas."""
+    found = _first_object(text)
+    if found is None and "," in text:
+        found = _first_object(without_trailing_commas(text))
+    return found
+
+
+def without_trailing_commas(text: str) -> str:
+    """`text` without commas that directly close an object or array (outside strings)."""
+    out: list[str] = []
+    in_string = escaped = False
+    for i, char in enumerate(text):
+        if in_string:
+            in_string = char != '"' or escaped
+            escaped = char == "\\" and not escaped
+        elif char == '"':
+            in_string = True
+        elif char == "," and text[i + 1 :].lstrip()[:1] in ("}", "]"):
+            continue
+        out.append(char)
+    return "".join(out)
+
+
+def _first_object(text: str) -> dict[str, object] | None:
+    """The first complete JSON object in `text`."""
     decoder = json.JSONDecoder()
     start = text.find("{")
     while start != -1:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from typing import Any, Literal, overload
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar, overload
 
-from agent.errors import PlanInvalid
+from agent.errors import ParseError, PlanInvalid, PromptTooLarge
 from agent.execute.parsers import (
     PassType,
     Plan,
+    PlanT,
     ensure_valid_plan,
+    excerpt,
     parse_plan_response,
     topological_order,
     validate_plan,
 )
+from agent.execute.plan_rules import send_back_problems, split_steps
 from agent.execute.prompts import PlanPassType, build_plan_prompt
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
@@ -29,6 +32,7 @@ from agent.models import (
     ValidationResult,
 )
 
+CheckedT = TypeVar("CheckedT")
 _STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 
 
@@ -57,6 +61,18 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
                            "rationale": _STRING, "changes_made": _STRINGS}),
 }
 _SCHEMAS["adjustment_finalize"] = _SCHEMAS["adjustment"]
+
+REASK_ERROR_CHARS = 600
+_STEP_SHAPE = ('{"id": "s1", "description": "…", "target_files": ["path/to/file.py"], '
+               '"target_symbols": ["name"], "depends_on": []}')
+PLAN_SHAPES: dict[str, str] = {
+    "meta_plan": ('{"task_summary": "…", "parts": [{"id": "p1", "description": "…", '
+                  '"affected_files": ["path/to/file.py"], "depends_on": []}], "rationale": "…"}'),
+    "part_plan": f'{{"part_id": "p1", "task_summary": "…", "steps": [{_STEP_SHAPE}], '
+                 '"rationale": "…"}',
+    "adjustment": f'{{"revised_steps": [{_STEP_SHAPE}], "rationale": "…", "changes_made": ["…"]}}',
+}
+PLAN_SHAPES["adjustment_finalize"] = PLAN_SHAPES["adjustment"]
 
 
 def plan_schema(pass_type: PassType) -> dict[str, Any]:
@@ -114,13 +130,78 @@ def execute_plan(
         prior_results=prior_results, test_results=test_results,
         remaining_steps=remaining_steps, completed_steps=completed_steps,
     )
-    response = llm.complete(system, user, stage=pass_type, json_schema=plan_schema(pass_type))
-    plan = parse_plan_response(response.raw_text, pass_type)
-    if isinstance(plan, PlanAdjustment):
-        return ensure_valid_adjustment(plan, completed_steps)
+
+    def check(plan: Plan) -> Plan:
+        if isinstance(plan, PlanAdjustment):
+            return with_split_steps(ensure_valid_adjustment(plan, completed_steps))
+        if isinstance(plan, PartPlan):
+            return with_split_steps(ensure_valid_plan(with_part_id(plan, expected_part_id)))
+        return ensure_valid_plan(plan)
+
+    return ask_plan(llm, system, user, pass_type=pass_type, check=check)
+
+
+def with_split_steps(plan: PlanT) -> PlanT:
+    """The plan with every step over several source files split into one step per file."""
     if isinstance(plan, PartPlan):
-        return ensure_valid_plan(with_part_id(plan, expected_part_id))
-    return ensure_valid_plan(plan)
+        return plan.model_copy(update={"steps": split_steps(plan.steps)})
+    if isinstance(plan, PlanAdjustment):
+        return plan.model_copy(update={"revised_steps": split_steps(plan.revised_steps)})
+    return plan
+
+
+def rule_problems(plan: Plan) -> list[str]:
+    """Decomposition problems to send back to the planner (once; its re-answer is kept)."""
+    if isinstance(plan, MetaPlan):
+        return []
+    return send_back_problems(plan.steps if isinstance(plan, PartPlan) else plan.revised_steps)
+
+
+def ask_plan(
+    llm: LoggedLLMClient,
+    system: str,
+    user: str,
+    *,
+    pass_type: PassType,
+    check: Callable[[Plan], CheckedT],
+) -> CheckedT:
+    """A plan answer parsed and checked; when it cannot be used, or breaks a decomposition
+    rule the planner must fix itself, asked once more with the problem and the expected shape
+    (stage `<pass>_reask`, recorded and charged like any call).
+
+    A first plan that only broke a rule is kept when the re-ask gives nothing better; else the
+    first error propagates when the re-ask does not fit the window, the second when it fails.
+    """
+    schema = plan_schema(pass_type)
+    response = llm.complete(system, user, stage=pass_type, json_schema=schema)
+    fallback: CheckedT | None = None
+    try:
+        plan = parse_plan_response(response.raw_text, pass_type)
+        checked = check(plan)
+        problems = rule_problems(plan)
+        if not problems:
+            return checked
+        first: ParseError | PlanInvalid = PlanInvalid(problems)
+        fallback = checked
+    except (ParseError, PlanInvalid) as exc:
+        first = exc
+    try:
+        again = llm.complete(system, f"{user}\n\n{reask_note(first, pass_type)}",
+                             stage=f"{pass_type}_reask", json_schema=schema)
+        return check(parse_plan_response(again.raw_text, pass_type))
+    except (ParseError, PlanInvalid, PromptTooLarge) as exc:
+        if fallback is not None:
+            return fallback
+        raise (first if isinstance(exc, PromptTooLarge) else exc) from None
+
+
+def reask_note(error: ParseError | PlanInvalid, pass_type: PassType) -> str:
+    """What a re-ask adds to the prompt: what was wrong, and the shape to answer in."""
+    return (
+        f"Your previous answer could not be used: {excerpt(str(error), REASK_ERROR_CHARS)}\n"
+        "Answer again with only one JSON object of exactly this shape, and nothing before or "
+        f"after it:\n{PLAN_SHAPES[pass_type]}"
+    )
 
 
 def with_part_id(plan: PartPlan, part_id: str | None) -> PartPlan:

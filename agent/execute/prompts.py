@@ -388,6 +388,9 @@ def format_test_results(results: Sequence[ValidationResult], cap: int) -> str:
     return "\n\n".join(blocks)
 
 
+REASK_NOTE_TOKENS = 400  # the most a plan re-ask adds (error excerpt and expected shape)
+
+
 def plan_context_room(
     task: str,
     *,
@@ -403,4 +406,5 @@ def plan_context_room(
         reserved_tokens=reserved_tokens, step_token_budget=step_token_budget,
     )
     room = context_room(system, user, model=model, reserved_tokens=reserved_tokens)
+    room = max(room - REASK_NOTE_TOKENS, 0)  # a re-ask appends its note to the same prompt
     return room // 2 if pass_type == "adjustment" else room

@@ -1,4 +1,4 @@
-"""Yes/no judgments: parse a small model's answer, and judge many items one call each."""
+"""Yes/no judgments: parse a small model's answer, re-ask once, judge many items one call each."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import TypeVar
 
 from pydantic import Field
 
+from agent.errors import PromptTooLarge
+from agent.llm.judgments import Answer
 from agent.llm.logged import LoggedLLMClient
 from agent.llm.thinking import strip_thinking
 from agent.models import Record
@@ -15,6 +17,9 @@ from agent.models import Record
 T = TypeVar("T")
 
 ANSWER_INSTRUCTION = "Answer yes or no."
+REASK_INSTRUCTION = (
+    "Your previous answer was neither yes nor no. Answer with exactly one word: yes or no."
+)
 _ANSWERS = {"yes": True, "no": False}
 _DECORATION = re.compile(r"[*_`#>\"'“”‘’\[\]()]")
 _LABEL = re.compile(
@@ -62,17 +67,36 @@ def run_binary_judgment(
     item_key: Callable[[T], str],
     stage: str,
     default: bool,
+    version: Callable[[T], str] | None = None,
 ) -> BinaryJudgment:
-    """One yes/no call per item; an unparseable answer takes `default` and is listed."""
+    """One yes/no call per item, re-asked once when the answer is neither; still neither:
+    `default`, listed as unparseable. With the client's judgment cache, a question asked
+    before about the same content (`version`: e.g. the file's hash) is answered from it."""
     judgment = BinaryJudgment()
+    cache = llm.judgments
     for item in items:
         key = item_key(item)
-        response = llm.complete(
-            system_prompt, binary_prompt(task_context, format_item(item)), stage=stage
-        )
-        verdict = parse_yes_no(response.text)
-        if verdict is None:
+        prompt = binary_prompt(task_context, format_item(item))
+        question = (llm.config.model, system_prompt, prompt, version(item) if version else "")
+        found = cache.get(question) if cache is not None else None
+        if found is None:
+            found = ask_yes_no(llm, system_prompt, prompt, stage=stage)
+            if cache is not None:
+                cache.put(question, found)
+        if found.verdict is None:
             judgment.unparseable.append(key)
-            verdict = default
-        judgment.verdicts[key] = verdict
+        judgment.verdicts[key] = default if found.verdict is None else found.verdict
     return judgment
+
+
+def ask_yes_no(llm: LoggedLLMClient, system: str, prompt: str, *, stage: str) -> Answer:
+    """The verdict of one question; an answer that is neither yes nor no is asked once more
+    (stage `<stage>_reask`, recorded and charged) unless the re-ask would not fit the window."""
+    verdict = parse_yes_no(llm.complete(system, prompt, stage=stage).text)
+    if verdict is not None:
+        return Answer(verdict)
+    again = prompt.removesuffix(ANSWER_INSTRUCTION).rstrip() + "\n\n" + REASK_INSTRUCTION
+    try:
+        return Answer(parse_yes_no(llm.complete(system, again, stage=f"{stage}_reask").text))
+    except PromptTooLarge:
+        return Answer(None)

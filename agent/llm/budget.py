@@ -83,14 +83,15 @@ class TaskBudget:
         """Model calls charged so far."""
         return self._calls
 
-    def check(self, next_prompt_tokens: int) -> None:
-        """Raise BudgetExhausted if one more call of this prompt size would cross a ceiling.
+    def check(self, next_prompt_tokens: int, answer_tokens: int = 0) -> None:
+        """Raise BudgetExhausted if one more call of this prompt size, with an answer as long as
+        `answer_tokens` (the model's answer cap, reserved), could cross a ceiling.
 
-        `used` in the error is the calls already made, or the tokens the next call would bring.
+        `used` in the error is the calls already made, or the tokens the next call could bring.
         """
         if self.max_calls is not None and self._calls + 1 > self.max_calls:
             raise BudgetExhausted(self.calls_label, used=self._calls, limit=self.max_calls)
-        projected = self._used_tokens + next_prompt_tokens
+        projected = self._used_tokens + next_prompt_tokens + answer_tokens
         if self.max_tokens is not None and projected > self.max_tokens:
             raise BudgetExhausted(self.tokens_label, used=projected, limit=self.max_tokens)
 

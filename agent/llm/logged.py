@@ -9,6 +9,7 @@ from agent.config import ModelConfig
 from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
 from agent.llm.budget import TaskBudget, check_prompt_fits, estimate_prompt_tokens
 from agent.llm.client import ChatModel
+from agent.llm.judgments import JudgmentCache
 from agent.models import LLMCallRecord, LLMResponse, Usage
 
 
@@ -32,8 +33,10 @@ class LoggedLLMClient:
         reserved_tokens: int,
         task_run_id: int | None = None,
         budgets: Sequence[TaskBudget] = (),
+        judgments: JudgmentCache | None = None,
     ) -> None:
         self._model = model
+        self.judgments = judgments  # the run's yes/no answers, shared by its clients
         self._log = log
         self.role = role
         self.reserved_tokens = reserved_tokens
@@ -65,8 +68,8 @@ class LoggedLLMClient:
             tokens = check_prompt_fits(
                 system, user, model=self.config, reserved_tokens=self.reserved_tokens, stage=stage
             )
-            for budget in self.budgets:
-                budget.check(tokens)
+            for budget in self.budgets:  # the answer's tokens reserved: no call crosses a ceiling
+                budget.check(tokens, answer_tokens=self.config.max_tokens)
             response = self._model.complete(
                 system, user, json_schema=json_schema, json_mode=json_mode, stage=stage
             )

@@ -20,9 +20,15 @@ from agent.retrieval.index import RepoIndex
 from agent.retrieval.packing import Entry, block_tokens, pack
 from agent.retrieval.parsing import language_of, parse_source
 from agent.retrieval.ranking import rank
-from agent.retrieval.scan import BINARY_SNIFF_BYTES
+from agent.retrieval.scan import BINARY_SNIFF_BYTES, is_test_path
 from agent.retrieval.seeds import ResolvedSeeds, Seeds, resolve_seeds
-from agent.retrieval.stages import ScopeItem, choose_details, judge_scope, scope_summary
+from agent.retrieval.stages import (
+    ScopeItem,
+    choose_details,
+    content_version,
+    judge_scope,
+    scope_summary,
+)
 
 Mode = Literal["plan", "implement"]
 NOT_IN_REPOSITORY = "not in the repository (a step may create it)"
@@ -84,7 +90,10 @@ def _retrieve(
     run = _Run(task, root, mode, config, classifier, resolved,
                [DroppedFile(path=p, reason=NOT_IN_REPOSITORY) for p in resolved.missing],
                calls_left=config.max_classifier_calls)
-    ranked = rank(f"{task}\n{seeds.text}", index, resolved, limit=config.search_limit)
+    # The implement step edits sources unless it targets a test: tests must not crowd them out.
+    prefer_source = mode == "implement" and not any(is_test_path(f) for f in seeds.files)
+    ranked = rank(f"{task}\n{seeds.text}", index, resolved, limit=config.search_limit,
+                  prefer_source=prefer_source)
     why = {c.path: "rank: " + ", ".join(c.reasons) for c in ranked}
     pool = [c.path for c in ranked if c.path not in carried][: config.top_k]
     entries = [e for p in resolved.files if (e := _load(run, p, "seed: " + resolved.reasons[p],
@@ -131,7 +140,8 @@ def _scope(run: _Run, candidates: Sequence[Entry]) -> list[Entry]:
     run.dropped += [DroppedFile(path=e.path, reason="scope: not judged (classifier call cap)")
                     for e in unasked]
     items = [ScopeItem(e.path, scope_summary(e.path, language_of(e.path), e.doc, e.symbols,
-                                             e.text.count("\n") + 1)) for e in asked]
+                                             e.text.count("\n") + 1), content_version(e.text))
+             for e in asked]
     kept, dropped = judge_scope(run.task, items, run.classifier)
     run.dropped += dropped
     keep = set(kept)

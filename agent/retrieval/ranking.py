@@ -9,12 +9,14 @@ from dataclasses import dataclass
 
 from agent.retrieval.index import FileInfo, RepoIndex
 from agent.retrieval.parsing import CODE_LANGUAGES, terms
-from agent.retrieval.scan import test_subject
+from agent.retrieval.scan import is_test_path, test_subject
 from agent.retrieval.seeds import ResolvedSeeds
 
 MAX_QUERY_TERMS = 48
 IMPORTED_BY_SEED, IMPORTS_SEED = 0.6, 0.4  # a seed's own imports matter more than its importers
 TEST_OF_SEED, TEST_OF_HIT = 0.7, 0.3
+NEIGHBOUR_OF_HIT = 0.25  # the first hit's import neighbours, damped well below a seed's
+NEIGHBOUR_GAP = 1e-3
 NON_CODE_SEARCH = 0.5  # data and prose files match many words but are seldom what a task edits
 TEST_PAIR_HITS = 3  # the best search hits whose tests are pulled up too
 MAX_TESTS_PER_FILE = 3
@@ -48,8 +50,10 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(kept))[:MAX_QUERY_TERMS]
 
 
-def rank(text: str, index: RepoIndex, seeds: ResolvedSeeds, *, limit: int) -> list[Candidate]:
-    """Files other than the seeds, best first; equal scores in path order."""
+def rank(text: str, index: RepoIndex, seeds: ResolvedSeeds, *, limit: int,
+         prefer_source: bool = False) -> list[Candidate]:
+    """Files other than the seeds, best first; equal scores in path order. `prefer_source`
+    (an implement step that targets no test): every source file above every test file."""
     scores: dict[str, float] = defaultdict(float)
     reasons: dict[str, list[str]] = defaultdict(list)
 
@@ -69,8 +73,17 @@ def rank(text: str, index: RepoIndex, seeds: ResolvedSeeds, *, limit: int) -> li
     best_hits = [p for p, _ in hits[:TEST_PAIR_HITS]]
     for path, amount, reason in _test_pairs(infos, seeds.files, best_hits, dict(hits), top):
         credit(path, amount, reason)
+    first = next((p for p, _ in hits if p in code and not is_test_path(p)), None)
+    if first is not None:  # a fix over several files: keep the first hit's neighbours near it
+        for path, amount, reason in _import_neighbours(index, [first]):
+            # below the first hit, never above it: the lift must not cost the top place
+            room = scores[first] - scores.get(path, 0.0) - NEIGHBOUR_GAP
+            credit(path, min(amount * NEIGHBOUR_OF_HIT, room), f"{reason} (first hit)")
     ranked = [Candidate(p, round(s, 6), tuple(dict.fromkeys(reasons[p])))
               for p, s in scores.items() if p not in seeds.reasons]
+    if prefer_source:
+        return sorted(ranked, key=lambda c: (c.path not in code or is_test_path(c.path),
+                                             -c.score, c.path))
     return sorted(ranked, key=lambda c: (-c.score, c.path))
 
 

@@ -20,6 +20,10 @@ _PY_FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<name>[\w<>]+)'
 PATH_PATTERN = re.compile(
     r"(?<![\w@])(?P<path>(?:[\w.\\-]+/)*[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,5})(?![\w/])"
 )
+_FILE_LINE = re.compile(
+    r"(?<![\w@])(?P<path>(?:[\w.\\-]+/)*[\w.-]*\w\.[A-Za-z]\w{0,5}):(?P<line>\d+)"
+)
+_DOTTED = re.compile(r"(?<![\w./])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){1,8}(?![\w/])")
 _BACKTICKED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`")
 _CODE_LIKE = re.compile(
     r"\b(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*\b|\b\w*_\w+\b|\b\w*[a-z0-9][A-Z]\w*\b"
@@ -80,6 +84,8 @@ def resolve_seeds(task: str, seeds: Seeds, index: RepoIndex, *, root: Path) -> R
     mined = ResolvedSeeds()
     for text in (task, seeds.text):
         _mine_locations(mined, paths, text)
+        _mine_line_refs(mined, paths, index, text)
+        _mine_modules(mined, paths, index, text)
     _seed_symbols(mined, index, _code_names([task, *_backticked(seeds.text)]))
     for path in mined.files[:MAX_MINED_FILES]:
         resolved.add_file(path, mined.reasons[path])
@@ -130,6 +136,47 @@ def _mine_locations(mined: ResolvedSeeds, paths: _PathMatcher, text: str) -> Non
     for match in PATH_PATTERN.finditer(text):
         if (found := paths.match(match["path"])) is not None:
             mined.add_file(found, "path in text")
+
+
+def _mine_line_refs(mined: ResolvedSeeds, paths: _PathMatcher, index: RepoIndex,
+                    text: str) -> None:
+    """`path:line` references: the file, and the innermost definition around that line."""
+    for match in _FILE_LINE.finditer(text):
+        found = paths.match(match["path"])
+        if found is None:
+            continue
+        mined.add_file(found, "file:line in text")
+        line = int(match["line"])
+        around = [s for s in index.symbols_in(found) if s.start_line <= line <= s.end_line]
+        if around:
+            mined.add_symbol(max(around, key=lambda s: s.start_line).qualname)
+
+
+def _mine_modules(mined: ResolvedSeeds, paths: _PathMatcher, index: RepoIndex,
+                  text: str) -> None:
+    """Dotted module paths (`pkg.sub.module`, `pkg.module.Class.method`) as the module's file:
+    the longest prefix of two or more parts that names a `.py` file or package. When the part
+    after it names something the module only re-exports, the module it imports that from
+    comes first."""
+    for match in _DOTTED.finditer(text):
+        parts = match.group(0).split(".")
+        for k in range(len(parts), 1, -1):
+            stem = "/".join(parts[:k])
+            found = paths.match(f"{stem}.py") or paths.match(f"{stem}/__init__.py")
+            if found is not None:
+                if k < len(parts):
+                    for origin in _defined_behind(index, found, parts[k]):
+                        mined.add_file(origin, f"defines {parts[k]}, which {found} re-exports")
+                mined.add_file(found, "module path in text")
+                break
+
+
+def _defined_behind(index: RepoIndex, module: str, name: str) -> list[str]:
+    """The files `module` imports that define `name`, when `module` does not define it."""
+    if any(s.name == name for s in index.symbols_in(module)):
+        return []
+    imported = {dst for src, dst in index.import_edges([module]) if src == module}
+    return sorted({s.path for s in index.symbols_named([name]) if s.path in imported})
 
 
 def _backticked(text: str) -> list[str]:

@@ -3,11 +3,12 @@ definition?), as yes/no questions to the classifier; an unparseable answer means
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from agent.llm.binary import ANSWER_INSTRUCTION, run_binary_judgment
+from agent.llm.binary import REASK_INSTRUCTION, run_binary_judgment
 from agent.llm.budget import MESSAGE_OVERHEAD_TOKENS, estimate_tokens, prompt_limit
 from agent.llm.logged import LoggedLLMClient
 from agent.models import DroppedFile, SymbolDetail
@@ -31,10 +32,11 @@ Mode = Literal["plan", "implement"]
 
 @dataclass(frozen=True)
 class ScopeItem:
-    """A candidate file and the summary the classifier sees of it."""
+    """A candidate file, the summary the classifier sees of it, and its content's version."""
 
     path: str
     summary: str
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ def judge_scope(
         list(items), llm=llm, system_prompt=SCOPE_SYSTEM, task_context=fit.task_context,
         format_item=lambda i: fit.item(i.summary, "Is this file needed for the task?"),
         item_key=lambda i: i.path, stage=SCOPE_STAGE, default=False,
+        version=lambda i: i.version,
     )
     kept = [i.path for i in items if judgment.verdicts.get(i.path)]
     dropped = [
@@ -85,7 +88,7 @@ def choose_details(
     details: dict[str, SymbolDetail] = {
         s.qualname: "full" for s in symbols if s.name in wanted or s.qualname in wanted
     }
-    asker = _Asker(llm, fit, path, max_questions)
+    asker = _Asker(llm, fit, path, max_questions, content_version(text))
     order = _relevance_order(task)
     level = by_parent.get(None, [])
     while level:
@@ -106,8 +109,11 @@ def choose_details(
 class _Asker:
     """Asks yes/no questions about definitions of one file within a question budget."""
 
-    def __init__(self, llm: LoggedLLMClient, fit: _Fit, path: str, budget: int) -> None:
+    def __init__(
+        self, llm: LoggedLLMClient, fit: _Fit, path: str, budget: int, version: str
+    ) -> None:
         self.llm, self.fit, self.path, self.left = llm, fit, path, budget
+        self.version = version
 
     def ask(self, symbols: Sequence[Symbol], question: Callable[[Symbol], _Question],
             details: dict[str, SymbolDetail]) -> list[Symbol]:
@@ -123,6 +129,7 @@ class _Asker:
             task_context=self.fit.task_context,
             format_item=lambda q: self.fit.item(f"File: {self.path}\n{q.shown}", q.ask),
             item_key=lambda q: q.key, stage=PRECISION_STAGE, default=False,
+            version=lambda _: self.version,
         )
         yes = [s for s in asked if judgment.verdicts.get(s.qualname)]
         details.update({s.qualname: "omitted" for s in asked if s not in yes})
@@ -160,7 +167,8 @@ class _Fit:
 
     def __init__(self, llm: LoggedLLMClient, system: str, task: str) -> None:
         room = prompt_limit(llm.config, llm.reserved_tokens) - estimate_tokens(system)
-        room -= 2 * MESSAGE_OVERHEAD_TOKENS + estimate_tokens(ANSWER_INSTRUCTION) + 8
+        # The instruction of a re-ask is the longer one; the question must fit both ways.
+        room -= 2 * MESSAGE_OVERHEAD_TOKENS + estimate_tokens(REASK_INSTRUCTION) + 8
         self.task_context = "Task:\n" + cut(task, max(16, int(room * TASK_SHARE)))
         self.item_room = max(16, room - estimate_tokens(self.task_context) - 4)
 
@@ -168,6 +176,11 @@ class _Fit:
         """`head` (cut to fit) followed by the question."""
         room = self.item_room - estimate_tokens(question) - 2
         return f"{cut(head, max(8, room))}\n\n{question}"
+
+
+def content_version(text: str) -> str:
+    """A short digest of a file's content: a judgment about it holds while it is unchanged."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def cut(text: str, max_tokens: int) -> str:

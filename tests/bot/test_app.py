@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from pydantic import SecretStr
 from werkzeug.test import TestResponse
 
 from agent.models import LLMCallRecord
@@ -256,6 +257,32 @@ def test_a_second_solve_while_one_is_active_gets_a_busy_reply(
     assert services.store.active_run("Codertocat/Hello-World", 1) == active
 
 
+def test_a_burst_of_deliveries_on_a_busy_issue_gets_one_busy_reply(
+    client: FlaskClient, services: TestServices
+) -> None:
+    active = the_run(services, label(client))
+    first = the_run(services, deliver(client, "issue_comment", comment_body("/cra solve")))
+    later = [label(client) for _ in range(20)]
+    assert {r.status_code for r in later} == {200}
+    assert all(r.get_json() == {"busy": True} for r in later)
+    assert services.queue.enqueued == [active.id, first.id]
+    busy = [r for r in services.store.list_runs(limit=100) if r.command == "busy"]
+    assert [r.id for r in busy] == [first.id]
+    lines = metric_lines(client)
+    assert 'cra_webhook_deliveries_total{event="issues",outcome="busy"} 20' in lines
+
+
+def test_a_new_active_run_gets_its_own_busy_reply(
+    client: FlaskClient, services: TestServices
+) -> None:
+    old = the_run(services, label(client))
+    the_run(services, label(client))
+    services.store.finish_run(old.id, "succeeded")
+    new = the_run(services, label(client))
+    busy = the_run(services, label(client))
+    assert (busy.command, busy.related_run_id) == ("busy", new.id)
+
+
 def test_cancel_asks_the_active_run_to_stop_and_queues_a_reply(
     client: FlaskClient, services: TestServices
 ) -> None:
@@ -331,6 +358,49 @@ def test_metrics_count_deliveries_runs_and_tokens(
     assert 'cra_runs{status="queued"} 1' in lines and 'cra_runs{status="failed"} 0' in lines
     assert 'cra_run_duration_seconds_bucket{le="+Inf"} 0' in lines
     assert 'cra_model_tokens_total{role="reasoning"} 42' in lines
+
+
+def test_an_event_name_nobody_sends_is_counted_as_other(client: FlaskClient) -> None:
+    for n in range(3):
+        deliver(client, f"made-up-event-{n}", b'{"action": "x"}')
+    lines = metric_lines(client)
+    assert 'cra_webhook_deliveries_total{event="other",outcome="ignored"} 3' in lines
+    assert not any("made-up-event" in line for line in lines)
+
+
+def test_metrics_from_loopback_need_no_token(client: FlaskClient) -> None:
+    assert client.get("/metrics", environ_base={"REMOTE_ADDR": "::1"}).status_code == 200
+
+
+def test_metrics_from_elsewhere_without_a_token_are_refused(client: FlaskClient) -> None:
+    response = client.get("/metrics", environ_base={"REMOTE_ADDR": "203.0.113.9"})
+    assert response.status_code == 403 and "CRA_METRICS_TOKEN" in response.get_json()["error"]
+
+
+def test_metrics_through_a_proxy_on_loopback_are_refused(client: FlaskClient) -> None:
+    response = client.get("/metrics", headers={"X-Forwarded-For": "203.0.113.9"})
+    assert response.status_code == 403
+
+
+@pytest.fixture
+def token_client(settings: BotSettings, services: TestServices) -> FlaskClient:
+    with_token = settings.model_copy(update={"metrics_token": SecretStr("m3trics-t0ken")})
+    return create_app(with_token, services).test_client()
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong", "m3trics-t0ken", "Basic m3trics-t0ken"])
+def test_metrics_with_a_token_set_refuse_any_other_credentials(
+    token_client: FlaskClient, header: str | None
+) -> None:
+    headers = {"Authorization": header} if header else {}
+    response = token_client.get("/metrics", headers=headers)  # from loopback, too
+    assert response.status_code == 401 and response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_metrics_with_the_bearer_token_answer_from_anywhere(token_client: FlaskClient) -> None:
+    response = token_client.get("/metrics", headers={"Authorization": "Bearer m3trics-t0ken"},
+                                environ_base={"REMOTE_ADDR": "203.0.113.9"})
+    assert response.status_code == 200 and "cra_runs" in response.get_data(as_text=True)
 
 
 # --- creation --------------------------------------------------------------------------------

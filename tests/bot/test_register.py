@@ -25,6 +25,7 @@ from bot.register import (
     run_register,
     write_env,
 )
+from bot.settings import BotSettings
 
 APP_YML = Path(__file__).resolve().parents[2] / "app.yml"
 PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7s3cr3t\nline2==\n"
@@ -113,6 +114,19 @@ def test_manifest_fills_in_the_webhook_redirect_and_homepage_urls() -> None:
     assert m["hook_attributes"] == {"url": "https://cra.example.com/webhook", "active": True}
     assert m["redirect_url"] == "http://127.0.0.1:3000/callback"
     assert m["url"] == "https://cra.example.com"
+
+
+@pytest.mark.parametrize(("webhook", "callback"), [
+    ("https://cra.example.com/webhook", "https://cra.example.com/auth/callback"),
+    ("https://example.com/cra/webhook/", "https://example.com/cra/auth/callback"),
+    ("https://hooks.example.com/github", "https://hooks.example.com/auth/callback"),
+])
+def test_manifest_lists_the_sign_in_callback_beside_the_webhook(
+    webhook: str, callback: str
+) -> None:
+    made = manifest_from_app_yml(APP_YML, webhook_url=webhook,
+                                 redirect_url="http://127.0.0.1:3000/callback")
+    assert made["callback_urls"] == [callback]
 
 
 def test_manifest_takes_a_name_and_homepage_when_given() -> None:
@@ -232,17 +246,31 @@ def mode(path: Path) -> int:
 
 def test_env_file_is_mode_600_and_loads_back(tmp_path: Path) -> None:
     env = tmp_path / ".env"
-    write_env(env, creds(), force=False)
+    write_env(env, creds(), force=False, public_url="https://cra.example.com")
     assert mode(env) == 0o600
-    assert dotenv_values(env) == {"CRA_APP_ID": "4242", "CRA_APP_SLUG": "cra-test",
-                                  "CRA_WEBHOOK_SECRET": "whsec-0123456789abcdef",
-                                  "CRA_PRIVATE_KEY": PEM}
+    values = dotenv_values(env)
+    session = values.pop("CRA_SESSION_SECRET")
+    assert session is not None and len(session) >= 40
+    assert values == {"CRA_APP_ID": "4242", "CRA_APP_SLUG": "cra-test",
+                      "CRA_WEBHOOK_SECRET": "whsec-0123456789abcdef",
+                      "CRA_CLIENT_ID": "Iv1.abc", "CRA_CLIENT_SECRET": "client-s3cret",
+                      "CRA_PUBLIC_URL": "https://cra.example.com", "CRA_PRIVATE_KEY": PEM}
 
 
-def test_env_file_leaves_out_the_oauth_client_secret(tmp_path: Path) -> None:
+def test_env_file_holds_the_oauth_client_for_signing_in_to_the_run_pages(tmp_path: Path) -> None:
     env = tmp_path / ".env"
     write_env(env, creds(), force=False)
-    assert "client-s3cret" not in env.read_text()
+    settings = BotSettings.load(env)
+    assert settings.client_id == "Iv1.abc" and settings.client_secret is not None
+    assert settings.client_secret.get_secret_value() == "client-s3cret"
+
+
+def test_each_registration_gets_its_own_session_secret(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.env", tmp_path / "b.env"
+    write_env(first, creds(), force=False)
+    write_env(second, creds(), force=False)
+    assert (dotenv_values(first)["CRA_SESSION_SECRET"]
+            != dotenv_values(second)["CRA_SESSION_SECRET"])
 
 
 def test_an_existing_env_file_is_not_overwritten(tmp_path: Path) -> None:
@@ -312,7 +340,9 @@ def test_register_serves_the_form_exchanges_the_code_and_writes_the_env(tmp_path
     assert got.id == 4242 and len(seen) == 1
     assert browser.manifest["redirect_url"].startswith("http://127.0.0.1:")
     assert browser.manifest["hook_attributes"]["url"] == "https://cra.example.com/webhook"
+    assert browser.manifest["callback_urls"] == ["https://cra.example.com/auth/callback"]
     assert dotenv_values(tmp_path / ".env")["CRA_APP_ID"] == "4242"
+    assert dotenv_values(tmp_path / ".env")["CRA_PUBLIC_URL"] == "https://cra.example.com"
     assert mode(tmp_path / ".env") == 0o600
     status, page = browser.answers[0]
     assert status == 200 and "Registered the GitHub App cra-test" in page

@@ -61,7 +61,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             ScriptedModelServer() as models:  # fmt: skip
         for key, value in ISOLATED_GIT_ENV.items():
             patch.setenv(key, value)
-        world = BotWorld(tmp, fake, models, reasoning_api_key=API_KEY)
+        world = BotWorld(tmp, fake, models, reasoning_api_key=API_KEY, run_pages="public")
         try:
             yield _populate(world)
         finally:

@@ -35,10 +35,10 @@ class BotWorld:
     """The fake GitHub holding a buggy calc project as REPO, issue #1 about it, and a bot."""
 
     def __init__(self, tmp: Path, fake: FakeGitHub, models: ScriptedModelServer,
-                 **overrides: Any) -> None:
+                 *, cra_toml: str = CRA_TOML, **overrides: Any) -> None:
         self.tmp, self.fake, self.models = tmp, fake, models
         source = make_python_project(tmp / "source", bug=True, config=None)
-        commit_file(source, ".github/cra.toml", CRA_TOML, "Add cra config")
+        commit_file(source, ".github/cra.toml", cra_toml, "Add cra config")
         commit_file(source, ".gitignore", "__pycache__/\n*.pyc\n.pytest_cache/\ntest-env.txt\n",
                     "Ignore test output")
         fake.add_repo(REPO, source)

@@ -28,7 +28,7 @@ def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[BotWorld]:
     with FakeGitHub() as fake, ScriptedModelServer() as models:
-        w = BotWorld(tmp_path, fake, models)
+        w = BotWorld(tmp_path, fake, models, run_pages="public")  # the page's content is read
         try:
             yield w
         finally:

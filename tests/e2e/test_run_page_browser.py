@@ -1,12 +1,14 @@
-"""The run page in real headless Chromium: a run driven through the whole bot is served on
-loopback, rendered, and its screenshot is a page, not a blank."""
+"""The run page in real headless Chromium, behind GitHub sign-in: a run driven through the whole
+bot is served on loopback; signed out the browser gets the sign-in page, signed in as someone who
+cannot read the repository it gets no content, signed in as a reader it gets the page (rendered,
+not a blank), and signing out brings the sign-in page back. Sign-in goes through the fake
+GitHub's real OAuth endpoints, driven by chromedriver."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import struct
-import subprocess
 import threading
 import zlib
 from collections.abc import Iterator
@@ -17,28 +19,34 @@ import pytest
 from werkzeug.serving import make_server
 
 from bot.app import create_app
-from tests.e2e.bot_world import BotWorld
+from tests.e2e.bot_world import OWNER, REPO, BotWorld
+from tests.e2e.webdriver import Browser
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import ISOLATED_GIT_ENV
 
-CHROMIUM_FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-quic", "--window-size=1280,2000",
-)  # fmt: skip
 HEADER_BAR = (0x24, 0x29, 0x2F)  # the page's dark top bar (#24292f)
+STRANGER = "mallory"
+CONTENT = "Fix mul in calc/ops.py"  # a planned step: only a reader may see it
+
+
+@dataclass
+class Tools:
+    chromium: str
+    chromedriver: str
 
 
 @pytest.fixture
-def chromium() -> str:
-    """Debian's chromium; skipped when missing, except in CI (.ci/run installs it)."""
-    binary = shutil.which("chromium")
-    if binary is not None:
-        return binary
-    reason = "the browser test needs Debian's chromium (apt-get install chromium)"
+def tools() -> Tools:
+    """Debian's chromium and chromedriver; skipped when missing, except in CI (.ci/run installs
+    them)."""
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if chromium is not None and driver is not None:
+        return Tools(chromium, driver)
+    reason = ("the browser test needs Debian's chromium and chromium-driver "
+              "(apt-get install chromium chromium-driver)")
     if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: {reason}; .ci/run should have installed it")
+        pytest.fail(f"CI=true: {reason}; .ci/run should have installed them")
     pytest.skip(f"{reason}; skipped locally")
 
 
@@ -46,25 +54,30 @@ def chromium() -> str:
 class Served:
     url: str
     run_id: int
+    fake: FakeGitHub
 
 
 @pytest.fixture
 def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
-    """A finished run (one step passed, one failed), its app served by werkzeug on loopback."""
+    """A finished run (one step passed, one failed) of a private repository, its app served by
+    werkzeug on loopback with sign-in through the fake GitHub."""
     for key, value in ISOLATED_GIT_ENV.items():
         monkeypatch.setenv(key, value)
     with FakeGitHub() as fake, ScriptedModelServer() as models:
-        world = BotWorld(tmp_path, fake, models)
+        world = BotWorld(tmp_path, fake, models, client_id=fake.client_id,
+                         client_secret=fake.client_secret, public_url=None)
         try:
+            fake.set_private(REPO)
             world.script_fix(second_step_fails=True)
             run = world.run(world.label_issue())
             assert run.status == "partial", run.error
             server = make_server("127.0.0.1", 0, create_app(world.settings, world.services),
                                  threaded=True)
+            fake.register_callback(f"http://127.0.0.1:{server.port}/auth/callback")
             thread = threading.Thread(target=server.serve_forever, daemon=True)
             thread.start()
             try:
-                yield Served(f"http://127.0.0.1:{server.port}", run.id)
+                yield Served(f"http://127.0.0.1:{server.port}", run.id, fake)
             finally:
                 server.shutdown()
                 thread.join()
@@ -72,33 +85,54 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
             world.close()
 
 
-def render(chromium: str, url: str, tmp: Path) -> tuple[str, bytes]:
-    """The DOM Chromium built for `url` and its 1280×2000 screenshot (PNG bytes)."""
-    shot = tmp / "page.png"
-    result = subprocess.run(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp / 'profile'}",
-         f"--screenshot={shot}", "--dump-dom", url],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert shot.exists(), result.stderr[-2000:]
-    return result.stdout, shot.read_bytes()
+def sign_in_as(browser: Browser, login: str) -> None:
+    """From the sign-in page: "Sign in with GitHub", approve on GitHub as `login`, come back."""
+    browser.click("#sign-in")
+    browser.type("#login", login)
+    browser.click("#authorize")
 
 
-def test_run_page_renders_a_finished_run_in_chromium(
-    chromium: str, served: Served, tmp_path: Path
+def test_run_page_shows_only_to_a_signed_in_reader_in_chromium(
+    tools: Tools, served: Served, tmp_path: Path
 ) -> None:
-    dom, png = render(chromium, f"{served.url}/runs/{served.run_id}", tmp_path)
+    page = f"{served.url}/runs/{served.run_id}"
+    with Browser(tools.chromedriver, tools.chromium, tmp_path / "profile") as browser:
+        browser.open(page)
+        browser.find("#sign-in")
+        assert CONTENT not in browser.dom() and REPO not in browser.dom()
+
+        sign_in_as(browser, STRANGER)
+        browser.find("#not-found")
+        assert browser.url() == page and CONTENT not in browser.dom()
+
+        browser.click("#sign-out")
+        browser.find("#sign-in")
+
+        sign_in_as(browser, OWNER)
+        browser.find("#status")
+        assert browser.url() == page
+        dom, png = browser.dom(), browser.screenshot()
+
+        browser.click("#sign-out")
+        browser.find("#sign-in")
+        browser.open(page)
+        browser.find("#sign-in")
+        assert CONTENT not in browser.dom()
 
     assert f"Run #{served.run_id}" in dom and 'id="status">partial<' in dom
-    assert "Fix mul in calc/ops.py" in dom and "Add square to calc/ops.py" in dom  # the plan
+    assert CONTENT in dom and "Add square to calc/ops.py" in dom  # the plan
     assert "mul fixed; square next" in dom  # an adjustment's rationale
     assert '<td class="mono">meta_plan</td><td>reasoning</td>' in dom  # a model call
     assert '<span class="d-add">+    return a * b</span>' in dom  # the diff
     assert 'http-equiv="refresh"' not in dom
+    assert f'<span id="viewer">{OWNER}</span>' in dom
+    assert_rendered(png)
 
-    width, height, pixels = decode_png(png)
-    assert (width, height) == (1280, 2000)
+
+def assert_rendered(png: bytes) -> None:
+    """The screenshot is a styled page, not a blank."""
+    width, _, pixels = decode_png(png)
+    assert width == 1280
     colours = set(pixels)
     non_white = sum(p != (255, 255, 255) for p in pixels) / len(pixels)
     assert len(colours) >= 32, f"{len(colours)} colours: a blank or unstyled page"

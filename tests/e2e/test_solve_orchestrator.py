@@ -288,9 +288,10 @@ def test_failed_step_adjustment_drops_the_rest_and_the_run_is_partial(
 
 
 def test_run_budget_exhausted_mid_run_stops_partial_with_the_reason(clean: Harness) -> None:
-    script_two_parts(clean.server, usage=(1200, 100))
+    script_two_parts(clean.server, usage=(3000, 100))
 
-    result = clean.solve("Add power and neg", budget={"max_tokens_per_run": 5200})
+    # Each call reserves its answer (2048 tokens): the second step's call would cross 13500.
+    result = clean.solve("Add power and neg", budget={"max_tokens_per_run": 13500})
 
     assert result.status == "partial"
     assert result.budget_exhausted == "max_tokens_per_run"
@@ -343,6 +344,7 @@ def recorded_answers(h: Harness, task_id: str) -> list[str | None]:
 
 def test_garbage_meta_plan_fails_the_run_and_is_recorded(clean: Harness) -> None:
     clean.server.script("meta_plan", GARBAGE)
+    clean.server.script("meta_plan_reask", GARBAGE)
 
     result = clean.solve("Add power and neg")
 
@@ -352,10 +354,65 @@ def test_garbage_meta_plan_fails_the_run_and_is_recorded(clean: Harness) -> None
     assert git_in(clean.repo, "branch", "--list", "cra/*") == ""
 
 
+def test_a_planner_answering_prose_first_and_json_on_the_reask_completes_the_run(
+    clean: Harness,
+) -> None:
+    clean.server.script("meta_plan", "Sure! First I would add power, then export it.")
+    clean.server.script("meta_plan_reask", meta(("p1", "Add power", ["calc/ops.py"])))
+    clean.server.script("part_plan", "Step one: add the function. Step two: done.")
+    clean.server.script("part_plan_reask", "```json\n" + part("p1", S1) + "\n```")
+    clean.server.script("implement", append_to_ops(POWER))
+    clean.server.script("adjustment", adjustment())
+
+    result = clean.solve("Add power")
+
+    assert result.status == "complete", result.error
+    assert [(o.step_id, o.status) for o in result.steps] == [("s1", "passed")]
+    stages = [r.stage for r in clean.server.requests]
+    assert stages[:4] == ["meta_plan", "meta_plan_reask", "part_plan", "part_plan_reask"]
+    reask = clean.server.requests[1]
+    assert "could not be used" in reask.user_prompt and '"parts"' in reask.user_prompt
+    assert result.usage.calls == len(stages)  # every re-ask counted in the run's usage
+
+
+def test_a_step_whose_dependency_failed_is_skipped_with_the_reason(clean: Harness) -> None:
+    clean.server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"])))
+    clean.server.script("part_plan", part("p1", S1, S2))
+    wrong = edit("calc/ops.py", "def nothing_like_this():", "x")
+    clean.server.script("implement", wrong)
+    clean.server.script("implement_retry", wrong)
+    clean.server.script("adjustment", adjustment(S2, rationale="keep the export"))
+
+    result = clean.solve("Add power")
+
+    assert [(o.step_id, o.status) for o in result.steps] == [("s1", "failed"), ("s2", "skipped")]
+    assert result.steps[1].error == "skipped: it depends on s1, which did not pass"
+    assert [r.stage for r in clean.server.requests].count("implement") == 1
+    assert result.status == "failed"
+
+
+def test_a_part_whose_dependency_failed_is_not_planned(clean: Harness) -> None:
+    parts = json.loads(meta(("p1", "Add power", ["calc/ops.py"]),
+                            ("p2", "Add neg", ["calc/ops.py"])))
+    parts["parts"][1]["depends_on"] = ["p1"]
+    clean.server.script("meta_plan", json.dumps(parts))
+    clean.server.script("part_plan", GARBAGE)
+    clean.server.script("part_plan_reask", GARBAGE)
+
+    result = clean.solve("Add power, then neg")
+
+    assert result.status == "failed" and result.steps == []
+    assert [r.stage for r in clean.server.requests].count("part_plan") == 1
+    assert result.error is not None and result.error.startswith("part p1:")
+    assert clean.log.get_state(result.task_id, "part_skipped:p2") == {
+        "reason": "part p2 skipped: it depends on p1, which did not complete"}
+
+
 def test_garbage_part_plan_fails_that_part_only(clean: Harness) -> None:
     clean.server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"]),
                                           ("p2", "Add neg", ["calc/ops.py"])))
     clean.server.script("part_plan", GARBAGE, part("p2", N1))
+    clean.server.script("part_plan_reask", GARBAGE)
     clean.server.script("implement", append_to_ops(NEG))
     clean.server.script("adjustment", adjustment())
 

@@ -241,11 +241,12 @@ def test_step_viability_some_invalid(models: Models) -> None:
 
 def test_step_viability_all_invalid_raises(models: Models) -> None:
     models.server.script(VIABILITY, "maybe", "it depends")
+    models.server.script(f"{VIABILITY}_reask", "perhaps", "unclear")
     with pytest.raises(AdjustmentFailed) as caught:
         run_step_viability([signal()], [S2, S3], TASK, models.classifier)
     assert isinstance(caught.value, ValueError)
     assert (caught.value.stage, caught.value.keys) == (VIABILITY, ["s2", "s3"])
-    assert len(models.log.records) == 2
+    assert len(models.log.records) == 4
 
 
 def test_step_viability_empty_steps_returns_empty(models: Models) -> None:
@@ -260,6 +261,7 @@ def test_step_viability_no_failures_all_valid(models: Models) -> None:
 
 def test_step_viability_unparseable_answer_drops_the_step(models: Models) -> None:
     models.server.script(VIABILITY, "yes", "hmm, hard to say")
+    models.server.script(f"{VIABILITY}_reask", "still hard to say")
     found = run_step_viability([signal()], [S2, S3], TASK, models.classifier)
     assert found == {"s2": True, "s3": False}
 
@@ -338,6 +340,7 @@ def test_root_cause_diff_is_capped_to_its_last_2000_chars(models: Models) -> Non
 
 def test_root_cause_unparseable_answer_attributes_nothing(models: Models) -> None:
     models.server.script(ROOT_CAUSE, "perhaps")
+    models.server.script(f"{ROOT_CAUSE}_reask", "perhaps")
     assert run_root_cause_attribution([signal()], [S2], {"s2": True}, None,
                                       models.classifier) == {}
 
@@ -396,14 +399,17 @@ def test_finalize_produces_valid_plan_adjustment(models: Models) -> None:
 
 
 def test_finalize_validates_revised_steps_no_cycles(models: Models) -> None:
-    models.server.script(FINALIZE, finalize_answer(as_json(S2, depends_on=["s3"]), as_json(S3)))
+    cyclic = finalize_answer(as_json(S2, depends_on=["s3"]), as_json(S3))
+    models.server.script(FINALIZE, cyclic)
+    models.server.script(f"{FINALIZE}_reask", cyclic)
     with pytest.raises(PlanInvalid, match="dependency cycle"):
         finalize(models, verdicts({"s2": True, "s3": True}))
-    assert [r.stage for r in models.log.records] == [FINALIZE]
+    assert [r.stage for r in models.log.records] == [FINALIZE, f"{FINALIZE}_reask"]
 
 
 def test_finalize_validates_revised_steps_no_duplicates(models: Models) -> None:
     models.server.script(FINALIZE, finalize_answer(as_json(S2), as_json(S2)))
+    models.server.script(f"{FINALIZE}_reask", finalize_answer(as_json(S2), as_json(S2)))
     with pytest.raises(PlanInvalid, match="duplicate step id 's2'"):
         finalize(models, verdicts({"s2": True, "s3": True}))
 
@@ -425,15 +431,24 @@ def test_finalize_garbage_answer_raises_parse_error_after_being_recorded(
     models: Models,
 ) -> None:
     models.server.script(FINALIZE, "I would keep s2 and drop s3.")
+    models.server.script(f"{FINALIZE}_reask", "Keep s2.")
     with pytest.raises(ParseError):
         finalize(models, verdicts({"s2": True, "s3": True}))
     assert [(r.stage, r.response) for r in models.log.records] == [
-        (FINALIZE, "I would keep s2 and drop s3.")
+        (FINALIZE, "I would keep s2 and drop s3."), (f"{FINALIZE}_reask", "Keep s2.")
     ]
+
+
+def test_finalize_prose_then_json_on_the_reask_is_used(models: Models) -> None:
+    models.server.script(FINALIZE, "I would keep s2 and drop s3.")
+    models.server.script(f"{FINALIZE}_reask", finalize_answer(as_json(S2)))
+    assert [s.id for s in finalize(models, verdicts({"s2": True, "s3": False})).revised_steps] == [
+        "s2"]
 
 
 def test_finalize_knows_the_completed_step_ids(models: Models) -> None:
     models.server.script(FINALIZE, finalize_answer(as_json(S2, depends_on=["s1"])))
+    models.server.script(f"{FINALIZE}_reask", finalize_answer(as_json(S2, depends_on=["s1"])))
     with pytest.raises(PlanInvalid, match="unknown id 's1'"):
         finalize(models, verdicts({"s2": True, "s3": True}), completed=())
 
@@ -527,9 +542,10 @@ def test_decomposed_adjustment_all_unparseable_viability_stops_before_finalize(
     models: Models,
 ) -> None:
     models.server.script(VIABILITY, "?", "?")
+    models.server.script(f"{VIABILITY}_reask", "?", "?")
     with pytest.raises(AdjustmentFailed):
         adjust(models)
-    assert models.stages() == [VIABILITY, VIABILITY]
+    assert models.stages() == [VIABILITY, f"{VIABILITY}_reask"] * 2
 
 
 # --- the config toggle -----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.errors import PatchRejected, UnsafePath
+from agent.execute.matching import exact_starts
 from agent.execute.patch import (
     apply_edits,
     check_path,
@@ -116,7 +117,7 @@ def test_a_search_starting_mid_line_is_an_exact_substring_match() -> None:
 def test_trailing_whitespace_in_the_file_is_ignored_when_matching() -> None:
     text = "def f():  \n    return 1\t\n"
     assert replace_once(text, "def f():\n    return 1", "def f():\n    return 2") == (
-        "def f():\n    return 2\n"
+        "def f():  \n    return 2\n"  # the line the model kept is the file's own
     )
 
 
@@ -198,10 +199,11 @@ def test_an_empty_search_on_a_non_empty_text_is_rejected() -> None:
 def test_a_unique_substring_is_replaced_like_str_replace(
     before: str, needle: str, after: str, replacement: str
 ) -> None:
-    """CR is left out (line endings follow the file); empty replacements delete whole lines."""
+    """CR is left out (line endings follow the file); empty replacements delete whole lines.
+    Occurrences that would glue lines or split a word are not exact matches (tested apart)."""
     text = before + needle + after
     starts = [i for i in range(len(text)) if text.startswith(needle, i)]
-    if len(starts) != 1:
+    if len(starts) != 1 or exact_starts(text, needle) != starts:
         return
     assert replace_once(text, needle, replacement) == text.replace(needle, replacement, 1)
 
@@ -545,3 +547,12 @@ def test_git_accepts_the_diff(tmp_path: Path) -> None:
     snapshot = _snapshot(tmp_path / "before")
     snapshot.pop(".git", None)
     assert {k: v for k, v in snapshot.items() if not k.startswith(".git/")} == _snapshot(work)
+
+
+def test_a_wrong_path_is_refused_naming_the_file_of_that_name(tmp_path: Path) -> None:
+    _tree(tmp_path, {"calc/ops.py": CALC})
+    result = apply_edits([_edit("ops.py", "return a - b", "return b - a")], tmp_path)
+    assert not result.success
+    assert result.error_info is not None and "file not found" in result.error_info
+    assert "did you mean calc/ops.py?" in result.error_info
+    assert result.hint == "files of that name: calc/ops.py"

@@ -12,7 +12,9 @@ from pydantic import BaseModel
 from agent.config import ModelConfig
 from agent.errors import ParseError, PlanInvalid, PromptTooLarge
 from agent.execute.parsers import PassType
-from agent.execute.plan import execute_plan, plan_schema, plan_to_artifact
+from agent.execute.plan import execute_plan, plan_schema, plan_to_artifact, reask_note
+from agent.execute.prompts import REASK_NOTE_TOKENS
+from agent.llm.budget import estimate_tokens
 from agent.llm.client import HTTPChatModel
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
@@ -197,6 +199,7 @@ def test_adjustment_depending_on_an_unknown_step_is_invalid(
     server: ScriptedModelServer, llm: LoggedLLMClient
 ) -> None:
     server.script("adjustment", adjustment_answer(step("s2", "s9")))
+    server.script("adjustment_reask", adjustment_answer(step("s2", "s9")))
     with pytest.raises(PlanInvalid, match="unknown id 's9'"):
         adjust(llm)
 
@@ -218,34 +221,40 @@ def test_answer_without_a_json_object_raises_parse_error_after_being_recorded(
     server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog, answer: str
 ) -> None:
     server.script("meta_plan", answer)
+    server.script("meta_plan_reask", answer)
     with pytest.raises(ParseError) as caught:
         meta(llm)
     assert caught.value.raw == answer
-    assert [(r.stage, r.response, r.error) for r in log.records] == [("meta_plan", answer, None)]
+    assert [(r.stage, r.response, r.error) for r in log.records] == [
+        ("meta_plan", answer, None), ("meta_plan_reask", answer, None)]
 
 
 def test_answer_missing_required_fields_raises_parse_error_naming_them(
     server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
 ) -> None:
     server.script("part_plan", json.dumps({"task_summary": "t"}))
+    server.script("part_plan_reask", json.dumps({"task_summary": "t"}))
     with pytest.raises(ParseError, match="missing fields: part_id, steps"):
         part_plan(llm)
-    assert len(log.records) == 1
+    assert len(log.records) == 2
 
 
 def test_plan_with_a_dependency_cycle_raises_plan_invalid_after_being_recorded(
     server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
 ) -> None:
-    server.script("part_plan", part_answer("p1", step("s1", "s2"), step("s2", "s1")))
+    cyclic = part_answer("p1", step("s1", "s2"), step("s2", "s1"))
+    server.script("part_plan", cyclic)
+    server.script("part_plan_reask", cyclic)
     with pytest.raises(PlanInvalid, match="dependency cycle"):
         part_plan(llm)
-    assert [r.stage for r in log.records] == ["part_plan"]
+    assert [r.stage for r in log.records] == ["part_plan", "part_plan_reask"]
 
 
 def test_meta_plan_without_parts_raises_plan_invalid(
     server: ScriptedModelServer, llm: LoggedLLMClient
 ) -> None:
     server.script("meta_plan", meta_answer())
+    server.script("meta_plan_reask", meta_answer())
     with pytest.raises(PlanInvalid, match="no parts"):
         meta(llm)
 
@@ -254,8 +263,81 @@ def test_duplicate_step_ids_raise_plan_invalid(
     server: ScriptedModelServer, llm: LoggedLLMClient
 ) -> None:
     server.script("part_plan", part_answer("p1", step("s1"), step("s1")))
+    server.script("part_plan_reask", part_answer("p1", step("s1"), step("s1")))
     with pytest.raises(PlanInvalid, match="duplicate step id 's1'"):
         part_plan(llm)
+
+
+def test_a_prose_answer_is_asked_again_once_with_the_error_and_the_shape(
+    server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
+) -> None:
+    server.script("meta_plan", "I would split this into two parts: first the function.")
+    server.script("meta_plan_reask", meta_answer(part("p1")))
+    plan = meta(llm)
+    assert [p.id for p in plan.parts] == ["p1"]
+    first, again = log.records
+    assert (first.stage, again.stage) == ("meta_plan", "meta_plan_reask")
+    assert again.user_prompt.startswith(first.user_prompt)
+    note = again.user_prompt[len(first.user_prompt):]
+    assert "could not be used: no JSON object in the meta_plan answer" in note
+    assert '"parts": [{"id": "p1"' in note
+    assert llm.usage.calls == 2  # the re-ask is charged like any call
+
+
+def test_a_plan_with_a_cycle_is_sent_back_and_the_fixed_plan_kept(
+    server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
+) -> None:
+    server.script("part_plan", part_answer("p1", step("s1", "s2"), step("s2", "s1")))
+    server.script("part_plan_reask", part_answer("p1", step("s1"), step("s2", "s1")))
+    assert [s.id for s in part_plan(llm).steps] == ["s1", "s2"]
+    assert "dependency cycle: s1 -> s2 -> s1" in log.records[1].user_prompt
+
+
+def test_a_part_plan_step_over_two_files_is_split_without_a_reask(
+    server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
+) -> None:
+    server.script("part_plan", part_answer("p1", step("s1", files=("calc/ops.py", "calc/io.py"))))
+    plan = part_plan(llm)
+    assert [(s.id, s.target_files) for s in plan.steps] == [
+        ("s1.1", ["calc/ops.py"]), ("s1.2", ["calc/io.py"])]
+    assert len(log.records) == 1
+
+
+def test_a_step_naming_no_file_is_sent_back_once_and_the_answer_kept(
+    server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
+) -> None:
+    server.script("part_plan", part_answer("p1", step("s1", files=())))
+    server.script("part_plan_reask", part_answer("p1", step("s1", files=())))
+    assert [s.target_files for s in part_plan(llm).steps] == [[]]
+    assert "names no target_files" in log.records[1].user_prompt
+
+
+def test_a_plan_that_only_broke_a_rule_is_kept_when_the_reask_is_garbage(
+    server: ScriptedModelServer, llm: LoggedLLMClient
+) -> None:
+    server.script("part_plan", part_answer("p1", step("s1", files=())))
+    server.script("part_plan_reask", "I cannot name a file.")
+    assert [s.id for s in part_plan(llm).steps] == ["s1"]
+
+
+@pytest.mark.parametrize("wrap", [
+    "```json\n{}\n```", "Here is the plan:\n{}\nHope this helps.", "<think>hmm</think>{}",
+])
+def test_fenced_or_wrapped_json_with_trailing_commas_is_repaired_without_a_reask(
+    server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog, wrap: str
+) -> None:
+    answer = meta_answer(part("p1")).replace("]", ",]").replace('"r"}', '"r",}')
+    server.script("meta_plan", wrap.format(answer))
+    assert [p.id for p in meta(llm).parts] == ["p1"]
+    assert [r.stage for r in log.records] == ["meta_plan"]
+
+
+@pytest.mark.parametrize("pass_type", ["meta_plan", "part_plan", "adjustment"])
+def test_the_longest_reask_note_fits_the_room_planner_passes_keep_for_it(
+    pass_type: PassType,
+) -> None:
+    note = reask_note(ParseError("x" * 5000, raw=""), pass_type)
+    assert estimate_tokens(note) <= REASK_NOTE_TOKENS
 
 
 def test_prompt_too_large_raises_before_any_request(

@@ -201,6 +201,12 @@ class Api:
                                                                       "Organization"))})
         raise HttpError(404)
 
+    def api_user(self, call: Call) -> Answer:
+        """GET /user: the person a user access token belongs to (an App's token gets 403)."""
+        if call.token is None or call.token.kind != "user":
+            raise HttpError(403, "Resource not accessible by integration")
+        return Answer(200, self.shapes.user(call.token.actor))
+
     def api_get_repo(self, call: Call) -> Answer:
         """GET /repos/{o}/{r}."""
         return Answer(200, self.shapes.repo(self._visible_repo(call)))
@@ -462,6 +468,7 @@ def routes(api: Api) -> list[_Route]:
         ("GET", r"/app/installations", True, api.api_app_installations),
         ("POST", r"/app/installations/(?P<iid>\d+)/access_tokens", True, api.api_mint_token),
         ("GET", rf"{repo}/installation", True, api.api_repo_installation),
+        ("GET", r"/user", False, api.api_user),
         ("GET", repo, False, api.api_get_repo),
         ("GET", rf"{repo}/collaborators/(?P<user>[^/]+)/permission", False, api.api_permission),
         ("GET", rf"{repo}/issues/(?P<n>\d+)", False, api.api_get_issue),

@@ -16,6 +16,7 @@ import functools
 import gzip
 import json
 import re
+import secrets
 import shutil
 import tempfile
 import threading
@@ -25,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -41,6 +42,7 @@ from tests.fakes.github_api import (
     Call,
     HttpError,
 )
+from tests.fakes.github_oauth import OAuth
 from tests.fakes.github_pages import pull_page
 from tests.fakes.github_shapes import Shapes
 from tests.fakes.github_state import (
@@ -70,6 +72,9 @@ JWT_MAX_AHEAD_S = 600
 JWT_LEEWAY_S = 60
 _PULL_PAGE = re.compile(r"^/(?P<owner>[^/]+)/(?P<name>[^/]+)/pull/(?P<n>\d+)$")
 _GIT_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<name>[^/]+?)\.git(?P<rest>/.*)$")
+_APP_TOKEN_PATH = re.compile(r"^/applications/[^/]+/token$")
+OAUTH_AUTHORIZE = "/login/oauth/authorize"
+OAUTH_ACCESS_TOKEN = "/login/oauth/access_token"
 
 
 @functools.lru_cache(maxsize=1)
@@ -106,6 +111,10 @@ class FakeGitHub:
         self._own_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="fake-github-")) if root is None else root
         self._world = World(clock, User(f"{app_slug}[bot]", "Bot"), installation_id)
+        self.client_id = f"Iv1.{app_id:012d}"
+        self.client_secret = secrets.token_hex(20)
+        self._oauth = OAuth(self._world, client_id=self.client_id,
+                            client_secret=self.client_secret, app_name=app_slug)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._api: Api | None = None
@@ -184,6 +193,21 @@ class FakeGitHub:
             repos = self._world.repos
             repos[full_name] = Repo(full_name, 500 + len(repos), path, default_branch)
         return path
+
+    def set_private(self, repo: str, private: bool = True) -> None:
+        """Make a repository private (only its collaborators read it) or public."""
+        with self._world.lock:
+            self._world.repo(repo).private = private
+
+    def user_token(self, login: str) -> str:
+        """A user access token for `login`, as the App's sign-in flow would get it."""
+        with self._world.lock:
+            return self._oauth.mint_user_token(login).value
+
+    def register_callback(self, url: str) -> None:
+        """A callback URL of the App: sign-in redirects must start with one once any is set."""
+        with self._world.lock:
+            self._oauth.callback_urls.append(url)
 
     def add_installation(self, installation_id: int,
                          repositories: tuple[str, ...] | None = None) -> None:
@@ -353,7 +377,9 @@ class FakeGitHub:
         if handler.headers.get("Expect", "").lower() == "100-continue":
             handler.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         split = urlsplit(handler.path)
-        if split.path == API_PREFIX or split.path.startswith(API_PREFIX + "/"):
+        if split.path in (OAUTH_AUTHORIZE, OAUTH_ACCESS_TOKEN):
+            self._handle_oauth(handler, split.path, dict(parse_qsl(split.query)))
+        elif split.path == API_PREFIX or split.path.startswith(API_PREFIX + "/"):
             path = split.path[len(API_PREFIX):] or "/"
             self._handle_api(handler, path, dict(parse_qsl(split.query)))
         elif match := _GIT_PATH.match(split.path):
@@ -374,14 +400,42 @@ class FakeGitHub:
         self._record("api", handler, path, query, body, auth)
         try:
             answer = self._failure(handler.command, path) or self._route(
-                handler.command, path, query, body, auth)
+                handler.command, path, query, body, auth, handler.headers.get("Authorization"))
         except HttpError as err:
             answer = Answer(err.status, err.body(), tuple(err.headers.items()))
         _send_json(handler, answer.status, answer.payload, self._rate_headers(answer.headers))
 
+    def _handle_oauth(self, handler: BaseHTTPRequestHandler, path: str,
+                      query: dict[str, str]) -> None:
+        """The web side of sign-in: the authorize page and its form, the code exchange."""
+        raw = b"".join(request_body(handler))
+        form = {**query, **_form_or_json(raw, handler.headers.get("Content-Type", ""))}
+        self._record("oauth", handler, path, query, None, None)
+        with self._world.lock:
+            if path == OAUTH_ACCESS_TOKEN and handler.command == "POST":
+                answer = self._oauth.exchange(form)
+            elif path == OAUTH_AUTHORIZE and handler.command in ("GET", "POST"):
+                status, text = (self._oauth.authorize_page(query) if handler.command == "GET"
+                                else self._oauth.approve(form))
+                if status == 302:
+                    _send(handler, 302, b"", "text/html", (("Location", text),))
+                else:
+                    _send(handler, status, text.encode(), "text/html; charset=utf-8", ())
+                return
+            else:
+                answer = {"message": "Not Found"}
+        if "json" in handler.headers.get("Accept", ""):
+            _send_json(handler, 200, answer)
+        else:  # GitHub's default answer to the exchange is form-encoded
+            _send(handler, 200, urlencode(answer).encode(), "application/x-www-form-urlencoded",
+                  ())
+
     def _route(self, method: str, path: str, query: dict[str, str], body: Any,
-               auth: tuple[str, str] | None) -> Answer:
+               auth: tuple[str, str] | None, authorization: str | None = None) -> Answer:
         """Find the route, authenticate the caller, run the handler under the lock."""
+        if method == "DELETE" and _APP_TOKEN_PATH.match(path):
+            with self._world.lock:
+                return self._oauth.revoke(authorization, body)
         found = self._started_api.match(method, path)
         if found is None:
             raise HttpError(404)
@@ -497,6 +551,14 @@ class FakeGitHub:
                                  "representing the future time at which the assertion expires")
         if float(claims["exp"]) > now + JWT_MAX_AHEAD_S + JWT_LEEWAY_S:
             raise HttpError(401, "'Expiration time' claim ('exp') is too far in the future")
+
+
+def _form_or_json(raw: bytes, content_type: str) -> dict[str, str]:
+    """A form-encoded or JSON request body as a mapping of strings."""
+    if "json" in content_type:
+        data = _json_or_none(raw)
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    return dict(parse_qsl(raw.decode("utf-8", "replace")))
 
 
 def _json_or_none(raw: bytes) -> Any:

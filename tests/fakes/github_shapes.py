@@ -42,7 +42,8 @@ class Shapes:
         api = f"{self.api}/repos/{repo.full_name}"
         return {
             "id": repo.id, "node_id": f"R_{repo.id}", "name": repo.full_name.split("/", 1)[1],
-            "full_name": repo.full_name, "private": False, "visibility": "public",
+            "full_name": repo.full_name, "private": repo.private,
+            "visibility": "private" if repo.private else "public",
             "owner": self.user(User(repo.owner, "Organization")),
             "html_url": f"{self.html}/{repo.full_name}", "description": None, "fork": False,
             "url": api, "pulls_url": f"{api}/pulls{{/number}}",

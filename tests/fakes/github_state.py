@@ -60,7 +60,7 @@ class User:
 class RecordedRequest:
     """One request as the server saw it: header names lower-case, Authorization left out."""
 
-    kind: str  # "api" | "git"
+    kind: str  # "api" | "git" | "oauth"
     method: str
     path: str  # without the query, API paths without the /api/v3 prefix
     query: dict[str, str]
@@ -159,6 +159,7 @@ class Repo:
     id: int
     path: Path
     default_branch: str
+    private: bool = False
     collaborators: dict[str, str] = field(default_factory=dict)
     issues: dict[int, Issue] = field(default_factory=dict)
     comments: dict[int, Comment] = field(default_factory=dict)
@@ -198,12 +199,15 @@ class Repo:
 
 @dataclass
 class Token:
-    """An access token: an installation's (expiring) or a static one (Actions' GITHUB_TOKEN)."""
+    """An access token: an installation's (expiring), a static one (Actions' GITHUB_TOKEN), or
+    a user's (kind "user", from the App's OAuth flow: it sees what the user and the App both can).
+    """
 
     value: str = field(repr=False)
     installation_id: int | None
     expires_at: float | None
     actor: User
+    kind: str = "app"
 
 
 @dataclass
@@ -271,11 +275,23 @@ class World:
         return token
 
     def can_see(self, token: Token, repo: Repo) -> bool:
-        """Whether a token's installation covers `repo` (static tokens see everything)."""
+        """Whether a token's installation covers `repo` (static tokens see everything); a user's
+        token sees an installed repository that is public or that the user collaborates on."""
+        if token.kind == "user":
+            return self.installed(repo) and self.user_can_read(token.actor.login, repo)
         if token.installation_id is None:
             return True
         repos = self.installations[token.installation_id].repositories
         return repos is None or repo.full_name in repos
+
+    def installed(self, repo: Repo) -> bool:
+        """Whether some installation of the app covers `repo`."""
+        return any(i.repositories is None or repo.full_name in i.repositories
+                   for i in self.installations.values())
+
+    def user_can_read(self, login: str, repo: Repo) -> bool:
+        """Whether a person can read `repo`: it is public, or they have a role on it."""
+        return not repo.private or repo.collaborators.get(login, "none") != "none"
 
     def head_sha(self, repo: Repo, pull: Pull) -> str:
         """The current head SHA of a pull request (its branch, else the last one seen)."""

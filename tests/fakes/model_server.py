@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -94,13 +94,19 @@ class _Script:
     by_stage: dict[str, deque[Reply]] = field(default_factory=dict)
     requests: list[RecordedRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    responder: Callable[[RecordedRequest], Reply | str | None] | None = None
 
-    def take(self, stage: str | None) -> Reply | None:
-        """The next reply for this stage, else the next queued one, else None."""
+    def take(self, stage: str | None, request: RecordedRequest | None = None) -> Reply | None:
+        """The next reply for this stage, else the next queued one, else the responder's."""
         staged = self.by_stage.get(stage or "")
         if staged:
             return staged.popleft()
-        return self.queue.popleft() if self.queue else None
+        if self.queue:
+            return self.queue.popleft()
+        if self.responder is not None and request is not None:
+            found = self.responder(request)
+            return None if found is None else _as_reply(found)
+        return None
 
 
 def _as_reply(item: Reply | str) -> Reply:
@@ -309,6 +315,11 @@ class ScriptedModelServer:
         with self._script.lock:
             self._script.queue.extend(_as_reply(r) for r in replies)
 
+    def respond_with(self, responder: Callable[[RecordedRequest], Reply | str | None]) -> None:
+        """Answer what nothing scripted answers by calling `responder` (None: unscripted)."""
+        with self._script.lock:
+            self._script.responder = responder
+
     def script(self, stage: str, *replies: Reply | str) -> None:
         """Append replies for requests carrying `X-Cra-Stage: stage`."""
         with self._script.lock:
@@ -344,7 +355,7 @@ class ScriptedModelServer:
     def take_and_record(self, request: RecordedRequest) -> Reply | None:
         """The reply for a chat request, recording the request (as unscripted if none)."""
         with self._script.lock:
-            found = self._script.take(request.stage)
+            found = self._script.take(request.stage, request)
             if found is None:
                 request = RecordedRequest(
                     request.method,

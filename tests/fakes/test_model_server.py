@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from agent.config import ModelConfig
+from agent.llm.client import HTTPChatModel
 from tests.fakes.model_server import (
     NO_SCRIPTED_REPLY,
     ScriptedModelServer,
@@ -138,3 +140,14 @@ def test_close_wakes_a_delayed_reply_and_joins_its_thread():
 def test_url_before_start_is_an_error():
     with pytest.raises(RuntimeError, match="not started"):
         _ = ScriptedModelServer().url
+
+
+def test_a_responder_answers_what_nothing_scripted_answers() -> None:
+    with ScriptedModelServer() as server:
+        server.script("plan", "scripted")
+        server.respond_with(lambda request: f"echo {request.stage}")
+        config = ModelConfig(model="m", base_url=server.url, max_retries=0)
+        with HTTPChatModel(config) as model:
+            answers = [model.complete("s", "u", stage=stage).text
+                       for stage in ("plan", "plan", "judge")]
+    assert answers == ["scripted", "echo plan", "echo judge"]

@@ -11,6 +11,7 @@ from agent.errors import BudgetExhausted, LLMError
 from agent.llm.binary import parse_yes_no, run_binary_judgment
 from agent.llm.budget import TaskBudget
 from agent.llm.client import HTTPChatModel
+from agent.llm.judgments import JudgmentCache
 from agent.llm.logged import LoggedLLMClient
 from tests.fakes.call_log import MemoryCallLog
 from tests.fakes.model_server import ScriptedModelServer, fail
@@ -91,12 +92,50 @@ def test_one_call_per_item_with_context_item_and_instruction(server, llm):
     assert server.requests[0].system_prompt == "You judge steps."
 
 
-def test_unparseable_answer_takes_the_default_and_is_counted(server, llm, log):
+def test_unparseable_answer_is_asked_again_then_takes_the_default_and_is_counted(
+    server, llm, log
+):
     server.script("viability", "perhaps", "yes")
+    server.script("viability_reask", "it depends")
     result = judge(llm, ["a", "b"], default=False)
     assert result.verdicts == {"A": False, "B": True}
     assert result.unparseable == ["A"]
-    assert [r.stage for r in log.records] == ["viability", "viability"]
+    assert [r.stage for r in log.records] == ["viability", "viability_reask", "viability"]
+
+
+def test_the_reask_carries_a_firmer_instruction_and_its_answer_is_used(server, llm, log):
+    server.script("viability", "The step seems fine overall.")
+    server.script("viability_reask", "<think>fine</think>Yes, because it still applies.")
+    assert judge(llm, ["a"]).verdicts == {"A": True}
+    assert log.records[1].user_prompt == (
+        "Task: fix the bug.\n\nStep: a\n\nYour previous answer was neither yes nor no. "
+        "Answer with exactly one word: yes or no.")
+
+
+def test_a_cached_question_is_not_asked_again(server, log):
+    config = ModelConfig(model="judge", base_url=server.url, max_retries=0)
+    cache = JudgmentCache()
+    server.script("viability", "yes", "no")
+    with HTTPChatModel(config) as model:
+        llm = LoggedLLMClient(model, log, role="classifier", reserved_tokens=512,
+                              judgments=cache)
+        assert judge(llm, ["a"]).verdicts == {"A": True}
+        assert judge(llm, ["a", "b"]).verdicts == {"A": True, "B": False}
+    assert [r.user_prompt.split("\n\n")[1] for r in server.requests] == ["Step: a", "Step: b"]
+    assert (cache.hits, cache.misses, len(cache)) == (1, 2, 2)
+
+
+def test_a_new_content_version_asks_the_question_again(server, log):
+    config = ModelConfig(model="judge", base_url=server.url, max_retries=0)
+    server.script("viability", "yes", "no")
+    with HTTPChatModel(config) as model:
+        llm = LoggedLLMClient(model, log, role="classifier", reserved_tokens=512,
+                              judgments=JudgmentCache())
+        for version in ("sha1", "sha2", "sha2"):
+            found = run_binary_judgment(
+                ["a"], llm=llm, system_prompt="s", task_context="t", format_item=str,
+                item_key=str, stage="viability", default=False, version=lambda _, v=version: v)
+    assert found.verdicts == {"a": False} and len(server.requests) == 2
 
 
 def test_llm_error_propagates(server, llm):

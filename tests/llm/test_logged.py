@@ -31,7 +31,8 @@ def server() -> Iterator[ScriptedModelServer]:
 
 @pytest.fixture
 def model(server: ScriptedModelServer) -> Iterator[HTTPChatModel]:
-    config = ModelConfig(model="coder", base_url=server.url, context_window=1000, max_retries=0)
+    config = ModelConfig(model="coder", base_url=server.url, context_window=1000, max_retries=0,
+                         max_tokens=20)
     with HTTPChatModel(config, sleep=lambda _: None) as m:
         yield m
 
@@ -120,6 +121,16 @@ def test_token_budget_exhausted_names_the_budget(server, model, log):
     llm.complete("s", "u", stage="implement")
     with pytest.raises(BudgetExhausted, match="max_tokens_per_run"):
         llm.complete("s", "u", stage="implement")
+
+
+def test_a_call_whose_answer_could_cross_the_ceiling_is_refused_before_it_is_sent(
+    server, model, log
+):
+    budget = TaskBudget("step", max_tokens=30, max_calls=None)  # prompt 18 + answer cap 20
+    with pytest.raises(BudgetExhausted, match="used 38 of 30"):
+        make_client(model, log, budgets=[budget]).complete("s", "u", stage="implement")
+    assert server.requests == []
+    assert log.records[0].error is not None and "BudgetExhausted" in log.records[0].error
 
 
 def test_every_budget_is_charged_with_the_calls_usage(server, model, log):

@@ -59,6 +59,23 @@ def test_ranking_pulls_in_imports_and_tests_of_seeds(shop_index: RepoIndex) -> N
     assert "shop/cart.py" not in ranked
 
 
+def test_for_an_implement_step_sources_rank_above_tests(shop_index: RepoIndex) -> None:
+    task = "test_total_applies_discount fails: the cart total applies the discount wrongly"
+    plain = [c.path for c in rank(task, shop_index, ResolvedSeeds(), limit=20)]
+    sources_first = [c.path for c in rank(task, shop_index, ResolvedSeeds(), limit=20,
+                                          prefer_source=True)]
+    assert plain[0].startswith("tests/")
+    first_test = next(i for i, p in enumerate(sources_first) if p.startswith("tests/"))
+    assert all(p.startswith("shop/") for p in sources_first[:first_test])
+    assert sorted(plain) == sorted(sources_first)
+
+
+def test_the_first_hits_import_neighbours_are_credited(shop_index: RepoIndex) -> None:
+    ranked = {c.path: c.reasons for c in rank("cart total", shop_index, ResolvedSeeds(),
+                                               limit=20)}
+    assert "imported by shop/cart.py (first hit)" in ranked["shop/pricing.py"]
+
+
 def test_rank_only_makes_no_model_calls(shop: Path, shop_index: RepoIndex,
                                         classifier: LoggedLLMClient,
                                         server: ScriptedModelServer) -> None:
@@ -130,6 +147,7 @@ def test_an_unparseable_scope_answer_drops_the_file(shop: Path, shop_index: Repo
                                                     classifier: LoggedLLMClient,
                                                     server: ScriptedModelServer) -> None:
     server.script("retrieval_scope", "It might be useful, hard to say.")
+    server.script("retrieval_scope_reask", "Hard to say.")
     package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
                   config=RetrievalConfig(stages=["scope"], top_k=1))
     [asked] = asked_files(server)

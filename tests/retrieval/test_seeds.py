@@ -6,6 +6,7 @@ from pathlib import Path
 
 from agent.retrieval.index import RepoIndex
 from agent.retrieval.seeds import Seeds, resolve_seeds
+from tests.retrieval.conftest import make_repo
 
 TRACEBACK = '''Traceback (most recent call last):
   File "/tmp/cra/wt-17/tests/test_cart.py", line 7, in test_total_applies_discount
@@ -58,3 +59,45 @@ def test_pytest_summary_lines_seed_test_files(shop: Path, shop_index: RepoIndex)
     found = resolve(shop_index, shop, text=text)
     assert found.files == ["tests/test_pricing.py"]
     assert found.reasons["tests/test_pricing.py"] == "test id in text"
+
+
+def test_a_dotted_module_path_in_the_task_seeds_its_file(shop: Path,
+                                                         shop_index: RepoIndex) -> None:
+    found = resolve(shop_index, shop, "shop.pricing.apply_discount ignores the code's case")
+    assert found.files[0] == "shop/pricing.py"
+    assert found.reasons["shop/pricing.py"] == "module path in text"
+
+
+def test_a_dotted_package_path_seeds_its_init(shop: Path, shop_index: RepoIndex) -> None:
+    found = resolve(shop_index, shop, "the docstring of shop.__init__ is stale")
+    assert "shop/__init__.py" in found.files
+
+
+def test_a_dotted_name_that_is_no_module_seeds_no_file(shop: Path,
+                                                       shop_index: RepoIndex) -> None:
+    found = resolve(shop_index, shop, "self.items grows without bound; os.path.join is fine")
+    assert found.files == []
+
+
+def test_a_file_line_reference_seeds_the_file_and_the_definition_there(
+    shop: Path, shop_index: RepoIndex
+) -> None:
+    line = next(n for n, text in enumerate((shop / "shop/cart.py").read_text().splitlines(), 1)
+                if "subtotal = sum" in text)
+    found = resolve(shop_index, shop, f"the tax is applied twice (see cart.py:{line})")
+    assert found.files == ["shop/cart.py"]
+    assert "Cart.total" in found.symbols
+
+
+def test_a_dotted_name_a_module_only_re_exports_seeds_where_it_is_defined_first(
+    tmp_path: Path, index: RepoIndex
+) -> None:
+    repo = make_repo(tmp_path / "facade", {
+        "pkg/__init__.py": "",
+        "pkg/_impl.py": "def total(xs):\n    return sum(xs) + 1\n",
+        "pkg/api.py": "from pkg._impl import total\n\n__all__ = ['total']\n",
+    })
+    index.update(repo)
+    found = resolve(index, repo, "pkg.api.total adds one too many")
+    assert found.files[:2] == ["pkg/_impl.py", "pkg/api.py"]
+    assert found.reasons["pkg/_impl.py"] == "defines total, which pkg/api.py re-exports"

@@ -1,0 +1,91 @@
+"""The door: the app served by waitress, so that slow or stalled clients never hold the server.
+
+Why waitress: its I/O thread reads every request — headers and body — into a buffer before any
+application thread sees it, so a client that stalls costs a socket, not a thread, and /webhook
+and /healthz keep answering (gunicorn's threaded workers read the request inside the worker
+thread, where a stalled client holds that thread for as long as it likes). waitress closes a
+connection that stays silent for `channel_timeout` and caps open connections
+(`connection_limit`); what it lacks — a deadline for a request's headers, against clients that
+trickle a byte at a time — is the one addition here.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any
+
+from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser
+from waitress.server import TcpWSGIServer
+from waitress.wasyncore import close_all
+
+MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
+MAX_HEADERS = 64 * 1024  # GitHub's headers are a few kB
+
+
+class _TimedRequest(HTTPRequestParser):  # type: ignore[misc]
+    """A request being read, knowing when its first byte arrived."""
+
+    def __init__(self, adj: Any) -> None:
+        super().__init__(adj)
+        self.started = time.monotonic()
+
+
+class _Channel(HTTPChannel):  # type: ignore[misc]
+    """A connection whose requests know when they started."""
+
+    parser_class = _TimedRequest
+
+
+class DoorServer(TcpWSGIServer):  # type: ignore[misc]
+    """waitress's server, closing connections whose headers take longer than `header_timeout`."""
+
+    channel_class = _Channel
+
+    def __init__(self, app: Any, *, header_timeout: float, **adjustments: Any) -> None:
+        self.header_timeout = header_timeout
+        super().__init__(app, **adjustments)
+
+    def maintenance(self, now: float) -> None:
+        """waitress's idle check, then the header deadline (runs in the I/O thread)."""
+        super().maintenance(now)
+        cutoff = time.monotonic() - self.header_timeout
+        for channel in list(self.active_channels.values()):
+            request = channel.request
+            if (isinstance(request, _TimedRequest) and not request.headers_finished
+                    and not channel.requests and request.started < cutoff):
+                channel.will_close = True  # the I/O loop closes it on its next turn
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (useful with port 0)."""
+        return int(self.effective_port)
+
+    def stop(self) -> None:
+        """Close every connection and the listening socket from the I/O thread; run() returns."""
+        self.task_dispatcher.shutdown(timeout=5)
+        self.trigger.pull_trigger(lambda: close_all(self._map))
+
+
+def make_door(
+    app: Any, *, host: str, port: int, threads: int, header_timeout: float,
+    read_timeout: float, max_connections: int,
+) -> DoorServer:  # fmt: skip
+    """A server for `app` on host:port; call `run()` to serve and `stop()` to end."""
+    quickest = min(header_timeout, read_timeout)
+    return DoorServer(
+        app, header_timeout=header_timeout, host=host, port=port, threads=threads,
+        channel_timeout=max(1, math.ceil(read_timeout)), connection_limit=max_connections,
+        cleanup_interval=max(1, math.ceil(quickest / 2)), asyncore_loop_timeout=1,
+        max_request_body_size=MAX_BODY, max_request_header_size=MAX_HEADERS, ident="cra",
+        expose_tracebacks=False,
+    )  # fmt: skip
+
+
+def serve_in_thread(server: DoorServer) -> threading.Thread:
+    """Run `server` in a daemon thread (tests and the demo stop it with `stop()`)."""
+    thread = threading.Thread(target=server.run, name="cra-door", daemon=True)
+    thread.start()
+    return thread
