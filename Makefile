@@ -24,7 +24,7 @@ types: $(STAMP)
 	$(BIN)/mypy --strict agent bot
 
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto  # tests are isolated (own ports, temp dirs, schemas, queue names)
 
 test: lint types pytest
 
