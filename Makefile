@@ -1,4 +1,5 @@
 # make test: lint, types and the test suite.  make demo: the bot end to end, offline.
+# make try: `cra solve` on the bundled sample with scripted answers, offline, again and again.
 # Each target bootstraps .venv itself.
 PYTHON ?= python3
 VENV   := .venv
@@ -6,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 EXTRAS := dev,postgres,redis,treesitter
 
-.PHONY: test lint types pytest demo bench clean
+.PHONY: test lint types pytest demo try bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,9 @@ bench: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
+
+try: $(STAMP)
+	$(BIN)/python examples/try.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

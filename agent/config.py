@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agent.errors import ConfigError
+from agent.wording import plain_errors
 
 CONFIG_CANDIDATES = (".github/cra.toml", "cra.toml")
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
@@ -225,13 +226,12 @@ def parse_config(data: Mapping[str, Any], *, source: str | None = None) -> Solve
 
 
 def _config_error(exc: ValidationError, source: str | None) -> ConfigError:
-    first = exc.errors()[0]
+    """The first key at fault and every problem in plain words, with "did you mean" for typos."""
+    errors = [e for e in exc.errors() if e["loc"] != ("source",)]
+    first = errors[0] if errors else exc.errors()[0]
     key = ".".join(str(p) for p in first["loc"])
-    lines = [
-        f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
-        for err in exc.errors()
-    ]
-    return ConfigError("invalid config: " + "; ".join(lines), path=source, key=key or None)
+    problems = plain_errors(errors or exc.errors(), SolveConfig)
+    return ConfigError("; ".join(problems), path=source, key=key or None)
 
 
 def _reject_endpoints(data: Mapping[str, Any], source: str) -> None:

@@ -11,7 +11,7 @@ from typing import Literal, Protocol
 from agent.config import RetrievalConfig
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextPackage, RefinementRequest
-from agent.retrieval.index import RepoIndex, default_index_path
+from agent.retrieval.index import Progress, RepoIndex, default_index_path
 from agent.retrieval.pipeline import IndexedContext, context_from_files
 from agent.retrieval.seeds import PATH_PATTERN, normalize_path
 
@@ -117,9 +117,11 @@ class IndexedFactory:
     shared index file, updated incrementally, and copies it back when it closes.
     """
 
-    def __init__(self, data_dir: Path, config: RetrievalConfig) -> None:
+    def __init__(self, data_dir: Path, config: RetrievalConfig, *,
+                 progress: Progress | None = None) -> None:
         self._data_dir = data_dir  # the index files live in data_dir/index (as `cra index`)
         self._config = config
+        self._progress = progress  # told of the files read while the index is brought up to date
 
     def __call__(self, worktree: Path) -> ContextSource:
         """An indexed context for `worktree`, its index brought up to date."""
@@ -129,7 +131,7 @@ class IndexedFactory:
         if shared.exists():
             _sqlite_copy(shared, private)
         index = RepoIndex.open(private, config=self._config)
-        index.update(worktree)
+        index.update(worktree, progress=self._progress)
         return _PrivateIndexContext(IndexedContext(index, worktree, self._config), private, shared)
 
 

@@ -23,6 +23,7 @@ from agent.models import (
 )
 from agent.passes import Cancelled, PassRecorder, StopRun
 from agent.plan_passes import PlanPasses
+from agent.preflight import require_test_command_started
 from agent.run_result import Tally, run_result
 from agent.runtime import Runtime
 from agent.steps import RunContext, run_step, task_target_tests
@@ -112,6 +113,7 @@ class _Sequencer:
                                   environ=self.runtime.environ, sandbox=self.runtime.sandbox)
         self.log.record_validation(baseline_run, baseline, attempt_id=None, kind="baseline")
         self.passes.close_pass(baseline_run, "complete")
+        require_test_command_started(baseline, self.config.testing.test_command)
         context = self.context_factory(self.ws.worktree)
         self.rc = RunContext(self.task, self.run_id, self.runtime, self.config, self.ws,
                              baseline, context, run_budget)

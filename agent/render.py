@@ -132,8 +132,13 @@ def render_run_list(
     if as_json:
         return json.dumps([{"created_at": c.isoformat(), "id": i, "status": s, "task": t,
                             "progress": p} for c, i, s, t, p in rows], indent=2)
-    return "\n".join(f"{i}  {s:<9} {c:%Y-%m-%d %H:%M}  {p:<12} {t[:60]}"
+    return "\n".join(f"{i}  {s:<9} {c:%Y-%m-%d %H:%M}  {p:<12} {_first_line(t)[:60]}"
                      for c, i, s, t, p in rows) or "no runs recorded yet"
+
+
+def _first_line(text: str) -> str:
+    """The first line of a task (its title, for an issue)."""
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def render_task_run(detail: TaskRunDetail, *, indent: str = "") -> str:
@@ -141,7 +146,7 @@ def render_task_run(detail: TaskRunDetail, *, indent: str = "") -> str:
     usage = detail.usage
     lines = [
         f"run {detail.id} ({detail.task_id}) — {detail.mode}, {detail.status}",
-        f"task: {detail.task_description.splitlines()[0] if detail.task_description else ''}",
+        f"task: {_first_line(detail.task_description)}",
         f"repo: {detail.repo_path}" + (f"  branch: {detail.branch}" if detail.branch else ""),
         f"tokens: {usage.total_tokens}  model time: {usage.latency_ms} ms",
     ]
@@ -176,7 +181,7 @@ def render_orchestrator_run(
         }, indent=2)
     lines = [
         f"orchestrator run {run.task_id} — {run.status}",
-        f"task: {run.task_description}",
+        f"task: {_first_line(run.task_description)}",
         f"repo: {run.repo_path}",
         f"steps completed: {run.steps_completed}/{run.total_steps or 0}, "
         f"parts completed: {run.parts_completed}/{run.total_parts or 0}",

@@ -11,6 +11,7 @@ from agent.environment import open_environment
 from agent.errors import AgentError
 from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
+from agent.preflight import require_test_command_started
 from agent.retrieval.scan import is_test_path
 from agent.runtime import Runtime
 from agent.steps import RunContext, run_step, task_target_tests
@@ -70,6 +71,7 @@ def _solve(
         baseline = run_validation(ws.worktree, config.testing, environ=runtime.environ,
                                   sandbox=runtime.sandbox)
         runtime.log.record_validation(task_run_id, baseline, attempt_id=None, kind="baseline")
+        require_test_command_started(baseline, config.testing.test_command)
         run_budget = TaskBudget("run", max_tokens=config.budget.max_tokens_per_run,
                                 max_calls=None, tokens_label="max_tokens_per_run")
         rc = RunContext(task, task_id, runtime, config, ws, baseline, context, run_budget)

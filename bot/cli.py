@@ -1,4 +1,5 @@
-"""`cra-bot`: serve the webhook, run workers, run one issue, run inside Actions, register."""
+"""`cra-bot`: serve the webhook, run workers, run one issue, run inside Actions, register, and
+check the set-up (`doctor`) or the database (`migrate`)."""
 
 from __future__ import annotations
 
@@ -11,48 +12,83 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bot.errors import BotError
-from bot.settings import BotSettings, actions_environment
+from agent.console import (
+    add_version,
+    configure_logging,
+    describe_unknown,
+    global_options,
+    run_main,
+    shown_url,
+    suppressed,
+)
+from agent.doctor import render
+from bot.errors import BotError, SettingsError
+from bot.settings import BotSettings, actions_environment, process_environment, unknown_settings
 
 log = logging.getLogger("cra-bot")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `cra-bot` argument parser."""
-    parser = argparse.ArgumentParser(prog="cra-bot", description="cra's GitHub App")
-    parser.add_argument("--env-file", type=Path, help="a .env file beneath the environment")
+    """The `cra-bot` argument parser; global options go before or after the subcommand."""
+    common = global_options(env_file=True)
+    parser = argparse.ArgumentParser(prog="cra-bot", description="cra's GitHub App",
+                                     parents=[common])
+    add_version(parser, "cra-bot")
+    below = suppressed(common)
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve the webhook (waitress; --dev: Flask)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--dev", action="store_true", help="Flask's development server")
-    worker = commands.add_parser("worker", help="an RQ worker executing runs (CRA_QUEUE=rq)")
+    _add_serve(commands, below)
+    worker = commands.add_parser("worker", parents=[below],
+                                 help="an RQ worker executing runs (CRA_QUEUE=rq)")
     worker.add_argument("--burst", action="store_true",
                         help="execute the queued runs, then exit")
-    run = commands.add_parser("run", help="solve one issue now, from this terminal")
+    run = commands.add_parser("run", parents=[below], help="solve one issue now, from this "
+                              "terminal")
     run.add_argument("--repo", required=True, help="owner/name")
     run.add_argument("--issue", type=int, required=True)
     run.add_argument("--instructions", default="")
     run.add_argument("--installation", type=int, help="the App installation id")
-    commands.add_parser("action", help="inside GitHub Actions: handle this workflow's event")
+    doctor = commands.add_parser("doctor", parents=[below], help="check the settings, the "
+                                 "App's key, the database, the queue and the models")
+    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
+    commands.add_parser("migrate", parents=[below],
+                        help="create or upgrade the database schema, then exit")
+    commands.add_parser("action", parents=[below],
+                        help="inside GitHub Actions: handle this workflow's event")
     commands.add_parser("register", help="register the GitHub App from app.yml",
                         add_help=False)
     return parser
 
 
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+               below: argparse.ArgumentParser) -> None:
+    serve = commands.add_parser("serve", parents=[below],
+                                help="serve the webhook (waitress; --dev: Flask)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--dev", action="store_true", help="Flask's development server")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `cra-bot`; 0 success, 1 failure, 2 usage or settings error."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list[:1] == ["register"]:
+    flags = 0  # `register` has options of its own; -v / --debug may come before it
+    while flags < len(args_list) and args_list[flags] in ("-v", "--verbose", "--debug"):
+        flags += 1
+    if args_list[flags:flags + 1] == ["register"]:
         from bot.register import register_main
 
-        return register_main(args_list[1:])
+        return register_main(args_list[flags + 1:])
     try:
         args = build_parser().parse_args(args_list)
     except SystemExit as exc:
         return EXIT_USAGE if exc.code not in (0, None) else EXIT_OK
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(verbose=args.verbose, debug=args.debug)
+    return run_main("cra-bot", lambda: _guarded(args), debug=args.debug)
+
+
+def _guarded(args: argparse.Namespace) -> int:
+    """The subcommand; a BotError (a setting, a file, GitHub) is one line and exit 2."""
     try:
         return _dispatch(args)
     except BotError as exc:
@@ -63,16 +99,58 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "action":
         return _action()
+    if args.command == "doctor":
+        return _doctor(args.env_file, as_json=args.json)
     settings = BotSettings.load(args.env_file)
+    _warn_unknown(args.env_file)
+    from bot import startup
+
     if args.command == "serve":
+        startup.check_serve(settings, host=args.host, port=args.port)
+        _warn_models(settings)
         from bot.serve import serve
 
         return serve(settings, host=args.host, port=args.port, dev=args.dev)
     if args.command == "worker":
+        startup.check_worker(settings)
+        _warn_models(settings)
         from bot.serve import rq_worker
 
         return rq_worker(settings, burst=args.burst)
+    if args.command == "migrate":
+        startup.require_database(settings.database_url)
+        print(f"cra-bot: {shown_url(settings.database_url)} is at the newest migration")
+        return EXIT_OK
+    startup.check_worker(settings, queue=False)
     return _run_one(settings, args.repo, args.issue, args.instructions, args.installation)
+
+
+def _warn_unknown(env_file: Path | None) -> None:
+    """Name each CRA_ variable no setting reads, with the setting it may have meant."""
+    for name, nearest in unknown_settings(process_environment(), env_file):
+        print(f"cra-bot: warning: {describe_unknown('cra-bot', name, nearest)}", file=sys.stderr)
+
+
+def _warn_models(settings: BotSettings) -> None:
+    """Say which model servers do not answer yet (runs fail until they do)."""
+    from bot.startup import model_warnings
+
+    for line in model_warnings(settings):
+        print(f"cra-bot: warning: {line}", file=sys.stderr)
+
+
+def _doctor(env_file: Path | None, *, as_json: bool) -> int:
+    """`cra-bot doctor`: one line per check; 0 only when none failed."""
+    from bot.doctor import server_report
+
+    try:
+        settings: BotSettings | None = BotSettings.load(env_file)
+        error = None
+    except SettingsError as exc:
+        settings, error = None, str(exc)
+    report = server_report(settings, process_environment(), env_file, error)
+    print(render(report, as_json=as_json))
+    return EXIT_OK if report.passed else EXIT_FAILED
 
 
 def _run_one(

@@ -15,7 +15,6 @@ from bot.door import make_door
 from bot.errors import SettingsError
 from bot.queue import recover
 from bot.runner import execute_run, report_interrupted
-from bot.sandboxes import startup_check
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 
@@ -38,9 +37,7 @@ def make_app(settings: BotSettings) -> tuple[Flask, Services]:
 def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
     """Serve until stopped: one process, its I/O thread reading requests whole before
     CRA_SERVER_THREADS threads answer them (bot.door says why)."""
-    settings.require_webhook_secret()
-    if settings.queue == "thread":  # this process runs the workers: prove the sandbox first
-        startup_check(settings)
+    settings.require_webhook_secret()  # bot.startup.check_serve proved the rest (the sandbox …)
     app, services = make_app(settings)
     try:
         if dev:
@@ -60,13 +57,13 @@ def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
 
 
 def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
-    """An RQ worker executing `bot.jobs.execute_run_job` jobs from CRA_REDIS_URL."""
+    """An RQ worker executing `bot.jobs.execute_run_job` jobs from CRA_REDIS_URL
+    (bot.startup.check_worker first: the sandbox, the key, the database, Redis)."""
     if settings.queue != "rq" or not settings.redis_url:
         raise SettingsError("cra-bot worker needs CRA_QUEUE=rq and CRA_REDIS_URL")
     from redis import Redis
     from rq import Queue, Worker
 
-    startup_check(settings)
     connection = Redis.from_url(settings.redis_url)
     worker = Worker([Queue("cra", connection=connection)], connection=connection)
     worker.work(burst=burst, with_scheduler=False)

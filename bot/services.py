@@ -14,6 +14,7 @@ from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
 from agent.sandbox import Sandbox
 from agent.store import RunLog
+from bot.app_key import load_private_key
 from bot.errors import SettingsError
 from bot.github import GitHubAPI
 from bot.github_tokens import AppTokens, StaticToken, TokenProvider
@@ -88,15 +89,7 @@ def token_provider(settings: BotSettings) -> TokenProvider:
         return StaticToken(settings.token.get_secret_value())
     if settings.app_id is None:
         raise SettingsError("set CRA_APP_ID and CRA_PRIVATE_KEY (or CRA_TOKEN in Actions mode)")
-    return AppTokens(settings.app_id, _private_key(settings), settings.github_api_url)
-
-
-def _private_key(settings: BotSettings) -> str:
-    if settings.private_key is not None:
-        return settings.private_key.get_secret_value().replace("\\n", "\n")
-    if settings.private_key_path is not None:
-        return settings.private_key_path.read_text(encoding="utf-8")
-    raise SettingsError("set CRA_PRIVATE_KEY or CRA_PRIVATE_KEY_PATH for the GitHub App")
+    return AppTokens(settings.app_id, load_private_key(settings), settings.github_api_url)
 
 
 def build_services(

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from dotenv import dotenv_values
+from pydantic import (
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent.config import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig
+from agent.console import unknown_variables
 from agent.sandbox import SandboxLimits, hidden_paths
+from agent.wording import plain_errors
 from bot.errors import SettingsError
 
 Role = Literal["reasoning", "coding", "classifier"]
@@ -21,6 +31,8 @@ ROLES: tuple[Role, ...] = ("reasoning", "coding", "classifier")
 DEFAULT_DATA_DIR = Path("~/.local/share/cra-bot")
 DEFAULT_DATABASE_URL = "sqlite:///<data_dir>/cra.db"
 DEFAULT_WINDOW = 16384
+READ_ELSEWHERE = ("CRA_APP_SLUG",)  # written by `cra-bot register` for people, read by nothing
+OTHER_TOOLS = ("CRA_TEST_", "CRA_MODEL_")  # read by the test suite, the demo, the workflow
 
 
 def _provider(role: str) -> Any:
@@ -213,8 +225,15 @@ class BotSettings(BaseSettings):
     @classmethod
     def load(cls, env_file: Path | None = None) -> BotSettings:
         """Settings from the environment, with `env_file` (a .env file) beneath it when given;
-        the sandbox hides that file (it holds secrets)."""
-        settings = cls(_env_file=env_file)
+        SettingsError in plain words naming the variable (or the missing file); the sandbox
+        hides that file (it holds secrets)."""
+        if env_file is not None and not env_file.is_file():
+            raise SettingsError(f"the env file {env_file} does not exist (--env-file): pass "
+                                "the .env that `cra-bot register` wrote")
+        try:
+            settings = cls(_env_file=env_file)
+        except ValidationError as exc:
+            raise SettingsError(settings_problems(exc)) from None
         if env_file is not None:
             settings.sandbox_hide = [*settings.sandbox_hide, str(env_file)]
         return settings
@@ -278,6 +297,33 @@ class BotSettings(BaseSettings):
         """What a repository's config may choose: the three server models, then allowed_models."""
         names = [getattr(self, f"{role}_model") for role in ROLES] + self.allowed_models
         return list(dict.fromkeys(names))
+
+
+def variable(loc: Sequence[int | str]) -> str:
+    """The environment variable of a settings field: workers → CRA_WORKERS."""
+    return f"CRA_{str(loc[0]).upper()}" if loc else "the settings"
+
+
+def settings_problems(exc: ValidationError) -> str:
+    """A settings validation error in plain words, one problem per line."""
+    return "\n".join(plain_errors(exc.errors(), BotSettings, name=variable))
+
+
+def setting_variables() -> list[str]:
+    """Every CRA_ variable BotSettings reads."""
+    return [f"CRA_{name.upper()}" for name in BotSettings.model_fields]
+
+
+def unknown_settings(
+    environ: Mapping[str, str], env_file: Path | None = None
+) -> list[tuple[str, str | None]]:
+    """CRA_ variables of the environment (and the .env file) that no setting reads, each with
+    its nearest setting when it looks like a typo of one."""
+    names = dict(environ)
+    if env_file is not None and env_file.is_file():
+        names.update({k: v or "" for k, v in dotenv_values(env_file).items()})
+    return unknown_variables(names, [*setting_variables(), *READ_ELSEWHERE],
+                             ignore=OTHER_TOOLS)
 
 
 def _check_role(role: str) -> None:

@@ -14,7 +14,9 @@ CRA_SANDBOX=none runs them unsandboxed instead, and the demo says so.
 With CRA_MODEL_URL set, a real model answers instead of the script: CRA_MODEL_PROVIDER (ollama |
 openai, default ollama), and CRA_MODEL_NAME or CRA_REASONING_MODEL / CRA_CODING_MODEL /
 CRA_CLASSIFIER_MODEL name the models (CRA_<ROLE>_API_KEY and CRA_<ROLE>_CONTEXT_WINDOW pass
-through). Nothing is written outside the temporary directory (unless --keep, it is removed).
+through). When the run ends, the pull request (Markdown) and the run page (HTML) are written to
+--output (default $TMPDIR/cra-demo-output), and both pages stay served until Ctrl-C (--no-wait
+ends at once). Nothing else is written outside the temporary directory (removed unless --keep).
 """
 
 from __future__ import annotations
@@ -45,13 +47,13 @@ import httpx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from agent.config import ROLE_DEFAULTS  # noqa: E402
 from bot.webhooks import sign  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
 PAYLOAD = ROOT / "tests" / "fixtures" / "github-webhooks" / "issues" / "labeled.payload.json"
 ROLES = ("reasoning", "coding", "classifier")
-FALLBACK_MODELS = {"reasoning": "qwen3:8b", "coding": "qwen2.5-coder:7b",
-                   "classifier": "qwen3:0.6b"}
+FALLBACK_MODELS = {role: str(ROLE_DEFAULTS[role]["model"]) for role in ROLES}  # the README's
 FINISHED = ("succeeded", "partial", "failed", "cancelled", "rejected")
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 8.0
@@ -528,7 +530,33 @@ def _run(procs: Processes, choice: ModelChoice, args: argparse.Namespace) -> int
     run_url = f"{bot_url}/runs/{run_id}"
     if not pulls:
         return no_pull(status, comment, run_url, procs.tmp / "cra-bot.log")
-    return report(status, pulls[-1], run_url, choice)
+    code = report(status, pulls[-1], run_url, choice)
+    keep(args.output, pulls[-1], run_url)
+    if not args.no_wait:
+        wait_for_ctrl_c(run_url, pulls[-1]["html_url"])
+    return code
+
+
+def keep(output: Path, pull: dict[str, Any], run_url: str) -> None:
+    """Write the pull request (Markdown) and the run page (HTML) where they outlive the demo."""
+    output.mkdir(parents=True, exist_ok=True)
+    pr_file = output / f"pull-{pull['number']}.md"
+    pr_file.write_text(f"# {pull['title']}\n\n{pull['html_url']}\n\n{pull.get('body') or ''}\n",
+                       encoding="utf-8")
+    run_file = output / f"run-{run_url.rsplit('/', 1)[-1]}.html"
+    run_file.write_text(httpx.get(run_url, timeout=10.0).text, encoding="utf-8")
+    say(f"\nKept for after the demo: {pr_file}\n                         {run_file}")
+
+
+def wait_for_ctrl_c(run_url: str, pull_url: str) -> None:
+    """Keep the bot and the stand-in serving the run page and the PR until Ctrl-C."""
+    say(f"\nStill serving until you press Ctrl-C (--no-wait ends the demo here):\n"
+        f"  run page      {run_url}\n  pull request  {pull_url} (the stand-in's page)")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        say("\nCtrl-C: stopping.")
 
 
 def no_pull(status: str, comment: str, run_url: str, log: Path) -> int:
@@ -571,6 +599,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pace", type=float, default=0.0,
                         help="seconds each scripted answer waits, to watch the progress")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="end at once instead of serving the run page and the PR until Ctrl-C")
+    parser.add_argument("--output", type=Path,
+                        default=Path(tempfile.gettempdir()) / "cra-demo-output",
+                        help="where the PR and the run page are written (default: "
+                        "$TMPDIR/cra-demo-output)")
     return parser.parse_args(argv)
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.fakes.sandboxes import test_sandbox_kind
@@ -44,8 +45,8 @@ def processes_marked(tmp: Path) -> list[str]:
 
 
 def test_demo_turns_the_sample_issue_into_a_pull_request(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(DEMO)], env=demo_env(tmp_path), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=55, check=False)
+    done = subprocess.run([sys.executable, str(DEMO), "--no-wait"], env=demo_env(tmp_path),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=55, check=False)
 
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
@@ -64,8 +65,39 @@ def test_demo_turns_the_sample_issue_into_a_pull_request(tmp_path: Path) -> None
         assert "The tests ran unsandboxed" in out
     run_pages = [line for line in out.splitlines() if line.startswith("Run page: http://")]
     assert len(run_pages) == 1 and run_pages[0].endswith("/runs/1")
+    assert "Still serving" not in out  # --no-wait
     assert processes_marked(tmp_path) == []
-    assert list(tmp_path.iterdir()) == []  # its temporary directory is gone too
+    # Its temporary directory is gone; what it kept to look at is in the output directory.
+    output = tmp_path / "cra-demo-output"
+    assert list(tmp_path.iterdir()) == [output]
+    assert sorted(p.name for p in output.iterdir()) == ["pull-2.md", "run-1.html"]
+    assert "Round page\\_count up" in (output / "pull-2.md").read_text()
+    assert "page_count" in (output / "run-1.html").read_text()
+    assert f"Kept for after the demo: {output / 'pull-2.md'}" in out
+
+
+def test_the_demo_serves_the_run_page_and_the_pull_request_until_ctrl_c(tmp_path: Path) -> None:
+    argv = [sys.executable, str(DEMO), "--output", str(tmp_path / "out")]
+    with subprocess.Popen(argv, env=demo_env(tmp_path), cwd=tmp_path, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as demo:
+        assert demo.stdout is not None
+        seen = []
+        for line in demo.stdout:
+            seen.append(line)
+            if line.strip().startswith("pull request  http://"):
+                break
+        urls = [line.split()[2] for line in seen if line.strip().startswith(("run page  ",
+                                                                               "pull request  "))]
+        pages = [httpx.get(url, timeout=10.0) for url in urls]
+        demo.send_signal(signal.SIGINT)
+        rest, _ = demo.communicate(timeout=40)
+
+    out = "".join(seen) + rest
+    assert [p.status_code for p in pages] == [200, 200], out
+    assert "page_count" in pages[0].text  # the run page: the plan, the diff
+    assert "Round page\\_count up" in pages[1].text and "+    return (total" in pages[1].text
+    assert demo.returncode == 0, out
+    assert processes_marked(tmp_path) == []
 
 
 def test_ctrl_c_mid_run_stops_every_process_the_demo_started(tmp_path: Path) -> None:

@@ -128,10 +128,15 @@ def table_rows(table: str) -> list[list[str]]:
 
 
 def code_blocks(text: str) -> Iterator[str]:
-    """The fenced code blocks of shell languages (sh, bash, console or none)."""
+    """The fenced code blocks of shell languages (sh, bash, console or none); of a console
+    block only the `$ ` lines, the rest being what the commands print."""
     for match in re.finditer(r"^[ \t]*```([\w-]*)[^\n]*\n(.*?)^[ \t]*```", text, re.M | re.S):
-        if match.group(1).lower() in SHELL_LANGS:
-            yield match.group(2)
+        lang, body = match.group(1).lower(), match.group(2)
+        if lang == "console":
+            yield "".join(line.strip() + "\n" for line in body.splitlines()
+                          if line.strip().startswith("$ "))
+        elif lang in SHELL_LANGS:
+            yield body
 
 
 def shell_commands(block: str) -> Iterator[list[str]]:

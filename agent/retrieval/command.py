@@ -7,11 +7,11 @@ from pathlib import Path
 from agent.config import load_config
 from agent.errors import ConfigError
 from agent.git import is_work_tree
-from agent.retrieval.index import IndexStats, RepoIndex, default_index_path
+from agent.retrieval.index import IndexStats, Progress, RepoIndex, default_index_path
 
 
 def index_repository(repo: Path, data_dir: Path, *, config: Path | None = None,
-                     as_json: bool = False) -> int:
+                     as_json: bool = False, progress: Progress | None = None) -> int:
     """Update the index of `repo` in `data_dir` and print its stats; returns the exit code."""
     root = repo.resolve()
     if not is_work_tree(root):
@@ -19,7 +19,7 @@ def index_repository(repo: Path, data_dir: Path, *, config: Path | None = None,
     retrieval = load_config(root, config).retrieval
     db_path = default_index_path(data_dir, root)
     with RepoIndex.open(db_path, config=retrieval) as index:
-        stats = index.update(root)
+        stats = index.update(root, progress=progress)
     print(stats.model_dump_json(indent=2) if as_json else describe(stats, root, db_path))
     return 0
 

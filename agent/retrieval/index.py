@@ -11,7 +11,7 @@ import hashlib
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -107,6 +107,7 @@ _INSERTS = {
     for table, cols in _INSERT_COLUMNS.items()
 }
 _PARSE_BATCH = 200
+Progress = Callable[[int, int], None]  # (files read, files to read)
 _Rows = dict[str, list[tuple[Any, ...]]]
 
 
@@ -221,10 +222,11 @@ class RepoIndex:
 
     # --- writing ------------------------------------------------------------------------------
 
-    def update(self, worktree: Path) -> IndexStats:
+    def update(self, worktree: Path, *, progress: Progress | None = None) -> IndexStats:
         """Bring the index in line with the tracked files of `worktree`; unchanged SHAs are reused.
 
         Content is read from disk: a tracked file with uncommitted edits is indexed as it is now.
+        `progress(done, total)` is told after each changed file is read.
         """
         started = time.perf_counter()
         listing = list_worktree(worktree, self._rules)
@@ -236,6 +238,7 @@ class RepoIndex:
             self._delete(conn, gone)
             next_id = (conn.scalar(select(func.max(files.c.id))) or 0) + 1
             rows: _Rows = {name: [] for name in _INSERTS}
+            done = 0
             for batch in _chunks(changed, _PARSE_BATCH):  # bounded memory on a cold index
                 self._delete(conn, [known[p][0] for p in batch if p in known])
                 for path in batch:
@@ -245,6 +248,9 @@ class RepoIndex:
                         file_id = known[path][0] if path in known else next_id
                         next_id = max(next_id, file_id + 1)
                         _stage(rows, record, file_id)
+                    done += 1
+                    if progress is not None:
+                        progress(done, len(changed))
                 _flush(conn, rows)
             if changed or gone:
                 self._relink(conn)

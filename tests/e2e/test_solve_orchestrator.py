@@ -478,7 +478,8 @@ def test_cli_solve_without_plan_runs_the_orchestrator(
     repo = make_python_project(tmp_path / "repo", bug=False, config=None)
     config = tmp_path / "cra.toml"
     config.write_text("".join(
-        f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "m"\nmax_retries = 0\n'
+        f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "scripted-model"\n'
+        "max_retries = 0\n"
         for role in ("reasoning", "coding", "classifier"))
         + f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\n[retrieval]\nstages = []\n")
     script_two_parts(server)
@@ -505,7 +506,8 @@ def test_cli_plan_prints_a_plan_artifact(
 ) -> None:
     repo = make_python_project(tmp_path / "repo", bug=False, config=None)
     config = tmp_path / "cra.toml"
-    config.write_text(f'[models.reasoning]\nbase_url = "{server.url}"\nmodel = "m"\n'
+    config.write_text(f'[models.reasoning]\nbase_url = "{server.url}"\n'
+                      'model = "scripted-model"\n'
                       "[retrieval]\nstages = []\n")
     server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"])))
     out_file = tmp_path / "plan.json"

@@ -174,6 +174,22 @@ class Api:
             "repository_selection": "all" if installation.repositories is None else "selected",
         })
 
+    def api_app(self, call: Call) -> Answer:
+        """GET /app: the authenticated app."""
+        return Answer(200, {"id": self.app_id, "slug": self.app_slug, "name": self.app_slug,
+                            "owner": self.shapes.user(User("Codertocat", "Organization")),
+                            "html_url": f"{self.shapes.html}/apps/{self.app_slug}",
+                            "installations_count": len(self.world.installations)})
+
+    def api_app_installations(self, call: Call) -> Answer:
+        """GET /app/installations: every installation of the app (one page)."""
+        return self._page([
+            {"id": inst.id, "app_id": self.app_id, "app_slug": self.app_slug,
+             "target_type": "Organization",
+             "repository_selection": "all" if inst.repositories is None else "selected",
+             "account": self.shapes.user(User("Codertocat", "Organization"))}
+            for inst in self.world.installations.values()], call)
+
     def api_repo_installation(self, call: Call) -> Answer:
         """GET /repos/{o}/{r}/installation: the installation covering the repo."""
         repo = self._visible_repo(call)
@@ -448,6 +464,8 @@ def routes(api: Api) -> list[_Route]:
     """The API routes: method, path pattern, whether the app's JWT is required, handler."""
     repo = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
     table: list[tuple[str, str, bool, Callable[[Call], Answer]]] = [
+        ("GET", r"/app", True, api.api_app),
+        ("GET", r"/app/installations", True, api.api_app_installations),
         ("POST", r"/app/installations/(?P<iid>\d+)/access_tokens", True, api.api_mint_token),
         ("GET", rf"{repo}/installation", True, api.api_repo_installation),
         ("GET", r"/user", False, api.api_user),

@@ -43,6 +43,7 @@ from tests.fakes.github_api import (
     HttpError,
 )
 from tests.fakes.github_oauth import OAuth
+from tests.fakes.github_pages import pull_page
 from tests.fakes.github_shapes import Shapes
 from tests.fakes.github_state import (
     ROLES,
@@ -69,6 +70,7 @@ API_PREFIX = "/api/v3"
 POLL_INTERVAL_S = 0.02
 JWT_MAX_AHEAD_S = 600
 JWT_LEEWAY_S = 60
+_PULL_PAGE = re.compile(r"^/(?P<owner>[^/]+)/(?P<name>[^/]+)/pull/(?P<n>\d+)$")
 _GIT_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<name>[^/]+?)\.git(?P<rest>/.*)$")
 _APP_TOKEN_PATH = re.compile(r"^/applications/[^/]+/token$")
 OAUTH_AUTHORIZE = "/login/oauth/authorize"
@@ -382,6 +384,8 @@ class FakeGitHub:
             self._handle_api(handler, path, dict(parse_qsl(split.query)))
         elif match := _GIT_PATH.match(split.path):
             self._handle_git(handler, match, split.query)
+        elif (match := _PULL_PAGE.match(split.path)) and handler.command == "GET":
+            self._handle_pull_page(handler, match)
         else:
             _send_json(handler, 404, {"message": "Not Found", "documentation_url": DOCS})
 
@@ -443,6 +447,18 @@ class FakeGitHub:
             token = self._authenticate(auth)
         with self._world.lock:
             return run(Call(method, path, params, query, body, token))
+
+    def _handle_pull_page(self, handler: BaseHTTPRequestHandler, match: re.Match[str]) -> None:
+        """A pull request's web page (its html_url), for people following a demo's link."""
+        with self._world.lock:
+            repo = self._world.repos.get(f"{unquote(match['owner'])}/{unquote(match['name'])}")
+            pull = repo.issues.get(int(match["n"])) if repo is not None else None
+            page = (pull_page(repo, pull, self._world.head_sha(repo, pull))
+                    if repo is not None and isinstance(pull, Pull) else None)
+        if page is None:
+            _send_text(handler, 404, "Not Found")
+        else:
+            _send(handler, 200, page.encode(), "text/html; charset=utf-8", ())
 
     def _handle_git(self, handler: BaseHTTPRequestHandler, match: re.Match[str], query: str
                     ) -> None:

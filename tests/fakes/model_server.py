@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -169,7 +169,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/api/tags":
             self._send_json(200, {"models": [{"name": m, "model": m} for m in models]})
         elif path in ("/v1/models", "/models"):
-            data = [{"id": m, "object": "model", "owned_by": "scripted"} for m in models]
+            windows = self.server.owner.windows
+            data = [{"id": m, "object": "model", "owned_by": "scripted",
+                     **({"max_model_len": windows[m]} if m in windows else {})} for m in models]
             self._send_json(200, {"object": "list", "data": data})
         else:
             self._send_json(404, {"error": f"no route {path}"})
@@ -179,6 +181,10 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         body = self._read_json()
         owner = self.server.owner
+        if path == "/api/show":
+            owner.record(self._recorded("POST", path, body))
+            self._show(body)
+            return
         if path == "/api/chat":
             wire = "ollama"
         elif path.endswith("/chat/completions"):
@@ -196,6 +202,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, NO_SCRIPTED_REPLY.encode(), "text/plain")
             return
         self._answer(wire, body, scripted)
+
+    def _show(self, body: Any) -> None:
+        """Ollama's /api/show: a listed model's trained window, when the server was given one."""
+        owner = self.server.owner
+        name = str(body.get("model", "")) if isinstance(body, dict) else ""
+        if name not in owner.models:
+            self._send_json(404, {"error": f"model '{name}' not found"})
+            return
+        info: dict[str, Any] = {"general.architecture": "scripted"}
+        if name in owner.windows:
+            info["scripted.context_length"] = owner.windows[name]
+        self._send_json(200, {"details": {"format": "gguf"}, "model_info": info})
 
     def _answer(self, wire: str, body: Any, r: Reply) -> None:
         """Send a scripted reply in the request's wire format, after its delay."""
@@ -273,9 +291,11 @@ class ScriptedModelServer:
     """A loopback model server answering from a FIFO queue or per-stage scripts."""
 
     def __init__(
-        self, *, models: Sequence[str] = ("scripted-model",), reject_json_schema: bool = False
+        self, *, models: Sequence[str] = ("scripted-model",), reject_json_schema: bool = False,
+        windows: Mapping[str, int] | None = None,
     ) -> None:
         self.models = tuple(models)
+        self.windows = dict(windows or {})  # model → context window its listings state
         self.reject_json_schema = reject_json_schema
         self.stopping = threading.Event()
         self._script = _Script()
@@ -310,6 +330,12 @@ class ScriptedModelServer:
         """Every request received so far, in order."""
         with self._script.lock:
             return list(self._script.requests)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The model calls: chat requests of either API (not listings or /api/show)."""
+        return [r for r in self.requests
+                if r.path == "/api/chat" or r.path.endswith("/chat/completions")]
 
     @property
     def unscripted(self) -> list[RecordedRequest]:
