@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -30,6 +31,8 @@ from sqlalchemy.orm import sessionmaker
 Clock = Callable[[], datetime]
 
 _ALEMBIC_IN_USE = threading.Lock()  # alembic's `context` and `op` are process-wide proxies
+_SQLITE_WRITERS: dict[str, threading.RLock] = {}  # SQLite file → the lock its writers take
+_SQLITE_WRITERS_GUARD = threading.Lock()
 MIGRATION_LOCK = 0x63726120  # PostgreSQL advisory lock key held while migrating ("cra ")
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -109,6 +112,21 @@ def build_engine(url: str) -> Engine:
     return engine
 
 
+def writer_lock(engine: Engine) -> AbstractContextManager[Any]:
+    """What a write transaction holds in this process: for a SQLite file, one lock per file.
+
+    SQLite has one writer at a time; a second one waits in its busy handler, which polls with
+    sleeps of 1, 2, 5, 10 … ms. Threads queued on a lock instead start the moment the writer
+    commits (other processes still meet the busy timeout).
+    """
+    url = engine.url
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return nullcontext()
+    path = str(Path(url.database).expanduser().resolve())
+    with _SQLITE_WRITERS_GUARD:
+        return _SQLITE_WRITERS.setdefault(path, threading.RLock())
+
+
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest migration (no alembic.ini needed)."""
     config = Config()
@@ -134,6 +152,7 @@ class Database:
         self._engine = engine
         self._clock = clock or utc_now
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._writer = writer_lock(engine)
 
     @classmethod
     def open(cls, url: str, *, clock: Clock | None = None) -> Self:
@@ -149,6 +168,12 @@ class Database:
     @property
     def engine(self) -> Engine:
         return self._engine
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """One write transaction (committed on exit), SQLite writers of this process in turn."""
+        with self._writer, self._engine.begin() as connection:
+            yield connection
 
     def close(self) -> None:
         """Release every pooled connection."""

@@ -48,12 +48,12 @@ class RunLog(Database):
         """
         kind = type(row)
         values = {k: v for k, v in vars(row).items() if k in kind.__table__.c}
-        with self._engine.begin() as conn:
+        with self._write() as conn:
             return int(conn.execute(insert(kind).values(values).returning(kind.id)).scalar_one())
 
     def _update(self, kind: type[Base], row_id: int, **values: Any) -> None:
         """Set columns of one row in its own transaction; LookupError when it is missing."""
-        with self._engine.begin() as conn:
+        with self._write() as conn:
             result = conn.execute(update(kind).where(kind.id == row_id).values(**values))
             if result.rowcount == 0:
                 raise LookupError(f"no {kind.__tablename__} row with id {row_id}")
@@ -229,7 +229,7 @@ class RunLog(Database):
             index_elements=["run_key", "key"],
             set_={"value": statement.excluded.value, "updated_at": statement.excluded.updated_at},
         )
-        with self._engine.begin() as conn:
+        with self._write() as conn:
             conn.execute(statement)
 
     def get_state(self, run_key: str, key: str) -> Any | None:

@@ -1,14 +1,23 @@
-"""Webhook path: signed deliveries against cra's app under gunicorn, beside a bare 200 app.
+"""Webhook intake: `cra-bot serve` beside a minimal Flask app and Probot, in one run.
 
-Starts gunicorn on a loopback port serving `create_app` (SQLite in a temporary folder, a thread
-queue whose workers do nothing: a run is stored and enqueued, never executed), sends N signed
-deliveries with 32 concurrent clients (half `issues.labeled` with the label, half `issues.opened`),
-then does the same against a bare WSGI app answering 200 under the same gunicorn settings.
-Prints throughput, p50 and p99 latency and lost deliveries (sent − recorded in the deliveries
-table; must be 0), and cra's numbers as ratios of the bare app's. Exits 1 on a lost delivery or
-an unexpected status.
+Each target serves on a loopback port with a fresh database and gets the same signed deliveries
+from the same client (benchmarks/webhook_load.py: 32 keep-alive connections by default): half
+`issues.labeled` with the label (each its own issue), half `issues.opened` (nothing triggers),
+and a share sent twice with the same delivery id (GitHub's redelivery). Targets:
 
-Run: .venv/bin/python benchmarks/webhook.py [-n 2000] [--concurrency 32] [--workers 4]
+- cra   — cra's app behind the door, as `cra-bot serve` runs it (bot.door: waitress, CRA_* server
+          settings); its thread queue's workers do nothing (runs are stored and enqueued only);
+- min   — the minimal Flask app (verify HMAC, parse, insert the delivery, WAL) behind the same door;
+- min-g — the same minimal app under gunicorn (gthread workers);
+- probot — Probot 14 on Node (installed with npm into a scratch folder the first time);
+- cra-g — cra's app under gunicorn (only with --targets: is the server the bottleneck?).
+
+It prints, per database (SQLite; PostgreSQL with --postgres URL or CRA_TEST_POSTGRES_URL):
+throughput, p50/p99 latency, the server process tree's CPU per delivery, unexpected answers, lost
+deliveries (sent − recorded) and duplicated runs, then cra's figures as ratios of its peers and
+the goals of issue 14. Exits 1 when a delivery is lost or duplicated or answered wrongly.
+
+Run: .venv/bin/python benchmarks/webhook.py [-n 10000] [--concurrency 32] [--postgres URL]
 """
 
 from __future__ import annotations
@@ -16,28 +25,30 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
-import subprocess
+import shutil
 import sys
 import tempfile
-import threading
-import time
 import uuid
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import httpx
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # the recorded payloads live in tests/fixtures
+sys.path.insert(0, str(HERE))
 
-from bot.app import create_app  # noqa: E402
-from bot.settings import BotSettings  # noqa: E402
-from bot.store import BotStore  # noqa: E402
+from webhook_load import Load, Request, http_request, send  # noqa: E402
+from webhook_targets import (  # noqa: E402
+    TARGETS,
+    Database,
+    Target,
+    count_recorded,
+    probot_ready,
+    running,
+)
+
 from bot.webhooks import sign  # noqa: E402
 from tests.fixtures import webhook_bytes  # noqa: E402
 
@@ -45,238 +56,186 @@ SECRET = "benchmark-secret"
 LABEL = "cra"
 
 
-# --- what gunicorn serves --------------------------------------------------------------------
-
-
-def bench_app() -> Any:
-    """cra's app from CRA_* settings, its thread workers doing nothing (gunicorn factory)."""
-    return create_app(BotSettings(), execute=lambda run_id: None)
-
-
-def bare_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-    """A WSGI app that reads the body and answers 200: the floor to compare against."""
-    length = int(environ.get("CONTENT_LENGTH") or 0)
-    environ["wsgi.input"].read(length)
-    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
-    return [b"ok"]
-
-
-# --- the deliveries --------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Delivery:
-    """One request to send: its event, exact body, id and the status it should get."""
+    """One delivery: its id, exact body, and whether it triggers a run or repeats one."""
 
-    event: str
-    body: bytes
     delivery_id: str
-    expected: int
+    body: bytes
+    triggers: bool
+    repeat: bool = False
 
-    def headers(self) -> dict[str, str]:
-        """The headers GitHub sends, signed over the exact body."""
-        return {
-            "X-GitHub-Event": self.event,
-            "X-GitHub-Delivery": self.delivery_id,
-            "X-GitHub-Hook-ID": "292430182",
-            "X-Hub-Signature-256": sign(self.body, SECRET),
-            "User-Agent": "GitHub-Hookshot/benchmark",
-            "Content-Type": "application/json",
-        }
+    def request(self, kind: str) -> Request:
+        """The signed request, expecting cra's status (202/204/200) or a peer's 200."""
+        expected = 200 if kind != "cra" or self.repeat else 202 if self.triggers else 204
+        headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": self.delivery_id,
+                   "X-GitHub-Hook-ID": "292430182", "User-Agent": "GitHub-Hookshot/benchmark",
+                   "X-Hub-Signature-256": sign(self.body, SECRET),
+                   "Content-Type": "application/json"}  # fmt: skip
+        return Request(self.delivery_id, http_request("/webhook", headers, self.body), expected)
 
 
-def deliveries(count: int) -> list[Delivery]:
-    """Half labeled issues (each its own issue number), half opened issues (recorded bytes)."""
+def deliveries(count: int, first_issue: int, repeat_every: int) -> list[Delivery]:
+    """Half labeled (each its own issue), half opened; every `repeat_every`-th of the first
+    half is sent again half a batch later."""
     labeled = json.loads(webhook_bytes("issues", "labeled.payload.json"))
     labeled["label"]["name"] = LABEL
     opened = webhook_bytes("issues", "opened.payload.json")
-    made = []
+    made: list[Delivery] = []
     for n in range(count):
         if n % 2 == 0:
-            labeled["issue"]["number"] = n + 1
-            body, expected = json.dumps(labeled).encode(), 202
+            labeled["issue"]["number"] = first_issue + n
+            made.append(Delivery(str(uuid.uuid4()), json.dumps(labeled).encode(), True))
         else:
-            body, expected = opened, 204
-        made.append(Delivery("issues", body, str(uuid.uuid4()), expected))
-    return made
+            made.append(Delivery(str(uuid.uuid4()), opened, False))
+    repeats = {n + count // 2: made[n] for n in range(0, count // 2, max(1, repeat_every))}
+    out: list[Delivery] = []
+    for n, delivery in enumerate(made):
+        out.append(delivery)
+        if n in repeats:
+            again = repeats[n]
+            out.append(Delivery(again.delivery_id, again.body, again.triggers, repeat=True))
+    return out
 
 
-# --- sending ---------------------------------------------------------------------------------
+# --- one target ------------------------------------------------------------------------------
 
 
 @dataclass
-class Result:
-    """What one target did with the deliveries."""
+class Outcome:
+    """A target's load figures plus what its database holds afterwards."""
 
-    latencies: list[float] = field(default_factory=list)
-    unexpected: list[int] = field(default_factory=list)
-    sent: list[str] = field(default_factory=list)
-    elapsed: float = 0.0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def percentile(self, q: float) -> float:
-        """The q-quantile latency in milliseconds."""
-        ordered = sorted(self.latencies) or [float("nan")]
-        return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-    @property
-    def throughput(self) -> float:
-        return len(self.latencies) / self.elapsed if self.elapsed else 0.0
+    target: Target
+    load: Load
+    lost: int
+    duplicated: int
 
 
-@dataclass(frozen=True)
-class Target:
-    """A gunicorn app to measure: its import string, a path answering 200, bare or cra."""
-
-    app: str
-    ready_path: str
-    bare: bool
-
-
-CRA = Target("webhook:bench_app()", "/healthz", bare=False)
-BARE = Target("webhook:bare_app", "/", bare=True)
-
-
-def send_all(
-    url: str, batch: list[Delivery], concurrency: int, limit_s: float, bare: bool
-) -> Result:
-    """Send every delivery with `concurrency` clients, stopping after `limit_s` seconds."""
-    result = Result()
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    with httpx.Client(base_url=url, limits=limits, timeout=15.0) as client:
-        start = time.perf_counter()
-        deadline = start + limit_s
-
-        def one(delivery: Delivery) -> None:
-            if time.perf_counter() > deadline:
-                return
-            began = time.perf_counter()
-            try:
-                status = client.post(
-                    "/webhook", content=delivery.body, headers=delivery.headers()
-                ).status_code
-            except httpx.HTTPError:
-                status = 0  # no answer: counted as unexpected (and lost unless recorded)
-            took = time.perf_counter() - began
-            with result.lock:
-                result.latencies.append(took)
-                result.sent.append(delivery.delivery_id)
-                if status != (200 if bare else delivery.expected):
-                    result.unexpected.append(status)
-
-        with ThreadPoolExecutor(concurrency) as pool:
-            list(pool.map(one, batch))
-        result.elapsed = time.perf_counter() - start
-    return result
-
-
-# --- gunicorn --------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def gunicorn(
-    app: str, port: int, args: argparse.Namespace, env: dict[str, str], log: Path
-) -> subprocess.Popen[bytes]:
-    """Start gunicorn (gthread workers) serving `app` from this folder on the loopback port."""
-    command = [
-        sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
-        "--workers", str(args.workers), "--threads", str(args.threads),
-        "--worker-class", "gthread", "--pythonpath", str(HERE),
-        "--log-level", "warning", "--error-logfile", str(log), app,
-    ]  # fmt: skip
-    return subprocess.Popen(command, env={**os.environ, **env}, cwd=HERE)
-
-
-def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, path: str) -> None:
-    """Poll until the server answers 200, or fail with its log."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"gunicorn exited early:\n{log.read_text()}")
-        try:
-            if httpx.get(url + path, timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise SystemExit(f"gunicorn did not become ready:\n{log.read_text()}")
-
-
-def serve_and_send(
-    target: Target, args: argparse.Namespace, env: dict[str, str], batch: list[Delivery], work: Path
-) -> Result:
-    """Start gunicorn, send the batch, and always stop gunicorn again."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = work / f"gunicorn-{port}.log"
-    process = gunicorn(target.app, port, args, env, log)
-    try:
-        wait_ready(url, process, log, target.ready_path)
-        return send_all(url, batch, args.concurrency, args.max_seconds, bare=target.bare)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+def measure(target: Target, database: Database, args: argparse.Namespace,
+            batch: list[Delivery], warmup: list[Delivery]) -> Outcome:  # fmt: skip
+    """Start the target on a fresh database, warm it up, send the batch, check the records."""
+    with database.fresh() as url, running(target, url, database.work, args, SECRET,
+                                           LABEL) as server:
+        send(server.port, [d.request(target.kind) for d in warmup], args.concurrency,
+             args.max_seconds, server.pid)  # fmt: skip
+        requests = [d.request(target.kind) for d in batch]
+        load = send(server.port, requests, args.concurrency, args.max_seconds, server.pid)
+        unique = {d.delivery_id for d in batch}
+        recorded, runs, distinct_runs = count_recorded(target, url, unique)
+    duplicated = runs - distinct_runs
+    return Outcome(target, load, lost=len(unique) - recorded, duplicated=duplicated)
 
 
 # --- report ----------------------------------------------------------------------------------
 
 
-def recorded(database_url: str, sent: list[str]) -> int:
-    """How many of the sent delivery ids the deliveries table holds."""
-    with BotStore.open(database_url) as store:
-        return sum(store.has_delivery(delivery_id) for delivery_id in sent)
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
 
 
-def report(cra: Result, bare: Result, lost: int, runs: int, args: argparse.Namespace) -> None:
-    """Print both targets and cra's numbers as ratios of the bare app's."""
-    print(
-        f"webhook benchmark: {args.n} deliveries (half triggering), concurrency "
-        f"{args.concurrency}, gunicorn {args.workers} workers x {args.threads} threads, SQLite"
-    )
-    print(f"{'':14}{'sent':>7}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'bad':>6}{'lost':>6}")
-    for name, r, lost_text in (("cra", cra, str(lost)), ("bare 200", bare, "-")):
-        print(f"{name:14}{len(r.sent):>7}{r.throughput:>10.1f}{r.percentile(0.5):>9.2f}"
-              f"{r.percentile(0.99):>9.2f}{len(r.unexpected):>6}{lost_text:>6}")  # fmt: skip
-    ratio_tp = cra.throughput / bare.throughput if bare.throughput else float("nan")
-    ratio_50 = cra.percentile(0.5) / bare.percentile(0.5)
-    ratio_99 = cra.percentile(0.99) / bare.percentile(0.99)
-    print(f"cra / bare: throughput {ratio_tp:.2f}x, p50 latency {ratio_50:.1f}x, "
-          f"p99 latency {ratio_99:.1f}x; runs stored: {runs}")  # fmt: skip
+def report(database: str, outcomes: dict[str, Outcome], args: argparse.Namespace) -> bool:
+    """Print the table, cra's ratios and the goals; whether nothing was lost or duplicated."""
+    print(f"\n{database}: {args.n} deliveries + redeliveries, concurrency {args.concurrency}, "
+          f"door {args.threads} threads, gunicorn {args.gunicorn_workers} x "
+          f"{args.gunicorn_threads} gthread")  # fmt: skip
+    print(f"{'target':34}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'CPU ms':>8}"
+          f"{'bad':>5}{'fail':>5}{'lost':>5}{'dup':>5}{'closed':>7}")  # fmt: skip
+    clean = True
+    for outcome in outcomes.values():
+        load = outcome.load
+        print(f"{outcome.target.title:34}{load.throughput:>8.0f}{load.percentile(0.5):>8.1f}"
+              f"{load.percentile(0.99):>8.1f}{load.cpu_ms_per_request:>8.2f}{load.unexpected:>5}"
+              f"{load.failed:>5}{outcome.lost:>5}{outcome.duplicated:>5}"
+              f"{load.reconnects:>7}")  # fmt: skip
+        clean &= not (outcome.lost or outcome.duplicated or load.unexpected or load.failed)
+    if "cra" in outcomes:
+        print_goals(outcomes)
+    return clean
+
+
+def print_goals(outcomes: dict[str, Outcome]) -> None:
+    """cra's figures against each peer measured in this run, and issue 14's goals."""
+    cra = outcomes["cra"].load
+    for key in ("min", "min-g", "probot", "cra-g"):
+        if key in outcomes:
+            peer = outcomes[key].load
+            print(f"  cra / {outcomes[key].target.title}: throughput "
+                  f"{_ratio(cra.throughput, peer.throughput):.2f}x, CPU per delivery "
+                  f"{_ratio(cra.cpu_ms_per_request, peer.cpu_ms_per_request):.2f}x, p50 "
+                  f"{_ratio(cra.percentile(0.5), peer.percentile(0.5)):.2f}x, p99 "
+                  f"{_ratio(cra.percentile(0.99), peer.percentile(0.99)):.2f}x")  # fmt: skip
+    goals = [("CPU per delivery <= 1.5 ms", cra.cpu_ms_per_request <= 1.5)]
+    for key in ("min", "min-g"):
+        if key in outcomes:
+            ratio = _ratio(cra.throughput, outcomes[key].load.throughput)
+            goals.append((f"throughput >= 0.9x {outcomes[key].target.title}", ratio >= 0.9))
+    if "probot" in outcomes:
+        ratio = _ratio(cra.percentile(0.99), outcomes["probot"].load.percentile(0.99))
+        goals.append(("p99 <= 2.5x Probot's", ratio <= 2.5))
+    goals.append(("0 lost, 0 duplicated", not (outcomes["cra"].lost or outcomes["cra"].duplicated)))
+    print("  goals: " + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in goals))
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=10000, help="deliveries per target")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--repeat-every", type=int, default=20,
+                        help="every Nth delivery of the first half is redelivered")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="door threads (default: CRA_SERVER_THREADS's default)")
+    parser.add_argument("--gunicorn-workers", type=int, default=4)
+    parser.add_argument("--gunicorn-threads", type=int, default=8)
+    parser.add_argument("--targets", default="cra,min,min-g,probot",
+                        help=f"comma-separated, of {','.join(TARGETS)}")
+    parser.add_argument("--postgres", default=os.environ.get("CRA_TEST_POSTGRES_URL"),
+                        help="a PostgreSQL URL (postgresql+psycopg://…) to run there too")
+    parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
+    parser.add_argument("--probot-dir", type=Path,
+                        default=Path.home() / ".cache" / "cra-benchmarks" / "probot",
+                        help="scratch folder where npm installs Probot (outside the repository)")
+    parser.add_argument("--max-seconds", type=float, default=180.0, help="time limit per target")
+    return parser.parse_args(argv)
+
+
+def databases(args: argparse.Namespace, work: Path) -> list[Database]:
+    """SQLite in the work folder, and PostgreSQL when a URL is given."""
+    found = [] if args.no_sqlite else [Database("SQLite", None, work)]
+    if args.postgres:
+        found.append(Database("PostgreSQL", args.postgres, work))
+    return found
+
+
+@contextmanager
+def workdir() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="cra-webhook-bench-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run both targets, print the comparison; 1 when a delivery was lost or answered wrongly."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=2000, help="deliveries per target")
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
-    parser.add_argument("--threads", type=int, default=8, help="threads per gunicorn worker")
-    parser.add_argument("--max-seconds", type=float, default=120.0, help="time limit per target")
-    args = parser.parse_args(argv)
-    batch = deliveries(args.n)
-    with tempfile.TemporaryDirectory(prefix="cra-webhook-bench-") as folder:
-        work = Path(folder)
-        database_url = f"sqlite:///{work / 'cra.db'}"
-        BotStore.open(database_url).close()  # migrate once, as `cra-bot serve` would
-        env = {"CRA_WEBHOOK_SECRET": SECRET, "CRA_DATABASE_URL": database_url, "CRA_LABEL": LABEL,
-               "CRA_DATA_DIR": str(work), "CRA_QUEUE": "thread", "CRA_WORKERS": "1"}  # fmt: skip
-        cra = serve_and_send(CRA, args, env, batch, work)
-        bare = serve_and_send(BARE, args, env, batch, work)
-        lost = len(cra.sent) - recorded(database_url, cra.sent)
-        with BotStore.open(database_url) as store:
-            runs = len(store.list_runs(limit=args.n))
-    report(cra, bare, lost, runs, args)
-    return 1 if lost or cra.unexpected or bare.unexpected else 0
+    """Every target on every database; 1 when a delivery was lost, duplicated or mis-answered."""
+    args = parse_args(argv)
+    from bot.settings import BotSettings
+
+    args.threads = args.threads or BotSettings.model_fields["server_threads"].default
+    chosen = [key for key in args.targets.split(",") if key]
+    if "probot" in chosen and not probot_ready(args.probot_dir, HERE / "probot"):
+        chosen.remove("probot")
+    batch = deliveries(args.n, 1, args.repeat_every)
+    warmup = deliveries(min(500, max(50, args.n // 10)), args.n + 10, 10**9)
+    clean = True
+    with workdir() as work:
+        for database in databases(args, work):
+            outcomes = {key: measure(TARGETS[key], database, args, batch, warmup)
+                        for key in chosen}  # fmt: skip
+            clean &= report(database.name, outcomes, args)
+    return 0 if clean else 1
 
 
 if __name__ == "__main__":

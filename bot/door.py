@@ -19,6 +19,7 @@ from typing import Any
 from waitress.channel import HTTPChannel
 from waitress.parser import HTTPRequestParser
 from waitress.server import TcpWSGIServer
+from waitress.task import WSGITask
 from waitress.wasyncore import close_all
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
@@ -33,10 +34,35 @@ class _TimedRequest(HTTPRequestParser):  # type: ignore[misc]
         self.started = time.monotonic()
 
 
+class _KeepAliveTask(WSGITask):  # type: ignore[misc]
+    """waitress's WSGI task, keeping an HTTP/1.1 connection open after a 204 or 304.
+
+    waitress 3 closes the connection after any response without a Content-Length, including
+    those that may not carry one (RFC 9110 §8.6: never on a 204); half of GitHub's deliveries
+    get a 204, and each close costs the sender a new connection (and TLS at a proxy).
+    """
+
+    _bodiless_header = False
+
+    def build_response_header(self) -> bytes:
+        self._bodiless_header = not self.has_body
+        try:
+            return bytes(super().build_response_header())
+        finally:
+            self._bodiless_header = False
+
+    def set_close_on_finish(self) -> None:
+        asked = self.request.headers.get("CONNECTION", "").lower() == "close"
+        if self._bodiless_header and self.version == "1.1" and not asked:
+            return  # a response without a body ends at its headers: the connection can stay
+        super().set_close_on_finish()
+
+
 class _Channel(HTTPChannel):  # type: ignore[misc]
     """A connection whose requests know when they started."""
 
     parser_class = _TimedRequest
+    task_class = _KeepAliveTask
 
 
 class DoorServer(TcpWSGIServer):  # type: ignore[misc]

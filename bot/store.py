@@ -189,7 +189,7 @@ class BotStore(Database):
             "received_at": self._clock(),
         }
         try:
-            with self._engine.begin() as connection:
+            with self._write() as connection:
                 connection.execute(insert(DeliveryRow), row)
         except IntegrityError:
             return False
@@ -202,8 +202,8 @@ class BotStore(Database):
             .where(DeliveryRow.delivery_id == delivery_id)
             .values(outcome=outcome)
         )
-        with self._sessions.begin() as session:
-            session.execute(statement)
+        with self._write() as connection:
+            connection.execute(statement)
 
     def delivery_outcome(self, delivery_id: str) -> str | None:
         """The recorded outcome of a delivery (None if unknown or not yet decided)."""
@@ -224,16 +224,16 @@ class BotStore(Database):
 
     def forget_delivery(self, delivery_id: str) -> None:
         """Drop a delivery id (its handling failed), so that GitHub's redelivery is accepted."""
-        with self._sessions.begin() as session:
-            session.execute(delete(DeliveryRow).where(DeliveryRow.delivery_id == delivery_id))
+        with self._write() as connection:
+            connection.execute(delete(DeliveryRow).where(DeliveryRow.delivery_id == delivery_id))
 
     def prune_deliveries(self, older_than: timedelta = DELIVERY_RETENTION) -> int:
         """Drop delivery ids received before now − older_than (at least 7 days); how many."""
         if older_than < DELIVERY_RETENTION:
             raise ValueError("delivery ids are kept at least 7 days (GitHub redelivers them)")
         cutoff = self._clock() - older_than
-        with self._sessions.begin() as session:
-            result = session.execute(delete(DeliveryRow).where(DeliveryRow.received_at < cutoff))
+        with self._write() as connection:
+            result = connection.execute(delete(DeliveryRow).where(DeliveryRow.received_at < cutoff))
         return int(getattr(result, "rowcount", 0))
 
     # --- runs --------------------------------------------------------------------------------
@@ -279,7 +279,7 @@ class BotStore(Database):
             "cancel_requested": False,
             "created_at": self._clock(),
         }
-        with self._engine.begin() as connection:
+        with self._write() as connection:
             run_id = connection.execute(insert(RunRow).returning(RunRow.id), values).scalar_one()
         return Run.model_validate({**dict.fromkeys(Run.model_fields), **values, "id": run_id})
 
@@ -349,8 +349,8 @@ class BotStore(Database):
 
     def _update_where(self, where: ColumnElement[bool], **values: Any) -> bool:
         """One UPDATE of the runs matching `where`; whether any row changed."""
-        with self._sessions.begin() as session:
-            result = session.execute(update(RunRow).where(where).values(**values))
+        with self._write() as connection:
+            result = connection.execute(update(RunRow).where(where).values(**values))
         return int(getattr(result, "rowcount", 0)) > 0
 
     # --- readers -----------------------------------------------------------------------------

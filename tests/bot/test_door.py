@@ -95,3 +95,27 @@ def test_headers_have_a_deadline_of_their_own(door: DoorServer) -> None:
     """With a minute of patience for silence, unfinished headers still go after a second."""
     with stall(door.port, PARTIAL_HEADERS) as sock:
         assert closed_by_server(sock)
+
+
+def test_a_204_keeps_the_connection_open(door: DoorServer) -> None:
+    """An event that triggers nothing (204, no body) and the next delivery share a connection."""
+    opened = webhook_bytes("issues", "opened.payload.json")
+    with httpx.Client(timeout=5) as client:
+        ignored = client.post(f"http://127.0.0.1:{door.port}/webhook", content=opened, headers={
+            "X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": sign(opened, SECRET), "Content-Type": "application/json"})
+        first = ignored.extensions["network_stream"].get_extra_info("socket").getsockname()
+        queued = delivery(door.port, client, 7)
+        second = queued.extensions["network_stream"].get_extra_info("socket").getsockname()
+    assert (ignored.status_code, "connection" in ignored.headers) == (204, False)
+    assert (queued.status_code, second) == (202, first)
+
+
+def test_a_client_asking_to_close_after_a_204_is_obeyed(door: DoorServer) -> None:
+    opened = webhook_bytes("issues", "opened.payload.json")
+    with httpx.Client(timeout=5) as client:
+        answer = client.post(f"http://127.0.0.1:{door.port}/webhook", content=opened, headers={
+            "X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": sign(opened, SECRET), "Content-Type": "application/json",
+            "Connection": "close"})
+    assert (answer.status_code, answer.headers.get("connection")) == (204, "close")

@@ -1,0 +1,111 @@
+"""The servers benchmarks/webhook.py starts: cra's app and a minimal Flask app, each behind the
+door (bot.door: waitress, as `cra-bot serve` runs) or under gunicorn.
+
+The minimal app is the floor for a Python webhook receiver: verify the HMAC, parse the JSON,
+insert the delivery id (deduplicated by the primary key) into SQLite (WAL) or PostgreSQL, answer.
+
+Run: python benchmarks/webhook_servers.py door cra|minimal PORT   (settings from CRA_*, BENCH_*)
+gunicorn: --pythonpath benchmarks 'webhook_servers:cra_app()' or 'webhook_servers:minimal_app()'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import sqlite3
+import sys
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, request
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CREATE = ("CREATE TABLE IF NOT EXISTS deliveries (delivery_id TEXT PRIMARY KEY, "
+          "event TEXT NOT NULL, action TEXT, received_at TEXT NOT NULL)")
+INSERT_SQLITE = "INSERT INTO deliveries VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+INSERT_POSTGRES = "INSERT INTO deliveries VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"
+
+
+def cra_app() -> Any:
+    """cra's app from CRA_* settings, its thread workers doing nothing (runs are stored and
+    enqueued, never executed)."""
+    from bot.app import create_app
+    from bot.settings import BotSettings
+
+    return create_app(BotSettings(), execute=lambda run_id: None)
+
+
+def _connect(database: str) -> Any:
+    """A connection to BENCH_DATABASE: a SQLite path (WAL) or a libpq URL."""
+    if database.startswith("postgresql"):
+        import psycopg
+
+        return psycopg.connect(database)
+    connection = sqlite3.connect(database, check_same_thread=False)
+    connection.execute("PRAGMA busy_timeout=5000")
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    return connection
+
+
+def minimal_app() -> Flask:
+    """Verify, parse, insert the delivery id, answer 200: one connection per thread."""
+    secret = os.environ["BENCH_SECRET"].encode()
+    database = os.environ["BENCH_DATABASE"]
+    insert = INSERT_POSTGRES if database.startswith("postgresql") else INSERT_SQLITE
+    first = _connect(database)
+    first.execute(CREATE)
+    first.commit()
+    first.close()
+    local = threading.local()
+    app = Flask(__name__)
+
+    @app.post("/webhook")
+    def webhook() -> tuple[str, int]:
+        body = request.get_data()
+        wanted = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(wanted, request.headers.get("X-Hub-Signature-256", "")):
+            return "", 401
+        payload = json.loads(body)
+        if not hasattr(local, "connection"):
+            local.connection = _connect(database)
+        local.connection.execute(insert, (request.headers["X-GitHub-Delivery"],
+                                          request.headers["X-GitHub-Event"], payload.get("action"),
+                                          datetime.now(UTC).isoformat()))  # fmt: skip
+        local.connection.commit()  # one transaction per delivery
+        return "", 200
+
+    @app.get("/healthz")
+    def healthz() -> tuple[str, int]:
+        return "ok", 200
+
+    return app
+
+
+def serve_door(which: str, port: int) -> None:
+    """Serve cra's or the minimal app behind the door, with the settings `cra-bot serve` uses."""
+    import signal
+
+    from bot.door import make_door
+    from bot.settings import BotSettings
+
+    settings = BotSettings()
+    app = cra_app() if which == "cra" else minimal_app()
+    server = make_door(app, host="127.0.0.1", port=port, threads=settings.server_threads,
+                       header_timeout=settings.header_timeout,
+                       read_timeout=settings.read_timeout,
+                       max_connections=settings.max_connections)  # fmt: skip
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    server.run()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] != "door" or sys.argv[2] not in ("cra", "minimal"):
+        raise SystemExit(__doc__)
+    serve_door(sys.argv[2], int(sys.argv[3]))
