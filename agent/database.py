@@ -175,6 +175,14 @@ class Database:
         with self._writer, self._engine.begin() as connection:
             yield connection
 
+    def now(self) -> datetime:
+        """The current time on the store's clock."""
+        return self._clock()
+
+    def transaction(self) -> AbstractContextManager[Connection]:
+        """One write transaction, for the statements a store's neighbour prepares."""
+        return self._write()
+
     def close(self) -> None:
         """Release every pooled connection."""
         self._engine.dispose()

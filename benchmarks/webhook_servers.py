@@ -90,11 +90,15 @@ def minimal_app() -> Flask:
 
 def serve_door(which: str, port: int) -> None:
     """Serve cra's or the minimal app behind the door, with the settings `cra-bot serve` uses."""
+    import logging
     import signal
 
     from bot.door import make_door
     from bot.settings import BotSettings
 
+    if which == "cra":  # as `cra-bot` configures it: a line per delivery (to the server's log)
+        logging.basicConfig(level=logging.INFO,
+                            format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = BotSettings()
     app = cra_app() if which == "cra" else minimal_app()
     server = make_door(app, host="127.0.0.1", port=port, threads=settings.server_threads,

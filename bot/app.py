@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot import signin
-from bot.errors import MalformedDelivery
+from bot.errors import BotError, MalformedDelivery
 from bot.queue import RunQueue, build_queue, check_health
 from bot.replies import refusal_text, run_page_url
 from bot.services import Services, build_services
@@ -187,21 +187,35 @@ def _label(value: str, known: frozenset[str]) -> str:
 
 def accept(state: AppState, event: Event) -> tuple[str, int, dict[str, Any] | None]:
     """(outcome, HTTP status, JSON answer) for a verified delivery; stores and enqueues."""
-    store = state.services.store
     trigger = None if event.name == "ping" else _route(state.settings, event)
     outcome = "ping" if event.name == "ping" else trigger.command if trigger else "ignored"
-    if not store.record_delivery(event.delivery_id, event.name, event.action, outcome):
+    if trigger is not None and trigger.command == "cancel":
+        return _accept_cancel(state, event, trigger)
+    public_url = state.settings.public_url
+    admitted = state.intake.admit(event, trigger, outcome,
+                                  busy_text=lambda active: busy_text(active, public_url))
+    if admitted.outcome == "duplicate":
         return "duplicate", 200, {"duplicate": True}
     if event.name == "ping":
         return outcome, 200, {"ping": "pong"}
     if trigger is None:
         return outcome, 204, None
+    if admitted.run_id is None:  # the active run's "busy" reply is already on its way
+        return admitted.outcome, 200, {"busy": True}
+    _enqueue(state.services.queue, admitted.run_id)
+    return admitted.outcome, 202, {"run_id": admitted.run_id}
+
+
+def _accept_cancel(
+    state: AppState, event: Event, trigger: Trigger
+) -> tuple[str, int, dict[str, Any] | None]:
+    """A `/cra cancel`: record the delivery, then stop the active run and store the reply."""
+    if not state.services.store.record_delivery(event.delivery_id, event.name, event.action,
+                                                trigger.command):  # fmt: skip
+        return "duplicate", 200, {"duplicate": True}
     run = _store_run_or_forget(state, trigger)
-    command = run.command if run is not None else "busy"
-    if command != outcome:
-        store.set_delivery_outcome(event.delivery_id, command)
-    if run is None:  # the active run's "busy" reply is already on its way
-        return command, 200, {"busy": True}
+    if run is None:  # store_run answers a cancel with a run, always
+        raise BotError("a cancel stored no run")
     _enqueue(state.services.queue, run.id)
     return run.command, 202, {"run_id": run.id}
 

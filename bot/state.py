@@ -8,6 +8,7 @@ from typing import Protocol, cast
 
 from flask import current_app
 
+from bot.intake import Intake
 from bot.queue import RunQueue
 from bot.settings import BotSettings
 from bot.store import BotStore
@@ -55,6 +56,10 @@ class AppState:
     services: AppServices
     secret: str | None
     deliveries: DeliveryCounter = field(default_factory=DeliveryCounter)
+    intake: Intake = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.intake = Intake(self.services.store)  # its statements are prepared once
 
 
 def current_state() -> AppState:

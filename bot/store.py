@@ -159,6 +159,30 @@ class Run(Record):
 UPDATABLE = frozenset(Run.model_fields) - {"id", "created_at"}
 
 
+def run_values(
+    trigger: Trigger, command: str, reply_text: str | None, related_run_id: int | None,
+    created_at: datetime,
+) -> dict[str, Any]:  # fmt: skip
+    """The columns of a new queued run for a trigger."""
+    return {
+        "status": "queued",
+        "command": command,
+        "source": trigger.source,
+        "actor": trigger.actor,
+        "repository": trigger.repository,
+        "issue_number": trigger.issue_number,
+        "is_pull_request": trigger.is_pull_request,
+        "instructions": trigger.instructions,
+        "reply_text": reply_text if reply_text is not None else trigger.reply,
+        "related_run_id": related_run_id,
+        "installation_id": trigger.installation_id,
+        "delivery_id": trigger.delivery_id,
+        "trigger_comment_id": trigger.comment_id,
+        "cancel_requested": False,
+        "created_at": created_at,
+    }
+
+
 def _run(row: RunRow) -> Run:
     """A row as the Run model."""
     return Run.model_validate(row, from_attributes=True)
@@ -262,23 +286,7 @@ class BotStore(Database):
         self, trigger: Trigger, command: str, reply_text: str | None, related_run_id: int | None
     ) -> Run:
         """Insert one queued run row."""
-        values: dict[str, Any] = {
-            "status": "queued",
-            "command": command,
-            "source": trigger.source,
-            "actor": trigger.actor,
-            "repository": trigger.repository,
-            "issue_number": trigger.issue_number,
-            "is_pull_request": trigger.is_pull_request,
-            "instructions": trigger.instructions,
-            "reply_text": reply_text if reply_text is not None else trigger.reply,
-            "related_run_id": related_run_id,
-            "installation_id": trigger.installation_id,
-            "delivery_id": trigger.delivery_id,
-            "trigger_comment_id": trigger.comment_id,
-            "cancel_requested": False,
-            "created_at": self._clock(),
-        }
+        values = run_values(trigger, command, reply_text, related_run_id, self._clock())
         with self._write() as connection:
             run_id = connection.execute(insert(RunRow).returning(RunRow.id), values).scalar_one()
         return Run.model_validate({**dict.fromkeys(Run.model_fields), **values, "id": run_id})

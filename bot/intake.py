@@ -1,0 +1,109 @@
+"""Admitting a delivery in one transaction: its id (deduplicated), and its run or busy reply."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.sql.expression import Executable
+
+from agent.prepared import Prepared
+from bot.errors import BotError
+from bot.store import ONE_ACTIVE_RUN, BotStore, DeliveryRow, RunRow, run_values
+from bot.triggers import Trigger
+from bot.webhooks import Event
+
+DELIVERY_COLUMNS = ("delivery_id", "event", "action", "outcome", "received_at")
+
+
+def _insert_new(table: type[Any], columns: Sequence[str],
+                returned: InstrumentedAttribute[Any]) -> Callable[[str], Executable]:  # fmt: skip
+    """INSERT … ON CONFLICT DO NOTHING RETURNING a column: a row back only when it went in.
+
+    Any unique index stops it: the delivery id (primary key), one active solve or plan run per
+    issue, one busy reply per active run (bot.store's partial unique indexes).
+    """
+
+    def build(dialect: str) -> Executable:
+        upsert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        values: dict[str, Any] = {column: bindparam(column) for column in columns}
+        return upsert(table).values(values).on_conflict_do_nothing().returning(returned)
+
+    return build
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What became of a delivery: its outcome, and the run stored for it (to enqueue)."""
+
+    outcome: str
+    run_id: int | None = None
+
+
+class Intake:
+    """The webhook's one write per delivery, on statements prepared once per dialect."""
+
+    def __init__(self, store: BotStore) -> None:
+        self._store = store
+        self._add_delivery = Prepared(_insert_new(DeliveryRow, DELIVERY_COLUMNS,
+                                                  DeliveryRow.delivery_id))  # fmt: skip
+        self._add_run: Prepared | None = None
+
+    def admit(self, event: Event, trigger: Trigger | None, outcome: str,
+              busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
+        """Record the delivery (outcome "duplicate" when its id was seen) and, for a solve,
+        plan, help or refusal, its queued run — or the one "busy" reply when a run is already
+        active on the issue. All or nothing: on an error GitHub's redelivery is accepted."""
+        now = self._store.now()
+        with self._store.transaction() as connection:
+            delivery = {"delivery_id": event.delivery_id, "event": event.name,
+                        "action": event.action, "outcome": outcome, "received_at": now}
+            if self._add_delivery.first(connection, delivery) is None:
+                return Admission("duplicate")
+            if trigger is None:
+                return Admission(outcome)
+            run_id = self._insert_run(connection, run_values(trigger, trigger.command,
+                                                             None, None, now))
+            if run_id is not None:
+                return Admission(trigger.command, run_id)
+            return self._busy(connection, trigger, now, busy_text)
+
+    def _insert_run(self, connection: Connection, values: dict[str, Any]) -> int | None:
+        """The id of the new run, or None when a unique index refused it."""
+        if self._add_run is None:
+            self._add_run = Prepared(_insert_new(RunRow, list(values), RunRow.id))
+        row = self._add_run.first(connection, values)
+        return None if row is None else int(row[0])
+
+    def _busy(self, connection: Connection, trigger: Trigger, now: datetime,
+              busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
+        """The busy reply to the run active on the trigger's issue (None when it has one)."""
+        active = _active_run_id(connection, trigger)
+        if active is None:  # it finished between the conflict and the lookup: try once more
+            run_id = self._insert_run(connection, run_values(trigger, trigger.command,
+                                                             None, None, now))
+            if run_id is None:
+                raise BotError(f"could not store a run for {trigger.repository}"
+                               f"#{trigger.issue_number}")  # fmt: skip
+            return Admission(trigger.command, run_id)
+        values = run_values(trigger, "busy", busy_text(active), active, now)
+        busy_id = self._insert_run(connection, values)
+        connection.execute(update(DeliveryRow).where(
+            DeliveryRow.delivery_id == trigger.delivery_id).values(outcome="busy"))
+        return Admission("busy", busy_id)
+
+
+def _active_run_id(connection: Connection, trigger: Trigger) -> int | None:
+    """The queued or running solve or plan run on the trigger's issue, read in this
+    transaction."""
+    query = (select(RunRow.id)
+             .where(RunRow.repository == trigger.repository,
+                    RunRow.issue_number == trigger.issue_number, text(ONE_ACTIVE_RUN))
+             .order_by(RunRow.id.desc()).limit(1))  # fmt: skip
+    found = connection.execute(query).scalar()
+    return None if found is None else int(found)

@@ -1,0 +1,97 @@
+"""Intake on SQLite and PostgreSQL: a delivery and its run in one transaction, all or nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from bot.intake import Admission, Intake
+from bot.store import BotStore
+from bot.triggers import Trigger
+from bot.webhooks import Event
+from tests.bot.test_store import ManualClock, db_url, trigger  # noqa: F401 (fixture)
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[BotStore]:  # noqa: F811
+    with BotStore.open(db_url, clock=ManualClock()) as bot_store:
+        yield bot_store
+
+
+def event(delivery_id: str, **changes: Any) -> Event:
+    fields: dict[str, Any] = {"name": "issues", "action": "labeled", "delivery_id": delivery_id,
+                              "payload": {}, "repository": "Codertocat/Hello-World", **changes}
+    return Event(**fields)
+
+
+def admit(intake: Intake, delivery_id: str, found: Trigger | None) -> Admission:
+    outcome = found.command if found is not None else "ignored"
+    return intake.admit(event(delivery_id), found, outcome, busy_text=lambda n: f"busy #{n}")
+
+
+def test_a_trigger_stores_the_delivery_and_a_queued_run(store: BotStore) -> None:
+    admitted = admit(Intake(store), "d-1", trigger(delivery_id="d-1"))
+    assert admitted.outcome == "solve" and admitted.run_id is not None
+    run = store.get_run(admitted.run_id)
+    assert run is not None
+    assert (run.status, run.command, run.delivery_id, run.created_at) == (
+        "queued", "solve", "d-1", ManualClock().now)
+    assert store.delivery_outcome("d-1") == "solve"
+
+
+def test_an_event_that_triggers_nothing_stores_only_the_delivery(store: BotStore) -> None:
+    assert admit(Intake(store), "d-1", None) == Admission("ignored")
+    assert store.delivery_outcome("d-1") == "ignored"
+    assert store.list_runs() == []
+
+
+def test_a_delivery_id_seen_before_is_a_duplicate_and_stores_nothing(store: BotStore) -> None:
+    intake = Intake(store)
+    first = admit(intake, "d-1", trigger(delivery_id="d-1", issue_number=1))
+    again = admit(intake, "d-1", trigger(delivery_id="d-1", issue_number=2))
+    assert (first.outcome, again) == ("solve", Admission("duplicate"))
+    assert [run.id for run in store.list_runs()] == [first.run_id]
+
+
+def test_a_second_trigger_on_an_active_issue_gets_one_busy_reply(store: BotStore) -> None:
+    intake = Intake(store)
+    active = admit(intake, "d-1", trigger(delivery_id="d-1"))
+    busy = admit(intake, "d-2", trigger(delivery_id="d-2"))
+    later = admit(intake, "d-3", trigger(delivery_id="d-3"))
+    assert (busy.outcome, later) == ("busy", Admission("busy"))
+    assert busy.run_id is not None
+    reply = store.get_run(busy.run_id)
+    assert reply is not None
+    assert (reply.command, reply.related_run_id, reply.reply_text) == (
+        "busy", active.run_id, f"busy #{active.run_id}")
+    assert (store.delivery_outcome("d-2"), store.delivery_outcome("d-3")) == ("busy", "busy")
+
+
+def test_a_failure_after_the_delivery_leaves_nothing_behind(store: BotStore) -> None:
+    """GitHub's redelivery of a delivery that failed half-way is accepted as new."""
+    intake = Intake(store)
+    admit(intake, "d-1", trigger(delivery_id="d-1"))
+
+    def broken(active: int) -> str:
+        raise RuntimeError("the reply could not be written")
+
+    with pytest.raises(RuntimeError):
+        intake.admit(event("d-2"), trigger(delivery_id="d-2"), "solve", busy_text=broken)
+    assert not store.has_delivery("d-2")
+    assert len(store.list_runs()) == 1
+
+
+def test_concurrent_triggers_on_one_issue_store_one_run_and_one_busy_reply(
+    store: BotStore,
+) -> None:
+    intake = Intake(store)
+    with ThreadPoolExecutor(8) as pool:
+        admitted = list(pool.map(lambda n: admit(intake, f"d-{n}", trigger(delivery_id=f"d-{n}")),
+                                 range(16)))
+    assert sorted(a.outcome for a in admitted) == ["busy"] * 15 + ["solve"]
+    commands = sorted(run.command for run in store.list_runs())
+    assert commands == ["busy", "solve"]
+    assert store.count_deliveries() == 16
