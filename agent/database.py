@@ -179,9 +179,24 @@ class Database:
         """The current time on the store's clock."""
         return self._clock()
 
-    def transaction(self) -> AbstractContextManager[Connection]:
-        """One write transaction, for the statements a store's neighbour prepares."""
-        return self._write()
+    @property
+    def dialect(self) -> Dialect:
+        return self._engine.dialect
+
+    @contextmanager
+    def raw_transaction(self) -> Iterator[Any]:
+        """One write transaction on a pooled DB-API connection, for prepared statements
+        (agent.prepared): committed on exit, rolled back on an error."""
+        with self._writer:
+            connection = self._engine.raw_connection()
+            try:
+                yield connection
+                connection.commit()
+            except BaseException:
+                connection.rollback()
+                raise
+            finally:
+                connection.close()  # back to the pool
 
     def close(self) -> None:
         """Release every pooled connection."""

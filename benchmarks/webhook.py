@@ -30,7 +30,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,19 +111,32 @@ class Outcome:
     duplicated: int
 
 
-def measure(target: Target, database: Database, args: argparse.Namespace,
-            batch: list[Delivery], warmup: list[Delivery]) -> Outcome:  # fmt: skip
-    """Start the target on a fresh database, warm it up, send the batch, check the records."""
-    with database.fresh() as url, running(target, url, database.work, args, SECRET,
-                                           LABEL) as server:
-        send(server.port, [d.request(target.kind) for d in warmup], args.concurrency,
-             args.max_seconds, server.pid)  # fmt: skip
-        requests = [d.request(target.kind) for d in batch]
-        load = send(server.port, requests, args.concurrency, args.max_seconds, server.pid)
+def measure(keys: list[str], database: Database, args: argparse.Namespace,
+            batch: list[Delivery], warmup: list[Delivery]) -> dict[str, Outcome]:  # fmt: skip
+    """Start every target on a fresh database of its own, warm each up, then send the batch in
+    rounds, each target in turn, so that the machine's other load falls on all of them alike;
+    finally count what each recorded."""
+    with ExitStack() as stack:
+        urls = {key: stack.enter_context(database.fresh()) for key in keys}
+        servers = {key: stack.enter_context(running(TARGETS[key], urls[key], database.work, args,
+                                                    SECRET, LABEL)) for key in keys}  # fmt: skip
+        loads = {key: Load() for key in keys}
+        for key in keys:
+            send(servers[key].port, [d.request(TARGETS[key].kind) for d in warmup],
+                 args.concurrency, args.max_seconds, servers[key].pid)  # fmt: skip
+        size = -(-len(batch) // args.rounds)
+        for start in range(0, len(batch), size):
+            for key in keys:
+                requests = [d.request(TARGETS[key].kind) for d in batch[start:start + size]]
+                loads[key].add(send(servers[key].port, requests, args.concurrency,
+                                    args.max_seconds, servers[key].pid))  # fmt: skip
         unique = {d.delivery_id for d in batch}
-        recorded, runs, distinct_runs = count_recorded(target, url, unique)
-    duplicated = runs - distinct_runs
-    return Outcome(target, load, lost=len(unique) - recorded, duplicated=duplicated)
+        outcomes = {}
+        for key in keys:
+            recorded, runs, distinct_runs = count_recorded(TARGETS[key], urls[key], unique)
+            outcomes[key] = Outcome(TARGETS[key], loads[key], lost=len(unique) - recorded,
+                                    duplicated=runs - distinct_runs)  # fmt: skip
+    return outcomes
 
 
 # --- report ----------------------------------------------------------------------------------
@@ -197,7 +210,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--probot-dir", type=Path,
                         default=Path.home() / ".cache" / "cra-benchmarks" / "probot",
                         help="scratch folder where npm installs Probot (outside the repository)")
-    parser.add_argument("--max-seconds", type=float, default=180.0, help="time limit per target")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="the batch is sent in this many rounds, the targets taking turns")
+    parser.add_argument("--max-seconds", type=float, default=180.0,
+                        help="time limit per target and round")
     return parser.parse_args(argv)
 
 
@@ -232,8 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     clean = True
     with workdir() as work:
         for database in databases(args, work):
-            outcomes = {key: measure(TARGETS[key], database, args, batch, warmup)
-                        for key in chosen}  # fmt: skip
+            outcomes = measure(chosen, database, args, batch, warmup)
             clean &= report(database.name, outcomes, args)
     return 0 if clean else 1
 

@@ -55,6 +55,16 @@ class Load:
         """Answered requests per second."""
         return len(self.latencies) / self.elapsed if self.elapsed else 0.0
 
+    def add(self, other: Load) -> None:
+        """Count another round's figures in (latencies, answers, time, CPU)."""
+        self.latencies += other.latencies
+        self.statuses.update(other.statuses)
+        self.unexpected += other.unexpected
+        self.failed += other.failed
+        self.reconnects += other.reconnects
+        self.elapsed += other.elapsed
+        self.cpu_s += other.cpu_s
+
     @property
     def cpu_ms_per_request(self) -> float:
         """The server's CPU time per request sent, in milliseconds."""

@@ -25,7 +25,7 @@ from bot.state import EXTENSION, AppServices, AppState, current_state
 from bot.store import ActiveRunExists, BotStore, Run
 from bot.triggers import Command, Trigger, route
 from bot.web import blueprint as run_pages
-from bot.webhooks import Event, parse_delivery, verify_signature
+from bot.webhooks import Event, delivery_event, verify_signature
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ METRIC_EVENTS = frozenset({
 METRIC_OUTCOMES = frozenset({"unauthorized", "malformed", "duplicate", "ping", "ignored",
                              "busy", *get_args(Command)})
 FORWARDING_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-IP")
+MACHINE_PATHS = ("/webhook", "/healthz", "/metrics")  # no cookie session: no person calls them
 
 
 class BasicServices:
@@ -105,7 +106,7 @@ def create_app(
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     app.add_url_rule("/metrics", view_func=metrics, methods=["GET"])
     app.register_blueprint(run_pages)  # GET /runs, /runs/<id>: read-only run pages
-    signin.install(app, settings)  # /auth/*: who may see them
+    signin.install(app, settings, sessionless=MACHINE_PATHS)  # /auth/*: who may see them
     return app
 
 
@@ -116,12 +117,14 @@ def webhook() -> ResponseReturnValue:
     """Verify, parse, dedupe, route, store, enqueue; answer at once."""
     state = current_state()
     body = request.get_data(cache=False)
-    signature = request.headers.get("X-Hub-Signature-256")
-    if state.secret is not None and not verify_signature(body, signature, state.secret):
+    headers = request.headers  # case-insensitive; read the few needed, never copied whole
+    if state.secret is not None and not verify_signature(
+            body, headers.get("X-Hub-Signature-256"), state.secret):  # fmt: skip
         state.deliveries.add("unknown", "unauthorized")
         return jsonify(error="missing or wrong X-Hub-Signature-256"), 401
     try:
-        event = parse_delivery(dict(request.headers.items()), body)
+        event = delivery_event(headers.get("X-GitHub-Event"), headers.get("X-GitHub-Delivery"),
+                               headers.get("Content-Type", ""), body)  # fmt: skip
     except MalformedDelivery as exc:
         state.deliveries.add("unknown", "malformed")
         return jsonify(error=str(exc)), 400

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, text, update
+from sqlalchemy import Dialect, bindparam, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.expression import Executable
@@ -37,6 +37,13 @@ def _insert_new(table: type[Any], columns: Sequence[str],
     return build
 
 
+ACTIVE_RUN = Prepared(lambda _: select(RunRow.id).where(
+    RunRow.repository == bindparam("repository"), RunRow.issue_number == bindparam("issue"),
+    text(ONE_ACTIVE_RUN)).order_by(RunRow.id.desc()).limit(1))  # fmt: skip
+SET_OUTCOME = Prepared(lambda _: update(DeliveryRow).where(
+    DeliveryRow.delivery_id == bindparam("delivery")).values(outcome=bindparam("new_outcome")))
+
+
 @dataclass(frozen=True)
 class Admission:
     """What became of a delivery: its outcome, and the run stored for it (to enqueue)."""
@@ -46,7 +53,7 @@ class Admission:
 
 
 class Intake:
-    """The webhook's one write per delivery, on statements prepared once per dialect."""
+    """The webhook's one write transaction per delivery, on statements prepared once."""
 
     def __init__(self, store: BotStore) -> None:
         self._store = store
@@ -58,52 +65,43 @@ class Intake:
               busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
         """Record the delivery (outcome "duplicate" when its id was seen) and, for a solve,
         plan, help or refusal, its queued run — or the one "busy" reply when a run is already
-        active on the issue. All or nothing: on an error GitHub's redelivery is accepted."""
-        now = self._store.now()
-        with self._store.transaction() as connection:
-            delivery = {"delivery_id": event.delivery_id, "event": event.name,
-                        "action": event.action, "outcome": outcome, "received_at": now}
-            if self._add_delivery.first(connection, delivery) is None:
+        active on the issue. All or nothing: after an error GitHub's redelivery is accepted."""
+        now, dialect = self._store.now(), self._store.dialect
+        delivery = {"delivery_id": event.delivery_id, "event": event.name,
+                    "action": event.action, "outcome": outcome, "received_at": now}
+        with self._store.raw_transaction() as connection:
+            if self._add_delivery.first(connection, dialect, delivery) is None:
                 return Admission("duplicate")
             if trigger is None:
                 return Admission(outcome)
-            run_id = self._insert_run(connection, run_values(trigger, trigger.command,
-                                                             None, None, now))
+            values = run_values(trigger, trigger.command, None, None, now)
+            run_id = self._insert_run(connection, dialect, values)
             if run_id is not None:
                 return Admission(trigger.command, run_id)
-            return self._busy(connection, trigger, now, busy_text)
+            return self._busy(connection, dialect, trigger, now, busy_text)
 
-    def _insert_run(self, connection: Connection, values: dict[str, Any]) -> int | None:
+    def _insert_run(self, connection: Any, dialect: Dialect, values: dict[str, Any]) -> int | None:
         """The id of the new run, or None when a unique index refused it."""
         if self._add_run is None:
             self._add_run = Prepared(_insert_new(RunRow, list(values), RunRow.id))
-        row = self._add_run.first(connection, values)
+        row = self._add_run.first(connection, dialect, values)
         return None if row is None else int(row[0])
 
-    def _busy(self, connection: Connection, trigger: Trigger, now: datetime,
+    def _busy(self, connection: Any, dialect: Dialect, trigger: Trigger, now: datetime,
               busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
-        """The busy reply to the run active on the trigger's issue (None when it has one)."""
-        active = _active_run_id(connection, trigger)
+        """The busy reply to the run active on the trigger's issue (no run when it has one)."""
+        where = {"repository": trigger.repository, "issue": trigger.issue_number}
+        active = ACTIVE_RUN.first(connection, dialect, where)
         if active is None:  # it finished between the conflict and the lookup: try once more
-            run_id = self._insert_run(connection, run_values(trigger, trigger.command,
-                                                             None, None, now))
+            values = run_values(trigger, trigger.command, None, None, now)
+            run_id = self._insert_run(connection, dialect, values)
             if run_id is None:
                 raise BotError(f"could not store a run for {trigger.repository}"
                                f"#{trigger.issue_number}")  # fmt: skip
             return Admission(trigger.command, run_id)
-        values = run_values(trigger, "busy", busy_text(active), active, now)
-        busy_id = self._insert_run(connection, values)
-        connection.execute(update(DeliveryRow).where(
-            DeliveryRow.delivery_id == trigger.delivery_id).values(outcome="busy"))
+        active_id = int(active[0])
+        values = run_values(trigger, "busy", busy_text(active_id), active_id, now)
+        busy_id = self._insert_run(connection, dialect, values)
+        SET_OUTCOME.first(connection, dialect, {"delivery": trigger.delivery_id,
+                                                "new_outcome": "busy"})  # fmt: skip
         return Admission("busy", busy_id)
-
-
-def _active_run_id(connection: Connection, trigger: Trigger) -> int | None:
-    """The queued or running solve or plan run on the trigger's issue, read in this
-    transaction."""
-    query = (select(RunRow.id)
-             .where(RunRow.repository == trigger.repository,
-                    RunRow.issue_number == trigger.issue_number, text(ONE_ACTIVE_RUN))
-             .order_by(RunRow.id.desc()).limit(1))  # fmt: skip
-    found = connection.execute(query).scalar()
-    return None if found is None else int(found)

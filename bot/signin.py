@@ -23,6 +23,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from flask import (
     Blueprint,
     Flask,
+    Request,
     current_app,
     redirect,
     render_template,
@@ -30,7 +31,7 @@ from flask import (
     session,
     url_for,
 )  # fmt: skip
-from flask.sessions import SecureCookieSessionInterface
+from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, SecretStr
 
@@ -66,7 +67,18 @@ class Gate:
 
 
 class SessionCookies(SecureCookieSessionInterface):
-    """Flask's signed cookie session, `Secure` whenever the public URL or the request is HTTPS."""
+    """Flask's signed cookie session, `Secure` whenever the public URL or the request is HTTPS;
+    none at all on the paths machines call (webhooks, health checks, metrics)."""
+
+    def __init__(self, sessionless: Iterable[str] = ()) -> None:
+        self.sessionless = frozenset(sessionless)
+
+    def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        """The request's session; a null one on a sessionless path, where building the signer
+        for a cookie no machine sends cost more per delivery than checking its signature."""
+        if request.path in self.sessionless:
+            return self.make_null_session(app)
+        return super().open_session(app, request)
 
     def get_cookie_secure(self, app: Flask) -> bool:
         """Secure behind HTTPS: CRA_PUBLIC_URL says https, or this request came over it."""
@@ -87,12 +99,16 @@ def _derive(key: bytes, purpose: bytes) -> bytes:
     return hmac.new(key, purpose, hashlib.sha256).digest()
 
 
-def install(app: Flask, settings: BotSettings, users: GitHubUsers | None = None) -> None:
-    """Cookie settings, the /auth views and the gate's state for `app`."""
+def install(
+    app: Flask, settings: BotSettings, users: GitHubUsers | None = None,
+    *, sessionless: Iterable[str] = (),
+) -> None:  # fmt: skip
+    """Cookie settings, the /auth views and the gate's state for `app`; the `sessionless`
+    paths get no session."""
     key = session_key(settings)
     if key is not None:
         app.secret_key = _derive(key, b"cookie signature")
-    app.session_interface = SessionCookies()
+    app.session_interface = SessionCookies(sessionless)
     app.config.update(
         SESSION_COOKIE_NAME=COOKIE_NAME, SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax", PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,
