@@ -4,7 +4,7 @@ door (bot.door: waitress, as `cra-bot serve` runs) or under gunicorn.
 The minimal app is the floor for a Python webhook receiver: verify the HMAC, parse the JSON,
 insert the delivery id (deduplicated by the primary key) into SQLite (WAL) or PostgreSQL, answer.
 
-Run: python benchmarks/webhook_servers.py door cra|minimal PORT   (settings from CRA_*, BENCH_*)
+Run: python benchmarks/webhook_servers.py door cra|minimal|bare PORT  (settings: CRA_*, BENCH_*)
 gunicorn: --pythonpath benchmarks 'webhook_servers:cra_app()' or 'webhook_servers:minimal_app()'
 """
 
@@ -88,6 +88,13 @@ def minimal_app() -> Flask:
     return app
 
 
+def bare_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    """A WSGI app that reads the body and answers 200: the server's own cost per request."""
+    environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+    return [b"ok"]
+
+
 def serve_door(which: str, port: int) -> None:
     """Serve cra's or the minimal app behind the door, with the settings `cra-bot serve` uses."""
     import logging
@@ -100,7 +107,7 @@ def serve_door(which: str, port: int) -> None:
         logging.basicConfig(level=logging.INFO,
                             format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = BotSettings()
-    app = cra_app() if which == "cra" else minimal_app()
+    app = cra_app() if which == "cra" else minimal_app() if which == "minimal" else bare_app
     server = make_door(app, host="127.0.0.1", port=port, threads=settings.server_threads,
                        header_timeout=settings.header_timeout,
                        read_timeout=settings.read_timeout,
@@ -110,6 +117,6 @@ def serve_door(which: str, port: int) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] != "door" or sys.argv[2] not in ("cra", "minimal"):
+    if len(sys.argv) != 4 or sys.argv[1] != "door" or sys.argv[2] not in ("cra", "minimal", "bare"):
         raise SystemExit(__doc__)
     serve_door(sys.argv[2], int(sys.argv[3]))

@@ -130,7 +130,9 @@ def webhook() -> ResponseReturnValue:
         return jsonify(error=str(exc)), 400
     outcome, status, answer = accept(state, event)
     state.deliveries.add(_label(event.name, METRIC_EVENTS), _label(outcome, METRIC_OUTCOMES))
-    log.info("delivery %s %s.%s: %s", event.delivery_id, event.name, event.action, outcome)
+    # an event that asks nothing of cra (most of what GitHub sends) is counted, not logged
+    log.log(logging.DEBUG if outcome == "ignored" else logging.INFO, "delivery %s %s.%s: %s",
+            event.delivery_id, event.name, event.action, outcome)  # fmt: skip
     return ("", status) if answer is None else (jsonify(answer), status)
 
 

@@ -11,6 +11,7 @@ trickle a byte at a time — is the one addition here.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -19,11 +20,14 @@ from typing import Any
 from waitress.channel import HTTPChannel
 from waitress.parser import HTTPRequestParser
 from waitress.server import TcpWSGIServer
-from waitress.task import WSGITask
+from waitress.task import ThreadedTaskDispatcher, WSGITask
 from waitress.wasyncore import close_all
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 MAX_HEADERS = 64 * 1024  # GitHub's headers are a few kB
+QUEUE_WARNING_EVERY = 60.0  # seconds between two "requests are waiting" warnings
+
+log = logging.getLogger(__name__)
 
 
 class _TimedRequest(HTTPRequestParser):  # type: ignore[misc]
@@ -65,6 +69,33 @@ class _Channel(HTTPChannel):  # type: ignore[misc]
     task_class = _KeepAliveTask
 
 
+class _QueueDepthWarning:
+    """waitress's "Task queue depth is N" warning, said at most once a minute.
+
+    waitress says it for every request that finds all threads busy — under load, for nearly
+    every request, from the I/O thread all of them wait on: the warning cost more than the
+    webhook it was about.
+    """
+
+    def __init__(self) -> None:
+        self._next = 0.0
+
+    def warning(self, message: str, depth: int) -> None:
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + QUEUE_WARNING_EVERY
+            log.warning("%d requests waited for one of the server's threads (CRA_SERVER_THREADS) "
+                        "(said at most once a minute)", depth)  # fmt: skip
+
+
+class _Dispatcher(ThreadedTaskDispatcher):  # type: ignore[misc]
+    """waitress's thread pool, warning about its queue at most once a minute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queue_logger = _QueueDepthWarning()
+
+
 class DoorServer(TcpWSGIServer):  # type: ignore[misc]
     """waitress's server, closing connections whose headers take longer than `header_timeout`."""
 
@@ -72,7 +103,9 @@ class DoorServer(TcpWSGIServer):  # type: ignore[misc]
 
     def __init__(self, app: Any, *, header_timeout: float, **adjustments: Any) -> None:
         self.header_timeout = header_timeout
-        super().__init__(app, **adjustments)
+        dispatcher = _Dispatcher()
+        dispatcher.set_thread_count(adjustments["threads"])
+        super().__init__(app, dispatcher=dispatcher, **adjustments)
 
     def maintenance(self, now: float) -> None:
         """waitress's idle check, then the header deadline (runs in the I/O thread)."""

@@ -4,6 +4,7 @@ answering within a second, and the stalled ones are closed once their timeout pa
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import uuid
 from collections.abc import Iterator
@@ -119,3 +120,19 @@ def test_a_client_asking_to_close_after_a_204_is_obeyed(door: DoorServer) -> Non
             "X-Hub-Signature-256": sign(opened, SECRET), "Content-Type": "application/json",
             "Connection": "close"})
     assert (answer.status_code, answer.headers.get("connection")) == (204, "close")
+
+
+def test_a_full_thread_pool_is_reported_once_a_minute_not_per_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from bot.door import _Dispatcher
+
+    dispatcher = _Dispatcher()  # no threads: every task waits
+    try:
+        with caplog.at_level(logging.WARNING):
+            for _ in range(50):
+                dispatcher.add_task(object())
+        lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(lines) == 1 and "requests waited" in lines[0]
+    finally:
+        dispatcher.queue.clear()
