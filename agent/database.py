@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -112,8 +112,9 @@ def build_engine(url: str) -> Engine:
     return engine
 
 
-def writer_lock(engine: Engine) -> AbstractContextManager[Any]:
-    """What a write transaction holds in this process: for a SQLite file, one lock per file.
+def writer_lock(engine: Engine) -> threading.RLock | None:
+    """What a write transaction holds in this process: for a SQLite file, one lock per file
+    (None for a server database, which orders its own writers).
 
     SQLite has one writer at a time; a second one waits in its busy handler, which polls with
     sleeps of 1, 2, 5, 10 … ms. Threads queued on a lock instead start the moment the writer
@@ -121,10 +122,21 @@ def writer_lock(engine: Engine) -> AbstractContextManager[Any]:
     """
     url = engine.url
     if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
-        return nullcontext()
+        return None
     path = str(Path(url.database).expanduser().resolve())
     with _SQLITE_WRITERS_GUARD:
         return _SQLITE_WRITERS.setdefault(path, threading.RLock())
+
+
+@contextmanager
+def _committing(connection: Any) -> Iterator[Any]:
+    """Commit a DB-API connection's transaction after the block, roll it back on an error."""
+    try:
+        yield connection
+        connection.commit()
+    except BaseException:
+        connection.rollback()
+        raise
 
 
 def upgrade(engine: Engine) -> None:
@@ -153,6 +165,7 @@ class Database:
         self._clock = clock or utc_now
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._writer = writer_lock(engine)
+        self._held: Any = None  # a SQLite file's raw writer connection, kept between writes
 
     @classmethod
     def open(cls, url: str, *, clock: Clock | None = None) -> Self:
@@ -172,7 +185,7 @@ class Database:
     @contextmanager
     def _write(self) -> Iterator[Connection]:
         """One write transaction (committed on exit), SQLite writers of this process in turn."""
-        with self._writer, self._engine.begin() as connection:
+        with self._writer or nullcontext(), self._engine.begin() as connection:
             yield connection
 
     def now(self) -> datetime:
@@ -185,21 +198,30 @@ class Database:
 
     @contextmanager
     def raw_transaction(self) -> Iterator[Any]:
-        """One write transaction on a pooled DB-API connection, for prepared statements
-        (agent.prepared): committed on exit, rolled back on an error."""
-        with self._writer:
-            connection = self._engine.raw_connection()
+        """One write transaction on a DB-API connection, for prepared statements
+        (agent.prepared): committed on exit, rolled back on an error.
+
+        A SQLite file's writers take turns on one connection kept for them (no pool checkout
+        and reset per write); a server database's come from the pool.
+        """
+        if self._writer is None:
+            pooled = self._engine.raw_connection()
             try:
-                yield connection
-                connection.commit()
-            except BaseException:
-                connection.rollback()
-                raise
+                with _committing(pooled.dbapi_connection) as connection:
+                    yield connection
             finally:
-                connection.close()  # back to the pool
+                pooled.close()  # back to the pool
+            return
+        with self._writer:
+            if self._held is None:
+                self._held = self._engine.raw_connection()
+            with _committing(self._held.dbapi_connection) as connection:
+                yield connection
 
     def close(self) -> None:
         """Release every pooled connection."""
+        if self._held is not None:
+            self._held.close()
         self._engine.dispose()
 
     def __enter__(self) -> Self:

@@ -17,22 +17,25 @@ class _Compiled:
     def __init__(self, statement: Executable, dialect: Dialect) -> None:
         compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
         self.sql: str = compiled.string
-        self.order: list[str] | None = list(compiled.positiontup) if dialect.positional else None
+        names = list(compiled.positiontup) if dialect.positional else list(compiled.binds)
+        self.positional = bool(dialect.positional)
         # parameters the statement carries itself (LIMIT 1 and the like)
         self.defaults = {name: bind.effective_value for name, bind in compiled.binds.items()
                          if bind.value is not None}  # fmt: skip
-        self.processors: dict[str, Processor] = {}
-        for name, bind in compiled.binds.items():
-            processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if processor is not None:
-                self.processors[name] = processor
+        self.steps: list[tuple[str, Processor | None]] = [
+            (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
+            for name in names
+        ]
 
     def parameters(self, values: Mapping[str, Any]) -> list[Any] | dict[str, Any]:
         """The DB-API parameters for `values`, each through its column type's processor."""
-        given = {**self.defaults, **values}
-        bound = {name: self.processors[name](value) if name in self.processors else value
-                 for name, value in given.items()}  # fmt: skip
-        return [bound[name] for name in self.order] if self.order is not None else bound
+        bound = []
+        for name, processor in self.steps:
+            value = values[name] if name in values else self.defaults[name]
+            bound.append(value if processor is None else processor(value))
+        if self.positional:
+            return bound
+        return {name: value for (name, _), value in zip(self.steps, bound, strict=True)}
 
 
 class Prepared:
