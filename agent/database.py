@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import (
     Connection,
     DateTime,
@@ -26,6 +26,7 @@ from sqlalchemy import (
     make_url,
     text,
 )
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import sessionmaker
 
 Clock = Callable[[], datetime]
@@ -139,8 +140,46 @@ def _committing(connection: Any) -> Iterator[Any]:
         raise
 
 
+REVISION_LINE = re.compile(r"^(down_revision|revision)\b[^=]*=(.*)$", re.MULTILINE)
+
+
+@cache
+def migration_heads() -> frozenset[str] | None:
+    """The newest revisions of the shipped migrations, read from their files without importing
+    Alembic (about a third of a second of every `cra` start); None when a file cannot be read
+    that way (then Alembic decides)."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for script in (Path(migrations_location()) / "versions").glob("*.py"):
+        found = dict((key, re.findall(r"[\"']([^\"']+)[\"']", value))
+                     for key, value in REVISION_LINE.findall(script.read_text()))  # fmt: skip
+        if len(found.get("revision", [])) != 1:
+            if script.name == "__init__.py":
+                continue
+            return None
+        revisions.update(found["revision"])
+        parents.update(found.get("down_revision", []))
+    return frozenset(revisions - parents) or None
+
+
+def at_head(engine: Engine) -> bool:
+    """Whether the database's schema is at the newest shipped migration (one query)."""
+    heads = migration_heads()
+    if heads is None:
+        return False
+    try:
+        with engine.connect() as connection:
+            rows = connection.exec_driver_sql("SELECT version_num FROM alembic_version")
+            return frozenset(row[0] for row in rows) == heads
+    except DBAPIError:  # no alembic_version table yet: a new database
+        return False
+
+
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest migration (no alembic.ini needed)."""
+    from alembic import command  # imported only when a migration may be due
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", migrations_location())
     with _ALEMBIC_IN_USE, engine.begin() as connection:
@@ -172,7 +211,8 @@ class Database:
         """Connect to the database at `url` and migrate it to the newest schema."""
         engine = build_engine(url)
         try:
-            upgrade(engine)
+            if not at_head(engine):
+                upgrade(engine)
         except BaseException:
             engine.dispose()
             raise

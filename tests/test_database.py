@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -36,3 +38,39 @@ def test_concurrent_writes_to_one_file_all_land(tmp_path: Path) -> None:
         for thread in threads:
             thread.join()
         assert store.count_deliveries() == 200
+
+
+def test_the_heads_read_from_the_migration_files_are_alembics() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from agent.database import migration_heads, migrations_location
+
+    config = Config()
+    config.set_main_option("script_location", migrations_location())
+    assert migration_heads() == frozenset(ScriptDirectory.from_config(config).get_heads())
+
+
+def test_a_database_at_the_newest_migration_opens_without_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'cra.db'}"
+    BotStore.open(url).close()  # created and migrated
+    code = ("import sys\nfrom agent.store import RunLog\n"
+            f"RunLog.open({url!r}).close()\nprint('alembic' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parent.parent)
+    assert done.stdout.strip() == "False"
+
+
+def test_a_database_behind_the_newest_migration_is_upgraded(tmp_path: Path) -> None:
+    from agent.database import at_head, build_engine
+
+    url = f"sqlite:///{tmp_path / 'cra.db'}"
+    BotStore.open(url).close()
+    engine = build_engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0003'")
+        connection.exec_driver_sql("DROP INDEX uq_runs_one_busy_reply")
+    assert not at_head(engine)
+    BotStore.open(url).close()
+    assert at_head(engine)
+    engine.dispose()

@@ -1,0 +1,179 @@
+"""Start-up: the imports `cra --help` pays, and those `cra solve` pays before its first model call.
+
+Each command runs in a fresh interpreter with `python -X importtime`; the import time of a
+command is the sum of the cumulative times of its top-level imports. For `cra solve` (a real
+repository, a scripted model server on loopback) the count stops at the first model request:
+the server notes how many import lines the process had written by then. Peers measured in the
+same run: the bare interpreter (`python -c pass`: what every Python program pays) and the
+libraries a solve cannot do without before its first call (pydantic, SQLAlchemy, httpx). Each
+figure is the median of --repeat runs; the goal of issue 14 is ≤ 0.3 s of imports for both.
+
+Run: .venv/bin/python benchmarks/startup.py [--repeat 5] [-v]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
+
+from agent.store import RunLog  # noqa: E402
+from tests.fakes.model_server import RecordedRequest, Reply, ScriptedModelServer  # noqa: E402
+from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project  # noqa: E402
+
+GOAL_S = 0.3
+LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)")
+FLOOR = "import pydantic, sqlalchemy, httpx"
+
+
+@dataclass
+class Imports:
+    """The import lines of one run, in order: (self µs, cumulative µs, depth, module)."""
+
+    lines: list[tuple[int, int, int, str]] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def add(self, text: str) -> None:
+        match = LINE.match(text)
+        if match:
+            self.lines.append((int(match[1]), int(match[2]), len(match[3]) // 2, match[4]))
+
+    def seconds(self, upto: int | None = None) -> float:
+        """The time of the top-level imports (of the first `upto` lines), in seconds."""
+        chosen = self.lines if upto is None else self.lines[:upto]
+        return sum(cumulative for _, cumulative, depth, _ in chosen if depth == 0) / 1e6
+
+    def by_package(self, upto: int | None = None) -> dict[str, float]:
+        """Seconds of self time by top-level package (of the first `upto` lines)."""
+        totals: dict[str, float] = {}
+        chosen = self.lines if upto is None else self.lines[:upto]
+        for self_us, _, _, module in chosen:
+            root = module.split(".")[0]
+            totals[root] = totals.get(root, 0.0) + self_us / 1e6
+        return totals
+
+    def heaviest(self, count: int, upto: int | None = None) -> list[tuple[float, str]]:
+        """The `count` slowest top-level imports: (seconds, module)."""
+        chosen = self.lines if upto is None else self.lines[:upto]
+        top = sorted(((c / 1e6, m) for _, c, d, m in chosen if d == 0), reverse=True)
+        return top[:count]
+
+
+def run_python(args: list[str], env: dict[str, str] | None = None) -> Imports:
+    """`python -X importtime ARGS`; its import lines and wall time."""
+    began = time.perf_counter()
+    done = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT, check=False)  # fmt: skip
+    found = Imports(wall_s=time.perf_counter() - began)
+    for text in done.stderr.splitlines():
+        found.add(text)
+    return found
+
+
+# --- cra solve, up to its first model call ---------------------------------------------------
+
+
+def solve_imports(work: Path) -> tuple[Imports, int]:
+    """Run `cra solve` on a fresh repository; its imports and how many came before the first
+    model request."""
+    repo = make_python_project(work / "repo", config=None)
+    env = {**os.environ, **ISOLATED_GIT_ENV}
+    RunLog.open(f"sqlite:///{work / 'data' / 'cra.db'}").close()  # a data dir in use: migrated
+    seen = Imports()
+    at_first_call: list[int] = []
+    with ScriptedModelServer() as server:
+
+        def first_call(_: RecordedRequest) -> Reply:
+            if not at_first_call:
+                time.sleep(0.3)  # the reader thread catches up with the lines written so far
+                at_first_call.append(len(seen.lines))
+            return Reply(status=400, error_body="the benchmark stops here")
+
+        server.respond_with(first_call)
+        config = work / "cra.toml"
+        config.write_text("".join(
+            f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "m"\nmax_retries = 0\n'
+            for role in ("reasoning", "coding", "classifier")
+        ) + '[testing]\ntest_command = "python -c pass"\n')  # fmt: skip
+        began = time.perf_counter()
+        process = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "agent.cli", "--data-dir",
+             str(work / "data"), "solve", "Add a function", "--repo", str(repo), "--config",
+             str(config), "--sandbox", "none"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+            cwd=ROOT)  # fmt: skip
+        reader = threading.Thread(target=lambda: [seen.add(t) for t in process.stderr or []])
+        reader.start()
+        process.wait(timeout=300)
+        reader.join()
+        seen.wall_s = time.perf_counter() - began
+    if not at_first_call:
+        raise SystemExit("cra solve made no model call")
+    return seen, at_first_call[0]
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> int:
+    """Measure, print medians and ratios; 1 when a goal is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("-v", action="store_true", help="list the heaviest imports")
+    args = parser.parse_args()
+    bare, floor, helps, solves = [], [], [], []
+    last_help, last_solve = Imports(), (Imports(), 0)
+    for _ in range(args.repeat):  # interleaved, so that the machine's load falls on all alike
+        bare.append(run_python(["-c", "pass"]).seconds())
+        floor.append(run_python(["-c", FLOOR]).seconds())
+        last_help = run_python(["-m", "agent.cli", "--help"])
+        helps.append(last_help.seconds())
+        with tempfile.TemporaryDirectory(prefix="cra-startup-") as folder:
+            last_solve = solve_imports(Path(folder))
+        solves.append(last_solve[0].seconds(last_solve[1]))
+    report(args, median(bare), median(floor), median(helps), median(solves))
+    if args.v:
+        print("heaviest top-level imports of `cra --help`:", heaviest(last_help, None))
+        print("heaviest before the first model call:", heaviest(*last_solve))
+    return 0 if median(helps) <= GOAL_S and median(solves) <= GOAL_S else 1
+
+
+def heaviest(imports: Imports, upto: int | None) -> str:
+    """The slowest top-level imports, and the self time by package."""
+    top = ", ".join(f"{module} {seconds:.3f} s" for seconds, module in imports.heaviest(6, upto))
+    packages = sorted(imports.by_package(upto).items(), key=lambda item: -item[1])[:12]
+    return top + "\n    by package: " + ", ".join(f"{p} {s:.3f} s" for p, s in packages)
+
+
+def report(args: argparse.Namespace, bare: float, floor: float, helps: float,
+           solves: float) -> None:  # fmt: skip
+    """The medians, each as a ratio of its peers, and the goals."""
+    print(f"imports (median of {args.repeat}, python -X importtime)")
+    print(f"  python -c pass (the interpreter's own)       {bare:7.3f} s")
+    print(f"  {FLOOR:<44} {floor:7.3f} s")
+    print(f"  cra --help                                   {helps:7.3f} s  "
+          f"= {helps / floor:.2f}x the libraries, {helps / bare:.1f}x the interpreter")
+    print(f"  cra solve, up to its first model call        {solves:7.3f} s  "
+          f"= {solves / floor:.2f}x the libraries, {solves / bare:.1f}x the interpreter")
+    for name, value in (("cra --help", helps), ("cra solve to the first call", solves)):
+        print(f"  goal: {name} <= {GOAL_S} s of imports: "
+              f"{'met' if value <= GOAL_S else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
