@@ -205,6 +205,7 @@ class Database:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._writer = writer_lock(engine)
         self._held: Any = None  # a SQLite file's raw writer connection, kept between writes
+        self._batches = threading.local()  # per thread: the connection of an open batch()
 
     @classmethod
     def open(cls, url: str, *, clock: Clock | None = None) -> Self:
@@ -224,9 +225,29 @@ class Database:
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
-        """One write transaction (committed on exit), SQLite writers of this process in turn."""
+        """One write transaction (committed on exit), SQLite writers of this process in turn;
+        inside batch(), the batch's transaction."""
+        batched: Connection | None = getattr(self._batches, "connection", None)
+        if batched is not None:
+            yield batched
+            return
         with self._writer or nullcontext(), self._engine.begin() as connection:
             yield connection
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """The writes of this thread inside the block share one transaction, committed at its
+        end (all or none): for records made at one moment — never around a model call or a
+        command, which would hold SQLite's one writer lock meanwhile."""
+        if getattr(self._batches, "connection", None) is not None:
+            yield  # nested: the outer batch commits
+            return
+        with self._writer or nullcontext(), self._engine.begin() as connection:
+            self._batches.connection = connection
+            try:
+                yield
+            finally:
+                self._batches.connection = None
 
     def now(self) -> datetime:
         """The current time on the store's clock."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent.errors import CredentialsInUrl, GitError
+from agent.gitfiles import head_from_files
 from agent.models import DiffStats
 
 NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
@@ -309,8 +310,27 @@ _FORMAT_KEYS = (r"^(core\.(repositoryformatversion|bare|ignorecase|precomposeuni
                 r"|extensions\..*)$")
 
 
+_FORMAT_CONFIGS: dict[tuple[str, int, int], str] = {}  # (path, mtime, size) → its format keys
+
+
 def format_only_config(common: Path) -> str:
-    """A config holding only the repository-format keys of `common`'s: no remotes, no secrets."""
+    """A config holding only the repository-format keys of `common`'s: no remotes, no secrets.
+
+    Every sandboxed command asks for it; the answer is kept while the file is unchanged.
+    """
+    path = common / "config"
+    try:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        return _format_only_config(common)
+    if key not in _FORMAT_CONFIGS:
+        _FORMAT_CONFIGS[key] = _format_only_config(common)
+    return _FORMAT_CONFIGS[key]
+
+
+def _format_only_config(common: Path) -> str:
+    """format_only_config, read by git."""
     proc = _git(["config", "--file", str(common / "config"), "--get-regexp", _FORMAT_KEYS], common)
     sections: dict[str, list[str]] = {}
     for line in proc.stdout.splitlines():
@@ -379,7 +399,7 @@ def commit_all(
         if _NOTHING_TO_COMMIT.search(proc.stdout):
             return None
         raise GitError(argv, proc.returncode, proc.stderr or proc.stdout)
-    return head_commit(worktree)
+    return head_from_files(worktree) or head_commit(worktree)
 
 
 _NOTHING_TO_COMMIT = re.compile(r"^(nothing to commit|nothing added to commit|no changes added)",

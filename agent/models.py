@@ -10,13 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 class Artifact(BaseModel):
     """Base of artifacts parsed from model answers: unknown keys are ignored, not fatal."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class Record(BaseModel):
     """Base of artifacts the agent builds itself: unknown keys are a bug."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 # --- plans -----------------------------------------------------------------------------------

@@ -239,19 +239,19 @@ class _Sequencer:
                            cumulative_diff=self.cumulative_diff, task_run_id=task_run,
                            extra_targets=targets, base=self.head)
         self.tally.outcomes.append(outcome)
+        states: dict[str, object] = {}
         if outcome.status == "passed" and outcome.commit:
             self.head = outcome.commit
             self.ctx.context.refresh()
             self.cumulative_diff += outcome.diff
-            self.log.set_state(self.run_id, "cumulative_diff", self.cumulative_diff)
-        self.log.set_state(self.run_id, f"step_result:{part.id}:{step.id}", outcome)
+            states["cumulative_diff"] = self.cumulative_diff
+        states[f"step_result:{part.id}:{step.id}"] = outcome
         self.passes.close_pass(task_run, "complete" if outcome.status == "passed" else "failed",
-                               usage=outcome.usage, error=outcome.error, diff=outcome.diff)
+                               usage=outcome.usage, error=outcome.error, diff=outcome.diff,
+                               states=states, steps_completed=self.tally.steps_passed)
         kind: RunEventKind = "step_passed" if outcome.status == "passed" else "step_failed"
         self.passes.emit(kind, part_id=part.id, step_id=step.id, message=step.description,
                          status=outcome.status)
-        self.log.update_orchestrator_run(self.passes.orch_id,
-                                         steps_completed=self.tally.steps_passed)
         return outcome
 
     def adjust(

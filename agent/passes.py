@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -39,14 +39,15 @@ class PassRecorder:
     ) -> int:
         """A task run for one pass, linked to the orchestrator run in sequence."""
         self.emit("pass_started", pass_type=pass_type, part_id=part_id, step_id=step_id)
-        task_run = self.log.start_task_run(
-            task_id=f"{self.run_id}:{key}", repo_path=str(self.repo),
-            task_description=self.task, mode=pass_type,
-        )
+        with self.log.batch():  # the task run and its place in the sequence: one transaction
+            task_run = self.log.start_task_run(
+                task_id=f"{self.run_id}:{key}", repo_path=str(self.repo),
+                task_description=self.task, mode=pass_type,
+            )
+            self.log.record_pass(orchestrator_run_id=self.orch_id, task_run_id=task_run,
+                                 pass_type=pass_type, sequence_order=self.sequence + 1,
+                                 part_id=part_id, step_id=step_id)
         self.sequence += 1
-        self.log.record_pass(orchestrator_run_id=self.orch_id, task_run_id=task_run,
-                             pass_type=pass_type, sequence_order=self.sequence,
-                             part_id=part_id, step_id=step_id)
         return task_run
 
     def close_pass(
@@ -57,10 +58,19 @@ class PassRecorder:
         usage: Usage | None = None,
         error: str | None = None,
         diff: str = "",
+        states: Mapping[str, object] | None = None,
+        steps_completed: int | None = None,
     ) -> None:
-        """Finish a pass's task run and tell the observer."""
-        self.log.finish_task_run(task_run, status=status, success=status == "complete",
-                                 usage=usage or Usage(), final_diff=diff or None, error=error)
+        """Finish a pass's task run — with the session state it leaves and the run's progress,
+        in one transaction — and tell the observer."""
+        with self.log.batch():
+            for key, value in (states or {}).items():
+                self.log.set_state(self.run_id, key, value)
+            self.log.finish_task_run(task_run, status=status, success=status == "complete",
+                                     usage=usage or Usage(), final_diff=diff or None,
+                                     error=error)  # fmt: skip
+            if steps_completed is not None:
+                self.log.update_orchestrator_run(self.orch_id, steps_completed=steps_completed)
         self.emit("pass_finished", status=status, message=error or "")
 
     def emit(

@@ -102,10 +102,9 @@ class PlanPasses:
             raise StopRun(exc.budget, str(exc)) from exc
         except AgentError as exc:
             record = record.model_copy(update={"error": f"{type(exc).__name__}: {exc}"})
-        self.passes.log.set_state(self.passes.run_id, f"adjustment:{part.id}:after_{step.id}",
-                                 record)
         self.passes.close_pass(task_run, "failed" if record.error else "complete",
-                               usage=self.rc.account(*clients), error=record.error)
+                               usage=self.rc.account(*clients), error=record.error,
+                               states={f"adjustment:{part.id}:after_{step.id}": record})
         if record.adjustment is None:
             return record, remaining
         remaining = _splice(record.adjustment.revised_steps, done)

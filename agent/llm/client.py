@@ -198,6 +198,15 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+def _verify(base_url: str) -> ssl.SSLContext:
+    """The TLS context of a client of `base_url`: certifi's roots for https; for plain http
+    (a local Ollama, the common case) one that trusts nothing, so that loading the CA bundle
+    (0.1–0.3 s) is skipped and any https it were ever sent to would fail, never pass."""
+    if base_url.lower().startswith("https:"):
+        return tls_context()
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies (CERT_REQUIRED) against no roots
+
+
 class HTTPChatModel:
     """A ChatModel over HTTP for Ollama or an OpenAI-compatible server, with retries."""
 
@@ -215,7 +224,7 @@ class HTTPChatModel:
         self._sleep = sleep
         self._clock = clock
         self._http = httpx.Client(
-            transport=transport, timeout=config.request_timeout, verify=tls_context()
+            transport=transport, timeout=config.request_timeout, verify=_verify(config.base_url)
         )
         self._schema_supported = True
 

@@ -336,3 +336,14 @@ def test_latency_comes_from_the_injected_clock(server, sleep):
     server.enqueue("hi")
     with make_model(server, sleep) as model:
         assert model.complete("s", "u").usage.latency_ms == 50
+
+
+def test_a_plain_http_model_server_gets_no_ca_bundle_and_https_gets_certifis() -> None:
+    import ssl
+
+    from agent.llm.client import _verify, tls_context
+
+    plain = _verify("http://127.0.0.1:11434")
+    assert (plain.verify_mode, plain.check_hostname, plain.get_ca_certs()) == (
+        ssl.CERT_REQUIRED, True, [])
+    assert _verify("HTTPS://models.example.com") is tls_context()

@@ -1,0 +1,48 @@
+"""HEAD read from git's files agrees with git, and gives up (None) on anything unusual."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agent import git
+from agent.gitfiles import head_from_files
+from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for key, value in ISOLATED_GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    return make_python_project(tmp_path / "repo", config=None)
+
+
+def test_head_of_a_checkout_is_gits(repo: Path) -> None:
+    assert head_from_files(repo) == git.head_commit(repo)
+
+
+def test_head_of_a_linked_worktree_after_a_commit_is_gits(repo: Path, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    subprocess.run(["git", "worktree", "add", "-q", "-b", "cra/x", str(tree)], cwd=repo,
+                   check=True)
+    (tree / "new.txt").write_text("new\n")
+    sha = git.commit_all(tree, "Add new.txt", author_name="cra", author_email="cra@example.com")
+    assert sha is not None and sha == git.head_commit(tree) == head_from_files(tree)
+    assert head_from_files(repo) == git.head_commit(repo) != sha
+
+
+def test_a_detached_head_is_read_too(repo: Path) -> None:
+    sha = git.head_commit(repo)
+    subprocess.run(["git", "checkout", "-q", "--detach"], cwd=repo, check=True)
+    assert head_from_files(repo) == sha
+
+
+def test_packed_refs_are_left_to_git(repo: Path) -> None:
+    subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True)
+    assert head_from_files(repo) is None
+
+
+def test_a_directory_that_is_no_repository_gives_none(tmp_path: Path) -> None:
+    assert head_from_files(tmp_path) is None
