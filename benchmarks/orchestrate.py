@@ -1,8 +1,12 @@
-"""Orchestrator overhead: a scripted 3 parts × 3 steps run on a real repository.
+"""Harness overhead: a scripted 3 parts × 3 steps run on a real repository.
 
-The scripted model waits 200 ms per call and the test command takes about 0.5 s; what is left of
-the wall time after model waiting and test time is the orchestrator's own overhead (git, records,
-prompts, context). Prints it as a share of the wall time; the target is ≤ 3 %.
+The scripted model waits 200 ms per call and the test command takes about 0.5 s. How it counts:
+the harness is the run's wall time (solve(), as the result reports it) less the time inside model
+calls (each call's latency, as the client records it) and less the time inside the repository's
+own commands (each recorded test run — baseline, attempts, the base commit's tests when gate
+files change — from launching it in the sandbox to its exit: bwrap's start is the command's).
+What is left is cra's own work: git, the run log, prompts, context, parsing, reading the test
+report. Printed as a share of the wall time; the target of issue 14 is ≤ 3 %.
 
 Run: .venv/bin/python benchmarks/orchestrate.py [--model-delay 0.2] [--test-seconds 0.5]
 """
@@ -102,17 +106,21 @@ def main() -> int:
     if result.status != "complete":
         print(f"run did not complete: {result.status} {result.error}", file=sys.stderr)
         return 1
-    validations = [result.baseline] + [a.validation for o in result.steps for a in o.attempts]
+    attempts = [a for outcome in result.steps for a in outcome.attempts]
+    validations = [result.baseline, *(a.validation for a in attempts),
+                   *(a.original for a in attempts)]
     test_ms = sum(v.duration_ms for v in validations if v is not None)
     model_ms = result.usage.latency_ms
     overhead = result.wall_ms - model_ms - test_ms
     share = overhead / result.wall_ms
     print(f"steps: {result.steps_completed} passed of {PARTS * STEPS}; "
-          f"model calls: {result.usage.calls}; test runs: {len(validations)}")
-    print(f"wall {result.wall_ms} ms = model {model_ms} ms + tests {test_ms} ms "
-          f"+ orchestrator {overhead} ms")
-    print(f"orchestrator overhead: {share:.1%} of wall time (target ≤ 3%) — "
-          f"{'met' if share <= 0.03 else 'NOT met'}")
+          f"model calls: {result.usage.calls}; "
+          f"test runs: {sum(v is not None for v in validations)}")
+    print(f"wall {result.wall_ms} ms = model calls {model_ms} ms + repository commands "
+          f"{test_ms} ms + harness {overhead} ms")
+    print(f"harness / wall: {share:.1%}; harness / model calls: {overhead / model_ms:.2f}x; "
+          f"harness / repository commands: {overhead / test_ms:.2f}x")
+    print(f"goal: harness <= 3% of wall — {'met' if share <= 0.03 else 'NOT met'}")
     return 0
 
 
