@@ -6,7 +6,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
@@ -28,6 +28,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import sessionmaker
+
+from agent.errors import ConnectionLost
 
 Clock = Callable[[], datetime]
 
@@ -129,6 +131,11 @@ def writer_lock(engine: Engine) -> threading.RLock | None:
         return _SQLITE_WRITERS.setdefault(path, threading.RLock())
 
 
+def _broken(connection: Any) -> bool:
+    """Whether a DB-API connection knows itself closed or broken (psycopg tells)."""
+    return bool(getattr(connection, "closed", False) or getattr(connection, "broken", False))
+
+
 @contextmanager
 def _committing(connection: Any) -> Iterator[Any]:
     """Commit a DB-API connection's transaction after the block, roll it back on an error."""
@@ -205,7 +212,8 @@ class Database:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._writer = writer_lock(engine)
         self._held: Any = None  # a SQLite file's raw writer connection, kept between writes
-        self._batches = threading.local()  # per thread: the connection of an open batch()
+        self._batches = threading.local()  # per thread: an open batch(), a kept connection
+        self._kept: list[Any] = []  # the writers' own server connections (closed by close())
 
     @classmethod
     def open(cls, url: str, *, clock: Clock | None = None) -> Self:
@@ -262,16 +270,26 @@ class Database:
         """One write transaction on a DB-API connection, for prepared statements
         (agent.prepared): committed on exit, rolled back on an error.
 
-        A SQLite file's writers take turns on one connection kept for them (no pool checkout
-        and reset per write); a server database's come from the pool.
+        A SQLite file's writers take turns on one connection kept for them; a server
+        database's writers each keep one of their own (per thread, outside the pool): no pool
+        checkout, liveness ping and reset per write. A connection whose transaction failed is
+        closed, and the thread's next write opens a fresh one.
         """
         if self._writer is None:
-            pooled = self._engine.raw_connection()
+            connection = self._thread_connection()
             try:
-                with _committing(pooled.dbapi_connection) as connection:
-                    yield connection
-            finally:
-                pooled.close()  # back to the pool
+                yield connection
+            except BaseException as exc:
+                broken = _broken(connection)
+                self._drop(connection)
+                if broken and isinstance(exc, Exception):  # not committed: safe to try again
+                    raise ConnectionLost(f"the database connection broke: {exc}") from exc
+                raise
+            try:
+                connection.commit()
+            except BaseException:
+                self._drop(connection)
+                raise
             return
         with self._writer:
             if self._held is None:
@@ -279,10 +297,33 @@ class Database:
             with _committing(self._held.dbapi_connection) as connection:
                 yield connection
 
+    def _drop(self, connection: Any) -> None:
+        """Forget and close this thread's connection after a failed transaction."""
+        self._batches.raw = None
+        with suppress(Exception):  # it may be the broken part
+            connection.rollback()
+        with suppress(Exception):
+            connection.close()
+
+    def _thread_connection(self) -> Any:
+        """This thread's own DB-API connection to a server database (opened on first use)."""
+        connection = getattr(self._batches, "raw", None)
+        if connection is None:
+            fairy = self._engine.raw_connection()  # pinged and set up like any pooled one
+            fairy.detach()  # ours now: closed by close(), never returned to the pool
+            connection = self._batches.raw = fairy.dbapi_connection
+            with _SQLITE_WRITERS_GUARD:
+                self._kept.append(fairy)
+        return connection
+
     def close(self) -> None:
-        """Release every pooled connection."""
+        """Release every pooled connection, and those kept for writers."""
         if self._held is not None:
             self._held.close()
+        for fairy in self._kept:
+            with suppress(Exception):  # already closed after a failure
+                fairy.close()
+        self._kept.clear()
         self._engine.dispose()
 
     def __enter__(self) -> Self:

@@ -109,3 +109,8 @@ class CredentialsInUrl(AgentError, ValueError):
 
 class ValidationError(AgentError):
     """A test, lint or type-check command could not be started at all."""
+
+
+class ConnectionLost(AgentError):
+    """A kept database connection broke inside a transaction, which therefore did not commit:
+    the work may be tried once more (a fresh connection is opened)."""

@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.expression import Executable
 
+from agent.errors import ConnectionLost
 from agent.prepared import Prepared
 from bot.errors import BotError
 from bot.store import ONE_ACTIVE_RUN, BotStore, DeliveryRow, RunRow, run_values
@@ -66,6 +67,14 @@ class Intake:
         """Record the delivery (outcome "duplicate" when its id was seen) and, for a solve,
         plan, help or refusal, its queued run — or the one "busy" reply when a run is already
         active on the issue. All or nothing: after an error GitHub's redelivery is accepted."""
+        try:
+            return self._admit(event, trigger, outcome, busy_text)
+        except ConnectionLost:  # nothing was committed: once more, on a fresh connection
+            return self._admit(event, trigger, outcome, busy_text)
+
+    def _admit(self, event: Event, trigger: Trigger | None, outcome: str,
+               busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
+        """admit, in one transaction."""
         now, dialect = self._store.now(), self._store.dialect
         delivery = {"delivery_id": event.delivery_id, "event": event.name,
                     "action": event.action, "outcome": outcome, "received_at": now}

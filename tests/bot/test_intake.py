@@ -13,6 +13,7 @@ from bot.store import BotStore
 from bot.triggers import Trigger
 from bot.webhooks import Event
 from tests.bot.test_store import ManualClock, db_url, trigger  # noqa: F401 (fixture)
+from tests.test_store import postgres_schema_url
 
 
 @pytest.fixture
@@ -95,3 +96,17 @@ def test_concurrent_triggers_on_one_issue_store_one_run_and_one_busy_reply(
     commands = sorted(run.command for run in store.list_runs())
     assert commands == ["busy", "solve"]
     assert store.count_deliveries() == 16
+
+
+@pytest.mark.postgres
+def test_a_broken_server_connection_is_replaced_and_the_delivery_lands(postgres_url: str) -> None:
+    """The database restarted between deliveries: the thread's kept connection is dead."""
+    for url in postgres_schema_url(postgres_url):
+        with BotStore.open(url) as store:
+            intake = Intake(store)
+            admit(intake, "d-1", None)
+            with store.raw_transaction() as connection:
+                pass
+            connection.close()  # as a server restart leaves it
+            admitted = admit(intake, "d-2", trigger(delivery_id="d-2"))
+            assert admitted.outcome == "solve" and store.has_delivery("d-2")
