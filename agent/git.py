@@ -399,7 +399,13 @@ def commit_all(
         if _NOTHING_TO_COMMIT.search(proc.stdout):
             return None
         raise GitError(argv, proc.returncode, proc.stderr or proc.stdout)
-    return head_from_files(worktree) or head_commit(worktree)
+    return _head_from_files(worktree) or head_commit(worktree)
+
+
+def _head_from_files(tree: Path) -> str | None:
+    """HEAD's commit read from git's files without a process; None: ask git."""
+    admin = linked_admin_dir(tree) or (tree / ".git" if (tree / ".git").is_dir() else None)
+    return None if admin is None else head_from_files(admin, admin_common_dir(admin))
 
 
 _NOTHING_TO_COMMIT = re.compile(r"^(nothing to commit|nothing added to commit|no changes added)",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent import git
-from agent.gitfiles import head_from_files
+from agent.git import _head_from_files as head_from_files
 from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project
 
 
