@@ -1,65 +1,26 @@
-"""`cra`: the agent's command line (doctor, index, plan, solve, runs)."""
+"""`cra`: the agent's command line (doctor, index, plan, solve, runs).
+
+Only the parser lives here, so that `cra --help` and a mistyped option answer at once; the
+commands and everything they import load in agent.commands once the arguments parse.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
-import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Literal
 
-from pydantic import ValidationError
-from sqlalchemy.exc import SQLAlchemyError
-
-from agent import git
-from agent.bwrap import build_sandbox
-from agent.config import ModelConfig, SolveConfig, load_config, resolve_api_key
 from agent.console import (
     UsageError,
     add_version,
     configure_logging,
-    describe_unknown,
     global_options,
     run_main,
-    shown_url,
     suppressed,
-    unknown_variables,
 )
-from agent.context import IndexedFactory
-from agent.doctor import render
-from agent.doctor_checks import local_report, roles_used
-from agent.envcache import EnvCache
-from agent.errors import AgentError, ConfigError
-from agent.llm.client import ChatModel, HTTPChatModel
-from agent.llm.router import ModelRouter
-from agent.models import PlanArtifact
-from agent.orchestrator import solve
-from agent.planning import plan_task
-from agent.preflight import PreflightFailed, require_model_servers
-from agent.progress import ProgressBar, StepPrinter
-from agent.render import render_orchestrator_run, render_result, render_run_list, render_task_run
-from agent.retrieval.command import index_repository
-from agent.runtime import Runtime
-from agent.sandbox import (
-    Sandbox,
-    SandboxKind,
-    SandboxUnavailable,
-    describe_sandbox,
-    hidden_paths,
-)
-from agent.single_pass import run_single_pass
-from agent.store import RunLog
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-# The CRA_ variables cra itself reads (cra-bot's settings are its own).
-CRA_VARIABLES = ("CRA_DATA_DIR", "CRA_DATABASE_URL", "CRA_SANDBOX", "CRA_ENV_CACHE_MB")
-INDEX_BAR_MIN_FILES = 200  # inside solve and plan, a bar only for an index worth waiting for
-DEFAULT_ENV_CACHE_MB = 10240
-SANDBOX_CHOICES: dict[str, SandboxKind | Literal["auto"]] = {
-    "auto": "auto", "bwrap": "bwrap", "none": "none"}
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
@@ -133,237 +94,12 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     except SystemExit as exc:
         return EXIT_USAGE if exc.code not in (0, None) else EXIT_OK
     configure_logging(verbose=args.verbose, debug=args.debug)
-    return run_main("cra", lambda: _main(args, env), debug=args.debug)
+    from agent.commands import run_command  # the heavy part, once the arguments are good
 
-
-def _main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    if args.command != "doctor":
-        for name, nearest in unknown_variables(env, CRA_VARIABLES, near_misses_only=True):
-            print(f"cra: warning: {describe_unknown('cra', name, nearest)}", file=sys.stderr)
-    try:
-        if args.command == "doctor":
-            return _doctor(args, env)
-        if args.command == "index":  # the index needs no run log
-            bar = ProgressBar(sys.stderr, "indexing")
-            try:
-                return index_repository(args.repo, _usable_data_dir(args, env),
-                                        config=args.config, as_json=args.json, progress=bar)
-            finally:
-                bar.finish()
-        with _open_log(args, env) as log:
-            return _dispatch(args, log, env)
-    except (UsageError, ConfigError, PreflightFailed, SandboxUnavailable) as exc:
-        print(f"cra: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except AgentError as exc:
-        print(f"cra: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-
-
-def _dispatch(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
-    if args.command == "solve":
-        return _solve(args, log, env)
-    if args.command == "plan":
-        return _plan(args, log, env)
-    return _runs(args, log)
-
-
-def data_dir(args: argparse.Namespace, env: Mapping[str, str]) -> Path:
-    """--data-dir, else $CRA_DATA_DIR, else $XDG_DATA_HOME/cra or ~/.local/share/cra."""
-    if args.data_dir is not None:
-        return Path(args.data_dir)
-    if env.get("CRA_DATA_DIR"):
-        return Path(env["CRA_DATA_DIR"])
-    base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local/share")
-    return Path(base) / "cra"
-
-
-def _usable_data_dir(args: argparse.Namespace, env: Mapping[str, str]) -> Path:
-    """The data dir, created if needed; UsageError naming the option when it cannot be."""
-    path = data_dir(args, env)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot use {path} as the data dir (--data-dir or CRA_DATA_DIR): "
-                         f"{exc.strerror or exc} → point it at a writable directory") from exc
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise UsageError(f"the data dir {path} is not writable (--data-dir or CRA_DATA_DIR)")
-    return path
-
-
-def _db_url(args: argparse.Namespace, env: Mapping[str, str]) -> str:
-    if args.db:
-        return str(args.db)
-    if env.get("CRA_DATABASE_URL"):
-        return env["CRA_DATABASE_URL"]
-    return f"sqlite:///{_usable_data_dir(args, env) / 'cra.db'}"
-
-
-def _open_log(args: argparse.Namespace, env: Mapping[str, str]) -> RunLog:
-    """The run log, migrated; UsageError naming the setting when it cannot be opened."""
-    url = _db_url(args, env)
-    try:
-        return RunLog.open(url)
-    except (SQLAlchemyError, OSError) as exc:
-        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise UsageError(f"cannot open the run log {shown_url(url)} (--db, CRA_DATABASE_URL or "
-                         f"the data dir): {reason}") from exc
-
-
-def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
-    repo = Path(args.repo).resolve()
-    if not git.is_work_tree(repo):
-        raise UsageError(f"{repo} is not a git repository (--repo)")
-    return repo, load_config(repo, args.config)
-
-
-def _keys(config: SolveConfig, env: Mapping[str, str]) -> dict[str, str | None]:
-    """Each role's API key, from the variable its api_key_env names."""
-    return {role: resolve_api_key(getattr(config.models, role), env)
-            for role in ("reasoning", "coding", "classifier")}
-
-
-def _where(config: SolveConfig) -> str:
-    return config.source or ".github/cra.toml"
-
-
-def _preflight(config: SolveConfig, env: Mapping[str, str], *, plans: bool,
-               implements: bool) -> None:
-    """Before the first model call: each role the command uses has a server that answers (and,
-    said as a warning, the model it names)."""
-    source = _where(config)
-    for line in require_model_servers(config.models, _keys(config, env),
-                                      lambda role, key: f"models.{role}.{key} in {source}",
-                                      roles_used(config, plans=plans, implements=implements)):
-        print(f"cra: warning: {line}", file=sys.stderr)
-
-
-def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
-             env: Mapping[str, str], run_id: str | None = None) -> Runtime:
-    router = ModelRouter(config.models, factory=_Factory(env))
-    sandbox = _sandbox(args, env)
-    cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
-    cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
-    runtime = Runtime(log=log, models=router, environ=env, work_dir=data_dir(args, env),
-                      sandbox=sandbox, env_cache=cache if cache_mb > 0 else None,
-                      observer=StepPrinter(sys.stderr))
-    return runtime if run_id is None else replace(runtime, new_id=lambda: run_id)
-
-
-def _sandbox(args: argparse.Namespace, env: Mapping[str, str], *, say: bool = True) -> Sandbox:
-    """The sandbox --sandbox (or $CRA_SANDBOX) names, hiding cra's data dir; says which."""
-    kind = getattr(args, "sandbox", None) or env.get("CRA_SANDBOX") or "auto"
-    if kind not in SANDBOX_CHOICES:
-        raise UsageError(f"CRA_SANDBOX={kind}: expected auto, bwrap or none")
-    db = _db_url(args, env)
-    data = [data_dir(args, env), *([Path(db.removeprefix("sqlite:///"))]
-                                   if db.startswith("sqlite:///") else [])]
-    home = Path(env["HOME"]) if env.get("HOME") else None
-    sandbox = build_sandbox(SANDBOX_CHOICES[kind], hide=hidden_paths(data=data, home=home))
-    if say:
-        print(f"cra: {describe_sandbox(sandbox, chosen=kind)}", file=sys.stderr)
-    return sandbox
-
-
-def _announce(run_id: str, args: argparse.Namespace) -> None:
-    """Say the run's id at its start, and how to see it."""
-    where = [f"--{name.replace('_', '-')} {getattr(args, name)}"
-             for name in ("data_dir", "db") if getattr(args, name)]
-    command = " ".join(["cra", *where, "runs", run_id])
-    print(f"cra: run {run_id} started — see it with `{command}`", file=sys.stderr)
-
-
-def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
-    repo, config = _repo_and_config(args)
-    config.require_test_command()
-    plan = _load_plan(args.plan) if args.plan else None
-    _preflight(config, env, plans=plan is None, implements=True)
-    run_id = str(uuid.uuid4())
-    _announce(run_id, args)
-    runtime = _runtime(log, config, args, env, run_id)
-    bar = ProgressBar(sys.stderr, "  indexing", min_total=INDEX_BAR_MIN_FILES)
-    contexts = IndexedFactory(data_dir(args, env), config.retrieval, progress=bar)
-    try:
-        if plan is not None:
-            result = run_single_pass(args.task, repo, plan, config, runtime,
-                                     in_place=args.in_place, context_factory=contexts)
-        else:
-            result = solve(args.task, repo, config, runtime, in_place=args.in_place,
-                           context_factory=contexts)
-    finally:
-        bar.finish()
-        runtime.models.close()
-    print(result.model_dump_json(indent=2) if args.json else render_result(result))
-    return EXIT_OK if result.status == "complete" and not result.error else EXIT_FAILED
-
-
-def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
-    repo, config = _repo_and_config(args)
-    _preflight(config, env, plans=True, implements=False)
-    runtime = _runtime(log, config, args, env)
-    bar = ProgressBar(sys.stderr, "indexing", min_total=INDEX_BAR_MIN_FILES)
-    context = IndexedFactory(data_dir(args, env), config.retrieval, progress=bar)(repo)
-    bar.finish()
-    try:
-        artifact = plan_task(args.task, repo, config, runtime, context=context)
-    finally:
-        context.close()
-        runtime.models.close()
-    text = artifact.model_dump_json(indent=2)
-    if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
-        print(f"plan written to {args.output}")
-    else:
-        print(text)
-    return EXIT_OK
-
-
-def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """`cra doctor`: one line per check; 0 only when none failed."""
-    report = local_report(Path(args.repo).resolve(), args.config, data_dir(args, env), env,
-                          known_variables=CRA_VARIABLES,
-                          sandbox=lambda: _sandbox(args, env, say=False))
-    print(render(report, as_json=args.json))
-    return EXIT_OK if report.passed else EXIT_FAILED
-
-
-def _load_plan(path: Path) -> PlanArtifact:
-    try:
-        return PlanArtifact.model_validate_json(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read plan {path}: {exc}") from exc
-    except ValidationError as exc:
-        raise UsageError(f"{path} is not a valid plan: {exc}") from exc
-
-
-class _Factory:
-    """Builds an HTTP model client per role, its API key read from the named variable."""
-
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self._env = env
-
-    def __call__(self, model: ModelConfig) -> ChatModel:
-        return HTTPChatModel(model, api_key=resolve_api_key(model, self._env))
-
-
-def _runs(args: argparse.Namespace, log: RunLog) -> int:
-    if args.run is None:
-        task_runs = log.list_task_runs(limit=args.limit, modes=("single_pass", "plan"))
-        orchestrated = log.list_orchestrator_runs(limit=args.limit)
-        print(render_run_list(task_runs, orchestrated, as_json=args.json, limit=args.limit))
-        return EXIT_OK
-    if not args.run.isdigit():
-        orchestrator_run = log.get_orchestrator_run(args.run)
-        if orchestrator_run is not None:
-            details = [log.get_task_run(p.task_run_id) for p in orchestrator_run.passes]
-            print(render_orchestrator_run(orchestrator_run, details, as_json=args.json))
-            return EXIT_OK
-    detail = log.get_task_run(int(args.run) if args.run.isdigit() else args.run)
-    if detail is None:
-        raise UsageError(f"no run {args.run} (`cra runs` lists them)")
-    print(detail.model_dump_json(indent=2) if args.json else render_task_run(detail))
-    return EXIT_OK
+    return run_main("cra", lambda: run_command(args, env), debug=args.debug)
 
 
 if __name__ == "__main__":
+    import sys
+
     sys.exit(main())
