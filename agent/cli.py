@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agent.console import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
     UsageError,
     add_version,
     configure_logging,
@@ -19,8 +22,6 @@ from agent.console import (
     run_main,
     suppressed,
 )
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 

@@ -16,9 +16,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from agent import git
 from agent.bwrap import build_sandbox
-from agent.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from agent.config import ModelConfig, SolveConfig, load_config, resolve_api_key
 from agent.console import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
     UsageError,
     describe_unknown,
     shown_url,

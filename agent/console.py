@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 DISTRIBUTION = "clean-room-agent"
+EXIT_OK = 0
 EXIT_FAILED, EXIT_USAGE, EXIT_BROKEN_PIPE = 1, 2, 141  # 141: 128 + SIGPIPE, as a shell reports
 OUR_LOGGERS = ("agent", "bot", "cra", "cra-bot")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
