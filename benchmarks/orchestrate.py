@@ -8,17 +8,29 @@ files change — from launching it in the sandbox to its exit: bwrap's start is 
 What is left is cra's own work: git, the run log, prompts, context, parsing, reading the test
 report. Printed as a share of the wall time; the target of issue 14 is ≤ 3 %.
 
-Run: .venv/bin/python benchmarks/orchestrate.py [--model-delay 0.2] [--test-seconds 0.5]
+`--profile` also prints where the harness's own time goes: the subprocesses cra started, by program
+(count and wall time; the repository's commands run through bwrap), and the functions with the
+most own time in cProfile, leaving out the primitives that only wait (sockets, locks, poll,
+waitpid, sleep), which are the model's and the commands' time.
+
+Run: .venv/bin/python benchmarks/orchestrate.py [--model-delay 0.2] [--test-seconds 0.5] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
+import subprocess
 import sys
 import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
@@ -96,13 +108,68 @@ def run(delay: float, test_seconds: float) -> OrchestratorResult:
                 router.close()
 
 
+# Primitives that only wait for the model server or a child: their time is not the harness's.
+WAITS = ("recv", "poll", "select", "acquire", "waitpid", "sleep", "_wait", "wait", "communicate")
+
+
+def profiled(call: Callable[[], OrchestratorResult]) -> OrchestratorResult:
+    """Run `call` counting subprocesses by program and under cProfile; print both."""
+    spawned: Counter[str] = Counter()
+    spent: Counter[str] = Counter()
+    original = subprocess.Popen.__init__
+
+    def counting(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:
+        program = Path(str(args[0] if isinstance(args, (list, tuple)) else args).split()[0]).name
+        started = time.perf_counter()
+        original(self, args, *rest, **kw)
+        self._cra_program = program  # type: ignore[attr-defined]
+        self._cra_started = started  # type: ignore[attr-defined]
+        spawned[program] += 1
+
+    original_wait = subprocess.Popen.wait
+
+    def waiting(self: subprocess.Popen[Any], timeout: float | None = None) -> int:
+        code = original_wait(self, timeout)
+        program = getattr(self, "_cra_program", None)
+        if program is not None and not getattr(self, "_cra_counted", False):
+            spent[program] += time.perf_counter() - self._cra_started  # type: ignore[attr-defined]
+            self._cra_counted = True  # type: ignore[attr-defined]
+        return code
+
+    subprocess.Popen.__init__ = counting  # type: ignore[method-assign]
+    subprocess.Popen.wait = waiting  # type: ignore[method-assign]
+    profile = cProfile.Profile()
+    try:
+        result = profile.runcall(call)
+    finally:
+        subprocess.Popen.__init__ = original  # type: ignore[method-assign]
+        subprocess.Popen.wait = original_wait  # type: ignore[method-assign]
+    print("subprocesses started by the run (program: count, wall from start to exit):")
+    for program, count in spawned.most_common():
+        print(f"  {program:<12} {count:>4}  {spent[program] * 1000:>8.0f} ms")
+    stats = pstats.Stats(profile)
+    rows = [(tt, nc, f"{Path(file).name}:{line} {name}")
+            for (file, line, name), (_, nc, tt, _, _) in stats.stats.items()  # type: ignore[attr-defined]
+            if not any(word in name for word in WAITS)]
+    rows.sort(reverse=True)
+    print("heaviest functions by own time, waits left out (ms, calls, function):")
+    for own, calls, where in rows[:15]:
+        print(f"  {own * 1000:>8.1f} {calls:>7}  {where}")
+    return result
+
+
 def main() -> int:
     """Run and print the overhead share."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-delay", type=float, default=0.2)
     parser.add_argument("--test-seconds", type=float, default=0.5)
+    parser.add_argument("--profile", action="store_true",
+                        help="print the subprocesses by program and the heaviest functions")
     args = parser.parse_args()
-    result = run(args.model_delay, args.test_seconds)
+    if args.profile:
+        result = profiled(lambda: run(args.model_delay, args.test_seconds))
+    else:
+        result = run(args.model_delay, args.test_seconds)
     if result.status != "complete":
         print(f"run did not complete: {result.status} {result.error}", file=sys.stderr)
         return 1
