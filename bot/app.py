@@ -8,6 +8,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
 from typing import Any, get_args
 
 from flask import Flask, jsonify, request
@@ -137,9 +138,20 @@ def webhook() -> ResponseReturnValue:
 
 
 def healthz() -> ResponseReturnValue:
-    """200 when the database and the queue are reachable, else 503 naming what failed."""
-    checks = current_state().services.health()
+    """200 when the database and the queue are reachable, else 503 naming what failed; with
+    the runs that look stuck (running without a heartbeat for CRA_STALE_AFTER seconds, which
+    the reaper is about to end)."""
+    state = current_state()
+    checks: dict[str, object] = dict(state.services.health())
     healthy = all(value == "ok" for value in checks.values())
+    if checks.get("database") == "ok":
+        store = state.services.store
+        try:
+            stale = store.stale_runs(store.now() - timedelta(seconds=state.settings.stale_after))
+        except SQLAlchemyError:
+            stale = []
+        checks["stuck_runs"] = len(stale)
+        checks["stuck_run_ids"] = [run.id for run in stale[:20]]
     return jsonify(checks), 200 if healthy else 503
 
 
@@ -234,7 +246,8 @@ def _store_run_or_forget(state: AppState, trigger: Trigger) -> Run | None:
     """Store the run; if that fails, forget the delivery so that GitHub may redeliver it."""
     store = state.services.store
     try:
-        return store_run(store, trigger, public_url=state.settings.public_url)
+        return store_run(store, trigger, public_url=state.settings.public_url,
+                         stale_after=state.settings.stale_after)
     except BaseException:
         try:
             store.forget_delivery(trigger.delivery_id)
@@ -252,28 +265,37 @@ def _enqueue(queue: RunQueue, run_id: int) -> None:
 
 
 def store_run(
-    store: BotStore, trigger: Trigger, *, public_url: str | None = None
+    store: BotStore, trigger: Trigger, *, public_url: str | None = None,
+    stale_after: float | None = None,
 ) -> Run | None:
     """The queued run for a trigger: the run itself, a cancel, or the one "busy" reply to the
-    run already active on the issue (None when that reply exists: replies coalesce)."""
+    run already active on the issue (None when that reply exists: replies coalesce).
+
+    A cancel ends a run at once when it is queued, or when its worker has been silent for
+    `stale_after` seconds (nobody is left to read the request)."""
     if trigger.command == "cancel":
-        return _store_cancel(store, trigger)
+        return _store_cancel(store, trigger, stale_after)
     try:
         return store.create_run(trigger)
     except ActiveRunExists as busy:
         return store.create_busy_reply(trigger, busy.run_id, busy_text(busy.run_id, public_url))
 
 
-def _store_cancel(store: BotStore, trigger: Trigger) -> Run:
+def _store_cancel(store: BotStore, trigger: Trigger, stale_after: float | None) -> Run:
     """Ask the active run to stop, and store the "cancel" run that answers the comment."""
     active = store.active_run(trigger.repository, trigger.issue_number)
     if active is None:
         return store.create_run(trigger, reply_text=refusal_text("nothing_to_cancel"))
     if trigger.actor != active.actor:  # someone else: the worker checks their permission first
         return store.create_run(trigger, related_run_id=active.id)
-    store.request_cancel(active.id)
+    store.request_cancel(active.id, stale_before=stale_cutoff(store, stale_after))
     text = refusal_text("cancelled", user=trigger.actor, run_id=active.id)
     return store.create_run(trigger, reply_text=text, related_run_id=active.id)
+
+
+def stale_cutoff(store: BotStore, stale_after: float | None) -> datetime | None:
+    """The time before which a running run's last heartbeat means its worker is gone."""
+    return None if stale_after is None else store.now() - timedelta(seconds=stale_after)
 
 
 def busy_text(active_id: int, public_url: str | None) -> str:

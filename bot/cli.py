@@ -200,7 +200,8 @@ def _action() -> int:
         from bot.app import store_run
 
         check_sandbox(settings, services.sandbox)
-        run = store_run(services.store, trigger, public_url=settings.public_url)
+        run = store_run(services.store, trigger, public_url=settings.public_url,
+                        stale_after=settings.stale_after)
         if run is None:
             print("cra-bot: a run is already active on this issue, and it has been told so")
             return EXIT_OK

@@ -37,6 +37,10 @@ class RunQueue(Protocol):
         """Whether runs can be enqueued and will be picked up."""
         ...
 
+    def holds(self, run_id: int) -> bool:
+        """Whether this run waits in the queue (not lost on the way to a worker)."""
+        ...
+
     def close(self) -> None:
         """Stop accepting runs and release resources."""
         ...
@@ -51,6 +55,7 @@ class ThreadQueue:
         self._execute = execute
         self._queue: queue.Queue[int | None] = queue.Queue()
         self._pending = 0
+        self._held: set[int] = set()  # enqueued and not yet taken by a worker
         self._idle = threading.Condition()
         self._closed = False
         self._threads = [
@@ -66,11 +71,17 @@ class ThreadQueue:
             if self._closed:
                 raise RuntimeError("the thread queue is closed")
             self._pending += 1
+            self._held.add(run_id)
         self._queue.put(run_id)
 
     def healthy(self) -> bool:
         """Open, with every worker thread alive."""
         return not self._closed and all(thread.is_alive() for thread in self._threads)
+
+    def holds(self, run_id: int) -> bool:
+        """Whether the run waits for a worker of this process."""
+        with self._idle:
+            return run_id in self._held
 
     def drain(self, timeout: float) -> bool:
         """Wait until every queued run has been executed; False if `timeout` seconds pass first."""
@@ -103,6 +114,8 @@ class ThreadQueue:
     def _work(self) -> None:
         """One worker: execute run ids until the stop marker; an error never ends the loop."""
         while (run_id := self._queue.get()) is not None:
+            with self._idle:
+                self._held.discard(run_id)
             try:
                 self._execute(run_id)
             except Exception:
@@ -143,10 +156,12 @@ class RQQueue:
         return self._queue
 
     def enqueue(self, run_id: int) -> None:
-        """Enqueue the runner job for this run id."""
+        """Enqueue the runner job for this run id (one job id per run: enqueuing again
+        replaces a lost job, never adds a second)."""
         self._queue.enqueue(
             self._job,
             args=(run_id,),
+            job_id=job_id(run_id),
             job_timeout=self._job_timeout,
             result_ttl=3600,
             failure_ttl=7 * 24 * 3600,
@@ -162,9 +177,29 @@ class RQQueue:
         except RedisError:
             return False
 
+    def holds(self, run_id: int) -> bool:
+        """Whether the run's job waits on Redis (queued, deferred or scheduled)."""
+        from redis.exceptions import RedisError
+        from rq.exceptions import NoSuchJobError
+        from rq.job import Job
+
+        try:
+            job = Job.fetch(job_id(run_id), connection=self._redis)
+            status = job.get_status(refresh=False)
+        except NoSuchJobError:
+            return False
+        except RedisError:
+            return True  # cannot tell: never enqueue twice on a guess
+        return str(getattr(status, "value", status)) in ("queued", "deferred", "scheduled")
+
     def close(self) -> None:
         """Release the Redis connections."""
         self._redis.close()
+
+
+def job_id(run_id: int) -> str:
+    """The RQ job id of a run."""
+    return f"cra-run-{run_id}"
 
 
 class Recovered(BaseModel):

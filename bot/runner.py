@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 from agent import git
@@ -17,6 +19,7 @@ from agent.runtime import Runtime
 from bot import limits, pr, replies
 from bot.errors import BotError
 from bot.github import PullInfo, Reaction
+from bot.liveness import Heartbeat, worker_name
 from bot.progress import ProgressReporter
 from bot.repo_config import limited_config
 from bot.services import Services
@@ -27,48 +30,77 @@ log = logging.getLogger(__name__)
 REPLIES = ("help", "refuse", "busy", "cancel")
 STATUS_OF = {"complete": "succeeded", "partial": "partial", "failed": "failed",
              "cancelled": "cancelled"}
+# A check run's conclusion for a run's final status (a delivered result decides its own).
+CHECK_CONCLUSION = {"succeeded": "success", "partial": "neutral", "failed": "failure",
+                    "cancelled": "cancelled", "rejected": "skipped"}
 
 
 def execute_run(run_id: int, services: Services) -> None:
-    """Run `run_id` if it is still queued; every outcome ends in a terminal status."""
-    if not services.store.claim_run(run_id):
+    """Run `run_id` if it is still queued; every outcome ends in a terminal status.
+
+    Whatever the job raises, the run is recorded as failed with its error; telling GitHub is
+    best effort. While it works, a heartbeat shows the reaper that its worker is alive.
+    """
+    if not services.store.claim_run(run_id, worker=worker_name()):
         return
     run = services.store.get_run(run_id)
     if run is None:
         return
-    job = _Job(run, services)
-    try:
-        job.execute()
-    except (AgentError, BotError) as exc:
-        job.fail(str(exc))
-    except Exception as exc:  # the last line: a run must never stay "running"
-        log.exception("run %s crashed", run_id)
-        job.fail(f"internal error ({type(exc).__name__}); see the server log")
+    with Heartbeat(services.store, run_id, services.settings.heartbeat_interval) as heartbeat:
+        job = _Job(run, services, heartbeat)
+        try:
+            job.execute()
+        except (AgentError, BotError) as exc:
+            job.fail(str(exc))
+        except Exception as exc:  # the last line: a run must never stay "running"
+            log.exception("run %s crashed", run_id)
+            job.fail(f"internal error ({type(exc).__name__}); see the server log")
 
 
-def report_interrupted(run_id: int, services: Services) -> None:
-    """Tell the issue that a run died with the server (it was marked failed at start-up)."""
-    run = services.store.get_run(run_id)
-    if run is None:
-        return
-    gh = services.github
-    text = replies.refusal_text("interrupted", run_id=run_id)
+def report_ended(run_id: int, services: Services) -> None:
+    """Tell the issue (and the check run) that a run ended without its worker: it died with
+    the server or its heartbeat stopped. Best effort: a failure is logged, never raised."""
     try:
-        if run.comment_id:
-            gh.edit_comment(run.repository, run.comment_id, text,
-                            installation_id=run.installation_id)
+        run = services.store.get_run(run_id)
+        if run is None:
+            return
+        gh, inst = services.github, run.installation_id
+        if run.error and run.error.startswith("the worker stopped"):
+            text = replies.refusal_text("error", error=run.error, run_id=run_id)
         else:
-            gh.comment(run.repository, run.issue_number, text,
-                       installation_id=run.installation_id)
-    except BotError as exc:
-        log.warning("could not report interrupted run %s: %s", run_id, exc)
+            text = replies.refusal_text("interrupted", run_id=run_id)
+        if run.check_run_id is not None:
+            _best_effort(f"the check run of run {run_id}", lambda: gh.update_check_run(
+                run.repository, run.check_run_id or 0, status="completed",
+                conclusion=CHECK_CONCLUSION.get(run.status, "failure"),
+                title=f"cra stopped: {run.error or run.status}", summary=text,
+                installation_id=inst))
+        if run.comment_id:
+            gh.edit_comment(run.repository, run.comment_id, text, installation_id=inst)
+        else:
+            gh.comment(run.repository, run.issue_number, text, installation_id=inst)
+    except Exception as exc:
+        log.warning("could not report the end of run %s: %s", run_id, exc)
+
+
+def _best_effort(what: str, call: Callable[[], object]) -> bool:
+    """Call; a failure is logged (it never decides a run's outcome). Whether it worked."""
+    try:
+        call()
+    except Exception as exc:
+        log.warning("could not update %s: %s", what, exc)
+        return False
+    return True
 
 
 class _Job:
     """One run being executed."""
 
-    def __init__(self, run: Run, services: Services) -> None:
+    def __init__(self, run: Run, services: Services, heartbeat: Heartbeat | None = None) -> None:
         self.run, self.services = run, services
+        self.heartbeat = heartbeat
+        self.check_id: int | None = None  # the check run this run keeps up to date
+        self.check_sha: str | None = None
         self.store, self.gh, self.settings = services.store, services.github, services.settings
         self.inst = run.installation_id
         self.repo = run.repository
@@ -123,7 +155,8 @@ class _Job:
             self.finish("rejected", error=f"{self.run.actor} lacks write permission")
             return
         if target is not None:
-            self.store.request_cancel(target)
+            self.store.request_cancel(target, stale_before=self.store.now() - timedelta(
+                seconds=self.settings.stale_after))
         self.comment(replies.refusal_text("cancelled", user=self.run.actor, run_id=target))
         self.finish("succeeded")
 
@@ -167,7 +200,31 @@ class _Job:
             self.finish("rejected", error="pull request from a fork")
             return None, "", []
         comments = self.gh.review_comments(self.repo, number, installation_id=self.inst)
+        self.open_check(pull.head_sha)
         return pull.head_ref, pull.head_ref, comments
+
+    def open_check(self, sha: str) -> None:
+        """An in-progress check run on the commit the run starts from (best effort)."""
+        def create() -> None:
+            self.check_id = self.gh.create_check_run(
+                self.repo, sha, name="cra", title="cra is working",
+                summary=f"Run {self.run.id} started.", installation_id=self.inst)
+            self.check_sha = sha
+            self.store.update_run(self.run.id, check_run_id=self.check_id)
+
+        _best_effort(f"the check run of run {self.run.id}", create)
+
+    def update_check(self, *, title: str, summary: str, conclusion: str | None = None) -> None:
+        """Keep the run's check up to date; a conclusion completes it (best effort)."""
+        check_id = self.check_id
+        if check_id is None:
+            return
+        if conclusion is not None:
+            self.check_id = None  # concluded once
+        _best_effort(f"the check run of run {self.run.id}", lambda: self.gh.update_check_run(
+            self.repo, check_id, status="completed" if conclusion else "in_progress",
+            conclusion=conclusion, title=title[:200], summary=summary,
+            installation_id=self.inst))
 
     def config(self, mirror: Path, base: str) -> SolveConfig | None:
         """The repository's config at the base commit over the server's models."""
@@ -193,9 +250,15 @@ class _Job:
             log=self.services.runlog, models=self.services.router(config),
             environ=self.services.environ, work_dir=self.settings.data_dir / "work",
             sandbox=self.services.sandbox, env_cache=self.services.env_cache, observer=self,
-            should_cancel=lambda: self.store.cancel_requested(self.run.id),
+            should_cancel=self.should_cancel,
             clock=self.services.clock,
         )
+
+    def should_cancel(self) -> bool:
+        """Someone asked the run to stop, or it no longer runs in the database (the reaper or
+        a cancel ended it while this worker looked dead)."""
+        lost = self.heartbeat is not None and self.heartbeat.lost
+        return lost or self.store.cancel_requested(self.run.id)
 
     def contexts(self, config: SolveConfig) -> ContextFactory:
         """Where each pass's context comes from: the repository index, kept per mirror."""
@@ -281,6 +344,12 @@ class _Job:
         conclusion = pr.check_conclusion(result)
         summary = pr.compose_check_summary(ctx)
         title = pr.check_title(ctx)
+        if self.check_id is not None and self.check_sha == result.commit:
+            self.update_check(title=title, summary=summary, conclusion=conclusion)
+            return
+        # the run's start check is on the commit it started from: it says the same, then
+        # the new head gets its own
+        self.update_check(title=title, summary=summary, conclusion=conclusion)
         check_id = self.gh.create_check_run(self.repo, result.commit, name="cra", title=title,
                                             summary=summary, installation_id=self.inst)
         self.gh.update_check_run(self.repo, check_id, status="completed", conclusion=conclusion,
@@ -311,6 +380,10 @@ class _Job:
             return
         body = replies.progress_comment(run_id=self.run.id, status=status, steps=steps, note=note,
                                    run_url=self.run_url(), pr_url=self.pr_url)
+        if status in ("queued", "running"):
+            done = sum(state == "passed" for state, _ in steps)
+            self.update_check(title=f"cra is working: {done}/{len(steps)} steps passed",
+                              summary=body)
         self.gh.edit_comment(self.repo, self.run.comment_id, body, installation_id=self.inst)
 
     def comment(self, text: str) -> None:
@@ -323,11 +396,10 @@ class _Job:
             self.store.update_run(self.run.id, comment_id=comment_id)
 
     def react(self, content: Reaction) -> None:
-        try:
-            self.gh.react(self.repo, self.run.issue_number, content,
-                          comment_id=self.run.trigger_comment_id, installation_id=self.inst)
-        except BotError as exc:  # a reaction is a courtesy, not part of the run
-            log.warning("reaction failed: %s", exc)
+        """A reaction is a courtesy, not part of the run: best effort."""
+        _best_effort(f"the reaction of run {self.run.id}", lambda: self.gh.react(
+            self.repo, self.run.issue_number, content, comment_id=self.run.trigger_comment_id,
+            installation_id=self.inst))
 
     def finish_with_comment(
         self, status: str, text: str, *, error: str | None = None,
@@ -341,21 +413,24 @@ class _Job:
         result: OrchestratorResult | None = None, pr_url: str | None = None,
         commented: bool = False,
     ) -> None:
-        """Record the end; the final checklist and reaction for agent runs."""
-        if self.reporter is not None and not commented:
+        """Record the end; the final checklist, check run and reaction (best effort)."""
+        self.store.update_run(self.run.id, status=status, error=error, finished=True)
+        reporter = self.reporter
+        if reporter is not None and not commented:
             self.pr_url = pr_url
-            self.reporter.flush(status, error or "")
+            _best_effort(f"the progress comment of run {self.run.id}",
+                         lambda: reporter.flush(status, error or ""))
+        self.update_check(title=f"cra {status}" + (f": {error}" if error else ""),
+                          summary=error or f"Run {self.run.id} {status}.",
+                          conclusion=CHECK_CONCLUSION.get(status, "failure"))
         if self.run.command in ("solve", "plan") and status != "rejected":
             self.react("rocket" if status == "succeeded" else "confused")
-        self.store.update_run(self.run.id, status=status, error=error, finished=True)
 
     def fail(self, error: str) -> None:
-        """The run broke: say so on the issue and record it."""
-        try:
-            self.comment(replies.refusal_text("error", error=error, run_id=self.run.id))
-        except BotError as exc:
-            log.warning("could not report the failure of run %s: %s", self.run.id, exc)
+        """The run broke: record it, then say so on the issue (best effort)."""
+        text = replies.refusal_text("error", error=error, run_id=self.run.id)
         self.finish("failed", error=error, commented=True)
+        _best_effort(f"the failure comment of run {self.run.id}", lambda: self.comment(text))
 
     def run_url(self) -> str | None:
         return replies.run_page_url(self.settings.public_url, self.run.id)

@@ -13,8 +13,9 @@ from flask import Flask
 from bot.app import create_app
 from bot.door import make_door
 from bot.errors import SettingsError
+from bot.liveness import Reaper
 from bot.queue import recover
-from bot.runner import execute_run, report_interrupted
+from bot.runner import execute_run, report_ended
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 
@@ -22,16 +23,30 @@ log = logging.getLogger(__name__)
 
 
 def make_app(settings: BotSettings) -> tuple[Flask, Services]:
-    """The app with real services; with the thread queue, interrupted runs are recovered."""
+    """The app with real services; with the thread queue, interrupted runs are recovered.
+
+    Reporting them to GitHub is best effort: a run that cannot be reported (its repository
+    gone, GitHub down) is still ended, and the server still starts.
+    """
     services = build_services(settings, execute=execute_run)
     if settings.queue == "thread":  # no run is live yet: clear what a dead process left
         services.mirrors.clean_worktrees(settings.data_dir / "work" / "worktrees")
         shutil.rmtree(settings.data_dir / "work" / "envs", ignore_errors=True)
         recovered = recover(services.store, services.queue)
         for run_id in recovered.interrupted:
-            report_interrupted(run_id, services)
+            report_ended(run_id, services)
     services.store.prune_deliveries()
     return create_app(settings, services), services
+
+
+def start_reaper(settings: BotSettings, services: Services) -> Reaper | None:
+    """The server's reaper (bot.liveness), unless CRA_REAP_INTERVAL is 0."""
+    if settings.reap_interval <= 0:
+        return None
+    reaper = Reaper(services.store, services.queue, stale_after=settings.stale_after,
+                    requeue_after=settings.requeue_after,
+                    report=lambda run_id: report_ended(run_id, services))
+    return reaper.start(settings.reap_interval)
 
 
 def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
@@ -39,6 +54,7 @@ def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
     CRA_SERVER_THREADS threads answer them (bot.door says why)."""
     settings.require_webhook_secret()  # bot.startup.check_serve proved the rest (the sandbox …)
     app, services = make_app(settings)
+    reaper = start_reaper(settings, services)
     try:
         if dev:
             app.run(host=host, port=port, threaded=True)
@@ -52,6 +68,8 @@ def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
         log.info("serving on http://%s:%s", host, server.port)
         server.run()  # returns on SystemExit and KeyboardInterrupt, its threads stopped
     finally:
+        if reaper is not None:
+            reaper.stop()
         services.close()
     return 0
 

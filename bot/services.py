@@ -79,6 +79,10 @@ class NoQueue:
         """Nothing to be unhealthy."""
         return True
 
+    def holds(self, run_id: int) -> bool:
+        """Nothing is held here."""
+        return False
+
     def close(self) -> None:
         """Nothing to close."""
 

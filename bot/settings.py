@@ -127,6 +127,22 @@ class BotSettings(BaseSettings):
     comment_interval: float = Field(
         default=5.0, ge=0, description="Minimum seconds between edits of the progress comment."
     )
+    # Liveness: a working run's heartbeat, and the reaper that ends runs whose heartbeat stopped.
+    heartbeat_interval: float = Field(
+        default=15.0, gt=0, description="Seconds between a working run's heartbeats."
+    )
+    stale_after: float = Field(
+        default=120.0, gt=0,
+        description="Seconds without a heartbeat after which a running run is ended as stuck.",
+    )
+    reap_interval: float = Field(
+        default=30.0, ge=0,
+        description="Seconds between the server's sweeps for stuck runs (0: no reaper).",
+    )
+    requeue_after: float = Field(
+        default=60.0, gt=0,
+        description="Seconds a run may stay queued, held by no queue, before it is queued again.",
+    )
     token: SecretStr | None = Field(
         default=None, description="A ready token instead of the App's (Actions mode)."
     )

@@ -124,6 +124,8 @@ class RunRow(BotBase):
     created_at: Mapped[datetime]
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+    heartbeat_at: Mapped[datetime | None]  # stamped by the worker while it works (migration 0006)
+    worker: Mapped[str | None]  # host:pid of the process executing it
 
 
 class Run(Record):
@@ -154,6 +156,12 @@ class Run(Record):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    heartbeat_at: datetime | None = None
+    worker: str | None = None
+
+    def last_sign_of_life(self) -> datetime | None:
+        """When its worker last showed it was alive: the heartbeat, else the start."""
+        return self.heartbeat_at or self.started_at
 
 
 UPDATABLE = frozenset(Run.model_fields) - {"id", "created_at"}
@@ -181,6 +189,11 @@ def run_values(
         "cancel_requested": False,
         "created_at": created_at,
     }
+
+
+def _silent_since(cutoff: datetime) -> ColumnElement[bool]:
+    """A run whose last heartbeat (or, before its first, its start) is older than `cutoff`."""
+    return func.coalesce(RunRow.heartbeat_at, RunRow.started_at) < cutoff
 
 
 def _run(row: RunRow) -> Run:
@@ -335,19 +348,60 @@ class BotStore(Database):
         """Set a run's final status (and error) and stamp its end."""
         self.update_run(run_id, status=status, error=error, finished=True)
 
-    def claim_run(self, run_id: int) -> bool:
+    def claim_run(self, run_id: int, *, worker: str | None = None) -> bool:
         """Move a run from queued to running; False when it was not queued (atomic)."""
         where = (RunRow.id == run_id) & (RunRow.status == "queued")
-        return self._update_where(where, status="running", started_at=self._clock())
+        now = self._clock()
+        return self._update_where(where, status="running", started_at=now, heartbeat_at=now,
+                                  worker=worker)
 
-    def request_cancel(self, run_id: int) -> bool:
-        """Ask an active run to stop (a queued one is cancelled at once); False if not active."""
+    def beat(self, run_id: int) -> bool:
+        """Stamp a running run's heartbeat; False when it is no longer running."""
+        where = (RunRow.id == run_id) & (RunRow.status == "running")
+        return self._update_where(where, heartbeat_at=self._clock())
+
+    def request_cancel(self, run_id: int, *, stale_before: datetime | None = None) -> bool:
+        """Ask an active run to stop; False if not active.
+
+        A queued run is cancelled at once, and so is a running one whose worker has shown no
+        sign of life since `stale_before` (nobody is left to read the request).
+        """
         now = self._clock()
         queued = (RunRow.id == run_id) & (RunRow.status == "queued")
         if self._update_where(queued, status="cancelled", cancel_requested=True, finished_at=now):
             return True
         running = (RunRow.id == run_id) & (RunRow.status == "running")
+        if stale_before is not None and self._update_where(
+            running & _silent_since(stale_before), status="cancelled", cancel_requested=True,
+            finished_at=now, error="cancelled; its worker had stopped",
+        ):
+            return True
         return self._update_where(running, cancel_requested=True)
+
+    def stale_runs(self, stale_before: datetime) -> list[Run]:
+        """Running runs whose worker has shown no sign of life since `stale_before`."""
+        query = (select(RunRow)
+                 .where(RunRow.status == "running", _silent_since(stale_before))
+                 .order_by(RunRow.id))
+        with self._sessions() as session:
+            return [_run(row) for row in session.scalars(query)]
+
+    def end_stale_run(self, run: Run, error: str) -> bool:
+        """Fail a run seen stale, unless its worker stamped a heartbeat or ended it since
+        (compare-and-set: of several reapers, exactly one wins)."""
+        seen = run.heartbeat_at
+        where = ((RunRow.id == run.id) & (RunRow.status == "running")
+                 & (RunRow.heartbeat_at.is_(None) if seen is None else RunRow.heartbeat_at == seen))
+        return self._update_where(where, status="failed", error=error,
+                                  finished_at=self._clock())
+
+    def queued_before(self, cutoff: datetime) -> list[Run]:
+        """Runs still queued that were created before `cutoff`, oldest first."""
+        query = (select(RunRow)
+                 .where(RunRow.status == "queued", RunRow.created_at < cutoff)
+                 .order_by(RunRow.id))
+        with self._sessions() as session:
+            return [_run(row) for row in session.scalars(query)]
 
     def cancel_requested(self, run_id: int) -> bool:
         """Whether someone asked this run to stop."""

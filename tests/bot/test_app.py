@@ -317,7 +317,8 @@ def test_a_run_is_answered_202_even_when_the_queue_fails(
 
 def test_healthz_reports_ok(client: FlaskClient) -> None:
     response = client.get("/healthz")
-    assert (response.status_code, response.get_json()) == (200, {"database": "ok", "queue": "ok"})
+    assert (response.status_code, response.get_json()) == (
+        200, {"database": "ok", "queue": "ok", "stuck_runs": 0, "stuck_run_ids": []})
 
 
 def test_healthz_is_503_naming_the_queue_when_it_is_down(

@@ -1,0 +1,130 @@
+"""Liveness: a working run's heartbeat, and the reaper that ends runs whose heartbeat stopped.
+
+A worker stamps `runs.heartbeat_at` every CRA_HEARTBEAT_INTERVAL seconds while it executes a
+run. The reaper, in the server, sweeps every CRA_REAP_INTERVAL seconds: a running run silent for
+CRA_STALE_AFTER seconds is failed (its worker died: killed, out of memory, the machine gone), and
+a run queued for CRA_REQUEUE_AFTER seconds that no queue holds (a failed enqueue, a flushed
+Redis) is queued again. Every change is a compare-and-set on the row, so several servers and
+workers on one database never both end or start one run: `claim_run` lets one worker in, and
+`end_stale_run` only ends a run whose heartbeat is still the one the reaper saw.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+from pydantic import BaseModel
+
+from bot.queue import RunQueue
+from bot.store import BotStore
+
+log = logging.getLogger(__name__)
+
+
+def worker_name() -> str:
+    """host:pid of this process (read at call time: a forked worker has its own pid)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Heartbeat:
+    """Stamps a run's heartbeat from a daemon thread while the `with` block runs.
+
+    `lost` turns true when the run is no longer running in the database (the reaper or a
+    cancel ended it): the worker should stop at the next chance.
+    """
+
+    def __init__(self, store: BotStore, run_id: int, interval: float) -> None:
+        self._store, self._run_id, self._interval = store, run_id, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"cra-heartbeat-{run_id}",
+                                        daemon=True)
+        self.lost = False
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                if not self._store.beat(self._run_id):
+                    self.lost = True
+                    return
+            except Exception as exc:  # a database hiccup: the next beat may get through
+                log.warning("heartbeat of run %s failed: %s", self._run_id, exc)
+
+
+class Swept(BaseModel):
+    """What one sweep did."""
+
+    ended: list[int] = []
+    requeued: list[int] = []
+
+
+class Reaper:
+    """Ends silent runs and re-queues lost ones; `sweep()` once, or `start()` a thread."""
+
+    def __init__(
+        self, store: BotStore, queue: RunQueue, *, stale_after: float, requeue_after: float,
+        report: Callable[[int], None] | None = None,
+    ) -> None:  # fmt: skip
+        self._store, self._queue = store, queue
+        self._stale_after = timedelta(seconds=stale_after)
+        self._requeue_after = timedelta(seconds=requeue_after)
+        self._report = report
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sweep(self) -> Swept:
+        """One pass over the runs; reporting an ended run to GitHub is best effort."""
+        swept = Swept()
+        now = self._store.now()
+        for run in self._store.stale_runs(now - self._stale_after):
+            since = run.last_sign_of_life()
+            when = f"{since:%Y-%m-%d %H:%M:%S} UTC" if since is not None else "its start"
+            if self._store.end_stale_run(run, f"the worker stopped: no heartbeat since {when}"):
+                log.warning("run %s ended: its worker stopped (last heartbeat %s)", run.id, when)
+                swept.ended.append(run.id)
+                self._tell(run.id)
+        for run in self._store.queued_before(now - self._requeue_after):
+            if not self._queue.holds(run.id):
+                log.warning("run %s was queued but held by no queue: queued again", run.id)
+                self._queue.enqueue(run.id)
+                swept.requeued.append(run.id)
+        return swept
+
+    def _tell(self, run_id: int) -> None:
+        if self._report is None:
+            return
+        try:
+            self._report(run_id)
+        except Exception as exc:  # the run has ended either way
+            log.warning("could not report the end of run %s: %s", run_id, exc)
+
+    def start(self, interval: float) -> Reaper:
+        """Sweep every `interval` seconds from a daemon thread until `stop()`."""
+        self._thread = threading.Thread(target=self._loop, args=(interval,), name="cra-reaper",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.sweep()
+            except Exception:  # a sweep that failed is tried again at the next interval
+                log.exception("the reaper's sweep failed")
