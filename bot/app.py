@@ -289,8 +289,15 @@ def _store_cancel(store: BotStore, trigger: Trigger, stale_after: float | None) 
     if trigger.actor != active.actor:  # someone else: the worker checks their permission first
         return store.create_run(trigger, related_run_id=active.id)
     store.request_cancel(active.id, stale_before=stale_cutoff(store, stale_after))
-    text = refusal_text("cancelled", user=trigger.actor, run_id=active.id)
+    text = refusal_text(_cancel_reply(store, active), user=trigger.actor, run_id=active.id)
     return store.create_run(trigger, reply_text=text, related_run_id=active.id)
+
+
+def _cancel_reply(store: BotStore, active: Run) -> str:
+    """"cancelled_now" when the cancel ended a running run at once (its worker was gone)."""
+    now = store.get_run(active.id)
+    ended = active.status == "running" and now is not None and now.status == "cancelled"
+    return "cancelled_now" if ended else "cancelled"
 
 
 def stale_cutoff(store: BotStore, stale_after: float | None) -> datetime | None:

@@ -161,7 +161,7 @@ class RQQueue:
         self._queue.enqueue(
             self._job,
             args=(run_id,),
-            job_id=job_id(run_id),
+            job_id=job_id(self._queue.name, run_id),
             job_timeout=self._job_timeout,
             result_ttl=3600,
             failure_ttl=7 * 24 * 3600,
@@ -184,7 +184,7 @@ class RQQueue:
         from rq.job import Job
 
         try:
-            job = Job.fetch(job_id(run_id), connection=self._redis)
+            job = Job.fetch(job_id(self._queue.name, run_id), connection=self._redis)
             status = job.get_status(refresh=False)
         except NoSuchJobError:
             return False
@@ -197,9 +197,10 @@ class RQQueue:
         self._redis.close()
 
 
-def job_id(run_id: int) -> str:
-    """The RQ job id of a run."""
-    return f"cra-run-{run_id}"
+def job_id(queue_name: str, run_id: int) -> str:
+    """The RQ job id of a run (job ids are global on a Redis: the queue's name keeps two
+    deployments' run 1 apart)."""
+    return f"{queue_name}-run-{run_id}"
 
 
 class Recovered(BaseModel):
@@ -231,7 +232,7 @@ def build_queue(settings: BotSettings, execute: Callable[[int], object]) -> RunQ
         return ThreadQueue(execute, workers=settings.workers)
     if not settings.redis_url:
         raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
-    return RQQueue(settings.redis_url)
+    return RQQueue(settings.redis_url, queue_name=settings.queue_name)
 
 
 def check_health(store: BotStore, run_queue: RunQueue) -> dict[str, str]:

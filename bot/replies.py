@@ -139,6 +139,8 @@ def refusal_text(kind: str, **facts: object) -> str:
         "cancelled": lambda: (f"{user}stopping" if user else "Stopping")
         + (f" {_run(facts)}" if _fact(facts, "run_id") else " this cra run")
         + " after its current pass.",
+        "cancelled_now": lambda: (f"{user}cancelled" if user else "Cancelled")
+        + f" {_run(facts)}: its worker had stopped, so nothing was left to finish.",
         "nothing_to_cancel": lambda: "There is no cra run to cancel here.",
         "interrupted": lambda: (f"cra stopped: the server restarted during {_run(facts)}, so it "
                                 "was marked failed. Comment `/cra solve` to start again."),

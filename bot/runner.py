@@ -154,10 +154,16 @@ class _Job:
             self.comment(replies.refusal_text("permission", user=self.run.actor))
             self.finish("rejected", error=f"{self.run.actor} lacks write permission")
             return
+        kind = "cancelled"
         if target is not None:
+            before = self.store.get_run(target)
             self.store.request_cancel(target, stale_before=self.store.now() - timedelta(
                 seconds=self.settings.stale_after))
-        self.comment(replies.refusal_text("cancelled", user=self.run.actor, run_id=target))
+            after = self.store.get_run(target)
+            if (before is not None and before.status == "running" and after is not None
+                    and after.status == "cancelled"):
+                kind = "cancelled_now"
+        self.comment(replies.refusal_text(kind, user=self.run.actor, run_id=target))
         self.finish("succeeded")
 
     # --- the agent run -------------------------------------------------------------------

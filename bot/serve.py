@@ -83,6 +83,7 @@ def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
     from rq import Queue, Worker
 
     connection = Redis.from_url(settings.redis_url)
-    worker = Worker([Queue("cra", connection=connection)], connection=connection)
+    worker = Worker([Queue(settings.queue_name, connection=connection)],
+                    connection=connection)
     worker.work(burst=burst, with_scheduler=False)
     return 0

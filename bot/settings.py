@@ -97,6 +97,10 @@ class BotSettings(BaseSettings):
     )
     workers: int = Field(default=2, ge=1, description="Worker threads of the thread queue.")
     redis_url: str | None = Field(default=None, description="Redis URL, required by queue=rq.")
+    queue_name: str = Field(
+        default="cra", min_length=1, max_length=100,
+        description="The RQ queue's name (several deployments can share one Redis).",
+    )
     github_api_url: str = Field(default="https://api.github.com", description="GitHub REST API.")
     github_url: str = Field(default="https://github.com", description="GitHub web (clone URLs).")
     label: str = Field(default="cra", min_length=1, description="The issue label starting a run.")

@@ -1,0 +1,179 @@
+"""Heartbeats and the reaper on a real database (SQLite, and PostgreSQL in CI): silent runs
+end once however many reapers sweep, a beating run is left alone, lost queued runs are queued
+again, and a heartbeat stops when its run no longer runs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.liveness import Heartbeat, Reaper
+from bot.store import BotStore
+from tests.bot.test_store import ManualClock, trigger
+from tests.test_store import postgres_schema_url
+
+STALE = 120.0
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database: a SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'cra.db'}"
+    else:
+        yield from postgres_schema_url(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def store(db_url: str, clock: ManualClock) -> Iterator[BotStore]:
+    with BotStore.open(db_url, clock=clock) as bot_store:
+        yield bot_store
+
+
+class HeldQueue:
+    """A queue that says which runs it holds and records what it is given."""
+
+    def __init__(self, held: set[int] | None = None) -> None:
+        self.held = held or set()
+        self.enqueued: list[int] = []
+
+    def enqueue(self, run_id: int) -> None:
+        self.enqueued.append(run_id)
+        self.held.add(run_id)
+
+    def healthy(self) -> bool:
+        return True
+
+    def holds(self, run_id: int) -> bool:
+        return run_id in self.held
+
+    def close(self) -> None:
+        pass
+
+
+def running(store: BotStore, number: int = 1) -> int:
+    run = store.create_run(trigger(issue_number=number, delivery_id=f"d-{number}"))
+    assert store.claim_run(run.id, worker="host:1")
+    return run.id
+
+
+def reaper(store: BotStore, queue: HeldQueue | None = None, reported: list[int] | None = None,
+           ) -> Reaper:
+    sink = reported if reported is not None else []
+    return Reaper(store, queue or HeldQueue(), stale_after=STALE, requeue_after=60.0,
+                  report=sink.append)
+
+
+def test_a_silent_run_is_failed_and_reported_once(store: BotStore, clock: ManualClock) -> None:
+    run_id = running(store)
+    clock.now += timedelta(seconds=STALE + 1)
+    reported: list[int] = []
+
+    first = reaper(store, reported=reported).sweep()
+    second = reaper(store, reported=reported).sweep()
+
+    assert (first.ended, second.ended, reported) == ([run_id], [], [run_id])
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "failed" and run.finished_at == clock.now
+    assert run.error == "the worker stopped: no heartbeat since 2025-03-01 12:00:00 UTC"
+
+
+def test_a_beating_run_is_left_alone(store: BotStore, clock: ManualClock) -> None:
+    run_id = running(store)
+    clock.now += timedelta(seconds=STALE - 1)
+    assert store.beat(run_id)
+    clock.now += timedelta(seconds=STALE - 1)
+
+    assert reaper(store).sweep().ended == []
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "running"
+
+
+def test_a_heartbeat_after_the_reaper_looked_wins(store: BotStore, clock: ManualClock) -> None:
+    run_id = running(store)
+    clock.now += timedelta(seconds=STALE + 1)
+    [seen] = store.stale_runs(clock.now - timedelta(seconds=STALE))
+    assert store.beat(run_id)  # the worker was only slow
+
+    assert store.end_stale_run(seen, "gone") is False
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "running"
+
+
+def test_many_reapers_at_once_end_a_run_exactly_once(store: BotStore, clock: ManualClock) -> None:
+    ids = [running(store, number) for number in range(1, 6)]
+    clock.now += timedelta(seconds=STALE + 1)
+    reported: list[int] = []
+    barrier = threading.Barrier(4)
+
+    def sweep() -> None:
+        barrier.wait()
+        reaper(store, reported=reported).sweep()
+
+    threads = [threading.Thread(target=sweep) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(reported) == ids
+
+
+def test_a_queued_run_no_queue_holds_is_queued_again(store: BotStore, clock: ManualClock) -> None:
+    lost = store.create_run(trigger(issue_number=1, delivery_id="d-1")).id
+    held = store.create_run(trigger(issue_number=2, delivery_id="d-2")).id
+    clock.now += timedelta(seconds=61)
+    young = store.create_run(trigger(issue_number=3, delivery_id="d-3")).id
+    queue = HeldQueue({held})
+
+    swept = reaper(store, queue).sweep()
+
+    assert swept.requeued == [lost] and queue.enqueued == [lost]
+    assert young not in queue.held
+    assert reaper(store, queue).sweep().requeued == []  # now held: never enqueued twice
+
+
+def test_a_failing_report_does_not_stop_the_sweep(store: BotStore, clock: ManualClock) -> None:
+    ids = [running(store, number) for number in (1, 2)]
+    clock.now += timedelta(seconds=STALE + 1)
+
+    def boom(run_id: int) -> None:
+        raise ValueError("cannot report")
+
+    swept = Reaper(store, HeldQueue(), stale_after=STALE, requeue_after=60.0,
+                   report=boom).sweep()
+
+    assert swept.ended == ids
+
+
+@pytest.fixture
+def live_store(db_url: str) -> Iterator[BotStore]:
+    with BotStore.open(db_url) as real:
+        yield real
+
+
+def test_a_heartbeat_stamps_and_stops_when_its_run_ended(live_store: BotStore) -> None:
+    run_id = running(live_store)
+    run = live_store.get_run(run_id)
+    assert run is not None and run.heartbeat_at is not None
+    first = run.heartbeat_at
+
+    with Heartbeat(live_store, run_id, interval=0.05) as heartbeat:
+        deadline = time.monotonic() + 10
+        while (beat := live_store.get_run(run_id)) is not None and beat.heartbeat_at == first:
+            assert time.monotonic() < deadline, "no heartbeat"
+            time.sleep(0.02)
+        live_store.finish_run(run_id, "cancelled")
+        while not heartbeat.lost:
+            assert time.monotonic() < deadline, "the heartbeat did not notice"
+            time.sleep(0.02)
