@@ -204,7 +204,10 @@ def _label(value: str, known: frozenset[str]) -> str:
 
 def accept(state: AppState, event: Event) -> tuple[str, int, dict[str, Any] | None]:
     """(outcome, HTTP status, JSON answer) for a verified delivery; stores and enqueues."""
-    trigger = None if event.name == "ping" else _route(state.settings, event)
+    try:
+        trigger = None if event.name == "ping" else _route(state.settings, event)
+    except MalformedDelivery as exc:  # signed, but not what GitHub sends: no run, a reason
+        return "malformed", 422, {"error": str(exc)}
     outcome = "ping" if event.name == "ping" else trigger.command if trigger else "ignored"
     if trigger is not None and trigger.command == "cancel":
         return _accept_cancel(state, event, trigger)

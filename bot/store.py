@@ -312,7 +312,9 @@ class BotStore(Database):
             return None
 
     def get_run(self, run_id: int) -> Run | None:
-        """The run with this id, or None."""
+        """The run with this id, or None (also for ids no database column can hold)."""
+        if not 0 < run_id < 2**63:
+            return None
         with self._sessions() as session:
             row = session.get(RunRow, run_id)
             return None if row is None else _run(row)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent.models import Record
+from bot.errors import MalformedDelivery
 from bot.replies import refusal_text
 from bot.task import visible_text
 from bot.webhooks import Event, dig
@@ -19,6 +20,12 @@ COMMAND_LINE = re.compile(r"^ {0,3}/cra(?:[ \t]+(?P<rest>.*))?$", re.IGNORECASE)
 FENCE = re.compile(r"^ {0,3}(```|~~~)")
 DIGITS = re.compile(r"[0-9]{1,9}")
 WORD = re.compile(r"[A-Za-z0-9_-]{1,30}")
+# GitHub's names: an owner of at most 39 characters, a repository of at most 100, of letters,
+# digits, '-', '_' and '.'; a login may end in "[bot]".
+REPOSITORY = re.compile(r"(?!\.{1,2}/)[A-Za-z0-9_.-]{1,39}/(?!\.{1,2}$)[A-Za-z0-9_.-]{1,100}")
+LOGIN = re.compile(r"[A-Za-z0-9_.-]{1,39}(\[bot\])?")
+MAX_ID = 2**63 - 1  # the databases' BIGINT
+MAX_NUMBER = 2**31 - 1  # issue and pull request numbers
 
 
 
@@ -84,10 +91,35 @@ router = Router()
 
 
 def route(event: Event, *, label: str, bot_login: str | None = None) -> Trigger | None:
-    """The Trigger a delivery asks for; None for bots, closed or locked issues and the rest."""
+    """The Trigger a delivery asks for; None for bots, closed or locked issues and the rest.
+
+    MalformedDelivery when a signed delivery asks for a run with values no GitHub delivery
+    has (a repository that is not owner/name, ids out of range): refused at the door, before
+    a run exists, with the reason.
+    """
     if event.repository is None or _from_bot(event, bot_login):
         return None
-    return router.dispatch(event, RouteOptions(label=label, bot_login=bot_login))
+    trigger = router.dispatch(event, RouteOptions(label=label, bot_login=bot_login))
+    if trigger is not None:
+        if trigger.installation_id is None and dig(event.payload, "installation", "id") is not None:
+            raise MalformedDelivery("installation.id is not an integer")
+        check_trigger(trigger)
+    return trigger
+
+
+def check_trigger(trigger: Trigger) -> None:
+    """MalformedDelivery naming the first field of a trigger that no real delivery carries."""
+    if not REPOSITORY.fullmatch(trigger.repository):
+        raise MalformedDelivery(f"repository.full_name is not owner/name: "
+                                f"{trigger.repository[:120]!r}")
+    if not 0 < trigger.issue_number <= MAX_NUMBER:
+        raise MalformedDelivery(f"issue number out of range: {trigger.issue_number}")
+    for name, value in (("installation.id", trigger.installation_id),
+                        ("comment.id", trigger.comment_id)):
+        if value is not None and not 0 < value <= MAX_ID:
+            raise MalformedDelivery(f"{name} out of range: {value}")
+    if not LOGIN.fullmatch(trigger.actor):
+        raise MalformedDelivery(f"sender.login is not a GitHub login: {trigger.actor[:60]!r}")
 
 
 # --- handlers --------------------------------------------------------------------------------
