@@ -82,6 +82,8 @@ def _add_solve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     solve_cmd.add_argument("--in-place", action="store_true",
                            help="apply the final diff to your working tree instead of a branch")
     solve_cmd.add_argument("--json", action="store_true", help="print the result as JSON")
+    solve_cmd.add_argument("--keep", action="store_true",
+                           help="when interrupted (Ctrl-C, SIGTERM), keep the run's branch")
     solve_cmd.add_argument("--sandbox", choices=["auto", "bwrap", "none"],
                            help="where the repository's commands run (default: $CRA_SANDBOX or "
                            "auto: bwrap when bubblewrap is installed, else none)")

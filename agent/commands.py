@@ -31,9 +31,10 @@ from agent.doctor import render
 from agent.doctor_checks import local_report, roles_used
 from agent.envcache import EnvCache
 from agent.errors import AgentError, ConfigError
+from agent.interrupts import interruptible
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
-from agent.models import PlanArtifact
+from agent.models import OrchestratorResult, PlanArtifact
 from agent.orchestrator import solve
 from agent.planning import plan_task
 from agent.preflight import PreflightFailed, require_model_servers
@@ -50,6 +51,7 @@ from agent.sandbox import (
 )
 from agent.single_pass import run_single_pass
 from agent.store import RunLog
+from agent.workspace import remove_abandoned
 
 # The CRA_ variables cra itself reads (cra-bot's settings are its own).
 CRA_VARIABLES = ("CRA_DATA_DIR", "CRA_DATABASE_URL", "CRA_SANDBOX", "CRA_ENV_CACHE_MB")
@@ -202,23 +204,48 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     config.require_test_command()
     plan = _load_plan(args.plan) if args.plan else None
     _preflight(config, env, plans=plan is None, implements=True)
+    _remove_abandoned(log, data_dir(args, env))
     run_id = str(uuid.uuid4())
     _announce(run_id, args)
     runtime = _runtime(log, config, args, env, run_id)
     bar = ProgressBar(sys.stderr, "  indexing", min_total=INDEX_BAR_MIN_FILES)
     contexts = IndexedFactory(data_dir(args, env), config.retrieval, progress=bar)
-    try:
-        if plan is not None:
-            result = run_single_pass(args.task, repo, plan, config, runtime,
-                                     in_place=args.in_place, context_factory=contexts)
-        else:
-            result = solve(args.task, repo, config, runtime, in_place=args.in_place,
-                           context_factory=contexts)
-    finally:
-        bar.finish()
-        runtime.models.close()
+    with interruptible() as interrupts:
+        try:
+            if plan is not None:
+                result = run_single_pass(args.task, repo, plan, config, runtime,
+                                         in_place=args.in_place, context_factory=contexts)
+            else:
+                result = solve(args.task, repo, config, runtime, in_place=args.in_place,
+                               context_factory=contexts)
+        finally:
+            bar.finish()
+            runtime.models.close()
+        if interrupts.exit_code is not None:
+            return _interrupted(result, repo, interrupts.exit_code, keep=args.keep)
     print(result.model_dump_json(indent=2) if args.json else render_result(result))
     return EXIT_OK if result.status == "complete" and not result.error else EXIT_FAILED
+
+
+def _remove_abandoned(log: RunLog, work_dir: Path) -> None:
+    """Worktrees of runs whose `cra` died (killed, the machine restarted) are removed, and the
+    runs, still "running" in the log, are marked failed; one line each says so."""
+    for gone in remove_abandoned(work_dir):
+        log.abandon_run(gone.run_id, "interrupted: its cra process is gone")
+        print(f"cra: removed the worktree of run {gone.run_id}, whose process is gone",
+              file=sys.stderr)
+
+
+def _interrupted(result: OrchestratorResult, repo: Path, code: int, *, keep: bool) -> int:
+    """A run SIGINT or SIGTERM ended: its branch goes too unless --keep; one line says so."""
+    kept = ""
+    if result.branch and keep:
+        kept = f"; its branch {result.branch} holds the {result.steps_completed} step(s) passed"
+    elif result.branch and git.branch_exists(repo, result.branch):
+        git.delete_branch(repo, result.branch)
+    print(f"cra: run {result.task_id} cancelled ({result.error or 'interrupted'}){kept}",
+          file=sys.stderr)
+    return code
 
 
 def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
+from agent.errors import Interrupted
+
 DISTRIBUTION = "clean-room-agent"
 EXIT_OK = 0
 EXIT_FAILED, EXIT_USAGE, EXIT_BROKEN_PIPE = 1, 2, 141  # 141: 128 + SIGPIPE, as a shell reports
@@ -96,6 +98,9 @@ def run_main(program: str, body: Callable[[], int], *, debug: bool) -> int:
     except KeyboardInterrupt:
         print(f"{program}: interrupted", file=sys.stderr)
         return 130
+    except Interrupted as exc:  # a signal before a run existed, or after it was recorded
+        print(f"{program}: {exc}", file=sys.stderr)
+        return exc.exit_code
     except Exception as exc:  # the boundary: a bug or an unforeseen failure, said in one line
         if debug:
             traceback.print_exc()

@@ -114,3 +114,20 @@ class ValidationError(AgentError):
 class ConnectionLost(AgentError):
     """A kept database connection broke inside a transaction, which therefore did not commit:
     the work may be tried once more (a fresh connection is opened)."""
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM reached `cra` during a run: a BaseException, like KeyboardInterrupt, so
+    that no `except Exception` on the way swallows it; the run ends cancelled."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {self.name}")
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's convention: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM)."""
+        return 128 + self.signum

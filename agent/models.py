@@ -417,6 +417,7 @@ class StepOutcome(Record):
     commit: str | None = None
     diff: str = ""
     error: str | None = None
+    model_failed: bool = False  # the step ended because a model call failed for good
     budget_exhausted: str | None = None
     validation: ValidationResult | None = None
     task_run_id: int | None = None

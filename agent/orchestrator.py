@@ -7,7 +7,7 @@ from pathlib import Path
 from agent.config import SolveConfig
 from agent.context import ContextFactory, SeededFiles
 from agent.environment import Environment, SetupFailed, open_environment
-from agent.errors import AgentError
+from agent.errors import AgentError, Interrupted
 from agent.execute.parsers import topological_order
 from agent.execute.plan_rules import blocked_by
 from agent.llm.budget import TaskBudget
@@ -55,6 +55,8 @@ def solve(
         seq.run()
     except Cancelled:
         seq.tally.status_note = "cancelled"
+    except Interrupted as exc:  # SIGINT or SIGTERM to `cra`: end the run cleanly, then say so
+        seq.tally.status_note, seq.tally.error = "cancelled", f"interrupted by {exc.name}"
     except StopRun as exc:
         seq.tally.budget_exhausted, seq.tally.error = exc.budget, str(exc)
     except AgentError as exc:
@@ -100,7 +102,8 @@ class _Sequencer:
                                  branch_hint=self.task, base=self.base, branch=self.branch)
         run_budget = TaskBudget("run", max_tokens=self.config.budget.max_tokens_per_run,
                                 max_calls=None, tokens_label="max_tokens_per_run")
-        baseline_run = self.passes.open_pass("baseline", "baseline")
+        baseline_run = self.passes.open_pass("baseline", "baseline",
+                                             config_json=self.config.model_dump_json())
         try:
             self.runtime, self.env = open_environment(
                 self.runtime, self.ws.worktree, self.repo, self.config.testing,

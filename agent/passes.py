@@ -35,14 +35,16 @@ class PassRecorder:
         self.sequence = 0
 
     def open_pass(
-        self, pass_type: str, key: str, part_id: str | None = None, step_id: str | None = None
+        self, pass_type: str, key: str, part_id: str | None = None, step_id: str | None = None,
+        *, config_json: str | None = None,
     ) -> int:
-        """A task run for one pass, linked to the orchestrator run in sequence."""
+        """A task run for one pass, linked to the orchestrator run in sequence (the baseline's
+        carries the run's effective config, as a single-pass run's does)."""
         self.emit("pass_started", pass_type=pass_type, part_id=part_id, step_id=step_id)
         with self.log.batch():  # the task run and its place in the sequence: one transaction
             task_run = self.log.start_task_run(
                 task_id=f"{self.run_id}:{key}", repo_path=str(self.repo),
-                task_description=self.task, mode=pass_type,
+                task_description=self.task, mode=pass_type, config_json=config_json,
             )
             self.log.record_pass(orchestrator_run_id=self.orch_id, task_run_id=task_run,
                                  pass_type=pass_type, sequence_order=self.sequence + 1,

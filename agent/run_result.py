@@ -68,7 +68,7 @@ def run_result(
         steps_failed=sum(o.status != "passed" for o in tally.outcomes),
         usage=rc.usage if rc else Usage(), usage_by_role=rc.usage_by_role if rc else {},
         budget_exhausted=tally.budget_exhausted,
-        error=tally.error or unmet_targets(tally, rc, task, final),
+        error=tally.error or first_cause(tally, unmet_targets(tally, rc, task, final)),
         wall_ms=wall_ms,
     )
 
@@ -84,6 +84,15 @@ def judge(
     clean = (tally.parts_failed == 0 and not tally.budget_exhausted
              and tally.steps_passed == len(tally.outcomes) and tally.error is None)
     return "complete" if clean and not unmet_targets(tally, rc, task, final) else "partial"
+
+
+def first_cause(tally: Tally, consequence: str | None) -> str | None:
+    """The run's error with its first cause first: a model call that failed for good (it timed
+    out, its server went away) before what followed from it (the tests still fail)."""
+    cause = next((o.error for o in tally.outcomes if o.model_failed and o.error), None)
+    if cause is None:
+        return consequence
+    return cause if consequence is None else f"{cause} (and so {consequence})"
 
 
 def unmet_targets(

@@ -8,7 +8,7 @@ from agent import git
 from agent.config import SolveConfig
 from agent.context import ContextFactory, ContextSource, SeededFiles
 from agent.environment import open_environment
-from agent.errors import AgentError
+from agent.errors import AgentError, Interrupted
 from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
 from agent.preflight import require_test_command_started
@@ -50,6 +50,9 @@ def run_single_pass(
             context.close()
     except AgentError as exc:
         result = result.model_copy(update={"status": "failed", "error": str(exc)})
+    except Interrupted as exc:  # SIGINT or SIGTERM to `cra`: end the run cleanly, then say so
+        result = result.model_copy(update={"status": "cancelled",
+                                           "error": f"interrupted by {exc.name}"})
     finally:
         result = _finish(result, ws, runtime, in_place=in_place, started=started)
     return result

@@ -82,7 +82,7 @@ class RunContext:
         """Add the clients' usage to the run's usage by role; returns their sum."""
         total = Usage()
         for c in clients:
-            if c is not None and c.usage.calls:
+            if c is not None and (c.usage.calls or c.usage.latency_ms):
                 self.usage_by_role[c.role] = self.usage_by_role.get(c.role, Usage()) + c.usage
                 total = total + c.usage
         return total
@@ -170,6 +170,8 @@ def _attempts(st: _Step) -> StepOutcome:
         return _failed(st, str(exc), budget=exc.budget)
     except (LLMError, PromptTooLarge) as exc:
         _record(st, AttemptRecord(attempt=len(st.attempts) + 1, error_info=str(exc)))
+        if isinstance(exc, LLMError):
+            return _failed(st, f"a model call failed: {exc}", model_failed=True)
         return _failed(st, str(exc))
     return _failed(st, f"no attempt passed the tests ({len(st.attempts)} attempts)")
 
@@ -398,12 +400,13 @@ def _commit(st: _Step, attempt: AttemptRecord) -> StepOutcome:
     )
 
 
-def _failed(st: _Step, error: str, *, budget: str | None = None) -> StepOutcome:
+def _failed(st: _Step, error: str, *, budget: str | None = None,
+            model_failed: bool = False) -> StepOutcome:
     last = next((a.validation for a in reversed(st.attempts) if a.validation), None)
     return StepOutcome(
         part_id=st.part_id, step_id=st.step.id, description=st.step.description,
         status="failed", attempts=st.attempts, error=error, budget_exhausted=budget,
-        validation=last, task_run_id=st.task_run_id,
+        validation=last, task_run_id=st.task_run_id, model_failed=model_failed,
     )
 
 

@@ -166,6 +166,16 @@ class RunLog(Database):
             )
         )
 
+    def abandon_run(self, task_id: str, error: str) -> None:
+        """A run whose process died while it ran: failed, if the log still says running."""
+        orchestrated = self.get_orchestrator_run(task_id)
+        if orchestrated is not None and orchestrated.status == "running":
+            self.update_orchestrator_run(orchestrated.id, status="failed", completed=True)
+        single = self.get_task_run(task_id)
+        if single is not None and single.status == "running":
+            self.finish_task_run(single.id, status="failed", success=False, usage=Usage(),
+                                 error=error)
+
     def update_orchestrator_run(
         self,
         run_id: int,

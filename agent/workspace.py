@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent import git
-from agent.errors import AgentError
+from agent.errors import AgentError, GitError
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,10 @@ def open_workspace(
     name = branch or git.unique_branch(repo, f"cra/{slugify(branch_hint)}")
     worktree = work_dir / "worktrees" / f"{slugify(branch_hint, limit=24)}-{run_id[:8]}"
     worktree.parent.mkdir(parents=True, exist_ok=True)
+    _owner_file(worktree).write_text(json.dumps({
+        "pid": os.getpid(), "host": socket.gethostname(), "run_id": run_id,
+        "repo": str(repo), "branch": name, "base": start,
+    }), encoding="utf-8")
     git.add_worktree(repo, worktree, commit=start, branch=name, force=branch is not None)
     return Workspace(repo=repo, worktree=worktree, branch=name, base=start)
 
@@ -57,6 +63,61 @@ def close_workspace(ws: Workspace, *, keep_branch: bool) -> None:
         git.remove_worktree(ws.repo, ws.worktree)
     if not keep_branch and git.branch_exists(ws.repo, ws.branch):
         git.delete_branch(ws.repo, ws.branch)
+    _owner_file(ws.worktree).unlink(missing_ok=True)
+
+
+def _owner_file(worktree: Path) -> Path:
+    """Beside each worktree: which process of which host works in it (for crash clean-up)."""
+    return worktree.with_name(worktree.name + ".owner")
+
+
+@dataclass(frozen=True)
+class Abandoned:
+    """A worktree whose process is gone, removed."""
+
+    run_id: str
+    worktree: Path
+    branch_deleted: bool
+
+
+def remove_abandoned(work_dir: Path) -> list[Abandoned]:
+    """Remove the worktrees under `work_dir` whose process died on this host (killed, crashed),
+    and their branches when they hold no commit of their own; a live process's are untouched."""
+    removed: list[Abandoned] = []
+    for owner in sorted((work_dir / "worktrees").glob("*.owner")):
+        try:
+            info = json.loads(owner.read_text(encoding="utf-8"))
+            pid, host = int(info["pid"]), str(info["host"])
+            repo, branch, base = Path(info["repo"]), str(info["branch"]), str(info["base"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if host != socket.gethostname() or _alive(pid):
+            continue
+        worktree = owner.with_name(owner.name.removesuffix(".owner"))
+        deleted = False
+        try:
+            if worktree.exists():
+                git.remove_worktree(repo, worktree)
+            if git.branch_exists(repo, branch) and git.resolve_commit(repo, branch) == base:
+                git.delete_branch(repo, branch)  # nothing committed: only its name was left
+                deleted = True
+        except GitError:
+            if worktree.exists():
+                shutil.rmtree(worktree, ignore_errors=True)
+        owner.unlink(missing_ok=True)
+        removed.append(Abandoned(str(info.get("run_id", "")), worktree, deleted))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id runs (one of another user's counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def apply_in_place(ws: Workspace, diff: str) -> str | None:

@@ -18,6 +18,7 @@ import httpx
 from agent.config import ModelConfig
 from agent.errors import LLMError
 from agent.llm.budget import estimate_prompt_tokens, estimate_tokens
+from agent.llm.deadline import deadline, with_deadlines
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
 
@@ -223,9 +224,9 @@ class HTTPChatModel:
         self._api_key = api_key or None
         self._sleep = sleep
         self._clock = clock
-        self._http = httpx.Client(
+        self._http = with_deadlines(httpx.Client(  # request_timeout bounds each attempt whole
             transport=transport, timeout=config.request_timeout, verify=_verify(config.base_url)
-        )
+        ))
         self._schema_supported = True
 
     def __repr__(self) -> str:
@@ -314,7 +315,8 @@ class HTTPChatModel:
     ) -> httpx.Response | _Failure:
         """One POST: the response unless it failed in a way worth retrying."""
         try:
-            response = self._http.post(url, json=payload, headers=headers)
+            with deadline(self.config.request_timeout):
+                response = self._http.post(url, json=payload, headers=headers)
         except httpx.TimeoutException:
             return _Failure(f"timed out after {self.config.request_timeout}s")
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:

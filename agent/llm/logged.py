@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -64,6 +65,7 @@ class LoggedLLMClient:
         json_mode: bool = False,
     ) -> LLMResponse:
         """One checked, recorded call; the record is written before the answer is returned."""
+        started = time.monotonic()
         try:
             tokens = check_prompt_fits(
                 system, user, model=self.config, reserved_tokens=self.reserved_tokens, stage=stage
@@ -74,7 +76,9 @@ class LoggedLLMClient:
                 system, user, json_schema=json_schema, json_mode=json_mode, stage=stage
             )
         except (PromptTooLarge, BudgetExhausted, LLMError) as exc:
-            self._record_failure(system, user, stage, exc)
+            waited = round((time.monotonic() - started) * 1000) if isinstance(exc, LLMError) else 0
+            self._record_failure(system, user, stage, exc, latency_ms=waited)
+            self._usage = self._usage + Usage(latency_ms=waited)  # model time, answered or not
             raise
         self._record_answer(system, user, stage, response)
         for budget in self.budgets:
@@ -101,8 +105,10 @@ class LoggedLLMClient:
             )
         )
 
-    def _record_failure(self, system: str, user: str, stage: str, error: Exception) -> None:
-        """Record a call refused before sending or failed in transport, with its error."""
+    def _record_failure(self, system: str, user: str, stage: str, error: Exception, *,
+                        latency_ms: int = 0) -> None:
+        """Record a call refused before sending (latency 0) or failed in transport (the time
+        it took, retries included), with its error."""
         self._log.record_llm_call(
             LLMCallRecord(
                 stage=stage,
@@ -113,6 +119,7 @@ class LoggedLLMClient:
                 prompt_tokens=estimate_prompt_tokens(system, user),
                 tokens_estimated=True,
                 error=f"{type(error).__name__}: {error}",
+                latency_ms=latency_ms,
                 task_run_id=self.task_run_id,
             )
         )

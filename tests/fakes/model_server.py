@@ -30,6 +30,7 @@ class Reply:
     raw_body: bytes | None = None
     usage: tuple[int, int] | None = None  # (prompt, completion); None omits the usage fields
     error_body: str | None = None
+    trickle_s: float = 0.0  # send the answer one byte every trickle_s seconds
 
 
 def reply(text: str, *, usage: tuple[int, int] | None = None) -> Reply:
@@ -232,7 +233,26 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             model = str(body.get("model", "")) if isinstance(body, dict) else ""
             make = _ollama_body if wire == "ollama" else _openai_body
-            self._send_json(200, make(model, r))
+            if r.trickle_s:
+                self._trickle(json.dumps(make(model, r)).encode(), r.trickle_s)
+            else:
+                self._send_json(200, make(model, r))
+
+    def _trickle(self, data: bytes, every_s: float) -> None:
+        """Headers at once, then the body a byte at a time (a server that is slow but alive)."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            for byte in data:
+                if self.server.owner.stopping.wait(every_s):
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _read_json(self) -> Any:
         """The request body parsed as JSON, or None."""
