@@ -17,9 +17,11 @@ import socket
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 from pydantic import BaseModel
 
+from agent.workspace import remove_abandoned
 from bot.queue import RunQueue
 from bot.store import BotStore
 
@@ -68,6 +70,7 @@ class Swept(BaseModel):
 
     ended: list[int] = []
     requeued: list[int] = []
+    abandoned: list[str] = []  # runs whose worktree was removed (their process is gone)
 
 
 class Reaper:
@@ -75,9 +78,10 @@ class Reaper:
 
     def __init__(
         self, store: BotStore, queue: RunQueue, *, stale_after: float, requeue_after: float,
-        report: Callable[[int], None] | None = None,
+        report: Callable[[int], None] | None = None, work_dir: Path | None = None,
     ) -> None:  # fmt: skip
         self._store, self._queue = store, queue
+        self._work_dir = work_dir  # where this host's workers keep worktrees (cleaned too)
         self._stale_after = timedelta(seconds=stale_after)
         self._requeue_after = timedelta(seconds=requeue_after)
         self._report = report
@@ -100,6 +104,8 @@ class Reaper:
                 log.warning("run %s was queued but held by no queue: queued again", run.id)
                 self._queue.enqueue(run.id)
                 swept.requeued.append(run.id)
+        if self._work_dir is not None:  # worktrees of dead workers on this host
+            swept.abandoned = [gone.run_id for gone in remove_abandoned(self._work_dir)]
         return swept
 
     def _tell(self, run_id: int) -> None:

@@ -16,6 +16,7 @@ from agent.models import OrchestratorResult, RunEvent
 from agent.orchestrator import solve
 from agent.planning import plan_task
 from agent.runtime import Runtime
+from agent.workspace import remove_abandoned
 from bot import limits, pr, replies
 from bot.errors import BotError
 from bot.github import PullInfo, Reaction
@@ -43,6 +44,7 @@ def execute_run(run_id: int, services: Services) -> None:
     """
     if not services.store.claim_run(run_id, worker=worker_name()):
         return
+    _remove_abandoned(services)
     run = services.store.get_run(run_id)
     if run is None:
         return
@@ -55,6 +57,15 @@ def execute_run(run_id: int, services: Services) -> None:
         except Exception as exc:  # the last line: a run must never stay "running"
             log.exception("run %s crashed", run_id)
             job.fail(f"internal error ({type(exc).__name__}); see the server log")
+
+
+def _remove_abandoned(services: Services) -> None:
+    """Worktrees that a killed worker on this machine left behind go before the next run."""
+    try:
+        for gone in remove_abandoned(services.settings.data_dir / "work"):
+            log.info("removed the worktree of run %s, whose worker is gone", gone.run_id)
+    except OSError as exc:
+        log.warning("could not remove abandoned worktrees: %s", exc)
 
 
 def report_ended(run_id: int, services: Services) -> None:
