@@ -215,3 +215,28 @@ def test_a_trickling_model_is_cut_and_the_error_names_it_first(
     calls = [c for c in result["steps"][0]["attempts"]]
     assert calls, result
     assert result["usage"]["latency_ms"] >= 900  # the time the model took counts
+
+
+def test_an_orchestrated_run_stores_its_effective_config(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str],
+) -> None:
+    server.script("meta_plan", META)
+    server.script("part_plan", PART)
+    server.script("implement", FIX)
+    server.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
+    repo = make_python_project(tmp_path / "repo", bug=True, config=DEFAULT_CRA_TOML)
+    config = write_config(tmp_path, server, timeout=42.0)
+
+    assert main(["--data-dir", str(tmp_path / "data"), "solve", "--json", "Fix mul",
+                 "--repo", str(repo), "--config", str(config)]) == 0
+    run_id = json.loads(capsys.readouterr().out)["task_id"]
+
+    with RunLog.open(f"sqlite:///{tmp_path / 'data' / 'cra.db'}") as log:
+        run = log.get_orchestrator_run(run_id)
+        assert run is not None
+        [baseline] = [p for p in run.passes if p.pass_type == "baseline"]
+        detail = log.get_task_run(baseline.task_run_id)
+        assert detail is not None and detail.config_json is not None
+    stored = json.loads(detail.config_json)
+    assert stored["models"]["coding"]["request_timeout"] == 42.0
+    assert stored["testing"]["test_command"] == TEST_COMMAND
