@@ -96,6 +96,14 @@ class Browser:
         """Type `text` into the element `css` selects."""
         self._call("POST", f"{self._session}/element/{self.find(css)}/value", {"text": text})
 
+    def text(self, css: str) -> str:
+        """The rendered text of the element `css` selects (what a person reads)."""
+        return str(self._call("GET", f"{self._session}/element/{self.find(css)}/text"))
+
+    def script(self, source: str) -> Any:
+        """The value of a script run in the page."""
+        return self._call("POST", f"{self._session}/execute/sync", {"script": source, "args": []})
+
     def dom(self) -> str:
         """The page's DOM as HTML."""
         return str(self._call("GET", f"{self._session}/source"))
