@@ -91,6 +91,7 @@ def _dispatch(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> 
         return _solve(args, log, env)
     if args.command == "plan":
         return _plan(args, log, env)
+    _remove_abandoned(log, data_dir(args, env))  # so that a killed run is not listed running
     return _runs(args, log)
 
 
@@ -232,7 +233,11 @@ def _remove_abandoned(log: RunLog, work_dir: Path) -> None:
     runs, still "running" in the log, are marked failed; one line each says so."""
     for gone in remove_abandoned(work_dir):
         log.abandon_run(gone.run_id, "interrupted: its cra process is gone")
-        print(f"cra: removed the worktree of run {gone.run_id}, whose process is gone",
+        kept = ""
+        if not gone.branch_deleted and gone.branch:
+            kept = (f"; its branch {gone.branch} keeps the commits it made "
+                    f"(`git branch -D {gone.branch}` deletes it)")
+        print(f"cra: removed the worktree of run {gone.run_id}, whose process is gone{kept}",
               file=sys.stderr)
 
 

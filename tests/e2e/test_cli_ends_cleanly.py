@@ -240,3 +240,33 @@ def test_an_orchestrated_run_stores_its_effective_config(
     stored = json.loads(detail.config_json)
     assert stored["models"]["coding"]["request_timeout"] == 42.0
     assert stored["testing"]["test_command"] == TEST_COMMAND
+
+
+def test_cra_runs_ends_a_killed_run_and_keeps_the_commits_it_made(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str],
+) -> None:
+    server.script("meta_plan", META)
+    server.script("part_plan", PART)
+    server.script("implement", FIX)
+    server.script("adjustment", Reply(text='{"revised_steps": [], "rationale": "done"}',
+                                      delay_s=60))
+    solve = Solve(tmp_path, server)
+    proc = solve.start()
+    wait_for_call(server, proc, count=4)  # the step passed and was committed
+    proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    killed = run_id_of(err)
+
+    assert main(["--data-dir", str(solve.data), "runs", "--json"]) == 0
+
+    said = capsys.readouterr().err
+    assert (f"cra: removed the worktree of run {killed}, whose process is gone; its branch "
+            "cra/fix-mul keeps the commits it made") in said
+    assert solve.worktrees() == [] and solve.branches() == ["cra/fix-mul"]
+    with solve.log() as log:
+        record = log.get_orchestrator_run(killed)
+        assert record is not None and record.status == "failed"
+        passes = [log.get_task_run(p.task_run_id) for p in record.passes]
+    assert [p.status for p in passes if p is not None and p.status == "running"] == []
+    assert any(p is not None and p.error == "interrupted: its cra process is gone"
+               for p in passes)
