@@ -270,3 +270,44 @@ def test_cra_runs_ends_a_killed_run_and_keeps_the_commits_it_made(
     assert [p.status for p in passes if p is not None and p.status == "running"] == []
     assert any(p is not None and p.error == "interrupted: its cra process is gone"
                for p in passes)
+
+
+def processes_running(marker: str) -> list[int]:
+    """The ids of this machine's processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes().decode(
+                    errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_sigterm_while_the_tests_run_cancels_and_leaves_no_process(
+    tmp_path: Path, server: ScriptedModelServer,
+) -> None:
+    marker = "417.25"  # a sleep no other test runs
+    solve = Solve(tmp_path, server)
+    solve.config.write_text(solve.config.read_text().replace(
+        json.dumps(TEST_COMMAND), json.dumps(f"sleep {marker}")))
+    proc = solve.start()
+    deadline = time.monotonic() + 120
+    while not processes_running(marker):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the tests never started"
+        time.sleep(0.05)
+
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err, err
+    run_id = run_id_of(err)
+    assert f"cra: run {run_id} cancelled (interrupted by SIGTERM)" in err
+    assert processes_running(marker) == []
+    assert solve.worktrees() == [] and solve.branches() == []
+    with solve.log() as log:
+        record = log.get_orchestrator_run(run_id)
+        assert record is not None and record.status == "cancelled"

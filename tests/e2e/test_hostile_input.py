@@ -5,6 +5,7 @@ owner/name, absurd logins (issue 11). Built from the recorded deliveries."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from tests.e2e.bot_world import REPO, BotWorld
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import ScriptedModelServer
+from tests.test_store import postgres_schema_url
 
 Change = Callable[[dict[str, Any]], None]
 
@@ -123,3 +125,46 @@ def test_run_pages_of_impossible_ids_are_404(tmp_path: Path, path: str) -> None:
 
 def test_private_run_pages_of_impossible_ids_ask_to_sign_in(world: BotWorld) -> None:
     assert world.client.get("/runs/99999999999999999999").status_code == 401
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BotWorld]:
+    """A bot on SQLite, or on a fresh PostgreSQL schema (whose text columns refuse NUL)."""
+    with ExitStack() as stack:
+        fake = stack.enter_context(FakeGitHub())
+        models = stack.enter_context(ScriptedModelServer())
+        overrides = {}
+        if request.param == "postgres":
+            schemas = postgres_schema_url(request.getfixturevalue("postgres_url"))
+            stack.callback(schemas.close)
+            overrides["database_url"] = next(schemas)
+        w = BotWorld(tmp_path, fake, models, **overrides)
+        stack.callback(w.close)
+        yield w
+
+
+def test_an_action_with_a_nul_is_400_with_a_reason(any_world: BotWorld) -> None:
+    data = labeled(any_world, setter("action", value="labeled\x00"))
+
+    response = any_world.deliver("issues", data)
+
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert "action is not a GitHub action" in response.get_json()["error"]
+    assert any_world.services.store.count_deliveries() == 0
+
+
+@pytest.mark.parametrize(("event", "delivery", "reason"), [
+    ("issues\x00", "d-1", "X-GitHub-Event is not an event name"),
+    ("x" * 5000, "d-1", "X-GitHub-Event is not an event name"),
+    ("issues", "d\x00-1", "X-GitHub-Delivery holds control characters"),
+])
+def test_headers_no_github_delivery_has_are_400_with_a_reason(
+    any_world: BotWorld, event: str, delivery: str, reason: str,
+) -> None:
+    response = any_world.deliver(event, labeled(any_world, lambda data: None), delivery=delivery)
+
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert reason in response.get_json()["error"]
+    assert any_world.services.store.count_deliveries() == 0
+    any_world.script_fix()
+    assert any_world.run(any_world.label_issue()).status == "succeeded"  # nothing was lost
