@@ -261,7 +261,8 @@ def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     context = IndexedFactory(data_dir(args, env), config.retrieval, progress=bar)(repo)
     bar.finish()
     try:
-        artifact = plan_task(args.task, repo, config, runtime, context=context)
+        with interruptible():  # a signal ends the plan run cancelled; run_main says so
+            artifact = plan_task(args.task, repo, config, runtime, context=context)
     finally:
         context.close()
         runtime.models.close()

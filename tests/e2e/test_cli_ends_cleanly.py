@@ -311,3 +311,26 @@ def test_sigterm_while_the_tests_run_cancels_and_leaves_no_process(
     with solve.log() as log:
         record = log.get_orchestrator_run(run_id)
         assert record is not None and record.status == "cancelled"
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_cra_plan_records_the_plan_run_cancelled(
+    tmp_path: Path, server: ScriptedModelServer, signum: int, code: int,
+) -> None:
+    server.script("meta_plan", Reply(text=META, delay_s=60))
+    solve = Solve(tmp_path, server)
+    proc = subprocess.Popen(
+        [*program("cra"), "--data-dir", str(solve.data), "plan", "Fix mul", "--repo",
+         str(solve.repo), "--config", str(solve.config)],
+        env=solve.env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_call(server, proc)
+
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and out == "", err
+    assert err.splitlines()[-1] == f"cra: interrupted by {signal.Signals(signum).name}"
+    with solve.log() as log:
+        [run] = log.list_task_runs(modes=("plan",))
+    assert run.status == "cancelled"
