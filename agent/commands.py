@@ -223,7 +223,8 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
             bar.finish()
             runtime.models.close()
         if interrupts.exit_code is not None:
-            return _interrupted(result, repo, interrupts.exit_code, keep=args.keep)
+            return _interrupted(result, repo, interrupts.exit_code, keep=args.keep,
+                                as_json=args.json)
     print(result.model_dump_json(indent=2) if args.json else render_result(result))
     return EXIT_OK if result.status == "complete" and not result.error else EXIT_FAILED
 
@@ -241,13 +242,19 @@ def _remove_abandoned(log: RunLog, work_dir: Path) -> None:
               file=sys.stderr)
 
 
-def _interrupted(result: OrchestratorResult, repo: Path, code: int, *, keep: bool) -> int:
-    """A run SIGINT or SIGTERM ended: its branch goes too unless --keep; one line says so."""
+def _interrupted(result: OrchestratorResult, repo: Path, code: int, *, keep: bool,
+                 as_json: bool) -> int:
+    """A run SIGINT or SIGTERM ended: its branch goes too unless --keep; one line says so (and
+    with --json, the result, cancelled, is printed as it would have been)."""
     kept = ""
     if result.branch and keep:
         kept = f"; its branch {result.branch} holds the {result.steps_completed} step(s) passed"
-    elif result.branch and git.branch_exists(repo, result.branch):
-        git.delete_branch(repo, result.branch)
+    elif result.branch:
+        if git.branch_exists(repo, result.branch):
+            git.delete_branch(repo, result.branch)
+        result = result.model_copy(update={"branch": None})
+    if as_json:
+        print(result.model_dump_json(indent=2))
     print(f"cra: run {result.task_id} cancelled ({result.error or 'interrupted'}){kept}",
           file=sys.stderr)
     return code

@@ -334,3 +334,20 @@ def test_a_signal_during_cra_plan_records_the_plan_run_cancelled(
     with solve.log() as log:
         [run] = log.list_task_runs(modes=("plan",))
     assert run.status == "cancelled"
+
+
+def test_with_json_an_interrupted_run_still_prints_its_result(
+    tmp_path: Path, server: ScriptedModelServer,
+) -> None:
+    server.script("meta_plan", Reply(text=META, delay_s=60))
+    solve = Solve(tmp_path, server, "--json")
+    proc = solve.start()
+    wait_for_call(server, proc)
+
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+
+    assert proc.returncode == 130, err
+    result = json.loads(out)
+    assert result["status"] == "cancelled" and result["error"] == "interrupted by SIGINT"
+    assert result["branch"] is None and solve.branches() == []
