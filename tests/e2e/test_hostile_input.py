@@ -73,6 +73,12 @@ LABELED: dict[str, tuple[Change, str]] = {
     "full_name with spaces": (setter("repository", "full_name", value="own er/na me"),
                               "owner/name"),
     "sender login absurd": (setter("sender", "login", value="x" * 300), "sender.login"),
+    "issue number negative": (setter("issue", "number", value=-1), "issue number"),
+    "issue number a string": (setter("issue", "number", value="1"), "issue.number"),
+    "issue number a bool": (setter("issue", "number", value=True), "issue.number"),
+    "issue a string": (setter("issue", value="1"), "issue is not an object"),
+    "installation a string": (setter("installation", value="12"), "installation.id"),
+    "installation without an id": (setter("installation", value={}), "installation.id"),
 }
 
 
@@ -90,15 +96,23 @@ def test_a_hostile_labeled_delivery_is_422_with_a_reason_and_no_run(
     assert world.services.store.count_deliveries() == 0  # GitHub may redeliver it, fixed
 
 
-@pytest.mark.parametrize("value", [2**63, 2**70, 0])
-def test_a_comment_id_out_of_range_is_422(world: BotWorld, value: int) -> None:
+@pytest.mark.parametrize("value", [2**63, 2**70, 0, -1, "7", 1.5])
+def test_a_comment_id_out_of_range_or_not_an_integer_is_422(
+    world: BotWorld, value: object,
+) -> None:
     response = world.deliver("issue_comment",
                              commented(world, setter("comment", "id", value=value)))
 
-    assert response.status_code == 422 if value else 202, response.get_data(as_text=True)
-    if value:
-        assert "comment.id" in response.get_json()["error"]
-        assert world.services.store.list_runs() == []
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert "comment.id" in response.get_json()["error"]
+    assert world.services.store.list_runs() == []
+
+
+def test_a_comment_in_range_still_runs(world: BotWorld) -> None:
+    response = world.deliver("issue_comment",
+                             commented(world, setter("comment", "id", value=2**63 - 1)))
+
+    assert response.status_code == 202, response.get_data(as_text=True)
 
 
 def test_a_valid_delivery_after_hostile_ones_still_runs(world: BotWorld) -> None:
