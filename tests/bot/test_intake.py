@@ -12,12 +12,13 @@ from bot.intake import Admission, Intake
 from bot.store import BotStore
 from bot.triggers import Trigger
 from bot.webhooks import Event
-from tests.bot.test_store import ManualClock, db_url, trigger  # noqa: F401 (fixture)
+from tests.bot.conftest import ManualClock
+from tests.bot.test_store import trigger
 from tests.test_store import postgres_schema_url
 
 
 @pytest.fixture
-def store(db_url: str) -> Iterator[BotStore]:  # noqa: F811
+def store(db_url: str) -> Iterator[BotStore]:
     with BotStore.open(db_url, clock=ManualClock()) as bot_store:
         yield bot_store
 

@@ -8,36 +8,15 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 from bot.liveness import Heartbeat, Reaper
 from bot.store import BotStore
-from tests.bot.test_store import ManualClock, trigger
-from tests.test_store import postgres_schema_url
+from tests.bot.conftest import ManualClock
+from tests.bot.test_store import trigger
 
 STALE = 120.0
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'cra.db'}"
-    else:
-        yield from postgres_schema_url(request.getfixturevalue("postgres_url"))
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def store(db_url: str, clock: ManualClock) -> Iterator[BotStore]:
-    with BotStore.open(db_url, clock=clock) as bot_store:
-        yield bot_store
 
 
 class HeldQueue:

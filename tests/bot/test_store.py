@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -14,39 +12,7 @@ from agent.models import LLMCallRecord
 from agent.store import RunLog
 from bot.store import ActiveRunExists, BotStore
 from bot.triggers import Trigger
-from tests.test_store import postgres_schema_url
-
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
-
-
-class ManualClock:
-    """A clock that stays where the test puts it."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'cra.db'}"
-    else:
-        yield from postgres_schema_url(request.getfixturevalue("postgres_url"))
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def store(db_url: str, clock: ManualClock) -> Iterator[BotStore]:
-    with BotStore.open(db_url, clock=clock) as bot_store:
-        yield bot_store
+from tests.bot.conftest import T0, ManualClock
 
 
 def trigger(**changes: Any) -> Trigger:

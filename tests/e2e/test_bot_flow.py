@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,23 +14,10 @@ import pytest
 from tests.e2e.bot_world import REPO, BotWorld, edit
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.fakes.repos import ISOLATED_GIT_ENV
+
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[BotWorld]:
-    with FakeGitHub() as fake, ScriptedModelServer() as models:
-        w = BotWorld(tmp_path, fake, models)
-        try:
-            yield w
-        finally:
-            w.close()
 
 
 def test_labeled_issue_becomes_a_tested_pull_request(world: BotWorld) -> None:

@@ -19,14 +19,6 @@ from tests.test_store import postgres_schema_url
 Change = Callable[[dict[str, Any]], None]
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[BotWorld]:
-    with FakeGitHub() as fake, ScriptedModelServer() as models:
-        w = BotWorld(tmp_path, fake, models)
-        try:
-            yield w
-        finally:
-            w.close()
 
 
 def labeled(world: BotWorld, change: Change) -> dict[str, Any]:

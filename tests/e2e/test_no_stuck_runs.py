@@ -14,7 +14,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -27,25 +27,11 @@ from bot.triggers import Trigger
 from bot.webhooks import sign
 from tests.e2e.bot_world import OWNER, REPO, SECRET, BotWorld
 from tests.e2e.first_hour import clean_env, closed_port, program
-from tests.fakes.github_server import FakeGitHub
-from tests.fakes.model_server import Reply, ScriptedModelServer
-from tests.fakes.repos import ISOLATED_GIT_ENV
+from tests.fakes.model_server import Reply
+
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[BotWorld]:
-    with FakeGitHub() as fake, ScriptedModelServer() as models:
-        w = BotWorld(tmp_path, fake, models)
-        try:
-            yield w
-        finally:
-            w.close()
 
 
 def bot_comments(world: BotWorld, number: int = 1) -> list[str]:

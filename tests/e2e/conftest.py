@@ -1,0 +1,32 @@
+"""Shared by the end-to-end tests that want them: git isolated from the user's config, and a
+whole bot on loopback (tests/e2e/bot_world.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.bot_world import BotWorld
+from tests.fakes.github_server import FakeGitHub
+from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.repos import ISOLATED_GIT_ENV
+
+
+@pytest.fixture
+def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    """git ignores the user's and the system's config for the test."""
+    for key, value in ISOLATED_GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def world(tmp_path: Path, isolated_git: None) -> Iterator[BotWorld]:
+    """The fake GitHub with the calc project, scripted models and the bot on SQLite."""
+    with FakeGitHub() as fake, ScriptedModelServer() as models:
+        w = BotWorld(tmp_path, fake, models)
+        try:
+            yield w
+        finally:
+            w.close()
