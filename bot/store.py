@@ -350,6 +350,12 @@ class BotStore(Database):
         """Set a run's final status (and error) and stamp its end."""
         self.update_run(run_id, status=status, error=error, finished=True)
 
+    def end_run(self, run_id: int, status: RunStatus, *, error: str | None = None) -> bool:
+        """End a run still active; False when something else ended it first (the reaper, a
+        cancel of a silent worker): the first terminal status stays (compare-and-set)."""
+        where = (RunRow.id == run_id) & RunRow.status.in_(ACTIVE_STATUSES)
+        return self._update_where(where, status=status, error=error, finished_at=self._clock())
+
     def claim_run(self, run_id: int, *, worker: str | None = None) -> bool:
         """Move a run from queued to running; False when it was not queued (atomic)."""
         where = (RunRow.id == run_id) & (RunRow.status == "queued")

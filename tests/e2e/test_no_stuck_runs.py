@@ -160,6 +160,7 @@ def test_healthz_lists_stuck_runs(world: BotWorld) -> None:
     body = world.client.get("/healthz").get_json()
 
     assert body["stuck_runs"] == 1 and body["stuck_run_ids"] == [run.id]
+    assert body["status"] == "degraded"
 
 
 # --- a check run from start to end -------------------------------------------------------------
