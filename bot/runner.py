@@ -24,7 +24,7 @@ from bot.liveness import Heartbeat, worker_name
 from bot.progress import ProgressReporter
 from bot.repo_config import limited_config
 from bot.services import Services
-from bot.store import Run, RunStatus
+from bot.store import STALE_CANCEL, Run, RunStatus
 from bot.task import build_task
 
 log = logging.getLogger(__name__)
@@ -70,13 +70,16 @@ def _remove_abandoned(services: Services) -> None:
 
 def report_ended(run_id: int, services: Services) -> None:
     """Tell the issue (and the check run) that a run ended without its worker: it died with
-    the server or its heartbeat stopped. Best effort: a failure is logged, never raised."""
+    the server, its heartbeat stopped, or a cancel found it silent. Best effort: a failure is
+    logged, never raised."""
     try:
         run = services.store.get_run(run_id)
         if run is None:
             return
         gh, inst = services.github, run.installation_id
-        if run.error and run.error.startswith("the worker stopped"):
+        if run.error == STALE_CANCEL:
+            text = replies.refusal_text("cancelled_now", run_id=run_id)
+        elif run.error and run.error.startswith("the worker stopped"):
             text = replies.refusal_text("error", error=run.error, run_id=run_id)
         else:
             text = replies.refusal_text("interrupted", run_id=run_id)
@@ -88,7 +91,7 @@ def report_ended(run_id: int, services: Services) -> None:
                 installation_id=inst))
         if run.comment_id:
             gh.edit_comment(run.repository, run.comment_id, text, installation_id=inst)
-        else:
+        elif run.error != STALE_CANCEL:  # a cancel's own reply tells the issue
             gh.comment(run.repository, run.issue_number, text, installation_id=inst)
     except Exception as exc:
         log.warning("could not report the end of run %s: %s", run_id, exc)
@@ -157,6 +160,16 @@ class _Job:
         text = self.run.reply_text or replies.refusal_text(self.run.command)
         self.comment(text)
         self.finish("rejected" if self.run.command == "refuse" else "succeeded")
+        if self.run.command == "cancel":
+            self.report_cancelled_now()
+
+    def report_cancelled_now(self) -> None:
+        """A cancel that ended a run whose worker was gone: that run's progress comment and
+        check say so (nobody else will)."""
+        target = self.run.related_run_id
+        ended = None if target is None else self.store.get_run(target)
+        if ended is not None and ended.status == "cancelled" and ended.error == STALE_CANCEL:
+            report_ended(ended.id, self.services)
 
     def cancel_for_someone_else(self) -> None:
         """`/cra cancel` from someone who did not start the run: write access is required."""
@@ -176,6 +189,7 @@ class _Job:
                 kind = "cancelled_now"
         self.comment(replies.refusal_text(kind, user=self.run.actor, run_id=target))
         self.finish("succeeded")
+        self.report_cancelled_now()
 
     # --- the agent run -------------------------------------------------------------------
 

@@ -121,7 +121,7 @@ def test_a_run_whose_reports_all_fail_still_ends(
 def make_running(world: BotWorld, *, silent_for: float) -> Run:
     """A run that a worker claimed and then went silent `silent_for` seconds ago."""
     store = world.services.store
-    run = store.create_run(trigger())
+    run = store.create_run(trigger(installation_id=world.fake.installation_id))
     assert store.claim_run(run.id, worker="gone:1")
     then = store.now() - timedelta(seconds=silent_for)
     store.update_run(run.id, started_at=then, heartbeat_at=then)
@@ -132,6 +132,12 @@ def make_running(world: BotWorld, *, silent_for: float) -> Run:
 
 def test_cancel_ends_a_run_whose_worker_is_gone(world: BotWorld) -> None:
     run = make_running(world, silent_for=world.settings.stale_after + 5)
+    sha = world.fake.branch_sha(REPO, "main")
+    assert sha is not None
+    check_id = world.services.github.create_check_run(
+        REPO, sha, name="cra", title="cra is working", summary="",
+        installation_id=world.fake.installation_id)
+    world.services.store.update_run(run.id, check_run_id=check_id)
 
     world.run(world.comment("/cra cancel", number=1))
 
@@ -140,6 +146,8 @@ def test_cancel_ends_a_run_whose_worker_is_gone(world: BotWorld) -> None:
     assert ended.finished_at is not None
     [reply] = bot_comments(world)
     assert "cancelled run #" in reply and "worker had stopped" in reply, reply
+    [check] = world.fake.check_runs(REPO)
+    assert (check.status, check.conclusion) == ("completed", "cancelled")
     # the issue is free again: a new solve is a run, not "busy"
     world.script_fix()
     assert world.run(world.label_issue()).status == "succeeded"
