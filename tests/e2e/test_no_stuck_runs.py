@@ -419,6 +419,33 @@ def test_a_server_killed_mid_run_ends_the_run_at_restart_and_frees_the_issue(
         server.stop()
 
 
+def test_a_thread_queue_server_killed_mid_run_is_reaped_by_another_server(
+    world: BotWorld,
+) -> None:
+    hold_the_model(world)
+    env = server_env(world)
+    survivor = Server(env)  # two servers on one database, each with its own thread queue
+    doomed = Server(env)
+    try:
+        run_id = doomed.label(world)
+        wait_for("the run to start", lambda: status_of(world, run_id).status == "running")
+        wait_for("the model call", lambda: world.models.requests)
+        doomed.kill()
+
+        ended = wait_for("the reaper", lambda: (r := status_of(world, run_id)).status
+                         != "running" and r, timeout=60)
+        assert ended.status == "failed", ended
+        assert ended.error and ended.error.startswith("the worker stopped: no heartbeat since")
+        wait_for("the issue to be told", lambda: any(
+            "the worker stopped" in body for body in bot_comments(world)))
+        again = survivor.solve_again(world)
+        assert again.status_code == 202, again.text  # a run, not "busy"
+        assert again.json()["run_id"] != run_id
+    finally:
+        doomed.stop()
+        survivor.stop()
+
+
 def test_a_restart_with_runs_that_cannot_be_reported_still_starts(world: BotWorld) -> None:
     store = world.services.store
     runs = [store.create_run(trigger(repository=name)) for name in
