@@ -230,18 +230,27 @@ def soak(args: argparse.Namespace, tmp: Path) -> int:
         statuses = Counter(run.status for run in runs)
         per_issue = Counter(run.issue_number for run in runs if run.command == "solve")
         pulls = Counter(pull.head_ref for pull in fake.pulls(REPO))
+        created = Counter(r.json.get("head") for r in fake.requests if r.method == "POST"
+                          and r.path.endswith("/pulls") and isinstance(r.json, dict))
         worktrees = [p for p in (tmp / "bot" / "work" / "worktrees").glob("*")
                      if p.is_dir()] if (tmp / "bot" / "work" / "worktrees").exists() else []
         errors = Counter((run.error or "")[:40] for run in runs if run.status == "failed")
     unfinished = sum(statuses[s] for s in ("queued", "running"))
     duplicated = sum(n - 1 for n in per_issue.values() if n > 1) + sum(
-        n - 1 for n in pulls.values() if n > 1)
+        n - 1 for n in pulls.values() if n > 1) + sum(n - 1 for n in created.values() if n > 1)
+    branches = {f"cra/issue-{run.issue_number}": run for run in runs if run.command == "solve"}
+    no_pull = sum(1 for b, run in branches.items() if run.status == "succeeded" and b not in pulls)
+    orphan = sum(1 for b in pulls if b in branches and branches[b].status != "succeeded")
     print(f"\nruns: {len(runs)} for {args.runs} issues; by status {dict(statuses)}")
     print(f"failed runs by error: {dict(errors)}")
     hit = sum(1 for run in runs if (run.error or "").startswith("the worker stopped"))
     print(f"workers killed: {kills}; runs ended by the reaper: {hit}; wall {wall:.0f} s")
     print(f"unfinished: {unfinished}; duplicated: {duplicated}; worktrees left: {len(worktrees)}")
-    ok = unfinished == 0 and duplicated == 0 and not worktrees and len(runs) == args.runs
+    print(f"pull requests: {len(pulls)} ({sum(created.values())} created); succeeded runs "
+          f"without one: {no_pull}; of runs that ended otherwise (killed after opening it): "
+          f"{orphan}")
+    ok = (unfinished == 0 and duplicated == 0 and not worktrees and len(runs) == args.runs
+          and no_pull == 0)
     print("every run ended once, nothing left behind" if ok else "FAILED")
     return 0 if ok else 1
 

@@ -140,11 +140,12 @@ def webhook() -> ResponseReturnValue:
 def healthz() -> ResponseReturnValue:
     """200 when the database and the queue are reachable, else 503 naming what failed; with
     the runs that look stuck (running without a heartbeat for CRA_STALE_AFTER seconds, which
-    the reaper is about to end)."""
+    the reaper is about to end): `status` is "degraded" while there are any."""
     state = current_state()
-    checks: dict[str, object] = dict(state.services.health())
-    healthy = all(value == "ok" for value in checks.values())
-    if checks.get("database") == "ok":
+    parts = state.services.health()
+    healthy = all(value == "ok" for value in parts.values())
+    checks: dict[str, object] = {"status": "ok" if healthy else "error", **parts}
+    if parts.get("database") == "ok":
         store = state.services.store
         try:
             stale = store.stale_runs(store.now() - timedelta(seconds=state.settings.stale_after))
@@ -152,6 +153,8 @@ def healthz() -> ResponseReturnValue:
             stale = []
         checks["stuck_runs"] = len(stale)
         checks["stuck_run_ids"] = [run.id for run in stale[:20]]
+        if stale and healthy:
+            checks["status"] = "degraded"
     return jsonify(checks), 200 if healthy else 503
 
 

@@ -24,13 +24,13 @@ from bot.liveness import Heartbeat, worker_name
 from bot.progress import ProgressReporter
 from bot.repo_config import limited_config
 from bot.services import Services
-from bot.store import Run
+from bot.store import STALE_CANCEL, Run, RunStatus
 from bot.task import build_task
 
 log = logging.getLogger(__name__)
 REPLIES = ("help", "refuse", "busy", "cancel")
-STATUS_OF = {"complete": "succeeded", "partial": "partial", "failed": "failed",
-             "cancelled": "cancelled"}
+STATUS_OF: dict[str, RunStatus] = {"complete": "succeeded", "partial": "partial",
+                                   "failed": "failed", "cancelled": "cancelled"}
 # A check run's conclusion for a run's final status (a delivered result decides its own).
 CHECK_CONCLUSION = {"succeeded": "success", "partial": "neutral", "failed": "failure",
                     "cancelled": "cancelled", "rejected": "skipped"}
@@ -70,13 +70,16 @@ def _remove_abandoned(services: Services) -> None:
 
 def report_ended(run_id: int, services: Services) -> None:
     """Tell the issue (and the check run) that a run ended without its worker: it died with
-    the server or its heartbeat stopped. Best effort: a failure is logged, never raised."""
+    the server, its heartbeat stopped, or a cancel found it silent. Best effort: a failure is
+    logged, never raised."""
     try:
         run = services.store.get_run(run_id)
         if run is None:
             return
         gh, inst = services.github, run.installation_id
-        if run.error and run.error.startswith("the worker stopped"):
+        if run.error == STALE_CANCEL:
+            text = replies.refusal_text("cancelled_now", run_id=run_id)
+        elif run.error and run.error.startswith("the worker stopped"):
             text = replies.refusal_text("error", error=run.error, run_id=run_id)
         else:
             text = replies.refusal_text("interrupted", run_id=run_id)
@@ -88,7 +91,7 @@ def report_ended(run_id: int, services: Services) -> None:
                 installation_id=inst))
         if run.comment_id:
             gh.edit_comment(run.repository, run.comment_id, text, installation_id=inst)
-        else:
+        elif run.error != STALE_CANCEL:  # a cancel's own reply tells the issue
             gh.comment(run.repository, run.issue_number, text, installation_id=inst)
     except Exception as exc:
         log.warning("could not report the end of run %s: %s", run_id, exc)
@@ -157,6 +160,16 @@ class _Job:
         text = self.run.reply_text or replies.refusal_text(self.run.command)
         self.comment(text)
         self.finish("rejected" if self.run.command == "refuse" else "succeeded")
+        if self.run.command == "cancel":
+            self.report_cancelled_now()
+
+    def report_cancelled_now(self) -> None:
+        """A cancel that ended a run whose worker was gone: that run's progress comment and
+        check say so (nobody else will)."""
+        target = self.run.related_run_id
+        ended = None if target is None else self.store.get_run(target)
+        if ended is not None and ended.status == "cancelled" and ended.error == STALE_CANCEL:
+            report_ended(ended.id, self.services)
 
     def cancel_for_someone_else(self) -> None:
         """`/cra cancel` from someone who did not start the run: write access is required."""
@@ -176,6 +189,7 @@ class _Job:
                 kind = "cancelled_now"
         self.comment(replies.refusal_text(kind, user=self.run.actor, run_id=target))
         self.finish("succeeded")
+        self.report_cancelled_now()
 
     # --- the agent run -------------------------------------------------------------------
 
@@ -210,7 +224,9 @@ class _Job:
         number = self.run.issue_number
         if not is_pr:
             self.default_branch = self.gh.default_branch(self.repo, installation_id=self.inst)
-            return self.default_branch, f"cra/issue-{number}", []
+            branch = f"cra/issue-{number}"
+            self.open_check_on_branch(branch)
+            return self.default_branch, branch, []
         pull = self.pull = self.gh.pull(self.repo, number, installation_id=self.inst)
         if pull.head_repo != self.repo:
             self.comment(replies.refusal_text("fork"))
@@ -219,6 +235,17 @@ class _Job:
         comments = self.gh.review_comments(self.repo, number, installation_id=self.inst)
         self.open_check(pull.head_sha)
         return pull.head_ref, pull.head_ref, comments
+
+    def open_check_on_branch(self, branch: str) -> None:
+        """An issue run whose branch has an open pull request (an earlier run's) works on that
+        branch: its check starts on the branch's head (best effort). A first run has no
+        commit to hang a check on until it pushes one."""
+        def find() -> None:
+            existing = self.gh.find_pull(self.repo, branch, installation_id=self.inst)
+            if existing is not None:
+                self.open_check(existing.head_sha)
+
+        _best_effort(f"the pull request of {branch} for run {self.run.id}", find)
 
     def open_check(self, sha: str) -> None:
         """An in-progress check run on the commit the run starts from (best effort)."""
@@ -277,6 +304,14 @@ class _Job:
         lost = self.heartbeat is not None and self.heartbeat.lost
         return lost or self.store.cancel_requested(self.run.id)
 
+    def ended_elsewhere(self) -> bool:
+        """Whether the run is no longer running in the database (reaped, or cancelled while
+        its worker looked dead)."""
+        if self.heartbeat is not None and self.heartbeat.lost:
+            return True
+        now = self.store.get_run(self.run.id)
+        return now is None or now.status != "running"
+
     def contexts(self, config: SolveConfig) -> ContextFactory:
         """Where each pass's context comes from: the repository index, kept per mirror."""
         return self.services.context_factory or IndexedFactory(self.settings.data_dir,
@@ -329,6 +364,9 @@ class _Job:
         if not wants_pr:
             self.finish_with_comment(status, pr.failure_comment(ctx, last_test_output=None),
                                      error=result.error, result=result)
+            return
+        if self.ended_elsewhere():  # no pull request for a run the reaper or a cancel ended
+            log.warning("run %s had already ended: its result is not pushed", self.run.id)
             return
         git.push_branch(mirror, self.gh.clone_url(self.repo), branch, env=env,
                         force=not self.run.is_pull_request)
@@ -419,19 +457,27 @@ class _Job:
             installation_id=self.inst))
 
     def finish_with_comment(
-        self, status: str, text: str, *, error: str | None = None,
+        self, status: RunStatus, text: str, *, error: str | None = None,
         result: OrchestratorResult | None = None,
     ) -> None:
-        self.comment(text)
-        self.finish(status, error=error, result=result, commented=True)
+        """Record the end, then say so on the issue (best effort)."""
+        if self.finish(status, error=error, result=result, commented=True):
+            _best_effort(f"the final comment of run {self.run.id}", lambda: self.comment(text))
 
     def finish(
-        self, status: str, *, error: str | None = None,
+        self, status: RunStatus, *, error: str | None = None,
         result: OrchestratorResult | None = None, pr_url: str | None = None,
         commented: bool = False,
-    ) -> None:
-        """Record the end; the final checklist, check run and reaction (best effort)."""
-        self.store.update_run(self.run.id, status=status, error=error, finished=True)
+    ) -> bool:
+        """Record the end; the final checklist, check run and reaction (best effort).
+
+        False, reporting nothing, when the run had already ended: the reaper or a cancel
+        decided while this worker looked dead, and told GitHub so itself.
+        """
+        if not self.store.end_run(self.run.id, status, error=error):
+            log.warning("run %s had already ended; its worker's outcome (%s) is not recorded",
+                        self.run.id, status)
+            return False
         reporter = self.reporter
         if reporter is not None and not commented:
             self.pr_url = pr_url
@@ -442,12 +488,13 @@ class _Job:
                           conclusion=CHECK_CONCLUSION.get(status, "failure"))
         if self.run.command in ("solve", "plan") and status != "rejected":
             self.react("rocket" if status == "succeeded" else "confused")
+        return True
 
     def fail(self, error: str) -> None:
         """The run broke: record it, then say so on the issue (best effort)."""
         text = replies.refusal_text("error", error=error, run_id=self.run.id)
-        self.finish("failed", error=error, commented=True)
-        _best_effort(f"the failure comment of run {self.run.id}", lambda: self.comment(text))
+        if self.finish("failed", error=error, commented=True):
+            _best_effort(f"the failure comment of run {self.run.id}", lambda: self.comment(text))
 
     def run_url(self) -> str | None:
         return replies.run_page_url(self.settings.public_url, self.run.id)

@@ -10,6 +10,7 @@ import threading
 
 from flask import Flask
 
+from agent.errors import AgentError
 from bot.app import create_app
 from bot.door import make_door
 from bot.errors import SettingsError
@@ -30,13 +31,30 @@ def make_app(settings: BotSettings) -> tuple[Flask, Services]:
     """
     services = build_services(settings, execute=execute_run)
     if settings.queue == "thread":  # no run is live yet: clear what a dead process left
-        services.mirrors.clean_worktrees(settings.data_dir / "work" / "worktrees")
+        try:  # a worktree that cannot be removed is left; the server still starts
+            services.mirrors.clean_worktrees(settings.data_dir / "work" / "worktrees")
+        except (AgentError, OSError) as exc:
+            log.warning("could not remove the worktrees a dead process left: %s", exc)
         shutil.rmtree(settings.data_dir / "work" / "envs", ignore_errors=True)
         recovered = recover(services.store, services.queue)
-        for run_id in recovered.interrupted:
-            report_ended(run_id, services)
+        report_in_background(recovered.interrupted, services)
     services.store.prune_deliveries()
     return create_app(settings, services), services
+
+
+def report_in_background(run_ids: list[int], services: Services) -> threading.Thread | None:
+    """Tell GitHub about runs recovery ended, from a daemon thread: a GitHub that is slow or
+    failing (retries, Retry-After) never holds up the server's start."""
+    if not run_ids:
+        return None
+
+    def report() -> None:
+        for run_id in run_ids:
+            report_ended(run_id, services)
+
+    thread = threading.Thread(target=report, name="cra-recovery-report", daemon=True)
+    thread.start()
+    return thread
 
 
 def start_reaper(settings: BotSettings, services: Services) -> Reaper | None:

@@ -242,6 +242,16 @@ class BotSettings(BaseSettings):
         self.database_url = self.database_url.replace("<data_dir>", str(self.data_dir))
         return self
 
+    @model_validator(mode="after")
+    def _heartbeats_before_staleness(self) -> BotSettings:
+        """A run must be able to miss a heartbeat without being taken for dead."""
+        if self.stale_after < 2 * self.heartbeat_interval:
+            raise ValueError(
+                f"CRA_STALE_AFTER ({self.stale_after:g} s) must be at least twice "
+                f"CRA_HEARTBEAT_INTERVAL ({self.heartbeat_interval:g} s), or the reaper ends "
+                "runs whose workers are alive")
+        return self
+
     @classmethod
     def load(cls, env_file: Path | None = None) -> BotSettings:
         """Settings from the environment, with `env_file` (a .env file) beneath it when given;

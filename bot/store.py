@@ -36,6 +36,7 @@ RUN_STATUSES: tuple[RunStatus, ...] = (
     "queued", "running", "succeeded", "partial", "failed", "cancelled", "rejected",
 )  # fmt: skip
 ACTIVE_STATUSES: tuple[RunStatus, ...] = ("queued", "running")
+STALE_CANCEL = "cancelled; its worker had stopped"  # the error of a run a cancel ended at once
 ACTIVE_COMMANDS = ("solve", "plan")  # help, cancel and busy runs only reply
 DELIVERY_RETENTION = timedelta(days=7)  # GitHub redelivers with the same id for days
 ONE_ACTIVE_RUN = "status IN ('queued', 'running') AND command IN ('solve', 'plan')"
@@ -350,6 +351,12 @@ class BotStore(Database):
         """Set a run's final status (and error) and stamp its end."""
         self.update_run(run_id, status=status, error=error, finished=True)
 
+    def end_run(self, run_id: int, status: RunStatus, *, error: str | None = None) -> bool:
+        """End a run still active; False when something else ended it first (the reaper, a
+        cancel of a silent worker): the first terminal status stays (compare-and-set)."""
+        where = (RunRow.id == run_id) & RunRow.status.in_(ACTIVE_STATUSES)
+        return self._update_where(where, status=status, error=error, finished_at=self._clock())
+
     def claim_run(self, run_id: int, *, worker: str | None = None) -> bool:
         """Move a run from queued to running; False when it was not queued (atomic)."""
         where = (RunRow.id == run_id) & (RunRow.status == "queued")
@@ -375,7 +382,7 @@ class BotStore(Database):
         running = (RunRow.id == run_id) & (RunRow.status == "running")
         if stale_before is not None and self._update_where(
             running & _silent_since(stale_before), status="cancelled", cancel_requested=True,
-            finished_at=now, error="cancelled; its worker had stopped",
+            finished_at=now, error=STALE_CANCEL,
         ):
             return True
         return self._update_where(running, cancel_requested=True)

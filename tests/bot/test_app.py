@@ -318,7 +318,8 @@ def test_a_run_is_answered_202_even_when_the_queue_fails(
 def test_healthz_reports_ok(client: FlaskClient) -> None:
     response = client.get("/healthz")
     assert (response.status_code, response.get_json()) == (
-        200, {"database": "ok", "queue": "ok", "stuck_runs": 0, "stuck_run_ids": []})
+        200, {"status": "ok", "database": "ok", "queue": "ok", "stuck_runs": 0,
+              "stuck_run_ids": []})
 
 
 def test_healthz_is_503_naming_the_queue_when_it_is_down(
@@ -328,6 +329,7 @@ def test_healthz_is_503_naming_the_queue_when_it_is_down(
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.get_json()["database"] == "ok" and response.get_json()["queue"] != "ok"
+    assert response.get_json()["status"] == "error"
 
 
 def metric_lines(client: FlaskClient) -> list[str]:

@@ -158,3 +158,12 @@ def test_no_dotenv_file_is_read_unless_named(
     (tmp_path / ".env").write_text("CRA_LABEL=from-file\n")
     monkeypatch.chdir(tmp_path)
     assert BotSettings.load().label == "cra"
+
+
+def test_a_stale_after_shorter_than_two_heartbeats_is_refused_naming_both(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CRA_HEARTBEAT_INTERVAL", "30")
+    monkeypatch.setenv("CRA_STALE_AFTER", "45")
+    with pytest.raises(SettingsError, match=r"CRA_STALE_AFTER.*CRA_HEARTBEAT_INTERVAL"):
+        BotSettings.load()

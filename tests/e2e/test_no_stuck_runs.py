@@ -49,9 +49,11 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def trigger(repository: str = REPO, number: int = 1) -> Trigger:
+def trigger(repository: str = REPO, number: int = 1, installation_id: int | None = None
+            ) -> Trigger:
     return Trigger(command="solve", repository=repository, issue_number=number, actor=OWNER,
-                   source="label", delivery_id=str(uuid.uuid4()), installation_id=None)
+                   source="label", delivery_id=str(uuid.uuid4()),
+                   installation_id=installation_id)
 
 
 # --- whatever a job raises, the run ends ------------------------------------------------------
@@ -105,7 +107,7 @@ def test_a_run_whose_reports_all_fail_still_ends(
 def make_running(world: BotWorld, *, silent_for: float) -> Run:
     """A run that a worker claimed and then went silent `silent_for` seconds ago."""
     store = world.services.store
-    run = store.create_run(trigger())
+    run = store.create_run(trigger(installation_id=world.fake.installation_id))
     assert store.claim_run(run.id, worker="gone:1")
     then = store.now() - timedelta(seconds=silent_for)
     store.update_run(run.id, started_at=then, heartbeat_at=then)
@@ -116,6 +118,12 @@ def make_running(world: BotWorld, *, silent_for: float) -> Run:
 
 def test_cancel_ends_a_run_whose_worker_is_gone(world: BotWorld) -> None:
     run = make_running(world, silent_for=world.settings.stale_after + 5)
+    sha = world.fake.branch_sha(REPO, "main")
+    assert sha is not None
+    check_id = world.services.github.create_check_run(
+        REPO, sha, name="cra", title="cra is working", summary="",
+        installation_id=world.fake.installation_id)
+    world.services.store.update_run(run.id, check_run_id=check_id)
 
     world.run(world.comment("/cra cancel", number=1))
 
@@ -124,6 +132,8 @@ def test_cancel_ends_a_run_whose_worker_is_gone(world: BotWorld) -> None:
     assert ended.finished_at is not None
     [reply] = bot_comments(world)
     assert "cancelled run #" in reply and "worker had stopped" in reply, reply
+    [check] = world.fake.check_runs(REPO)
+    assert (check.status, check.conclusion) == ("completed", "cancelled")
     # the issue is free again: a new solve is a run, not "busy"
     world.script_fix()
     assert world.run(world.label_issue()).status == "succeeded"
@@ -146,6 +156,28 @@ def test_healthz_lists_stuck_runs(world: BotWorld) -> None:
     body = world.client.get("/healthz").get_json()
 
     assert body["stuck_runs"] == 1 and body["stuck_run_ids"] == [run.id]
+    assert body["status"] == "degraded"
+
+
+def test_a_worker_whose_run_was_reaped_records_nothing_over_it_and_pushes_nothing(
+    world: BotWorld,
+) -> None:
+    world.script_fix(plan_delay=3.0)
+    response = world.label_issue()
+    run_id = response.get_json()["run_id"]
+    wait_for("the model call", lambda: world.models.requests)
+    seen = world.services.store.get_run(run_id)
+    assert seen is not None and seen.status == "running"
+    # another server's reaper took this worker for dead (a long pause, a lost database link)
+    assert world.services.store.end_stale_run(seen, "the worker stopped: no heartbeat since x")
+
+    world.run(response)
+
+    ended = world.services.store.get_run(run_id)
+    assert ended is not None and ended.status == "failed"
+    assert ended.error == "the worker stopped: no heartbeat since x"
+    assert world.fake.pulls(REPO) == []
+    assert world.fake.branch_sha(REPO, "cra/issue-1") is None
 
 
 # --- a check run from start to end -------------------------------------------------------------
@@ -200,6 +232,52 @@ def test_a_failed_pr_run_concludes_its_check_as_failure(world: BotWorld) -> None
     world.models.script("meta_plan", "this is not a plan", "still not a plan")
 
     run = world.run(world.comment("/cra solve do more", number=number, pull_request=True))
+
+    assert run.status == "failed"
+    [check] = [c for c in world.fake.check_runs(REPO)
+               if c.head_sha == head and c.id not in earlier]
+    assert (check.status, check.conclusion) == ("completed", "failure")
+    assert check.title and "failed" in check.title
+
+
+def check_patches(world: BotWorld, check_id: int) -> list[dict[str, Any]]:
+    """The bodies of the updates the bot sent to one check run, in order."""
+    return [r.json for r in world.fake.requests
+            if r.method == "PATCH" and r.path.endswith(f"/check-runs/{check_id}")]
+
+
+def test_an_issue_run_on_a_branch_with_a_pr_checks_from_start_to_end(world: BotWorld) -> None:
+    number = open_pull(world)
+    head = world.fake.branch_sha(REPO, "cra/issue-1") or ""
+    earlier = {c.id for c in world.fake.check_runs(REPO)}
+    world.script_fix(plan_delay=2.0)  # the second run redoes the work on top of the branch
+    response = world.comment("/cra solve again", number=1)
+    assert response.status_code == 202
+
+    def started() -> list[Any]:
+        return [c for c in world.fake.check_runs(REPO)
+                if c.head_sha == head and c.id not in earlier]
+
+    [working] = wait_for("the check run on the branch's head", started)
+    assert working.status == "in_progress" and working.conclusion is None
+    run = world.run(response)
+
+    assert run.pr_number == number, run.error
+    [start] = started()
+    assert start.status == "completed" and start.conclusion in ("success", "neutral")
+    steps = [b for b in check_patches(world, start.id) if b.get("status") == "in_progress"]
+    assert steps and "steps passed" in steps[-1]["output"]["title"], steps
+
+
+def test_a_failed_issue_run_on_a_branch_with_a_pr_concludes_its_check_as_failure(
+    world: BotWorld,
+) -> None:
+    open_pull(world)
+    head = world.fake.branch_sha(REPO, "cra/issue-1")
+    earlier = {c.id for c in world.fake.check_runs(REPO)}
+    world.models.script("meta_plan", "this is not a plan", "still not a plan")
+
+    run = world.run(world.comment("/cra solve do more", number=1))
 
     assert run.status == "failed"
     [check] = [c for c in world.fake.check_runs(REPO)
@@ -327,6 +405,33 @@ def test_a_server_killed_mid_run_ends_the_run_at_restart_and_frees_the_issue(
         server.stop()
 
 
+def test_a_thread_queue_server_killed_mid_run_is_reaped_by_another_server(
+    world: BotWorld,
+) -> None:
+    hold_the_model(world)
+    env = server_env(world)
+    survivor = Server(env)  # two servers on one database, each with its own thread queue
+    doomed = Server(env)
+    try:
+        run_id = doomed.label(world)
+        wait_for("the run to start", lambda: status_of(world, run_id).status == "running")
+        wait_for("the model call", lambda: world.models.requests)
+        doomed.kill()
+
+        ended = wait_for("the reaper", lambda: (r := status_of(world, run_id)).status
+                         != "running" and r, timeout=60)
+        assert ended.status == "failed", ended
+        assert ended.error and ended.error.startswith("the worker stopped: no heartbeat since")
+        wait_for("the issue to be told", lambda: any(
+            "the worker stopped" in body for body in bot_comments(world)))
+        again = survivor.solve_again(world)
+        assert again.status_code == 202, again.text  # a run, not "busy"
+        assert again.json()["run_id"] != run_id
+    finally:
+        doomed.stop()
+        survivor.stop()
+
+
 def test_a_restart_with_runs_that_cannot_be_reported_still_starts(world: BotWorld) -> None:
     store = world.services.store
     runs = [store.create_run(trigger(repository=name)) for name in
@@ -340,6 +445,30 @@ def test_a_restart_with_runs_that_cannot_be_reported_still_starts(world: BotWorl
             ended = status_of(world, run.id)
             assert ended.status == "failed" and ended.error == "interrupted", ended
         assert "Traceback" not in server.output()
+    finally:
+        server.stop()
+
+
+def test_a_restart_while_github_answers_500_starts_before_the_reports_and_ends_the_runs(
+    world: BotWorld,
+) -> None:
+    store = world.services.store
+    runs = [store.create_run(trigger(number=n, installation_id=world.fake.installation_id))
+            for n in (1, 2)]
+    for run in runs:
+        assert store.claim_run(run.id)
+    # every report is answered 500 "retry after 50 s": told in line, two runs would hold the
+    # start for minutes (3 retries each), longer than Server waits for /healthz
+    world.fake.fail_next("POST", r"/issues/\d+/comments$", 500, retry_after=50, times=100)
+
+    server = Server(server_env(world))
+    try:
+        for run in runs:
+            ended = status_of(world, run.id)
+            assert ended.status == "failed" and ended.error == "interrupted", ended
+        wait_for("the report to be tried", lambda: any(
+            r.method == "POST" and r.path.endswith("/comments") for r in world.fake.requests))
+        assert bot_comments(world) == []
     finally:
         server.stop()
 
