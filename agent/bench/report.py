@@ -41,7 +41,7 @@ __all__ = [
     "wilson_interval",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 CONFIDENCE = 0.95
 Z_95 = 1.959963984540054  # the standard normal quantile at 0.975
 TITLE_CHARS = 200

@@ -113,7 +113,8 @@ def _comparison(comparison: Sequence[Comparison], source: str) -> str:
     lines = [f"against {clean(source)}:"]
     for c in comparison:
         if not c.in_current:
-            lines.append(f"  {clean(c.model)}: only in the baseline (rate {percent(c.baseline_rate)})")
+            lines.append(f"  {clean(c.model)}: only in the baseline "
+                         f"(rate {percent(c.baseline_rate)})")
         elif not c.in_baseline:
             lines.append(f"  {clean(c.model)}: not in the baseline")
         else:
