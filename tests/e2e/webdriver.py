@@ -96,6 +96,19 @@ class Browser:
         """Type `text` into the element `css` selects."""
         self._call("POST", f"{self._session}/element/{self.find(css)}/value", {"text": text})
 
+    def text(self, css: str) -> str:
+        """The rendered text of the element `css` selects."""
+        return str(self._call("GET", f"{self._session}/element/{self.find(css)}/text"))
+
+    def attribute(self, css: str, name: str) -> str | None:
+        """An attribute of the element `css` selects, or None."""
+        value = self._call("GET", f"{self._session}/element/{self.find(css)}/attribute/{name}")
+        return None if value is None else str(value)
+
+    def execute(self, script: str) -> Any:
+        """Run `script` (a function body) in the page; what it returns."""
+        return self._call("POST", f"{self._session}/execute/sync", {"script": script, "args": []})
+
     def dom(self) -> str:
         """The page's DOM as HTML."""
         return str(self._call("GET", f"{self._session}/source"))
