@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="build or refresh the repository index")
     _add_repo(index)
     index.add_argument("--json", action="store_true", help="print the stats as JSON")
+    _add_bench(commands, below)
     runs = commands.add_parser("runs", parents=[below],
                                help="list recorded runs, or show one in full")
     runs.add_argument("run", nargs="?", help="a run id (number) or task id")
@@ -87,6 +88,49 @@ def _add_solve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     solve_cmd.add_argument("--sandbox", choices=["auto", "bwrap", "none"],
                            help="where the repository's commands run (default: $CRA_SANDBOX or "
                            "auto: bwrap when bubblewrap is installed, else none)")
+
+
+def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+               below: argparse.ArgumentParser) -> None:
+    bench = commands.add_parser("bench", parents=[below], help="replay a repository's past "
+                                "fixes and score models on them")
+    steps = bench.add_subparsers(dest="bench_command", required=True)
+    mine = steps.add_parser("mine", parents=[below], help="find past fixes that make tasks "
+                            "(SWE-bench's format)")
+    _add_repo(mine)
+    _add_sandbox(mine)
+    mine.add_argument("--output", type=Path, default=Path("tasks.jsonl"))
+    mine.add_argument("--rev", default="HEAD", help="walk the history from here")
+    mine.add_argument("--max", type=int, default=500, help="commits to examine")
+    mine.add_argument("--since", help="only commits after this date (git's --since)")
+    mine.add_argument("--max-source-files", type=int, default=3)
+    mine.add_argument("--max-source-lines", type=int, default=200)
+    mine.add_argument("--repo-name", help="owner/name (default: from the origin remote)")
+    mine.add_argument("--github-api", help="read linked issues here, e.g. "
+                      "https://api.github.com ($GITHUB_TOKEN if set)")
+    run = steps.add_parser("run", parents=[below], help="solve each task with each model and "
+                           "score it")
+    run.add_argument("tasks", type=Path, help="a task file (JSON Lines, SWE-bench's format)")
+    _add_repo(run)
+    _add_sandbox(run)
+    run.add_argument("--model", action="append", help="a model name on the config's servers, "
+                     "or oracle, or oracle:<noise mode>[@rate] (repeatable; default: oracle)")
+    run.add_argument("--results", type=Path, default=Path("results.jsonl"))
+    run.add_argument("--jobs", type=int, default=1, help="tasks solved at once")
+    run.add_argument("--only", action="append", help="only this instance id (repeatable)")
+    report = steps.add_parser("report", parents=[below], help="the results as a table, "
+                              "JSON or an HTML page")
+    report.add_argument("results", type=Path)
+    report.add_argument("--tasks", type=Path)
+    report.add_argument("--baseline", type=Path, help="an earlier results file or JSON report")
+    report.add_argument("--html", type=Path, help="write the HTML page here")
+    report.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_sandbox(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--sandbox", choices=["auto", "bwrap", "none"],
+                         help="where the repository's commands run (default: $CRA_SANDBOX or "
+                         "auto)")
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:

@@ -69,6 +69,10 @@ def run_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     try:
         if args.command == "doctor":
             return _doctor(args, env)
+        if args.command == "bench" and args.bench_command == "report":  # no run log needed
+            from agent.bench.report import report_command
+
+            return report_command(args)
         if args.command == "index":  # the index needs no run log
             bar = ProgressBar(sys.stderr, "indexing")
             try:
@@ -87,6 +91,8 @@ def run_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def _dispatch(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
+    if args.command == "bench":
+        return _bench(args, log, env)
     if args.command == "solve":
         return _solve(args, log, env)
     if args.command == "plan":
@@ -267,6 +273,17 @@ def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     else:
         print(text)
     return EXIT_OK
+
+
+def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
+    from agent.bench.commands import bench_command
+
+    _, config = _repo_and_config(args)
+    cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
+    cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
+    return bench_command(args, log, env, config=config, sandbox=_sandbox(args, env),
+                         data_dir=data_dir(args, env), factory=_Factory(env),
+                         cache=cache if cache_mb > 0 else None)
 
 
 def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:

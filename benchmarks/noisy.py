@@ -24,7 +24,6 @@ import ast
 import json
 import os
 import random
-import re
 import signal
 import sys
 import sysconfig
@@ -38,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
 
+from agent.bench import noise  # noqa: E402
 from agent.bwrap import build_sandbox  # noqa: E402
 from agent.config import parse_config  # noqa: E402
 from agent.context import IndexedFactory  # noqa: E402
@@ -225,65 +225,9 @@ class Model:
                 f"<replacement>\n{replacement}\n</replacement>\n</edit>")
 
 
-def _sections(answer: str) -> tuple[str, str, str, str]:
-    """An edit answer as (head, search, replacement, tail)."""
-    match = re.search(r"(?s)(.*<search>\n)(.*?)(\n</search>\n<replacement>\n)(.*?)(\n</repl.*)",
-                      answer)
-    assert match is not None
-    head, search, middle, replacement, tail = match.groups()
-    return head, search, f"{middle}{replacement}", tail
-
-
-def _each_line(answer: str, change: Callable[[list[str]], list[str]]) -> str:
-    head, search, middle, tail = _sections(answer)
-    rest, replacement = middle.split("<replacement>\n")
-    fixed = "\n".join(change(replacement.split("\n")))
-    return f"{head}{chr(10).join(change(search.split(chr(10))))}{rest}<replacement>\n{fixed}{tail}"
-
-
-def _dedent(lines: list[str]) -> list[str]:
-    cut = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
-    return [x[cut:] for x in lines]
-
-
-def _tabs(lines: list[str]) -> list[str]:
-    return [re.sub(r"^((?:    )+)", lambda m: "\t" * (len(m.group(1)) // 4), x) for x in lines]
-
-
-def _missing_line(answer: str, rng: random.Random) -> str:
-    head, search, middle, tail = _sections(answer)
-    lines = search.split("\n")
-    del lines[rng.choice([0, 1, len(lines) - 1])]
-    return f"{head}{chr(10).join(lines)}{middle}{tail}"
-
-
-def _elided(lines: list[str]) -> list[str]:
-    return [*lines[:1], lines[1][: len(lines[1]) - len(lines[1].lstrip())] + "# ...", *lines[3:]]
-
-
-EDIT_NOISE: list[Callable[[str, random.Random], str]] = [
-    lambda a, _: _each_line(a, _dedent),
-    lambda a, _: _each_line(a, _tabs),
-    lambda a, _: _each_line(a, lambda ls: [x + "  " if x.strip() else x for x in ls]),
-    _missing_line,
-    lambda a, _: _each_line(a, _elided),
-    lambda a, _: re.sub(r'file="lib/', 'file="', a, count=1),
-    lambda a, _: f"<think>The bug is an operator.</think>\n{a}",
-    lambda a, _: f"Here is the fix:\n```xml\n{a}\n```",
-]
-JSON_NOISE: list[Callable[[str, random.Random], str]] = [
-    lambda a, _: f"```json\n{a}\n```",
-    lambda a, _: f"Sure! Here is the plan:\n{a}\nLet me know if you need more.",
-    lambda a, _: re.sub(r"(\]|\"|\})(\n\s*[\]}])", r"\1,\2", a),
-    lambda a, _: f"<think>Let me plan this.</think>\n{a}",
-    lambda a, _: "I would fix the function first and then run the tests.",
-]
-YES_NO_NOISE: list[Callable[[str, random.Random], str]] = [
-    lambda a, _: "Yes.",
-    lambda a, _: "yes, because the task changes this file",
-    lambda a, _: "<think>It defines the function.</think>yes",
-    lambda a, _: "This file is probably relevant to the task.",
-]
+EDIT_NOISE: list[Callable[[str, random.Random], str]] = list(noise.EDIT_NOISE.values())
+JSON_NOISE: list[Callable[[str, random.Random], str]] = list(noise.JSON_NOISE.values())
+YES_NO_NOISE: list[Callable[[str, random.Random], str]] = list(noise.YES_NO_NOISE.values())
 
 
 # --- runs ----------------------------------------------------------------------------------------

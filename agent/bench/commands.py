@@ -1,0 +1,107 @@
+"""The `cra bench` commands: mine, run and report (agent.cli parses their arguments)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from agent.bench.mine import Mined, MineOptions, TestBed, mine
+from agent.bench.oracle import OracleModel, parse_label
+from agent.bench.report import report_command
+from agent.bench.results import BenchResult
+from agent.bench.run import Bench, Factory, run_bench, with_model
+from agent.bench.tasks import BenchTask, read_tasks, write_tasks
+from agent.config import ModelConfig, SolveConfig
+from agent.console import EXIT_FAILED, EXIT_OK, UsageError
+from agent.envcache import EnvCache
+from agent.llm.client import ChatModel
+from agent.sandbox import Sandbox
+from agent.store import RunLog
+
+
+def bench_command(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], *,
+                  config: SolveConfig, sandbox: Sandbox, data_dir: Path,
+                  factory: Callable[[ModelConfig], ChatModel], cache: EnvCache | None) -> int:
+    """Dispatch `cra bench mine|run`."""
+    if args.bench_command == "mine":
+        return _mine(args, env, config, sandbox, data_dir, cache)
+    return _run(args, log, env, config, sandbox, data_dir, cache, factory)
+
+
+def _mine(args: argparse.Namespace, env: Mapping[str, str], config: SolveConfig,
+          sandbox: Sandbox, data_dir: Path, cache: EnvCache | None) -> int:
+    config.require_test_command()
+    options = MineOptions(rev=args.rev, max_commits=args.max, since=args.since,
+                          max_source_files=args.max_source_files,
+                          max_source_lines=args.max_source_lines, repo_name=args.repo_name,
+                          github_api=args.github_api,
+                          github_token=env.get("GITHUB_TOKEN") or env.get("GH_TOKEN"))
+    bed = TestBed(testing=config.testing, sandbox=sandbox, environ=env,
+                  work_dir=data_dir / "bench" / "work", cache=cache)
+
+    def progress(done: int, total: int, mined: Mined) -> None:
+        print(f"\r  mining: {done}/{total} commits, {len(mined.tasks)} tasks", end="",
+              file=sys.stderr, flush=True)
+
+    mined = mine(args.repo.resolve(), bed, options, progress=progress)
+    print(file=sys.stderr)
+    count = write_tasks(args.output, mined.tasks)
+    reasons = ", ".join(f"{n} {why}" for why, n in sorted(mined.skipped.items(),
+                                                         key=lambda item: -item[1]))
+    print(f"cra: {count} task(s) from {mined.examined} commit(s) written to {args.output}"
+          + (f"; left out: {reasons}" if reasons else ""), file=sys.stderr)
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], config: SolveConfig,
+         sandbox: Sandbox, data_dir: Path, cache: EnvCache | None,
+         factory: Callable[[ModelConfig], ChatModel]) -> int:
+    tasks = list(read_tasks(args.tasks))
+    if args.only:
+        tasks = [t for t in tasks if t.instance_id in set(args.only)]
+    labels = args.model or ["oracle"]
+    for label in labels:
+        try:
+            parse_label(label)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    bench = Bench(repo=args.repo.resolve(), config=config, sandbox=sandbox, environ=env,
+                  data_dir=data_dir, log=log, cache=cache)
+
+    def factory_for(label: str, task: BenchTask) -> Factory:
+        oracle = parse_label(label)
+        if oracle is None:
+            return factory
+        mode, rate = oracle
+        before = _files_before(bench, task)
+        return lambda model: OracleModel(model, task, before, mode=mode, rate=rate)
+
+    def config_for(label: str) -> SolveConfig:
+        return config if parse_label(label) is not None else with_model(config, label)
+
+    def progress(result: BenchResult, done: int, total: int) -> None:
+        print(f"  [{done}/{total}] {result.instance_id} {result.model}: {result.outcome} "
+              f"({result.wall_s:.0f} s, run {result.run_id})", file=sys.stderr, flush=True)
+
+    results = run_bench(bench, tasks, labels, args.results, factory_for=factory_for,
+                        config_for=config_for, jobs=args.jobs, progress=progress)
+    resolved = sum(r.resolved for r in results)
+    errors = sum(r.outcome == "error" for r in results)
+    print(f"cra: {len(results)} result(s) appended to {args.results}: {resolved} resolved, "
+          f"{errors} harness error(s); `cra bench report {args.results}` shows them all",
+          file=sys.stderr)
+    return EXIT_OK if not errors else EXIT_FAILED
+
+
+def _files_before(bench: Bench, task: BenchTask) -> dict[str, str]:
+    """The files the gold patch changes, as they were at the task's base commit."""
+    from agent import git
+    from agent.bench.patches import parse_patch
+
+    return {f.path: git.read_file(bench.clone, task.base_commit, f.path) or ""
+            for f in parse_patch(task.patch)}
+
+
+__all__ = ["bench_command", "report_command"]

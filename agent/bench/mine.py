@@ -1,0 +1,184 @@
+"""`cra bench mine`: a repository's past fixes as replayable tasks.
+
+A commit qualifies when it changes 1–N code files outside the tests and at least one test file,
+with a bounded source diff, and nothing it deletes or renames is code. For each, in a detached
+checkout of its parent: the commit's test changes are applied and the test command runs (after
+the repository's setup step, in the sandbox); then the source change is applied and the tests
+run again. The task is kept when some tests of the changed test files go from failing (or not
+collected) to passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agent import gate, git
+from agent.bench.patches import Split, split_commit
+from agent.bench.statement import compose, fetch_issue, linked_issue
+from agent.bench.tasks import BenchTask
+from agent.bench.trees import SetupError, checkout, outcomes, run_tests
+from agent.config import TestingConfig
+from agent.envcache import EnvCache
+from agent.errors import GitError
+from agent.sandbox import Sandbox
+
+OWNER_NAME = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+
+
+@dataclass(frozen=True)
+class MineOptions:
+    """Which commits to consider and how big a fix may be."""
+
+    rev: str = "HEAD"
+    max_commits: int = 500
+    since: str | None = None
+    max_source_files: int = 3
+    max_source_lines: int = 200
+    repo_name: str | None = None
+    github_api: str | None = None  # read linked issues here (e.g. https://api.github.com)
+    github_token: str | None = None
+
+
+@dataclass
+class Mined:
+    """What mining found: the tasks, and why the other candidates were left out."""
+
+    tasks: list[BenchTask] = field(default_factory=list)
+    examined: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+@dataclass(frozen=True)
+class TestBed:
+    """Where and how the repository's tests run."""
+
+    __test__ = False
+
+    testing: TestingConfig
+    sandbox: Sandbox
+    environ: Mapping[str, str]
+    work_dir: Path
+    cache: EnvCache | None = None
+
+
+def repo_name(repo: Path, given: str | None = None) -> str:
+    """owner/name: given, else from the `origin` remote, else local/<folder>."""
+    if given:
+        return given
+    try:
+        url = git.run_git(["remote", "get-url", "origin"], repo).strip()
+    except GitError:
+        url = ""
+    match = OWNER_NAME.search(url)
+    return f"{match.group(1)}/{match.group(2)}" if match else f"local/{repo.resolve().name}"
+
+
+def commits(repo: Path, options: MineOptions) -> list[str]:
+    """The non-merge commits to examine, newest first."""
+    argv = ["rev-list", "--no-merges", f"--max-count={options.max_commits}"]
+    if options.since:
+        argv.append(f"--since={options.since}")
+    return git.run_git([*argv, options.rev, "--"], repo).split()
+
+
+def mine(repo: Path, bed: TestBed, options: MineOptions,
+         progress: Callable[[int, int, Mined], None] | None = None) -> Mined:
+    """Every qualifying commit of `repo` as a task (see the module's docstring)."""
+    mined = Mined()
+    name = repo_name(repo, options.repo_name)
+    candidates = commits(repo, options)
+    for index, commit in enumerate(candidates, 1):
+        mined.examined += 1
+        task = _task(repo, commit, name, bed, options, mined)
+        if task is not None:
+            mined.tasks.append(task)
+        if progress is not None:
+            progress(index, len(candidates), mined)
+    return mined
+
+
+def _task(repo: Path, commit: str, name: str, bed: TestBed, options: MineOptions,
+          mined: Mined) -> BenchTask | None:
+    try:
+        split = split_commit(repo, commit)
+    except GitError:
+        mined.skip("no parent")
+        return None
+    reason = _unfit(split, options)
+    if reason is not None:
+        mined.skip(reason)
+        return None
+    try:
+        before, after, output = _replay(repo, split, commit, bed)
+    except SetupError:
+        mined.skip("the setup step failed")
+        return None
+    except GitError:
+        mined.skip("the test changes do not apply to the parent")
+        return None
+    test_files = split.test_files
+    fail_to_pass = sorted(t for t, outcome in after.items() if outcome == "passed"
+                          and before.get(t) != "passed"
+                          and gate.file_of_test(t, test_files) is not None)
+    if not fail_to_pass:
+        mined.skip("no test goes from failing to passing")
+        return None
+    pass_to_pass = sorted(t for t, outcome in after.items()
+                          if outcome == "passed" and before.get(t) == "passed")
+    message = git.run_git(["log", "-1", "--format=%B", commit], repo)
+    issue = _issue(message, name, options)
+    created = git.run_git(["log", "-1", "--format=%cI", commit], repo).strip()
+    return BenchTask(
+        instance_id=f"{name.replace('/', '__')}-{commit[:12]}", repo=name,
+        base_commit=split.parent, patch=split.patch, test_patch=split.test_patch,
+        problem_statement=compose(message, fail_to_pass, output, split.patch, issue),
+        created_at=created or datetime.now(UTC).isoformat(),
+        environment_setup_commit=split.parent,
+        FAIL_TO_PASS=fail_to_pass, PASS_TO_PASS=pass_to_pass,
+    )
+
+
+def _unfit(split: Split, options: MineOptions) -> str | None:
+    """Why a commit is not a task by its diff alone, or None."""
+    if not split.test_files:
+        return "no test changed"
+    sources = split.source_files
+    if not sources:
+        return "only tests (or no code) changed"
+    if len(sources) > options.max_source_files:
+        return f"more than {options.max_source_files} source files"
+    if any(split.status[p] not in ("A", "M") for p in sources):
+        return "a source file deleted or renamed"
+    if split.source_lines > options.max_source_lines:
+        return f"a source diff over {options.max_source_lines} lines"
+    return None
+
+
+def _replay(repo: Path, split: Split, commit: str, bed: TestBed
+            ) -> tuple[dict[str, str], dict[str, str], str]:
+    """Test outcomes at the parent with the commit's tests, then with its fix as well; the
+    first run's output."""
+    with checkout(repo, split.parent, bed.work_dir) as tree:
+        git.apply_diff(tree, split.test_patch)
+        first = run_tests(tree, repo, bed.testing, sandbox=bed.sandbox, environ=bed.environ,
+                          work_dir=bed.work_dir, cache=bed.cache)
+        git.apply_diff(tree, split.patch)
+        second = run_tests(tree, repo, bed.testing, sandbox=bed.sandbox, environ=bed.environ,
+                           work_dir=bed.work_dir, cache=bed.cache)
+    return dict(outcomes(first)), dict(outcomes(second)), first.test_output or ""
+
+
+def _issue(message: str, name: str, options: MineOptions) -> tuple[str, str] | None:
+    number = linked_issue(message)
+    if number is None or not options.github_api or name.startswith("local/"):
+        return None
+    return fetch_issue(options.github_api, name, number, options.github_token)
+
+

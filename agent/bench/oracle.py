@@ -1,0 +1,115 @@
+"""The oracle: a model that answers every call of cra's normal plan/edit path with the gold
+patch. One part per changed file, one step per part, edit blocks made from the patch's hunks,
+"yes" to retrieval questions. On a healthy install it resolves every mined task, which checks the
+harness on real code before any model is blamed. With a noise mode (`oracle:edits`, …) its
+answers are spoiled with a small model's typical mistakes at a rate, to measure how much of that
+the harness absorbs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+from typing import Any
+
+from agent.bench import noise
+from agent.bench.patches import FilePatch, is_code, is_test_change, oracle_edits, parse_patch
+from agent.bench.tasks import BenchTask
+from agent.config import ModelConfig
+from agent.llm.thinking import strip_thinking
+from agent.models import LLMResponse, Usage
+
+ORACLE = "oracle"
+DEFAULT_RATE = 0.3
+
+
+def parse_label(label: str) -> tuple[str, float] | None:
+    """("", rate) for "oracle", (mode, rate) for "oracle:<mode>[@rate]"; None for a real model.
+    ValueError for an unknown mode."""
+    if label != ORACLE and not label.startswith(ORACLE + ":"):
+        return None
+    rest = label.removeprefix(ORACLE).removeprefix(":")
+    mode, _, rate = rest.partition("@")
+    if mode and mode not in noise.MODES:
+        raise ValueError(f"unknown oracle noise mode {mode!r}; known: "
+                         + ", ".join(sorted(noise.MODES)))
+    return mode, float(rate) if rate else DEFAULT_RATE
+
+
+class OracleModel:
+    """A ChatModel answering from a task's gold patch (see the module's docstring)."""
+
+    def __init__(self, config: ModelConfig, task: BenchTask, before: dict[str, str], *,
+                 mode: str = "", rate: float = DEFAULT_RATE, seed: int = 0) -> None:
+        self._config = config
+        self.files: list[FilePatch] = [f for f in parse_patch(task.patch)
+                                       if is_code(f.path) and not is_test_change(f.path)]
+        self.before = before  # each changed file before the fix
+        self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"
+        self.mode, self.rate = mode, rate
+        self.rng = random.Random(f"{task.instance_id}:{seed}")
+        self._lock = threading.Lock()
+
+    @property
+    def config(self) -> ModelConfig:
+        return self._config
+
+    def complete(self, system: str, user: str, *, json_schema: dict[str, Any] | None = None,
+                 json_mode: bool = False, stage: str = "") -> LLMResponse:
+        with self._lock:
+            kind, text = self._answer(stage.removesuffix("_reask"), user)
+            text = self._spoil(kind, text)
+        usage = Usage(prompt_tokens=(len(system) + len(user)) // 4,
+                      completion_tokens=len(text) // 4, calls=1, estimated=True)
+        return LLMResponse(text=strip_thinking(text), raw_text=text, model=self._config.model,
+                           usage=usage)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def _answer(self, stage: str, user: str) -> tuple[str, str]:
+        if stage.startswith("implement"):
+            return "edit", self._edits(user)
+        if stage == "meta_plan":
+            parts = [{"id": f"p{n}", "description": f"Change {f.path}",
+                      "affected_files": [f.path], "depends_on": [f"p{n - 1}"] if n > 1 else []}
+                     for n, f in enumerate(self.files, 1)]
+            return "json", json.dumps({"task_summary": self.summary, "rationale": "the fix",
+                                       "parts": parts}, indent=2)
+        if stage == "part_plan":
+            file = self._named(user, "Change ")
+            step = {"id": "s1", "description": f"Apply the fix to {file.path}",
+                    "target_files": [file.path], "target_symbols": [], "depends_on": []}
+            part = re.search(r'"?part_id"?\s*[:=]\s*"?(p\d+)', user)
+            return "json", json.dumps({"part_id": part.group(1) if part else "p1",
+                                       "task_summary": self.summary, "rationale": "one step",
+                                       "steps": [step]}, indent=2)
+        if stage.startswith("adjustment"):
+            return "json", json.dumps({"revised_steps": [], "rationale": "the step is done",
+                                       "changes_made": []}, indent=2)
+        if stage == "gate_test_change":
+            return "yes_no", "no"
+        return "yes_no", "yes"
+
+    def _named(self, user: str, marker: str) -> FilePatch:
+        """The changed file a prompt is about: the one its step or part names (`marker` + the
+        path), else the first whose path it mentions at all."""
+        for candidates in ([f for f in self.files if f"{marker}{f.path}" in user],
+                           [f for f in self.files if f.path in user]):
+            if candidates:
+                return candidates[0]
+        return self.files[0]
+
+    def _edits(self, user: str) -> str:
+        file = self._named(user, "Files: ")
+        return oracle_edits(self.before.get(file.path, ""), file)
+
+    def _spoil(self, kind: str, text: str) -> str:
+        if not self.mode:
+            return text
+        spoils_kind, spoilers = noise.MODES[self.mode]
+        if kind != spoils_kind or self.rng.random() >= self.rate:
+            return text
+        return self.rng.choice(list(spoilers.values()))(text, self.rng)

@@ -1,0 +1,160 @@
+"""A fix commit split the way SWE-bench splits it, and a patch turned back into edit blocks.
+
+`split_commit` divides a commit's diff into `patch` (everything but the tests) and `test_patch`
+(the files the honest gate counts as tests or test configuration). `oracle_edits` turns the
+patch of one file into SEARCH/REPLACE blocks that are unique in the file before the fix — what a
+perfect model would answer, used by the oracle.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from agent import gate, git
+
+# Files whose change is code (counted against the 1–N source files of a task).
+CODE_SUFFIXES = frozenset({
+    ".py", ".pyx", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".go", ".rs", ".java", ".kt",
+    ".rb", ".php", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".swift", ".scala", ".sh",
+})
+HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def is_test_change(path: str) -> bool:
+    """A test file, conftest or test-runner configuration: part of the test patch."""
+    return gate.gate_role(path) in ("test", "runner_config")
+
+
+def is_code(path: str) -> bool:
+    """A source file by its suffix (docs, data and config are not)."""
+    return PurePosixPath(path).suffix.lower() in CODE_SUFFIXES
+
+
+@dataclass
+class Split:
+    """A commit's change: its parent, what it changed and how, the two patches."""
+
+    parent: str
+    status: dict[str, str] = field(default_factory=dict)  # path -> A/M/D/R…
+    patch: str = ""
+    test_patch: str = ""
+    source_lines: int = 0  # lines added and removed in code files outside the tests
+
+    @property
+    def test_files(self) -> list[str]:
+        return sorted(p for p in self.status if is_test_change(p))
+
+    @property
+    def source_files(self) -> list[str]:
+        return sorted(p for p in self.status if not is_test_change(p) and is_code(p))
+
+
+def split_commit(repo: Path, commit: str) -> Split:
+    """The commit against its first parent, split into patch and test patch."""
+    parent = git.resolve_commit(repo, f"{commit}^")
+    split = Split(parent=parent)
+    for line in git.run_git(["diff", "--no-renames", "--name-status", parent, commit],
+                            repo).splitlines():
+        status, _, path = line.partition("\t")
+        if path:
+            split.status[path] = status[:1]
+    tests = split.test_files
+    others = sorted(p for p in split.status if p not in tests)
+    split.patch = _diff(repo, parent, commit, others)
+    split.test_patch = _diff(repo, parent, commit, tests)
+    for line in git.run_git(["diff", "--no-renames", "--numstat", parent, commit, "--",
+                             *split.source_files], repo).splitlines() if split.source_files else []:
+        added, removed, _ = line.split("\t", 2)
+        split.source_lines += int(added) if added.isdigit() else 0
+        split.source_lines += int(removed) if removed.isdigit() else 0
+    return split
+
+
+def _diff(repo: Path, parent: str, commit: str, paths: list[str]) -> str:
+    if not paths:
+        return ""
+    return git.run_git(["diff", "--no-renames", "--binary", "--full-index", parent, commit,
+                        "--", *paths], repo)
+
+
+@dataclass
+class FilePatch:
+    """One file's part of a unified diff."""
+
+    path: str
+    new_file: bool = False
+    deleted: bool = False
+    hunks: list[tuple[int, list[str], list[str]]] = field(default_factory=list)  # start, old, new
+
+
+def parse_patch(patch: str) -> list[FilePatch]:
+    """The files of a unified diff (git's format) with their hunks."""
+    files: list[FilePatch] = []
+    current: FilePatch | None = None
+    hunk: tuple[int, list[str], list[str]] | None = None
+    created = False
+    for line in patch.splitlines():
+        if line.startswith("diff --git "):
+            current, hunk, created = None, None, False
+        elif hunk is None and line.startswith("--- "):
+            created = line[4:] == "/dev/null"
+        elif hunk is None and line.startswith("+++ "):
+            path = line[4:]
+            if path == "/dev/null":  # deleted: named by the --- line
+                continue
+            current = FilePatch(path=path.removeprefix("b/"), new_file=created)
+            files.append(current)
+        elif (match := HUNK.match(line)) and current is not None:
+            hunk = (int(match.group(1)), [], [])
+            current.hunks.append(hunk)
+        elif hunk is not None and line[:1] in (" ", "-", "+"):
+            kind, text = line[0], line[1:]
+            if kind in " -":
+                hunk[1].append(text)
+            if kind in " +":
+                hunk[2].append(text)
+        elif hunk is not None and line == "":
+            hunk[1].append("")
+            hunk[2].append("")
+    return files
+
+
+def oracle_edits(before: str, file: FilePatch) -> str:
+    """Edit blocks that turn `before` into the file after the patch: one per hunk, its search
+    widened with the file's own lines until it is unique."""
+    if file.new_file:
+        body = "\n".join(file.hunks[0][2]) if file.hunks else ""
+        return _block(file.path, "", body)
+    lines = before.split("\n")
+    blocks = []
+    for start, old, new in file.hunks:
+        first = max(start - 1, 0)
+        lead, trail = 0, 0
+        while True:
+            search = lines[first - lead:first + len(old) + trail]
+            text = "\n".join(search)
+            if before.count(text) == 1 and "".join(search).strip():
+                break
+            if first - lead <= 0 and first + len(old) + trail >= len(lines):
+                return _block(file.path, before.rstrip("\n"), _whole_after(before, file))
+            lead, trail = lead + (first - lead > 0), trail + 1
+        replacement = [*lines[first - lead:first], *new,
+                       *lines[first + len(old):first + len(old) + trail]]
+        blocks.append(_block(file.path, text, "\n".join(replacement)))
+    return "\n".join(blocks)
+
+
+def _whole_after(before: str, file: FilePatch) -> str:
+    """The whole file after the patch (the fallback when no hunk can be made unique)."""
+    lines = before.split("\n")
+    for start, old, new in reversed(file.hunks):
+        first = max(start - 1, 0)
+        lines[first:first + len(old)] = new
+    return "\n".join(lines).rstrip("\n")
+
+
+def _block(path: str, search: str, replacement: str) -> str:
+    return (f'<edit file="{path}">\n<search>\n{search}\n</search>\n'
+            f"<replacement>\n{replacement}\n</replacement>\n</edit>")

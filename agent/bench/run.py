@@ -1,0 +1,199 @@
+"""`cra bench run`: every task × model configuration solved by cra, and scored by the bench.
+
+Each task gets a commit of its own in the bench's clone of the repository: the base commit with
+the task's test changes applied (the fix's new tests are there, failing, as the gate's target).
+cra's normal orchestrator solves the problem statement from it, in the sandbox. The score is the
+bench's, not the run's: on the run's last commit, every test file, conftest and runner config
+the run changed or added is put back as the task's tests have it, the test command runs, and the
+task is resolved only when every FAIL_TO_PASS test passes and every PASS_TO_PASS test still
+passes. A result is appended the moment it is known; a re-run skips what the file holds.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agent import gate, git
+from agent.bench.patches import is_test_change
+from agent.bench.results import BenchResult, append_result, finished
+from agent.bench.tasks import BenchTask
+from agent.bench.trees import SetupError, checkout, outcomes, run_tests
+from agent.config import ModelConfig, SolveConfig
+from agent.context import IndexedFactory
+from agent.envcache import EnvCache
+from agent.errors import AgentError, GitError
+from agent.llm.client import ChatModel
+from agent.llm.router import ModelRouter
+from agent.models import OrchestratorResult
+from agent.orchestrator import solve
+from agent.runtime import Runtime
+from agent.sandbox import Sandbox
+from agent.store import RunLog
+
+Factory = Callable[[ModelConfig], ChatModel]
+
+
+@dataclass(frozen=True)
+class Bench:
+    """Where the bench runs: the repository, its config, the sandbox and the run log."""
+
+    repo: Path
+    config: SolveConfig
+    sandbox: Sandbox
+    environ: Mapping[str, str]
+    data_dir: Path
+    log: RunLog
+    cache: EnvCache | None = None
+
+    @property
+    def clone(self) -> Path:
+        return self.data_dir / "bench" / "repo"
+
+    @property
+    def work_dir(self) -> Path:
+        return self.data_dir / "bench" / "work"
+
+
+def prepare_clone(bench: Bench) -> Path:
+    """The bench's own clone of the repository (its commits and branches stay out of yours)."""
+    clone = bench.clone
+    if not (clone / "HEAD").exists() and not (clone / ".git").exists():
+        clone.parent.mkdir(parents=True, exist_ok=True)
+        git.run_git(["clone", "--quiet", "--bare", "--no-hardlinks", str(bench.repo.resolve()),
+                     str(clone)], clone.parent)
+    else:
+        git.run_git(["fetch", "--quiet", str(bench.repo.resolve()),
+                     "+refs/heads/*:refs/remotes/source/*"], clone)
+    return clone
+
+
+def tests_commit(bench: Bench, task: BenchTask) -> str:
+    """The task's starting commit: its base with its test changes applied (made once)."""
+    ref = f"refs/bench/{_slug(task.instance_id)}"
+    try:
+        return git.resolve_commit(bench.clone, ref)
+    except GitError:
+        pass
+    with checkout(bench.clone, task.base_commit, bench.work_dir) as tree:
+        git.apply_diff(tree, task.test_patch)
+        commit = git.commit_all(tree, f"bench: the tests of {task.instance_id}",
+                                author_name="cra bench", author_email="bench@cra.invalid")
+        commit = commit or git.head_commit(tree)
+    git.run_git(["update-ref", ref, commit], bench.clone)
+    return commit
+
+
+def run_bench(
+    bench: Bench, tasks: Sequence[BenchTask], labels: Sequence[str], results: Path, *,
+    factory_for: Callable[[str, BenchTask], Factory], config_for: Callable[[str], SolveConfig],
+    jobs: int = 1, progress: Callable[[BenchResult, int, int], None] | None = None,
+) -> list[BenchResult]:
+    """Solve and score every (task, label) not in `results` yet; append each result there."""
+    prepare_clone(bench)
+    done = finished(results)
+    todo = [(task, label) for task in tasks for label in labels
+            if (task.instance_id, label) not in done]
+    lock = threading.Lock()
+    made: list[BenchResult] = []
+
+    def one(task: BenchTask, label: str) -> BenchResult:
+        with lock:
+            start = tests_commit(bench, task)
+        return run_one(bench, task, label, start, factory_for(label, task), config_for(label))
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(one, task, label) for task, label in todo]
+        for future in as_completed(futures):
+            result = future.result()
+            with lock:
+                append_result(results, result)
+                made.append(result)
+                if progress is not None:
+                    progress(result, len(made), len(todo))
+    return made
+
+
+def run_one(bench: Bench, task: BenchTask, label: str, start: str, factory: Factory,
+            config: SolveConfig) -> BenchResult:
+    """One task solved by one configuration, then scored."""
+    started = time.monotonic()
+    router = ModelRouter(config.models, factory=factory)
+    runtime = Runtime(log=bench.log, models=router, environ=bench.environ,
+                      work_dir=bench.work_dir, sandbox=bench.sandbox, env_cache=bench.cache)
+    branch = f"bench/{_slug(task.instance_id)}/{_slug(label)}"
+    try:
+        run = solve(task.problem_statement, bench.clone, config, runtime, base=start,
+                    branch=branch, context_factory=IndexedFactory(bench.data_dir / "bench",
+                                                                  config.retrieval))
+    except (AgentError, GitError) as exc:
+        return _result(task, label, "error", started, error=f"the run could not start: {exc}")
+    finally:
+        router.close()
+    try:
+        scored = score(bench, task, run.commit or start, start)
+    except (SetupError, GitError) as exc:
+        return _result(task, label, "error", started, run=run, error=str(exc))
+    finally:
+        if git.branch_exists(bench.clone, branch):
+            git.delete_branch(bench.clone, branch)
+    f2p = {t: scored.get(t, "missing") for t in task.FAIL_TO_PASS}
+    p2p = {t: scored.get(t, "missing") for t in task.PASS_TO_PASS}
+    resolved = all(v == "passed" for v in (*f2p.values(), *p2p.values()))
+    return _result(task, label, "resolved" if resolved else "unresolved", started, run=run,
+                   f2p=f2p, p2p=p2p)
+
+
+def score(bench: Bench, task: BenchTask, head: str, start: str) -> dict[str, str]:
+    """Test outcomes of `head` with the task's tests put back over whatever the run did to
+    test files, conftests and runner configs."""
+    with checkout(bench.clone, head, bench.work_dir) as tree:
+        restored = git.run_git(["diff", "--no-renames", "--name-status", start, head], tree)
+        for line in restored.splitlines():
+            status, _, path = line.partition("\t")
+            if not (is_test_change(path) or gate.gate_role(path) is not None):
+                continue
+            if status.startswith("A"):
+                (tree / path).unlink(missing_ok=True)
+            else:
+                git.run_git(["checkout", start, "--", path], tree)
+        result = run_tests(tree, bench.clone, bench.config.testing, sandbox=bench.sandbox,
+                           environ=bench.environ, work_dir=bench.work_dir, cache=bench.cache)
+    return dict(outcomes(result))
+
+
+def _result(task: BenchTask, label: str, outcome: str, started: float, *,
+            run: OrchestratorResult | None = None, error: str | None = None,
+            f2p: dict[str, str] | None = None, p2p: dict[str, str] | None = None,
+            ) -> BenchResult:
+    usage = run.usage if run is not None else None
+    return BenchResult.model_validate({
+        "instance_id": task.instance_id, "model": label, "outcome": outcome,
+        "run_id": run.task_id if run is not None else None,
+        "run_status": run.status if run is not None else None,
+        "calls": usage.calls if usage else 0,
+        "prompt_tokens": usage.prompt_tokens if usage else 0,
+        "completion_tokens": usage.completion_tokens if usage else 0,
+        "wall_s": round(time.monotonic() - started, 3),
+        "fail_to_pass": f2p or {}, "pass_to_pass": p2p or {},
+        "error": error if error is not None else (run.error if run is not None else None),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    })
+
+
+def with_model(config: SolveConfig, model: str) -> SolveConfig:
+    """The config with every role asking for `model` (on each role's own server)."""
+    models = config.models.model_copy(update={
+        role: getattr(config.models, role).model_copy(update={"model": model})
+        for role in ("reasoning", "coding", "classifier")})
+    return config.model_copy(update={"models": models})
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80] or "x"
