@@ -57,7 +57,23 @@ def build_parser() -> argparse.ArgumentParser:
                         help="inside GitHub Actions: handle this workflow's event")
     commands.add_parser("register", help="register the GitHub App from app.yml",
                         add_help=False)
+    _add_bench(commands, below)
     return parser
+
+
+def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+               below: argparse.ArgumentParser) -> None:
+    bench = commands.add_parser("bench", parents=[below], help="replay a repository's past "
+                                "fixes with the server's models and publish the report")
+    bench.add_argument("--repo", required=True, help="owner/name")
+    bench.add_argument("--model", action="append", default=[], help="a model name the server "
+                       "allows, or oracle (repeatable; default: the configured models)")
+    bench.add_argument("--tasks", type=Path, help="a task file (SWE-bench's format) instead of "
+                       "mining the default branch")
+    bench.add_argument("--max", type=int, default=500, help="commits to examine when mining")
+    bench.add_argument("--since", help="only commits after this date (git's --since)")
+    bench.add_argument("--jobs", type=int, default=1, help="tasks solved at once")
+    bench.add_argument("--installation", type=int, help="the App installation id")
 
 
 def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -122,6 +138,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"cra-bot: {shown_url(settings.database_url)} is at the newest migration")
         return EXIT_OK
     startup.check_worker(settings, queue=False)
+    if args.command == "bench":
+        return _bench(settings, args)
     return _run_one(settings, args.repo, args.issue, args.instructions, args.installation)
 
 
@@ -175,6 +193,32 @@ def _run_one(
         return _report(services, run.id)
     finally:
         services.close()
+
+
+def _bench(settings: BotSettings, args: argparse.Namespace) -> int:
+    """`cra-bot bench`: bench a repository here and publish its report as a page."""
+    from agent.bench.report_text import render_text
+    from bot.bench import BenchRequest, bench_repository
+    from bot.sandboxes import check_sandbox
+    from bot.services import build_services
+
+    services = build_services(settings)
+    try:
+        check_sandbox(settings, services.sandbox)
+        installation = args.installation
+        if installation is None and settings.app_id is not None:
+            installation = services.github.installation_for(args.repo)
+        request = BenchRequest(repository=args.repo, installation_id=installation,
+                               models=args.model, tasks=args.tasks, max_commits=args.max,
+                               since=args.since, jobs=args.jobs)
+        published = bench_repository(services, request,
+                                     lambda line: print(f"  {line}", file=sys.stderr))
+    finally:
+        services.close()
+    print(render_text(published.report))
+    where = published.url if settings.public_url else f"{published.url} on this server"
+    print(f"\nreport: {where}\nresults: {published.results}")
+    return EXIT_OK
 
 
 def _action() -> int:
