@@ -270,3 +270,17 @@ def test_html_is_written_where_asked(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert report_command(args(results, html=page)) == 0
     assert page.read_text(encoding="utf-8").startswith("<!doctype html>")
     assert f"HTML report: {page}" in capsys.readouterr().out
+
+
+def test_cra_bench_report_through_the_real_cli(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    results = write(tmp_path / "r.jsonl", [result("a", "m", "resolved", run_id="run-a")])
+    page = tmp_path / "report.html"
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "bench", "report", str(results),
+                           "--html", str(page), "--json"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    jsonschema.Draft202012Validator(schema()).validate(json.loads(proc.stdout))
+    assert "run-a" in page.read_text(encoding="utf-8")
