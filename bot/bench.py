@@ -3,6 +3,7 @@ scored by cra's bench, and publish the report as a page behind the run pages' ga
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -166,3 +167,26 @@ def _tasks(services: Services, request: BenchRequest, mirror: Path, config: Solv
             progress(f"mining: {done}/{total} commits, {len(found.tasks)} tasks")
 
     return mine(mirror, bed, options, progress=mined).tasks
+
+
+def write_outputs(published: Published, repository: str, *, out: Path | None,
+                  summary: Path | None) -> None:
+    """The report as files (`out`: HTML, JSON, the results) and as a job summary (Markdown)."""
+    from agent.bench.report_html import render_html
+    from agent.bench.report_text import render_text
+
+    try:
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            html = render_html(published.report, repository=repository)
+            (out / "report.html").write_text(html, encoding="utf-8")
+            (out / "report.json").write_text(published.report.model_dump_json(indent=2),
+                                             encoding="utf-8")
+            if published.results.exists():  # none when no task was found
+                shutil.copyfile(published.results, out / "results.jsonl")
+        if summary is not None:
+            text = render_text(published.report).replace("`", "'")  # no fence ends early
+            with summary.open("a", encoding="utf-8") as handle:
+                handle.write(f"## cra bench: {repository}\n\n```text\n{text}\n```\n")
+    except OSError as exc:
+        raise BenchRefused(f"cannot write the report: {exc}") from exc

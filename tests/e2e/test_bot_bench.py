@@ -89,3 +89,41 @@ def test_cra_bot_bench_mines_runs_and_publishes_a_page_only_readers_see(tmp_path
             assert stranger.get(page).status_code == 404
         finally:
             services.close()
+
+
+def test_cra_bot_bench_in_actions_writes_the_report_files_and_the_job_summary(
+    tmp_path: Path
+) -> None:
+    token = "ghs_" + "b" * 36 + "bench"
+    history = build_history(tmp_path / "source")
+    with FakeGitHub() as fake, ScriptedModelServer() as models:
+        fake.add_repo(REPO, history.repo)
+        fake.add_static_token(token)
+        event = tmp_path / "event.json"
+        event.write_text('{"inputs": {"bench": true}}', encoding="utf-8")
+        env = {k: v for k, v in settings_env(tmp_path, fake, models).items()
+               if not k.startswith("CRA_") or k.endswith(("_BASE_URL", "_MODEL", "SANDBOX"))}
+        env.update({
+            "GITHUB_EVENT_NAME": "workflow_dispatch", "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_TOKEN": token, "GITHUB_API_URL": fake.api_url,
+            "GITHUB_SERVER_URL": fake.git_url, "GITHUB_REPOSITORY": REPO,
+            "RUNNER_TEMP": str(tmp_path / "runner"),
+        })  # fmt: skip
+        summary, out = tmp_path / "summary.md", tmp_path / "runner" / "cra-bench"
+
+        proc = subprocess.run(
+            [sys.executable, "-m", "bot.cli", "bench", "--actions", "--model", "oracle",
+             "--out", str(out), "--summary", str(summary)],
+            env=env, capture_output=True, text=True, timeout=600, check=False,
+        )
+
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert token not in proc.stdout + proc.stderr
+        assert {r.token for r in fake.requests if r.token} == {token}
+        written = summary.read_text(encoding="utf-8")
+        assert written.startswith(f"## cra bench: {REPO}\n\n```text\n")
+        assert re.search(r"oracle\s+3\s+3/3\s+100\.0%", written)
+        assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json",
+                                                          "results.jsonl"]
+        assert (out / "report.html").read_text(encoding="utf-8").count(
+            'data-outcome="resolved"') == 3
