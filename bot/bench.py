@@ -13,9 +13,9 @@ from agent import git
 from agent.bench.mine import Mined, MineOptions, TestBed, mine
 from agent.bench.oracle import OracleModel, parse_label
 from agent.bench.patches import parse_patch
-from agent.bench.report import BenchReport, build_report
 from agent.bench.results import BenchResult, read_results
 from agent.bench.run import Bench, Factory, run_bench, with_model
+from agent.bench.scores import BenchReport, build_report
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config import CONFIG_CANDIDATES, ModelConfig, SolveConfig
 from agent.errors import AgentError

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from agent.bench.report import BenchReport
 from agent.bench.report_text import HEADER, MARKS, percent, summary_rows
+from agent.bench.scores import BenchReport
 
 RunLink = Callable[[str], str | None]
 

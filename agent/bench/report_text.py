@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from agent.bench.report import BenchReport, Cell, Comparison, ModelSummary
+from agent.bench.scores import BenchReport, Cell, Comparison, ModelSummary
 
 MARKS = {"resolved": "✓", "unresolved": "✗", "error": "E"}
 NOT_RUN = "·"
