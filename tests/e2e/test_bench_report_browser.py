@@ -109,6 +109,7 @@ def test_bench_report_grid_and_hostile_text_in_chromium(
             if run is not None:
                 assert run in browser.text(css) and f"cra runs {run}" in (
                     browser.attribute(css, "title") or "")
+        assert "setup failed" in browser.text("#cell-1-1")
         assert browser.text("#task-2 .task-id") == evil_id
         assert browser.text("#task-2 .task-title") == hostile(hits.url)
         assert browser.text("#model-0 td:nth-child(4)") == "66.7%"  # qwen: 2 of 3 resolved
