@@ -227,6 +227,8 @@ def _git_view(tree: Path) -> tuple[list[str], list[int]]:
         if (common / name).exists():
             args += ["--ro-bind", str(common / name), str(common / name)]
     args += ["--ro-bind", str(admin), str(admin)]
+    if not (common / "config").exists():  # nothing to hide (git's defaults), nowhere to mount
+        return args, []
     read, write = os.pipe()
     os.write(write, git.format_only_config(common).encode())  # a few lines: fits the pipe
     os.close(write)

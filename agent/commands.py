@@ -278,12 +278,22 @@ def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
 def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     from agent.bench.commands import bench_command
 
-    _, config = _repo_and_config(args)
+    repo = Path(args.repo).resolve()
+    if not (git.is_work_tree(repo) or _is_bare(repo)):
+        raise UsageError(f"{repo} is not a git repository (--repo)")
+    config = load_config(repo, args.config)  # a bare repository (a mirror) needs --config
     cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
     cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
     return bench_command(args, log, env, config=config, sandbox=_sandbox(args, env),
                          data_dir=data_dir(args, env), factory=_Factory(env),
                          cache=cache if cache_mb > 0 else None)
+
+
+def _is_bare(path: Path) -> bool:
+    try:
+        return git.run_git(["rev-parse", "--is-bare-repository"], path).strip() == "true"
+    except (AgentError, OSError):
+        return False
 
 
 def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:

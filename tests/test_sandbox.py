@@ -386,3 +386,21 @@ def test_a_scratch_tree_reads_the_worktrees_ignored_files_through_its_links(
                                 read_only=[worktree])
     assert not alone.success and "No module named 'helper'" in (alone.test_output or "")
     assert linked.success, linked.test_output
+
+
+def test_git_works_in_a_worktree_of_a_repository_without_a_config_file(
+    bwrap: MakeBwrap, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mirror fetched without a config file (git's defaults) still gives its worktrees git."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    source = make_python_project(tmp_path / "source", bug=False)
+    mirror = tmp_path / "mirror.git"
+    git_in(tmp_path, "clone", "--quiet", "--bare", str(source), str(mirror))
+    (mirror / "config").unlink()
+    tree = tmp_path / "tree"
+    git_in(mirror, "worktree", "add", "--quiet", "--detach", str(tree), "HEAD")
+
+    result = run_command("git log -1 --format=%s", tree, sandbox=bwrap(), timeout=60,
+                         env={"PATH": PATH}, max_output_chars=2000)
+
+    assert result.exit_code == 0, result.output

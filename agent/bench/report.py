@@ -27,6 +27,7 @@ from agent.bench.scores import (
 from agent.bench.tasks import TaskFileError, read_tasks
 
 __all__ = [
+    "SCHEMA",
     "BaselineError",
     "BenchReport",
     "ReportFileError",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 SCHEMA_FILE = "report.schema.json"
+SCHEMA = Path(__file__).with_name(SCHEMA_FILE)  # the file; schema() reads it as package data
 
 
 # --- the command -----------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def prepare_clone(bench: Bench) -> Path:
     return clone
 
 
-def tests_commit(bench: Bench, task: BenchTask) -> str:
+def start_commit(bench: Bench, task: BenchTask) -> str:
     """The task's starting commit: its base with its test changes applied (made once)."""
     ref = f"refs/bench/{_slug(task.instance_id)}"
     try:
@@ -105,7 +105,7 @@ def run_bench(
 
     def one(task: BenchTask, label: str) -> BenchResult:
         with lock:
-            start = tests_commit(bench, task)
+            start = start_commit(bench, task)
         return run_one(bench, task, label, start, factory_for(label, task), config_for(label))
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -93,7 +93,7 @@ def test_bench_report_grid_and_hostile_text_in_chromium(
     with Browser(tools.chromedriver, tools.chromium, tmp_path / "profile") as browser:
         browser.open(page.as_uri())
         browser.find("#grid")
-        assert browser.execute("return document.title;") == "cra bench report"
+        assert browser.script("return document.title;") == "cra bench report"
         # models in order of first result: qwen, then oracle; tasks in the task file's order
         assert [browser.text(f"#grid thead th:nth-child({i})") for i in (2, 3)] == [
             "qwen", "oracle"]
@@ -113,9 +113,9 @@ def test_bench_report_grid_and_hostile_text_in_chromium(
         assert browser.text("#task-2 .task-id") == evil_id
         assert browser.text("#task-2 .task-title") == hostile(hits.url)
         assert browser.text("#model-0 td:nth-child(4)") == "66.7%"  # qwen: 2 of 3 resolved
-        counts = browser.execute(
+        counts = browser.script(
             "return [document.scripts.length, document.images.length,"
             " performance.getEntriesByType('resource').length];")
         assert counts == [0, 0, 0]
-        assert browser.execute("return document.title;") == "cra bench report"
+        assert browser.script("return document.title;") == "cra bench report"
     assert hits.paths == []

@@ -97,7 +97,7 @@ class Browser:
         self._call("POST", f"{self._session}/element/{self.find(css)}/value", {"text": text})
 
     def text(self, css: str) -> str:
-        """The rendered text of the element `css` selects."""
+        """The rendered text of the element `css` selects (what a person reads)."""
         return str(self._call("GET", f"{self._session}/element/{self.find(css)}/text"))
 
     def attribute(self, css: str, name: str) -> str | None:
@@ -105,9 +105,9 @@ class Browser:
         value = self._call("GET", f"{self._session}/element/{self.find(css)}/attribute/{name}")
         return None if value is None else str(value)
 
-    def execute(self, script: str) -> Any:
-        """Run `script` (a function body) in the page; what it returns."""
-        return self._call("POST", f"{self._session}/execute/sync", {"script": script, "args": []})
+    def script(self, source: str) -> Any:
+        """The value of a script run in the page."""
+        return self._call("POST", f"{self._session}/execute/sync", {"script": source, "args": []})
 
     def dom(self) -> str:
         """The page's DOM as HTML."""

@@ -1,0 +1,151 @@
+"""`cra bench` end to end through the real CLI: the oracle resolves every mined task, a run
+that edits the tests instead of the source is scored unresolved, a bench killed midway resumes
+without repeating finished tasks, and the report's JSON matches its schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from agent import git
+from agent.bench.report import SCHEMA
+from agent.bench.results import read_results
+from agent.bench.run import Bench, prepare_clone, score, start_commit
+from agent.bench.tasks import read_tasks
+from agent.bwrap import build_sandbox
+from agent.config import load_config
+from agent.store import RunLog
+from tests.bench.history import History, build_history
+from tests.e2e.first_hour import clean_env, program
+from tests.fakes.repos import ISOLATED_GIT_ENV, git_in
+from tests.fakes.sandboxes import test_sandbox_kind
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in ISOLATED_GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.fixture(scope="module")
+def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[History, Path, Path]:
+    """The history, its tasks (mined through the CLI) and a data dir."""
+    os.environ.update(ISOLATED_GIT_ENV)
+    tmp = tmp_path_factory.mktemp("bench")
+    history = build_history(tmp / "repo")
+    tasks = tmp / "tasks.jsonl"
+    done = cra(tmp, "bench", "mine", "--repo", str(history.repo), "--output", str(tasks))
+    assert done.returncode == 0, done.stderr
+    assert "3 task(s) from 8 commit(s)" in done.stderr
+    return history, tasks, tmp
+
+
+def cra(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*program("cra"), "--data-dir", str(tmp / "data"), *args],
+                          env=clean_env(tmp), capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+def test_the_oracle_resolves_every_mined_task(mined: tuple[History, Path, Path],
+                                              tmp_path: Path) -> None:
+    history, tasks, _ = mined
+    results = tmp_path / "results.jsonl"
+
+    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
+               "--results", str(results), "--jobs", "2")
+
+    assert done.returncode == 0, done.stderr
+    found = list(read_results(results))
+    assert len(found) == 3 and all(r.resolved for r in found), found
+    assert all(r.calls > 0 and r.run_id for r in found)
+    with RunLog.open(f"sqlite:///{tmp_path / 'data' / 'cra.db'}") as log:
+        for result in found:  # every result links to its trace
+            run = log.get_orchestrator_run(result.run_id or "")
+            assert run is not None and run.status == "complete"
+    report = cra(tmp_path, "bench", "report", str(results), "--json", "--tasks", str(tasks))
+    data = json.loads(report.stdout)
+    jsonschema.validate(data, json.loads(SCHEMA.read_text()))
+    [row] = data["models"]
+    assert (row["model"], row["resolved"], row["scored"]) == ("oracle", 3, 3)
+
+
+def test_a_noise_mode_runs_and_is_scored(mined: tuple[History, Path, Path],
+                                         tmp_path: Path) -> None:
+    history, tasks, _ = mined
+    results = tmp_path / "results.jsonl"
+
+    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
+               "--results", str(results), "--model", "oracle:edits@1.0")
+
+    assert done.returncode == 0, done.stderr
+    found = list(read_results(results))
+    assert {r.outcome for r in found} <= {"resolved", "unresolved"} and len(found) == 3
+    assert all(r.model == "oracle:edits@1.0" for r in found)
+
+
+def test_an_unknown_noise_mode_is_a_usage_error(mined: tuple[History, Path, Path],
+                                                tmp_path: Path) -> None:
+    history, tasks, _ = mined
+    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
+               "--model", "oracle:nonsense")
+    assert done.returncode == 2 and "unknown oracle noise mode" in done.stderr
+
+
+def test_a_bench_killed_midway_resumes_without_repeating(mined: tuple[History, Path, Path],
+                                                         tmp_path: Path) -> None:
+    history, tasks, _ = mined
+    results = tmp_path / "results.jsonl"
+    argv = [*program("cra"), "--data-dir", str(tmp_path / "data"), "bench", "run", str(tasks),
+            "--repo", str(history.repo), "--results", str(results)]
+    proc = subprocess.Popen(argv, env=clean_env(tmp_path), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not (results.exists() and results.read_text().count("\n") >= 1):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    first = list(read_results(results))
+    assert 1 <= len(first) < 3
+
+    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
+               "--results", str(results))
+
+    assert done.returncode == 0, done.stderr
+    after = list(read_results(results))
+    assert after[:len(first)] == first  # appended, never rewritten
+    assert sorted(r.instance_id for r in after) == sorted(t.instance_id
+                                                          for t in read_tasks(tasks))
+    assert f"[1/{3 - len(first)}]" in done.stderr
+
+
+def test_a_run_that_edits_the_tests_instead_of_the_source_is_unresolved(
+    mined: tuple[History, Path, Path], tmp_path: Path,
+) -> None:
+    history, tasks, _ = mined
+    task = next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
+    config = load_config(history.repo)
+    with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
+        bench = Bench(repo=history.repo, config=config, environ=dict(os.environ), log=log,
+                      sandbox=build_sandbox(test_sandbox_kind()), data_dir=tmp_path / "data")
+        prepare_clone(bench)
+        start = start_commit(bench, task)
+        # what a green but dishonest run leaves: the test weakened, a conftest that passes all
+        tree = tmp_path / "cheat"
+        git.run_git(["worktree", "add", "--quiet", "--detach", str(tree), start], bench.clone)
+        (tree / "tests" / "test_double.py").write_text("def test_double():\n    assert True\n")
+        (tree / "conftest.py").write_text("import pytest\n")
+        cheat = git.commit_all(tree, "make it green", author_name="m", author_email="m@x")
+        assert cheat is not None
+        git_in(tree, "log", "-1")
+
+        outcomes = score(bench, task, cheat, start)
+
+    assert outcomes["tests/test_double.py::test_double"] == "failed"
