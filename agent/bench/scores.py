@@ -56,6 +56,7 @@ class ModelSummary(_Frozen):
     tasks: int = Field(description="tasks with a result for this model (errors included)")
     resolved: int
     unresolved: int
+    scored: int = Field(description="resolved + unresolved: the rate's denominator")
     errors: int = Field(description="harness errors: left out of the rate and its interval")
     rate: float | None = Field(description="resolved / (resolved + unresolved); null when 0/0")
     ci_low: float | None = Field(description="Wilson 95% score interval, lower bound")
@@ -150,7 +151,7 @@ def summarise(model: str, results: Sequence[BenchResult]) -> ModelSummary:
     tokens = sum(r.prompt_tokens + r.completion_tokens for r in results)
     wall = sum(r.wall_s for r in results)
     return ModelSummary(
-        model=model, tasks=len(results), resolved=resolved, unresolved=unresolved,
+        model=model, tasks=len(results), resolved=resolved, unresolved=unresolved, scored=scored,
         errors=len(results) - scored, rate=resolved / scored if scored else None,
         ci_low=interval[0] if interval else None, ci_high=interval[1] if interval else None,
         calls=sum(r.calls for r in results),

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import pytest
 from flask.testing import FlaskClient
 
 from bot.app import create_app
@@ -26,6 +27,9 @@ from tests.fakes.sandboxes import test_sandbox_kind
 
 REPO = "octo/mathx"
 OWNER, STRANGER = "octocat", "mallory"
+# A whole bench through the real CLI: mining replays each commit's tests in the sandbox, then
+# three solves and three scorings; about a minute alone, more on a busy machine.
+pytestmark = pytest.mark.timeout(900)
 
 
 def settings_env(tmp: Path, fake: FakeGitHub, models: ScriptedModelServer) -> dict[str, str]:
