@@ -97,6 +97,7 @@ def _dispatch(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> 
         return _solve(args, log, env)
     if args.command == "plan":
         return _plan(args, log, env)
+    _remove_abandoned(log, data_dir(args, env))  # so that a killed run is not listed running
     return _runs(args, log)
 
 
@@ -228,7 +229,8 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
             bar.finish()
             runtime.models.close()
         if interrupts.exit_code is not None:
-            return _interrupted(result, repo, interrupts.exit_code, keep=args.keep)
+            return _interrupted(result, repo, interrupts.exit_code, keep=args.keep,
+                                as_json=args.json)
     print(result.model_dump_json(indent=2) if args.json else render_result(result))
     return EXIT_OK if result.status == "complete" and not result.error else EXIT_FAILED
 
@@ -238,17 +240,27 @@ def _remove_abandoned(log: RunLog, work_dir: Path) -> None:
     runs, still "running" in the log, are marked failed; one line each says so."""
     for gone in remove_abandoned(work_dir):
         log.abandon_run(gone.run_id, "interrupted: its cra process is gone")
-        print(f"cra: removed the worktree of run {gone.run_id}, whose process is gone",
+        kept = ""
+        if not gone.branch_deleted and gone.branch:
+            kept = (f"; its branch {gone.branch} keeps the commits it made "
+                    f"(`git branch -D {gone.branch}` deletes it)")
+        print(f"cra: removed the worktree of run {gone.run_id}, whose process is gone{kept}",
               file=sys.stderr)
 
 
-def _interrupted(result: OrchestratorResult, repo: Path, code: int, *, keep: bool) -> int:
-    """A run SIGINT or SIGTERM ended: its branch goes too unless --keep; one line says so."""
+def _interrupted(result: OrchestratorResult, repo: Path, code: int, *, keep: bool,
+                 as_json: bool) -> int:
+    """A run SIGINT or SIGTERM ended: its branch goes too unless --keep; one line says so (and
+    with --json, the result, cancelled, is printed as it would have been)."""
     kept = ""
     if result.branch and keep:
         kept = f"; its branch {result.branch} holds the {result.steps_completed} step(s) passed"
-    elif result.branch and git.branch_exists(repo, result.branch):
-        git.delete_branch(repo, result.branch)
+    elif result.branch:
+        if git.branch_exists(repo, result.branch):
+            git.delete_branch(repo, result.branch)
+        result = result.model_copy(update={"branch": None})
+    if as_json:
+        print(result.model_dump_json(indent=2))
     print(f"cra: run {result.task_id} cancelled ({result.error or 'interrupted'}){kept}",
           file=sys.stderr)
     return code
@@ -262,7 +274,8 @@ def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     context = IndexedFactory(data_dir(args, env), config.retrieval, progress=bar)(repo)
     bar.finish()
     try:
-        artifact = plan_task(args.task, repo, config, runtime, context=context)
+        with interruptible():  # a signal ends the plan run cancelled; run_main says so
+            artifact = plan_task(args.task, repo, config, runtime, context=context)
     finally:
         context.close()
         runtime.models.close()

@@ -204,7 +204,9 @@ def _accounting(
     """Tests that ran before must still run: none disappears or becomes skipped or xfail."""
     before, now = reference.report, current.report
     if before.source in LISTING_SOURCES and now.source in LISTING_SOURCES:
-        gone = [t for t in before.outcomes if t not in now.outcomes]
+        # a file that could not be collected before runs when its tests do now
+        gone = [t for t in before.outcomes if t not in now.outcomes
+                and not any(names(t, test) for test in now.outcomes)]
         hidden = [t for t, o in now.outcomes.items()
                   if o in NOT_RUN and before.outcomes.get(t, o) not in NOT_RUN]
         _sort(gone, "no longer ran (deleted, renamed or deselected)", allowed, problems, changed)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from agent.config import SolveConfig
 from agent.context import ContextSource, SeededFiles
-from agent.errors import AgentError
+from agent.errors import AgentError, Interrupted
 from agent.execute.plan import execute_plan, plan_to_artifact
 from agent.execute.prompts import plan_context_room
 from agent.llm.budget import TaskBudget
@@ -38,6 +38,9 @@ def plan_task(
         meta = _meta_plan(task, source, reasoning, classifier, config)
     except AgentError as exc:
         _finish(runtime, task_run, "failed", reasoning, classifier, error=str(exc))
+        raise
+    except Interrupted as exc:  # SIGINT or SIGTERM to `cra plan`: recorded, then said
+        _finish(runtime, task_run, "cancelled", reasoning, classifier, error=str(exc))
         raise
     _finish(runtime, task_run, "complete", reasoning, classifier)
     runtime.log.set_state(str(task_run), "meta_plan", meta)
@@ -79,7 +82,7 @@ def _client(
 def _finish(
     runtime: Runtime,
     task_run: int,
-    status: Literal["complete", "failed"],
+    status: Literal["complete", "failed", "cancelled"],
     *clients: LoggedLLMClient,
     error: str | None = None,
 ) -> None:

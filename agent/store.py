@@ -167,10 +167,17 @@ class RunLog(Database):
         )
 
     def abandon_run(self, task_id: str, error: str) -> None:
-        """A run whose process died while it ran: failed, if the log still says running."""
+        """A run whose process died while it ran: failed, if the log still says running (an
+        orchestrated run's passes that were running too, each with the error)."""
         orchestrated = self.get_orchestrator_run(task_id)
         if orchestrated is not None and orchestrated.status == "running":
             self.update_orchestrator_run(orchestrated.id, status="failed", completed=True)
+            with self._write() as conn:
+                conn.execute(update(TaskRunRow).where(
+                    TaskRunRow.id.in_([p.task_run_id for p in orchestrated.passes]),
+                    TaskRunRow.status == "running",
+                ).values(status="failed", success=False, error=error,
+                         completed_at=self._clock()))
         single = self.get_task_run(task_id)
         if single is not None and single.status == "running":
             self.finish_task_run(single.id, status="failed", success=False, usage=Usage(),

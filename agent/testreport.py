@@ -258,6 +258,8 @@ def _junit_id(case: ET.Element) -> str:
     if not file:
         return f"{classname}::{name}" if classname else name
     module = str(PurePosixPath(file).with_suffix("")).replace("/", ".")
+    if not classname and name == module:  # the module could not be collected: the file fails
+        return file
     rest = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
     parts = [file, *(rest.split(".") if rest else []), name]
     return "::".join(p for p in parts if p)

@@ -50,8 +50,8 @@ def open_workspace(
     worktree = work_dir / "worktrees" / f"{slugify(branch_hint, limit=24)}-{run_id[:8]}"
     worktree.parent.mkdir(parents=True, exist_ok=True)
     _owner_file(worktree).write_text(json.dumps({
-        "pid": os.getpid(), "host": socket.gethostname(), "run_id": run_id,
-        "repo": str(repo), "branch": name, "base": start,
+        "pid": os.getpid(), "started": process_start(os.getpid()), "host": socket.gethostname(),
+        "run_id": run_id, "repo": str(repo), "branch": name, "base": start,
     }), encoding="utf-8")
     git.add_worktree(repo, worktree, commit=start, branch=name, force=branch is not None)
     return Workspace(repo=repo, worktree=worktree, branch=name, base=start)
@@ -78,6 +78,7 @@ class Abandoned:
     run_id: str
     worktree: Path
     branch_deleted: bool
+    branch: str = ""  # kept when it holds commits of the run's (its work is not thrown away)
 
 
 def remove_abandoned(work_dir: Path) -> list[Abandoned]:
@@ -89,9 +90,10 @@ def remove_abandoned(work_dir: Path) -> list[Abandoned]:
             info = json.loads(owner.read_text(encoding="utf-8"))
             pid, host = int(info["pid"]), str(info["host"])
             repo, branch, base = Path(info["repo"]), str(info["branch"]), str(info["base"])
+            started = info.get("started")
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if host != socket.gethostname() or _alive(pid):
+        if host != socket.gethostname() or _alive(pid, started):
             continue
         worktree = owner.with_name(owner.name.removesuffix(".owner"))
         deleted = False
@@ -105,19 +107,33 @@ def remove_abandoned(work_dir: Path) -> list[Abandoned]:
             if worktree.exists():
                 shutil.rmtree(worktree, ignore_errors=True)
         owner.unlink(missing_ok=True)
-        removed.append(Abandoned(str(info.get("run_id", "")), worktree, deleted))
+        removed.append(Abandoned(str(info.get("run_id", "")), worktree, deleted, branch))
     return removed
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process with this id runs (one of another user's counts as running)."""
+def _alive(pid: int, started: object) -> bool:
+    """Whether the process that wrote an owner file still runs: one with its id runs (another
+    user's counts) and, where the start time is known, started when it did — so a later
+    process that was given the same id does not keep a dead run's worktree forever."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    now = process_start(pid)
+    return not isinstance(started, str) or now is None or now == started
+
+
+def process_start(pid: int) -> str | None:
+    """When the process started, in clock ticks since boot (Linux's /proc), or None where
+    that is not known (another system, /proc not mounted, the process gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # the name, in parentheses, may hold spaces
+    return fields[19] if len(fields) > 19 else None
 
 
 def apply_in_place(ws: Workspace, diff: str) -> str | None:

@@ -54,9 +54,12 @@ def main() -> int:
     parser.add_argument("--modes", default="oracle:edits,oracle:plans,oracle:judgments")
     parser.add_argument("--rate", type=float, default=0.3)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it (tasks, "
+                        "results, the run log: `cra --data-dir KEEP/data runs RUN_ID`)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cra-bench-") as tmp_name:
-        tmp = Path(tmp_name)
+        tmp = Path(tmp_name) if args.keep is None else args.keep
+        tmp.mkdir(parents=True, exist_ok=True)
         config = tmp / "cra.toml"
         config.write_text(f"[testing]\ntest_command = {json.dumps(args.test_command)}\n"
                           "timeout = 300\n")

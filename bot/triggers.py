@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from agent.models import Record
 from bot.errors import MalformedDelivery
@@ -101,7 +101,8 @@ def route(event: Event, *, label: str, bot_login: str | None = None) -> Trigger 
         return None
     trigger = router.dispatch(event, RouteOptions(label=label, bot_login=bot_login))
     if trigger is not None:
-        if trigger.installation_id is None and dig(event.payload, "installation", "id") is not None:
+        installation = event.payload.get("installation")
+        if trigger.installation_id is None and installation is not None:
             raise MalformedDelivery("installation.id is not an integer")
         check_trigger(trigger)
     return trigger
@@ -152,6 +153,8 @@ def _on_comment(event: Event, options: RouteOptions) -> Trigger | None:
     word, rest = found
     command, instructions, reply = _interpret(word, rest, options.label)
     comment_id = dig(event.payload, "comment", "id")
+    if comment_id is not None and not _is_int(comment_id):
+        raise MalformedDelivery("comment.id is not an integer")
     return _trigger(
         event,
         issue,
@@ -241,16 +244,24 @@ def _trigger(event: Event, issue: Mapping[str, Any], **fields: Any) -> Trigger:
 
 
 def _open_issue(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The payload's issue when it is open, unlocked and numbered; else None."""
+    """The payload's issue when it is open and unlocked; else None. MalformedDelivery when it
+    is not an object or its number not a positive integer (no GitHub delivery has those)."""
     issue = payload.get("issue")
     if not isinstance(issue, Mapping):
-        return None
+        raise MalformedDelivery("issue is not an object")
     number = issue.get("number")
-    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
-        return None
+    if not _is_int(number):
+        raise MalformedDelivery("issue.number is not an integer")
+    if not 0 < number <= MAX_NUMBER:
+        raise MalformedDelivery(f"issue number out of range: {number}")
     if issue.get("state") != "open" or issue.get("locked") is True:
         return None
     return issue
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    """Whether a JSON value is an integer (true and false are not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _from_bot(event: Event, bot_login: str | None) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -15,6 +16,9 @@ from bot.errors import MalformedDelivery
 
 SIGNATURE_PREFIX = "sha256="
 MAX_DELIVERY_ID = 200
+# What an event name or an action can be: GitHub's are words like "issue_comment", "labeled".
+WORD = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # no database text column holds NUL
 
 
 class Event(BaseModel):
@@ -59,8 +63,12 @@ def delivery_event(
     raw body; MalformedDelivery if not."""
     name = _required_header(event, "x-github-event")
     delivery_id = _required_header(delivery, "x-github-delivery")
+    if not WORD.fullmatch(name):
+        raise MalformedDelivery(f"X-GitHub-Event is not an event name: {name[:60]!r}")
     if len(delivery_id) > MAX_DELIVERY_ID:
         raise MalformedDelivery("X-GitHub-Delivery is too long")
+    if CONTROL.search(delivery_id):
+        raise MalformedDelivery("X-GitHub-Delivery holds control characters")
     return event_from_payload(name, delivery_id, _payload(body, content_type))
 
 
@@ -68,9 +76,12 @@ def event_from_payload(name: str, delivery_id: str, payload: dict[str, Any]) -> 
     """An Event from an event name, an id and its payload (a delivery, or an Actions event file).
 
     Built without validation: every field comes typed from here (the payload from json), and
-    validating a payload of a few hundred keys per delivery bought nothing.
+    validating a payload of a few hundred keys per delivery bought nothing. The action, kept
+    with the delivery, is checked: MalformedDelivery when it is a string but no action's word.
     """
     action = payload.get("action")
+    if isinstance(action, str) and not WORD.fullmatch(action):
+        raise MalformedDelivery(f"action is not a GitHub action: {action[:60]!r}")
     return Event.model_construct(
         name=name,
         action=action if isinstance(action, str) else None,

@@ -69,7 +69,9 @@ def test_a_database_behind_the_newest_migration_is_upgraded(tmp_path: Path) -> N
     engine = build_engine(url)
     with engine.begin() as connection:
         connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0003'")
-        connection.exec_driver_sql("DROP INDEX uq_runs_one_busy_reply")
+        connection.exec_driver_sql("DROP INDEX uq_runs_one_busy_reply")  # 0005's
+        connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN heartbeat_at")  # 0006's
+        connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN worker")
     assert not at_head(engine)
     BotStore.open(url).close()
     assert at_head(engine)

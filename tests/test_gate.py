@@ -213,3 +213,12 @@ def test_the_rejection_tells_the_model_what_to_do() -> None:
     text = rejection_text(["1 test(s) no longer ran: t"], original=True, weakened=True)
     assert "original test files" in text and "Fix the source code" in text
     assert "Fix the source code" not in rejection_text(["1 test(s) fail that did not fail"])
+
+
+def test_a_file_that_could_not_be_collected_runs_once_its_tests_do() -> None:
+    """A fix that makes an uncollectable test module import: its tests now run and pass."""
+    before = run({ADD: "passed", "tests/test_flags.py": "error"})
+    after = run({ADD: "passed", "tests/test_flags.py::test_relative": "passed"})
+
+    assert judge(before, after, targets=["tests/test_flags.py"]).passed
+    assert not judge(before, run({ADD: "passed"}), targets=["tests/test_flags.py"]).passed

@@ -389,3 +389,11 @@ def test_go_test_verbose_names_every_test() -> None:
     report = read_report(GO_TEST_V, None)
     assert report.source == "names"
     assert report.outcomes["TestAdd"] == "passed" and report.outcomes["TestMul"] == "failed"
+
+
+def test_a_module_that_could_not_be_collected_is_its_file() -> None:
+    report = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
+<testcase classname="" name="tests.test_flags" file="tests/test_flags.py" time="0.000">
+  <error message="collection failure">ImportError: cannot import name 'flags'</error>
+</testcase></testsuite></testsuites>"""
+    assert parse_junit(report) == {"tests/test_flags.py": "error"}

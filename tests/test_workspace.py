@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from agent.workspace import scratch_tree
+from agent.workspace import open_workspace, remove_abandoned, scratch_tree
 from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project, write_files
 
 
@@ -42,3 +43,28 @@ def test_ignored_folders_are_linked_not_copied(tmp_path: Path) -> None:
         assert (tree / ".venv").is_symlink()
         assert (tree / ".venv").resolve() == (repo / ".venv").resolve()
         assert not (tree / ".pytest_cache").exists()
+
+
+def owned_worktree(tmp_path: Path, **owner: object) -> Path:
+    """A worktree opened by this process, its owner file then given `owner`'s values."""
+    repo = make_python_project(tmp_path / "repo")
+    ws = open_workspace(repo, work_dir=tmp_path / "work", run_id="r1234567", branch_hint="t")
+    owner_file = ws.worktree.with_name(ws.worktree.name + ".owner")
+    owner_file.write_text(json.dumps({**json.loads(owner_file.read_text()), **owner}))
+    return ws.worktree
+
+
+def test_a_live_processs_worktree_is_not_abandoned(tmp_path: Path) -> None:
+    worktree = owned_worktree(tmp_path)
+
+    assert remove_abandoned(tmp_path / "work") == []
+    assert worktree.is_dir()
+
+
+def test_a_worktree_whose_process_id_was_reused_is_abandoned(tmp_path: Path) -> None:
+    worktree = owned_worktree(tmp_path, started="1")  # this pid, but not this process
+
+    [gone] = remove_abandoned(tmp_path / "work")
+
+    assert gone.run_id == "r1234567" and gone.branch_deleted
+    assert not worktree.exists()

@@ -44,8 +44,9 @@ class OracleModel:
     def __init__(self, config: ModelConfig, task: BenchTask, before: dict[str, str], *,
                  mode: str = "", rate: float = DEFAULT_RATE, seed: int = 0) -> None:
         self._config = config
-        self.files: list[FilePatch] = [f for f in parse_patch(task.patch)
-                                       if is_code(f.path) and not is_test_change(f.path)]
+        # every file the fix changes outside the tests (configs and docs too): code first
+        files = [f for f in parse_patch(task.patch) if not is_test_change(f.path)]
+        self.files: list[FilePatch] = sorted(files, key=lambda f: not is_code(f.path))
         self.before = before  # each changed file before the fix
         self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"
         self.mode, self.rate = mode, rate

@@ -319,6 +319,8 @@ class HTTPChatModel:
                 response = self._http.post(url, json=payload, headers=headers)
         except httpx.TimeoutException:
             return _Failure(f"timed out after {self.config.request_timeout}s")
+        except httpx.ConnectError as exc:  # nothing listens there, or no route to it
+            return _Failure(f"the model server is unreachable ({type(exc).__name__}: {exc})")
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             return _Failure(f"connection failed: {type(exc).__name__}: {exc}")
         except (httpx.HTTPError, httpx.InvalidURL) as exc:

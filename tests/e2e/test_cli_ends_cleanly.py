@@ -240,3 +240,114 @@ def test_an_orchestrated_run_stores_its_effective_config(
     stored = json.loads(detail.config_json)
     assert stored["models"]["coding"]["request_timeout"] == 42.0
     assert stored["testing"]["test_command"] == TEST_COMMAND
+
+
+def test_cra_runs_ends_a_killed_run_and_keeps_the_commits_it_made(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str],
+) -> None:
+    server.script("meta_plan", META)
+    server.script("part_plan", PART)
+    server.script("implement", FIX)
+    server.script("adjustment", Reply(text='{"revised_steps": [], "rationale": "done"}',
+                                      delay_s=60))
+    solve = Solve(tmp_path, server)
+    proc = solve.start()
+    wait_for_call(server, proc, count=4)  # the step passed and was committed
+    proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    killed = run_id_of(err)
+
+    assert main(["--data-dir", str(solve.data), "runs", "--json"]) == 0
+
+    said = capsys.readouterr().err
+    assert (f"cra: removed the worktree of run {killed}, whose process is gone; its branch "
+            "cra/fix-mul keeps the commits it made") in said
+    assert solve.worktrees() == [] and solve.branches() == ["cra/fix-mul"]
+    with solve.log() as log:
+        record = log.get_orchestrator_run(killed)
+        assert record is not None and record.status == "failed"
+        passes = [log.get_task_run(p.task_run_id) for p in record.passes]
+    assert [p.status for p in passes if p is not None and p.status == "running"] == []
+    assert any(p is not None and p.error == "interrupted: its cra process is gone"
+               for p in passes)
+
+
+def processes_running(marker: str) -> list[int]:
+    """The ids of this machine's processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes().decode(
+                    errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_sigterm_while_the_tests_run_cancels_and_leaves_no_process(
+    tmp_path: Path, server: ScriptedModelServer,
+) -> None:
+    marker = "417.25"  # a sleep no other test runs
+    solve = Solve(tmp_path, server)
+    solve.config.write_text(solve.config.read_text().replace(
+        json.dumps(TEST_COMMAND), json.dumps(f"sleep {marker}")))
+    proc = solve.start()
+    deadline = time.monotonic() + 120
+    while not processes_running(marker):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the tests never started"
+        time.sleep(0.05)
+
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err, err
+    run_id = run_id_of(err)
+    assert f"cra: run {run_id} cancelled (interrupted by SIGTERM)" in err
+    assert processes_running(marker) == []
+    assert solve.worktrees() == [] and solve.branches() == []
+    with solve.log() as log:
+        record = log.get_orchestrator_run(run_id)
+        assert record is not None and record.status == "cancelled"
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_cra_plan_records_the_plan_run_cancelled(
+    tmp_path: Path, server: ScriptedModelServer, signum: int, code: int,
+) -> None:
+    server.script("meta_plan", Reply(text=META, delay_s=60))
+    solve = Solve(tmp_path, server)
+    proc = subprocess.Popen(
+        [*program("cra"), "--data-dir", str(solve.data), "plan", "Fix mul", "--repo",
+         str(solve.repo), "--config", str(solve.config)],
+        env=solve.env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_call(server, proc)
+
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and out == "", err
+    assert err.splitlines()[-1] == f"cra: interrupted by {signal.Signals(signum).name}"
+    with solve.log() as log:
+        [run] = log.list_task_runs(modes=("plan",))
+    assert run.status == "cancelled"
+
+
+def test_with_json_an_interrupted_run_still_prints_its_result(
+    tmp_path: Path, server: ScriptedModelServer,
+) -> None:
+    server.script("meta_plan", Reply(text=META, delay_s=60))
+    solve = Solve(tmp_path, server, "--json")
+    proc = solve.start()
+    wait_for_call(server, proc)
+
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+
+    assert proc.returncode == 130, err
+    result = json.loads(out)
+    assert result["status"] == "cancelled" and result["error"] == "interrupted by SIGINT"
+    assert result["branch"] is None and solve.branches() == []

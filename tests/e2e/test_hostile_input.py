@@ -5,6 +5,7 @@ owner/name, absurd logins (issue 11). Built from the recorded deliveries."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from tests.e2e.bot_world import REPO, BotWorld
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import ScriptedModelServer
+from tests.test_store import postgres_schema_url
 
 Change = Callable[[dict[str, Any]], None]
 
@@ -71,6 +73,12 @@ LABELED: dict[str, tuple[Change, str]] = {
     "full_name with spaces": (setter("repository", "full_name", value="own er/na me"),
                               "owner/name"),
     "sender login absurd": (setter("sender", "login", value="x" * 300), "sender.login"),
+    "issue number negative": (setter("issue", "number", value=-1), "issue number"),
+    "issue number a string": (setter("issue", "number", value="1"), "issue.number"),
+    "issue number a bool": (setter("issue", "number", value=True), "issue.number"),
+    "issue a string": (setter("issue", value="1"), "issue is not an object"),
+    "installation a string": (setter("installation", value="12"), "installation.id"),
+    "installation without an id": (setter("installation", value={}), "installation.id"),
 }
 
 
@@ -88,15 +96,23 @@ def test_a_hostile_labeled_delivery_is_422_with_a_reason_and_no_run(
     assert world.services.store.count_deliveries() == 0  # GitHub may redeliver it, fixed
 
 
-@pytest.mark.parametrize("value", [2**63, 2**70, 0])
-def test_a_comment_id_out_of_range_is_422(world: BotWorld, value: int) -> None:
+@pytest.mark.parametrize("value", [2**63, 2**70, 0, -1, "7", 1.5])
+def test_a_comment_id_out_of_range_or_not_an_integer_is_422(
+    world: BotWorld, value: object,
+) -> None:
     response = world.deliver("issue_comment",
                              commented(world, setter("comment", "id", value=value)))
 
-    assert response.status_code == 422 if value else 202, response.get_data(as_text=True)
-    if value:
-        assert "comment.id" in response.get_json()["error"]
-        assert world.services.store.list_runs() == []
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert "comment.id" in response.get_json()["error"]
+    assert world.services.store.list_runs() == []
+
+
+def test_a_comment_in_range_still_runs(world: BotWorld) -> None:
+    response = world.deliver("issue_comment",
+                             commented(world, setter("comment", "id", value=2**63 - 1)))
+
+    assert response.status_code == 202, response.get_data(as_text=True)
 
 
 def test_a_valid_delivery_after_hostile_ones_still_runs(world: BotWorld) -> None:
@@ -123,3 +139,46 @@ def test_run_pages_of_impossible_ids_are_404(tmp_path: Path, path: str) -> None:
 
 def test_private_run_pages_of_impossible_ids_ask_to_sign_in(world: BotWorld) -> None:
     assert world.client.get("/runs/99999999999999999999").status_code == 401
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BotWorld]:
+    """A bot on SQLite, or on a fresh PostgreSQL schema (whose text columns refuse NUL)."""
+    with ExitStack() as stack:
+        fake = stack.enter_context(FakeGitHub())
+        models = stack.enter_context(ScriptedModelServer())
+        overrides = {}
+        if request.param == "postgres":
+            schemas = postgres_schema_url(request.getfixturevalue("postgres_url"))
+            stack.callback(schemas.close)
+            overrides["database_url"] = next(schemas)
+        w = BotWorld(tmp_path, fake, models, **overrides)
+        stack.callback(w.close)
+        yield w
+
+
+def test_an_action_with_a_nul_is_400_with_a_reason(any_world: BotWorld) -> None:
+    data = labeled(any_world, setter("action", value="labeled\x00"))
+
+    response = any_world.deliver("issues", data)
+
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert "action is not a GitHub action" in response.get_json()["error"]
+    assert any_world.services.store.count_deliveries() == 0
+
+
+@pytest.mark.parametrize(("event", "delivery", "reason"), [
+    ("issues\x00", "d-1", "X-GitHub-Event is not an event name"),
+    ("x" * 5000, "d-1", "X-GitHub-Event is not an event name"),
+    ("issues", "d\x00-1", "X-GitHub-Delivery holds control characters"),
+])
+def test_headers_no_github_delivery_has_are_400_with_a_reason(
+    any_world: BotWorld, event: str, delivery: str, reason: str,
+) -> None:
+    response = any_world.deliver(event, labeled(any_world, lambda data: None), delivery=delivery)
+
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert reason in response.get_json()["error"]
+    assert any_world.services.store.count_deliveries() == 0
+    any_world.script_fix()
+    assert any_world.run(any_world.label_issue()).status == "succeeded"  # nothing was lost

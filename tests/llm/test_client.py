@@ -252,6 +252,8 @@ def test_connection_refused_is_retried_then_raises(sleep):
     with HTTPChatModel(config, sleep=sleep) as model, pytest.raises(LLMError) as caught:
         model.complete("s", "u")
     assert caught.value.retryable and caught.value.status is None
+    assert "failed after 2 attempt(s): the model server is unreachable (ConnectError" in str(
+        caught.value)
     assert sleep.calls == [1.0]
 
 
