@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.bench.report import build  # noqa: E402
+from agent.bench.report import build_report  # noqa: E402
 from agent.bench.results import read_results  # noqa: E402
 from agent.bench.tasks import read_tasks  # noqa: E402
 
@@ -82,17 +82,18 @@ def main() -> int:
                 str(config), "--model", label, "--results", str(results),
                 "--jobs", str(args.jobs))
             wall = time.monotonic() - started
-            [row] = build(list(read_results(results)))["models"]
+            [row] = build_report(read_results(results)).models
             rows[label] = row
-            print(f"{label:<28} resolved {row['resolved']}/{row['scored']} "
-                  f"({row['rate']:.0%}, 95% {row['interval'][0]:.0%}–{row['interval'][1]:.0%}), "
-                  f"errors {row['errors']}, {wall / len(mined):.1f} s per task, "
-                  f"{row['calls'] / max(len(mined), 1):.1f} calls per task")
+            scored = row.resolved + row.unresolved
+            print(f"{label:<28} resolved {row.resolved}/{scored} "
+                  f"({row.rate or 0:.0%}, 95% {row.ci_low or 0:.0%}–{row.ci_high or 0:.0%}), "
+                  f"errors {row.errors}, {wall / len(mined):.1f} s per task, "
+                  f"{row.calls / max(len(mined), 1):.1f} calls per task")
         oracle = rows["oracle"]
         for label, row in rows.items():
-            if label != "oracle" and oracle["rate"]:
-                print(f"  {label}: {row['rate'] / oracle['rate']:.2f}x the oracle's rate")
-        healthy = oracle["resolved"] == oracle["scored"] == len(mined)
+            if label != "oracle" and oracle.rate:
+                print(f"  {label}: {(row.rate or 0) / oracle.rate:.2f}x the oracle's rate")
+        healthy = oracle.resolved == oracle.resolved + oracle.unresolved == len(mined)
         print("oracle resolved every task" if healthy else
               "ORACLE MISSED TASKS: a harness bug (see the results for their run ids)")
         return 0 if healthy else 1

@@ -17,6 +17,7 @@ from pydantic import SecretStr
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot import signin
+from bot.bench_pages import blueprint as bench_pages
 from bot.errors import BotError, MalformedDelivery
 from bot.queue import RunQueue, build_queue, check_health
 from bot.replies import refusal_text, run_page_url
@@ -107,6 +108,7 @@ def create_app(
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     app.add_url_rule("/metrics", view_func=metrics, methods=["GET"])
     app.register_blueprint(run_pages)  # GET /runs, /runs/<id>: read-only run pages
+    app.register_blueprint(bench_pages)  # GET /bench/<id>: published bench reports
     signin.install(app, settings, sessionless=MACHINE_PATHS)  # /auth/*: who may see them
     return app
 

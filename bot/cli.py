@@ -1,5 +1,5 @@
-"""`cra-bot`: serve the webhook, run workers, run one issue, run inside Actions, register, and
-check the set-up (`doctor`) or the database (`migrate`)."""
+"""`cra-bot`: serve the webhook, run workers, run one issue, run inside Actions, register,
+bench a repository's history, and check the set-up (`doctor`) or the database (`migrate`)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,29 @@ def build_parser() -> argparse.ArgumentParser:
                         help="inside GitHub Actions: handle this workflow's event")
     commands.add_parser("register", help="register the GitHub App from app.yml",
                         add_help=False)
+    _add_bench(commands, below)
     return parser
+
+
+def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+               below: argparse.ArgumentParser) -> None:
+    bench = commands.add_parser("bench", parents=[below], help="replay a repository's past "
+                                "fixes with the server's models and publish the report")
+    bench.add_argument("--repo", help="owner/name (with --actions: this job's repository)")
+    bench.add_argument("--model", action="append", default=[], help="a model name the server "
+                       "allows, or oracle (repeatable; default: the configured models)")
+    bench.add_argument("--tasks", type=Path, help="a task file (SWE-bench's format) instead of "
+                       "mining the default branch")
+    bench.add_argument("--max", type=int, default=500, help="commits to examine when mining")
+    bench.add_argument("--since", help="only commits after this date (git's --since)")
+    bench.add_argument("--jobs", type=int, default=1, help="tasks solved at once")
+    bench.add_argument("--installation", type=int, help="the App installation id")
+    bench.add_argument("--actions", action="store_true", help="inside GitHub Actions: the "
+                       "job's token and repository, a throwaway data dir")
+    bench.add_argument("--out", type=Path, help="also write report.html, report.json and "
+                       "results.jsonl here")
+    bench.add_argument("--summary", type=Path, help="append the report as Markdown to this "
+                       "file ($GITHUB_STEP_SUMMARY)")
 
 
 def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -101,6 +123,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _action()
     if args.command == "doctor":
         return _doctor(args.env_file, as_json=args.json)
+    if args.command == "bench" and args.actions:
+        env = actions_environment()
+        return _bench(BotSettings.for_actions(env), args, args.repo or env.repository)
     settings = BotSettings.load(args.env_file)
     _warn_unknown(args.env_file)
     from bot import startup
@@ -121,6 +146,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         startup.require_database(settings.database_url)
         print(f"cra-bot: {shown_url(settings.database_url)} is at the newest migration")
         return EXIT_OK
+    if args.command == "bench":
+        if not args.repo:
+            raise SettingsError("cra-bot bench needs --repo owner/name (or --actions)")
+        return _bench(settings, args, args.repo)
     startup.check_worker(settings, queue=False)
     return _run_one(settings, args.repo, args.issue, args.instructions, args.installation)
 
@@ -175,6 +204,37 @@ def _run_one(
         return _report(services, run.id)
     finally:
         services.close()
+
+
+def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
+    """`cra-bot bench`: bench a repository here and publish its report as a page."""
+    from agent.bench.report_text import render_text
+    from bot import startup
+    from bot.bench import BenchRequest, bench_repository, write_outputs
+    from bot.sandboxes import check_sandbox
+    from bot.services import build_services
+
+    startup.check_worker(settings, queue=False)
+    services = build_services(settings)
+    try:
+        check_sandbox(settings, services.sandbox)
+        installation = args.installation
+        if installation is None and settings.app_id is not None:
+            installation = services.github.installation_for(repo)
+        request = BenchRequest(repository=repo, installation_id=installation,
+                               models=args.model, tasks=args.tasks, max_commits=args.max,
+                               since=args.since, jobs=args.jobs)
+        published = bench_repository(services, request,
+                                     lambda line: print(f"  {line}", file=sys.stderr))
+    finally:
+        services.close()
+    write_outputs(published, repo, out=args.out, summary=args.summary)
+    print(render_text(published.report))
+    if not args.actions:
+        where = published.url if settings.public_url else f"{published.url} on this server"
+        print(f"\nreport: {where}")
+    print(f"results: {published.results}" + (f"\nwritten to: {args.out}" if args.out else ""))
+    return EXIT_OK
 
 
 def _action() -> int:

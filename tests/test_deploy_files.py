@@ -161,9 +161,13 @@ def makefile_targets() -> set[str]:
     return set(re.findall(r"^([A-Za-z][\w.-]*)\s*:(?!=)", text, re.M))
 
 
-def cra_step(flow: dict[str, Any]) -> dict[str, Any]:
-    [step] = [s for s in steps(flow) if "cra-bot" in s.get("run", "")]
+def cra_step(flow: dict[str, Any], command: str = "cra-bot action") -> dict[str, Any]:
+    [step] = [s for s in steps(flow) if s.get("run", "").startswith(command)]
     return step
+
+
+def bench_step(flow: dict[str, Any]) -> dict[str, Any]:
+    return cra_step(flow, "cra-bot bench")
 
 
 # --- Dockerfile ---------------------------------------------------------------------------------
@@ -420,8 +424,9 @@ def test_cra_workflow_has_the_three_triggers() -> None:
     assert on["issues"]["types"] == ["labeled"]
     assert on["issue_comment"]["types"] == ["created"]
     inputs = on["workflow_dispatch"]["inputs"]
-    assert set(inputs) == {"issue_number", "instructions"}
-    assert inputs["issue_number"]["required"] is True
+    assert set(inputs) == {"issue_number", "instructions", "bench"}
+    assert inputs["bench"] == {"description": inputs["bench"]["description"],
+                               "required": False, "type": "boolean", "default": False}
 
 
 def test_cra_workflow_dispatch_inputs_are_what_the_triggers_read() -> None:
@@ -435,12 +440,46 @@ def test_cra_workflow_dispatch_inputs_are_what_the_triggers_read() -> None:
     assert (trigger.issue_number, trigger.instructions) == (7, "keep it small")
 
 
+def test_a_dispatch_without_an_issue_number_asks_nothing_of_the_solve_job() -> None:
+    event = Event(name="workflow_dispatch", action=None, delivery_id="d", installation_id=None,
+                  payload={"inputs": {"issue_number": "", "instructions": "", "bench": "true"},
+                           "sender": {"login": "octo"}},
+                  repository="octo/calc", sender_login="octo", sender_type="User")
+    assert route(event, label="cra") is None
+
+
+def test_the_bench_input_runs_the_bench_job_and_not_the_solve_job() -> None:
+    jobs = workflow("cra.yml")["jobs"]
+    assert "!inputs.bench" in jobs["cra"]["if"]
+    assert jobs["bench"]["if"] == "github.event_name == 'workflow_dispatch' && inputs.bench"
+
+
+def test_the_bench_job_only_reads_and_uses_the_solve_jobs_models() -> None:
+    flow = workflow("cra.yml")
+    assert flow["jobs"]["bench"]["permissions"] == {"contents": "read"}
+    assert bench_step(flow)["env"] == cra_step(flow)["env"]
+    args = shlex.split(bench_step(flow)["run"])
+    assert args[:3] == ["cra-bot", "bench", "--actions"]
+    assert "--summary" in args and "$GITHUB_STEP_SUMMARY" in args
+
+
+def test_the_bench_job_uploads_what_it_writes() -> None:
+    flow = workflow("cra.yml")
+    args = shlex.split(bench_step(flow)["run"])
+    out = args[args.index("--out") + 1]
+    [upload] = [s for s in flow["jobs"]["bench"]["steps"]
+                if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+    assert out == "$RUNNER_TEMP/cra-bench"
+    assert upload["with"]["path"].rstrip("/") == "${{ runner.temp }}/cra-bench"
+    assert upload["if"] == "always()"
+
+
 def test_cra_workflow_asks_for_the_minimal_permissions() -> None:
     assert workflow("cra.yml")["permissions"] == CRA_PERMISSIONS
 
 
 def test_cra_workflow_starts_only_for_events_that_concern_cra() -> None:
-    [job] = workflow("cra.yml")["jobs"].values()
+    job = workflow("cra.yml")["jobs"]["cra"]
     condition = job["if"]
     label = BotSettings.model_fields["label"].default
     assert f"github.event.label.name == '{label}'" in condition

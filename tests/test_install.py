@@ -84,7 +84,9 @@ def test_the_wheel_ships_the_templates_and_the_migrations(built: tuple[Path, str
     for shipped in ("bot/templates/run_page.html", "bot/templates/runs_list.html",
                     "agent/_migrations/env.py", "agent/_migrations/script.py.mako",
                     "agent/_migrations/versions/0001_run_log.py", "agent/py.typed",
-                    "bot/py.typed"):
+                    "bot/py.typed", "bot/templates/bench_page.html",
+                    "agent/bench/report.schema.json", "agent/bench/templates/report_page.html",
+                    "agent/bench/templates/report_body.html"):
         assert shipped in names, shipped
     assert not any(name.startswith(("tests/", "examples/")) for name in names)
 

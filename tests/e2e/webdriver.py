@@ -100,6 +100,11 @@ class Browser:
         """The rendered text of the element `css` selects (what a person reads)."""
         return str(self._call("GET", f"{self._session}/element/{self.find(css)}/text"))
 
+    def attribute(self, css: str, name: str) -> str | None:
+        """An attribute of the element `css` selects, or None."""
+        value = self._call("GET", f"{self._session}/element/{self.find(css)}/attribute/{name}")
+        return None if value is None else str(value)
+
     def script(self, source: str) -> Any:
         """The value of a script run in the page."""
         return self._call("POST", f"{self._session}/execute/sync", {"script": source, "args": []})

@@ -1,0 +1,48 @@
+"""The bench report as HTML: a self-contained page (inline CSS, nothing loaded from the
+network, a Content-Security-Policy that forbids scripts), or the body alone for the bot's page.
+
+Every value is escaped by Jinja's autoescape: instance ids, statements and model names come
+from files that anyone may have written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from agent.bench.report_text import HEADER, MARKS, percent, summary_rows
+from agent.bench.scores import BenchReport
+
+RunLink = Callable[[str], str | None]
+
+
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("agent.bench", "templates"),
+                      autoescape=select_autoescape(default=True, default_for_string=True),
+                      undefined=StrictUndefined, keep_trailing_newline=True)
+    env.filters["percent"] = percent
+    return env
+
+
+def _no_link(_: str) -> str | None:
+    return None
+
+
+def _render(name: str, report: BenchReport, repository: str | None, run_link: RunLink) -> str:
+    template = _environment().get_template(name)
+    return template.render(report=report, repository=repository, header=HEADER,
+                           summary_rows=summary_rows(report.models), marks=MARKS,
+                           run_link=run_link)
+
+
+def render_html(report: BenchReport, *, repository: str | None = None) -> str:
+    """The whole page, to be written to a file and opened anywhere."""
+    return _render("report_page.html", report, repository, _no_link)
+
+
+def render_body(
+    report: BenchReport, *, repository: str | None = None, run_link: RunLink = _no_link
+) -> str:
+    """The report's part of a page (for a page that brings its own frame and style)."""
+    return _render("report_body.html", report, repository, run_link)

@@ -1,0 +1,133 @@
+"""The bench report as plain, aligned text for the terminal (no colour, pure)."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+from agent.bench.scores import BenchReport, Cell, Comparison, ModelSummary
+
+MARKS = {"resolved": "✓", "unresolved": "✗", "error": "E"}
+NOT_RUN = "·"
+LIST_AT_MOST = 20  # gained/lost ids listed per model before "and N more"
+
+
+def render_text(report: BenchReport) -> str:
+    """Summary table, per-task grid and the baseline comparison, separated by blank lines."""
+    if not report.models and not report.tasks:
+        return f"no bench results in {report.results_file or 'the results file'} yet"
+    parts = [_summary(report.models), _legend(), _grid(report)]
+    if report.comparison is not None:
+        parts.append(_comparison(report.comparison, report.baseline_file or "the baseline"))
+    return "\n\n".join(p for p in parts if p)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
+    """Columns padded to their widest cell; the columns in `right` aligned right."""
+    header, rows = [clean(c) for c in header], [[clean(c) for c in r] for r in rows]
+    widths = [max(len(x) for x in column) for column in zip(header, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [c.rjust(w) if i in right else c.ljust(w)
+                  for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  ".join(padded).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *(line(r) for r in rows)])
+
+
+def clean(text: str) -> str:
+    """`text` with control characters (escape sequences, newlines) shown as "?": ids and model
+    names come from files and must not drive the terminal."""
+    return "".join("?" if unicodedata.category(ch) == "Cc" else ch for ch in text)
+
+
+def percent(value: float | None) -> str:
+    """0.4567 as "45.7%"; "–" for none."""
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def interval(summary: ModelSummary) -> str:
+    """The Wilson interval as "23.7–76.3%"."""
+    if summary.ci_low is None or summary.ci_high is None:
+        return "–"
+    return f"{100 * summary.ci_low:.1f}–{100 * summary.ci_high:.1f}%"
+
+
+def number(value: float | None, digits: int = 0) -> str:
+    """A count or mean, "–" when undefined."""
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+HEADER = ("model", "tasks", "resolved", "rate", "95% CI (Wilson)", "errors", "tokens/resolved",
+          "time/resolved", "tokens/task", "time/task", "calls")
+
+
+def summary_rows(models: Sequence[ModelSummary]) -> list[list[str]]:
+    """The summary table's cells, model by model (shared with the HTML page)."""
+    return [[m.model, str(m.tasks), f"{m.resolved}/{m.resolved + m.unresolved}", percent(m.rate),
+             interval(m), str(m.errors), number(m.tokens_per_resolved),
+             seconds(m.wall_s_per_resolved), number(m.tokens_per_task),
+             seconds(m.wall_s_per_task), str(m.calls)] for m in models]
+
+
+def seconds(value: float | None) -> str:
+    """A duration as "4.2 s" or "3 min 5 s"; "–" when undefined."""
+    if value is None:
+        return "–"
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, rest = divmod(round(value), 60)
+    return f"{minutes} min {rest} s"
+
+
+def _summary(models: Sequence[ModelSummary]) -> str:
+    if not models:
+        return "no model has a result yet"
+    return table(HEADER, summary_rows(models), right=set(range(1, len(HEADER))))
+
+
+def _legend() -> str:
+    return ("rate = resolved / (resolved + unresolved); errors are harness errors, counted "
+            "apart and left out of the rate.\ngrid: ✓ resolved  ✗ unresolved  E harness error  "
+            "· not run; `cra runs RUN_ID` shows a run's trace.")
+
+
+def cell_text(cell: Cell | None) -> str:
+    """A grid cell: its mark and the run id that holds the trace."""
+    if cell is None:
+        return NOT_RUN
+    return f"{MARKS[cell.outcome]} {cell.run_id}" if cell.run_id else MARKS[cell.outcome]
+
+
+def _grid(report: BenchReport) -> str:
+    if not report.tasks:
+        return ""
+    models = [m.model for m in report.models]
+    rows = [[row.instance_id, *(cell_text(row.cells.get(m)) for m in models)]
+            for row in report.tasks]
+    return table(["task", *models], rows, right=set())
+
+
+def _comparison(comparison: Sequence[Comparison], source: str) -> str:
+    lines = [f"against {clean(source)}:"]
+    for c in comparison:
+        if not c.in_current:
+            lines.append(f"  {clean(c.model)}: only in the baseline "
+                         f"(rate {percent(c.baseline_rate)})")
+        elif not c.in_baseline:
+            lines.append(f"  {clean(c.model)}: not in the baseline")
+        else:
+            delta = "–" if c.rate_delta is None else f"{100 * c.rate_delta:+.1f} points"
+            lines.append(f"  {clean(c.model)}: {percent(c.baseline_rate)} → {percent(c.rate)} "
+                         f"({delta}); {len(c.gained)} gained, {len(c.lost)} lost of "
+                         f"{c.compared} compared")
+            lines += _ids("gained", c.gained) + _ids("lost", c.lost)
+    return "\n".join(lines)
+
+
+def _ids(word: str, ids: Sequence[str]) -> list[str]:
+    if not ids:
+        return []
+    more = f" and {len(ids) - LIST_AT_MOST} more" if len(ids) > LIST_AT_MOST else ""
+    return [f"    {word}: {clean(', '.join(ids[:LIST_AT_MOST]))}{more}"]

@@ -1,0 +1,192 @@
+"""`cra-bot bench`: replay an installed repository's past fixes with the server's models,
+scored by cra's bench, and publish the report as a page behind the run pages' gate."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent import git
+from agent.bench.mine import Mined, MineOptions, TestBed, mine
+from agent.bench.oracle import OracleModel, parse_label
+from agent.bench.patches import parse_patch
+from agent.bench.results import BenchResult, read_results
+from agent.bench.run import Bench, Factory, run_bench, with_model
+from agent.bench.scores import BenchReport, build_report
+from agent.bench.tasks import BenchTask, read_tasks
+from agent.config import CONFIG_CANDIDATES, ModelConfig, SolveConfig
+from agent.errors import AgentError
+from agent.llm.client import ChatModel
+from bot.bench_reports import BenchReports
+from bot.errors import BotError
+from bot.repo_config import limited_config
+from bot.services import Services
+from bot.settings import ROLES
+
+Progress = Callable[[str], None]
+
+
+class BenchRefused(BotError):
+    """The bench cannot run as asked (a model the server does not allow, a bad config)."""
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """What to bench: the repository, its tasks (mined unless given), which models."""
+
+    repository: str
+    installation_id: int | None = None
+    models: Sequence[str] = ()  # empty: the server's configured models, as a repository's runs
+    tasks: Path | None = None  # a task file instead of mining the default branch
+    max_commits: int = 500
+    since: str | None = None
+    jobs: int = 1
+
+
+@dataclass(frozen=True)
+class Published:
+    """A finished bench: where its report is, and the report."""
+
+    report_id: str
+    url: str
+    report: BenchReport
+    results: Path
+
+
+def bench_repository(services: Services, request: BenchRequest,
+                     progress: Progress = lambda _: None) -> Published:
+    """Mirror, mine (or read) the tasks, run them with each model, store and publish."""
+    settings, repo = services.settings, request.repository
+    env = services.github.git_auth_env(request.installation_id)
+    mirror = services.mirrors.sync(repo, services.github.clone_url(repo), env=env)
+    base = git.resolve_commit(mirror, "HEAD")
+    config = repository_config(services, mirror, base)
+    labels = model_labels(services, config, request.models)
+    home = settings.data_dir / "bench" / repo
+    tasks = _tasks(services, request, mirror, config, home, progress)
+    results = home / "results.jsonl"
+    bench = Bench(repo=mirror, config=config, sandbox=services.sandbox,
+                  environ=services.environ, data_dir=home, log=services.runlog,
+                  cache=services.env_cache)
+
+    def done(result: BenchResult, count: int, total: int) -> None:
+        progress(f"[{count}/{total}] {result.instance_id} {result.model}: {result.outcome}")
+
+    run_bench(bench, tasks, labels, results, factory_for=_factories(services, bench),
+              config_for=lambda label: _config_for(config, label), jobs=request.jobs,
+              progress=done)
+    report = build_report(read_results(results), tasks, results_file=str(results))
+    report_id = BenchReports(settings.data_dir / "bench" / "reports").save(repo, report)
+    url = f"{(settings.public_url or '').rstrip('/')}/bench/{report_id}"
+    return Published(report_id=report_id, url=url, report=report, results=results)
+
+
+def repository_config(services: Services, mirror: Path, base: str) -> SolveConfig:
+    """The repository's cra.toml at `base` over the server's models and limits."""
+    with tempfile.TemporaryDirectory(prefix="cra-config-") as tmp:
+        for rel in CONFIG_CANDIDATES:
+            text = git.read_file(mirror, base, rel)
+            if text is not None:
+                (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
+                (Path(tmp) / rel).write_text(text, encoding="utf-8")
+        try:
+            config, _ = limited_config(Path(tmp), services.settings)
+            config.require_test_command()
+        except AgentError as exc:
+            raise BenchRefused(str(exc).replace(tmp + "/", "")) from exc
+    return config
+
+
+def model_labels(services: Services, config: SolveConfig, asked: Sequence[str]) -> list[str]:
+    """The labels to run: the configured coding model's name when none are asked; each asked
+    name must be one the server allows (or the oracle)."""
+    if not asked:
+        return [config.models.coding.model]
+    allowed = services.settings.allowed_model_names()
+    for label in asked:
+        try:
+            oracle = parse_label(label)
+        except ValueError as exc:
+            raise BenchRefused(str(exc)) from None
+        if oracle is None and label not in allowed:
+            raise BenchRefused(f"the server does not allow the model {label!r} "
+                               f"(allowed: {', '.join(allowed)}; CRA_ALLOWED_MODELS)")
+    return list(dict.fromkeys(asked))
+
+
+def _config_for(config: SolveConfig, label: str) -> SolveConfig:
+    """The configured models as they are for the default label; else every role on `label`."""
+    if parse_label(label) is not None or label == config.models.coding.model:
+        return config
+    return with_model(config, label)
+
+
+def _factories(services: Services, bench: Bench) -> Callable[[str, BenchTask], Factory]:
+    """Model clients keyed like the server's runs; the oracle wraps them with the gold patch."""
+    def factory(model: ModelConfig) -> ChatModel:
+        return services.chat_factory(model, _key_for(services, model))
+
+    def factory_for(label: str, task: BenchTask) -> Factory:
+        oracle = parse_label(label)
+        if oracle is None:
+            return factory
+        mode, rate = oracle
+        before = {f.path: git.read_file(bench.clone, task.base_commit, f.path) or ""
+                  for f in parse_patch(task.patch)}
+        return lambda model: OracleModel(model, task, before, mode=mode, rate=rate)
+
+    return factory_for
+
+
+def _key_for(services: Services, model: ModelConfig) -> str | None:
+    """The API key of the server whose endpoint `model` uses."""
+    settings = services.settings
+    for role in ROLES:
+        if getattr(settings, f"{role}_base_url") == model.base_url:
+            return settings.api_key_for(role)
+    return None
+
+
+def _tasks(services: Services, request: BenchRequest, mirror: Path, config: SolveConfig,
+           home: Path, progress: Progress) -> list[BenchTask]:
+    if request.tasks is not None:
+        try:
+            return list(read_tasks(request.tasks))
+        except AgentError as exc:
+            raise BenchRefused(str(exc)) from exc
+    bed = TestBed(testing=config.testing, sandbox=services.sandbox, environ=services.environ,
+                  work_dir=home / "work", cache=services.env_cache)
+    options = MineOptions(max_commits=request.max_commits, since=request.since,
+                          repo_name=request.repository)
+
+    def mined(done: int, total: int, found: Mined) -> None:
+        if done == total or done % 25 == 0:
+            progress(f"mining: {done}/{total} commits, {len(found.tasks)} tasks")
+
+    return mine(mirror, bed, options, progress=mined).tasks
+
+
+def write_outputs(published: Published, repository: str, *, out: Path | None,
+                  summary: Path | None) -> None:
+    """The report as files (`out`: HTML, JSON, the results) and as a job summary (Markdown)."""
+    from agent.bench.report_html import render_html
+    from agent.bench.report_text import render_text
+
+    try:
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            html = render_html(published.report, repository=repository)
+            (out / "report.html").write_text(html, encoding="utf-8")
+            (out / "report.json").write_text(published.report.model_dump_json(indent=2),
+                                             encoding="utf-8")
+            if published.results.exists():  # none when no task was found
+                shutil.copyfile(published.results, out / "results.jsonl")
+        if summary is not None:
+            text = render_text(published.report).replace("`", "'")  # no fence ends early
+            with summary.open("a", encoding="utf-8") as handle:
+                handle.write(f"## cra bench: {repository}\n\n```text\n{text}\n```\n")
+    except OSError as exc:
+        raise BenchRefused(f"cannot write the report: {exc}") from exc

@@ -1,0 +1,34 @@
+"""GET /bench/<id>: a published bench report, behind the same gate as the run pages."""
+
+from __future__ import annotations
+
+from flask import Blueprint, jsonify, render_template, request
+from flask.typing import ResponseReturnValue
+from markupsafe import Markup
+
+from agent.bench.report_html import render_body
+from bot import signin
+from bot.bench_reports import BenchReports
+from bot.state import current_state
+
+blueprint = Blueprint("bench", __name__, template_folder="templates")
+
+
+def reports() -> BenchReports:
+    """Where this server keeps its published reports."""
+    return BenchReports(current_state().settings.data_dir / "bench" / "reports")
+
+
+@blueprint.get("/bench/<report_id>")
+def bench_page(report_id: str) -> ResponseReturnValue:
+    """One report (HTML, or ?format=json); the sign-in page or 404 like a run's page."""
+    published = reports().get(report_id)
+    denied = signin.run_gate(published.repository if published is not None else None)
+    if denied is not None:
+        return denied
+    if published is None:
+        return signin.not_found()
+    if request.args.get("format") == "json":
+        return jsonify(published.report.model_dump(mode="json"))
+    body = Markup(render_body(published.report, repository=published.repository))  # escaped
+    return render_template("bench_page.html", published=published, body=body)
