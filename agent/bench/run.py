@@ -36,6 +36,7 @@ from agent.orchestrator import solve
 from agent.runtime import Runtime
 from agent.sandbox import Sandbox
 from agent.store import RunLog
+from agent.workspace import remove_abandoned
 
 Factory = Callable[[ModelConfig], ChatModel]
 
@@ -97,6 +98,7 @@ def run_bench(
 ) -> list[BenchResult]:
     """Solve and score every (task, label) not in `results` yet; append each result there."""
     prepare_clone(bench)
+    _clear_leftovers(bench)
     done = finished(results)
     todo = [(task, label) for task in tasks for label in labels
             if (task.instance_id, label) not in done]
@@ -118,6 +120,13 @@ def run_bench(
                 if progress is not None:
                     progress(result, len(made), len(todo))
     return made
+
+
+def _clear_leftovers(bench: Bench) -> None:
+    """The worktrees a killed bench's runs left (their process is gone), so that a resumed
+    task can check its branch out again; a live bench's are left alone."""
+    remove_abandoned(bench.work_dir)
+    git.run_git(["worktree", "prune"], bench.clone)
 
 
 def run_one(bench: Bench, task: BenchTask, label: str, start: str, factory: Factory,
