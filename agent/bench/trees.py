@@ -4,6 +4,7 @@ in it through the same sandbox, setup step and test report as every cra run."""
 from __future__ import annotations
 
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -18,6 +19,8 @@ from agent.models import TestOutcome, ValidationResult
 from agent.sandbox import Sandbox
 from agent.validation import run_validation
 
+_WORKTREES = threading.Lock()  # one `git worktree` change at a time in this process
+
 
 class SetupError(AgentError):
     """The repository's setup step failed: the commit cannot be tested here."""
@@ -27,14 +30,15 @@ class SetupError(AgentError):
 def checkout(repo: Path, commit: str, work_dir: Path) -> Iterator[Path]:
     """A detached worktree of `commit` under `work_dir`, removed afterwards."""
     work_dir.mkdir(parents=True, exist_ok=True)
-    tree = Path(tempfile.mkdtemp(prefix="bench-", dir=work_dir)) / "tree"
-    git.run_git(["worktree", "add", "--quiet", "--detach", str(tree), commit], repo)
+    # a unique name: git names the worktree's admin dir after it, and tasks run in parallel
+    tree = Path(tempfile.mkdtemp(prefix="bench-", dir=work_dir))
+    with _WORKTREES:
+        git.run_git(["worktree", "add", "--quiet", "--detach", str(tree), commit], repo)
     try:
         yield tree
     finally:
-        git.remove_worktree(repo, tree)
-        if tree.parent.exists():
-            tree.parent.rmdir()
+        with _WORKTREES:
+            git.remove_worktree(repo, tree)
 
 
 def run_tests(
