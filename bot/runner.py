@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from agent.planning import plan_task
 from agent.runtime import Runtime
 from agent.workspace import remove_abandoned
 from bot import limits, pr, replies
+from bot.checks import CHECK_CONCLUSION, RunCheck, best_effort
 from bot.errors import BotError
 from bot.github import PullInfo, Reaction
 from bot.liveness import Heartbeat, worker_name
@@ -31,9 +31,6 @@ log = logging.getLogger(__name__)
 REPLIES = ("help", "refuse", "busy", "cancel")
 STATUS_OF: dict[str, RunStatus] = {"complete": "succeeded", "partial": "partial",
                                    "failed": "failed", "cancelled": "cancelled"}
-# A check run's conclusion for a run's final status (a delivered result decides its own).
-CHECK_CONCLUSION = {"succeeded": "success", "partial": "neutral", "failed": "failure",
-                    "cancelled": "cancelled", "rejected": "skipped"}
 
 
 def execute_run(run_id: int, services: Services) -> None:
@@ -84,7 +81,7 @@ def report_ended(run_id: int, services: Services) -> None:
         else:
             text = replies.refusal_text("interrupted", run_id=run_id)
         if run.check_run_id is not None:
-            _best_effort(f"the check run of run {run_id}", lambda: gh.update_check_run(
+            best_effort(f"the check run of run {run_id}", lambda: gh.update_check_run(
                 run.repository, run.check_run_id or 0, status="completed",
                 conclusion=CHECK_CONCLUSION.get(run.status, "failure"),
                 title=f"cra stopped: {run.error or run.status}", summary=text,
@@ -97,27 +94,17 @@ def report_ended(run_id: int, services: Services) -> None:
         log.warning("could not report the end of run %s: %s", run_id, exc)
 
 
-def _best_effort(what: str, call: Callable[[], object]) -> bool:
-    """Call; a failure is logged (it never decides a run's outcome). Whether it worked."""
-    try:
-        call()
-    except Exception as exc:
-        log.warning("could not update %s: %s", what, exc)
-        return False
-    return True
-
-
 class _Job:
     """One run being executed."""
 
     def __init__(self, run: Run, services: Services, heartbeat: Heartbeat | None = None) -> None:
         self.run, self.services = run, services
         self.heartbeat = heartbeat
-        self.check_id: int | None = None  # the check run this run keeps up to date
-        self.check_sha: str | None = None
         self.store, self.gh, self.settings = services.store, services.github, services.settings
         self.inst = run.installation_id
         self.repo = run.repository
+        self.check = RunCheck(self.gh, self.store, run_id=run.id, repo=self.repo,
+                              installation_id=self.inst)
         self.pr_url: str | None = None
         self.reporter: ProgressReporter | None = None
         self.pull: PullInfo | None = None  # the pull request a PR run works on
@@ -233,7 +220,7 @@ class _Job:
             self.finish("rejected", error="pull request from a fork")
             return None, "", []
         comments = self.gh.review_comments(self.repo, number, installation_id=self.inst)
-        self.open_check(pull.head_sha)
+        self.check.open(pull.head_sha)
         return pull.head_ref, pull.head_ref, comments
 
     def open_check_on_branch(self, branch: str) -> None:
@@ -243,32 +230,9 @@ class _Job:
         def find() -> None:
             existing = self.gh.find_pull(self.repo, branch, installation_id=self.inst)
             if existing is not None:
-                self.open_check(existing.head_sha)
+                self.check.open(existing.head_sha)
 
-        _best_effort(f"the pull request of {branch} for run {self.run.id}", find)
-
-    def open_check(self, sha: str) -> None:
-        """An in-progress check run on the commit the run starts from (best effort)."""
-        def create() -> None:
-            self.check_id = self.gh.create_check_run(
-                self.repo, sha, name="cra", title="cra is working",
-                summary=f"Run {self.run.id} started.", installation_id=self.inst)
-            self.check_sha = sha
-            self.store.update_run(self.run.id, check_run_id=self.check_id)
-
-        _best_effort(f"the check run of run {self.run.id}", create)
-
-    def update_check(self, *, title: str, summary: str, conclusion: str | None = None) -> None:
-        """Keep the run's check up to date; a conclusion completes it (best effort)."""
-        check_id = self.check_id
-        if check_id is None:
-            return
-        if conclusion is not None:
-            self.check_id = None  # concluded once
-        _best_effort(f"the check run of run {self.run.id}", lambda: self.gh.update_check_run(
-            self.repo, check_id, status="completed" if conclusion else "in_progress",
-            conclusion=conclusion, title=title[:200], summary=summary,
-            installation_id=self.inst))
+        best_effort(f"the pull request of {branch} for run {self.run.id}", find)
 
     def config(self, mirror: Path, base: str) -> SolveConfig | None:
         """The repository's config at the base commit over the server's models."""
@@ -396,20 +360,9 @@ class _Job:
 
     def check_run(self, result: OrchestratorResult, ctx: pr.PrContext) -> None:
         assert result.commit is not None, "only delivered results get a check run"
-        conclusion = pr.check_conclusion(result)
-        summary = pr.compose_check_summary(ctx)
-        title = pr.check_title(ctx)
-        if self.check_id is not None and self.check_sha == result.commit:
-            self.update_check(title=title, summary=summary, conclusion=conclusion)
-            return
-        # the run's start check is on the commit it started from: it says the same, then
-        # the new head gets its own
-        self.update_check(title=title, summary=summary, conclusion=conclusion)
-        check_id = self.gh.create_check_run(self.repo, result.commit, name="cra", title=title,
-                                            summary=summary, installation_id=self.inst)
-        self.gh.update_check_run(self.repo, check_id, status="completed", conclusion=conclusion,
-                                 title=title, summary=summary, installation_id=self.inst)
-        self.store.update_run(self.run.id, check_run_id=check_id)
+        self.check.deliver(result.commit, title=pr.check_title(ctx),
+                           summary=pr.compose_check_summary(ctx),
+                           conclusion=pr.check_conclusion(result))
 
     # --- reporting -----------------------------------------------------------------------
 
@@ -437,7 +390,7 @@ class _Job:
                                    run_url=self.run_url(), pr_url=self.pr_url)
         if status in ("queued", "running"):
             done = sum(state == "passed" for state, _ in steps)
-            self.update_check(title=f"cra is working: {done}/{len(steps)} steps passed",
+            self.check.update(title=f"cra is working: {done}/{len(steps)} steps passed",
                               summary=body)
         self.gh.edit_comment(self.repo, self.run.comment_id, body, installation_id=self.inst)
 
@@ -452,7 +405,7 @@ class _Job:
 
     def react(self, content: Reaction) -> None:
         """A reaction is a courtesy, not part of the run: best effort."""
-        _best_effort(f"the reaction of run {self.run.id}", lambda: self.gh.react(
+        best_effort(f"the reaction of run {self.run.id}", lambda: self.gh.react(
             self.repo, self.run.issue_number, content, comment_id=self.run.trigger_comment_id,
             installation_id=self.inst))
 
@@ -462,7 +415,7 @@ class _Job:
     ) -> None:
         """Record the end, then say so on the issue (best effort)."""
         if self.finish(status, error=error, result=result, commented=True):
-            _best_effort(f"the final comment of run {self.run.id}", lambda: self.comment(text))
+            best_effort(f"the final comment of run {self.run.id}", lambda: self.comment(text))
 
     def finish(
         self, status: RunStatus, *, error: str | None = None,
@@ -481,9 +434,9 @@ class _Job:
         reporter = self.reporter
         if reporter is not None and not commented:
             self.pr_url = pr_url
-            _best_effort(f"the progress comment of run {self.run.id}",
+            best_effort(f"the progress comment of run {self.run.id}",
                          lambda: reporter.flush(status, error or ""))
-        self.update_check(title=f"cra {status}" + (f": {error}" if error else ""),
+        self.check.update(title=f"cra {status}" + (f": {error}" if error else ""),
                           summary=error or f"Run {self.run.id} {status}.",
                           conclusion=CHECK_CONCLUSION.get(status, "failure"))
         if self.run.command in ("solve", "plan") and status != "rejected":
@@ -494,7 +447,7 @@ class _Job:
         """The run broke: record it, then say so on the issue (best effort)."""
         text = replies.refusal_text("error", error=error, run_id=self.run.id)
         if self.finish("failed", error=error, commented=True):
-            _best_effort(f"the failure comment of run {self.run.id}", lambda: self.comment(text))
+            best_effort(f"the failure comment of run {self.run.id}", lambda: self.comment(text))
 
     def run_url(self) -> str | None:
         return replies.run_page_url(self.settings.public_url, self.run.id)
