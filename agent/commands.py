@@ -5,18 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import uuid
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import ValidationError
-from sqlalchemy.exc import SQLAlchemyError
-
-from agent import git
-from agent.bwrap import build_sandbox
-from agent.config import ModelConfig, SolveConfig, load_config, resolve_api_key
 from agent.console import (
     EXIT_FAILED,
     EXIT_OK,
@@ -26,32 +18,19 @@ from agent.console import (
     shown_url,
     unknown_variables,
 )
-from agent.context import IndexedFactory
-from agent.doctor import render
-from agent.doctor_checks import local_report, roles_used
-from agent.envcache import EnvCache
-from agent.errors import AgentError, ConfigError
-from agent.interrupts import interruptible
-from agent.llm.client import ChatModel, HTTPChatModel
-from agent.llm.router import ModelRouter
-from agent.models import OrchestratorResult, PlanArtifact
-from agent.orchestrator import solve
-from agent.planning import plan_task
-from agent.preflight import PreflightFailed, require_model_servers
-from agent.progress import ProgressBar, StepPrinter
-from agent.render import render_orchestrator_run, render_result, render_run_list, render_task_run
-from agent.retrieval.command import index_repository
-from agent.runtime import Runtime
-from agent.sandbox import (
-    Sandbox,
-    SandboxKind,
-    SandboxUnavailable,
-    describe_sandbox,
-    hidden_paths,
-)
-from agent.single_pass import run_single_pass
-from agent.store import RunLog
-from agent.workspace import remove_abandoned
+from agent.errors import AgentError, ConfigError, PreflightFailed, SandboxUnavailable
+
+if TYPE_CHECKING:
+    from agent.config import ModelConfig, SolveConfig
+    from agent.llm.client import ChatModel
+    from agent.models import OrchestratorResult, PlanArtifact
+    from agent.runtime import Runtime
+    from agent.sandbox import Sandbox, SandboxKind
+    from agent.store import RunLog
+
+# Each command imports what it uses when it runs (issue 14): a solve does not pay for the
+# doctor, the renderings of `cra runs` or the bench, nor for its own later passes, before its
+# first model call.
 
 # The CRA_ variables cra itself reads (cra-bot's settings are its own).
 CRA_VARIABLES = ("CRA_DATA_DIR", "CRA_DATABASE_URL", "CRA_SANDBOX", "CRA_ENV_CACHE_MB")
@@ -74,6 +53,9 @@ def run_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
             return report_command(args)
         if args.command == "index":  # the index needs no run log
+            from agent.progress import ProgressBar
+            from agent.retrieval.command import index_repository
+
             bar = ProgressBar(sys.stderr, "indexing")
             try:
                 return index_repository(args.repo, _usable_data_dir(args, env),
@@ -134,6 +116,10 @@ def _db_url(args: argparse.Namespace, env: Mapping[str, str]) -> str:
 
 def _open_log(args: argparse.Namespace, env: Mapping[str, str]) -> RunLog:
     """The run log, migrated; UsageError naming the setting when it cannot be opened."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from agent.store import RunLog
+
     url = _db_url(args, env)
     try:
         return RunLog.open(url)
@@ -144,6 +130,9 @@ def _open_log(args: argparse.Namespace, env: Mapping[str, str]) -> RunLog:
 
 
 def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
+    from agent import git
+    from agent.config import load_config
+
     repo = Path(args.repo).resolve()
     if not git.is_work_tree(repo):
         raise UsageError(f"{repo} is not a git repository (--repo)")
@@ -152,6 +141,8 @@ def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
 
 def _keys(config: SolveConfig, env: Mapping[str, str]) -> dict[str, str | None]:
     """Each role's API key, from the variable its api_key_env names."""
+    from agent.config import resolve_api_key
+
     return {role: resolve_api_key(getattr(config.models, role), env)
             for role in ("reasoning", "coding", "classifier")}
 
@@ -164,6 +155,9 @@ def _preflight(config: SolveConfig, env: Mapping[str, str], *, plans: bool,
                implements: bool) -> None:
     """Before the first model call: each role the command uses has a server that answers (and,
     said as a warning, the model it names)."""
+    from agent.doctor_checks import roles_used
+    from agent.preflight import require_model_servers
+
     source = _where(config)
     for line in require_model_servers(config.models, _keys(config, env),
                                       lambda role, key: f"models.{role}.{key} in {source}",
@@ -173,6 +167,13 @@ def _preflight(config: SolveConfig, env: Mapping[str, str], *, plans: bool,
 
 def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
              env: Mapping[str, str], run_id: str | None = None) -> Runtime:
+    from dataclasses import replace
+
+    from agent.envcache import EnvCache
+    from agent.llm.router import ModelRouter
+    from agent.progress import StepPrinter
+    from agent.runtime import Runtime
+
     router = ModelRouter(config.models, factory=_Factory(env))
     sandbox = _sandbox(args, env)
     cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
@@ -185,6 +186,9 @@ def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
 
 def _sandbox(args: argparse.Namespace, env: Mapping[str, str], *, say: bool = True) -> Sandbox:
     """The sandbox --sandbox (or $CRA_SANDBOX) names, hiding cra's data dir; says which."""
+    from agent.bwrap import build_sandbox
+    from agent.sandbox import describe_sandbox, hidden_paths
+
     kind = getattr(args, "sandbox", None) or env.get("CRA_SANDBOX") or "auto"
     if kind not in SANDBOX_CHOICES:
         raise UsageError(f"CRA_SANDBOX={kind}: expected auto, bwrap or none")
@@ -207,6 +211,12 @@ def _announce(run_id: str, args: argparse.Namespace) -> None:
 
 
 def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
+    import uuid
+
+    from agent.context import IndexedFactory
+    from agent.interrupts import interruptible
+    from agent.progress import ProgressBar
+
     repo, config = _repo_and_config(args)
     config.require_test_command()
     plan = _load_plan(args.plan) if args.plan else None
@@ -220,9 +230,13 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     with interruptible() as interrupts:
         try:
             if plan is not None:
+                from agent.single_pass import run_single_pass
+
                 result = run_single_pass(args.task, repo, plan, config, runtime,
                                          in_place=args.in_place, context_factory=contexts)
             else:
+                from agent.orchestrator import solve
+
                 result = solve(args.task, repo, config, runtime, in_place=args.in_place,
                                context_factory=contexts)
         finally:
@@ -231,6 +245,8 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
         if interrupts.exit_code is not None:
             return _interrupted(result, repo, interrupts.exit_code, keep=args.keep,
                                 as_json=args.json)
+    from agent.render import render_result  # the run's end: not paid before its first call
+
     print(result.model_dump_json(indent=2) if args.json else render_result(result))
     return EXIT_OK if result.status == "complete" and not result.error else EXIT_FAILED
 
@@ -238,6 +254,8 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
 def _remove_abandoned(log: RunLog, work_dir: Path) -> None:
     """Worktrees of runs whose `cra` died (killed, the machine restarted) are removed, and the
     runs, still "running" in the log, are marked failed; one line each says so."""
+    from agent.workspace import remove_abandoned
+
     for gone in remove_abandoned(work_dir):
         log.abandon_run(gone.run_id, "interrupted: its cra process is gone")
         kept = ""
@@ -252,6 +270,8 @@ def _interrupted(result: OrchestratorResult, repo: Path, code: int, *, keep: boo
                  as_json: bool) -> int:
     """A run SIGINT or SIGTERM ended: its branch goes too unless --keep; one line says so (and
     with --json, the result, cancelled, is printed as it would have been)."""
+    from agent import git
+
     kept = ""
     if result.branch and keep:
         kept = f"; its branch {result.branch} holds the {result.steps_completed} step(s) passed"
@@ -267,6 +287,11 @@ def _interrupted(result: OrchestratorResult, repo: Path, code: int, *, keep: boo
 
 
 def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
+    from agent.context import IndexedFactory
+    from agent.interrupts import interruptible
+    from agent.planning import plan_task
+    from agent.progress import ProgressBar
+
     repo, config = _repo_and_config(args)
     _preflight(config, env, plans=True, implements=False)
     runtime = _runtime(log, config, args, env)
@@ -289,7 +314,10 @@ def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
 
 
 def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
+    from agent import git
     from agent.bench.commands import bench_command
+    from agent.config import load_config
+    from agent.envcache import EnvCache
 
     repo = Path(args.repo).resolve()
     if not (git.is_work_tree(repo) or _is_bare(repo)):
@@ -303,6 +331,8 @@ def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
 
 
 def _is_bare(path: Path) -> bool:
+    from agent import git
+
     try:
         return git.run_git(["rev-parse", "--is-bare-repository"], path).strip() == "true"
     except (AgentError, OSError):
@@ -311,6 +341,9 @@ def _is_bare(path: Path) -> bool:
 
 def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """`cra doctor`: one line per check; 0 only when none failed."""
+    from agent.doctor import render
+    from agent.doctor_checks import local_report
+
     report = local_report(Path(args.repo).resolve(), args.config, data_dir(args, env), env,
                           known_variables=CRA_VARIABLES,
                           sandbox=lambda: _sandbox(args, env, say=False))
@@ -319,6 +352,10 @@ def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def _load_plan(path: Path) -> PlanArtifact:
+    from pydantic import ValidationError
+
+    from agent.models import PlanArtifact
+
     try:
         return PlanArtifact.model_validate_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -334,10 +371,15 @@ class _Factory:
         self._env = env
 
     def __call__(self, model: ModelConfig) -> ChatModel:
+        from agent.config import resolve_api_key
+        from agent.llm.client import HTTPChatModel
+
         return HTTPChatModel(model, api_key=resolve_api_key(model, self._env))
 
 
 def _runs(args: argparse.Namespace, log: RunLog) -> int:
+    from agent.render import render_orchestrator_run, render_run_list, render_task_run
+
     if args.run is None:
         task_runs = log.list_task_runs(limit=args.limit, modes=("single_pass", "plan"))
         orchestrated = log.list_orchestrator_runs(limit=args.limit)

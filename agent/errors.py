@@ -116,6 +116,14 @@ class ConnectionLost(AgentError):
     the work may be tried once more (a fresh connection is opened)."""
 
 
+class PreflightFailed(AgentError):
+    """A run cannot work and nothing was spent yet: the message says what and how to fix it."""
+
+
+class SandboxUnavailable(AgentError):
+    """The configured sandbox cannot run here; the message says how to fix or opt out."""
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM reached `cra` during a run: a BaseException, like KeyboardInterrupt, so
     that no `except Exception` on the way swallows it; the run ends cancelled."""

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from agent.config import ModelConfig, ModelsConfig
 from agent.doctor_checks import Where, model_finding
-from agent.errors import AgentError
+from agent.errors import PreflightFailed as PreflightFailed  # raised here; lives in errors
 from agent.llm.probe import ServerState, find_model, probe_server
 from agent.models import ValidationResult
 
@@ -20,10 +20,6 @@ CANNOT_START = (126, 127)  # the shell's "found but not executable" and "not fou
 _SHELL_COMPLAINT = re.compile(
     r"not found|permission denied|no such file or directory|cannot execute|is a directory",
     re.IGNORECASE)
-
-
-class PreflightFailed(AgentError):
-    """A run cannot work and nothing was spent yet: the message says what and how to fix it."""
 
 
 def require_model_servers(

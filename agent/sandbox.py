@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.errors import AgentError
+from agent.errors import SandboxUnavailable as SandboxUnavailable  # raised here; lives in errors
 
 SandboxKind = Literal["bwrap", "none"]
 
@@ -31,10 +31,6 @@ INSTALL_HINT = (
     "(CRA_SANDBOX=none for the bot, --sandbox none for cra): repository commands then run "
     "with the bot's files and network in reach"
 )
-
-
-class SandboxUnavailable(AgentError):
-    """The configured sandbox cannot run here; the message says how to fix or opt out."""
 
 
 class SandboxLimits(BaseModel):
