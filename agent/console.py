@@ -10,7 +10,6 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 
 from agent.errors import Interrupted
@@ -28,6 +27,8 @@ class UsageError(Exception):
 
 def version() -> str:
     """The installed version of cra, or "unknown" when run from a bare source tree."""
+    from importlib import metadata  # a scan of the installed distributions: only when asked
+
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
@@ -67,8 +68,23 @@ def suppressed(parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def add_version(parser: argparse.ArgumentParser, program: str) -> None:
-    """`--version`: the program's name and the installed version."""
-    parser.add_argument("--version", action="version", version=f"{program} {version()}")
+    """`--version`: the program's name and the installed version (looked up when asked)."""
+    parser.add_argument("--version", action=_Version, program=program)
+
+
+class _Version(argparse.Action):
+    """argparse's version action, but the version is read only when `--version` is given."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, *,
+                 program: str, help: str = "show program's version number and exit",
+                 ) -> None:  # fmt: skip
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+        self.program = program
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:  # fmt: skip
+        print(f"{self.program} {version()}")
+        parser.exit()
 
 
 def configure_logging(*, verbose: bool, debug: bool, ours: int = logging.INFO) -> None:
