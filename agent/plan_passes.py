@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 from agent.errors import AgentError, BudgetExhausted
-from agent.execute.decomposed_adjustment import adjust_plan
 from agent.execute.parsers import topological_order
 from agent.execute.plan import execute_plan
 from agent.execute.prompts import PlanPassType, plan_context_room
@@ -133,6 +132,8 @@ class PlanPasses:
                                    files=files, failure=failure, pass_type="adjustment")
         classifier = self.rc.client("classifier", task_run_id=task_run)
         clients.append(classifier)
+        from agent.execute.decomposed_adjustment import adjust_plan  # not before a first call
+
         adjustment, verdicts = adjust_plan(
             context, part.description, config=self.config, classifier=classifier,
             reasoning=reasoning, prior_results=[outcome.as_step_result()],

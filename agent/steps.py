@@ -10,8 +10,7 @@ from agent import git
 from agent.config import SolveConfig
 from agent.context import ContextSource
 from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
-from agent.execute.implement import execute_implement
-from agent.execute.patch import apply_edits, normalise_path
+from agent.execute.paths import normalise_path
 from agent.execute.prompts import build_implement_prompt
 from agent.gate import GateChange, file_of_test, gate_changes, judge, rejection_text
 from agent.llm.binary import run_binary_judgment
@@ -316,6 +315,8 @@ def file_diffs(diff: str) -> dict[str, str]:
 
 
 def _implement(st: _Step, context: ContextPackage, failure: str | None, stage: str) -> StepResult:
+    from agent.execute.implement import execute_implement  # not paid before a run's first call
+
     return execute_implement(
         context, st.rc.task, st.step, st.coding,
         reserved_tokens=st.rc.config.budget.reserved_tokens, plan=st.plan,
@@ -341,6 +342,8 @@ def _refinement(
 
 
 def _apply(st: _Step, attempt: AttemptRecord) -> None:
+    from agent.execute.patch import apply_edits  # the edit engine: not before a first call
+
     patch = apply_edits(
         attempt.edits, st.rc.ws.worktree, protected=st.rc.config.orchestrator.protected_paths
     )
