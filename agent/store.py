@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
 from sqlalchemy import func, insert, select, update
@@ -13,16 +13,6 @@ from sqlalchemy.dialects.sqlite import Insert
 
 from agent.database import Database
 from agent.models import AttemptRecord, LLMCallRecord, Usage, ValidationResult
-from agent.run_details import (
-    OrchestratorRunDetail,
-    OrchestratorRunSummary,
-    PassDetail,
-    TaskRunDetail,
-    TaskRunSummary,
-    columns_for,
-    detail_of,
-    summary_of,
-)
 from agent.tables import (
     AttemptRow,
     Base,
@@ -33,6 +23,14 @@ from agent.tables import (
     TaskRunRow,
     ValidationRow,
 )
+
+if TYPE_CHECKING:  # the readers' models: imported by the readers, not by every writer
+    from agent.run_details import (
+        OrchestratorRunDetail,
+        OrchestratorRunSummary,
+        TaskRunDetail,
+        TaskRunSummary,
+    )
 
 
 def _upsert_for(dialect: str) -> Callable[[Any], Insert]:
@@ -281,6 +279,8 @@ class RunLog(Database):
     ) -> list[TaskRunSummary]:
         """The newest task runs first (only those of `modes` if given), with token totals and
         attempt counts."""
+        from agent.run_details import summary_of
+
         attempts = (
             select(func.count(AttemptRow.id))
             .where(AttemptRow.task_run_id == TaskRunRow.id)
@@ -294,6 +294,8 @@ class RunLog(Database):
 
     def get_task_run(self, id_or_task_id: int | str) -> TaskRunDetail | None:
         """A task run with its baseline, attempts, validations and model calls; None if unknown."""
+        from agent.run_details import detail_of
+
         column = TaskRunRow.id if isinstance(id_or_task_id, int) else TaskRunRow.task_id
         with self._sessions() as session:
             run = session.scalar(select(TaskRunRow).where(column == id_or_task_id))
@@ -303,6 +305,8 @@ class RunLog(Database):
 
     def list_orchestrator_runs(self, *, limit: int = 20) -> list[OrchestratorRunSummary]:
         """The newest orchestrator runs first."""
+        from agent.run_details import OrchestratorRunSummary, columns_for
+
         query = select(OrchestratorRunRow).order_by(OrchestratorRunRow.id.desc()).limit(limit)
         with self._sessions() as session:
             return [
@@ -312,6 +316,8 @@ class RunLog(Database):
 
     def get_orchestrator_run(self, id_or_task_id: int | str) -> OrchestratorRunDetail | None:
         """An orchestrator run with its passes in sequence order; None if unknown."""
+        from agent.run_details import OrchestratorRunDetail, PassDetail, columns_for
+
         column = (
             OrchestratorRunRow.id if isinstance(id_or_task_id, int) else OrchestratorRunRow.task_id
         )
