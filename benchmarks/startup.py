@@ -3,12 +3,12 @@
 Each command runs in a fresh interpreter with `python -X importtime`; the import time of a
 command is the sum of the cumulative times of its top-level imports. For `cra solve` (a real
 repository, a scripted model server on loopback) the count stops at the first model call, the
-meta-plan's chat request: the server notes how many import lines the process had written by then
-(the preflight's GET of the model list is answered outside the script and does not stop it).
-Peers measured in the same run: the bare interpreter (`python -c pass`: what every Python program
-pays) and the libraries a solve cannot do without before its first call (pydantic, SQLAlchemy,
-httpx). Each figure is the median of --repeat runs; the goal of issue 14 is ≤ 0.3 s of imports for
-both.
+meta-plan's chat request: the server kills the process there, which is waiting for the answer, so
+every import line it wrote came before the call (the preflight's GET of the model list is answered
+outside the script and does not stop it). Peers measured in the same run: the bare interpreter
+(`python -c pass`: what every Python program pays) and the libraries a solve cannot do without
+before its first call (pydantic, SQLAlchemy, httpx). Each figure is the median of --repeat runs;
+the goal of issue 14 is ≤ 0.3 s of imports for both.
 
 The interpreters read bytecode caches, as an installed cra does (pip compiles the wheel's modules
 at install): PYTHONDONTWRITEBYTECODE is dropped for them, the caches go to a temporary
@@ -107,13 +107,12 @@ def solve_imports(work: Path, child: dict[str, str]) -> tuple[Imports, int]:
     env = {**child, **ISOLATED_GIT_ENV}
     RunLog.open(f"sqlite:///{work / 'data' / 'cra.db'}").close()  # a data dir in use: migrated
     seen = Imports()
-    at_first_call: list[int] = []
+    calls: list[RecordedRequest] = []
     with ScriptedModelServer() as server:
 
-        def first_call(_: RecordedRequest) -> Reply:
-            if not at_first_call:
-                time.sleep(0.3)  # the reader thread catches up with the lines written so far
-                at_first_call.append(len(seen.lines))
+        def first_call(request: RecordedRequest) -> Reply:
+            calls.append(request)
+            process.kill()  # it waits for this answer: every line it wrote came before the call
             return Reply(status=400, error_body="the benchmark stops here")
 
         server.respond_with(first_call)
@@ -134,9 +133,9 @@ def solve_imports(work: Path, child: dict[str, str]) -> tuple[Imports, int]:
         process.wait(timeout=300)
         reader.join()
         seen.wall_s = time.perf_counter() - began
-    if not at_first_call:
+    if not calls:
         raise SystemExit("cra solve made no model call")
-    return seen, at_first_call[0]
+    return seen, len(seen.lines)
 
 
 # --- report ----------------------------------------------------------------------------------
