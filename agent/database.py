@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext, suppress
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from sqlalchemy import (
     Connection,
@@ -27,9 +27,11 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import sessionmaker
 
 from agent.errors import ConnectionLost
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
 
 Clock = Callable[[], datetime]
 
@@ -204,12 +206,12 @@ def _lock_for_migration(connection: Connection) -> None:
 
 
 class Database:
-    """A migrated database: the engine, a session factory, the clock; closed once."""
+    """A migrated database: the engine, the clock, a session factory for ORM readers; closed
+    once."""
 
     def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
         self._engine = engine
         self._clock = clock or utc_now
-        self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._writer = writer_lock(engine)
         self._held: Any = None  # a SQLite file's raw writer connection, kept between writes
         self._batches = threading.local()  # per thread: an open batch(), a kept connection
@@ -230,6 +232,14 @@ class Database:
     @property
     def engine(self) -> Engine:
         return self._engine
+
+    @cached_property
+    def _sessions(self) -> sessionmaker[Session]:
+        """ORM sessions, for the stores that map classes (cra-bot's); the run log has none, so
+        that `cra` never imports SQLAlchemy's ORM."""
+        from sqlalchemy.orm import sessionmaker
+
+        return sessionmaker(self._engine, expire_on_commit=False)
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:

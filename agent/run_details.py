@@ -6,11 +6,10 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Row, select
 
 from agent.models import LLMCallRecord, Record, Usage, ValidationResult
-from agent.tables import AttemptRow, Base, LLMCallRow, TaskRunRow, ValidationRow
+from agent.tables import AttemptRow, LLMCallRow, ValidationRow
 
 
 class TaskRunSummary(Record):
@@ -128,14 +127,12 @@ class OrchestratorRunDetail(Record):
 # --- row → model -----------------------------------------------------------------------------
 
 
-def columns_for(row: Base, model: type[BaseModel]) -> dict[str, Any]:
+def columns_for(row: Row[Any], model: type[BaseModel]) -> dict[str, Any]:
     """The row's column values that `model` has fields for."""
-    return {
-        c.key: getattr(row, c.key) for c in row.__table__.columns if c.key in model.model_fields
-    }
+    return {key: value for key, value in row._mapping.items() if key in model.model_fields}
 
 
-def summary_of(row: TaskRunRow, attempts: int) -> TaskRunSummary:
+def summary_of(row: Row[Any], attempts: int) -> TaskRunSummary:
     """A task run row as a summary line (first line of the description, at most 80 chars)."""
     lines = row.task_description.strip().splitlines() or [""]
     short = lines[0] if len(lines[0]) <= 80 else lines[0][:79] + "…"
@@ -144,29 +141,29 @@ def summary_of(row: TaskRunRow, attempts: int) -> TaskRunSummary:
     return TaskRunSummary(total_tokens=total, attempts=attempts, **values)
 
 
-def _validation(row: ValidationRow) -> ValidationDetail:
+def _validation(row: Row[Any]) -> ValidationDetail:
     """A validation row as a detail."""
     result = ValidationResult.model_validate(row, from_attributes=True)
     return ValidationDetail(result=result, **columns_for(row, ValidationDetail))
 
 
-def _llm_call(row: LLMCallRow) -> LLMCallDetail:
+def _llm_call(row: Row[Any]) -> LLMCallDetail:
     """A model-call row as a detail."""
     record = LLMCallRecord.model_validate(row, from_attributes=True)
     return LLMCallDetail(record=record, **columns_for(row, LLMCallDetail))
 
 
-def detail_of(session: Session, run: TaskRunRow) -> TaskRunDetail:
+def detail_of(connection: Connection, run: Row[Any]) -> TaskRunDetail:
     """Everything recorded under one task run, each kind in insertion order."""
     validations = [
         _validation(v)
-        for v in session.scalars(
+        for v in connection.execute(
             select(ValidationRow).where(ValidationRow.task_run_id == run.id).order_by("id")
         )
     ]
     calls = [
         _llm_call(c)
-        for c in session.scalars(
+        for c in connection.execute(
             select(LLMCallRow).where(LLMCallRow.task_run_id == run.id).order_by("id")
         )
     ]
@@ -175,7 +172,7 @@ def detail_of(session: Session, run: TaskRunRow) -> TaskRunDetail:
             validations=[v for v in validations if v.attempt_id == a.id],
             **columns_for(a, AttemptDetail),
         )
-        for a in session.scalars(
+        for a in connection.execute(
             select(AttemptRow).where(AttemptRow.task_run_id == run.id).order_by("id")
         )
     ]

@@ -262,15 +262,15 @@ class RunLog(Database):
     def get_state(self, run_key: str, key: str) -> Any | None:
         """The decoded value under (run_key, key), or None."""
         query = select(StateRow.value).where(StateRow.run_key == run_key, StateRow.key == key)
-        with self._sessions() as session:
-            raw = session.scalar(query)
+        with self._engine.connect() as connection:
+            raw = connection.scalar(query)
         return None if raw is None else json.loads(raw)
 
     def state_keys(self, run_key: str) -> list[str]:
         """The keys stored for a run, sorted."""
         query = select(StateRow.key).where(StateRow.run_key == run_key).order_by(StateRow.key)
-        with self._sessions() as session:
-            return list(session.scalars(query))
+        with self._engine.connect() as connection:
+            return list(connection.scalars(query))
 
     # --- readers -----------------------------------------------------------------------------
 
@@ -285,33 +285,34 @@ class RunLog(Database):
             select(func.count(AttemptRow.id))
             .where(AttemptRow.task_run_id == TaskRunRow.id)
             .scalar_subquery()
+            .label("attempt_count")
         )
         query = select(TaskRunRow, attempts).order_by(TaskRunRow.id.desc()).limit(limit)
         if modes is not None:
             query = query.where(TaskRunRow.mode.in_(list(modes)))
-        with self._sessions() as session:
-            return [summary_of(row, count) for row, count in session.execute(query)]
+        with self._engine.connect() as connection:
+            return [summary_of(row, row.attempt_count) for row in connection.execute(query)]
 
     def get_task_run(self, id_or_task_id: int | str) -> TaskRunDetail | None:
         """A task run with its baseline, attempts, validations and model calls; None if unknown."""
         from agent.run_details import detail_of
 
         column = TaskRunRow.id if isinstance(id_or_task_id, int) else TaskRunRow.task_id
-        with self._sessions() as session:
-            run = session.scalar(select(TaskRunRow).where(column == id_or_task_id))
+        with self._engine.connect() as connection:
+            run = connection.execute(select(TaskRunRow).where(column == id_or_task_id)).first()
             if run is None:
                 return None
-            return detail_of(session, run)
+            return detail_of(connection, run)
 
     def list_orchestrator_runs(self, *, limit: int = 20) -> list[OrchestratorRunSummary]:
         """The newest orchestrator runs first."""
         from agent.run_details import OrchestratorRunSummary, columns_for
 
         query = select(OrchestratorRunRow).order_by(OrchestratorRunRow.id.desc()).limit(limit)
-        with self._sessions() as session:
+        with self._engine.connect() as connection:
             return [
                 OrchestratorRunSummary(**columns_for(row, OrchestratorRunSummary))
-                for row in session.scalars(query)
+                for row in connection.execute(query)
             ]
 
     def get_orchestrator_run(self, id_or_task_id: int | str) -> OrchestratorRunDetail | None:
@@ -321,12 +322,13 @@ class RunLog(Database):
         column = (
             OrchestratorRunRow.id if isinstance(id_or_task_id, int) else OrchestratorRunRow.task_id
         )
-        with self._sessions() as session:
-            run = session.scalar(select(OrchestratorRunRow).where(column == id_or_task_id))
+        with self._engine.connect() as connection:
+            run = connection.execute(
+                select(OrchestratorRunRow).where(column == id_or_task_id)).first()
             if run is None:
                 return None
             order = (PassRow.sequence_order, PassRow.id)
-            rows = session.scalars(
+            rows = connection.execute(
                 select(PassRow).where(PassRow.orchestrator_run_id == run.id).order_by(*order)
             )
             passes = [PassDetail.model_validate(p, from_attributes=True) for p in rows]

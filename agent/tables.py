@@ -1,132 +1,205 @@
-"""The run log's tables (SQLAlchemy rows): what the migrations must produce."""
+"""The run log's tables (SQLAlchemy Core): what the migrations must produce.
+
+Each table is declared by a row class: its columns are class attributes, the class stands for
+its table in statements (`insert(TaskRunRow)`, `TaskRunRow.id == …`), and an instance holds the
+values of one row to insert. Core, not the ORM: the run log writes with Core statements and reads
+rows as named tuples, and mapping classes would cost every `cra` start SQLAlchemy's ORM, a fifth
+of its imports before the first model call (issue 14).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from sqlalchemy import Boolean, ForeignKey, Integer, MetaData, Text, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Double,
+    ForeignKey,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 
 from agent.database import NAMING, JSONText, UTCDateTime
 
+if TYPE_CHECKING:
+    from sqlalchemy.sql.elements import ColumnClause
 
-class Base(DeclarativeBase):
-    """Declarative base of the run log; its metadata is what migrations must produce."""
 
-    metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map: ClassVar[dict[Any, Any]] = {
-        str: Text(),
-        bool: Boolean(),
-        datetime: UTCDateTime(),
-    }
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, sort_order=-1)
+class Base:
+    """A row of a run-log table, by column name; a subclass declares its table."""
+
+    metadata: ClassVar[MetaData] = MetaData(naming_convention=NAMING)
+    __tablename__: ClassVar[str]
+    __table__: ClassVar[Table]
+    __table_args__: ClassVar[tuple[Any, ...]] = ()
+    id: ClassVar[ColumnClause[int]]
+
+    def __init__(self, **values: Any) -> None:
+        unknown = set(values) - set(self.__table__.c.keys())
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no column {', '.join(sorted(unknown))}")
+        self.__dict__.update(values)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The table of the class's Column attributes, in order, after an integer key `id`."""
+        super().__init_subclass__(**kwargs)
+        columns = [Column("id", Integer, primary_key=True)]
+        for name, value in list(vars(cls).items()):
+            if isinstance(value, Column):
+                value.name = value.key = name
+                columns.append(value)
+        cls.__table__ = Table(cls.__tablename__, cls.metadata, *columns, *cls.__table_args__)
+        cls.id = cls.__table__.c.id
+
+    @classmethod
+    def __clause_element__(cls) -> Table:
+        """The table, where a statement is given the class."""
+        return cls.__table__
+
+
+def _text(*, null: bool = False, unique: bool | None = None) -> ColumnClause[str]:
+    return Column(Text, nullable=null, unique=unique)
+
+
+def _int(*, null: bool = False) -> ColumnClause[int]:
+    return Column(Integer, nullable=null)
+
+
+def _count() -> ColumnClause[int]:
+    """A counter that starts at 0 (in Python and in the database)."""
+    return Column(Integer, nullable=False, default=0, server_default="0")
+
+
+def _bool(*, null: bool = False) -> ColumnClause[bool]:
+    return Column(Boolean, nullable=null)
+
+
+def _time(*, null: bool = False) -> ColumnClause[datetime]:
+    return Column(UTCDateTime(), nullable=null)
+
+
+def _json(*, null: bool = False) -> ColumnClause[Any]:
+    return Column(JSONText, nullable=null)
+
+
+def _float(*, null: bool = False) -> ColumnClause[float]:
+    return Column(Double, nullable=null)
+
+
+def _link(table: str, *, null: bool = False) -> ColumnClause[int]:
+    """An indexed reference to another table's id."""
+    return Column(Integer, ForeignKey(f"{table}.id"), nullable=null, index=True)
 
 
 class TaskRunRow(Base):
     """One agent run over a repository (a solve, or one pass of an orchestrator run)."""
 
     __tablename__ = "task_runs"
-    task_id: Mapped[str] = mapped_column(unique=True)
-    repo_path: Mapped[str]
-    task_description: Mapped[str]
-    mode: Mapped[str]
-    status: Mapped[str]
-    success: Mapped[bool | None]
-    total_prompt_tokens: Mapped[int] = mapped_column(default=0, server_default="0")
-    total_completion_tokens: Mapped[int] = mapped_column(default=0, server_default="0")
-    total_latency_ms: Mapped[int] = mapped_column(default=0, server_default="0")
-    final_diff: Mapped[str | None]
-    branch: Mapped[str | None]
-    config_json: Mapped[str | None]
-    error: Mapped[str | None]
-    created_at: Mapped[datetime]
-    completed_at: Mapped[datetime | None]
+    task_id = _text(unique=True)
+    repo_path = _text()
+    task_description = _text()
+    mode = _text()
+    status = _text()
+    success = _bool(null=True)
+    total_prompt_tokens = _count()
+    total_completion_tokens = _count()
+    total_latency_ms = _count()
+    final_diff = _text(null=True)
+    branch = _text(null=True)
+    config_json = _text(null=True)
+    error = _text(null=True)
+    created_at = _time()
+    completed_at = _time(null=True)
 
 
 class AttemptRow(Base):
     """One generate → apply → validate attempt of a task run."""
 
     __tablename__ = "run_attempts"
-    task_run_id: Mapped[int] = mapped_column(ForeignKey("task_runs.id"), index=True)
-    attempt: Mapped[int]
-    prompt_tokens: Mapped[int]
-    completion_tokens: Mapped[int]
-    latency_ms: Mapped[int]
-    raw_response: Mapped[str]
-    patch_applied: Mapped[bool]
-    error_info: Mapped[str | None]
-    unified_diff: Mapped[str]
-    created_at: Mapped[datetime]
+    task_run_id = _link("task_runs")
+    attempt = _int()
+    prompt_tokens = _int()
+    completion_tokens = _int()
+    latency_ms = _int()
+    raw_response = _text()
+    patch_applied = _bool()
+    error_info = _text(null=True)
+    unified_diff = _text()
+    created_at = _time()
 
 
 class ValidationRow(Base):
     """One run of the test, lint and type-check commands."""
 
     __tablename__ = "validation_results"
-    attempt_id: Mapped[int | None] = mapped_column(ForeignKey("run_attempts.id"), index=True)
-    task_run_id: Mapped[int] = mapped_column(ForeignKey("task_runs.id"), index=True)
-    kind: Mapped[str]
-    success: Mapped[bool]
-    test_output: Mapped[str | None]
-    lint_output: Mapped[str | None]
-    type_check_output: Mapped[str | None]
-    failing_tests: Mapped[list[str]] = mapped_column(JSONText)
-    passing_tests: Mapped[list[str]] = mapped_column(JSONText)
-    exit_code: Mapped[int | None]
-    timed_out: Mapped[bool]
-    duration_ms: Mapped[int]
-    report: Mapped[dict[str, Any] | None] = mapped_column(JSONText)
-    timeout_s: Mapped[float | None]
-    created_at: Mapped[datetime]
+    attempt_id = _link("run_attempts", null=True)
+    task_run_id = _link("task_runs")
+    kind = _text()
+    success = _bool()
+    test_output = _text(null=True)
+    lint_output = _text(null=True)
+    type_check_output = _text(null=True)
+    failing_tests = _json()
+    passing_tests = _json()
+    exit_code = _int(null=True)
+    timed_out = _bool()
+    duration_ms = _int()
+    report = _json(null=True)
+    timeout_s = _float(null=True)
+    created_at = _time()
 
 
 class OrchestratorRunRow(Base):
     """One orchestrated solve: a meta-plan, its parts and their steps."""
 
     __tablename__ = "orchestrator_runs"
-    task_id: Mapped[str] = mapped_column(unique=True)
-    repo_path: Mapped[str]
-    task_description: Mapped[str]
-    total_parts: Mapped[int | None]
-    total_steps: Mapped[int | None]
-    parts_completed: Mapped[int] = mapped_column(default=0, server_default="0")
-    steps_completed: Mapped[int] = mapped_column(default=0, server_default="0")
-    status: Mapped[str]
-    created_at: Mapped[datetime]
-    completed_at: Mapped[datetime | None]
+    task_id = _text(unique=True)
+    repo_path = _text()
+    task_description = _text()
+    total_parts = _int(null=True)
+    total_steps = _int(null=True)
+    parts_completed = _count()
+    steps_completed = _count()
+    status = _text()
+    created_at = _time()
+    completed_at = _time(null=True)
 
 
 class PassRow(Base):
     """The link from an orchestrator run to the task run of one of its passes."""
 
     __tablename__ = "orchestrator_passes"
-    orchestrator_run_id: Mapped[int] = mapped_column(ForeignKey("orchestrator_runs.id"), index=True)
-    task_run_id: Mapped[int] = mapped_column(ForeignKey("task_runs.id"), index=True)
-    pass_type: Mapped[str]
-    part_id: Mapped[str | None]
-    step_id: Mapped[str | None]
-    sequence_order: Mapped[int]
-    created_at: Mapped[datetime]
+    orchestrator_run_id = _link("orchestrator_runs")
+    task_run_id = _link("task_runs")
+    pass_type = _text()
+    part_id = _text(null=True)
+    step_id = _text(null=True)
+    sequence_order = _int()
+    created_at = _time()
 
 
 class LLMCallRow(Base):
     """One model call, with its prompts and answer."""
 
     __tablename__ = "llm_calls"
-    task_run_id: Mapped[int | None] = mapped_column(ForeignKey("task_runs.id"), index=True)
-    stage: Mapped[str]
-    role: Mapped[str]
-    model: Mapped[str]
-    system_prompt: Mapped[str]
-    user_prompt: Mapped[str]
-    response: Mapped[str | None]
-    prompt_tokens: Mapped[int]
-    completion_tokens: Mapped[int]
-    tokens_estimated: Mapped[bool]
-    latency_ms: Mapped[int]
-    error: Mapped[str | None]
-    created_at: Mapped[datetime]
+    task_run_id = _link("task_runs", null=True)
+    stage = _text()
+    role = _text()
+    model = _text()
+    system_prompt = _text()
+    user_prompt = _text()
+    response = _text(null=True)
+    prompt_tokens = _int()
+    completion_tokens = _int()
+    tokens_estimated = _bool()
+    latency_ms = _int()
+    error = _text(null=True)
+    created_at = _time()
 
 
 class StateRow(Base):
@@ -134,7 +207,7 @@ class StateRow(Base):
 
     __tablename__ = "session_state"
     __table_args__ = (UniqueConstraint("run_key", "key"),)
-    run_key: Mapped[str]
-    key: Mapped[str]
-    value: Mapped[str]
-    updated_at: Mapped[datetime]
+    run_key = _text()
+    key = _text()
+    value = _text()
+    updated_at = _time()

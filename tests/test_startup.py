@@ -26,6 +26,7 @@ NOT_FOR_HELP = (
 NOT_BEFORE_THE_FIRST_CALL = (
     "alembic",  # the data dir's database is at the newest migration: no migration to run
     "sqlalchemy.dialects.postgresql",  # the run log is a SQLite file
+    "sqlalchemy.orm",  # the run log is written and read with Core statements
     "bot", "flask", "github", "jinja2", "yaml",  # cra-bot's
     "agent.bench", "agent.render", "agent.run_details", "agent.single_pass", "agent.planning",
     "agent.retrieval.command",  # other commands' (bench, runs, solve --plan, plan, index)
