@@ -16,6 +16,7 @@ PYTHONPYCACHEPREFIX, and an unmeasured first round fills it. --no-bytecode-cache
 what a checkout pays when nothing is cached: every module compiled from source on every start.
 
 Run: .venv/bin/python benchmarks/startup.py [--repeat 5] [-v] [--no-bytecode-cache]
+                                            [--against OTHER_CHECKOUT]
 """
 
 from __future__ import annotations
@@ -86,11 +87,12 @@ def child_env(cache: Path | None) -> dict[str, str]:
     return {**env, "PYTHONPYCACHEPREFIX": str(cache)}
 
 
-def run_python(args: list[str], env: dict[str, str]) -> Imports:
-    """`python -X importtime ARGS`; its import lines and wall time."""
+def run_python(args: list[str], env: dict[str, str], root: Path = ROOT) -> Imports:
+    """`python -X importtime ARGS` in `root` (whose agent/ it imports); its import lines and
+    wall time."""
     began = time.perf_counter()
     done = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True,
-                          text=True, env=env, cwd=ROOT, check=False)  # fmt: skip
+                          text=True, env=env, cwd=root, check=False)  # fmt: skip
     found = Imports(wall_s=time.perf_counter() - began)
     for text in done.stderr.splitlines():
         found.add(text)
@@ -100,7 +102,7 @@ def run_python(args: list[str], env: dict[str, str]) -> Imports:
 # --- cra solve, up to its first model call ---------------------------------------------------
 
 
-def solve_imports(work: Path, child: dict[str, str]) -> tuple[Imports, int]:
+def solve_imports(work: Path, child: dict[str, str], root: Path = ROOT) -> tuple[Imports, int]:
     """Run `cra solve` on a fresh repository; its imports and how many came before the first
     model call."""
     repo = make_python_project(work / "repo", config=None)
@@ -127,7 +129,7 @@ def solve_imports(work: Path, child: dict[str, str]) -> tuple[Imports, int]:
              str(work / "data"), "solve", "Add a function", "--repo", str(repo), "--config",
              str(config), "--sandbox", "none"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-            cwd=ROOT)  # fmt: skip
+            cwd=root)  # fmt: skip
         reader = threading.Thread(target=lambda: [seen.add(t) for t in process.stderr or []])
         reader.start()
         process.wait(timeout=300)
@@ -152,19 +154,28 @@ def main() -> int:
     parser.add_argument("-v", action="store_true", help="list the heaviest imports")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="as this environment is, without warming a bytecode cache")
+    parser.add_argument("--against", type=Path, metavar="CHECKOUT", help="also measure the cra "
+                        "of another checkout (an earlier commit), interleaved with this one's")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cra-startup-pyc-") as cache:
         child = child_env(None if args.no_bytecode_cache else Path(cache))
         if not args.no_bytecode_cache:
             measure(child)  # fills the cache: not counted
-        bare, floor, helps, solves = [], [], [], []
+            if args.against:
+                measure_cra(child, args.against)
+        bare, floor, helps, solves, other = [], [], [], [], Rows()
         for _ in range(args.repeat):  # interleaved, so that the machine's load falls on all alike
             last_bare, last_floor, last_help, last_solve = measure(child)
             bare.append(last_bare.seconds())
             floor.append(last_floor.seconds())
             helps.append(last_help.seconds())
             solves.append(last_solve[0].seconds(last_solve[1]))
+            if args.against:
+                other.add(*measure_cra(child, args.against))
     report(args, median(bare), median(floor), median(helps), median(solves))
+    if args.against:
+        other.report(args.against, median(floor), this=median(solves),
+                     modules=last_solve[1])  # fmt: skip
     if args.v:
         print("heaviest top-level imports of `cra --help`:", heaviest(last_help, None))
         print("heaviest before the first model call:", heaviest(*last_solve))
@@ -176,10 +187,39 @@ def measure(child: dict[str, str]) -> tuple[Imports, Imports, Imports, tuple[Imp
     of its import lines came before its first model call)."""
     bare = run_python(["-c", "pass"], child)
     floor = run_python(["-c", FLOOR], child)
-    helps = run_python(["-m", "agent.cli", "--help"], child)
+    return bare, floor, *measure_cra(child, ROOT)
+
+
+def measure_cra(child: dict[str, str], root: Path) -> tuple[Imports, tuple[Imports, int]]:
+    """`cra --help` and `cra solve` of the checkout at `root`."""
+    helps = run_python(["-m", "agent.cli", "--help"], child, root)
     with tempfile.TemporaryDirectory(prefix="cra-startup-") as folder:
-        solve = solve_imports(Path(folder), child)
-    return bare, floor, helps, solve
+        solve = solve_imports(Path(folder), child, root)
+    return helps, solve
+
+
+@dataclass
+class Rows:
+    """The figures of another checkout, round by round."""
+
+    helps: list[float] = field(default_factory=list)
+    solves: list[float] = field(default_factory=list)
+    modules: int = 0
+
+    def add(self, helps: Imports, solve: tuple[Imports, int]) -> None:
+        self.helps.append(helps.seconds())
+        self.solves.append(solve[0].seconds(solve[1]))
+        self.modules = solve[1]
+
+    def report(self, root: Path, floor: float, *, this: float, modules: int) -> None:
+        helps, solves = median(self.helps), median(self.solves)
+        print(f"the cra of {root}, in the same rounds:")
+        print(f"  cra --help                                   {helps:7.3f} s  "
+              f"= {helps / floor:.2f}x the libraries")
+        print(f"  cra solve, up to its first model call        {solves:7.3f} s  "
+              f"= {solves / floor:.2f}x the libraries; this checkout's is "
+              f"{this / solves:.2f}x that")
+        print(f"  modules imported before that call: {self.modules} (this checkout: {modules})")
 
 
 def heaviest(imports: Imports, upto: int | None) -> str:
