@@ -26,6 +26,7 @@ from bot.queue import RunQueue
 from bot.store import BotStore
 
 log = logging.getLogger(__name__)
+MAX_REQUEUES = 3  # re-queues of a run whose job fails before it starts, before the run fails
 
 
 def worker_name() -> str:
@@ -100,7 +101,16 @@ class Reaper:
                 swept.ended.append(run.id)
                 self._tell(run.id)
         for run in self._store.queued_before(now - self._requeue_after):
-            if not self._queue.holds(run.id):
+            if self._queue.holds(run.id):
+                continue
+            if run.requeues >= MAX_REQUEUES:  # its job keeps failing before it starts the run
+                error = (f"no worker could start this run: queued {run.requeues + 1} times, "
+                         "it never began (see the workers' logs)")
+                if self._store.fail_queued_run(run, error):
+                    log.error("run %s failed: %s", run.id, error)
+                    swept.ended.append(run.id)
+                    self._tell(run.id)
+            elif self._store.count_requeue(run):
                 log.warning("run %s was queued but held by no queue: queued again", run.id)
                 self._queue.enqueue(run.id)
                 swept.requeued.append(run.id)

@@ -127,6 +127,7 @@ class RunRow(BotBase):
     finished_at: Mapped[datetime | None]
     heartbeat_at: Mapped[datetime | None]  # stamped by the worker while it works (migration 0006)
     worker: Mapped[str | None]  # host:pid of the process executing it
+    requeues: Mapped[int] = mapped_column(default=0, server_default="0")  # by the reaper (0007)
 
 
 class Run(Record):
@@ -159,6 +160,7 @@ class Run(Record):
     finished_at: datetime | None
     heartbeat_at: datetime | None = None
     worker: str | None = None
+    requeues: int = 0
 
     def last_sign_of_life(self) -> datetime | None:
         """When its worker last showed it was alive: the heartbeat, else the start."""
@@ -188,6 +190,7 @@ def run_values(
         "delivery_id": trigger.delivery_id,
         "trigger_comment_id": trigger.comment_id,
         "cancel_requested": False,
+        "requeues": 0,
         "created_at": created_at,
     }
 
@@ -411,6 +414,19 @@ class BotStore(Database):
                  .order_by(RunRow.id))
         with self._sessions() as session:
             return [_run(row) for row in session.scalars(query)]
+
+    def count_requeue(self, run: Run) -> bool:
+        """Count one more re-queue of a run still queued as `run` saw it (compare-and-set: of
+        several reapers, exactly one queues it again)."""
+        where = ((RunRow.id == run.id) & (RunRow.status == "queued")
+                 & (RunRow.requeues == run.requeues))
+        return self._update_where(where, requeues=run.requeues + 1)
+
+    def fail_queued_run(self, run: Run, error: str) -> bool:
+        """Fail a run that is still queued (no worker could start it); whether this call did."""
+        where = (RunRow.id == run.id) & (RunRow.status == "queued")
+        return self._update_where(where, status="failed", error=error,
+                                  finished_at=self._clock())
 
     def cancel_requested(self, run_id: int) -> bool:
         """Whether someone asked this run to stop."""
