@@ -145,7 +145,8 @@ class BotSettings(BaseSettings):
     )
     requeue_after: float = Field(
         default=60.0, gt=0,
-        description="Seconds a run may stay queued, held by no queue, before it is queued again.",
+        description="Seconds a run may stay queued, held by no queue, before it is queued "
+        "again (three times at most; then it fails).",
     )
     token: SecretStr | None = Field(
         default=None, description="A ready token instead of the App's (Actions mode)."
