@@ -46,7 +46,10 @@ def execute_run(run_id: int, services: Services) -> None:
     run = services.store.get_run(run_id)
     if run is None:
         return
-    with Heartbeat(services.store, run_id, services.settings.heartbeat_interval) as heartbeat:
+    settings = services.settings
+    with Heartbeat(services.store, run_id, settings.heartbeat_interval,
+                   limit=settings.max_run_minutes * 60,
+                   report=lambda ended: report_ended(ended, services)) as heartbeat:
         job = _Job(run, services, heartbeat)
         try:
             job.execute()

@@ -153,6 +153,34 @@ def test_two_reapers_requeue_a_lost_run_once(store: BotStore, clock: ManualClock
     assert run is not None and run.requeues == 1
 
 
+def test_a_run_past_its_time_limit_is_ended_even_if_its_worker_is_stuck(
+    live_store: BotStore,
+) -> None:
+    run_id = running(live_store)
+    reported: list[int] = []
+    with Heartbeat(live_store, run_id, 0.05, limit=0.3, report=reported.append) as heartbeat:
+        deadline = time.monotonic() + 10
+        while not heartbeat.lost and time.monotonic() < deadline:  # a stuck worker: no steps
+            time.sleep(0.02)
+    run = live_store.get_run(run_id)
+    assert heartbeat.lost and reported == [run_id]
+    assert run is not None and run.status == "failed"
+    assert run.error == ("the run worked longer than its limit of 0.005 min "
+                         "(CRA_MAX_RUN_MINUTES) and was ended")
+    assert live_store.end_run(run_id, "succeeded") is False  # the worker's late end changes nothing
+
+
+def test_a_run_that_ends_in_time_is_left_alone(live_store: BotStore) -> None:
+    run_id = running(live_store)
+    reported: list[int] = []
+    with Heartbeat(live_store, run_id, 0.05, limit=5.0, report=reported.append) as heartbeat:
+        time.sleep(0.2)
+        assert not heartbeat.lost
+    assert live_store.end_run(run_id, "succeeded") and reported == []
+    run = live_store.get_run(run_id)
+    assert run is not None and run.status == "succeeded"
+
+
 def test_a_failing_report_does_not_stop_the_sweep(store: BotStore, clock: ManualClock) -> None:
     ids = [running(store, number) for number in (1, 2)]
     clock.now += timedelta(seconds=STALE + 1)

@@ -562,3 +562,23 @@ def test_a_run_whose_job_fails_before_it_starts_ends_failed_and_the_issue_is_tol
         worker.wait(timeout=30)
         worker_log.close()
         server.stop()
+
+
+def test_a_run_past_its_time_limit_ends_while_its_worker_is_stuck(world: BotWorld) -> None:
+    """The worker waits on a model that answers after a minute; the run's limit is 3 s: the
+    run is failed at the limit, the issue told and freed, though the worker is still stuck."""
+    hold_the_model(world)
+    server = Server(server_env(world, CRA_MAX_RUN_MINUTES="0.05"))
+    try:
+        run_id = server.label(world)
+        ended = wait_for("the time limit", lambda: (r := status_of(world, run_id)).status
+                         != "running" and r.status != "queued" and r, timeout=60)
+        assert ended.status == "failed", ended
+        assert ended.error == ("the run worked longer than its limit of 0.05 min "
+                               "(CRA_MAX_RUN_MINUTES) and was ended")
+        wait_for("the issue to be told", lambda: any(
+            "worked longer than its limit of 0.05 min" in body for body in bot_comments(world)))
+        again = server.solve_again(world)
+        assert again.status_code == 202, again.text
+    finally:
+        server.stop()
