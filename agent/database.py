@@ -253,6 +253,22 @@ class Database:
             yield connection
 
     @contextmanager
+    def _raw_write(self) -> Iterator[Any]:
+        """One write transaction on a DB-API connection, for prepared statements (committed on
+        exit); inside batch(), the batch's. A SQLite file's writers take turns on the one kept
+        for them; a server database's come from the pool (pinged: a run's writes are minutes
+        apart, and a connection may have gone in between)."""
+        batched: Connection | None = getattr(self._batches, "connection", None)
+        if batched is not None:
+            yield batched.connection.dbapi_connection
+        elif self._writer is not None:
+            with self.raw_transaction() as connection:
+                yield connection
+        else:
+            with self._engine.begin() as pooled:
+                yield pooled.connection.dbapi_connection
+
+    @contextmanager
     def batch(self) -> Iterator[None]:
         """The writes of this thread inside the block share one transaction, committed at its
         end (all or none): for records made at one moment — never around a model call or a

@@ -126,6 +126,13 @@ class GateChange(Record):
     status: Literal["created", "modified", "deleted"]
 
 
+def may_be_gate_file(path: str, test_command: str | None) -> bool:
+    """Whether a change to `path` may count for the gate (gate_changes decides which do):
+    only these need their text at the step's base."""
+    return (path in command_files(test_command) or gate_role(path) is not None
+            or PurePosixPath(path).name in SECTIONED)  # fmt: skip
+
+
 def gate_changes(
     changed: Mapping[str, tuple[str | None, str | None]], test_command: str | None
 ) -> list[GateChange]:

@@ -19,10 +19,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent.errors import CredentialsInUrl, GitError
-from agent.gitfiles import head_from_files
+from agent.gitfiles import head_from_files, ref_exists_in_files
 from agent.models import DiffStats
 
 NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+# A commit ends by running `git maintenance run --auto` (`gc --auto` before git 2.29), one more
+# process per step, which may repack the repository while the run's tests use the machine: the
+# repository's own git commands keep that job.
+NO_MAINTENANCE = ("-c", "maintenance.auto=false", "-c", "gc.auto=0")
 DIFF_FLAGS = (
     "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
     "--src-prefix=a/", "--dst-prefix=b/",
@@ -183,8 +187,8 @@ def ignored_paths(worktree: Path) -> list[str]:
 
 
 def head_commit(path: Path) -> str:
-    """The full SHA of HEAD in `path`."""
-    return resolve_commit(path, "HEAD")
+    """The full SHA of HEAD in `path` (read from git's files when they say it plainly)."""
+    return _head_from_files(path) or resolve_commit(path, "HEAD")
 
 
 def current_branch(path: Path) -> str | None:
@@ -194,9 +198,26 @@ def current_branch(path: Path) -> str | None:
 
 
 def branch_exists(repo: Path, name: str) -> bool:
-    """True when `refs/heads/<name>` exists in `repo`."""
+    """True when `refs/heads/<name>` exists in `repo` (read from git's files when they say it
+    plainly, else asked of git)."""
     _not_an_option(name, "branch")
+    known = _ref_exists_from_files(repo, f"refs/heads/{name}")
+    if known is not None:
+        return known
     return _git(["show-ref", "--verify", "--quiet", f"refs/heads/{name}"], repo).returncode == 0
+
+
+def _ref_exists_from_files(repo: Path, ref: str) -> bool | None:
+    """Whether `ref` exists, from the loose and packed refs of `repo`'s common dir; None when
+    the files cannot say (a bare or unusual layout, reftable, an odd name): ask git then."""
+    if (repo / ".git").is_dir():
+        common = repo / ".git"
+    else:
+        admin = linked_admin_dir(repo)
+        if admin is None:
+            return None
+        common = admin_common_dir(admin)
+    return ref_exists_in_files(common, ref)
 
 
 def unique_branch(repo: Path, base_name: str) -> str:
@@ -389,8 +410,8 @@ def commit_all(
         "GIT_AUTHOR_NAME": author_name, "GIT_AUTHOR_EMAIL": author_email,
         "GIT_COMMITTER_NAME": author_name, "GIT_COMMITTER_EMAIL": author_email,
     }
-    argv = [*NO_HOOKS, "-c", "commit.gpgsign=false", "commit", "--no-verify", "--quiet",
-            "--cleanup=whitespace", "--file=-"]
+    argv = [*NO_HOOKS, *NO_MAINTENANCE, "-c", "commit.gpgsign=false", "commit", "--no-verify",
+            "--quiet", "--cleanup=whitespace", "--file=-"]
     if paths is not None:  # `--include`: stage these paths as they are, then commit
         argv += ["--include", "--", *paths]
     proc = _git(argv, worktree, env=identity,
@@ -430,9 +451,22 @@ def diff(worktree: Path, base: str, head: str | None = None) -> str:
 
 def diff_stats(worktree: Path, base: str, head: str | None = None) -> DiffStats:
     """Files changed, insertions and deletions from `base` to `head` or the working tree."""
+    return _numstat(_diff(worktree, base, head, ["--numstat"]))
+
+
+def diff_with_stats(worktree: Path, base: str, head: str | None = None) -> tuple[str, DiffStats]:
+    """diff() and diff_stats() from one git process: its numstat lines, a blank line, the
+    patch."""
+    out = _diff(worktree, base, head, ["--numstat", "--patch"])
+    numstat, _, patch = out.partition("\n\n")
+    return patch, _numstat(numstat)
+
+
+def _numstat(out: str) -> DiffStats:
+    """The DiffStats of `git diff --numstat` lines."""
     files: list[str] = []
     insertions = deletions = 0
-    for line in _diff(worktree, base, head, ["--numstat"]).splitlines():
+    for line in out.splitlines():
         added, removed, name = line.split("\t", 2)
         files.append(name)
         insertions += int(added) if added.isdigit() else 0  # "-" marks a binary file

@@ -24,3 +24,30 @@ def head_from_files(admin: Path, common: Path) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
     return value if OBJECT_ID.fullmatch(value) else None
+
+
+SAFE_REF = re.compile(r"refs/heads/[A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*")
+
+
+def ref_exists_in_files(common: Path, ref: str) -> bool | None:
+    """Whether `ref` exists among the loose refs and packed-refs of `common` (a checkout's
+    `.git` or a worktree's common dir); None whenever that takes more (reftable, a name outside
+    the plain ones, an unreadable file): ask git then."""
+    if not SAFE_REF.fullmatch(ref) or ".." in ref or ref.endswith((".lock", ".")):
+        return None
+    try:
+        if (common / "reftable").exists():
+            return None
+        loose = common / ref
+        if loose.is_file():
+            value = loose.read_text(encoding="utf-8").strip()
+            return True if OBJECT_ID.fullmatch(value) or value.startswith("ref: ") else None
+        packed = common / "packed-refs"
+        if not packed.exists():
+            return False
+        for line in packed.read_text(encoding="utf-8").splitlines():
+            if line[:1] not in ("#", "^") and line.partition(" ")[2] == ref:
+                return True
+        return False
+    except (OSError, UnicodeDecodeError):
+        return None

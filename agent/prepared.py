@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Dialect
+from sqlalchemy import Dialect, Table, bindparam, insert, update
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.sql.expression import Executable
 
 Processor = Callable[[Any], Any]
@@ -54,12 +56,44 @@ class Prepared:
     def first(self, connection: Any, dialect: Dialect, values: Mapping[str, Any]) -> Any | None:
         """Run the statement with `values` on a DB-API connection (in its transaction); the
         first row it returns, or None."""
+        return self.execute(connection, dialect, values)[1]
+
+    def execute(self, connection: Any, dialect: Dialect,
+                values: Mapping[str, Any]) -> tuple[int, Any | None]:  # fmt: skip
+        """Run the statement with `values` on a DB-API connection (in its transaction); the
+        rows it matched (-1 when the driver cannot tell) and the first row it returns, or None."""
         compiled = self._compiled.get(dialect.name)
         if compiled is None:
             compiled = self._compiled[dialect.name] = _Compiled(self._build(dialect.name), dialect)
+        try:
+            parameters = compiled.parameters(values)
+        except Exception as exc:  # a value its column's type refuses, as SQLAlchemy says it
+            raise StatementError(str(exc), compiled.sql, dict(values), exc) from exc
         cursor = connection.cursor()
         try:
-            cursor.execute(compiled.sql, compiled.parameters(values))
-            return cursor.fetchone() if cursor.description else None
+            cursor.execute(compiled.sql, parameters)
+            return cursor.rowcount, cursor.fetchone() if cursor.description else None
+        except dialect.loaded_dbapi.Error as exc:  # as SQLAlchemy raises it: IntegrityError …
+            raise DBAPIError.instance(compiled.sql, parameters, exc, dialect.loaded_dbapi.Error,
+                                      dialect=dialect) from exc  # fmt: skip
         finally:
             cursor.close()
+
+
+# --- one row by its id -----------------------------------------------------------------------
+
+
+@cache
+def insert_row(table: Table, columns: frozenset[str]) -> Prepared:
+    """INSERT of these columns into `table`, RETURNING its `id`; the values go by column name."""
+    return Prepared(lambda _: insert(table).values(
+        {name: bindparam(name, type_=table.c[name].type) for name in sorted(columns)}
+    ).returning(table.c.id))
+
+
+@cache
+def update_row(table: Table, columns: frozenset[str]) -> Prepared:
+    """UPDATE of these columns of the row of `table` whose `id` is `row_id`; the values go by
+    column name."""
+    return Prepared(lambda _: update(table).where(table.c.id == bindparam("row_id")).values(
+        {name: bindparam(name, type_=table.c[name].type) for name in sorted(columns)}))

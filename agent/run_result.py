@@ -53,8 +53,9 @@ def run_result(
     """The OrchestratorResult of the run as it stands."""
     head = git.head_commit(ws.worktree) if ws is not None and ws.worktree.exists() else None
     commit = head if ws is not None and head != ws.base else None
-    diff = git.diff(ws.worktree, ws.base, commit) if ws is not None and commit else ""
-    stats = git.diff_stats(ws.worktree, ws.base, commit) if ws and commit else None
+    diff, stats = "", None
+    if ws is not None and commit:
+        diff, stats = git.diff_with_stats(ws.worktree, ws.base, commit)
     final = next((o.validation for o in reversed(tally.outcomes)
                   if o.status == "passed"), rc.baseline if rc else None)
     return OrchestratorResult(

@@ -12,7 +12,14 @@ from agent.context import ContextSource
 from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
 from agent.execute.paths import normalise_path
 from agent.execute.prompts import build_implement_prompt
-from agent.gate import GateChange, file_of_test, gate_changes, judge, rejection_text
+from agent.gate import (
+    GateChange,
+    file_of_test,
+    gate_changes,
+    judge,
+    may_be_gate_file,
+    rejection_text,
+)
 from agent.llm.binary import run_binary_judgment
 from agent.llm.budget import TaskBudget, context_room, estimate_tokens, prompt_limit
 from agent.llm.judgments import JudgmentCache
@@ -238,9 +245,13 @@ def _gate(st: _Step, attempt: AttemptRecord, attempt_id: int) -> None:
 
 
 def _changed_texts(st: _Step, attempt: AttemptRecord) -> dict[str, tuple[str | None, str | None]]:
-    """Each edited file's text at the step's base and now (None: absent)."""
+    """Each edited file that may be a gate file: its text at the step's base and now (None:
+    absent). Other files cannot change the gate, and reading a base costs a git process."""
     texts: dict[str, tuple[str | None, str | None]] = {}
+    command = st.rc.config.testing.test_command
     for path in dict.fromkeys(normalise_path(e.file_path) for e in attempt.edits):
+        if not may_be_gate_file(path, command):
+            continue
         now = st.rc.ws.worktree / path
         after = now.read_text(encoding="utf-8", errors="replace") if now.is_file() else None
         texts[path] = (git.read_file(st.rc.ws.worktree, st.base, path), after)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pydantic_core
-from sqlalchemy import func, insert, select, update
-from sqlalchemy.dialects import sqlite
-from sqlalchemy.dialects.sqlite import Insert
+from sqlalchemy import Table, bindparam, func, select, update
+from sqlalchemy.sql.expression import Executable
 
 from agent.database import Database
 from agent.models import AttemptRecord, LLMCallRecord, Usage, ValidationResult
+from agent.prepared import Prepared, insert_row, update_row
 from agent.tables import (
     AttemptRow,
     Base,
@@ -33,16 +33,27 @@ if TYPE_CHECKING:  # the readers' models: imported by the readers, not by every 
     )
 
 
-def _upsert_for(dialect: str) -> Callable[[Any], Insert]:
-    """The INSERT … ON CONFLICT of the dialect; PostgreSQL's module is imported only for a
-    PostgreSQL database (about a tenth of SQLAlchemy's import time, paid by every `cra`)."""
+def _state_upsert(dialect: str) -> Executable:
+    """INSERT of a state value, or UPDATE of the one already under its (run_key, key); the
+    dialect's module imported only for its database (PostgreSQL's is a tenth of SQLAlchemy's
+    import time, which no SQLite `cra` should pay)."""
+    table = cast(Table, StateRow.__table__)
+    values = {name: bindparam(name, type_=table.c[name].type)
+              for name in ("run_key", "key", "value", "updated_at")}  # fmt: skip
     if dialect == "postgresql":
         from sqlalchemy.dialects import postgresql
 
-        return postgresql.insert  # type: ignore[return-value]
-    return sqlite.insert
+        pg = postgresql.insert(table).values(values)
+        return pg.on_conflict_do_update(index_elements=["run_key", "key"], set_={
+            "value": pg.excluded.value, "updated_at": pg.excluded.updated_at})
+    from sqlalchemy.dialects import sqlite
+
+    lite = sqlite.insert(table).values(values)
+    return lite.on_conflict_do_update(index_elements=["run_key", "key"], set_={
+        "value": lite.excluded.value, "updated_at": lite.excluded.updated_at})
 
 
+SET_STATE = Prepared(_state_upsert)
 TaskRunStatus = Literal["running", "complete", "partial", "failed", "cancelled", "error"]
 ValidationKind = Literal["setup", "baseline", "attempt", "original"]
 
@@ -50,23 +61,36 @@ ValidationKind = Literal["setup", "baseline", "attempt", "original"]
 class RunLog(Database):
     """The one writer and reader of the run log; every write commits at once."""
 
-    def _add(self, row: Base) -> int:
-        """Insert one row in its own transaction and return its id.
+    def _add(self, kind: type[Base], /, **given: Any) -> int:
+        """Insert one row (the given values that are its columns, its scalar defaults for the
+        others) in its own transaction, or the batch's; its id.
 
-        Core statements, not the ORM unit of work: a run writes hundreds of records, one
-        transaction each, and the session machinery cost more than the write itself.
+        A statement prepared once per set of columns, run on the DB-API connection: a run writes
+        hundreds of records, and building, compiling and executing each through SQLAlchemy (let
+        alone the ORM's unit of work) cost more than the write itself.
         """
-        kind = type(row)
-        values = {k: v for k, v in vars(row).items() if k in kind.__table__.c}
-        with self._write() as conn:
-            return int(conn.execute(insert(kind).values(values).returning(kind.id)).scalar_one())
+        table = cast(Table, kind.__table__)
+        values = {name: value for name, value in given.items() if name in table.c}
+        for column in table.c:
+            if column.key not in values and column.default is not None:
+                if not column.default.is_scalar:
+                    raise TypeError(f"{table.name}.{column.key}: only scalar defaults are filled")
+                values[column.key] = column.default.arg  # type: ignore[attr-defined]
+        with self._raw_write() as connection:
+            row = insert_row(table, frozenset(values)).first(connection, self.dialect, values)
+        if row is None:
+            raise LookupError(f"no id came back from the insert into {table.name}")
+        return int(row[0])
 
-    def _update(self, kind: type[Base], row_id: int, **values: Any) -> None:
-        """Set columns of one row in its own transaction; LookupError when it is missing."""
-        with self._write() as conn:
-            result = conn.execute(update(kind).where(kind.id == row_id).values(**values))
-            if result.rowcount == 0:
-                raise LookupError(f"no {kind.__tablename__} row with id {row_id}")
+    def _update(self, kind: type[Base], row_id: int, /, **values: Any) -> None:
+        """Set columns of one row in its own transaction, or the batch's; LookupError when it
+        is missing."""
+        table = cast(Table, kind.__table__)
+        statement = update_row(table, frozenset(values))
+        with self._raw_write() as connection:
+            count, _ = statement.execute(connection, self.dialect, {**values, "row_id": row_id})
+        if count == 0:
+            raise LookupError(f"no {table.name} row with id {row_id}")
 
     # --- task runs ---------------------------------------------------------------------------
 
@@ -81,15 +105,14 @@ class RunLog(Database):
     ) -> int:
         """Record a task run as running; returns its id."""
         return self._add(
-            TaskRunRow(
-                task_id=task_id,
-                repo_path=repo_path,
-                task_description=task_description,
-                mode=mode,
-                status="running",
-                config_json=config_json,
-                created_at=self._clock(),
-            )
+            TaskRunRow,
+            task_id=task_id,
+            repo_path=repo_path,
+            task_description=task_description,
+            mode=mode,
+            status="running",
+            config_json=config_json,
+            created_at=self._clock(),
         )
 
     def finish_task_run(
@@ -121,18 +144,17 @@ class RunLog(Database):
     def record_attempt(self, task_run_id: int, attempt: AttemptRecord) -> int:
         """Record one attempt (not its validation); returns its id."""
         return self._add(
-            AttemptRow(
-                task_run_id=task_run_id,
-                attempt=attempt.attempt,
-                prompt_tokens=attempt.usage.prompt_tokens,
-                completion_tokens=attempt.usage.completion_tokens,
-                latency_ms=attempt.usage.latency_ms,
-                raw_response=attempt.raw_response,
-                patch_applied=attempt.patch_applied,
-                error_info=attempt.error_info,
-                unified_diff=attempt.unified_diff,
-                created_at=self._clock(),
-            )
+            AttemptRow,
+            task_run_id=task_run_id,
+            attempt=attempt.attempt,
+            prompt_tokens=attempt.usage.prompt_tokens,
+            completion_tokens=attempt.usage.completion_tokens,
+            latency_ms=attempt.usage.latency_ms,
+            raw_response=attempt.raw_response,
+            patch_applied=attempt.patch_applied,
+            error_info=attempt.error_info,
+            unified_diff=attempt.unified_diff,
+            created_at=self._clock(),
         )
 
     def update_attempt(self, attempt_id: int, *, error_info: str | None) -> None:
@@ -149,31 +171,29 @@ class RunLog(Database):
     ) -> int:
         """Record one validation (a baseline has no attempt); returns its id."""
         return self._add(
-            ValidationRow(
-                task_run_id=task_run_id,
-                attempt_id=attempt_id,
-                kind=kind,
-                created_at=self._clock(),
-                **validation.model_dump(),
-            )
+            ValidationRow,
+            task_run_id=task_run_id,
+            attempt_id=attempt_id,
+            kind=kind,
+            created_at=self._clock(),
+            **validation.model_dump(),
         )
 
     def record_llm_call(self, record: LLMCallRecord) -> int:
         """Record one model call, linked to its task run when it has one; returns its id."""
-        return self._add(LLMCallRow(created_at=self._clock(), **record.model_dump()))
+        return self._add(LLMCallRow, created_at=self._clock(), **record.model_dump())
 
     # --- orchestrator runs -------------------------------------------------------------------
 
     def start_orchestrator_run(self, *, task_id: str, repo_path: str, task_description: str) -> int:
         """Record an orchestrator run as running; returns its id."""
         return self._add(
-            OrchestratorRunRow(
-                task_id=task_id,
-                repo_path=repo_path,
-                task_description=task_description,
-                status="running",
-                created_at=self._clock(),
-            )
+            OrchestratorRunRow,
+            task_id=task_id,
+            repo_path=repo_path,
+            task_description=task_description,
+            status="running",
+            created_at=self._clock(),
         )
 
     def abandon_run(self, task_id: str, error: str) -> None:
@@ -229,35 +249,24 @@ class RunLog(Database):
     ) -> int:
         """Link one pass (held by a task run) to its orchestrator run; returns its id."""
         return self._add(
-            PassRow(
-                orchestrator_run_id=orchestrator_run_id,
-                task_run_id=task_run_id,
-                pass_type=pass_type,
-                sequence_order=sequence_order,
-                part_id=part_id,
-                step_id=step_id,
-                created_at=self._clock(),
-            )
+            PassRow,
+            orchestrator_run_id=orchestrator_run_id,
+            task_run_id=task_run_id,
+            pass_type=pass_type,
+            sequence_order=sequence_order,
+            part_id=part_id,
+            step_id=step_id,
+            created_at=self._clock(),
         )
 
     # --- session state -----------------------------------------------------------------------
 
     def set_state(self, run_key: str, key: str, value: object) -> None:
         """Store a JSON-able value (pydantic models included) under (run_key, key)."""
-        insert = _upsert_for(self._engine.dialect.name)
-        row = {
-            "run_key": run_key,
-            "key": key,
-            "value": pydantic_core.to_json(value).decode(),
-            "updated_at": self._clock(),
-        }
-        statement = insert(StateRow).values(row)
-        statement = statement.on_conflict_do_update(
-            index_elements=["run_key", "key"],
-            set_={"value": statement.excluded.value, "updated_at": statement.excluded.updated_at},
-        )
-        with self._write() as conn:
-            conn.execute(statement)
+        values = {"run_key": run_key, "key": key, "value": pydantic_core.to_json(value).decode(),
+                  "updated_at": self._clock()}  # fmt: skip
+        with self._raw_write() as connection:
+            SET_STATE.execute(connection, self.dialect, values)
 
     def get_state(self, run_key: str, key: str) -> Any | None:
         """The decoded value under (run_key, key), or None."""

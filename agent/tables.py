@@ -28,6 +28,7 @@ from agent.database import NAMING, JSONText, UTCDateTime
 
 if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnClause
+    from sqlalchemy.sql.selectable import FromClause
 
 
 class Base:
@@ -35,7 +36,7 @@ class Base:
 
     metadata: ClassVar[MetaData] = MetaData(naming_convention=NAMING)
     __tablename__: ClassVar[str]
-    __table__: ClassVar[Table]
+    __table__: ClassVar[FromClause]  # a Table; typed as the ORM's declarative classes type it
     __table_args__: ClassVar[tuple[Any, ...]] = ()
     id: ClassVar[ColumnClause[int]]
 
@@ -57,7 +58,7 @@ class Base:
         cls.id = cls.__table__.c.id
 
     @classmethod
-    def __clause_element__(cls) -> Table:
+    def __clause_element__(cls) -> FromClause:
         """The table, where a statement is given the class."""
         return cls.__table__
 

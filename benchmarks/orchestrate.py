@@ -8,7 +8,8 @@ files change — from launching it in the sandbox to its exit: bwrap's start is 
 What is left is cra's own work: git, the run log, prompts, context, parsing, reading the test
 report. Printed as a share of the wall time; the target of issue 14 is ≤ 3 %.
 
-`--profile` also prints where the harness's own time goes: the subprocesses cra started, by program
+`--profile` also prints where the harness's own time goes (in the solve alone, what the wall time
+counts): the subprocesses cra started, by program
 (count and wall time; the repository's commands run through bwrap), and the functions with the
 most own time in cProfile, leaving out the primitives that only wait (sockets, locks, poll,
 waitpid, sleep), which are the model's and the commands' time.
@@ -85,8 +86,11 @@ def script(server: ScriptedModelServer, delay: float) -> None:
                 {"revised_steps": steps[s:], "rationale": "on track"})))
 
 
-def run(delay: float, test_seconds: float) -> OrchestratorResult:
-    """One scripted orchestrator run in a temporary directory."""
+def run(delay: float, test_seconds: float,
+        around: Callable[[Callable[[], OrchestratorResult]], OrchestratorResult] = lambda c: c(),
+        ) -> OrchestratorResult:  # fmt: skip
+    """One scripted orchestrator run in a temporary directory; `around` calls the solve (and
+    only it: the repository, the model server and the run log are set up before)."""
     os.environ.update(ISOLATED_GIT_ENV)
     with tempfile.TemporaryDirectory() as tmp, ScriptedModelServer() as server:
         repo = make_python_project(Path(tmp) / "repo", bug=False, config=None)
@@ -103,7 +107,7 @@ def run(delay: float, test_seconds: float) -> OrchestratorResult:
             runtime = Runtime(log=log, models=router, environ=dict(os.environ),
                               work_dir=Path(tmp) / "data", sandbox=build_sandbox("auto"))
             try:
-                return solve("Add nine functions", repo, config, runtime)
+                return around(lambda: solve("Add nine functions", repo, config, runtime))
             finally:
                 router.close()
 
@@ -167,7 +171,7 @@ def main() -> int:
                         help="print the subprocesses by program and the heaviest functions")
     args = parser.parse_args()
     if args.profile:
-        result = profiled(lambda: run(args.model_delay, args.test_seconds))
+        result = run(args.model_delay, args.test_seconds, profiled)
     else:
         result = run(args.model_delay, args.test_seconds)
     if result.status != "complete":

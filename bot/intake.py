@@ -15,7 +15,8 @@ from sqlalchemy.sql.expression import Executable
 from agent.errors import ConnectionLost
 from agent.prepared import Prepared
 from bot.errors import BotError
-from bot.store import ONE_ACTIVE_RUN, BotStore, DeliveryRow, RunRow, run_values
+from bot.store import BotStore, run_values
+from bot.tables import ONE_ACTIVE_RUN, DeliveryRow, RunRow
 from bot.triggers import Trigger
 from bot.webhooks import Event
 

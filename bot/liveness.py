@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -26,6 +27,7 @@ from bot.queue import RunQueue
 from bot.store import BotStore
 
 log = logging.getLogger(__name__)
+MAX_REQUEUES = 3  # re-queues of a run whose job fails before it starts, before the run fails
 
 
 def worker_name() -> str:
@@ -37,17 +39,24 @@ class Heartbeat:
     """Stamps a run's heartbeat from a daemon thread while the `with` block runs.
 
     `lost` turns true when the run is no longer running in the database (the reaper or a
-    cancel ended it): the worker should stop at the next chance.
+    cancel ended it): the worker should stop at the next chance. A run still working after
+    `limit` seconds is ended by this thread — failed, said through `report` — whether or not
+    its worker could stop: a worker stuck for good (a deadlock, a loop) keeps its process
+    alive and its heartbeat beating, and only a clock outside it can end its run.
     """
 
-    def __init__(self, store: BotStore, run_id: int, interval: float) -> None:
+    def __init__(self, store: BotStore, run_id: int, interval: float, *,
+                 limit: float | None = None, report: Callable[[int], None] | None = None,
+                 ) -> None:  # fmt: skip
         self._store, self._run_id, self._interval = store, run_id, interval
+        self._limit, self._report = limit, report
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"cra-heartbeat-{run_id}",
                                         daemon=True)
         self.lost = False
 
     def __enter__(self) -> Heartbeat:
+        self._started = time.monotonic()
         self._thread.start()
         return self
 
@@ -56,13 +65,40 @@ class Heartbeat:
         self._thread.join(timeout=5)
 
     def _beat(self) -> None:
-        while not self._stop.wait(self._interval):
+        while not self._stop.wait(self._next_wait()):
             try:
+                if self._overtime():
+                    self._end_overtime()
+                    return
                 if not self._store.beat(self._run_id):
                     self.lost = True
                     return
             except Exception as exc:  # a database hiccup: the next beat may get through
                 log.warning("heartbeat of run %s failed: %s", self._run_id, exc)
+
+    def _next_wait(self) -> float:
+        """The interval, or less when the time limit comes first."""
+        if self._limit is None:
+            return self._interval
+        left = self._started + self._limit - time.monotonic()
+        return max(0.0, min(self._interval, left))
+
+    def _overtime(self) -> bool:
+        return self._limit is not None and time.monotonic() - self._started >= self._limit
+
+    def _end_overtime(self) -> None:
+        """End the run as failed (unless something ended it first) and tell its issue."""
+        assert self._limit is not None
+        error = (f"the run worked longer than its limit of {self._limit / 60:g} min "
+                 "(CRA_MAX_RUN_MINUTES) and was ended")
+        self.lost = True  # the worker stops at its next step and pushes nothing
+        if self._store.end_run(self._run_id, "failed", error=error):
+            log.error("run %s: %s", self._run_id, error)
+            if self._report is not None:
+                try:
+                    self._report(self._run_id)
+                except Exception as exc:  # the run has ended either way
+                    log.warning("could not report the end of run %s: %s", self._run_id, exc)
 
 
 class Swept(BaseModel):
@@ -100,7 +136,16 @@ class Reaper:
                 swept.ended.append(run.id)
                 self._tell(run.id)
         for run in self._store.queued_before(now - self._requeue_after):
-            if not self._queue.holds(run.id):
+            if self._queue.holds(run.id):
+                continue
+            if run.requeues >= MAX_REQUEUES:  # its job keeps failing before it starts the run
+                error = (f"no worker could start this run: queued {run.requeues + 1} times, "
+                         "it never began (see the workers' logs)")
+                if self._store.fail_queued_run(run, error):
+                    log.error("run %s failed: %s", run.id, error)
+                    swept.ended.append(run.id)
+                    self._tell(run.id)
+            elif self._store.count_requeue(run):
                 log.warning("run %s was queued but held by no queue: queued again", run.id)
                 self._queue.enqueue(run.id)
                 swept.requeued.append(run.id)

@@ -22,6 +22,7 @@ from bot.errors import BotError
 from bot.github import PullInfo, Reaction
 from bot.liveness import Heartbeat, worker_name
 from bot.progress import ProgressReporter
+from bot.queue import INTERRUPTED
 from bot.repo_config import limited_config
 from bot.services import Services
 from bot.store import STALE_CANCEL, Run, RunStatus
@@ -45,7 +46,10 @@ def execute_run(run_id: int, services: Services) -> None:
     run = services.store.get_run(run_id)
     if run is None:
         return
-    with Heartbeat(services.store, run_id, services.settings.heartbeat_interval) as heartbeat:
+    settings = services.settings
+    with Heartbeat(services.store, run_id, settings.heartbeat_interval,
+                   limit=settings.max_run_minutes * 60,
+                   report=lambda ended: report_ended(ended, services)) as heartbeat:
         job = _Job(run, services, heartbeat)
         try:
             job.execute()
@@ -76,7 +80,7 @@ def report_ended(run_id: int, services: Services) -> None:
         gh, inst = services.github, run.installation_id
         if run.error == STALE_CANCEL:
             text = replies.refusal_text("cancelled_now", run_id=run_id)
-        elif run.error and run.error.startswith("the worker stopped"):
+        elif run.error and run.error != INTERRUPTED:  # its heartbeat stopped; it never began
             text = replies.refusal_text("error", error=run.error, run_id=run_id)
         else:
             text = replies.refusal_text("interrupted", run_id=run_id)

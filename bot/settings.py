@@ -143,9 +143,15 @@ class BotSettings(BaseSettings):
         default=30.0, ge=0,
         description="Seconds between the server's sweeps for stuck runs (0: no reaper).",
     )
+    max_run_minutes: float = Field(
+        default=360.0, gt=0,
+        description="Longest a run may work; then it is ended as failed, even if its worker "
+        "is stuck (the worker stops at its next step and pushes nothing).",
+    )
     requeue_after: float = Field(
         default=60.0, gt=0,
-        description="Seconds a run may stay queued, held by no queue, before it is queued again.",
+        description="Seconds a run may stay queued, held by no queue, before it is queued "
+        "again (three times at most; then it fails).",
     )
     token: SecretStr | None = Field(
         default=None, description="A ready token instead of the App's (Actions mode)."

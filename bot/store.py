@@ -1,34 +1,27 @@
-"""The bot's tables: webhook deliveries (dedupe) and runs (one per trigger), beside the run log."""
+"""The bot's store: webhook deliveries (dedupe) and runs (one per trigger), beside the run log;
+its tables are bot.tables."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from sqlalchemy import (
-    BigInteger,
-    Boolean,
     ColumnElement,
-    Index,
-    Integer,
-    MetaData,
-    Text,
     delete,
-    false,
     func,
     insert,
     select,
-    text,
     update,
 )
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from agent.database import NAMING, Database, UTCDateTime
+from agent.database import Database
 from agent.models import Record
 from agent.tables import LLMCallRow
 from bot.errors import BotError
+from bot.tables import DeliveryRow, RunRow
 from bot.triggers import Trigger
 
 RunStatus = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled", "rejected"]
@@ -39,8 +32,6 @@ ACTIVE_STATUSES: tuple[RunStatus, ...] = ("queued", "running")
 STALE_CANCEL = "cancelled; its worker had stopped"  # the error of a run a cancel ended at once
 ACTIVE_COMMANDS = ("solve", "plan")  # help, cancel and busy runs only reply
 DELIVERY_RETENTION = timedelta(days=7)  # GitHub redelivers with the same id for days
-ONE_ACTIVE_RUN = "status IN ('queued', 'running') AND command IN ('solve', 'plan')"
-ONE_BUSY_REPLY = "command = 'busy'"  # one "busy" reply per active run, however many deliveries
 
 
 class ActiveRunExists(BotError):
@@ -49,84 +40,6 @@ class ActiveRunExists(BotError):
     def __init__(self, run_id: int) -> None:
         super().__init__(f"run {run_id} is already active on this issue")
         self.run_id = run_id
-
-
-# --- tables ----------------------------------------------------------------------------------
-
-
-class BotBase(DeclarativeBase):
-    """Declarative base of the bot's tables; its metadata is what migration 0002 produces."""
-
-    metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map: ClassVar[dict[Any, Any]] = {
-        str: Text(),
-        bool: Boolean(),
-        int: Integer(),
-        datetime: UTCDateTime(),
-    }
-
-
-class DeliveryRow(BotBase):
-    """One webhook delivery seen, by GitHub's delivery id."""
-
-    __tablename__ = "deliveries"
-    delivery_id: Mapped[str] = mapped_column(primary_key=True)
-    event: Mapped[str]
-    action: Mapped[str | None]
-    outcome: Mapped[str | None]
-    received_at: Mapped[datetime] = mapped_column(index=True)
-
-
-class RunRow(BotBase):
-    """One run: a trigger, and what the worker made of it."""
-
-    __tablename__ = "runs"
-    __table_args__ = (
-        Index("ix_runs_repository_issue_number", "repository", "issue_number"),
-        # The database, not a read-then-write, keeps one solve or plan run active per issue.
-        Index(
-            "uq_runs_one_active",
-            "repository",
-            "issue_number",
-            unique=True,
-            sqlite_where=text(ONE_ACTIVE_RUN),
-            postgresql_where=text(ONE_ACTIVE_RUN),
-        ),
-        Index(
-            "uq_runs_one_busy_reply",
-            "related_run_id",
-            unique=True,
-            sqlite_where=text(ONE_BUSY_REPLY),
-            postgresql_where=text(ONE_BUSY_REPLY),
-        ),
-    )
-    id: Mapped[int] = mapped_column(primary_key=True)
-    status: Mapped[str] = mapped_column(index=True)
-    command: Mapped[str]
-    source: Mapped[str]
-    actor: Mapped[str]
-    repository: Mapped[str]
-    issue_number: Mapped[int]
-    is_pull_request: Mapped[bool]
-    instructions: Mapped[str]
-    reply_text: Mapped[str | None]
-    related_run_id: Mapped[int | None]
-    installation_id: Mapped[int | None] = mapped_column(BigInteger)
-    delivery_id: Mapped[str | None]
-    comment_id: Mapped[int | None] = mapped_column(BigInteger)
-    trigger_comment_id: Mapped[int | None] = mapped_column(BigInteger)
-    check_run_id: Mapped[int | None] = mapped_column(BigInteger)
-    branch: Mapped[str | None]
-    pr_number: Mapped[int | None]
-    pr_url: Mapped[str | None]
-    error: Mapped[str | None]
-    orchestrator_task_id: Mapped[str | None]
-    cancel_requested: Mapped[bool] = mapped_column(default=False, server_default=false())
-    created_at: Mapped[datetime]
-    started_at: Mapped[datetime | None]
-    finished_at: Mapped[datetime | None]
-    heartbeat_at: Mapped[datetime | None]  # stamped by the worker while it works (migration 0006)
-    worker: Mapped[str | None]  # host:pid of the process executing it
 
 
 class Run(Record):
@@ -159,6 +72,7 @@ class Run(Record):
     finished_at: datetime | None
     heartbeat_at: datetime | None = None
     worker: str | None = None
+    requeues: int = 0
 
     def last_sign_of_life(self) -> datetime | None:
         """When its worker last showed it was alive: the heartbeat, else the start."""
@@ -188,6 +102,7 @@ def run_values(
         "delivery_id": trigger.delivery_id,
         "trigger_comment_id": trigger.comment_id,
         "cancel_requested": False,
+        "requeues": 0,
         "created_at": created_at,
     }
 
@@ -411,6 +326,19 @@ class BotStore(Database):
                  .order_by(RunRow.id))
         with self._sessions() as session:
             return [_run(row) for row in session.scalars(query)]
+
+    def count_requeue(self, run: Run) -> bool:
+        """Count one more re-queue of a run still queued as `run` saw it (compare-and-set: of
+        several reapers, exactly one queues it again)."""
+        where = ((RunRow.id == run.id) & (RunRow.status == "queued")
+                 & (RunRow.requeues == run.requeues))
+        return self._update_where(where, requeues=run.requeues + 1)
+
+    def fail_queued_run(self, run: Run, error: str) -> bool:
+        """Fail a run that is still queued (no worker could start it); whether this call did."""
+        where = (RunRow.id == run.id) & (RunRow.status == "queued")
+        return self._update_where(where, status="failed", error=error,
+                                  finished_at=self._clock())
 
     def cancel_requested(self, run_id: int) -> bool:
         """Whether someone asked this run to stop."""

@@ -9,7 +9,7 @@ from alembic import context
 from sqlalchemy import Connection, create_engine, pool
 
 from agent.tables import Base
-from bot.store import BotBase
+from bot.tables import BotBase
 
 config = context.config
 target_metadata = [Base.metadata, BotBase.metadata]  # the run log and the bot share a database

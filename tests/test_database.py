@@ -72,6 +72,7 @@ def test_a_database_behind_the_newest_migration_is_upgraded(tmp_path: Path) -> N
         connection.exec_driver_sql("DROP INDEX uq_runs_one_busy_reply")  # 0005's
         connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN heartbeat_at")  # 0006's
         connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN worker")
+        connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN requeues")  # 0007's
     assert not at_head(engine)
     BotStore.open(url).close()
     assert at_head(engine)

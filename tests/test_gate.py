@@ -10,6 +10,7 @@ from agent.gate import (
     gate_changes,
     gate_role,
     judge,
+    may_be_gate_file,
     rejection_text,
 )
 from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
@@ -222,3 +223,18 @@ def test_a_file_that_could_not_be_collected_runs_once_its_tests_do() -> None:
 
     assert judge(before, after, targets=["tests/test_flags.py"]).passed
     assert not judge(before, run({ADD: "passed"}), targets=["tests/test_flags.py"]).passed
+
+
+@pytest.mark.parametrize("path", [
+    "calc/ops.py", "src/app/main.go", "README.md", "docs/conf.py", "lib/index.js",
+    "tests/test_ops.py", "conftest.py", "sub/conftest.py", "pytest.ini", "tox.ini",
+    "setup.cfg", "pyproject.toml", "package.json", "jest.config.js", "run_tests.sh",
+    "cra.toml", ".github/cra.toml", "spec/widget.spec.ts", "pkg/ops_test.go",
+])  # fmt: skip
+def test_only_files_that_may_be_gate_files_can_change_the_gate(path: str) -> None:
+    command = "sh run_tests.sh && pytest -q"
+    change = {path: ("[tool.pytest.ini_options]\naddopts = '-q'\n", "x = 1\n")}
+    if not may_be_gate_file(path, command):
+        assert gate_changes(change, command) == []
+    assert may_be_gate_file(path, command) is (path not in (
+        "calc/ops.py", "src/app/main.go", "README.md", "docs/conf.py", "lib/index.js"))

@@ -293,6 +293,7 @@ def test_diff_of_the_working_tree_includes_new_untracked_files(worktree: Path) -
 
     text = git.diff(worktree, base)
     stats = git.diff_stats(worktree, base)
+    assert git.diff_with_stats(worktree, base) == (text, stats)  # one process, the same answer
 
     assert "diff --git a/calc/ops.py b/calc/ops.py" in text
     assert "-    return a * b + 1\n+    return a * b\n" in text
@@ -313,6 +314,21 @@ def test_diff_between_commits(worktree: Path) -> None:
 
     assert "calc/ops.py" in text and "later.txt" not in text
     assert git.diff_stats(worktree, base, head).files == ["calc/ops.py"]
+    assert git.diff_with_stats(worktree, base, head) == (text, git.diff_stats(worktree, base,
+                                                                              head))
+
+
+def test_diff_with_stats_of_binary_mode_and_empty_changes(worktree: Path) -> None:
+    base = git.head_commit(worktree)
+    (worktree / "blob.bin").write_bytes(b"\x00\x01\x02")
+    (worktree / "calc" / "ops.py").chmod(0o755)
+    (worktree / "a\tb.txt").write_text("tab in the name\n")
+    head = git.commit_all(worktree, "Odd changes", author_name="cra", author_email="c@e.x")
+    assert head is not None
+    text, stats = git.diff_with_stats(worktree, base, head)
+    assert text == git.diff(worktree, base, head) and "Binary files" in text
+    assert stats == git.diff_stats(worktree, base, head) and stats.files_changed == 3
+    assert git.diff_with_stats(worktree, head, head) == ("", git.diff_stats(worktree, head, head))
 
 
 def test_apply_diff_applies_a_worktree_diff_to_the_users_tree(

@@ -9,6 +9,7 @@ import pytest
 
 from agent import git
 from agent.git import _head_from_files as head_from_files
+from agent.gitfiles import ref_exists_in_files
 from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project
 
 
@@ -46,3 +47,42 @@ def test_packed_refs_are_left_to_git(repo: Path) -> None:
 
 def test_a_directory_that_is_no_repository_gives_none(tmp_path: Path) -> None:
     assert head_from_files(tmp_path) is None
+
+
+# --- does a branch exist? ---------------------------------------------------------------------
+
+
+def _git_says(repo: Path, name: str) -> bool:
+    return subprocess.run(["git", "show-ref", "--verify", "--quiet", f"refs/heads/{name}"],
+                          cwd=repo).returncode == 0
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_branch_existence_from_files_agrees_with_git(repo: Path, tmp_path: Path,
+                                                     packed: bool) -> None:
+    tree = tmp_path / "tree"
+    subprocess.run(["git", "worktree", "add", "-q", "-b", "cra/fix-it", str(tree)], cwd=repo,
+                   check=True)
+    subprocess.run(["git", "branch", "cra/other"], cwd=repo, check=True)
+    if packed:
+        subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True)
+    common = repo / ".git"
+    for name in ("cra/fix-it", "cra/other", "main", "cra", "cra/fix", "cra/fix-it-2", "nope"):
+        assert ref_exists_in_files(common, f"refs/heads/{name}") is _git_says(repo, name), name
+        assert git.branch_exists(repo, name) is _git_says(repo, name)
+        assert git.branch_exists(tree, name) is _git_says(repo, name)  # from a linked worktree
+
+
+def test_odd_ref_names_and_reftable_are_left_to_git(repo: Path) -> None:
+    common = repo / ".git"
+    for ref in ("refs/heads/a..b", "refs/heads/x.lock", "refs/heads/.hidden", "refs/heads/sp ace",
+                "refs/tags/v1", "refs/heads/é"):
+        assert ref_exists_in_files(common, ref) is None, ref
+    (common / "reftable").mkdir()
+    assert ref_exists_in_files(common, "refs/heads/main") is None
+
+
+def test_unique_branch_skips_a_packed_branch(repo: Path) -> None:
+    subprocess.run(["git", "branch", "cra/task"], cwd=repo, check=True)
+    subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True)
+    assert git.unique_branch(repo, "cra/task") == "cra/task-2"

@@ -23,10 +23,10 @@ from sqlalchemy import Connection, inspect
 from agent.database import build_engine, migrations_location, upgrade
 from agent.store import RunLog
 from agent.tables import Base
-from bot.store import BotBase
+from bot.tables import BotBase
 from tests.test_store import TABLES, postgres_schema_url
 
-HEAD = "0006"
+HEAD = "0007"
 BOT_TABLES = {"deliveries", "runs"}
 METADATA = [Base.metadata, BotBase.metadata]
 

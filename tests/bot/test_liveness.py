@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.liveness import Heartbeat, Reaper
+from bot.liveness import MAX_REQUEUES, Heartbeat, Reaper
 from bot.store import BotStore
 from tests.bot.conftest import ManualClock
 from tests.bot.test_store import trigger
@@ -120,6 +120,65 @@ def test_a_queued_run_no_queue_holds_is_queued_again(store: BotStore, clock: Man
     assert swept.requeued == [lost] and queue.enqueued == [lost]
     assert young not in queue.held
     assert reaper(store, queue).sweep().requeued == []  # now held: never enqueued twice
+
+
+def test_a_run_no_worker_can_start_fails_after_a_few_requeues(store: BotStore,
+                                                              clock: ManualClock) -> None:
+    """A job that fails before it claims its run (the worker cannot build its services) leaves
+    the run queued and held by no queue: queued again MAX_REQUEUES times, then failed, said
+    once — never cycling forever."""
+    run_id = store.create_run(trigger(issue_number=1, delivery_id="d-1")).id
+    queue = HeldQueue()
+    reported: list[int] = []
+    sweeps = []
+    for _ in range(MAX_REQUEUES + 3):
+        clock.now += timedelta(seconds=61)
+        sweeps.append(reaper(store, queue, reported).sweep())
+        queue.held.clear()  # the job failed again before it claimed the run
+
+    assert queue.enqueued == [run_id] * MAX_REQUEUES
+    assert [s.ended for s in sweeps].count([run_id]) == 1 and reported == [run_id]
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "failed" and run.requeues == MAX_REQUEUES
+    assert run.error is not None and "no worker could start this run" in run.error
+
+
+def test_two_reapers_requeue_a_lost_run_once(store: BotStore, clock: ManualClock) -> None:
+    run_id = store.create_run(trigger(issue_number=1, delivery_id="d-1")).id
+    clock.now += timedelta(seconds=61)
+    [seen] = store.queued_before(clock.now)
+    assert store.count_requeue(seen) is True
+    assert store.count_requeue(seen) is False  # the other reaper saw the same count
+    run = store.get_run(run_id)
+    assert run is not None and run.requeues == 1
+
+
+def test_a_run_past_its_time_limit_is_ended_even_if_its_worker_is_stuck(
+    live_store: BotStore,
+) -> None:
+    run_id = running(live_store)
+    reported: list[int] = []
+    with Heartbeat(live_store, run_id, 0.05, limit=0.3, report=reported.append) as heartbeat:
+        deadline = time.monotonic() + 10
+        while not heartbeat.lost and time.monotonic() < deadline:  # a stuck worker: no steps
+            time.sleep(0.02)
+    run = live_store.get_run(run_id)
+    assert heartbeat.lost and reported == [run_id]
+    assert run is not None and run.status == "failed"
+    assert run.error == ("the run worked longer than its limit of 0.005 min "
+                         "(CRA_MAX_RUN_MINUTES) and was ended")
+    assert live_store.end_run(run_id, "succeeded") is False  # the worker's late end changes nothing
+
+
+def test_a_run_that_ends_in_time_is_left_alone(live_store: BotStore) -> None:
+    run_id = running(live_store)
+    reported: list[int] = []
+    with Heartbeat(live_store, run_id, 0.05, limit=5.0, report=reported.append) as heartbeat:
+        time.sleep(0.2)
+        assert not heartbeat.lost
+    assert live_store.end_run(run_id, "succeeded") and reported == []
+    run = live_store.get_run(run_id)
+    assert run is not None and run.status == "succeeded"
 
 
 def test_a_failing_report_does_not_stop_the_sweep(store: BotStore, clock: ManualClock) -> None:

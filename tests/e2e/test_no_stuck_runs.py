@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -22,12 +23,15 @@ from typing import Any
 import httpx
 import pytest
 
+from bot.liveness import MAX_REQUEUES
 from bot.store import Run
 from bot.triggers import Trigger
 from bot.webhooks import sign
 from tests.e2e.bot_world import OWNER, REPO, SECRET, BotWorld
 from tests.e2e.first_hour import clean_env, closed_port, program
 from tests.fakes.model_server import Reply
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -524,5 +528,57 @@ def test_a_run_queued_on_no_queue_is_queued_again(world: BotWorld, redis_url: st
         queue = Queue(env["CRA_QUEUE_NAME"], connection=Redis.from_url(redis_url))
         wait_for("the reaper to queue it again", lambda: queue.count == 1, timeout=30)
         assert status_of(world, run.id).status == "queued"
+    finally:
+        server.stop()
+
+
+@pytest.mark.redis
+def test_a_run_whose_job_fails_before_it_starts_ends_failed_and_the_issue_is_told(
+    world: BotWorld, redis_url: str,
+) -> None:
+    """A worker deployed without the App's key: every job fails before it claims its run. The
+    reaper queues the run again a few times, then fails it and tells the issue — the run never
+    cycles through the queue forever."""
+    env = server_env(world, CRA_QUEUE="rq", CRA_REDIS_URL=redis_url, CRA_REQUEUE_AFTER="0.5",
+                     CRA_QUEUE_NAME=f"cra-test-{uuid.uuid4().hex[:8]}")
+    server = Server(env)
+    broken = {k: v for k, v in env.items() if k != "CRA_PRIVATE_KEY"}
+    worker_log = open(world.tmp / "rq-worker.log", "w")  # noqa: SIM115
+    rq = Path(sys.executable).parent / "rq"
+    worker = subprocess.Popen([str(rq), "worker", "--url", redis_url, env["CRA_QUEUE_NAME"]],
+                              env=broken, cwd=ROOT, stdout=worker_log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        run_id = server.label(world)
+        ended = wait_for("the reaper to give up on the run", lambda: (
+            r := status_of(world, run_id)).status != "queued" and r, timeout=120)
+        assert ended.status == "failed" and ended.requeues == MAX_REQUEUES, ended
+        assert ended.error and ended.error.startswith("no worker could start this run")
+        wait_for("the issue to be told", lambda: any(
+            "no worker could start this run" in body for body in bot_comments(world)))
+        assert "CRA_PRIVATE_KEY" in (world.tmp / "rq-worker.log").read_text()  # why, in its log
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+        worker_log.close()
+        server.stop()
+
+
+def test_a_run_past_its_time_limit_ends_while_its_worker_is_stuck(world: BotWorld) -> None:
+    """The worker waits on a model that answers after a minute; the run's limit is 3 s: the
+    run is failed at the limit, the issue told and freed, though the worker is still stuck."""
+    hold_the_model(world)
+    server = Server(server_env(world, CRA_MAX_RUN_MINUTES="0.05"))
+    try:
+        run_id = server.label(world)
+        ended = wait_for("the time limit", lambda: (r := status_of(world, run_id)).status
+                         != "running" and r.status != "queued" and r, timeout=60)
+        assert ended.status == "failed", ended
+        assert ended.error == ("the run worked longer than its limit of 0.05 min "
+                               "(CRA_MAX_RUN_MINUTES) and was ended")
+        wait_for("the issue to be told", lambda: any(
+            "worked longer than its limit of 0.05 min" in body for body in bot_comments(world)))
+        again = server.solve_again(world)
+        assert again.status_code == 202, again.text
     finally:
         server.stop()
