@@ -220,9 +220,16 @@ def _ref_exists_from_files(repo: Path, ref: str) -> bool | None:
     return ref_exists_in_files(common, ref)
 
 
+# Branch names git accepts under any rule: components of letters, digits, `_` and `-` (the
+# slugs cra makes). Any other name is checked by `git check-ref-format`.
+PLAIN_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(/[A-Za-z0-9_][A-Za-z0-9_-]*)*")
+
+
 def unique_branch(repo: Path, base_name: str) -> str:
     """`base_name`, or `base_name-2`, `-3` … : the first that is not taken in `repo`."""
-    run_git(["check-ref-format", "--branch", _not_an_option(base_name, "branch")], repo)
+    _not_an_option(base_name, "branch")
+    if not PLAIN_BRANCH.fullmatch(base_name) or base_name == "HEAD":
+        run_git(["check-ref-format", "--branch", base_name], repo)
     name, n = base_name, 1
     while branch_exists(repo, name):
         n += 1

@@ -86,3 +86,19 @@ def test_unique_branch_skips_a_packed_branch(repo: Path) -> None:
     subprocess.run(["git", "branch", "cra/task"], cwd=repo, check=True)
     subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True)
     assert git.unique_branch(repo, "cra/task") == "cra/task-2"
+
+
+@pytest.mark.parametrize("name", ["cra/fix-it", "cra/a_b/c-1", "x", "cra/2fix", "_a/b"])
+def test_plain_branch_names_are_ones_git_accepts(repo: Path, name: str) -> None:
+    assert git.PLAIN_BRANCH.fullmatch(name)
+    assert subprocess.run(["git", "check-ref-format", "--branch", name], cwd=repo,
+                          capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["cra/a..b", "cra/x.lock", "cra/.hidden", "cra/a b", "cra/",
+                                  "cra//x", "cra/a@{1}", "-x", "cra/x~1", "HEAD"])
+def test_other_branch_names_are_left_to_git(repo: Path, name: str) -> None:
+    if git.PLAIN_BRANCH.fullmatch(name) and name != "HEAD":
+        pytest.fail(f"{name} taken as plain")
+    with pytest.raises(git.GitError):
+        git.unique_branch(repo, name)
