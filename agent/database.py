@@ -323,6 +323,34 @@ class Database:
             with _committing(self._held.dbapi_connection) as connection:
                 yield connection
 
+    @contextmanager
+    def raw_statement(self) -> Iterator[Any]:
+        """A DB-API connection on which each statement commits by itself, for a write that is
+        one statement (agent.prepared): to a server database one round trip, where
+        raw_transaction's costs three (BEGIN, the statement, COMMIT). Durability is the
+        server's as for any commit.
+
+        Only for a server database (a SQLite file's writes take raw_transaction: they cost no
+        round trip). ConnectionLost when the connection broke: unlike in raw_transaction, the
+        statement may have committed, and the caller must find out before trying it again.
+        """
+        if self._writer is not None or self.dialect.name == "sqlite":
+            raise TypeError("raw_statement is for a server database")
+        connection = self._thread_connection()
+        try:
+            connection.autocommit = True
+            yield connection
+        except BaseException as exc:
+            broken = _broken(connection)
+            if broken:
+                self._drop(connection)
+                if isinstance(exc, Exception):
+                    raise ConnectionLost(f"the database connection broke: {exc}") from exc
+            raise
+        finally:
+            if not _broken(connection):
+                connection.autocommit = False  # raw_transaction's writes share it
+
     def _drop(self, connection: Any) -> None:
         """Forget and close this thread's connection after a failed transaction."""
         self._batches.raw = None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Dialect, bindparam, select, text, update
+from sqlalchemy import Dialect, bindparam, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.expression import Executable
@@ -39,11 +39,39 @@ def _insert_new(table: type[Any], columns: Sequence[str],
     return build
 
 
+def _delivery_and_run(run_columns: Sequence[str]) -> Callable[[str], Executable]:
+    """One PostgreSQL statement storing a delivery (unless its id was seen) and, only when it
+    went in, its queued run; it answers (the new delivery's id, the new run's id).
+
+    The run is inserted without ON CONFLICT: when a run is already active on the issue, the
+    unique index fails the whole statement, nothing is stored, and the transaction path
+    (Intake._admit) answers with the busy reply.
+    """
+
+    def build(_: str) -> Executable:
+        delivery = (postgresql.insert(DeliveryRow)
+                    .values({column: bindparam(column) for column in DELIVERY_COLUMNS})
+                    .on_conflict_do_nothing().returning(DeliveryRow.delivery_id)
+                    .cte("delivery"))  # fmt: skip
+        table = RunRow.__table__
+        row = [delivery.c.delivery_id if column == "delivery_id"
+               else bindparam(column, type_=table.c[column].type) for column in run_columns]
+        run = (insert(RunRow).from_select(list(run_columns), select(*row).select_from(delivery))
+               .returning(RunRow.id).cte("run"))  # fmt: skip
+        return select(select(delivery.c.delivery_id).scalar_subquery(),
+                      select(run.c.id).scalar_subquery())  # fmt: skip
+
+    return build
+
+
 ACTIVE_RUN = Prepared(lambda _: select(RunRow.id).where(
     RunRow.repository == bindparam("repository"), RunRow.issue_number == bindparam("issue"),
     text(ONE_ACTIVE_RUN)).order_by(RunRow.id.desc()).limit(1))  # fmt: skip
 SET_OUTCOME = Prepared(lambda _: update(DeliveryRow).where(
     DeliveryRow.delivery_id == bindparam("delivery")).values(outcome=bindparam("new_outcome")))
+RUN_OF_DELIVERY = Prepared(lambda _: select(RunRow.id, RunRow.command).where(
+    RunRow.delivery_id == bindparam("delivery"), RunRow.status == "queued")
+    .order_by(RunRow.id).limit(1))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -62,16 +90,67 @@ class Intake:
         self._add_delivery = Prepared(_insert_new(DeliveryRow, DELIVERY_COLUMNS,
                                                   DeliveryRow.delivery_id))  # fmt: skip
         self._add_run: Prepared | None = None
+        self._add_both: Prepared | None = None
+        self._one_statement = store.dialect.name == "postgresql"
 
     def admit(self, event: Event, trigger: Trigger | None, outcome: str,
               busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
         """Record the delivery (outcome "duplicate" when its id was seen) and, for a solve,
         plan, help or refusal, its queued run — or the one "busy" reply when a run is already
-        active on the issue. All or nothing: after an error GitHub's redelivery is accepted."""
+        active on the issue. All or nothing: after an error GitHub's redelivery is accepted.
+
+        On PostgreSQL, all but the busy reply is one statement committing by itself (one
+        round trip instead of BEGIN, one or two statements and COMMIT).
+        """
+        if self._one_statement:
+            try:
+                admitted = self._admit_at_once(event, trigger, outcome)
+            except ConnectionLost:  # it may have landed: the transaction below tells
+                return self._landed(event, self._retrying(event, trigger, outcome, busy_text))
+            if admitted is not None:
+                return admitted
+        return self._retrying(event, trigger, outcome, busy_text)
+
+    def _retrying(self, event: Event, trigger: Trigger | None, outcome: str,
+                  busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
+        """_admit, once more on a fresh connection when the first one broke."""
         try:
             return self._admit(event, trigger, outcome, busy_text)
         except ConnectionLost:  # nothing was committed: once more, on a fresh connection
             return self._admit(event, trigger, outcome, busy_text)
+
+    def _admit_at_once(self, event: Event, trigger: Trigger | None,
+                       outcome: str) -> Admission | None:  # fmt: skip
+        """admit in one statement (PostgreSQL); None, having stored nothing, when a run is
+        already active on the trigger's issue."""
+        now, dialect = self._store.now(), self._store.dialect
+        values = {"delivery_id": event.delivery_id, "event": event.name,
+                  "action": event.action, "outcome": outcome, "received_at": now}
+        with self._store.raw_statement() as connection:
+            if trigger is None:
+                row = self._add_delivery.first(connection, dialect, values)
+                return Admission("duplicate" if row is None else outcome)
+            values = {**run_values(trigger, trigger.command, None, None, now), **values}
+            if self._add_both is None:  # the run's delivery id is the stored delivery's
+                columns = [name for name in values if name not in DELIVERY_COLUMNS]
+                self._add_both = Prepared(_delivery_and_run([*columns, "delivery_id"]))
+            try:
+                row = self._add_both.first(connection, dialect, values)
+            except dialect.loaded_dbapi.IntegrityError:  # an active run: the busy reply's path
+                return None
+        if row is None or row[0] is None:
+            return Admission("duplicate")
+        return Admission(trigger.command, int(row[1]))
+
+    def _landed(self, event: Event, admitted: Admission) -> Admission:
+        """After a statement whose answer the connection lost: a "duplicate" may be that
+        statement's own delivery, which landed; then its queued run (if any) is ours."""
+        if admitted.outcome != "duplicate":
+            return admitted
+        with self._store.raw_transaction() as connection:
+            row = RUN_OF_DELIVERY.first(connection, self._store.dialect,
+                                        {"delivery": event.delivery_id})  # fmt: skip
+        return admitted if row is None else Admission(str(row[1]), int(row[0]))
 
     def _admit(self, event: Event, trigger: Trigger | None, outcome: str,
                busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
