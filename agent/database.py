@@ -304,6 +304,7 @@ class Database:
         if self._writer is None:
             connection = self._thread_connection()
             try:
+                connection.autocommit = False  # it rests in autocommit (raw_statement)
                 yield connection
             except BaseException as exc:
                 broken = _broken(connection)
@@ -313,6 +314,7 @@ class Database:
                 raise
             try:
                 connection.commit()
+                connection.autocommit = True
             except BaseException:
                 self._drop(connection)
                 raise
@@ -338,18 +340,13 @@ class Database:
             raise TypeError("raw_statement is for a server database")
         connection = self._thread_connection()
         try:
-            connection.autocommit = True
             yield connection
         except BaseException as exc:
-            broken = _broken(connection)
-            if broken:
+            if _broken(connection):
                 self._drop(connection)
                 if isinstance(exc, Exception):
                     raise ConnectionLost(f"the database connection broke: {exc}") from exc
             raise
-        finally:
-            if not _broken(connection):
-                connection.autocommit = False  # raw_transaction's writes share it
 
     def _drop(self, connection: Any) -> None:
         """Forget and close this thread's connection after a failed transaction."""
@@ -360,14 +357,18 @@ class Database:
             connection.close()
 
     def _thread_connection(self) -> Any:
-        """This thread's own DB-API connection to a server database (opened on first use)."""
+        """This thread's own DB-API connection to a server database (opened on first use),
+        in autocommit between raw_transaction's transactions."""
         connection = getattr(self._batches, "raw", None)
         if connection is None:
             fairy = self._engine.raw_connection()  # pinged and set up like any pooled one
             fairy.detach()  # ours now: closed by close(), never returned to the pool
-            connection = self._batches.raw = fairy.dbapi_connection
             with _SQLITE_WRITERS_GUARD:
                 self._kept.append(fairy)
+            connection = fairy.dbapi_connection
+            connection.rollback()  # whatever the checkout began (nothing to send when idle)
+            connection.autocommit = True
+            self._batches.raw = connection
         return connection
 
     def close(self) -> None:
