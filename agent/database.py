@@ -359,7 +359,7 @@ class Database:
     def _thread_connection(self) -> Any:
         """This thread's own DB-API connection to a server database (opened on first use),
         in autocommit between raw_transaction's transactions."""
-        connection = getattr(self._batches, "raw", None)
+        connection: Any = getattr(self._batches, "raw", None)
         if connection is None:
             fairy = self._engine.raw_connection()  # pinged and set up like any pooled one
             fairy.detach()  # ours now: closed by close(), never returned to the pool
