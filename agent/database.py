@@ -320,24 +320,36 @@ class Database:
                 raise
             return
         with self._writer:
-            if self._held is None:
-                self._held = self._engine.raw_connection()
-            with _committing(self._held.dbapi_connection) as connection:
+            connection = self._held_connection()
+            connection.execute("BEGIN")
+            with _committing(connection):
                 yield connection
+
+    def _held_connection(self) -> Any:
+        """The SQLite file's writer connection (the caller holds the writer lock), in
+        autocommit: raw_transaction begins its transactions itself."""
+        if self._held is None:
+            self._held = self._engine.raw_connection()
+            self._held.dbapi_connection.isolation_level = None
+        return self._held.dbapi_connection
 
     @contextmanager
     def raw_statement(self) -> Iterator[Any]:
         """A DB-API connection on which each statement commits by itself, for a write that is
         one statement (agent.prepared): to a server database one round trip, where
-        raw_transaction's costs three (BEGIN, the statement, COMMIT). Durability is the
-        server's as for any commit.
+        raw_transaction's costs three (BEGIN, the statement, COMMIT); on a SQLite file, one
+        call into SQLite during the writers' turn instead of four. Durability is that of any
+        commit.
 
-        Only for a server database (a SQLite file's writes take raw_transaction: they cost no
-        round trip). ConnectionLost when the connection broke: unlike in raw_transaction, the
+        ConnectionLost when a server connection broke: unlike in raw_transaction, the
         statement may have committed, and the caller must find out before trying it again.
         """
-        if self._writer is not None or self.dialect.name == "sqlite":
-            raise TypeError("raw_statement is for a server database")
+        if self._writer is not None:
+            with self._writer:
+                yield self._held_connection()
+            return
+        if self.dialect.name == "sqlite":
+            raise TypeError("raw_statement needs a SQLite file or a server database")
         connection = self._thread_connection()
         try:
             yield connection

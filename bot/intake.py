@@ -9,11 +9,12 @@ from typing import Any
 
 from sqlalchemy import Dialect, bindparam, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.expression import Executable
 
 from agent.errors import ConnectionLost
-from agent.prepared import Prepared
+from agent.prepared import Bound, Prepared
 from bot.errors import BotError
 from bot.store import BotStore, run_values
 from bot.tables import ONE_ACTIVE_RUN, DeliveryRow, RunRow
@@ -25,7 +26,8 @@ DELIVERY_COLUMNS = ("delivery_id", "event", "action", "outcome", "received_at")
 
 def _insert_new(table: type[Any], columns: Sequence[str],
                 returned: InstrumentedAttribute[Any]) -> Callable[[str], Executable]:  # fmt: skip
-    """INSERT … ON CONFLICT DO NOTHING RETURNING a column: a row back only when it went in.
+    """INSERT … ON CONFLICT DO NOTHING RETURNING a column: a row back only when it went in
+    (on SQLite without RETURNING: see _inserted).
 
     Any unique index stops it: the delivery id (primary key), one active solve or plan run per
     issue, one busy reply per active run (bot.store's partial unique indexes).
@@ -34,9 +36,21 @@ def _insert_new(table: type[Any], columns: Sequence[str],
     def build(dialect: str) -> Executable:
         upsert = postgresql.insert if dialect == "postgresql" else sqlite.insert
         values: dict[str, Any] = {column: bindparam(column) for column in columns}
-        return upsert(table).values(values).on_conflict_do_nothing().returning(returned)
+        statement = upsert(table).values(values).on_conflict_do_nothing()
+        # SQLite tells the new rowid without RETURNING, whose row costs one more call into it
+        return statement if dialect == "sqlite" else statement.returning(returned)
 
     return build
+
+
+def _inserted(connection: Any, dialect: Dialect, insert: Bound) -> Any | None:
+    """Run an _insert_new statement: the new row's returned column (its rowid on SQLite), or
+    None when a unique index refused it."""
+    if dialect.name == "sqlite":
+        changed, rowid = insert.execute(connection, rowid=True)
+        return rowid if changed else None
+    row = insert.execute(connection)[1]
+    return None if row is None else row[0]
 
 
 def _delivery_and_run(run_columns: Sequence[str]) -> Callable[[str], Executable]:
@@ -99,9 +113,11 @@ class Intake:
         plan, help or refusal, its queued run — or the one "busy" reply when a run is already
         active on the issue. All or nothing: after an error GitHub's redelivery is accepted.
 
-        On PostgreSQL, all but the busy reply is one statement committing by itself (one
-        round trip instead of BEGIN, one or two statements and COMMIT).
+        A delivery without a trigger is one statement committing by itself; on PostgreSQL so
+        is a delivery with its run (one round trip instead of BEGIN, two INSERTs and COMMIT).
         """
+        if trigger is None:
+            return self._admit_delivery(event, outcome, busy_text)
         if self._one_statement:
             try:
                 admitted = self._admit_at_once(event, trigger, outcome)
@@ -119,24 +135,44 @@ class Intake:
         except ConnectionLost:  # nothing was committed: once more, on a fresh connection
             return self._admit(event, trigger, outcome, busy_text)
 
-    def _admit_at_once(self, event: Event, trigger: Trigger | None,
-                       outcome: str) -> Admission | None:  # fmt: skip
+    def _delivery(self, event: Event, outcome: str, now: datetime) -> Bound:
+        """The INSERT of the delivery, bound."""
+        return self._add_delivery.bind(self._store.dialect, {
+            "delivery_id": event.delivery_id, "event": event.name, "action": event.action,
+            "outcome": outcome, "received_at": now})  # fmt: skip
+
+    def _run(self, values: dict[str, Any]) -> Bound:
+        """The INSERT of a queued run, bound."""
+        if self._add_run is None:
+            self._add_run = Prepared(_insert_new(RunRow, list(values), RunRow.id))
+        return self._add_run.bind(self._store.dialect, values)
+
+    def _admit_delivery(self, event: Event, outcome: str,
+                        busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
+        """admit for a delivery that triggers nothing: one statement."""
+        delivery = self._delivery(event, outcome, self._store.now())
+        try:
+            with self._store.raw_statement() as connection:
+                stored = _inserted(connection, self._store.dialect, delivery)
+        except ConnectionLost:  # it may have landed: then the retry sees a duplicate
+            return self._retrying(event, None, outcome, busy_text)
+        return Admission("duplicate" if stored is None else outcome)
+
+    def _admit_at_once(self, event: Event, trigger: Trigger, outcome: str) -> Admission | None:
         """admit in one statement (PostgreSQL); None, having stored nothing, when a run is
         already active on the trigger's issue."""
         now, dialect = self._store.now(), self._store.dialect
-        values = {"delivery_id": event.delivery_id, "event": event.name,
-                  "action": event.action, "outcome": outcome, "received_at": now}
+        values = {**run_values(trigger, trigger.command, None, None, now),
+                  "delivery_id": event.delivery_id, "event": event.name,
+                  "action": event.action, "outcome": outcome, "received_at": now}  # fmt: skip
+        if self._add_both is None:  # the run's delivery id is the stored delivery's
+            columns = [name for name in values if name not in DELIVERY_COLUMNS]
+            self._add_both = Prepared(_delivery_and_run([*columns, "delivery_id"]))
+        both = self._add_both.bind(dialect, values)
         with self._store.raw_statement() as connection:
-            if trigger is None:
-                row = self._add_delivery.first(connection, dialect, values)
-                return Admission("duplicate" if row is None else outcome)
-            values = {**run_values(trigger, trigger.command, None, None, now), **values}
-            if self._add_both is None:  # the run's delivery id is the stored delivery's
-                columns = [name for name in values if name not in DELIVERY_COLUMNS]
-                self._add_both = Prepared(_delivery_and_run([*columns, "delivery_id"]))
             try:
-                row = self._add_both.first(connection, dialect, values)
-            except dialect.loaded_dbapi.IntegrityError:  # an active run: the busy reply's path
+                row = both.execute(connection)[1]
+            except IntegrityError:  # an active run: the busy reply's path
                 return None
         if row is None or row[0] is None:
             return Admission("duplicate")
@@ -154,27 +190,22 @@ class Intake:
 
     def _admit(self, event: Event, trigger: Trigger | None, outcome: str,
                busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
-        """admit, in one transaction."""
+        """admit, in one transaction (its statements bound before it begins: a SQLite file's
+        writers take turns, and a turn holds only the database's work)."""
         now, dialect = self._store.now(), self._store.dialect
-        delivery = {"delivery_id": event.delivery_id, "event": event.name,
-                    "action": event.action, "outcome": outcome, "received_at": now}
+        delivery = self._delivery(event, outcome, now)
+        run = None
+        if trigger is not None:
+            run = self._run(run_values(trigger, trigger.command, None, None, now))
         with self._store.raw_transaction() as connection:
-            if self._add_delivery.first(connection, dialect, delivery) is None:
+            if _inserted(connection, dialect, delivery) is None:
                 return Admission("duplicate")
-            if trigger is None:
+            if trigger is None or run is None:
                 return Admission(outcome)
-            values = run_values(trigger, trigger.command, None, None, now)
-            run_id = self._insert_run(connection, dialect, values)
+            run_id = _inserted(connection, dialect, run)
             if run_id is not None:
-                return Admission(trigger.command, run_id)
+                return Admission(trigger.command, int(run_id))
             return self._busy(connection, dialect, trigger, now, busy_text)
-
-    def _insert_run(self, connection: Any, dialect: Dialect, values: dict[str, Any]) -> int | None:
-        """The id of the new run, or None when a unique index refused it."""
-        if self._add_run is None:
-            self._add_run = Prepared(_insert_new(RunRow, list(values), RunRow.id))
-        row = self._add_run.first(connection, dialect, values)
-        return None if row is None else int(row[0])
 
     def _busy(self, connection: Any, dialect: Dialect, trigger: Trigger, now: datetime,
               busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
@@ -183,14 +214,14 @@ class Intake:
         active = ACTIVE_RUN.first(connection, dialect, where)
         if active is None:  # it finished between the conflict and the lookup: try once more
             values = run_values(trigger, trigger.command, None, None, now)
-            run_id = self._insert_run(connection, dialect, values)
+            run_id = _inserted(connection, dialect, self._run(values))
             if run_id is None:
                 raise BotError(f"could not store a run for {trigger.repository}"
                                f"#{trigger.issue_number}")  # fmt: skip
-            return Admission(trigger.command, run_id)
+            return Admission(trigger.command, int(run_id))
         active_id = int(active[0])
         values = run_values(trigger, "busy", busy_text(active_id), active_id, now)
-        busy_id = self._insert_run(connection, dialect, values)
+        busy_id = _inserted(connection, dialect, self._run(values))
         SET_OUTCOME.first(connection, dialect, {"delivery": trigger.delivery_id,
                                                 "new_outcome": "busy"})  # fmt: skip
-        return Admission("busy", busy_id)
+        return Admission("busy", None if busy_id is None else int(busy_id))
