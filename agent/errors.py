@@ -112,8 +112,9 @@ class ValidationError(AgentError):
 
 
 class ConnectionLost(AgentError):
-    """A kept database connection broke inside a transaction, which therefore did not commit:
-    the work may be tried once more (a fresh connection is opened)."""
+    """A kept database connection broke. Inside a transaction, which therefore did not commit,
+    the work may be tried once more (a fresh connection is opened); a statement that commits
+    by itself (Database.raw_statement) may have landed, and a retry must find out first."""
 
 
 class PreflightFailed(AgentError):

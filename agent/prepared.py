@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Dialect, Table, bindparam, insert, update
 from sqlalchemy.exc import DBAPIError, StatementError
@@ -53,15 +53,9 @@ class Prepared:
         self._build = build  # dialect name → the statement (upserts differ by dialect)
         self._compiled: dict[str, _Compiled] = {}
 
-    def first(self, connection: Any, dialect: Dialect, values: Mapping[str, Any]) -> Any | None:
-        """Run the statement with `values` on a DB-API connection (in its transaction); the
-        first row it returns, or None."""
-        return self.execute(connection, dialect, values)[1]
-
-    def execute(self, connection: Any, dialect: Dialect,
-                values: Mapping[str, Any]) -> tuple[int, Any | None]:  # fmt: skip
-        """Run the statement with `values` on a DB-API connection (in its transaction); the
-        rows it matched (-1 when the driver cannot tell) and the first row it returns, or None."""
+    def bind(self, dialect: Dialect, values: Mapping[str, Any]) -> Bound:
+        """The statement's SQL for `dialect` with the DB-API parameters of `values`: work that
+        can be done before a writer takes its turn, so that the turn holds only the database's."""
         compiled = self._compiled.get(dialect.name)
         if compiled is None:
             compiled = self._compiled[dialect.name] = _Compiled(self._build(dialect.name), dialect)
@@ -69,13 +63,41 @@ class Prepared:
             parameters = compiled.parameters(values)
         except Exception as exc:  # a value its column's type refuses, as SQLAlchemy says it
             raise StatementError(str(exc), compiled.sql, dict(values), exc) from exc
+        return Bound(compiled.sql, parameters, dialect)
+
+    def first(self, connection: Any, dialect: Dialect, values: Mapping[str, Any]) -> Any | None:
+        """Run the statement with `values` on a DB-API connection (in its transaction); the
+        first row it returns, or None."""
+        return self.bind(dialect, values).execute(connection)[1]
+
+    def execute(self, connection: Any, dialect: Dialect,
+                values: Mapping[str, Any]) -> tuple[int, Any | None]:  # fmt: skip
+        """Run the statement with `values` on a DB-API connection (in its transaction); the
+        rows it matched (-1 when the driver cannot tell) and the first row it returns, or None."""
+        return self.bind(dialect, values).execute(connection)
+
+
+class Bound(NamedTuple):
+    """A prepared statement's SQL with the DB-API parameters of one execution."""
+
+    sql: str
+    parameters: list[Any] | dict[str, Any]
+    dialect: Dialect
+
+    def execute(self, connection: Any, *, rowid: bool = False) -> tuple[int, Any | None]:
+        """Run it on a DB-API connection (in its transaction): the rows it matched (-1 when
+        the driver cannot tell) and the first row it returns, or None — with `rowid`, the id
+        of the row it inserted (SQLite's lastrowid) instead, and no row is read."""
         cursor = connection.cursor()
         try:
-            cursor.execute(compiled.sql, parameters)
+            cursor.execute(self.sql, self.parameters)
+            if rowid:
+                return cursor.rowcount, cursor.lastrowid
             return cursor.rowcount, cursor.fetchone() if cursor.description else None
-        except dialect.loaded_dbapi.Error as exc:  # as SQLAlchemy raises it: IntegrityError …
-            raise DBAPIError.instance(compiled.sql, parameters, exc, dialect.loaded_dbapi.Error,
-                                      dialect=dialect) from exc  # fmt: skip
+        except self.dialect.loaded_dbapi.Error as exc:  # as SQLAlchemy raises it: IntegrityError …
+            raise DBAPIError.instance(self.sql, self.parameters, exc,
+                                      self.dialect.loaded_dbapi.Error,
+                                      dialect=self.dialect) from exc  # fmt: skip
         finally:
             cursor.close()
 

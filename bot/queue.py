@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -47,16 +47,22 @@ class RunQueue(Protocol):
 
 
 class ThreadQueue:
-    """Daemon worker threads executing run ids from an in-process queue."""
+    """Daemon worker threads executing run ids from an in-process queue.
+
+    One lock guards the waiting ids and the counts: handing a run to a worker takes it once
+    (a queue.Queue beside a lock of our own took three).
+    """
 
     def __init__(
         self, execute: Callable[[int], object], *, workers: int = 2, name: str = "cra-worker"
     ) -> None:
         self._execute = execute
-        self._queue: queue.Queue[int | None] = queue.Queue()
+        lock = threading.Lock()
+        self._waiting: deque[int | None] = deque()  # None: a worker's stop marker
+        self._ready = threading.Condition(lock)  # workers wait here for an id
+        self._idle = threading.Condition(lock)  # drain() and join() wait here
         self._pending = 0
         self._held: set[int] = set()  # enqueued and not yet taken by a worker
-        self._idle = threading.Condition()
         self._closed = False
         self._threads = [
             threading.Thread(target=self._work, name=f"{name}-{n}", daemon=True)
@@ -67,12 +73,13 @@ class ThreadQueue:
 
     def enqueue(self, run_id: int) -> None:
         """Queue a run id for the next free worker; RuntimeError once closed."""
-        with self._idle:
+        with self._ready:
             if self._closed:
                 raise RuntimeError("the thread queue is closed")
             self._pending += 1
             self._held.add(run_id)
-        self._queue.put(run_id)
+            self._waiting.append(run_id)
+            self._ready.notify()
 
     def healthy(self) -> bool:
         """Open, with every worker thread alive."""
@@ -80,7 +87,7 @@ class ThreadQueue:
 
     def holds(self, run_id: int) -> bool:
         """Whether the run waits for a worker of this process."""
-        with self._idle:
+        with self._ready:
             return run_id in self._held
 
     def drain(self, timeout: float) -> bool:
@@ -102,26 +109,34 @@ class ThreadQueue:
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Stop the workers after the runs already queued; waits up to `timeout` for each."""
-        with self._idle:
+        with self._ready:
             if self._closed:
                 return
             self._closed = True
-        for _ in self._threads:
-            self._queue.put(None)
+            self._waiting.extend([None] * len(self._threads))
+            self._ready.notify_all()
         for thread in self._threads:
             thread.join(timeout)
 
     def _work(self) -> None:
         """One worker: execute run ids until the stop marker; an error never ends the loop."""
-        while (run_id := self._queue.get()) is not None:
-            with self._idle:
-                self._held.discard(run_id)
+        while (run_id := self._take()) is not None:
             try:
                 self._execute(run_id)
             except Exception:
                 log.exception("run %s failed in the worker", run_id)
             finally:
                 self._done()
+
+    def _take(self) -> int | None:
+        """The next run id (None: stop), waiting for one."""
+        with self._ready:
+            while not self._waiting:
+                self._ready.wait()
+            run_id = self._waiting.popleft()
+            if run_id is not None:
+                self._held.discard(run_id)
+            return run_id
 
     def _done(self) -> None:
         """Count one run as executed and wake whoever drains."""

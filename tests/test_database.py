@@ -1,16 +1,20 @@
-"""The database layer's write serialisation for SQLite files."""
+"""The database layer: write serialisation for SQLite files, raw statements and transactions."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
 from sqlalchemy import create_engine
 
 from agent.database import writer_lock
 from bot.store import BotStore
+from tests.test_store import postgres_schema_url
 
 
 def test_writers_of_one_sqlite_file_share_one_lock(tmp_path: Path) -> None:
@@ -77,3 +81,54 @@ def test_a_database_behind_the_newest_migration_is_upgraded(tmp_path: Path) -> N
     BotStore.open(url).close()
     assert at_head(engine)
     engine.dispose()
+
+
+def _kept_ids(store: BotStore) -> list[str]:
+    with store.engine.connect() as connection:
+        return [row[0] for row in connection.exec_driver_sql(
+            "SELECT delivery_id FROM deliveries ORDER BY delivery_id")]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BotStore]:
+    """A migrated store on a SQLite file, or on a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        with BotStore.open(f"sqlite:///{tmp_path / 'cra.db'}") as opened:
+            yield opened
+        return
+    for url in postgres_schema_url(request.getfixturevalue("postgres_url")):
+        with BotStore.open(url) as opened:
+            yield opened
+
+
+INSERT = ("INSERT INTO deliveries (delivery_id, event, received_at) "
+          "VALUES ('{}', 'issues', CURRENT_TIMESTAMP)")
+
+
+def _insert(connection: Any, delivery_id: str) -> None:
+    cursor = connection.cursor()
+    cursor.execute(INSERT.format(delivery_id))
+    cursor.close()
+
+
+def test_a_raw_statement_commits_by_itself(store: BotStore) -> None:
+    with store.raw_statement() as connection:
+        _insert(connection, "d-1")
+    failure = store.dialect.loaded_dbapi.IntegrityError
+    with store.raw_statement() as connection, pytest.raises(failure):  # the first stays
+        _insert(connection, "d-1")
+    assert _kept_ids(store) == ["d-1"]
+
+
+def test_a_raw_transaction_after_raw_statements_is_still_all_or_nothing(store: BotStore) -> None:
+    with store.raw_statement() as connection:
+        _insert(connection, "d-1")
+    with pytest.raises(RuntimeError), store.raw_transaction() as connection:
+        _insert(connection, "d-2")
+        raise RuntimeError("the second half failed")
+    with store.raw_transaction() as connection:
+        _insert(connection, "d-3")
+        _insert(connection, "d-4")
+    with store.raw_statement() as connection:
+        _insert(connection, "d-5")
+    assert _kept_ids(store) == ["d-1", "d-3", "d-4", "d-5"]

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from sqlalchemy import make_url
 
 from bot.intake import Admission, Intake
 from bot.store import BotStore
@@ -14,6 +15,7 @@ from bot.triggers import Trigger
 from bot.webhooks import Event
 from tests.bot.conftest import ManualClock
 from tests.bot.test_store import trigger
+from tests.fakes.pg_proxy import AnswerLosingProxy
 from tests.test_store import postgres_schema_url
 
 
@@ -111,3 +113,60 @@ def test_a_broken_server_connection_is_replaced_and_the_delivery_lands(postgres_
             connection.close()  # as a server restart leaves it
             admitted = admit(intake, "d-2", trigger(delivery_id="d-2"))
             assert admitted.outcome == "solve" and store.has_delivery("d-2")
+
+
+@pytest.fixture
+def proxied(postgres_url: str) -> Iterator[tuple[AnswerLosingProxy, BotStore]]:
+    """A fresh PostgreSQL schema, migrated, and a store reaching it through the proxy."""
+    server = make_url(postgres_url)
+    for url in postgres_schema_url(postgres_url):
+        BotStore.open(url).close()
+        with (AnswerLosingProxy(server.host or "127.0.0.1", server.port or 5432) as proxy,
+              BotStore.open(proxy.url(url), clock=ManualClock()) as store):  # fmt: skip
+            yield proxy, store
+
+
+@pytest.mark.postgres
+def test_a_run_whose_answer_the_connection_lost_is_reported_once(
+    proxied: tuple[AnswerLosingProxy, BotStore],
+) -> None:
+    """The statement landed, then the connection broke: the retry finds the delivery stored,
+    and answers with its run (to enqueue), not as a redelivery."""
+    proxy, store = proxied
+    intake = Intake(store)
+    proxy.arm(b"WITH delivery")
+    admitted = admit(intake, "d-1", trigger(delivery_id="d-1"))
+    assert proxy.cut == 1
+    assert admitted.outcome == "solve" and admitted.run_id is not None
+    assert [run.id for run in store.list_runs()] == [admitted.run_id]
+    assert store.count_deliveries() == 1
+
+
+@pytest.mark.postgres
+def test_a_delivery_whose_answer_the_connection_lost_is_stored_once(
+    proxied: tuple[AnswerLosingProxy, BotStore],
+) -> None:
+    proxy, store = proxied
+    intake = Intake(store)
+    proxy.arm(b"INSERT INTO deliveries")
+    assert admit(intake, "d-1", None) == Admission("duplicate")  # recorded: by this delivery
+    assert proxy.cut == 1
+    assert (store.count_deliveries(), store.delivery_outcome("d-1")) == (1, "ignored")
+    assert store.list_runs() == []
+
+
+@pytest.mark.postgres
+def test_a_run_lost_with_its_connection_before_the_server_saw_it_is_stored_on_retry(
+    postgres_url: str,
+) -> None:
+    """The connection died before the statement reached the server: nothing landed, the retry
+    stores the delivery and its run."""
+    for url in postgres_schema_url(postgres_url):
+        with BotStore.open(url) as store:
+            intake = Intake(store)
+            admit(intake, "d-1", trigger(delivery_id="d-1", issue_number=1))
+            with store.raw_statement() as connection:
+                connection.close()  # as a server restart leaves it
+            admitted = admit(intake, "d-2", trigger(delivery_id="d-2", issue_number=2))
+            assert admitted.outcome == "solve" and admitted.run_id is not None
+            assert sorted(run.delivery_id or "" for run in store.list_runs()) == ["d-1", "d-2"]
