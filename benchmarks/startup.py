@@ -37,7 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
 
 from agent.store import RunLog  # noqa: E402
-from tests.fakes.model_server import RecordedRequest, Reply, ScriptedModelServer  # noqa: E402
+from tests.fakes.model_server import (  # noqa: E402
+    RecordedRequest,
+    Reply,
+    ScriptedModelServer,
+    scripted_config,
+)
 from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project  # noqa: E402
 
 GOAL_S = 0.3
@@ -119,10 +124,7 @@ def solve_imports(work: Path, child: dict[str, str], root: Path = ROOT) -> tuple
 
         server.respond_with(first_call)
         config = work / "cra.toml"
-        config.write_text("".join(
-            f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "m"\nmax_retries = 0\n'
-            for role in ("reasoning", "coding", "classifier")
-        ) + '[testing]\ntest_command = "python -c pass"\n')  # fmt: skip
+        config.write_text(scripted_config(server.url))
         began = time.perf_counter()
         process = subprocess.Popen(
             [sys.executable, "-X", "importtime", "-m", "agent.cli", "--data-dir",

@@ -13,7 +13,12 @@ import sys
 from pathlib import Path
 
 from agent.store import RunLog
-from tests.fakes.model_server import RecordedRequest, Reply, ScriptedModelServer
+from tests.fakes.model_server import (
+    RecordedRequest,
+    Reply,
+    ScriptedModelServer,
+    scripted_config,
+)
 from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,10 +79,7 @@ def solve_until_the_first_call(tmp: Path) -> set[str]:
     with ScriptedModelServer() as server, errors.open("w") as sink:
         server.respond_with(first_call)
         config = tmp / "cra.toml"
-        config.write_text("".join(
-            f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "m"\nmax_retries = 0\n'
-            for role in ("reasoning", "coding", "classifier")
-        ) + '[testing]\ntest_command = "python -c pass"\n')  # fmt: skip
+        config.write_text(scripted_config(server.url))
         running.append(subprocess.Popen(
             [sys.executable, "-X", "importtime", "-m", "agent.cli", "--data-dir",
              str(tmp / "data"), "solve", "Add a function", "--repo", str(repo), "--config",

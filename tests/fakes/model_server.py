@@ -110,6 +110,14 @@ class _Script:
         return None
 
 
+def scripted_config(url: str, test_command: str = "python -c pass") -> str:
+    """A cra.toml pointing every role at the scripted server at `url`, without retries."""
+    return "".join(
+        f'[models.{role}]\nbase_url = "{url}"\nmodel = "m"\nmax_retries = 0\n'
+        for role in ("reasoning", "coding", "classifier")
+    ) + f"[testing]\ntest_command = {json.dumps(test_command)}\n"
+
+
 def _as_reply(item: Reply | str) -> Reply:
     """A Reply from a Reply or plain answer text."""
     return item if isinstance(item, Reply) else Reply(text=item)
