@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
-from sqlalchemy import Table, bindparam, func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.sql.expression import Executable
 
 from agent.database import Database
@@ -37,7 +37,7 @@ def _state_upsert(dialect: str) -> Executable:
     """INSERT of a state value, or UPDATE of the one already under its (run_key, key); the
     dialect's module imported only for its database (PostgreSQL's is a tenth of SQLAlchemy's
     import time, which no SQLite `cra` should pay)."""
-    table = cast(Table, StateRow.__table__)
+    table = StateRow.__table__
     values = {name: bindparam(name, type_=table.c[name].type)
               for name in ("run_key", "key", "value", "updated_at")}  # fmt: skip
     if dialect == "postgresql":
@@ -69,7 +69,7 @@ class RunLog(Database):
         hundreds of records, and building, compiling and executing each through SQLAlchemy (let
         alone the ORM's unit of work) cost more than the write itself.
         """
-        table = cast(Table, kind.__table__)
+        table = kind.__table__
         values = {name: value for name, value in given.items() if name in table.c}
         for column in table.c:
             if column.key not in values and column.default is not None:
@@ -85,7 +85,7 @@ class RunLog(Database):
     def _update(self, kind: type[Base], row_id: int, /, **values: Any) -> None:
         """Set columns of one row in its own transaction, or the batch's; LookupError when it
         is missing."""
-        table = cast(Table, kind.__table__)
+        table = kind.__table__
         statement = update_row(table, frozenset(values))
         with self._raw_write() as connection:
             count, _ = statement.execute(connection, self.dialect, {**values, "row_id": row_id})

@@ -1,10 +1,10 @@
 """The run log's tables (SQLAlchemy Core): what the migrations must produce.
 
-Each table is declared by a row class: its columns are class attributes, the class stands for
-its table in statements (`insert(TaskRunRow)`, `TaskRunRow.id == …`), and an instance holds the
-values of one row to insert. Core, not the ORM: the run log writes with Core statements and reads
-rows as named tuples, and mapping classes would cost every `cra` start SQLAlchemy's ORM, a fifth
-of its imports before the first model call (issue 14).
+Each table is declared by a row class: its columns are class attributes, and the class stands
+for its table in statements (`insert(TaskRunRow)`, `TaskRunRow.id == …`). Core, not the ORM:
+the run log writes with Core statements and reads rows as named tuples, and mapping classes
+would cost every `cra` start SQLAlchemy's ORM, a fifth of its imports before the first model
+call (issue 14).
 """
 
 from __future__ import annotations
@@ -32,19 +32,13 @@ if TYPE_CHECKING:
 
 
 class Base:
-    """A row of a run-log table, by column name; a subclass declares its table."""
+    """A run-log table, declared by a subclass's Column attributes; never instantiated."""
 
     metadata: ClassVar[MetaData] = MetaData(naming_convention=NAMING)
     __tablename__: ClassVar[str]
-    __table__: ClassVar[FromClause]  # a Table; typed as the ORM's declarative classes type it
+    __table__: ClassVar[Table]
     __table_args__: ClassVar[tuple[Any, ...]] = ()
     id: ClassVar[ColumnClause[int]]
-
-    def __init__(self, **values: Any) -> None:
-        unknown = set(values) - set(self.__table__.c.keys())
-        if unknown:
-            raise TypeError(f"{type(self).__name__} has no column {', '.join(sorted(unknown))}")
-        self.__dict__.update(values)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """The table of the class's Column attributes, in order, after an integer key `id`."""
