@@ -210,14 +210,8 @@ def branch_exists(repo: Path, name: str) -> bool:
 def _ref_exists_from_files(repo: Path, ref: str) -> bool | None:
     """Whether `ref` exists, from the loose and packed refs of `repo`'s common dir; None when
     the files cannot say (a bare or unusual layout, reftable, an odd name): ask git then."""
-    if (repo / ".git").is_dir():
-        common = repo / ".git"
-    else:
-        admin = linked_admin_dir(repo)
-        if admin is None:
-            return None
-        common = admin_common_dir(admin)
-    return ref_exists_in_files(common, ref)
+    admin = _admin_dir(repo)
+    return None if admin is None else ref_exists_in_files(admin_common_dir(admin), ref)
 
 
 # Branch names git accepts under any rule: components of letters, digits, `_` and `-` (the
@@ -427,12 +421,18 @@ def commit_all(
         if _NOTHING_TO_COMMIT.search(proc.stdout):
             return None
         raise GitError(argv, proc.returncode, proc.stderr or proc.stdout)
-    return _head_from_files(worktree) or head_commit(worktree)
+    return head_commit(worktree)
+
+
+def _admin_dir(tree: Path) -> Path | None:
+    """The git admin dir of a checkout (its `.git`) or of a linked worktree; None otherwise
+    (a bare repository, a subdirectory): then git is asked."""
+    return linked_admin_dir(tree) or (tree / ".git" if (tree / ".git").is_dir() else None)
 
 
 def _head_from_files(tree: Path) -> str | None:
     """HEAD's commit read from git's files without a process; None: ask git."""
-    admin = linked_admin_dir(tree) or (tree / ".git" if (tree / ".git").is_dir() else None)
+    admin = _admin_dir(tree)
     return None if admin is None else head_from_files(admin, admin_common_dir(admin))
 
 

@@ -35,6 +35,16 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def tell(report: Callable[[int], None] | None, run_id: int) -> None:
+    """Report a run's end, best effort: the run has ended either way."""
+    if report is None:
+        return
+    try:
+        report(run_id)
+    except Exception as exc:
+        log.warning("could not report the end of run %s: %s", run_id, exc)
+
+
 class Heartbeat:
     """Stamps a run's heartbeat from a daemon thread while the `with` block runs.
 
@@ -94,11 +104,7 @@ class Heartbeat:
         self.lost = True  # the worker stops at its next step and pushes nothing
         if self._store.end_run(self._run_id, "failed", error=error):
             log.error("run %s: %s", self._run_id, error)
-            if self._report is not None:
-                try:
-                    self._report(self._run_id)
-                except Exception as exc:  # the run has ended either way
-                    log.warning("could not report the end of run %s: %s", self._run_id, exc)
+            tell(self._report, self._run_id)
 
 
 class Swept(BaseModel):
@@ -134,7 +140,7 @@ class Reaper:
             if self._store.end_stale_run(run, f"the worker stopped: no heartbeat since {when}"):
                 log.warning("run %s ended: its worker stopped (last heartbeat %s)", run.id, when)
                 swept.ended.append(run.id)
-                self._tell(run.id)
+                tell(self._report, run.id)
         for run in self._store.queued_before(now - self._requeue_after):
             if self._queue.holds(run.id):
                 continue
@@ -144,7 +150,7 @@ class Reaper:
                 if self._store.fail_queued_run(run, error):
                     log.error("run %s failed: %s", run.id, error)
                     swept.ended.append(run.id)
-                    self._tell(run.id)
+                    tell(self._report, run.id)
             elif self._store.count_requeue(run):
                 log.warning("run %s was queued but held by no queue: queued again", run.id)
                 self._queue.enqueue(run.id)
@@ -152,14 +158,6 @@ class Reaper:
         if self._work_dir is not None:  # worktrees of dead workers on this host
             swept.abandoned = [gone.run_id for gone in remove_abandoned(self._work_dir)]
         return swept
-
-    def _tell(self, run_id: int) -> None:
-        if self._report is None:
-            return
-        try:
-            self._report(run_id)
-        except Exception as exc:  # the run has ended either way
-            log.warning("could not report the end of run %s: %s", run_id, exc)
 
     def start(self, interval: float) -> Reaper:
         """Sweep every `interval` seconds from a daemon thread until `stop()`."""
