@@ -6,7 +6,8 @@ from the same client (benchmarks/webhook_load.py: 32 keep-alive connections by d
 and a share sent twice with the same delivery id (GitHub's redelivery). Targets:
 
 - cra   — cra's app behind the door, as `cra-bot serve` runs it (bot.door: waitress, CRA_* server
-          settings); its thread queue's workers do nothing (runs are stored and enqueued only);
+          settings); runs are stored and enqueued, never executed: its one worker is busy with
+          the first run, as during a burst (--idle-workers: it takes each run and does nothing);
 - min   — the minimal Flask app (verify HMAC, parse, insert the delivery, WAL) behind the same door;
 - min-g — the same minimal app under gunicorn (gthread workers);
 - probot — Probot 14 on Node (installed with npm into a scratch folder the first time);
@@ -200,6 +201,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="every Nth delivery of the first half is redelivered")
     parser.add_argument("--threads", type=int, default=None,
                         help="door threads (default: CRA_SERVER_THREADS's default)")
+    parser.add_argument("--idle-workers", action="store_true",
+                        help="cra's worker takes every run at once and does nothing (default: "
+                             "it is busy with its first run, as during a burst)")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--gunicorn-threads", type=int, default=8)
     parser.add_argument("--targets", default="cra,min,min-g,probot",

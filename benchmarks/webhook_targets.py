@@ -125,6 +125,7 @@ def _environment(url: str, work: Path, args: argparse.Namespace, secret: str,
             "CRA_LABEL": label, "CRA_DATA_DIR": str(work), "CRA_QUEUE": "thread",
             "CRA_WORKERS": "1", "CRA_SERVER_THREADS": str(args.threads), "BENCH_SECRET": secret,
             "BENCH_DATABASE": _sqlite_path(url) or libpq_url(url),
+            "BENCH_IDLE_WORKERS": "1" if args.idle_workers else "0",
             "PYTHONPATH": str(HERE.parent), "NODE_ENV": "production"}  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
+import orjson
 from pydantic import BaseModel, ConfigDict
 
 from bot.errors import MalformedDelivery
@@ -105,15 +106,30 @@ def _required_header(value: str | None, name: str) -> str:
 def _payload(body: bytes, content_type: str) -> dict[str, Any]:
     """The JSON object of the body (or of its `payload` form field); MalformedDelivery if not."""
     try:
-        text = body.decode("utf-8")
         if content_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded":
-            text = parse_qs(text).get("payload", [""])[0]
-        payload = json.loads(text)
+            payload = json.loads(parse_qs(body.decode("utf-8")).get("payload", [""])[0])
+        else:
+            payload = _loads(body)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise MalformedDelivery(f"body is not JSON: {exc}") from exc
     if not isinstance(payload, dict):
         raise MalformedDelivery("body is not a JSON object")
     return payload
+
+
+def _loads(body: bytes) -> Any:
+    """The JSON value of a UTF-8 body: orjson's (a third of the standard parser's time, the
+    largest part of reading a delivery), and on a body it refuses the standard parser's, which
+    decides as before (orjson refuses NaN, Infinity and lone surrogates, which json reads).
+
+    One difference stays: an integer beyond 64 bits comes back as a float. GitHub sends none,
+    and every number cra reads from a payload is checked to be an int (bot.triggers refuses
+    such an issue number as malformed, as it refused the integer; an id reads as absent).
+    """
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body.decode("utf-8"))
 
 
 def dig(payload: Mapping[str, Any], *keys: str) -> Any:

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
 from bot.errors import MalformedDelivery
+from bot.triggers import route
 from bot.webhooks import parse_delivery, sign, verify_signature
 from tests.fixtures import webhook_bytes
 
 SECRET = "It's a Secret to Everybody"
 LABELED = webhook_bytes("issues", "labeled.payload.json")
+FIXTURE_BODIES = [path.read_bytes() for path in sorted(
+    (Path(__file__).parents[1] / "fixtures").rglob("*.payload.json"))]  # fmt: skip
 
 
 def headers(event: str, delivery: str = "72d3162e-cc78-11e3-81ab-4c9367dc0958") -> dict[str, str]:
@@ -94,6 +99,33 @@ def test_a_form_encoded_delivery_is_read_from_its_payload_field() -> None:
 @pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b"\xff\xfe", b""])
 def test_a_body_that_is_not_a_json_object_is_malformed(body: bytes) -> None:
     with pytest.raises(MalformedDelivery):
+        parse_delivery(headers("issues"), body)
+
+
+def test_the_payload_is_the_standard_parsers_value_for_every_fixture() -> None:
+    for body in FIXTURE_BODIES:
+        assert parse_delivery(headers("issues"), body).payload == json.loads(body)
+
+
+def test_a_body_the_fast_parser_refuses_is_read_as_the_standard_parser_reads_it() -> None:
+    body = b'{"action": "opened", "n": NaN, "i": Infinity, "x": 1e400}'  # json's extensions
+    payload = parse_delivery(headers("issues"), body).payload
+    assert repr(payload) == repr(json.loads(body))
+
+
+def test_an_issue_number_beyond_64_bits_is_malformed() -> None:
+    """orjson reads such an integer as a float; routing refuses it as json's int was refused."""
+    payload = json.loads(LABELED)
+    payload["issue"]["number"] = 10**25
+    payload["label"]["name"] = "cra"
+    event = parse_delivery(headers("issues"), json.dumps(payload).encode())
+    with pytest.raises(MalformedDelivery, match="issue"):
+        route(event, label="cra")
+
+
+@pytest.mark.parametrize("body", [b'\xef\xbb\xbf{"action": "opened"}', b'{"a": "\xff"}'])
+def test_a_bom_or_invalid_utf8_is_malformed_as_before(body: bytes) -> None:
+    with pytest.raises(MalformedDelivery, match="not JSON"):
         parse_delivery(headers("issues"), body)
 
 
