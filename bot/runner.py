@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from datetime import timedelta
 from pathlib import Path
 
 from agent import git
@@ -22,14 +21,13 @@ from bot.errors import BotError
 from bot.github import PullInfo, Reaction
 from bot.liveness import Heartbeat, worker_name
 from bot.progress import ProgressReporter
-from bot.queue import INTERRUPTED
+from bot.replying import REPLIES, answer, report_ended
 from bot.repo_config import limited_config
 from bot.services import Services
-from bot.store import STALE_CANCEL, Run, RunStatus
+from bot.store import Run, RunStatus
 from bot.task import build_task
 
 log = logging.getLogger(__name__)
-REPLIES = ("help", "refuse", "busy", "cancel")
 STATUS_OF: dict[str, RunStatus] = {"complete": "succeeded", "partial": "partial",
                                    "failed": "failed", "cancelled": "cancelled"}
 
@@ -69,35 +67,6 @@ def _remove_abandoned(services: Services) -> None:
         log.warning("could not remove abandoned worktrees: %s", exc)
 
 
-def report_ended(run_id: int, services: Services) -> None:
-    """Tell the issue (and the check run) that a run ended without its worker: it died with
-    the server, its heartbeat stopped, or a cancel found it silent. Best effort: a failure is
-    logged, never raised."""
-    try:
-        run = services.store.get_run(run_id)
-        if run is None:
-            return
-        gh, inst = services.github, run.installation_id
-        if run.error == STALE_CANCEL:
-            text = replies.refusal_text("cancelled_now", run_id=run_id)
-        elif run.error and run.error != INTERRUPTED:  # its heartbeat stopped; it never began
-            text = replies.refusal_text("error", error=run.error, run_id=run_id)
-        else:
-            text = replies.refusal_text("interrupted", run_id=run_id)
-        if run.check_run_id is not None:
-            best_effort(f"the check run of run {run_id}", lambda: gh.update_check_run(
-                run.repository, run.check_run_id or 0, status="completed",
-                conclusion=CHECK_CONCLUSION.get(run.status, "failure"),
-                title=f"cra stopped: {run.error or run.status}", summary=text,
-                installation_id=inst))
-        if run.comment_id:
-            gh.edit_comment(run.repository, run.comment_id, text, installation_id=inst)
-        elif run.error != STALE_CANCEL:  # a cancel's own reply tells the issue
-            gh.comment(run.repository, run.issue_number, text, installation_id=inst)
-    except Exception as exc:
-        log.warning("could not report the end of run %s: %s", run_id, exc)
-
-
 class _Job:
     """One run being executed."""
 
@@ -120,7 +89,7 @@ class _Job:
     def execute(self) -> None:
         """Answer a reply run, or run the agent."""
         if self.run.command in REPLIES:
-            self.reply_only()
+            answer(self)
         elif self.run.source != "cli" and not self.gh.can_start_runs(
             self.repo, self.run.actor, installation_id=self.inst
         ):  # `cra-bot run` is started by the server's operator, not by a GitHub user
@@ -143,44 +112,6 @@ class _Job:
         return limits.concurrency_refusal(
             s, in_repository=self.store.running_count(repository=self.repo),
             in_installation=in_installation)
-
-    def reply_only(self) -> None:
-        if self.run.command == "cancel" and self.run.reply_text is None:
-            self.cancel_for_someone_else()
-            return
-        text = self.run.reply_text or replies.refusal_text(self.run.command)
-        self.comment(text)
-        self.finish("rejected" if self.run.command == "refuse" else "succeeded")
-        if self.run.command == "cancel":
-            self.report_cancelled_now()
-
-    def report_cancelled_now(self) -> None:
-        """A cancel that ended a run whose worker was gone: that run's progress comment and
-        check say so (nobody else will)."""
-        target = self.run.related_run_id
-        ended = None if target is None else self.store.get_run(target)
-        if ended is not None and ended.status == "cancelled" and ended.error == STALE_CANCEL:
-            report_ended(ended.id, self.services)
-
-    def cancel_for_someone_else(self) -> None:
-        """`/cra cancel` from someone who did not start the run: write access is required."""
-        target = self.run.related_run_id
-        if not self.gh.can_start_runs(self.repo, self.run.actor, installation_id=self.inst):
-            self.comment(replies.refusal_text("permission", user=self.run.actor))
-            self.finish("rejected", error=f"{self.run.actor} lacks write permission")
-            return
-        kind = "cancelled"
-        if target is not None:
-            before = self.store.get_run(target)
-            self.store.request_cancel(target, stale_before=self.store.now() - timedelta(
-                seconds=self.settings.stale_after))
-            after = self.store.get_run(target)
-            if (before is not None and before.status == "running" and after is not None
-                    and after.status == "cancelled"):
-                kind = "cancelled_now"
-        self.comment(replies.refusal_text(kind, user=self.run.actor, run_id=target))
-        self.finish("succeeded")
-        self.report_cancelled_now()
 
     # --- the agent run -------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ from bot.door import make_door
 from bot.errors import SettingsError
 from bot.liveness import Reaper
 from bot.queue import recover
-from bot.runner import execute_run, report_ended
+from bot.replying import report_ended
+from bot.runner import execute_run
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 

@@ -117,19 +117,22 @@ def _payload(body: bytes, content_type: str) -> dict[str, Any]:
     return payload
 
 
-def _loads(body: bytes) -> Any:
-    """The JSON value of a UTF-8 body: orjson's (a third of the standard parser's time, the
-    largest part of reading a delivery), and on a body it refuses the standard parser's, which
-    decides as before (orjson refuses NaN, Infinity and lone surrogates, which json reads).
+# every digit as "0", every other byte as " ": a number of 20 digits or more reads as this run
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_NUMBER = b"0" * 20  # 2**64 has 20 digits
 
-    One difference stays: an integer beyond 64 bits comes back as a float. GitHub sends none,
-    and every number cra reads from a payload is checked to be an int (bot.triggers refuses
-    such an issue number as malformed, as it refused the integer; an id reads as absent).
-    """
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return json.loads(body.decode("utf-8"))
+
+def _loads(body: bytes) -> Any:
+    """The JSON value of a UTF-8 body, equal to the standard parser's: orjson's (a third of its
+    time, the largest part of reading a delivery) unless the body holds a run of 20 digits
+    (orjson reads an integer beyond 64 bits as a float) or orjson refuses it (NaN, Infinity,
+    lone surrogates, which json reads); then json decides, as before."""
+    if _LONG_NUMBER not in body.translate(_DIGITS_AS_ZERO):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(body.decode("utf-8"))
 
 
 def dig(payload: Mapping[str, Any], *keys: str) -> Any:
