@@ -69,6 +69,8 @@ def minimal_app() -> Flask:
     database = os.environ["BENCH_DATABASE"]
     insert = INSERT_POSTGRES if database.startswith("postgresql") else INSERT_SQLITE
     first = _connect(database)
+    if database.startswith("postgresql"):  # gunicorn's workers start at once, and PostgreSQL's
+        first.execute("SELECT pg_advisory_xact_lock(14)")  # CREATE … IF NOT EXISTS can race
     first.execute(CREATE)
     first.commit()
     first.close()
