@@ -4,6 +4,7 @@ bench a repository's history, and check the set-up (`doctor`) or the database (`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -250,7 +251,7 @@ def _action() -> int:
     payload: dict[str, Any] = json.loads(Path(env.event_path).read_text(encoding="utf-8"))
     event = event_from_payload(env.event_name, f"actions-{env.run_id or uuid.uuid4()}", payload)
     if event.repository is None:  # an Actions event file may lack it; the job knows
-        event = event.model_copy(update={"repository": env.repository})
+        event = dataclasses.replace(event, repository=env.repository)
     trigger = route(event, label=settings.label)
     if trigger is None:
         print("cra-bot: this event asks nothing of cra")
