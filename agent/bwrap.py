@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from agent import git
+from agent import git, gitfiles
 from agent.sandbox import (
     ENV_MOUNT,
     INSTALL_HINT,
@@ -218,10 +218,10 @@ def _git_view(tree: Path) -> tuple[list[str], list[int]]:
     and a config with only the format keys: never the real config (remote URLs, credentials),
     hooks, or the admin dirs of other worktrees.
     """
-    admin = git.linked_admin_dir(tree)
+    admin = gitfiles.linked_admin_dir(tree)
     if admin is None:
         return [], []
-    common = git.admin_common_dir(admin)
+    common = gitfiles.admin_common_dir(admin)
     args: list[str] = []
     for name in ("objects", "refs", "packed-refs", "HEAD", "shallow", "info"):
         if (common / name).exists():

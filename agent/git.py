@@ -1,4 +1,5 @@
-"""Git as a subprocess: mirrors, worktrees, commits and diffs (argv lists, never shell strings).
+"""Git as a subprocess: refs, worktrees, commits and diffs (argv lists, never shell strings);
+mirrors and pushes are agent.remotes, git's files read without a process agent.gitfiles.
 
 Every call goes through `run_git`, which controls the environment: no terminal prompts, the C
 locale, and no inherited variable that would redirect git to another repository. Secrets (a
@@ -16,10 +17,9 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from agent.errors import CredentialsInUrl, GitError
-from agent.gitfiles import head_from_files, ref_exists_in_files
+from agent.errors import GitError
+from agent.gitfiles import gitdir_of, head_in_tree, ref_exists_in_tree
 from agent.models import DiffStats
 
 NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
@@ -85,73 +85,11 @@ def run_git(
     return proc.stdout
 
 
-def _not_an_option(value: str, what: str) -> str:
+def not_an_option(value: str, what: str) -> str:
     """`value` unchanged, or a GitError when it would be read as a command-line option."""
     if not value or value.startswith("-"):
         raise GitError([what, value], 2, f"invalid {what}: {value!r}")
     return value
-
-
-# --- mirrors ---------------------------------------------------------------------------------
-
-
-def reject_credentials(url: str) -> str:
-    """`url` unchanged, or CredentialsInUrl when it carries a password or an http(s) user."""
-    parts = urlsplit(url)
-    has_user = "@" in parts.netloc
-    if parts.password is not None or (has_user and parts.scheme in ("http", "https")):
-        host = parts.netloc.rsplit("@", 1)[1]
-        raise CredentialsInUrl(parts._replace(netloc=f"***@{host}").geturl())
-    return url
-
-
-def mirror_sync(
-    url: str, mirror: Path, *, env: Mapping[str, str] | None = None, timeout: float = 1800
-) -> Path:
-    """Clone `url` as a bare mirror at `mirror`, or fetch it (pruning) when it exists.
-
-    Branches checked out in the mirror's worktrees are excluded from the fetch: git would
-    refuse to update them, and pruning would delete a running worktree's branch.
-    """
-    reject_credentials(url)
-    if (mirror / "HEAD").is_file():
-        run_git(["config", "remote.origin.url", url], mirror)
-        keep = [f"^{ref}" for ref in _checked_out_refs(mirror)]
-        run_git(["fetch", "--prune", "--quiet", "origin", "+refs/*:refs/*", *keep], mirror,
-                env=env, timeout=timeout)
-        return mirror
-    mirror.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=mirror.parent, prefix=f".{mirror.name}.") as tmp:
-        partial = Path(tmp) / "mirror.git"
-        run_git(["clone", "--mirror", "--quiet", "--", url, str(partial)], mirror.parent,
-                env=env, timeout=timeout)
-        partial.rename(mirror)  # atomic: an interrupted clone never looks like a mirror
-    return mirror
-
-
-def _checked_out_refs(repo: Path) -> list[str]:
-    """The branch refs checked out by the worktrees of `repo`."""
-    return [
-        line.removeprefix("branch ")
-        for line in run_git(["worktree", "list", "--porcelain"], repo).splitlines()
-        if line.startswith("branch ")
-    ]
-
-
-def push_branch(
-    repo: Path, url: str, branch: str, *, env: Mapping[str, str] | None = None,
-    force: bool = False, timeout: float = 600,
-) -> None:
-    """Push local `branch` to the same branch at `url` (a URL, never a remote name).
-
-    Pushing to the URL sidesteps a mirror's `remote.origin.mirror`, which would turn a push to
-    `origin` into a push of every ref. Credentials come only through `env` (GIT_ASKPASS).
-    """
-    reject_credentials(url)
-    ref = f"refs/heads/{_not_an_option(branch, 'branch')}"
-    flags = ["--force"] if force else []
-    run_git([*NO_HOOKS, "push", "--no-verify", "--quiet", *flags, "--", url, f"{ref}:{ref}"],
-            repo, env=env, timeout=timeout)
 
 
 # --- refs ------------------------------------------------------------------------------------
@@ -168,13 +106,13 @@ def is_work_tree(path: Path) -> bool:
 
 def resolve_commit(repo: Path, ref: str) -> str:
     """The full SHA of the commit `ref` names in `repo`."""
-    _not_an_option(ref, "ref")
+    not_an_option(ref, "ref")
     return run_git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], repo).strip()
 
 
 def read_file(repo: Path, commit: str, rel: str) -> str | None:
     """The text of `rel` at `commit` (a bare mirror works), or None when it does not exist."""
-    _not_an_option(commit, "commit")
+    not_an_option(commit, "commit")
     proc = _git(["show", f"{commit}:{rel}"], repo)
     return proc.stdout if proc.returncode == 0 else None
 
@@ -188,7 +126,7 @@ def ignored_paths(worktree: Path) -> list[str]:
 
 def head_commit(path: Path) -> str:
     """The full SHA of HEAD in `path` (read from git's files when they say it plainly)."""
-    return _head_from_files(path) or resolve_commit(path, "HEAD")
+    return head_in_tree(path) or resolve_commit(path, "HEAD")
 
 
 def current_branch(path: Path) -> str | None:
@@ -200,18 +138,11 @@ def current_branch(path: Path) -> str | None:
 def branch_exists(repo: Path, name: str) -> bool:
     """True when `refs/heads/<name>` exists in `repo` (read from git's files when they say it
     plainly, else asked of git)."""
-    _not_an_option(name, "branch")
-    known = _ref_exists_from_files(repo, f"refs/heads/{name}")
+    not_an_option(name, "branch")
+    known = ref_exists_in_tree(repo, f"refs/heads/{name}")
     if known is not None:
         return known
     return _git(["show-ref", "--verify", "--quiet", f"refs/heads/{name}"], repo).returncode == 0
-
-
-def _ref_exists_from_files(repo: Path, ref: str) -> bool | None:
-    """Whether `ref` exists, from the loose and packed refs of `repo`'s common dir; None when
-    the files cannot say (a bare or unusual layout, reftable, an odd name): ask git then."""
-    admin = _admin_dir(repo)
-    return None if admin is None else ref_exists_in_files(admin_common_dir(admin), ref)
 
 
 # Branch names git accepts under any rule: components of letters, digits, `_` and `-` (the
@@ -221,7 +152,7 @@ PLAIN_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(/[A-Za-z0-9_][A-Za-z0-9_-
 
 def unique_branch(repo: Path, base_name: str) -> str:
     """`base_name`, or `base_name-2`, `-3` … : the first that is not taken in `repo`."""
-    _not_an_option(base_name, "branch")
+    not_an_option(base_name, "branch")
     if not PLAIN_BRANCH.fullmatch(base_name) or base_name == "HEAD":
         run_git(["check-ref-format", "--branch", base_name], repo)
     name, n = base_name, 1
@@ -233,7 +164,7 @@ def unique_branch(repo: Path, base_name: str) -> str:
 
 def delete_branch(repo: Path, name: str) -> None:
     """Delete local branch `name` (merged or not)."""
-    run_git(["branch", "-D", "--", _not_an_option(name, "branch")], repo)
+    run_git(["branch", "-D", "--", not_an_option(name, "branch")], repo)
 
 
 # --- worktrees -------------------------------------------------------------------------------
@@ -247,17 +178,17 @@ def add_worktree(
     The repository's own working tree, index and HEAD are untouched. An existing `branch` is a
     GitError unless `force`, which resets it to `commit` (`-B`). No upstream is configured.
     """
-    _not_an_option(branch, "branch")
+    not_an_option(branch, "branch")
     flag = "-B" if force else "-b"
     path.parent.mkdir(parents=True, exist_ok=True)
     run_git([*NO_HOOKS, "worktree", "add", "--quiet", "--no-track", flag, branch, str(path),
-             _not_an_option(commit, "commit")], repo)
+             not_an_option(commit, "commit")], repo)
     return path
 
 
 def reset_clean(worktree: Path, commit: str) -> None:
     """Reset the worktree hard to `commit` and delete untracked files (ignored ones stay)."""
-    run_git([*NO_HOOKS, "reset", "--hard", "--quiet", _not_an_option(commit, "commit")], worktree)
+    run_git([*NO_HOOKS, "reset", "--hard", "--quiet", not_an_option(commit, "commit")], worktree)
     run_git(["clean", "-fd", "--quiet"], worktree)
 
 
@@ -301,31 +232,6 @@ def worktree_paths(repo: Path) -> list[str]:
 def _common_dir(repo: Path) -> Path:
     """The absolute git common dir of `repo` (the bare repo itself, or `.git`)."""
     return (repo / run_git(["rev-parse", "--git-common-dir"], repo).strip()).resolve()
-
-
-def _gitdir_of(tree: Path) -> Path | None:
-    """Where a linked worktree's `.git` file points (it may be gone); None for another tree."""
-    marker = tree / ".git"
-    if not marker.is_file():
-        return None
-    text = marker.read_text(encoding="utf-8", errors="replace").strip()
-    if not text.startswith("gitdir:"):
-        return None
-    return (tree / text.removeprefix("gitdir:").strip()).resolve()
-
-
-def linked_admin_dir(tree: Path) -> Path | None:
-    """The admin dir (`<common>/worktrees/<name>`) of a linked worktree; None for another tree."""
-    admin = _gitdir_of(tree)
-    return admin if admin is not None and admin.is_dir() else None
-
-
-def admin_common_dir(admin: Path) -> Path:
-    """The common dir (the mirror, or a checkout's `.git`) a worktree's admin dir belongs to."""
-    pointer = admin / "commondir"
-    if not pointer.is_file():
-        return admin
-    return (admin / pointer.read_text(encoding="utf-8").strip()).resolve()
 
 
 _FORMAT_KEYS = (r"^(core\.(repositoryformatversion|bare|ignorecase|precomposeunicode)"
@@ -384,7 +290,7 @@ def tracked_blobs(worktree: Path) -> list[tuple[str, str]]:
 
 def _is_orphan(child: Path, admin: Path) -> bool:
     """True when `child` is a linked worktree whose gitdir is under `admin` or gone."""
-    gitdir = _gitdir_of(child)
+    gitdir = gitdir_of(child)
     return gitdir is not None and (gitdir.parent == admin or not gitdir.exists())
 
 
@@ -422,18 +328,6 @@ def commit_all(
             return None
         raise GitError(argv, proc.returncode, proc.stderr or proc.stdout)
     return head_commit(worktree)
-
-
-def _admin_dir(tree: Path) -> Path | None:
-    """The git admin dir of a checkout (its `.git`) or of a linked worktree; None otherwise
-    (a bare repository, a subdirectory): then git is asked."""
-    return linked_admin_dir(tree) or (tree / ".git" if (tree / ".git").is_dir() else None)
-
-
-def _head_from_files(tree: Path) -> str | None:
-    """HEAD's commit read from git's files without a process; None: ask git."""
-    admin = _admin_dir(tree)
-    return None if admin is None else head_from_files(admin, admin_common_dir(admin))
 
 
 _NOTHING_TO_COMMIT = re.compile(r"^(nothing to commit|nothing added to commit|no changes added)",
@@ -485,9 +379,9 @@ def _numstat(out: str) -> DiffStats:
 
 def _diff(worktree: Path, base: str, head: str | None, extra: list[str]) -> str:
     """Run `git diff` between commits, or against a throwaway index holding the whole tree."""
-    _not_an_option(base, "commit")
+    not_an_option(base, "commit")
     if head is not None:
-        return run_git(["diff", *DIFF_FLAGS, *extra, base, _not_an_option(head, "commit"), "--"],
+        return run_git(["diff", *DIFF_FLAGS, *extra, base, not_an_option(head, "commit"), "--"],
                        worktree)
     # A temporary copy of the index takes `add --all`, so untracked files show up as new
     # without leaving intent-to-add entries (or anything else) in the real index.

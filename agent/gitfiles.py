@@ -1,5 +1,7 @@
 """Reading what git keeps in plain files, where a git process per question costs more: the
-commit a worktree's HEAD names right after a commit."""
+commit a worktree's HEAD names right after a commit, whether a branch exists, and where a
+worktree's admin dir and common dir are. Every answer is None (ask git) when the files do not
+say it plainly."""
 
 from __future__ import annotations
 
@@ -51,3 +53,50 @@ def ref_exists_in_files(common: Path, ref: str) -> bool | None:
         return False
     except (OSError, UnicodeDecodeError):
         return None
+
+
+# --- a checkout's or a linked worktree's admin dir ----------------------------------------
+
+
+def gitdir_of(tree: Path) -> Path | None:
+    """Where a linked worktree's `.git` file points (it may be gone); None for another tree."""
+    marker = tree / ".git"
+    if not marker.is_file():
+        return None
+    text = marker.read_text(encoding="utf-8", errors="replace").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    return (tree / text.removeprefix("gitdir:").strip()).resolve()
+
+
+def linked_admin_dir(tree: Path) -> Path | None:
+    """The admin dir (`<common>/worktrees/<name>`) of a linked worktree; None for another tree."""
+    admin = gitdir_of(tree)
+    return admin if admin is not None and admin.is_dir() else None
+
+
+def admin_common_dir(admin: Path) -> Path:
+    """The common dir (the mirror, or a checkout's `.git`) a worktree's admin dir belongs to."""
+    pointer = admin / "commondir"
+    if not pointer.is_file():
+        return admin
+    return (admin / pointer.read_text(encoding="utf-8").strip()).resolve()
+
+
+def admin_dir(tree: Path) -> Path | None:
+    """The git admin dir of a checkout (its `.git`) or of a linked worktree; None otherwise
+    (a bare repository, a subdirectory): then git is asked."""
+    return linked_admin_dir(tree) or (tree / ".git" if (tree / ".git").is_dir() else None)
+
+
+def head_in_tree(tree: Path) -> str | None:
+    """HEAD's commit read from git's files without a process; None: ask git."""
+    admin = admin_dir(tree)
+    return None if admin is None else head_from_files(admin, admin_common_dir(admin))
+
+
+def ref_exists_in_tree(repo: Path, ref: str) -> bool | None:
+    """Whether `ref` exists, from the loose and packed refs of `repo`'s common dir; None when
+    the files cannot say (a bare or unusual layout, reftable, an odd name): ask git then."""
+    admin = admin_dir(repo)
+    return None if admin is None else ref_exists_in_files(admin_common_dir(admin), ref)

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from agent import git
+from agent import git, remotes
 
 _THREAD_LOCKS: dict[Path, threading.Lock] = {}
 _GUARD = threading.Lock()
@@ -29,7 +29,7 @@ class MirrorCache:
         """Clone or fetch the mirror (the token only in `env`, never in a config file)."""
         mirror = self.path(repository)
         with self.locked(repository):
-            return git.mirror_sync(url, mirror, env=env)
+            return remotes.mirror_sync(url, mirror, env=env)
 
     def clean_worktrees(self, parent: Path) -> list[Path]:
         """Remove every worktree of every mirror under `parent`: runs that died with the server

@@ -6,7 +6,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from agent import git
+from agent import git, remotes
 from agent.config import CONFIG_CANDIDATES, SolveConfig
 from agent.context import ContextFactory, IndexedFactory
 from agent.errors import AgentError
@@ -267,7 +267,7 @@ class _Job:
         if self.ended_elsewhere():  # no pull request for a run the reaper or a cancel ended
             log.warning("run %s had already ended: its result is not pushed", self.run.id)
             return
-        git.push_branch(mirror, self.gh.clone_url(self.repo), branch, env=env,
+        remotes.push_branch(mirror, self.gh.clone_url(self.repo), branch, env=env,
                         force=not self.run.is_pull_request)
         url, number = self.open_or_update_pull(ctx, title, branch, partial)
         self.check_run(result, ctx)

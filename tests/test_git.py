@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent import git
+from agent import git, remotes
 from agent.errors import CredentialsInUrl, GitError
 from tests.fakes.repos import (
     ISOLATED_GIT_ENV,
@@ -92,7 +92,7 @@ def test_worktree_of_an_existing_branch_is_a_git_error_unless_forced(
 
 def test_worktree_from_a_mirror_of_a_file_remote(tmp_path: Path) -> None:
     remote = make_bare_remote(tmp_path)
-    mirror = git.mirror_sync(remote.as_uri(), tmp_path / "mirrors" / "calc.git")
+    mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "mirrors" / "calc.git")
     base = git.resolve_commit(mirror, "main")
 
     wt = git.add_worktree(mirror, tmp_path / "wt", commit=base, branch="cra/issue-1")
@@ -107,7 +107,7 @@ def test_mirror_sync_fetches_new_commits_and_spares_branches_checked_out_in_work
 ) -> None:
     source = make_python_project(tmp_path / "source")
     remote = make_bare_remote(tmp_path, source)
-    mirror = git.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
+    mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
     wt = git.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
                           branch="cra/issue-1")
     (wt / "new.txt").write_text("work in progress\n")
@@ -115,7 +115,7 @@ def test_mirror_sync_fetches_new_commits_and_spares_branches_checked_out_in_work
     new_main = commit_file(source, "README.md", "# calc\n", "Add a README")
     git_in(source, "push", "--quiet", str(remote), "main")
 
-    git.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
+    remotes.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
 
     assert git.resolve_commit(mirror, "main") == new_main
     assert git.resolve_commit(mirror, "cra/issue-1") == ours
@@ -124,14 +124,14 @@ def test_mirror_sync_fetches_new_commits_and_spares_branches_checked_out_in_work
 def test_push_branch_from_a_mirror_worktree_pushes_only_that_branch(tmp_path: Path) -> None:
     remote = make_bare_remote(tmp_path)
     before = git_in(remote, "for-each-ref")
-    mirror = git.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
+    mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
     wt = git.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
                           branch="cra/issue-7")
     (wt / "new.txt").write_text("fix\n")
     sha = git.commit_all(wt, "Fix", author_name="cra", author_email="cra@example.com")
     git_in(mirror, "branch", "local-only")
 
-    git.push_branch(wt, remote.as_uri(), "cra/issue-7")
+    remotes.push_branch(wt, remote.as_uri(), "cra/issue-7")
 
     after = git_in(remote, "for-each-ref")
     assert git_in(remote, "rev-parse", "cra/issue-7").strip() == sha
@@ -144,7 +144,7 @@ def test_mirror_sync_rejects_a_url_with_credentials_without_echoing_them(
     tmp_path: Path,
 ) -> None:
     with pytest.raises(CredentialsInUrl) as caught:
-        git.mirror_sync("https://x-access-token:ghs_s3cret@github.com/o/r.git", tmp_path / "m")
+        remotes.mirror_sync("https://x-access-token:ghs_s3cret@github.com/o/r.git", tmp_path / "m")
     assert "ghs_s3cret" not in str(caught.value)
     assert "github.com" in caught.value.url
     assert not (tmp_path / "m").exists()
@@ -156,7 +156,7 @@ def test_mirror_sync_rejects_a_url_with_credentials_without_echoing_them(
 ])
 def test_reject_credentials_refuses_userinfo_secrets(url: str) -> None:
     with pytest.raises(CredentialsInUrl):
-        git.reject_credentials(url)
+        remotes.reject_credentials(url)
 
 
 @pytest.mark.parametrize("url", [
@@ -164,7 +164,7 @@ def test_reject_credentials_refuses_userinfo_secrets(url: str) -> None:
     "file:///srv/git/r.git",
 ])
 def test_reject_credentials_accepts_plain_urls(url: str) -> None:
-    assert git.reject_credentials(url) == url
+    assert remotes.reject_credentials(url) == url
 
 
 def test_reset_clean_removes_untracked_files_but_keeps_ignored_ones(worktree: Path) -> None:
@@ -202,7 +202,7 @@ def test_remove_worktree_deletes_the_dir_and_only_a_named_branch(
 
 def test_prune_worktrees_forgets_vanished_ones_and_deletes_stale_dirs(tmp_path: Path) -> None:
     remote = make_bare_remote(tmp_path)
-    mirror = git.mirror_sync(remote.as_uri(), tmp_path / "old.git")
+    mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "old.git")
     parent = tmp_path / "worktrees"
     base = git.resolve_commit(mirror, "main")
     live = git.add_worktree(mirror, parent / "live", commit=base, branch="live")

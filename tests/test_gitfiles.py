@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent import git
-from agent.git import _head_from_files as head_from_files
+from agent.gitfiles import head_in_tree as head_from_files
 from agent.gitfiles import ref_exists_in_files
 from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project
 

@@ -12,7 +12,8 @@ import requests
 import responses
 
 from agent.errors import GitError
-from agent.git import add_worktree, mirror_sync, push_branch
+from agent.git import add_worktree
+from agent.remotes import mirror_sync, push_branch
 from bot.errors import GitHubError, NotFound, PermissionDenied
 from bot.github import GitHubAPI, IssueInfo, PullInfo
 from bot.github_tokens import AppTokens, StaticToken

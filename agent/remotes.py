@@ -1,0 +1,74 @@
+"""Git's network side: a repository's bare mirror, kept fetched, and a branch pushed to a URL.
+
+A URL never carries credentials (CredentialsInUrl): a token travels only in a call's `env`
+(GIT_ASKPASS), so it is never written into a mirror's config or echoed in an error.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from agent.errors import CredentialsInUrl
+from agent.git import NO_HOOKS, not_an_option, run_git
+
+
+def reject_credentials(url: str) -> str:
+    """`url` unchanged, or CredentialsInUrl when it carries a password or an http(s) user."""
+    parts = urlsplit(url)
+    has_user = "@" in parts.netloc
+    if parts.password is not None or (has_user and parts.scheme in ("http", "https")):
+        host = parts.netloc.rsplit("@", 1)[1]
+        raise CredentialsInUrl(parts._replace(netloc=f"***@{host}").geturl())
+    return url
+
+
+def mirror_sync(
+    url: str, mirror: Path, *, env: Mapping[str, str] | None = None, timeout: float = 1800
+) -> Path:
+    """Clone `url` as a bare mirror at `mirror`, or fetch it (pruning) when it exists.
+
+    Branches checked out in the mirror's worktrees are excluded from the fetch: git would
+    refuse to update them, and pruning would delete a running worktree's branch.
+    """
+    reject_credentials(url)
+    if (mirror / "HEAD").is_file():
+        run_git(["config", "remote.origin.url", url], mirror)
+        keep = [f"^{ref}" for ref in _checked_out_refs(mirror)]
+        run_git(["fetch", "--prune", "--quiet", "origin", "+refs/*:refs/*", *keep], mirror,
+                env=env, timeout=timeout)
+        return mirror
+    mirror.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=mirror.parent, prefix=f".{mirror.name}.") as tmp:
+        partial = Path(tmp) / "mirror.git"
+        run_git(["clone", "--mirror", "--quiet", "--", url, str(partial)], mirror.parent,
+                env=env, timeout=timeout)
+        partial.rename(mirror)  # atomic: an interrupted clone never looks like a mirror
+    return mirror
+
+
+def _checked_out_refs(repo: Path) -> list[str]:
+    """The branch refs checked out by the worktrees of `repo`."""
+    return [
+        line.removeprefix("branch ")
+        for line in run_git(["worktree", "list", "--porcelain"], repo).splitlines()
+        if line.startswith("branch ")
+    ]
+
+
+def push_branch(
+    repo: Path, url: str, branch: str, *, env: Mapping[str, str] | None = None,
+    force: bool = False, timeout: float = 600,
+) -> None:
+    """Push local `branch` to the same branch at `url` (a URL, never a remote name).
+
+    Pushing to the URL sidesteps a mirror's `remote.origin.mirror`, which would turn a push to
+    `origin` into a push of every ref. Credentials come only through `env` (GIT_ASKPASS).
+    """
+    reject_credentials(url)
+    ref = f"refs/heads/{not_an_option(branch, 'branch')}"
+    flags = ["--force"] if force else []
+    run_git([*NO_HOOKS, "push", "--no-verify", "--quiet", *flags, "--", url, f"{ref}:{ref}"],
+            repo, env=env, timeout=timeout)
