@@ -24,9 +24,10 @@ from agent.models import (
 from agent.passes import Cancelled, PassRecorder, StopRun
 from agent.plan_passes import PlanPasses
 from agent.preflight import require_test_command_started
+from agent.run_context import RunContext
 from agent.run_result import Tally, run_result
 from agent.runtime import Runtime
-from agent.steps import RunContext, run_step, task_target_tests
+from agent.steps import run_step, task_target_tests
 from agent.validation import run_validation
 from agent.workspace import Workspace, apply_in_place, close_workspace, open_workspace
 

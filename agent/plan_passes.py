@@ -24,7 +24,7 @@ from agent.models import (
     StepOutcome,
 )
 from agent.passes import PassRecorder, StopRun
-from agent.steps import RunContext
+from agent.run_context import RunContext
 
 
 class PlanPasses:

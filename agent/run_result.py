@@ -15,7 +15,8 @@ from agent.models import (
     Usage,
     ValidationResult,
 )
-from agent.steps import RunContext, task_target_tests
+from agent.run_context import RunContext
+from agent.steps import task_target_tests
 from agent.workspace import Workspace
 
 RunStatus = Literal["complete", "partial", "failed", "cancelled"]

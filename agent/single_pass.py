@@ -13,8 +13,9 @@ from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
 from agent.preflight import require_test_command_started
 from agent.retrieval.scan import is_test_path
+from agent.run_context import RunContext
 from agent.runtime import Runtime
-from agent.steps import RunContext, run_step, task_target_tests
+from agent.steps import run_step, task_target_tests
 from agent.validation import run_validation
 from agent.workspace import Workspace, apply_in_place, close_workspace, open_workspace
 
