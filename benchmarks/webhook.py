@@ -152,13 +152,14 @@ def report(database: str, outcomes: dict[str, Outcome], args: argparse.Namespace
     print(f"\n{database}: {args.n} deliveries + redeliveries, concurrency {args.concurrency}, "
           f"door {args.threads} threads, gunicorn {args.gunicorn_workers} x "
           f"{args.gunicorn_threads} gthread")  # fmt: skip
-    print(f"{'target':34}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'CPU ms':>8}"
+    print(f"{'target':34}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'CPU ms':>8}{'sys':>6}"
           f"{'bad':>5}{'fail':>5}{'lost':>5}{'dup':>5}{'closed':>7}")  # fmt: skip
     clean = True
     for outcome in outcomes.values():
         load = outcome.load
         print(f"{outcome.target.title:34}{load.throughput:>8.0f}{load.percentile(0.5):>8.1f}"
-              f"{load.percentile(0.99):>8.1f}{load.cpu_ms_per_request:>8.2f}{load.unexpected:>5}"
+              f"{load.percentile(0.99):>8.1f}{load.cpu_ms_per_request:>8.2f}"
+              f"{load.system_ms_per_request:>6.2f}{load.unexpected:>5}"
               f"{load.failed:>5}{outcome.lost:>5}{outcome.duplicated:>5}"
               f"{load.reconnects:>7}")  # fmt: skip
         clean &= not (outcome.lost or outcome.duplicated or load.unexpected or load.failed)

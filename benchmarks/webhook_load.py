@@ -43,7 +43,8 @@ class Load:
     failed: int = 0  # no answer (connection closed or refused)
     reconnects: int = 0  # connections the server closed after an answer (or a failure)
     elapsed: float = 0.0
-    cpu_s: float = 0.0
+    cpu_s: float = 0.0  # user + system
+    system_s: float = 0.0  # of which in the kernel (system calls, switching threads)
 
     def percentile(self, q: float) -> float:
         """The q-quantile latency in milliseconds."""
@@ -64,12 +65,19 @@ class Load:
         self.reconnects += other.reconnects
         self.elapsed += other.elapsed
         self.cpu_s += other.cpu_s
+        self.system_s += other.system_s
 
     @property
     def cpu_ms_per_request(self) -> float:
         """The server's CPU time per request sent, in milliseconds."""
         sent = len(self.latencies) + self.failed
         return 1000 * self.cpu_s / sent if sent else float("nan")
+
+    @property
+    def system_ms_per_request(self) -> float:
+        """The part of cpu_ms_per_request spent in the kernel."""
+        sent = len(self.latencies) + self.failed
+        return 1000 * self.system_s / sent if sent else float("nan")
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
@@ -139,9 +147,11 @@ def send(
     port: int, requests: list[Request], concurrency: int, limit_s: float, server_pid: int
 ) -> Load:
     """Send every request with `concurrency` connections; the server tree's CPU meanwhile."""
-    before = tree_cpu_seconds(server_pid)
+    user, system = tree_cpu_seconds(server_pid)
     load = asyncio.run(_send(port, requests, concurrency, limit_s))
-    load.cpu_s = tree_cpu_seconds(server_pid) - before
+    user_after, system_after = tree_cpu_seconds(server_pid)
+    load.cpu_s = user_after + system_after - user - system
+    load.system_s = system_after - system
     return load
 
 
@@ -168,16 +178,18 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its live descendants (and their reaped
+def tree_cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of a process and its live descendants (and their reaped
     children)."""
-    total, pending = 0.0, [pid]
+    user, system, pending = 0.0, 0.0, [pid]
     while pending:
         current = pending.pop()
         fields = _stat(current)
         if fields is None:
             continue
         # utime, stime, cutime, cstime are fields 14–17 of stat; index 0 here is field 3
-        total += sum(int(value) for value in fields[11:15]) / TICKS
+        utime, stime, cutime, cstime = (int(value) / TICKS for value in fields[11:15])
+        user += utime + cutime
+        system += stime + cstime
         pending += _children(current)
-    return total
+    return user, system
