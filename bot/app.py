@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot import signin
-from bot.bench_pages import blueprint as bench_pages
+from bot.bench.pages import blueprint as bench_pages
 from bot.errors import BotError, MalformedDelivery
 from bot.queue import RunQueue, build_queue, check_health
 from bot.replies import refusal_text, run_page_url

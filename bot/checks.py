@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from bot.github import GitHubAPI
+from bot.github.api import GitHubAPI
 from bot.store import BotStore
 
 log = logging.getLogger(__name__)

@@ -211,7 +211,7 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
     """`cra-bot bench`: bench a repository here and publish its report as a page."""
     from agent.bench.report_text import render_text
     from bot import startup
-    from bot.bench import BenchRequest, bench_repository, write_outputs
+    from bot.bench.replay import BenchRequest, bench_repository, write_outputs
     from bot.sandboxes import check_sandbox
     from bot.services import build_services
 

@@ -24,10 +24,10 @@ from agent.database import migrations_location
 from agent.doctor import Check, Finding, Report, fail, ok, run_checks, warn
 from agent.doctor_checks import check_directory, check_git, check_sandbox
 from agent.sandbox import Sandbox
-from bot.app_key import load_private_key
 from bot.errors import GitHubError, SettingsError
-from bot.github_calls import Retrier, bare_client
-from bot.github_tokens import AppTokens
+from bot.github.app_key import load_private_key
+from bot.github.calls import Retrier, bare_client
+from bot.github.tokens import AppTokens
 from bot.sandboxes import build_bot_sandbox
 from bot.settings import BotSettings, unknown_settings
 from bot.startup import queue_problem, server_model_findings

@@ -18,7 +18,7 @@ from agent.workspace import remove_abandoned
 from bot import limits, pr, replies
 from bot.checks import CHECK_CONCLUSION, RunCheck, best_effort
 from bot.errors import BotError
-from bot.github import PullInfo, Reaction
+from bot.github.api import PullInfo, Reaction
 from bot.liveness import Heartbeat, worker_name
 from bot.progress import ProgressReporter
 from bot.replying import REPLIES, answer, report_ended

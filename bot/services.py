@@ -14,10 +14,10 @@ from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
 from agent.sandbox import Sandbox
 from agent.store import RunLog
-from bot.app_key import load_private_key
 from bot.errors import SettingsError
-from bot.github import GitHubAPI
-from bot.github_tokens import AppTokens, StaticToken, TokenProvider
+from bot.github.api import GitHubAPI
+from bot.github.app_key import load_private_key
+from bot.github.tokens import AppTokens, StaticToken, TokenProvider
 from bot.mirrors import MirrorCache
 from bot.queue import RunQueue, build_queue, check_health
 from bot.sandboxes import build_bot_sandbox, build_env_cache

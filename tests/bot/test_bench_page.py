@@ -9,7 +9,7 @@ import jsonschema
 
 from agent.bench.report import build_report, schema
 from agent.bench.results import BenchResult
-from bot.bench_reports import BenchReports
+from bot.bench.reports import BenchReports
 from tests.bot.test_signin import OWNER, PRIVATE, PUBLIC, STRANGER, Site, sign_in, site, text
 
 __all__ = ["site"]  # the fixture

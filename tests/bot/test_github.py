@@ -1,4 +1,4 @@
-"""bot.github against the fake GitHub (asserting on its state); error mapping via responses."""
+"""bot.github.api against the fake GitHub (asserting on its state); error mapping via responses."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from agent.errors import GitError
 from agent.git import add_worktree
 from agent.remotes import mirror_sync, push_branch
 from bot.errors import GitHubError, NotFound, PermissionDenied
-from bot.github import GitHubAPI, IssueInfo, PullInfo
-from bot.github_tokens import AppTokens, StaticToken
+from bot.github.api import GitHubAPI, IssueInfo, PullInfo
+from bot.github.tokens import AppTokens, StaticToken
 from tests.fakes.github_server import FakeGitHub, ManualClock
 from tests.fakes.repos import (
     IDENTITY_ENV,

@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
 from agent.console import shown_url
-from bot.app_key import load_private_key
 from bot.errors import SettingsError
+from bot.github.app_key import load_private_key
 from bot.settings import BotSettings, unknown_settings
 from bot.startup import require_free_port
 from tests.e2e.first_hour import ec_pem, rsa_pem

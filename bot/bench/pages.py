@@ -8,10 +8,10 @@ from markupsafe import Markup
 
 from agent.bench.report_html import render_body
 from bot import signin
-from bot.bench_reports import BenchReports
+from bot.bench.reports import BenchReports
 from bot.state import current_state
 
-blueprint = Blueprint("bench", __name__, template_folder="templates")
+blueprint = Blueprint("bench", __name__, template_folder="../templates")
 
 
 def reports() -> BenchReports:

@@ -20,7 +20,7 @@ from agent.bench.tasks import BenchTask, read_tasks
 from agent.config import CONFIG_CANDIDATES, ModelConfig, SolveConfig
 from agent.errors import AgentError
 from agent.llm.client import ChatModel
-from bot.bench_reports import BenchReports
+from bot.bench.reports import BenchReports
 from bot.errors import BotError
 from bot.repo_config import limited_config
 from bot.services import Services

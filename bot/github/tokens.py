@@ -16,7 +16,7 @@ import jwt
 from github import Auth
 
 from bot.errors import GitHubError
-from bot.github_calls import Retrier, bare_client, repo_path
+from bot.github.calls import Retrier, bare_client, repo_path
 
 JWT_BACKDATE_S = 60  # GitHub's advice against clock drift
 JWT_LIFETIME_S = 9 * 60  # GitHub accepts at most 10 minutes

@@ -1,7 +1,7 @@
 """The GitHub side of a run: the REST calls it makes, on PyGithub, as typed answers.
 
-Each call goes through bot.github_calls (errors as bot.errors, retries) with a token of
-bot.github_tokens; for git, tokens travel only in the environment of the git process
+Each call goes through bot.github.calls (errors as bot.errors, retries) with a token of
+bot.github.tokens; for git, tokens travel only in the environment of the git process
 (`git_auth_env`).
 """
 
@@ -24,8 +24,8 @@ from github.Repository import Repository
 from pydantic import BaseModel, ConfigDict
 
 from bot.errors import GitHubError, NotFound
-from bot.github_calls import Retrier, bare_client, repo_path
-from bot.github_tokens import AppTokens, TokenProvider
+from bot.github.calls import Retrier, bare_client, repo_path
+from bot.github.tokens import AppTokens, TokenProvider
 
 log = logging.getLogger(__name__)
 

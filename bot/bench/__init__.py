@@ -1,0 +1,3 @@
+"""`cra-bot bench` on the server: `replay` (an installed repository's past fixes, replayed with
+the server's models and scored by agent.bench), `reports` (the reports it published, one JSON
+file each) and `pages` (GET /bench/<id>, behind the run pages' gate)."""
