@@ -51,11 +51,17 @@ class ThreadQueue:
 
     One lock guards the waiting ids and the counts: handing a run to a worker takes it once
     (a queue.Queue beside a lock of our own took three).
+
+    A worker busy with one run for longer than `give_up_after` seconds is given up on: Python
+    cannot stop a thread, but the run's heartbeat has ended the run at its time limit
+    (CRA_MAX_RUN_MINUTES), so a new worker takes the stuck one's place — the next enqueue or
+    health check notices — and the stuck thread ends, taking no other run, if it ever returns.
     """
 
     def __init__(
-        self, execute: Callable[[int], object], *, workers: int = 2, name: str = "cra-worker"
-    ) -> None:
+        self, execute: Callable[[int], object], *, workers: int = 2, name: str = "cra-worker",
+        give_up_after: float | None = None,
+    ) -> None:  # fmt: skip
         self._execute = execute
         lock = threading.Lock()
         self._waiting: deque[int | None] = deque()  # None: a worker's stop marker
@@ -64,26 +70,61 @@ class ThreadQueue:
         self._pending = 0
         self._held: set[int] = set()  # enqueued and not yet taken by a worker
         self._closed = False
-        self._threads = [
-            threading.Thread(target=self._work, name=f"{name}-{n}", daemon=True)
-            for n in range(max(1, workers))
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._name, self._started = name, 0
+        self._give_up_after = give_up_after
+        self._busy: dict[threading.Thread, tuple[int, float]] = {}  # → (run id, since)
+        self._given_up: set[threading.Thread] = set()
+        self._threads: list[threading.Thread] = []
+        for _ in range(max(1, workers)):
+            self._start_worker()
+
+    @property
+    def give_up_after(self) -> float | None:
+        """Seconds a worker may be busy with one run before another takes its place."""
+        return self._give_up_after
+
+    def _start_worker(self) -> None:
+        thread = threading.Thread(target=self._work, name=f"{self._name}-{self._started}",
+                                  daemon=True)  # fmt: skip
+        self._started += 1
+        self._threads.append(thread)
+        thread.start()
 
     def enqueue(self, run_id: int) -> None:
         """Queue a run id for the next free worker; RuntimeError once closed."""
         with self._ready:
             if self._closed:
                 raise RuntimeError("the thread queue is closed")
+            self._replace_stuck()
             self._pending += 1
             self._held.add(run_id)
             self._waiting.append(run_id)
             self._ready.notify()
 
     def healthy(self) -> bool:
-        """Open, with every worker thread alive."""
-        return not self._closed and all(thread.is_alive() for thread in self._threads)
+        """Open, with every worker thread alive (a stuck one replaced first)."""
+        with self._ready:
+            if not self._closed:
+                self._replace_stuck()
+            return not self._closed and all(thread.is_alive() for thread in self._threads)
+
+    def _replace_stuck(self) -> None:
+        """Give up on the workers busy with one run for too long and start one in the place of
+        each (the caller holds the lock)."""
+        if self._give_up_after is None:
+            return
+        now = time.monotonic()
+        for thread, (run_id, since) in list(self._busy.items()):
+            if now - since < self._give_up_after:
+                continue
+            del self._busy[thread]
+            self._given_up.add(thread)
+            self._threads.remove(thread)
+            self._count_done()  # its run was ended at the time limit
+            log.error("worker %s has been busy with run %s for %.0f s, past the run time limit: "
+                      "a new worker takes its place (the stuck thread takes no other run)",
+                      thread.name, run_id, now - since)  # fmt: skip
+            self._start_worker()
 
     def holds(self, run_id: int) -> bool:
         """Whether the run waits for a worker of this process."""
@@ -119,16 +160,22 @@ class ThreadQueue:
             thread.join(timeout)
 
     def _work(self) -> None:
-        """One worker: execute run ids until the stop marker; an error never ends the loop."""
-        while (run_id := self._take()) is not None:
+        """One worker: execute run ids until the stop marker; an error never ends the loop.
+        A worker given up on (stuck past the time limit) ends when its run returns."""
+        me = threading.current_thread()
+        while (run_id := self._take(me)) is not None:
             try:
                 self._execute(run_id)
             except Exception:
                 log.exception("run %s failed in the worker", run_id)
             finally:
-                self._done()
+                carry_on = self._done(me)
+            if not carry_on:
+                log.warning("worker %s returned from run %s after it was given up on; it ends",
+                            me.name, run_id)  # fmt: skip
+                return
 
-    def _take(self) -> int | None:
+    def _take(self, me: threading.Thread) -> int | None:
         """The next run id (None: stop), waiting for one."""
         with self._ready:
             while not self._waiting:
@@ -136,14 +183,25 @@ class ThreadQueue:
             run_id = self._waiting.popleft()
             if run_id is not None:
                 self._held.discard(run_id)
+                self._busy[me] = (run_id, time.monotonic())
             return run_id
 
-    def _done(self) -> None:
-        """Count one run as executed and wake whoever drains."""
+    def _done(self, me: threading.Thread) -> bool:
+        """Count the worker's run as executed; False when the worker was given up on (its run
+        was counted then, and another worker has its place)."""
         with self._idle:
-            self._pending -= 1
-            if not self._pending:
-                self._idle.notify_all()
+            if me in self._given_up:
+                self._given_up.discard(me)
+                return False
+            self._busy.pop(me, None)
+            self._count_done()
+            return True
+
+    def _count_done(self) -> None:
+        """One run fewer to wait for; wake whoever drains (the caller holds the lock)."""
+        self._pending -= 1
+        if not self._pending:
+            self._idle.notify_all()
 
 
 class RQQueue:
@@ -244,7 +302,10 @@ def build_queue(settings: BotSettings, execute: Callable[[int], object]) -> RunQ
     """RQ on Redis when configured (its workers run `bot.jobs`), else threads running
     `execute`."""
     if settings.queue != "rq":
-        return ThreadQueue(execute, workers=settings.workers)
+        # the run's heartbeat ends it at CRA_MAX_RUN_MINUTES; its worker is given up on once
+        # the reaper's patience (CRA_STALE_AFTER) has passed too
+        return ThreadQueue(execute, workers=settings.workers,
+                           give_up_after=settings.max_run_minutes * 60 + settings.stale_after)
     if not settings.redis_url:
         raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
     return RQQueue(settings.redis_url, queue_name=settings.queue_name)

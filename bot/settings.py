@@ -146,7 +146,8 @@ class BotSettings(BaseSettings):
     max_run_minutes: float = Field(
         default=360.0, gt=0,
         description="Longest a run may work; then it is ended as failed, even if its worker "
-        "is stuck (the worker stops at its next step and pushes nothing).",
+        "is stuck (the worker stops at its next step and pushes nothing; a stuck in-process "
+        "worker is replaced CRA_STALE_AFTER seconds later).",
     )
     requeue_after: float = Field(
         default=60.0, gt=0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,8 @@ import pytest
 from redis import Redis
 from rq import Queue, SimpleWorker
 
-from bot.queue import INTERRUPTED, RUNNER_JOB, RQQueue, ThreadQueue, recover
+from bot.queue import INTERRUPTED, RUNNER_JOB, RQQueue, ThreadQueue, build_queue, recover
+from bot.settings import BotSettings
 from bot.store import BotStore
 from bot.triggers import Trigger
 
@@ -134,6 +136,71 @@ def test_close_lets_the_queued_runs_finish(executed: list[int]) -> None:
     run_queue.enqueue(1)
     run_queue.close()
     assert executed == [1]
+
+
+def test_a_worker_stuck_past_the_limit_is_replaced_and_its_thread_takes_no_other_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stuck, release, done = threading.Event(), threading.Event(), []
+    stuck_threads: list[threading.Thread] = []
+
+    def execute(run_id: int) -> None:
+        if run_id == 1:
+            stuck_threads.append(threading.current_thread())
+            stuck.set()
+            release.wait(30)  # a deadlock, say: only the test lets it go
+        done.append((run_id, threading.current_thread().name))
+
+    run_queue = ThreadQueue(execute, workers=1, give_up_after=0.2)
+    try:
+        run_queue.enqueue(1)
+        assert stuck.wait(10)
+        assert run_queue.healthy()  # still within its limit
+        time.sleep(0.3)
+        with caplog.at_level(logging.ERROR, logger="bot.queue"):
+            run_queue.enqueue(2)  # notices the stuck worker first
+        assert run_queue.drain(timeout=10)  # run 1 was given up on; run 2 ran
+        assert done == [(2, "cra-worker-1")]
+        assert "busy with run 1" in caplog.text
+        assert run_queue.healthy()
+        release.set()  # the stuck thread returns: it ends instead of taking run 3
+        deadline = time.monotonic() + 10
+        while len(done) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        run_queue.enqueue(3)
+        assert run_queue.drain(timeout=10)
+    finally:
+        release.set()
+        run_queue.close()
+    assert done == [(2, "cra-worker-1"), (1, "cra-worker-0"), (3, "cra-worker-1")]
+    stuck_threads[0].join(10)
+    assert not stuck_threads[0].is_alive()  # it ended instead of waiting for more runs
+
+
+def test_the_health_check_replaces_a_stuck_worker_too() -> None:
+    release = threading.Event()
+    run_queue = ThreadQueue(lambda _: release.wait(30), workers=1, give_up_after=0.1)
+    try:
+        run_queue.enqueue(1)
+        time.sleep(0.3)
+        assert run_queue.healthy()
+        assert run_queue.drain(timeout=1)  # nothing left to wait for: run 1 was given up on
+    finally:
+        release.set()
+        run_queue.close()
+
+
+def test_the_servers_queue_gives_up_after_the_run_limit_and_the_reapers_patience(
+    tmp_path: Path,
+) -> None:
+    settings = BotSettings(webhook_secret="s", data_dir=tmp_path, max_run_minutes=2,
+                           stale_after=90)  # fmt: skip
+    run_queue = build_queue(settings, lambda _: None)
+    try:
+        assert isinstance(run_queue, ThreadQueue)
+        assert run_queue.give_up_after == 2 * 60 + 90
+    finally:
+        run_queue.close()
 
 
 # --- recover ---------------------------------------------------------------------------------
