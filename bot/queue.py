@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -300,15 +301,19 @@ def recover(store: BotStore, run_queue: RunQueue) -> Recovered:
 
 def build_queue(settings: BotSettings, execute: Callable[[int], object]) -> RunQueue:
     """RQ on Redis when configured (its workers run `bot.jobs`), else threads running
-    `execute`."""
+    `execute`.
+
+    The run's heartbeat ends it at CRA_MAX_RUN_MINUTES; a worker still busy with it once the
+    reaper's patience (CRA_STALE_AFTER) has passed too is given up on: a thread is replaced, an
+    RQ work horse killed by RQ's job timeout.
+    """
+    overtime = settings.max_run_minutes * 60 + settings.stale_after
     if settings.queue != "rq":
-        # the run's heartbeat ends it at CRA_MAX_RUN_MINUTES; its worker is given up on once
-        # the reaper's patience (CRA_STALE_AFTER) has passed too
-        return ThreadQueue(execute, workers=settings.workers,
-                           give_up_after=settings.max_run_minutes * 60 + settings.stale_after)
+        return ThreadQueue(execute, workers=settings.workers, give_up_after=overtime)
     if not settings.redis_url:
         raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
-    return RQQueue(settings.redis_url, queue_name=settings.queue_name)
+    return RQQueue(settings.redis_url, queue_name=settings.queue_name,
+                   job_timeout=math.ceil(overtime))
 
 
 def check_health(store: BotStore, run_queue: RunQueue) -> dict[str, str]:

@@ -309,3 +309,19 @@ def test_rq_is_unhealthy_when_redis_is_unreachable() -> None:
         assert not run_queue.healthy()
     finally:
         run_queue.close()
+
+
+@pytest.mark.redis
+def test_an_rq_job_times_out_when_a_thread_worker_would_be_given_up_on(
+    redis_url: str, redis: Redis, rq_name: str, tmp_path: Path
+) -> None:
+    settings = BotSettings(webhook_secret="s", data_dir=tmp_path, queue="rq", redis_url=redis_url,
+                           queue_name=rq_name, max_run_minutes=2, stale_after=90)  # fmt: skip
+    run_queue = build_queue(settings, lambda _: None)
+    try:
+        assert isinstance(run_queue, RQQueue)
+        run_queue.enqueue(8)
+        [job] = run_queue.rq_queue.get_jobs()
+        assert job.timeout == 2 * 60 + 90
+    finally:
+        run_queue.close()
