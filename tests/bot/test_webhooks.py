@@ -9,6 +9,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.errors import MalformedDelivery
 from bot.webhooks import parse_delivery, sign, verify_signature
@@ -113,11 +115,27 @@ def test_a_body_the_fast_parser_refuses_is_read_as_the_standard_parser_reads_it(
     assert repr(payload) == repr(json.loads(body))
 
 
-@pytest.mark.parametrize("number", [2**63, 2**64 - 1, 2**64, 10**25, -(2**70)])
+@pytest.mark.parametrize("number", [2**63, 2**64 - 1, 2**64, 10**25, -(2**63), -(2**63) - 1,
+                                    -(2**70)])  # fmt: skip
 def test_integers_of_any_size_read_as_the_standard_parser_reads_them(number: int) -> None:
     body = b'{"action": "opened", "issue": {"number": %d, "score": 1.25}}' % number
     payload = parse_delivery(headers("issues"), body).payload
     assert repr(payload) == repr(json.loads(body))  # an int stays an int: no float
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(), JSON_VALUES, max_size=6))
+def test_any_json_object_reads_as_the_standard_parser_reads_it(payload: dict[str, object]) -> None:
+    for body in (json.dumps(payload), json.dumps(payload, ensure_ascii=False)):
+        read = parse_delivery(headers("issues"), body.encode()).payload
+        assert repr(read) == repr(json.loads(body))
 
 
 @pytest.mark.parametrize("body", [b'\xef\xbb\xbf{"action": "opened"}', b'{"a": "\xff"}'])
