@@ -55,8 +55,10 @@ class ThreadQueue:
 
     A worker busy with one run for longer than `give_up_after` seconds is given up on: Python
     cannot stop a thread, but the run's heartbeat has ended the run at its time limit
-    (CRA_MAX_RUN_MINUTES), so a new worker takes the stuck one's place — the next enqueue or
-    health check notices — and the stuck thread ends, taking no other run, if it ever returns.
+    (CRA_MAX_RUN_MINUTES), so a new worker takes the stuck one's place — a watchdog thread
+    looks every `give_up_after / 4` seconds (a minute at most), so runs queued behind the stuck
+    one start without waiting for another delivery — and the stuck thread ends, taking no other
+    run, if it ever returns.
     """
 
     def __init__(
@@ -78,6 +80,10 @@ class ThreadQueue:
         self._threads: list[threading.Thread] = []
         for _ in range(max(1, workers)):
             self._start_worker()
+        self._closing = threading.Event()
+        if give_up_after is not None:
+            threading.Thread(target=self._watch, args=(min(60.0, give_up_after / 4),),
+                             name=f"{name}-watchdog", daemon=True).start()  # fmt: skip
 
     @property
     def give_up_after(self) -> float | None:
@@ -96,24 +102,27 @@ class ThreadQueue:
         with self._ready:
             if self._closed:
                 raise RuntimeError("the thread queue is closed")
-            self._replace_stuck()
             self._pending += 1
             self._held.add(run_id)
             self._waiting.append(run_id)
             self._ready.notify()
 
     def healthy(self) -> bool:
-        """Open, with every worker thread alive (a stuck one replaced first)."""
+        """Open, with every worker thread alive."""
         with self._ready:
-            if not self._closed:
-                self._replace_stuck()
             return not self._closed and all(thread.is_alive() for thread in self._threads)
+
+    def _watch(self, every: float) -> None:
+        """The watchdog: replace stuck workers until the queue closes."""
+        while not self._closing.wait(every):
+            with self._ready:
+                if not self._closed:
+                    self._replace_stuck()
 
     def _replace_stuck(self) -> None:
         """Give up on the workers busy with one run for too long and start one in the place of
         each (the caller holds the lock)."""
-        if self._give_up_after is None:
-            return
+        assert self._give_up_after is not None
         now = time.monotonic()
         for thread, (run_id, since) in list(self._busy.items()):
             if now - since < self._give_up_after:
@@ -155,6 +164,7 @@ class ThreadQueue:
             if self._closed:
                 return
             self._closed = True
+            self._closing.set()
             self._waiting.extend([None] * len(self._threads))
             self._ready.notify_all()
         for thread in self._threads:

@@ -153,13 +153,11 @@ def test_a_worker_stuck_past_the_limit_is_replaced_and_its_thread_takes_no_other
 
     run_queue = ThreadQueue(execute, workers=1, give_up_after=0.2)
     try:
-        run_queue.enqueue(1)
-        assert stuck.wait(10)
-        assert run_queue.healthy()  # still within its limit
-        time.sleep(0.3)
         with caplog.at_level(logging.ERROR, logger="bot.queue"):
-            run_queue.enqueue(2)  # notices the stuck worker first
-        assert run_queue.drain(timeout=10)  # run 1 was given up on; run 2 ran
+            run_queue.enqueue(1)
+            assert stuck.wait(10)
+            run_queue.enqueue(2)  # waits behind the stuck run; no later delivery wakes anyone
+            assert run_queue.drain(timeout=10)  # the watchdog gave up on run 1; run 2 ran
         assert done == [(2, "cra-worker-1")]
         assert "busy with run 1" in caplog.text
         assert run_queue.healthy()
@@ -177,17 +175,25 @@ def test_a_worker_stuck_past_the_limit_is_replaced_and_its_thread_takes_no_other
     assert not stuck_threads[0].is_alive()  # it ended instead of waiting for more runs
 
 
-def test_the_health_check_replaces_a_stuck_worker_too() -> None:
-    release = threading.Event()
-    run_queue = ThreadQueue(lambda _: release.wait(30), workers=1, give_up_after=0.1)
+def test_a_run_within_the_limit_keeps_its_worker() -> None:
+    release, done = threading.Event(), []
+
+    def execute(run_id: int) -> None:
+        if run_id == 1:
+            release.wait(30)
+        done.append((run_id, threading.current_thread().name))
+
+    run_queue = ThreadQueue(execute, workers=1, give_up_after=30)
     try:
         run_queue.enqueue(1)
-        time.sleep(0.3)
-        assert run_queue.healthy()
-        assert run_queue.drain(timeout=1)  # nothing left to wait for: run 1 was given up on
+        run_queue.enqueue(2)
+        assert run_queue.drain(timeout=0.3) is False  # run 2 waits: run 1 is within its limit
+        release.set()
+        assert run_queue.drain(timeout=10)
     finally:
         release.set()
         run_queue.close()
+    assert done == [(1, "cra-worker-0"), (2, "cra-worker-0")]
 
 
 def test_the_servers_queue_gives_up_after_the_run_limit_and_the_reapers_patience(
