@@ -1,6 +1,9 @@
 """SIGINT and SIGTERM during a `cra` run: the first one raises Interrupted where the run is
 (between calls or inside one: a blocking read is interrupted too), later ones are ignored so
-that the run can end cleanly — its status recorded as cancelled, its worktree removed."""
+that the run can end cleanly — its status recorded as cancelled, its worktree removed.
+
+Inside `deferred()` the first one is held until the block ends: for starting a process, where
+an exception between the fork and the caller holding the process would leave it running."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from types import FrameType
 from agent.errors import Interrupted
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_local = threading.local()  # per thread: how deep in deferred() blocks it is
 
 
 class Interrupts:
@@ -20,11 +24,15 @@ class Interrupts:
 
     def __init__(self) -> None:
         self.signum: int | None = None
+        self.held = False  # a signal came inside deferred(): raised when the block ends
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is not None:
             return  # already ending: let the clean-up finish
         self.signum = signum
+        if getattr(_local, "depth", 0):  # handlers run in the main thread: its depth
+            self.held = True
+            return
         raise Interrupted(signum)
 
     @property
@@ -40,8 +48,25 @@ def interruptible() -> Iterator[Interrupts]:
         yield interrupts
         return
     previous = {signum: signal.signal(signum, interrupts.handle) for signum in SIGNALS}
+    _local.active = interrupts
     try:
         yield interrupts
     finally:
+        _local.active = None
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Hold a SIGINT or SIGTERM that comes inside the block; Interrupted when it ends (on the
+    thread that runs `interruptible`; elsewhere a plain block)."""
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _local.depth -= 1
+        active: Interrupts | None = getattr(_local, "active", None)
+        if not _local.depth and active is not None and active.held:
+            active.held = False
+            raise Interrupted(active.signum or signal.SIGTERM)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from agent.config import TestingConfig
 from agent.errors import ValidationError
+from agent.interrupts import deferred
 from agent.models import BaselineComparison, CommandResult, TestReport, ValidationResult
 from agent.sandbox import Launch, Sandbox, limit_note
 from agent.testreport import (
@@ -198,8 +199,17 @@ def _execute(
         raise ValidationError(f"could not start {command!r}: no directory {cwd}")
     launch = sandbox.launch(command, tree=tree, cwd=cwd, env=env, network=network,
                             outputs=outputs, read_only=read_only)
-    proc = _start(command, launch)
-    exit_code, notes = _wait(proc, _reader(proc, capture), timeout, kill_grace)
+    proc = None
+    try:
+        with deferred():  # a signal while it starts ends the run once the process is ours
+            proc = _start(command, launch)
+            reader = _reader(proc, capture)
+    except BaseException:
+        if proc is not None:  # started: nothing of it stays running
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        raise
+    exit_code, notes = _wait(proc, reader, timeout, kill_grace)
     full = capture.text()
     output, truncated = cap_output(full, max_output_chars, dropped=capture.total - len(full))
     note = limit_note(exit_code, full, sandbox.limits) if sandbox.limits else None

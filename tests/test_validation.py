@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agent.config import TestingConfig
-from agent.errors import ValidationError
+from agent.errors import Interrupted, ValidationError
+from agent.interrupts import interruptible
 from agent.models import ValidationResult
-from agent.sandbox import NoSandbox, Sandbox
+from agent.sandbox import Launch, NoSandbox, Sandbox
 from agent.validation import (
     attempt_timeout,
     cap_output,
@@ -118,6 +123,55 @@ def test_a_hanging_command_and_its_grandchild_are_killed_at_the_timeout(
     assert timed_out and code is None
     assert output.startswith("started\n")
     assert "killed after 1 s" in output
+
+
+class SignalledOnStart:
+    """A sandbox whose launch, once the process has started (its `close`), SIGTERMs this
+    process: the signal lands in the window between the fork and the caller holding it."""
+
+    def __init__(self, inner: Sandbox) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def launch(self, command: str, **kwargs: Any) -> Launch:
+        launch = self.inner.launch(command, **kwargs)
+        inner_close = launch.close
+
+        def close() -> None:
+            inner_close()
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        launch.close = close  # type: ignore[method-assign]
+        return launch
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_text(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.timeout(30)
+def test_a_signal_while_the_command_starts_interrupts_the_run_and_leaves_no_process(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    assert threading.current_thread() is threading.main_thread()  # where signals are handled
+    marker = f"{os.getpid() % 1000}.{len(sandbox.name)}75"  # a sleep no other test runs
+    with interruptible() as interrupts, pytest.raises(Interrupted):
+        run(f"sleep {marker}", tmp_path, SignalledOnStart(sandbox))  # type: ignore[arg-type]
+    assert interrupts.signum == signal.SIGTERM
+    deadline = time.monotonic() + 10  # a sandbox's processes die a moment after its monitor
+    while processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(f"sleep {marker}") == []
 
 
 @pytest.mark.timeout(30)
