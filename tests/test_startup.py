@@ -36,6 +36,7 @@ NOT_BEFORE_THE_FIRST_CALL = (
     "agent.bench", "agent.render", "agent.run_details", "agent.single_pass", "agent.planning",
     "agent.retrieval.command",  # other commands' (bench, runs, solve --plan, plan, index)
     "agent.execute.patch", "agent.execute.implement", "agent.execute.decomposed_adjustment",
+    "click", "pygments",  # httpx's command-line client, which cra never runs
 )  # the edit engine, the implement pass and the adjustment: after the meta-plan's call
 
 
