@@ -21,7 +21,7 @@ from bot import signin
 from bot.bench.pages import blueprint as bench_pages
 from bot.errors import BotError, MalformedDelivery
 from bot.queue import RunQueue, build_queue, check_health
-from bot.replies import refusal_text, run_page_url
+from bot.render.replies import refusal_text, run_page_url
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 from bot.state import EXTENSION, AppServices, AppState, current_state

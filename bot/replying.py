@@ -12,9 +12,9 @@ import logging
 from datetime import timedelta
 from typing import Protocol
 
-from bot import replies
 from bot.checks import CHECK_CONCLUSION, best_effort
 from bot.queue import INTERRUPTED
+from bot.render import replies
 from bot.services import Services
 from bot.store import STALE_CANCEL, Run, RunStatus
 

@@ -15,12 +15,13 @@ from agent.orchestrator import solve
 from agent.planning import plan_task
 from agent.runtime import Runtime
 from agent.workspace import remove_abandoned
-from bot import limits, pr, replies
+from bot import limits
 from bot.checks import CHECK_CONCLUSION, RunCheck, best_effort
 from bot.errors import BotError
 from bot.github.api import PullInfo, Reaction
 from bot.liveness import Heartbeat, worker_name
 from bot.progress import ProgressReporter
+from bot.render import pr, replies
 from bot.replying import REPLIES, answer, report_ended
 from bot.repo_config import limited_config
 from bot.services import Services

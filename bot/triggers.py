@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeGuard
 
 from agent.models import Record
 from bot.errors import MalformedDelivery
-from bot.replies import refusal_text
+from bot.render.replies import refusal_text
 from bot.task import visible_text
 from bot.webhooks import Event, dig
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from bot import markdown as md
+from bot.render import markdown as md
 
 PR_BODY_LIMIT = 65_536
 CHECK_SUMMARY_LIMIT = 65_535

@@ -1,7 +1,7 @@
 """A run's result for people: PR title and body, check run summary and title, failure comment.
 
-Data in, Markdown out, within GitHub's size limits (bot.fit); untrusted text goes through
-bot.markdown and the result's sections are bot.sections.
+Data in, Markdown out, within GitHub's size limits (bot.render.fit); untrusted text goes through
+bot.render.markdown and the result's sections are bot.render.sections.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from agent.models import OrchestratorResult, Record, Usage
-from bot import markdown as md
-from bot.fit import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, PR_BODY_LIMIT, Caps, fit_within
-from bot.sections import (
+from bot.render import markdown as md
+from bot.render.fit import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, PR_BODY_LIMIT, Caps, fit_within
+from bot.render.sections import (
     adjustments_section,
     changes_section,
     failure_reason,

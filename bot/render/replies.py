@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from agent.models import PlanArtifact
-from bot import markdown as md
-from bot.fit import COMMENT_LIMIT, Caps, bounded, fit_within
+from bot.render import markdown as md
+from bot.render.fit import COMMENT_LIMIT, Caps, bounded, fit_within
 
 STEP_STATES = ("pending", "running", "passed", "failed", "skipped")
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")

@@ -14,8 +14,8 @@ from agent.models import (
     ValidationResult,
 )
 from agent.validation import compare_to_baseline
-from bot import markdown as md
-from bot.fit import Caps, bounded, tail, verbatim_lines
+from bot.render import markdown as md
+from bot.render.fit import Caps, bounded, tail, verbatim_lines
 
 OUTPUT_CAP = 20_000  # characters of test output shown even when everything fits
 _SHA = re.compile(r"[0-9a-f]{7,40}")

@@ -1,4 +1,4 @@
-"""bot.pr: what the bot writes — honest, escaped, folded, and within GitHub's size limits."""
+"""bot.render: what the bot writes — honest, escaped, folded, and within GitHub's size limits."""
 
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ from agent.models import (
     Usage,
     ValidationResult,
 )
-from bot.fit import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, PR_BODY_LIMIT
-from bot.markdown import escape_markdown
-from bot.pr import (
+from bot.render.fit import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, PR_BODY_LIMIT
+from bot.render.markdown import escape_markdown
+from bot.render.pr import (
     PrContext,
     check_conclusion,
     check_title,
@@ -38,7 +38,7 @@ from bot.pr import (
     failure_comment,
     pr_title,
 )
-from bot.replies import HELP_TEXT, progress_comment, refusal_text
+from bot.render.replies import HELP_TEXT, progress_comment, refusal_text
 
 HOSTILE = "</details> ``` ~~~ <script>x</script> @everyone Fixes #1 | *a* _b_ \\` <!-- "
 

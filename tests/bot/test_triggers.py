@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.replies import HELP_TEXT
+from bot.render.replies import HELP_TEXT
 from bot.triggers import (
     MAX_INSTRUCTIONS,
     RouteOptions,
