@@ -1,4 +1,5 @@
-"""Which paths an edit may touch: relative, inside the worktree, not .git/, not protected."""
+"""Which paths an edit may touch: relative, inside the worktree, not .git/, not protected, not in
+another repository (a submodule or a nested clone)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,54 @@ def check_path(root: Path, rel: str, *, protected: Sequence[str] = DEFAULT_PROTE
     resolved = target.relative_to(base).as_posix()
     if resolved != clean:  # an in-tree symlink must not lead into .git or a protected path
         _check_rules(resolved, rel, protected)
+    _check_nested_repository(base, target, rel)
     return target
+
+
+def _check_nested_repository(base: Path, target: Path, rel: str) -> None:
+    """UnsafePath if `target` lies in a submodule (listed in .gitmodules, checked out or not) or
+    in any other repository inside the tree (a directory holding .git): git leaves such files
+    out of the run's commits (`add --all` skips them without a word), and they belong to another
+    repository anyway."""
+    inside = PurePosixPath(target.relative_to(base).as_posix())
+    for submodule in _submodules(base):
+        if inside == submodule or submodule in inside.parents:
+            raise UnsafePath(f"inside the submodule {submodule}/, another repository; cra "
+                             "edits only this repository's own files", path=rel)  # fmt: skip
+    for parent in target.parents:
+        if parent == base or not parent.is_relative_to(base):
+            return
+        if os.path.lexists(parent / ".git"):
+            raise UnsafePath(f"inside {parent.relative_to(base).as_posix()}/, another git "
+                             "repository nested in this one; cra edits only this repository's "
+                             "own files", path=rel)  # fmt: skip
+
+
+_GITMODULES_PATH = re.compile(r"^\s*path\s*=\s*(.*?)\s*$", re.MULTILINE | re.IGNORECASE)
+
+
+def _submodules(base: Path) -> tuple[PurePosixPath, ...]:
+    """The submodule paths the tree's .gitmodules lists (none without one)."""
+    try:
+        found = (base / ".gitmodules").stat()
+    except OSError:
+        return ()
+    return _read_submodules(str(base / ".gitmodules"), found.st_mtime_ns, found.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_submodules(path: str, _mtime_ns: int, _size: int) -> tuple[PurePosixPath, ...]:
+    """The `path = …` values of a .gitmodules file (cached while the file is unchanged)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ()
+    found = []
+    for value in _GITMODULES_PATH.findall(text):
+        cleaned = value.strip().strip('"').strip().strip("/")
+        if cleaned:
+            found.append(PurePosixPath(cleaned))
+    return tuple(found)
 
 
 def _check_rules(posix: str, rel: str, protected: Sequence[str]) -> None:

@@ -388,6 +388,60 @@ def test_an_edit_through_a_symlink_leaving_the_tree_is_rejected(tmp_path: Path) 
     assert (tmp_path / "outside/secret.py").read_text() == "key = 1\n"
 
 
+@pytest.mark.parametrize("listed", ['path = vendor/lib', 'path = "vendor/lib"',
+                                    "PATH = ./vendor/lib/ "])
+def test_paths_inside_a_submodule_are_unsafe_checked_out_or_not(
+    tmp_path: Path, listed: str
+) -> None:
+    root = _tree(tmp_path, {".gitmodules": f'[submodule "lib"]\r\n\t{listed}\r\n\turl = ../lib\n',
+                            "vendor/library/ok.py": "x = 1\n"})
+    (root / "vendor/lib").mkdir(parents=True)  # a submodule not checked out: an empty directory
+    for rel in ("vendor/lib/new.py", "vendor/lib/deep/er.py", "vendor/lib"):
+        with pytest.raises(UnsafePath, match="inside the submodule vendor/lib/"):
+            check_path(root, rel)
+    assert check_path(root, "vendor/library/ok.py") == (root / "vendor/library/ok.py").resolve()
+    assert check_path(root, "vendor/lib.py") == (root / "vendor/lib.py").resolve()
+
+
+def test_paths_inside_a_repository_nested_in_the_tree_are_unsafe(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"tools/clone/.git": "gitdir: /elsewhere\n", "tools/clone/a.py": "",
+                            "tools/b.py": ""})  # fmt: skip
+    with pytest.raises(UnsafePath, match="inside tools/clone/, another git repository"):
+        check_path(root, "tools/clone/a.py")
+    assert check_path(root, "tools/b.py") == (root / "tools/b.py").resolve()
+
+
+def test_an_edit_into_a_real_submodule_is_refused_where_git_would_drop_it(
+    tmp_path: Path,
+) -> None:
+    """In a worktree of a repository with a submodule (not checked out, as a run's worktree has
+    it), `git add --all` would leave a file created there out of the commit without a word."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+
+    def git(*args: str, cwd: Path) -> None:
+        subprocess.run(["git", "-c", "protocol.file.allow=always", *args], cwd=cwd, env=env,
+                       check=True, capture_output=True)  # fmt: skip
+
+    for name in ("sub", "main"):
+        (tmp_path / name).mkdir()
+        git("init", "-q", "-b", "main", cwd=tmp_path / name)
+        (tmp_path / name / f"{name}.py").write_text("x = 1\n")
+        git("add", ".", cwd=tmp_path / name)
+        git("commit", "-qm", name, cwd=tmp_path / name)
+    git("submodule", "add", "-q", "../sub", "lib", cwd=tmp_path / "main")
+    git("commit", "-qm", "lib", cwd=tmp_path / "main")
+    git("worktree", "add", "-q", "--detach", str(tmp_path / "wt"), cwd=tmp_path / "main")
+    worktree = tmp_path / "wt"
+    before = _snapshot(worktree)
+    result = apply_edits([_edit("main.py", "x = 1", "x = 2"), _edit("lib/new.py", "", "y\n")],
+                         worktree)  # fmt: skip
+    assert not result.success
+    assert "edit 2 of 2 (lib/new.py): inside the submodule lib/" in (result.error_info or "")
+    assert _snapshot(worktree) == before
+
+
 def test_a_later_failing_edit_leaves_earlier_files_untouched(tmp_path: Path) -> None:
     _tree(tmp_path, {"calc.py": CALC, "other.py": "y = 1\n"})
     edits = [_edit("calc.py", "a + b", "b + a"), _edit("new.py", "", "n = 1\n"),
