@@ -159,7 +159,13 @@ def _refinement(
 
 def _apply(st: StepState, attempt: AttemptRecord) -> None:
     from agent.execute.patch import apply_edits  # the edit engine: not before a first call
+    from agent.execute.paths import commit_refusal
 
+    refused = commit_refusal(st.rc.ws.worktree, attempt.edits)
+    if refused is not None:  # the tests would run with a file the step's commit cannot take
+        attempt.patch_applied = False
+        attempt.error_info = f"edit rejected: {refused}"
+        return
     patch = apply_edits(
         attempt.edits, st.rc.ws.worktree, protected=st.rc.config.orchestrator.protected_paths
     )

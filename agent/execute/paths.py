@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from agent.config import DEFAULT_PROTECTED
-from agent.errors import UnsafePath
+from agent.errors import GitError, UnsafePath
 from agent.gate import is_cra_config
+from agent.git import run_git
+from agent.models import PatchEdit
 
 _DRIVE = re.compile(r"[A-Za-z]:")
 
@@ -121,6 +123,64 @@ def _glob(pattern: str) -> re.Pattern[str]:
             out.append({"*": "[^/]*", "?": "[^/]"}.get(pattern[i], re.escape(pattern[i])))
             i += 1
     return re.compile("".join(out), re.IGNORECASE | re.DOTALL)
+
+
+def commit_refusal(root: Path, edits: Sequence[PatchEdit]) -> str | None:
+    """Why the run's commit would not take an edit, as "edit N of M (path): reason", or None.
+
+    A step commits exactly the files its edits touch, so each must be a file git tracks, or a
+    new one git would track: an existing untracked file is not the repository's (the setup
+    step or a test run made it), and a new file under a .gitignore rule would never reach the
+    pull request although the tests ran with it. Paths the edit engine refuses anyway are left
+    to it. Two git processes at most (one without new files).
+    """
+    paths: dict[str, list[int]] = {}
+    for index, edit in enumerate(edits, start=1):
+        try:
+            check_path(root, edit.file_path, protected=())
+        except UnsafePath:
+            continue
+        paths.setdefault(normalise_path(edit.file_path), []).append(index)
+    if not paths:
+        return None
+    literal = ["--literal-pathspecs"]  # a name with * or ? is that name, not a pattern
+    tracked = set(run_git([*literal, "ls-files", "-z", "--", *paths], root).split("\0"))
+    reasons: dict[str, str] = {}
+    new = []
+    for rel in paths:
+        if rel in tracked:
+            continue
+        if os.path.lexists(root / rel):
+            reasons[rel] = ("not one of the repository's files: git does not track it (the "
+                            "setup step or a test run made it); edit the tracked files")
+        else:
+            new.append(rel)
+    for rel, rule in _ignore_rules(root, new).items():
+        reasons[rel] = (f"git ignores this path ({rule}), so the new file would never reach "
+                        "the pull request; create it where the repository keeps its files")
+    if not reasons:
+        return None
+    index, rel = min((paths[rel][0], rel) for rel in reasons)
+    return f"edit {index} of {len(edits)} ({rel}): {reasons[rel]}"
+
+
+def _ignore_rules(root: Path, paths: Sequence[str]) -> dict[str, str]:
+    """Of untracked `paths`, those a .gitignore rule (or info/exclude, or core.excludesFile)
+    hides: path → "`rule` in source, line N"."""
+    if not paths:
+        return {}
+    try:
+        out = run_git(["check-ignore", "--verbose", "-z", "--stdin"], root,
+                      input="\0".join(paths) + "\0")  # fmt: skip
+    except GitError:  # 1: none of them is ignored; else git cannot tell, and the commit will
+        return {}
+    fields = out.split("\0")
+    found = {}
+    for at in range(0, len(fields) - 3, 4):
+        source, line, rule, rel = fields[at:at + 4]
+        if rel and not rule.startswith("!"):  # a negated rule matched: the path is kept
+            found[rel] = f"`{rule}` in {source}, line {line}"
+    return found
 
 
 MAX_SAME_NAMED = 5

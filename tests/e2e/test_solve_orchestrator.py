@@ -230,6 +230,39 @@ def test_failed_step_is_retried_with_the_failure_and_passes(buggy: Harness) -> N
     assert result.final_validation is not None and result.final_validation.success
 
 
+def test_a_new_file_git_ignores_is_refused_and_the_retry_lands_a_tracked_one(
+    clean: Harness,
+) -> None:
+    """The tests would run with a file the step's commit cannot take (git add refuses ignored
+    paths): the edit is refused before anything is written, and the retry is told why."""
+    (clean.repo / ".gitignore").write_text("build/\n")
+    git_in(clean.repo, "add", ".gitignore")
+    git_in(clean.repo, "commit", "-qm", "ignore build/")
+    helper = "def double(a: int) -> int:\n    return 2 * a\n"
+    add = step("s1", "Add a double helper", ["calc/helpers.py"])
+    clean.server.script("meta_plan", meta(("p1", "Add double", ["calc/helpers.py"])))
+    clean.server.script("part_plan", part("p1", add))
+    clean.server.script("implement", edit("build/helpers.py", "", helper))
+    clean.server.script("implement_retry", edit("calc/helpers.py", "", helper))
+    clean.server.script("adjustment", adjustment())
+
+    result = clean.solve("Add a double helper")
+
+    assert result.status == "complete", result.error
+    [outcome] = result.steps
+    first, second = outcome.attempts
+    assert not first.patch_applied and first.validation is None
+    assert "edit 1 of 1 (build/helpers.py): git ignores this path (`build/` in .gitignore, " \
+        "line 1)" in (first.error_info or "")
+    retry = next(r for r in clean.server.requests if r.stage == "implement_retry")
+    assert "git ignores this path" in retry.user_prompt
+    assert second.patch_applied
+    assert not (clean.repo / "build").exists()
+    assert result.branch is not None
+    landed = git_in(clean.repo, "diff", "--name-only", f"main..{result.branch}").split()
+    assert landed == ["calc/helpers.py"]
+
+
 def test_same_wrong_fix_twice_leaves_the_named_test_failing_and_the_run_failed(
     buggy: Harness,
 ) -> None:

@@ -20,6 +20,7 @@ from agent.execute.patch import (
     validate_edits,
     write_atomic,
 )
+from agent.execute.paths import commit_refusal
 from agent.models import PatchEdit
 
 CALC = '''\
@@ -440,6 +441,43 @@ def test_an_edit_into_a_real_submodule_is_refused_where_git_would_drop_it(
     assert not result.success
     assert "edit 2 of 2 (lib/new.py): inside the submodule lib/" in (result.error_info or "")
     assert _snapshot(worktree) == before
+
+
+def _repository(root: Path, files: dict[str, str]) -> Path:
+    """A git repository at `root` with `files` committed."""
+    _tree(root, files)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+    for argv in (["init", "-q"], ["add", "."], ["commit", "-qm", "files"]):
+        subprocess.run(["git", *argv], cwd=root, env=env, check=True, capture_output=True)
+    return root
+
+
+def test_edits_a_commit_takes_are_not_refused(tmp_path: Path) -> None:
+    root = _repository(tmp_path, {"a.py": "x = 1\n", "*weird?.py": "y = 1\n",
+                                  ".gitignore": "*.log\n!keep.log\n"})  # fmt: skip
+    edits = [_edit("a.py", "x = 1", "x = 2"), _edit("./*weird?.py", "y = 1", "y = 2"),
+             _edit("pkg/new.py", "", "z = 1\n"), _edit("keep.log", "", "kept\n"),
+             _edit("../outside.py", "", "left to the edit engine\n")]  # fmt: skip
+    assert commit_refusal(root, edits) is None
+
+
+def test_a_new_file_git_ignores_is_refused_naming_the_rule(tmp_path: Path) -> None:
+    root = _repository(tmp_path, {"a.py": "x = 1\n", ".gitignore": "# out\nbuild/\n*.log\n"})
+    edits = [_edit("a.py", "x = 1", "x = 2"), _edit("build/gen.py", "", "g = 1\n"),
+             _edit("debug.log", "", "d\n")]  # fmt: skip
+    refusal = commit_refusal(root, edits) or ""
+    assert refusal.startswith("edit 2 of 3 (build/gen.py): git ignores this path (`build/` in "
+                              ".gitignore, line 2)")  # fmt: skip
+
+
+def test_an_existing_untracked_file_is_refused(tmp_path: Path) -> None:
+    root = _repository(tmp_path, {"a.py": "x = 1\n", ".gitignore": "node_modules/\n"})
+    _tree(root, {"node_modules/lib/index.js": "a\n", "generated.py": "g = 1\n"})
+    for rel in ("node_modules/lib/index.js", "generated.py"):
+        refusal = commit_refusal(root, [_edit(rel, "g", "h")]) or ""
+        assert refusal.startswith(f"edit 1 of 1 ({rel}): not one of the repository's files")
 
 
 def test_a_later_failing_edit_leaves_earlier_files_untouched(tmp_path: Path) -> None:
