@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from agent import git
-from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
-from agent.execute.paths import normalise_path
+from agent.errors import BudgetExhausted, LLMError, PromptTooLarge, UnsafePath
+from agent.execute.paths import commit_refusal, repository_path
 from agent.execute.prompts import build_implement_prompt
 from agent.gate import (
     file_of_test,
@@ -147,19 +148,28 @@ def _refinement(
     if result.refinement is not None:
         return result.refinement
     shown = {f.path for f in context.files}
-    unseen = [
-        e.file_path for e in result.edits
-        if e.search and e.file_path not in shown and (st.rc.ws.worktree / e.file_path).is_file()
-    ]
+    unseen = [e.file_path for e in result.edits
+              if e.search and _unseen(st.rc.ws.worktree, e.file_path, shown)]  # fmt: skip
     if not unseen:
         return None
     return RefinementRequest(reason="the answer edits files it was not shown",
                              missing_files=list(dict.fromkeys(unseen)))
 
 
+def _unseen(worktree: Path, rel: str, shown: set[str]) -> bool:
+    """Whether an edit of `rel` changes an existing file the context did not show (by its own
+    name or, through a symlink, its target's)."""
+    if rel in shown:
+        return False
+    try:
+        real = repository_path(worktree, rel)
+    except UnsafePath:  # the edit engine refuses it, with its reason
+        return False
+    return real not in shown and (worktree / real).is_file()
+
+
 def _apply(st: StepState, attempt: AttemptRecord) -> None:
     from agent.execute.patch import apply_edits  # the edit engine: not before a first call
-    from agent.execute.paths import commit_refusal
 
     refused = commit_refusal(st.rc.ws.worktree, attempt.edits)
     if refused is not None:  # the tests would run with a file the step's commit cannot take
@@ -208,9 +218,11 @@ def _commit(st: StepState, attempt: AttemptRecord) -> StepOutcome:
     worktree = st.rc.ws.worktree
     description = neutralise_closing_keywords(st.step.description.strip())
     message = f"{description.splitlines()[0][:72]}\n\n{description}"
-    # Only the edited files are committed, never what the test run left behind.
-    edited = sorted({normalise_path(e.file_path) for e in attempt.edits})
-    created = sorted({normalise_path(e.file_path) for e in attempt.edits if not e.search})
+    # Only the edited files are committed, never what the test run left behind; by the paths
+    # git knows them by (an edit through a symlink wrote its target).
+    edited = sorted({repository_path(worktree, e.file_path) for e in attempt.edits})
+    created = sorted({repository_path(worktree, e.file_path) for e in attempt.edits
+                      if not e.search})  # fmt: skip
     commit = git.commit_all(
         worktree, message, author_name=AUTHOR_NAME, author_email=AUTHOR_EMAIL,
         trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},

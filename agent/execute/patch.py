@@ -70,7 +70,8 @@ def _plan(
             continue
         change = changes.get(path)
         try:
-            change = change or _load(path, normalise_path(edit.file_path), root)
+            # the file by its name in the tree: an edit through a symlink writes the target
+            change = change or _load(path, path.relative_to(root.resolve()).as_posix(), root)
             change.content = _apply_one(change, edit, root)
             changes[path] = change
         except PatchRejected as exc:

@@ -125,22 +125,28 @@ def _glob(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out), re.IGNORECASE | re.DOTALL)
 
 
+def repository_path(root: Path, rel: str) -> str:
+    """The path git knows the file an edit of `rel` writes by: symlinks inside the tree
+    followed (an edit of a link changes its target, which is what the commit must take; git
+    refuses a path beyond a symlinked directory); UnsafePath as check_path."""
+    return check_path(root, rel, protected=()).relative_to(root.resolve()).as_posix()
+
+
 def commit_refusal(root: Path, edits: Sequence[PatchEdit]) -> str | None:
     """Why the run's commit would not take an edit, as "edit N of M (path): reason", or None.
 
-    A step commits exactly the files its edits touch, so each must be a file git tracks, or a
-    new one git would track: an existing untracked file is not the repository's (the setup
-    step or a test run made it), and a new file under a .gitignore rule would never reach the
-    pull request although the tests ran with it. Paths the edit engine refuses anyway are left
-    to it. Two git processes at most (one without new files).
+    A step commits exactly the files its edits write (repository_path), so each must be a file
+    git tracks, or a new one git would track: an existing untracked file is not the
+    repository's (the setup step or a test run made it), and a new file under a .gitignore
+    rule would never reach the pull request although the tests ran with it. Paths the edit
+    engine refuses anyway are left to it. Two git processes at most (one without new files).
     """
     paths: dict[str, list[int]] = {}
     for index, edit in enumerate(edits, start=1):
         try:
-            check_path(root, edit.file_path, protected=())
+            paths.setdefault(repository_path(root, edit.file_path), []).append(index)
         except UnsafePath:
             continue
-        paths.setdefault(normalise_path(edit.file_path), []).append(index)
     if not paths:
         return None
     literal = ["--literal-pathspecs"]  # a name with * or ? is that name, not a pattern

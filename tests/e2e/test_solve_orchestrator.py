@@ -263,6 +263,31 @@ def test_a_new_file_git_ignores_is_refused_and_the_retry_lands_a_tracked_one(
     assert landed == ["calc/helpers.py"]
 
 
+def test_edits_through_a_symlink_land_in_the_files_they_wrote(clean: Harness) -> None:
+    """An edit through a tracked symlink writes its target, so the commit takes the target (it
+    took the unchanged link and left the change out of the pull request); a new file under a
+    symlinked directory is committed by its real path (git refuses a path beyond a link)."""
+    (clean.repo / "pkg").symlink_to("calc")
+    git_in(clean.repo, "add", "pkg")
+    git_in(clean.repo, "commit", "-qm", "pkg: an alias of calc")
+    anchor = OPS_TAIL + MUL_FIX
+    change = (edit("pkg/ops.py", anchor, anchor + "\n\n" + POWER) + "\n"
+              + edit("pkg/helpers.py", "", "def double(a: int) -> int:\n    return 2 * a\n"))
+    clean.server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"])))
+    clean.server.script("part_plan", part("p1", S1))
+    clean.server.script("implement", change)
+    clean.server.script("adjustment", adjustment())
+
+    result = clean.solve("Add power")
+
+    assert result.status == "complete", [r.stage for r in clean.server.requests]
+    assert result.branch is not None and result.steps[0].commit is not None
+    landed = git_in(clean.repo, "diff", "--name-only", f"main..{result.branch}").split()
+    assert landed == ["calc/helpers.py", "calc/ops.py"]
+    assert "def power" in git_in(clean.repo, "show", f"{result.branch}:calc/ops.py")
+    assert "+++ b/calc/ops.py" in result.steps[0].diff
+
+
 def test_same_wrong_fix_twice_leaves_the_named_test_failing_and_the_run_failed(
     buggy: Harness,
 ) -> None:

@@ -20,7 +20,7 @@ from agent.execute.patch import (
     validate_edits,
     write_atomic,
 )
-from agent.execute.paths import commit_refusal
+from agent.execute.paths import commit_refusal, repository_path
 from agent.models import PatchEdit
 
 CALC = '''\
@@ -470,6 +470,17 @@ def test_a_new_file_git_ignores_is_refused_naming_the_rule(tmp_path: Path) -> No
     refusal = commit_refusal(root, edits) or ""
     assert refusal.startswith("edit 2 of 3 (build/gen.py): git ignores this path (`build/` in "
                               ".gitignore, line 2)")  # fmt: skip
+
+
+def test_an_edit_through_a_symlink_is_committed_by_its_target(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"real.py": "x = 1\n", "pkg/a.py": ""})
+    (root / "alias.py").symlink_to("real.py")
+    (root / "link").symlink_to("pkg")
+    assert repository_path(root, "./alias.py") == "real.py"
+    assert repository_path(root, "link/new.py") == "pkg/new.py"
+    result = apply_edits([_edit("alias.py", "x = 1", "x = 2")], root)
+    assert result.success and "+++ b/real.py" in result.diff
+    assert (root / "real.py").read_text() == "x = 2\n" and (root / "alias.py").is_symlink()
 
 
 def test_an_existing_untracked_file_is_refused(tmp_path: Path) -> None:
