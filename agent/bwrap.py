@@ -85,7 +85,12 @@ class BwrapSandbox:
         mounts = [*self._system(), *self._hidden(), *shown,
                   *_tree_mounts(tree, self.env_dir, outputs), *git_args, *self._seal()]
         network = network and self.allow_network
+        # bwrap reports its child (the sandbox's init) there: a signal that ends cra while the
+        # sandbox starts must reach that child too, which is in a session of its own and binds
+        # its life to bwrap's only once set up (agent.validation kills it by this pid).
+        info_read, info_write = os.pipe()
         argv = [self.tools.bwrap, *self._namespaces(network), *mounts, "--chdir", str(inner_cwd),
+                "--info-fd", str(info_write),
                 "--", *self._limit_prefix(), "/bin/sh", "-c", command]
         env_root = ENV_MOUNT if self.env_dir else None
         inner_env = command_env(env, env_root, has_venv=is_venv(self.env_dir))
@@ -94,7 +99,7 @@ class BwrapSandbox:
         if self.as_root:  # the throwaway uid does not own the worktree git checks
             inner_env |= {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
                           "GIT_CONFIG_VALUE_0": "*"}
-        return Launch(argv, inner_env, tree, tuple(fds))
+        return Launch(argv, inner_env, tree, (*fds, info_write), info_fd=info_read)
 
     def seen_as(self, path: Path, *, tree: Path, outputs: Path | None = None) -> Path:
         """A path inside `tree`, `outputs` or the environment directory, as the command sees

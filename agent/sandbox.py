@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -51,20 +53,50 @@ class SandboxLimits(BaseModel):
                 f"/tmp {self.tmp_mb} MB")
 
 
+_CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)\s*[,}]')
+
+
 @dataclass
 class Launch:
-    """How to start one command: argv, environment, host working directory, fds to pass."""
+    """How to start one command: argv, environment, host working directory, fds to pass, and
+    where the sandbox reports the pid of its own init process (bwrap's --info-fd), if it does."""
 
     argv: list[str]
     env: dict[str, str]
     cwd: Path
     pass_fds: tuple[int, ...] = ()
+    info_fd: int | None = None  # our end of the report's pipe; its other end is in pass_fds
+    _init_pid: int | None = None
 
     def close(self) -> None:
         """Close the fds handed to the child (call once it has started)."""
         for fd in self.pass_fds:
             os.close(fd)
         self.pass_fds = ()
+
+    def init_pid(self, wait: float) -> int | None:
+        """The pid of the sandbox's init, once the sandbox has reported it: waiting up to `wait`
+        seconds while it is still being set up; None without a report (no such sandbox, or it
+        ended first)."""
+        if self._init_pid is not None or self.info_fd is None:
+            return self._init_pid
+        report, found, deadline = b"", None, time.monotonic() + wait
+        while not found and (left := deadline - time.monotonic()) > 0 and select.select(
+                [self.info_fd], [], [], left)[0]:  # fmt: skip
+            chunk = os.read(self.info_fd, 4096)
+            if not chunk:  # it ended without reporting
+                break
+            report += chunk
+            found = _CHILD_PID.search(report)
+        self._init_pid = int(found[1]) if found else None
+        self.release()
+        return self._init_pid
+
+    def release(self) -> None:
+        """Close our end of the report's pipe (once the command is over)."""
+        if self.info_fd is not None:
+            os.close(self.info_fd)
+            self.info_fd = None
 
 
 class Sandbox(Protocol):

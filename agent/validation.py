@@ -40,6 +40,7 @@ SECRET_PATTERNS = (
     "*PASSWORD*", "*PRIVATE_KEY*",
 )
 KILL_GRACE = 2.0
+INIT_REPORT_WAIT = 5.0  # for a sandbox that is starting to report its init's pid, at most
 PARSE_KEEP_CHARS = 2_000_000  # kept of each end of the output for parsing test names
 _CHUNK = 65536
 
@@ -126,15 +127,28 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def _stop_group(proc: subprocess.Popen[bytes], reader: threading.Thread, grace: float) -> bool:
-    """SIGTERM the command's process group, then SIGKILL it; True once the output is closed."""
+def _stop_group(proc: subprocess.Popen[bytes], reader: threading.Thread, grace: float,
+                launch: Launch) -> bool:  # fmt: skip
+    """SIGTERM the command's process group, then SIGKILL it (and the sandbox's init); True
+    once the output is closed."""
     _signal_group(proc.pid, signal.SIGTERM)
     reader.join(grace)
     if reader.is_alive() or proc.poll() is None:
-        _signal_group(proc.pid, signal.SIGKILL)
+        _kill(proc, launch)
         reader.join(grace)
     proc.wait()
     return not reader.is_alive()
+
+
+def _kill(proc: subprocess.Popen[bytes], launch: Launch) -> None:
+    """SIGKILL what the command started: the sandbox's init first (bwrap's child: it runs in
+    a session of its own, and until it is set up it does not die with bwrap; its death ends
+    every process in the sandbox), then the process group (bwrap, or the command itself)."""
+    init = launch.init_pid(wait=INIT_REPORT_WAIT)
+    if init is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(init, signal.SIGKILL)
+    _signal_group(proc.pid, signal.SIGKILL)
 
 
 def _start(command: str, launch: Launch) -> subprocess.Popen[bytes]:
@@ -162,7 +176,8 @@ def _reader(proc: subprocess.Popen[bytes], capture: _Capture) -> threading.Threa
 
 
 def _wait(
-    proc: subprocess.Popen[bytes], reader: threading.Thread, timeout: float, grace: float
+    proc: subprocess.Popen[bytes], reader: threading.Thread, timeout: float, grace: float,
+    launch: Launch,
 ) -> tuple[int | None, list[str]]:
     """Wait for the command (None on timeout) and its output; notes on what had to be killed."""
     try:
@@ -170,7 +185,7 @@ def _wait(
     except subprocess.TimeoutExpired:
         exit_code = None
     except BaseException:  # interrupted: leave nothing running behind us
-        _stop_group(proc, reader, grace)
+        _stop_group(proc, reader, grace, launch)
         raise
     notes: list[str] = []
     if exit_code is None:
@@ -182,7 +197,7 @@ def _wait(
             _signal_group(proc.pid, signal.SIGTERM)  # daemons that closed their output
             return exit_code, notes
         notes.append("[cra] stopped processes the command left running")
-    if not _stop_group(proc, reader, grace):
+    if not _stop_group(proc, reader, grace, launch):
         notes.append("[cra] stopped reading: an escaped process still holds the output open")
     return exit_code, notes
 
@@ -199,17 +214,10 @@ def _execute(
         raise ValidationError(f"could not start {command!r}: no directory {cwd}")
     launch = sandbox.launch(command, tree=tree, cwd=cwd, env=env, network=network,
                             outputs=outputs, read_only=read_only)
-    proc = None
     try:
-        with deferred():  # a signal while it starts ends the run once the process is ours
-            proc = _start(command, launch)
-            reader = _reader(proc, capture)
-    except BaseException:
-        if proc is not None:  # started: nothing of it stays running
-            _signal_group(proc.pid, signal.SIGKILL)
-            proc.wait()
-        raise
-    exit_code, notes = _wait(proc, reader, timeout, kill_grace)
+        exit_code, notes = _run(command, launch, capture, timeout, kill_grace)
+    finally:
+        launch.release()
     full = capture.text()
     output, truncated = cap_output(full, max_output_chars, dropped=capture.total - len(full))
     note = limit_note(exit_code, full, sandbox.limits) if sandbox.limits else None
@@ -223,6 +231,22 @@ def _execute(
         truncated=truncated, duration_ms=int((time.monotonic() - started) * 1000),
     )
     return result, full
+
+
+def _run(command: str, launch: Launch, capture: _Capture, timeout: float,
+         grace: float) -> tuple[int | None, list[str]]:  # fmt: skip
+    """Start the launch and wait for it (see _wait), its output going to `capture`."""
+    proc = None
+    try:
+        with deferred():  # a signal while it starts ends the run once the process is ours
+            proc = _start(command, launch)
+            reader = _reader(proc, capture)
+    except BaseException:
+        if proc is not None:  # started: nothing of it stays running
+            _kill(proc, launch)
+            proc.wait()
+        raise
+    return _wait(proc, reader, timeout, grace, launch)
 
 
 def run_command(

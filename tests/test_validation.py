@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import shlex
 import signal
 import sys
@@ -169,6 +170,66 @@ def test_a_signal_while_the_command_starts_interrupts_the_run_and_leaves_no_proc
         run(f"sleep {marker}", tmp_path, SignalledOnStart(sandbox))  # type: ignore[arg-type]
     assert interrupts.signum == signal.SIGTERM
     deadline = time.monotonic() + 10  # a sandbox's processes die a moment after its monitor
+    while processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(f"sleep {marker}") == []
+
+
+class StartingBwrap:
+    """A sandbox as bwrap is in its first moments: its child (the sandbox's init) runs in a
+    session of its own and does not yet die with it; bwrap reports the child's pid on the info
+    fd (its --info-fd format) and waits."""
+
+    name = "bwrap"
+    isolated = True
+    limits = None
+    env_dir = None
+
+    def launch(self, command: str, *, tree: Path, cwd: Path, **_: object) -> Launch:
+        read, write = os.pipe()
+        script = ("import os, subprocess, sys; "
+                  "child = subprocess.Popen(['/bin/sh', '-c', sys.argv[2]], "
+                  "start_new_session=True); "
+                  "os.write(int(sys.argv[1]), b'{\\n    \"child-pid\": %d\\n}\\n' % child.pid); "
+                  "os.close(int(sys.argv[1])); "
+                  "os.execvp('sleep', ['sleep', '300'])")  # fmt: skip
+        return Launch([sys.executable, "-c", script, str(write), command],
+                      {"PATH": ENVIRON["PATH"]}, cwd, (write,), info_fd=read)  # fmt: skip
+
+
+class StartingBwrapSignalled(StartingBwrap):
+    """StartingBwrap, and a SIGTERM to this process once it has started its init."""
+
+    def launch(self, command: str, *, tree: Path, cwd: Path, **_: object) -> Launch:
+        launch = super().launch(command, tree=tree, cwd=cwd)
+        inner_close = launch.close
+
+        def close() -> None:
+            inner_close()
+            assert launch.info_fd is not None
+            select.select([launch.info_fd], [], [], 10)  # reported: its init is running
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        launch.close = close  # type: ignore[method-assign]
+        return launch
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("how", ["timeout", "signal"])
+def test_the_sandboxs_init_is_killed_even_before_it_dies_with_bwrap(
+    tmp_path: Path, how: str
+) -> None:
+    """Killing bwrap's process group alone left the sandbox's init (and the tests) running
+    when cra stopped a command while its sandbox was starting."""
+    marker = f"{os.getpid() % 1000}.{len(how)}35"  # a sleep no other test runs
+    sandbox: Any = StartingBwrap()
+    if how == "timeout":
+        _, timed_out, _ = run(f"sleep {marker}", tmp_path, sandbox, timeout=1, kill_grace=0.2)
+        assert timed_out
+    else:
+        with interruptible(), pytest.raises(Interrupted):
+            run(f"sleep {marker}", tmp_path, StartingBwrapSignalled())  # type: ignore[arg-type]
+    deadline = time.monotonic() + 10
     while processes_with(f"sleep {marker}") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert processes_with(f"sleep {marker}") == []
