@@ -8,6 +8,7 @@ chosen explicitly, and every report then says the commands ran unsandboxed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -66,7 +67,8 @@ class Launch:
     cwd: Path
     pass_fds: tuple[int, ...] = ()
     info_fd: int | None = None  # our end of the report's pipe; its other end is in pass_fds
-    _init_pid: int | None = None
+    _init: int | None = None  # a pidfd on the sandbox's init (or, without pidfds, its pid)
+    _init_is_pid: bool = False
 
     def close(self) -> None:
         """Close the fds handed to the child (call once it has started)."""
@@ -74,29 +76,49 @@ class Launch:
             os.close(fd)
         self.pass_fds = ()
 
-    def init_pid(self, wait: float) -> int | None:
-        """The pid of the sandbox's init, once the sandbox has reported it: waiting up to `wait`
-        seconds while it is still being set up; None without a report (no such sandbox, or it
-        ended first)."""
-        if self._init_pid is not None or self.info_fd is None:
-            return self._init_pid
-        report, found, deadline = b"", None, time.monotonic() + wait
-        while not found and (left := deadline - time.monotonic()) > 0 and select.select(
+    def watch_init(self, wait: float) -> None:
+        """Read the sandbox's report of its init (waiting up to `wait` seconds while it is being
+        set up) and hold on to that process, so that kill_init reaches it and no other; nothing
+        without a report (no such sandbox, or it ended first)."""
+        if self.info_fd is None:
+            return
+        report, deadline = b"", time.monotonic() + wait
+        while (left := deadline - time.monotonic()) > 0 and select.select(
                 [self.info_fd], [], [], left)[0]:  # fmt: skip
             chunk = os.read(self.info_fd, 4096)
-            if not chunk:  # it ended without reporting
+            if not chunk:  # the whole report (bwrap writes it in parts, then closes the fd)
+                os.close(self.info_fd)  # closed before that, the writer would get SIGPIPE
+                self.info_fd = None
                 break
             report += chunk
-            found = _CHILD_PID.search(report)
-        self._init_pid = int(found[1]) if found else None
-        self.release()
-        return self._init_pid
+        found = _CHILD_PID.search(report)
+        if found:
+            try:  # a pidfd names that process: never another that later gets its pid
+                self._init = os.pidfd_open(int(found[1]))
+            except ProcessLookupError:  # already gone
+                pass
+            except OSError:  # no pidfds here (before Linux 5.3)
+                self._init, self._init_is_pid = int(found[1]), True
+
+    def kill_init(self) -> None:
+        """SIGKILL the sandbox's init, if watch_init found it and it still runs: in its own PID
+        namespace, every process there dies with it."""
+        if self._init is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if self._init_is_pid:
+                os.kill(self._init, signal.SIGKILL)
+            else:
+                signal.pidfd_send_signal(self._init, signal.SIGKILL)
 
     def release(self) -> None:
-        """Close our end of the report's pipe (once the command is over)."""
+        """Close what the launch still holds (once the command is over)."""
         if self.info_fd is not None:
             os.close(self.info_fd)
             self.info_fd = None
+        if self._init is not None and not self._init_is_pid:
+            os.close(self._init)
+        self._init = None
 
 
 class Sandbox(Protocol):

@@ -144,10 +144,7 @@ def _kill(proc: subprocess.Popen[bytes], launch: Launch) -> None:
     """SIGKILL what the command started: the sandbox's init first (bwrap's child: it runs in
     a session of its own, and until it is set up it does not die with bwrap; its death ends
     every process in the sandbox), then the process group (bwrap, or the command itself)."""
-    init = launch.init_pid(wait=INIT_REPORT_WAIT)
-    if init is not None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(init, signal.SIGKILL)
+    launch.kill_init()
     _signal_group(proc.pid, signal.SIGKILL)
 
 
@@ -241,6 +238,7 @@ def _run(command: str, launch: Launch, capture: _Capture, timeout: float,
         with deferred():  # a signal while it starts ends the run once the process is ours
             proc = _start(command, launch)
             reader = _reader(proc, capture)
+            launch.watch_init(wait=INIT_REPORT_WAIT)  # bwrap reports it a moment after start
     except BaseException:
         if proc is not None:  # started: nothing of it stays running
             _kill(proc, launch)
