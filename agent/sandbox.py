@@ -15,7 +15,7 @@ import select
 import signal
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -67,8 +67,9 @@ class Launch:
     cwd: Path
     pass_fds: tuple[int, ...] = ()
     info_fd: int | None = None  # our end of the report's pipe; its other end is in pass_fds
-    _init: int | None = None  # a pidfd on the sandbox's init (or, without pidfds, its pid)
-    _init_is_pid: bool = False
+    # the sandbox's init once watch_init found it: a pidfd on it, or (without pidfds) its pid
+    _init: int | None = field(default=None, init=False, repr=False)
+    _init_is_pid: bool = field(default=False, init=False, repr=False)
 
     def close(self) -> None:
         """Close the fds handed to the child (call once it has started)."""
@@ -118,7 +119,7 @@ class Launch:
             self.info_fd = None
         if self._init is not None and not self._init_is_pid:
             os.close(self._init)
-        self._init = None
+        self._init, self._init_is_pid = None, False
 
 
 class Sandbox(Protocol):
