@@ -31,6 +31,7 @@ from agent.sandbox import (
 from agent.validation import run_command, run_validation
 from agent.workspace import scratch_tree
 from tests.fakes.repos import commit_file, git_in, make_python_project
+from tests.fakes.sandboxes import processes_with
 
 MakeBwrap = Callable[..., BwrapSandbox]
 PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -207,18 +208,6 @@ def test_the_redis_of_the_machine_is_unreachable_from_the_tests(
 # --- processes and limits ------------------------------------------------------------------------
 
 
-def processes_named(marker: str) -> list[int]:
-    """Host pids whose command line carries `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker in (entry / "cmdline").read_text():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 def test_a_background_process_is_gone_when_the_command_ends(
     bwrap: MakeBwrap, tmp_path: Path
 ) -> None:
@@ -228,7 +217,7 @@ def test_a_background_process_is_gone_when_the_command_ends(
     result = run_command(f"{daemon} sleep 0.2; echo started", tmp_path, sandbox=bwrap(),
                          timeout=30, env={"PATH": PATH}, max_output_chars=5000)
     assert result.exit_code == 0 and "started" in result.output
-    assert processes_named(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_a_fork_bomb_is_stopped_reported_and_the_next_command_runs(

@@ -36,6 +36,7 @@ from tests.fakes.repos import (
     TEST_COMMAND,
     make_python_project,
 )
+from tests.fakes.sandboxes import processes_with
 
 ENVIRON = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -148,18 +149,6 @@ class SignalledOnStart:
         return launch
 
 
-def processes_with(marker: str) -> list[int]:
-    """Live processes whose command line holds `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker in (entry / "cmdline").read_text(errors="replace"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 @pytest.mark.timeout(30)
 def test_a_signal_while_the_command_starts_interrupts_the_run_and_leaves_no_process(
     tmp_path: Path, sandbox: Sandbox
@@ -178,7 +167,9 @@ def test_a_signal_while_the_command_starts_interrupts_the_run_and_leaves_no_proc
 class StartingBwrap:
     """A sandbox as bwrap is in its first moments: its child (the sandbox's init) runs in a
     session of its own and does not yet die with it; bwrap reports the child's pid on the info
-    fd (its --info-fd format) and waits."""
+    fd (its --info-fd format) and waits. Here the command itself is that child (exec'd by its
+    shell): without a PID namespace, killing it is what ends the command, as killing bwrap's
+    init ends every process of the sandbox."""
 
     name = "bwrap"
     isolated = True
@@ -188,7 +179,7 @@ class StartingBwrap:
     def launch(self, command: str, *, tree: Path, cwd: Path, **_: object) -> Launch:
         read, write = os.pipe()
         script = ("import os, subprocess, sys; "
-                  "child = subprocess.Popen(['/bin/sh', '-c', sys.argv[2]], "
+                  "child = subprocess.Popen(['/bin/sh', '-c', 'exec ' + sys.argv[2]], "
                   "start_new_session=True); "
                   "os.write(int(sys.argv[1]), b'{\\n    \"child-pid\": %d\\n}\\n' % child.pid); "
                   "os.close(int(sys.argv[1])); "

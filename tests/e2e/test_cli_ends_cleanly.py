@@ -27,6 +27,7 @@ from tests.fakes.repos import (
     git_in,
     make_python_project,
 )
+from tests.fakes.sandboxes import processes_with
 
 STEP = {"id": "s1", "description": "Fix mul", "target_files": ["calc/ops.py"],
         "target_symbols": ["mul"], "depends_on": []}
@@ -272,19 +273,6 @@ def test_cra_runs_ends_a_killed_run_and_keeps_the_commits_it_made(
                for p in passes)
 
 
-def processes_running(marker: str) -> list[int]:
-    """The ids of this machine's processes whose command line holds `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes().decode(
-                    errors="replace"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 def test_sigterm_while_the_tests_run_cancels_and_leaves_no_process(
     tmp_path: Path, server: ScriptedModelServer,
 ) -> None:
@@ -294,7 +282,7 @@ def test_sigterm_while_the_tests_run_cancels_and_leaves_no_process(
         json.dumps(TEST_COMMAND), json.dumps(f"sleep {marker}")))
     proc = solve.start()
     deadline = time.monotonic() + 120
-    while not processes_running(marker):
+    while not processes_with(marker):
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the tests never started"
         time.sleep(0.05)
@@ -309,9 +297,9 @@ def test_sigterm_while_the_tests_run_cancels_and_leaves_no_process(
     # The sandbox's processes die with it, by the kernel's hand: on a loaded machine that can
     # come a moment after cra's exit. Gone within seconds, or they leaked.
     deadline = time.monotonic() + 10
-    while processes_running(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert processes_running(marker) == []
+    assert processes_with(marker) == []
     assert solve.worktrees() == [] and solve.branches() == []
     with solve.log() as log:
         record = log.get_orchestrator_run(run_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -25,3 +26,17 @@ def test_sandbox_kind() -> SandboxKind:
 
 
 test_sandbox_kind.__test__ = False  # type: ignore[attr-defined]
+
+
+def processes_with(marker: str) -> list[int]:
+    """This machine's live processes whose command line (its arguments joined by spaces, as ps
+    shows it) holds `marker`: "sleep 417.25" finds the sleep itself."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes().replace(
+                    b"\0", b" ").decode(errors="replace"):  # fmt: skip
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
