@@ -158,6 +158,28 @@ class ThreadQueue:
             while self._pending:
                 self._idle.wait()
 
+    def stop(self, grace: float) -> list[int]:
+        """Stop now (the server was told to stop): no run starts any more — runs not yet taken
+        stay queued in the database, for the next start's recovery — and the runs in progress
+        get `grace` seconds in all to end. The ids of those still in progress then: their
+        daemon threads end with the process."""
+        with self._ready:
+            self._closed = True
+            self._closing.set()
+            dropped = sum(1 for run_id in self._waiting if run_id is not None)
+            self._waiting.clear()
+            self._held.clear()
+            self._waiting.extend([None] * len(self._threads))
+            self._pending -= dropped
+            if not self._pending:
+                self._idle.notify_all()
+            self._ready.notify_all()
+        deadline = time.monotonic() + grace
+        for thread in list(self._threads):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with self._ready:
+            return [run_id for run_id, _ in self._busy.values()]
+
     def close(self, timeout: float | None = 30.0) -> None:
         """Stop the workers after the runs already queued; waits up to `timeout` for each."""
         with self._ready:

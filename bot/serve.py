@@ -15,13 +15,18 @@ from bot.app import create_app
 from bot.door import make_door
 from bot.errors import SettingsError
 from bot.liveness import Reaper
-from bot.queue import recover
+from bot.queue import INTERRUPTED, ThreadQueue, recover
 from bot.replying import report_ended
 from bot.runner import execute_run
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 
 log = logging.getLogger(__name__)
+
+# A server told to stop ends within Docker's stop timeout (10 s, then SIGKILL): the door's
+# in-flight requests (up to 5 s), then these.
+STOP_GRACE = 2.0  # seconds the runs in progress get to end by themselves
+REPORT_WAIT = 2.5  # seconds at most for telling GitHub about the runs the stop ended
 
 
 def make_app(settings: BotSettings) -> tuple[Flask, Services]:
@@ -90,8 +95,32 @@ def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
     finally:
         if reaper is not None:
             reaper.stop()
+        stop_runs(services)
         services.close()
     return 0
+
+
+def stop_runs(services: Services, *, grace: float = STOP_GRACE,
+              report_wait: float = REPORT_WAIT) -> list[int]:  # fmt: skip
+    """A server told to stop, with its runs in this process (the thread queue): none starts any
+    more (the queued ones wait in the database for the next start), and those in progress get
+    `grace` seconds to end; the rest are ended now — failed, "interrupted", each once (the
+    reaper or a cancel may have ended it first) — and reported on their issues, waiting
+    `report_wait` seconds at most for GitHub (the status is recorded whatever GitHub does).
+    Their threads, and with them their sandboxes, end with the process; their worktrees are
+    removed at the next start. The ids of the runs it ended."""
+    if not isinstance(services.queue, ThreadQueue):
+        return []  # RQ: the runs are the workers' (the reaper ends those of a dead worker)
+    left = services.queue.stop(grace)
+    ended = [run_id for run_id in left
+             if services.store.end_run(run_id, "failed", error=INTERRUPTED)]
+    if ended:
+        log.warning("stopping: ended run(s) %s, still in progress (interrupted)",
+                    ", ".join(map(str, ended)))
+        thread = report_in_background(ended, services)
+        if thread is not None:
+            thread.join(report_wait)
+    return ended
 
 
 def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:

@@ -142,7 +142,7 @@ def refusal_text(kind: str, **facts: object) -> str:
         "cancelled_now": lambda: (f"{user}cancelled" if user else "Cancelled")
         + f" {_run(facts)}: its worker had stopped, so nothing was left to finish.",
         "nothing_to_cancel": lambda: "There is no cra run to cancel here.",
-        "interrupted": lambda: (f"cra stopped: the server restarted during {_run(facts)}, so it "
+        "interrupted": lambda: (f"cra stopped: the server stopped during {_run(facts)}, so it "
                                 "was marked failed. Comment `/cra solve` to start again."),
         "error": lambda: (f"cra stopped {_run(facts)} after an error: "
                           f"{md.line(_fact(facts, 'error') or 'unknown', 300)}. "

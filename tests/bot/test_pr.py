@@ -529,8 +529,8 @@ def test_an_internal_error_names_the_run_and_the_error() -> None:
     assert text.startswith("cra stopped run #9 after an error: internal error (KeyError)")
 
 
-def test_an_interrupted_run_says_the_server_restarted() -> None:
-    assert "the server restarted during run #9" in refusal_text("interrupted", run_id=9)
+def test_an_interrupted_run_says_the_server_stopped() -> None:
+    assert "the server stopped during run #9" in refusal_text("interrupted", run_id=9)
 
 
 @pytest.mark.parametrize("kind", ["cancel", "cancelled", "nothing_to_cancel", "closed", "locked",

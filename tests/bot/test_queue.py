@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -136,6 +136,50 @@ def test_close_lets_the_queued_runs_finish(executed: list[int]) -> None:
     run_queue.enqueue(1)
     run_queue.close()
     assert executed == [1]
+
+
+def test_stop_starts_no_more_runs_and_names_those_still_in_progress() -> None:
+    release, executed = threading.Event(), []
+
+    def execute(run_id: int) -> None:
+        executed.append(run_id)
+        release.wait(30)
+
+    run_queue = ThreadQueue(execute, workers=1)
+    try:
+        run_queue.enqueue(1)
+        wait_until(lambda: executed == [1])
+        run_queue.enqueue(2)  # waits behind run 1
+
+        assert run_queue.stop(grace=0.2) == [1]  # still in progress after the grace
+        assert not run_queue.healthy()
+        assert not run_queue.holds(2)  # left to the database (queued) and the next start
+        with pytest.raises(RuntimeError, match="closed"):
+            run_queue.enqueue(3)
+        release.set()
+        time.sleep(0.2)
+        assert executed == [1]  # run 2 never started
+    finally:
+        release.set()
+
+
+def test_stop_waits_the_grace_for_runs_about_to_end(executed: list[int]) -> None:
+    def execute(run_id: int) -> None:
+        time.sleep(0.2)
+        executed.append(run_id)
+
+    run_queue = ThreadQueue(execute, workers=2)
+    run_queue.enqueue(1)
+    wait_until(lambda: not run_queue.holds(1))
+    assert run_queue.stop(grace=10) == []
+    assert executed == [1]
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def test_a_worker_stuck_past_the_limit_is_replaced_and_its_thread_takes_no_other_run(

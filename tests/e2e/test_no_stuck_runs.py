@@ -342,10 +342,10 @@ class Server:
             "X-GitHub-Event": event, "X-GitHub-Delivery": str(uuid.uuid4()),
             "X-Hub-Signature-256": sign(body, SECRET), "Content-Type": "application/json"})
 
-    def label(self, world: BotWorld) -> int:
+    def label(self, world: BotWorld, number: int = 1) -> int:
         data = world.payload("issues", "labeled.payload.json")
         data["label"]["name"] = "cra"
-        data["issue"]["number"] = 1
+        data["issue"]["number"] = number
         response = self.deliver(world, "issues", data)
         assert response.status_code == 202, response.text
         return int(response.json()["run_id"])
@@ -401,10 +401,45 @@ def test_a_server_killed_mid_run_ends_the_run_at_restart_and_frees_the_issue(
         ended = status_of(world, run_id)
         assert ended.status == "failed" and ended.error == "interrupted"
         wait_for("the issue to be told", lambda: any(
-            "server restarted" in body for body in bot_comments(world)))
+            "server stopped during" in body for body in bot_comments(world)))
         again = server.solve_again(world)
         assert again.status_code == 202, again.text  # a run, not "busy"
         assert again.json()["run_id"] != run_id
+    finally:
+        server.stop()
+
+
+def test_a_server_told_to_stop_ends_its_runs_at_once_and_keeps_the_queued_ones(
+    world: BotWorld,
+) -> None:
+    """SIGTERM (`docker stop`, then SIGKILL after 10 s): the run in progress is ended and its
+    issue told before the server exits — not left `running` until a restart that may never
+    come — and the run queued behind it waits for the next start instead of starting."""
+    hold_the_model(world)
+    env = server_env(world, CRA_WORKERS="1")
+    server = Server(env)
+    try:
+        run_id = server.label(world)
+        wait_for("the run to start", lambda: status_of(world, run_id).status == "running")
+        wait_for("the model call", lambda: world.models.requests)
+        queued = server.label(world, number=2)  # behind it: the one worker is busy
+
+        server.proc.terminate()
+        assert server.proc.wait(timeout=15) == 0, server.output()  # it waited 30 s per worker
+
+        ended = status_of(world, run_id)
+        assert (ended.status, ended.error) == ("failed", "interrupted"), ended
+        told = [body for body in bot_comments(world) if "server stopped during" in body]
+        assert len(told) == 1, bot_comments(world)
+        assert status_of(world, queued).status == "queued"
+        assert "Traceback" not in server.output()
+    finally:
+        server.stop()
+
+    server = Server(env)  # the next start takes the queued run, and says nothing more of run 1
+    try:
+        wait_for("the queued run to start", lambda: status_of(world, queued).status != "queued")
+        assert len([body for body in bot_comments(world) if "server stopped during" in body]) == 1
     finally:
         server.stop()
 
