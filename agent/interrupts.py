@@ -57,6 +57,12 @@ def interruptible() -> Iterator[Interrupts]:
             signal.signal(signum, handler)
 
 
+def received() -> int | None:
+    """The signal that interrupted this thread's `interruptible` block so far, if one did."""
+    active: Interrupts | None = getattr(_local, "active", None)
+    return None if active is None else active.signum
+
+
 @contextmanager
 def deferred() -> Iterator[None]:
     """Hold a SIGINT or SIGTERM that comes inside the block; Interrupted when it ends (on the

@@ -187,7 +187,6 @@ def _run_one(
     settings: BotSettings, repo: str, issue: int, instructions: str, installation: int | None
 ) -> int:
     """`cra-bot run`: store a run started from the server's terminal and execute it here."""
-    from bot.runner import execute_run
     from bot.sandboxes import check_sandbox
     from bot.services import build_services
     from bot.triggers import Trigger
@@ -201,8 +200,7 @@ def _run_one(
                           instructions=instructions, source="cli", installation_id=installation,
                           delivery_id=f"cli-{uuid.uuid4()}")
         run = services.store.create_run(trigger)
-        execute_run(run.id, services)
-        return _report(services, run.id)
+        return _execute(services, run.id)
     finally:
         services.close()
 
@@ -240,7 +238,6 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
 
 def _action() -> int:
     """`cra-bot action`: the workflow's event through the same triggers, executed in this job."""
-    from bot.runner import execute_run
     from bot.sandboxes import check_sandbox
     from bot.services import build_services
     from bot.triggers import route
@@ -266,10 +263,22 @@ def _action() -> int:
         if run is None:
             print("cra-bot: a run is already active on this issue, and it has been told so")
             return EXIT_OK
-        execute_run(run.id, services)
-        return _report(services, run.id)
+        return _execute(services, run.id)
     finally:
         services.close()
+
+
+def _execute(services: Any, run_id: int) -> int:
+    """Execute a run in this process, SIGINT and SIGTERM ending it cleanly (Actions cancels a
+    job with SIGINT, then SIGTERM, then SIGKILL): recorded cancelled, its issue and check told;
+    exit 130 or 143 then."""
+    from agent.interrupts import interruptible
+    from bot.runner import execute_run
+
+    with interruptible() as interrupts:
+        execute_run(run_id, services)
+    code = _report(services, run_id)
+    return interrupts.exit_code or code
 
 
 def _report(services: Any, run_id: int) -> int:

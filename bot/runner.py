@@ -9,7 +9,8 @@ from pathlib import Path
 from agent import git, remotes
 from agent.config import CONFIG_CANDIDATES, SolveConfig
 from agent.context import ContextFactory, IndexedFactory
-from agent.errors import AgentError
+from agent.errors import AgentError, Interrupted
+from agent.interrupts import received
 from agent.models import OrchestratorResult, RunEvent
 from agent.orchestrator import solve
 from agent.planning import plan_task
@@ -52,6 +53,11 @@ def execute_run(run_id: int, services: Services) -> None:
         job = _Job(run, services, heartbeat)
         try:
             job.execute()
+        except Interrupted as exc:  # `cra-bot run` / `action` told to stop (a cancelled job)
+            job.finish_with_comment("cancelled", replies.refusal_text(
+                "signalled", signal=exc.name, run_id=run_id, run_url=job.run_url()),
+                error=f"interrupted by {exc.name}")
+            raise
         except (AgentError, BotError) as exc:
             job.fail(str(exc))
         except Exception as exc:  # the last line: a run must never stay "running"
@@ -258,9 +264,10 @@ class _Job:
         ctx = pr.PrContext(issue_number=self.run.issue_number, issue_title=title, result=result,
                            run_url=self.run_url(), models=self.model_names(),
                            partial=partial, repository=self.repo)
-        wants_pr = result.commit is not None and (
+        wants_pr = result.commit is not None and received() is None and (
             not partial or self.settings.on_partial == "draft"
-        )
+        )  # told to stop (a signal the agent ended its run on), nothing is pushed: the
+        #    process may be killed any moment (Actions: SIGKILL 10 s after its SIGINT)
         if not wants_pr:
             self.finish_with_comment(status, pr.failure_comment(ctx, last_test_output=None),
                                      error=result.error, result=result)

@@ -13,13 +13,16 @@ import fnmatch
 import importlib.resources
 import io
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,12 +151,16 @@ def steps(flow: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def run_commands(flow: dict[str, Any]) -> Iterator[list[str]]:
-    """Each simple command of every `run:` block, split at `&&`, `||`, `;` and `|`."""
+    """Each simple command of every `run:` block, split at `&&`, `||`, `;` and `|` (an
+    `exec` before it dropped)."""
     for step in steps(flow):
         for line in step.get("run", "").replace("\\\n", " ").splitlines():
             for part in re.split(r"&&|\|\||;|\|", line):
-                if part.strip():
-                    yield shlex.split(part, comments=True)
+                words = shlex.split(part, comments=True)
+                if words[:1] == ["exec"]:  # the shell becomes the command
+                    words = words[1:]
+                if words:
+                    yield words
 
 
 def makefile_targets() -> set[str]:
@@ -162,7 +169,8 @@ def makefile_targets() -> set[str]:
 
 
 def cra_step(flow: dict[str, Any], command: str = "cra-bot action") -> dict[str, Any]:
-    [step] = [s for s in steps(flow) if s.get("run", "").startswith(command)]
+    [step] = [s for s in steps(flow)
+              if s.get("run", "").removeprefix("exec ").startswith(command)]
     return step
 
 
@@ -488,8 +496,40 @@ def test_cra_workflow_starts_only_for_events_that_concern_cra() -> None:
 
 def test_cra_workflow_runs_cra_bot_action_with_the_job_token() -> None:
     step = cra_step(workflow("cra.yml"))
-    assert step["run"].strip() == "cra-bot action"
+    assert step["run"].strip() == "exec cra-bot action"
     assert step["env"]["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"
+
+
+def test_a_cancelled_workflows_sigint_reaches_cra_bot(tmp_path: Path) -> None:
+    """Actions cancels a step by sending SIGINT to its shell (`bash -e {0}` for `run`), which
+    does not pass it on to the command it waits for: the step execs cra-bot so that cra-bot
+    gets it, ends its run cancelled and tells the issue, before the runner's SIGKILL."""
+    bin_dir, ready, got = tmp_path / "bin", tmp_path / "ready", tmp_path / "got"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "cra-bot"  # records the signal it gets, as cra-bot's handler would
+    stand_in.write_text(
+        f"#!{sys.executable}\n"
+        "import pathlib, signal, sys, time\n"
+        f"signal.signal(signal.SIGINT, lambda *_: (pathlib.Path({str(got)!r}).write_text("
+        "'SIGINT'), sys.exit(130)))\n"
+        f"pathlib.Path({str(ready)!r}).write_text('ready')\n"
+        "time.sleep(30)\n")
+    stand_in.chmod(0o755)
+    script = tmp_path / "step.sh"
+    script.write_text(cra_step(workflow("cra.yml"))["run"])
+    shell = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                             env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert time.monotonic() < deadline and shell.poll() is None
+            time.sleep(0.05)
+        shell.send_signal(signal.SIGINT)  # to the step's entry process, as the runner does
+        assert shell.wait(timeout=10) == 130
+        assert got.read_text() == "SIGINT"
+    finally:
+        shell.kill()
+        shell.wait()
 
 
 def test_cra_workflow_sets_only_real_settings() -> None:

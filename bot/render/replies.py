@@ -144,6 +144,10 @@ def refusal_text(kind: str, **facts: object) -> str:
         "nothing_to_cancel": lambda: "There is no cra run to cancel here.",
         "interrupted": lambda: (f"cra stopped: the server stopped during {_run(facts)}, so it "
                                 "was marked failed. Comment `/cra solve` to start again."),
+        "signalled": lambda: (f"cra stopped {_run(facts)}: its process was told to stop "
+                              f"({md.line(_fact(facts, 'signal') or 'a signal', 20)}: a "
+                              "cancelled workflow, or a machine shutting down), so the run was "
+                              "cancelled. Comment `/cra solve` to start again."),
         "error": lambda: (f"cra stopped {_run(facts)} after an error: "
                           f"{md.line(_fact(facts, 'error') or 'unknown', 300)}. "
                           "Comment `/cra solve` to try again."),
