@@ -142,28 +142,45 @@ def _on_labeled(event: Event, options: RouteOptions) -> Trigger | None:
 def _on_comment(event: Event, options: RouteOptions) -> Trigger | None:
     """A `/cra …` line in a new comment on an open issue or pull request."""
     issue = _open_issue(event.payload)
-    body = dig(event.payload, "comment", "body")
-    if issue is None or not isinstance(body, str):
+    if issue is None:
         return None
-    if dig(event.payload, "comment", "user", "type") == "Bot":
+    comment_id = dig(event.payload, "comment", "id")
+    if comment_id is not None and not _is_int(comment_id):
+        raise MalformedDelivery("comment.id is not an integer")
+    return _command(event, options, issue, comment_id=comment_id)
+
+
+@router.register("pull_request_review_comment", action="created")
+def _on_review_comment(event: Event, options: RouteOptions) -> Trigger | None:
+    """A `/cra …` line in a new review comment (on a line of an open pull request's diff): as
+    in the pull request's conversation, where cra answers; the instructions say which line
+    the comment is on. (Its reaction goes on the pull request: a review comment's reactions
+    are another API.)"""
+    pull = _open_item(event.payload, "pull_request")
+    if pull is None:
+        return None
+    where = ""
+    path, line = dig(event.payload, "comment", "path"), dig(event.payload, "comment", "line")
+    if isinstance(path, str) and path:
+        where = f"(a review comment on {path}" + (f", line {line}" if _is_int(line) else "") + ")"
+    return _command(event, options, {**pull, "pull_request": {}}, where=where)
+
+
+def _command(event: Event, options: RouteOptions, issue: Mapping[str, Any], *,
+             comment_id: int | None = None, where: str = "") -> Trigger | None:  # fmt: skip
+    """The Trigger of a comment's first `/cra` line, unless a bot wrote it."""
+    body = dig(event.payload, "comment", "body")
+    if not isinstance(body, str) or dig(event.payload, "comment", "user", "type") == "Bot":
         return None
     found = find_command(body)
     if found is None:
         return None
     word, rest = found
     command, instructions, reply = _interpret(word, rest, options.label)
-    comment_id = dig(event.payload, "comment", "id")
-    if comment_id is not None and not _is_int(comment_id):
-        raise MalformedDelivery("comment.id is not an integer")
-    return _trigger(
-        event,
-        issue,
-        command=command,
-        source="comment",
-        instructions=instructions,
-        reply=reply,
-        comment_id=comment_id if isinstance(comment_id, int) else None,
-    )
+    if where and command in ("solve", "plan"):
+        instructions = clean_instructions(f"{where} {instructions}")
+    return _trigger(event, issue, command=command, source="comment",
+                    instructions=instructions, reply=reply, comment_id=comment_id)
 
 
 @router.register("workflow_dispatch")
@@ -246,17 +263,22 @@ def _trigger(event: Event, issue: Mapping[str, Any], **fields: Any) -> Trigger:
 def _open_issue(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The payload's issue when it is open and unlocked; else None. MalformedDelivery when it
     is not an object or its number not a positive integer (no GitHub delivery has those)."""
-    issue = payload.get("issue")
-    if not isinstance(issue, Mapping):
-        raise MalformedDelivery("issue is not an object")
-    number = issue.get("number")
+    return _open_item(payload, "issue")
+
+
+def _open_item(payload: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    """The payload's issue or pull request (`key`), as _open_issue says."""
+    item = payload.get(key)
+    if not isinstance(item, Mapping):
+        raise MalformedDelivery(f"{key} is not an object")
+    number = item.get("number")
     if not _is_int(number):
-        raise MalformedDelivery("issue.number is not an integer")
+        raise MalformedDelivery(f"{key}.number is not an integer")
     if not 0 < number <= MAX_NUMBER:
-        raise MalformedDelivery(f"issue number out of range: {number}")
-    if issue.get("state") != "open" or issue.get("locked") is True:
+        raise MalformedDelivery(f"{key} number out of range: {number}")
+    if item.get("state") != "open" or item.get("locked") is True:
         return None
-    return issue
+    return item
 
 
 def _is_int(value: object) -> TypeGuard[int]:

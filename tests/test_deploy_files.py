@@ -426,11 +426,13 @@ def test_cra_workflow_installs_bubblewrap_and_allows_user_namespaces() -> None:
                and "kernel.apparmor_restrict_unprivileged_userns=0" in c for c in commands)
 
 
-def test_cra_workflow_has_the_three_triggers() -> None:
+def test_cra_workflow_has_the_four_triggers() -> None:
     on = workflow("cra.yml")["on"]
-    assert set(on) == {"workflow_dispatch", "issues", "issue_comment"}
+    assert set(on) == {"workflow_dispatch", "issues", "issue_comment",
+                       "pull_request_review_comment"}
     assert on["issues"]["types"] == ["labeled"]
-    assert on["issue_comment"]["types"] == ["created"]
+    assert on["issue_comment"]["types"] == on["pull_request_review_comment"]["types"] == [
+        "created"]
     inputs = on["workflow_dispatch"]["inputs"]
     assert set(inputs) == {"issue_number", "instructions", "bench"}
     assert inputs["bench"] == {"description": inputs["bench"]["description"],

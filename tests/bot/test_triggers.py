@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bot.errors import MalformedDelivery
 from bot.render.replies import HELP_TEXT
 from bot.triggers import (
     MAX_INSTRUCTIONS,
@@ -178,6 +179,52 @@ def test_a_closed_or_locked_issue_is_ignored(field: str, value: object) -> None:
         payload["comment"]["body"] = "/cra solve"
 
     assert routed(event("issue_comment", "created.payload.json", change)) is None
+
+
+def review_comment(body: str, change: Callable[[Payload], None] | None = None) -> Event:
+    """The recorded pull_request_review_comment.created with this body."""
+    def edit(payload: Payload) -> None:
+        payload["comment"]["body"] = body
+        if change is not None:
+            change(payload)
+
+    return event("pull_request_review_comment", "created.payload.json", edit)
+
+
+def test_a_solve_in_a_review_comment_works_on_the_pull_request_and_names_the_line() -> None:
+    trigger = routed(review_comment("/cra solve use a set here"))
+    payload = json.loads(webhook_bytes("pull_request_review_comment", "created.payload.json"))
+    path, line = payload["comment"]["path"], payload["comment"]["line"]
+    assert trigger is not None
+    assert (trigger.command, trigger.issue_number, trigger.is_pull_request, trigger.source) == (
+        "solve", payload["pull_request"]["number"], True, "comment")
+    assert trigger.instructions == f"(a review comment on {path}, line {line}) use a set here"
+    assert trigger.comment_id is None  # its reaction goes on the pull request
+
+
+@pytest.mark.parametrize("body,command", [("/cra cancel", "cancel"), ("/cra", "help"),
+                                          ("/cra plan", "plan")])
+def test_other_commands_in_a_review_comment_are_commands_too(body: str, command: str) -> None:
+    trigger = routed(review_comment(body))
+    assert trigger is not None and trigger.command == command
+    assert trigger.instructions.startswith("(a review comment on") == (command == "plan")
+
+
+@pytest.mark.parametrize("change", [
+    lambda p: p["pull_request"].update(state="closed"),
+    lambda p: p["pull_request"].update(locked=True),
+    lambda p: p["comment"]["user"].update(type="Bot"),
+    lambda p: p["comment"].update(body="looks good; maybe /cra solve later"),
+], ids=["closed", "locked", "bot", "no command line"])
+def test_a_review_comment_that_asks_nothing_triggers_nothing(
+    change: Callable[[Payload], None],
+) -> None:
+    assert routed(review_comment("/cra solve", change)) is None
+
+
+def test_a_review_comment_without_a_pull_request_object_is_malformed() -> None:
+    with pytest.raises(MalformedDelivery, match="pull_request is not an object"):
+        routed(review_comment("/cra solve", lambda p: p.update(pull_request="2")))
 
 
 def dispatch(inputs: dict[str, Any]) -> Event:

@@ -98,6 +98,14 @@ class BotWorld:
                                              "patch_url": url}
         return self.deliver("issue_comment", data)
 
+    def review_comment(self, body: str, *, number: int, user: str = OWNER) -> TestResponse:
+        """A review comment on a line of pull request `number`'s diff."""
+        data = self.payload("pull_request_review_comment", "created.payload.json")
+        data["pull_request"]["number"] = number
+        data["comment"]["body"] = body
+        data["comment"]["user"]["login"] = data["sender"]["login"] = user
+        return self.deliver("pull_request_review_comment", data)
+
     def wait(self) -> None:
         drain = getattr(self.services.queue, "drain", None)
         assert drain is not None and drain(120.0), "runs did not finish in time"

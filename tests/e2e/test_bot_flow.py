@@ -47,7 +47,10 @@ def test_labeled_issue_becomes_a_tested_pull_request(world: BotWorld) -> None:
     assert run.pr_url and run.pr_url.endswith(f"/pull/{pull.number}")
 
 
-def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(world: BotWorld) -> None:
+@pytest.mark.parametrize("where", ["conversation", "review comment"])
+def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(
+    world: BotWorld, where: str
+) -> None:
     world.script_fix()
     world.run(world.label_issue())
     [pull] = world.fake.pulls(REPO)
@@ -62,11 +65,15 @@ def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(world: BotWor
                                '    """Return a * b (fast)."""\n    return a * b'))
     m.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
 
-    run = world.run(world.comment("/cra solve make it faster", number=pull.number,
-                                  pull_request=True))
+    if where == "conversation":
+        response = world.comment("/cra solve make it faster", number=pull.number,
+                                 pull_request=True)
+    else:  # on a line of the diff
+        response = world.review_comment("/cra solve make it faster", number=pull.number)
+    run = world.run(response)
 
     assert run.status == "succeeded", run.error
-    assert run.is_pull_request and run.instructions == "make it faster"
+    assert run.is_pull_request and run.instructions.endswith("make it faster")
     assert world.fake.branch_sha(REPO, "cra/issue-1") != before
     subjects = [s for _, s in world.fake.commits(REPO, "cra/issue-1")]
     assert subjects[0] == "Make mul faster"
