@@ -93,6 +93,8 @@ def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
         log.info("serving on http://%s:%s", host, server.port)
         server.run()  # returns on SystemExit and KeyboardInterrupt, its threads stopped
     finally:
+        if threading.current_thread() is threading.main_thread():  # a second TERM: let the
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stop below end its runs (≤ 5 s)
         if reaper is not None:
             reaper.stop()
         stop_runs(services)
