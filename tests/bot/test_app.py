@@ -443,3 +443,32 @@ def test_without_services_the_app_builds_a_store_and_thread_workers(
         assert app.test_client().get("/healthz").status_code == 200
     finally:
         built.close()
+
+
+RECORDED = sorted((path.parent.name, path.name) for path in
+                  (Path(__file__).parent.parent / "fixtures" / "github-webhooks").glob("*/*.json"))
+COMMENTED = [(event, file) for event, file in RECORDED
+             if event in ("issue_comment", "pull_request_review_comment")
+             and file == "created.payload.json"]
+DELIVERIES = [(event, file, None) for event, file in RECORDED] + [
+    (event, file, command) for event, file in COMMENTED
+    for command in ("/cra solve keep it small", "/cra cancel", "/cra")]
+
+
+@pytest.mark.parametrize(("event", "file", "command"), DELIVERIES,
+                         ids=[f"{e}/{f}" + (f" {c}" if c else "") for e, f, c in DELIVERIES])
+def test_every_recorded_delivery_is_answered_and_recorded(
+    client: FlaskClient, services: TestServices, event: str, file: str, command: str | None,
+) -> None:
+    """Each real payload, and the new comments saying /cra commands: an answer GitHub counts
+    as delivered, and a run only where one was asked for."""
+    def change(payload: Payload) -> None:
+        if command is not None:
+            payload["comment"]["body"] = command
+
+    response = deliver(client, event, changed(event, file, change))
+
+    assert response.status_code in (200, 202, 204), response.get_data(as_text=True)
+    asked = (event, file) == ("issues", "labeled.payload.json") or command is not None
+    runs = services.store.list_runs()
+    assert (response.status_code == 202) == asked == (len(runs) == 1), (response.status_code, runs)
