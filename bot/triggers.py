@@ -144,10 +144,13 @@ def _on_comment(event: Event, options: RouteOptions) -> Trigger | None:
     issue = _open_issue(event.payload)
     if issue is None:
         return None
+    trigger = _command(event, options, issue)
     comment_id = dig(event.payload, "comment", "id")
-    if comment_id is not None and not _is_int(comment_id):
+    if trigger is None or comment_id is None:
+        return trigger
+    if not _is_int(comment_id):
         raise MalformedDelivery("comment.id is not an integer")
-    return _command(event, options, issue, comment_id=comment_id)
+    return trigger.model_copy(update={"comment_id": comment_id})
 
 
 @router.register("pull_request_review_comment", action="created")
@@ -167,7 +170,7 @@ def _on_review_comment(event: Event, options: RouteOptions) -> Trigger | None:
 
 
 def _command(event: Event, options: RouteOptions, issue: Mapping[str, Any], *,
-             comment_id: int | None = None, where: str = "") -> Trigger | None:  # fmt: skip
+             where: str = "") -> Trigger | None:  # fmt: skip
     """The Trigger of a comment's first `/cra` line, unless a bot wrote it."""
     body = dig(event.payload, "comment", "body")
     if not isinstance(body, str) or dig(event.payload, "comment", "user", "type") == "Bot":
@@ -180,7 +183,7 @@ def _command(event: Event, options: RouteOptions, issue: Mapping[str, Any], *,
     if where and command in ("solve", "plan"):
         instructions = clean_instructions(f"{where} {instructions}")
     return _trigger(event, issue, command=command, source="comment",
-                    instructions=instructions, reply=reply, comment_id=comment_id)
+                    instructions=instructions, reply=reply)
 
 
 @router.register("workflow_dispatch")
