@@ -58,14 +58,18 @@ def action_env(tmp: Path, fake: FakeGitHub, models: ScriptedModelServer) -> dict
     return env
 
 
+def set_up(tmp: Path, fake: FakeGitHub) -> None:
+    source = make_python_project(tmp / "source", bug=True, config=None)
+    commit_file(source, ".github/cra.toml", CRA_TOML, "cra config")
+    fake.add_repo(REPO, source)
+    fake.add_static_token(TOKEN)
+    fake.set_permission(REPO, OWNER, "write")
+    fake.add_issue(REPO, number=1, title="mul is off by one", user=OWNER)
+
+
 def test_action_mode_opens_a_pull_request_with_the_job_token(tmp_path: Path) -> None:
     with FakeGitHub() as fake, ScriptedModelServer() as models:
-        source = make_python_project(tmp_path / "source", bug=True, config=None)
-        commit_file(source, ".github/cra.toml", CRA_TOML, "cra config")
-        fake.add_repo(REPO, source)
-        fake.add_static_token(TOKEN)
-        fake.set_permission(REPO, OWNER, "write")
-        fake.add_issue(REPO, number=1, title="mul is off by one", user=OWNER)
+        set_up(tmp_path, fake)
         script(models)
 
         proc = subprocess.run(
@@ -81,15 +85,6 @@ def test_action_mode_opens_a_pull_request_with_the_job_token(tmp_path: Path) -> 
         assert TOKEN not in proc.stdout + proc.stderr
         meta = next(r for r in models.requests if r.stage == "meta_plan")
         assert "keep it small" in meta.user_prompt
-
-
-def set_up(tmp: Path, fake: FakeGitHub) -> None:
-    source = make_python_project(tmp / "source", bug=True, config=None)
-    commit_file(source, ".github/cra.toml", CRA_TOML, "cra config")
-    fake.add_repo(REPO, source)
-    fake.add_static_token(TOKEN)
-    fake.set_permission(REPO, OWNER, "write")
-    fake.add_issue(REPO, number=1, title="mul is off by one", user=OWNER)
 
 
 def start_action(tmp: Path, fake: FakeGitHub, models: ScriptedModelServer
