@@ -220,9 +220,9 @@ def _commit(st: StepState, attempt: AttemptRecord) -> StepOutcome:
     message = f"{description.splitlines()[0][:72]}\n\n{description}"
     # Only the edited files are committed, never what the test run left behind; by the paths
     # git knows them by (an edit through a symlink wrote its target).
-    edited = sorted({repository_path(worktree, e.file_path) for e in attempt.edits})
-    created = sorted({repository_path(worktree, e.file_path) for e in attempt.edits
-                      if not e.search})  # fmt: skip
+    known = {e.file_path: repository_path(worktree, e.file_path) for e in attempt.edits}
+    edited = sorted(set(known.values()))
+    created = sorted({known[e.file_path] for e in attempt.edits if not e.search})
     commit = git.commit_all(
         worktree, message, author_name=AUTHOR_NAME, author_email=AUTHOR_EMAIL,
         trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},

@@ -144,13 +144,8 @@ def _on_comment(event: Event, options: RouteOptions) -> Trigger | None:
     issue = _open_issue(event.payload)
     if issue is None:
         return None
-    trigger = _command(event, options, issue)
-    comment_id = dig(event.payload, "comment", "id")
-    if trigger is None or comment_id is None:
-        return trigger
-    if not _is_int(comment_id):
-        raise MalformedDelivery("comment.id is not an integer")
-    return trigger.model_copy(update={"comment_id": comment_id})
+    return _command(event, options, issue, is_pull_request="pull_request" in issue,
+                    comment_id=dig(event.payload, "comment", "id"))
 
 
 @router.register("pull_request_review_comment", action="created")
@@ -166,24 +161,28 @@ def _on_review_comment(event: Event, options: RouteOptions) -> Trigger | None:
     path, line = dig(event.payload, "comment", "path"), dig(event.payload, "comment", "line")
     if isinstance(path, str) and path:
         where = f"(a review comment on {path}" + (f", line {line}" if _is_int(line) else "") + ")"
-    return _command(event, options, {**pull, "pull_request": {}}, where=where)
+    return _command(event, options, pull, is_pull_request=True, where=where)
 
 
-def _command(event: Event, options: RouteOptions, issue: Mapping[str, Any], *,
+def _command(event: Event, options: RouteOptions, item: Mapping[str, Any], *,
+             is_pull_request: bool, comment_id: object = None,
              where: str = "") -> Trigger | None:  # fmt: skip
-    """The Trigger of a comment's first `/cra` line, unless a bot wrote it."""
+    """The Trigger of a comment's first `/cra` line, unless a bot wrote it; MalformedDelivery
+    for a command whose comment id is not an integer."""
     body = dig(event.payload, "comment", "body")
     if not isinstance(body, str) or dig(event.payload, "comment", "user", "type") == "Bot":
         return None
     found = find_command(body)
     if found is None:
         return None
+    if comment_id is not None and not _is_int(comment_id):
+        raise MalformedDelivery("comment.id is not an integer")
     word, rest = found
     command, instructions, reply = _interpret(word, rest, options.label)
     if where and command in ("solve", "plan"):
         instructions = clean_instructions(f"{where} {instructions}")
-    return _trigger(event, issue, command=command, source="comment",
-                    instructions=instructions, reply=reply)
+    return _trigger(event, item, command=command, source="comment", instructions=instructions,
+                    reply=reply, comment_id=comment_id, is_pull_request=is_pull_request)
 
 
 @router.register("workflow_dispatch")
@@ -250,12 +249,14 @@ def _interpret(word: str, rest: str, label: str) -> tuple[Command, str, str | No
 # --- payload helpers -------------------------------------------------------------------------
 
 
-def _trigger(event: Event, issue: Mapping[str, Any], **fields: Any) -> Trigger:
+def _trigger(event: Event, issue: Mapping[str, Any], *, is_pull_request: bool | None = None,
+             **fields: Any) -> Trigger:  # fmt: skip
     """A Trigger on the payload's issue (or pull request) for the delivery's sender."""
     return Trigger(
         repository=event.repository or "",
         issue_number=issue["number"],
-        is_pull_request="pull_request" in issue,
+        is_pull_request=is_pull_request if is_pull_request is not None else (
+            "pull_request" in issue),
         actor=event.sender_login or "",
         installation_id=event.installation_id,
         delivery_id=event.delivery_id,
