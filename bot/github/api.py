@@ -172,10 +172,14 @@ class GitHubAPI:
 
     def review_comments(self, repo: str, number: int, *, installation_id: int | None
                         ) -> list[str]:
-        """Bodies of a pull request's review and conversation comments by people, oldest first."""
+        """Bodies of a pull request's reviews (their summaries), review comments and
+        conversation comments by people, oldest first."""
         def op(r: Repository) -> list[str]:
-            found = [(c.created_at, c.body, _author_type(c.user))
-                     for c in r.get_pull(number).get_review_comments()]
+            pull = r.get_pull(number)
+            found = [(v.submitted_at, v.body, _author_type(v.user)) for v in pull.get_reviews()
+                     if v.body and v.submitted_at is not None]  # an empty summary says nothing
+            found += [(c.created_at, c.body, _author_type(c.user))
+                      for c in pull.get_review_comments()]
             found += [(c.created_at, c.body, _author_type(c.user))
                       for c in r.get_issue(number).get_comments()]
             found.sort(key=lambda item: item[0])

@@ -252,10 +252,15 @@ def test_review_comments_by_people_oldest_first(gh: FakeGitHub, api: GitHubAPI,
     clock.advance(10)
     gh.add_review_comment(REPO, number, "second, on a line")
     clock.advance(10)
-    gh.add_comment(REPO, number, "third")
+    gh.add_review(REPO, number, "third, a review's summary", state="CHANGES_REQUESTED")
+    gh.add_review(REPO, number, None, state="APPROVED")  # no summary: nothing to read
+    gh.add_review(REPO, number, "", state="COMMENTED")
+    gh.add_review(REPO, number, "a bot's review", user="ci-bot[bot]")
+    clock.advance(10)
+    gh.add_comment(REPO, number, "fourth")
 
     assert api.review_comments(REPO, number, installation_id=inst) == [
-        "first", "second, on a line", "third"]
+        "first", "second, on a line", "third, a review's summary", "fourth"]
 
 
 def test_review_comments_read_every_page(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:

@@ -401,6 +401,15 @@ class Api:
                  if c.pull_number == pull.number]
         return self._page(found, call)
 
+    def api_list_reviews(self, call: Call) -> Answer:
+        """GET .../pulls/{n}/reviews, paginated, oldest first."""
+        repo = self._visible_repo(call)
+        pull = self._pull(repo, int(call.params["n"]))
+        sha = self.world.head_sha(repo, pull)
+        found = [self.shapes.review(repo, r, sha) for r in repo.reviews.values()
+                 if r.pull_number == pull.number]
+        return self._page(found, call)
+
     def api_create_check_run(self, call: Call) -> Answer:
         """POST .../check-runs."""
         repo = self._visible_repo(call)
@@ -484,6 +493,7 @@ def routes(api: Api) -> list[_Route]:
         ("GET", rf"{repo}/pulls/(?P<n>\d+)", False, api.api_get_pull),
         ("PATCH", rf"{repo}/pulls/(?P<n>\d+)", False, api.api_patch_pull),
         ("GET", rf"{repo}/pulls/(?P<n>\d+)/comments", False, api.api_list_review_comments),
+        ("GET", rf"{repo}/pulls/(?P<n>\d+)/reviews", False, api.api_list_reviews),
         ("POST", rf"{repo}/check-runs", False, api.api_create_check_run),
         ("GET", rf"{repo}/check-runs/(?P<id>\d+)", False, api.api_get_check_run),
         ("PATCH", rf"{repo}/check-runs/(?P<id>\d+)", False, api.api_patch_check_run),

@@ -57,6 +57,7 @@ from tests.fakes.github_state import (
     Reaction,
     RecordedRequest,
     Repo,
+    Review,
     ReviewComment,
     Token,
     User,
@@ -280,6 +281,17 @@ class FakeGitHub:
             r.review_comments[cid] = ReviewComment(cid, pull_number, body, User(user), path,
                                                    line, self.clock())
             return cid
+
+    def add_review(self, repo: str, pull_number: int, body: str | None, *,
+                   user: str = "octocat", state: str = "COMMENTED") -> int:
+        """A submitted review of a pull request, with its summary body; its id. A login
+        ending in "[bot]" is an app's bot, as on GitHub."""
+        author = User(user, "Bot" if user.endswith("[bot]") else "User")
+        with self._world.lock:
+            r = self._world.repo(repo)
+            rid = self._world.next_id()
+            r.reviews[rid] = Review(rid, pull_number, body, author, state, self.clock())
+            return rid
 
     def fail_next(self, method: str, path_regex: str, status: int, *,
                   retry_after: str | float | None = None, times: int = 1,

@@ -11,6 +11,7 @@ from tests.fakes.github_state import (
     Pull,
     Reaction,
     Repo,
+    Review,
     ReviewComment,
     User,
     iso,
@@ -123,6 +124,19 @@ class Shapes:
             "body": c.body, "created_at": iso(c.created_at), "updated_at": iso(c.created_at),
             "html_url": f"{html}#discussion_r{c.id}", "pull_request_url": f"{api}/{c.pull_number}",
             "author_association": self.association(repo, c.user),
+        }
+
+    def review(self, repo: Repo, r: Review, commit_id: str) -> dict[str, Any]:
+        """A pull request review object."""
+        html = f"{self.html}/{repo.full_name}/pull/{r.pull_number}"
+        pull_url = f"{self.api}/repos/{repo.full_name}/pulls/{r.pull_number}"
+        return {
+            "id": r.id, "node_id": f"PRR_{r.id}", "user": self.user(r.user), "body": r.body,
+            "state": r.state, "commit_id": commit_id, "submitted_at": iso(r.submitted_at),
+            "html_url": f"{html}#pullrequestreview-{r.id}", "pull_request_url": pull_url,
+            "author_association": self.association(repo, r.user),
+            "_links": {"html": {"href": f"{html}#pullrequestreview-{r.id}"},
+                       "pull_request": {"href": pull_url}},
         }
 
     def reaction(self, r: Reaction) -> dict[str, Any]:

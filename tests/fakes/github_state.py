@@ -95,6 +95,18 @@ class ReviewComment:
 
 
 @dataclass
+class Review:
+    """A submitted pull request review: its summary body (None when left empty) and verdict."""
+
+    id: int
+    pull_number: int
+    body: str | None
+    user: User
+    state: str  # APPROVED, CHANGES_REQUESTED or COMMENTED
+    submitted_at: float
+
+
+@dataclass
 class Reaction:
     """A reaction on an issue (comment_id None) or on one of its comments."""
 
@@ -164,6 +176,7 @@ class Repo:
     issues: dict[int, Issue] = field(default_factory=dict)
     comments: dict[int, Comment] = field(default_factory=dict)
     review_comments: dict[int, ReviewComment] = field(default_factory=dict)
+    reviews: dict[int, Review] = field(default_factory=dict)
     reactions: list[Reaction] = field(default_factory=list)
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
     next_number: int = 1
