@@ -164,13 +164,25 @@ def _on_review_comment(event: Event, options: RouteOptions) -> Trigger | None:
     return _command(event, options, pull, is_pull_request=True, where=where)
 
 
+@router.register("pull_request_review", action="submitted")
+def _on_review(event: Event, options: RouteOptions) -> Trigger | None:
+    """A `/cra …` line in the body of a submitted review of an open pull request (its summary,
+    whether it approves, comments or requests changes): as in the pull request's conversation.
+    (A review has no reactions: cra's goes on the pull request.)"""
+    pull = _open_item(event.payload, "pull_request")
+    if pull is None:
+        return None
+    return _command(event, options, pull, is_pull_request=True, text="review")
+
+
 def _command(event: Event, options: RouteOptions, item: Mapping[str, Any], *,
-             is_pull_request: bool, comment_id: object = None,
-             where: str = "") -> Trigger | None:  # fmt: skip
-    """The Trigger of a comment's first `/cra` line, unless a bot wrote it; MalformedDelivery
-    for a command whose comment id is not an integer."""
-    body = dig(event.payload, "comment", "body")
-    if not isinstance(body, str) or dig(event.payload, "comment", "user", "type") == "Bot":
+             is_pull_request: bool, comment_id: object = None, where: str = "",
+             text: str = "comment") -> Trigger | None:  # fmt: skip
+    """The Trigger of the first `/cra` line of the payload's `text` object (a comment, or a
+    review), unless a bot wrote it; MalformedDelivery for a command whose comment id is not an
+    integer."""
+    body = dig(event.payload, text, "body")
+    if not isinstance(body, str) or dig(event.payload, text, "user", "type") == "Bot":
         return None
     found = find_command(body)
     if found is None:

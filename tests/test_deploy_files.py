@@ -426,13 +426,14 @@ def test_cra_workflow_installs_bubblewrap_and_allows_user_namespaces() -> None:
                and "kernel.apparmor_restrict_unprivileged_userns=0" in c for c in commands)
 
 
-def test_cra_workflow_has_the_four_triggers() -> None:
+def test_cra_workflow_has_the_five_triggers() -> None:
     on = workflow("cra.yml")["on"]
     assert set(on) == {"workflow_dispatch", "issues", "issue_comment",
-                       "pull_request_review_comment"}
+                       "pull_request_review_comment", "pull_request_review"}
     assert on["issues"]["types"] == ["labeled"]
     assert on["issue_comment"]["types"] == on["pull_request_review_comment"]["types"] == [
         "created"]
+    assert on["pull_request_review"]["types"] == ["submitted"]
     inputs = on["workflow_dispatch"]["inputs"]
     assert set(inputs) == {"issue_number", "instructions", "bench"}
     assert inputs["bench"] == {"description": inputs["bench"]["description"],
@@ -494,6 +495,10 @@ def test_cra_workflow_starts_only_for_events_that_concern_cra() -> None:
     label = BotSettings.model_fields["label"].default
     assert f"github.event.label.name == '{label}'" in condition
     assert "'/cra'" in condition and "github.event_name == 'workflow_dispatch'" in condition
+    for event in workflow("cra.yml")["on"]:  # each trigger can start the job
+        assert f"github.event_name == '{event}'" in condition
+    assert "contains(github.event.review.body, '/cra')" in condition
+    assert condition.count("author_association") == 2  # comments' and reviews' authors
 
 
 def test_cra_workflow_runs_cra_bot_action_with_the_job_token() -> None:

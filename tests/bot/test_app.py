@@ -447,9 +447,11 @@ def test_without_services_the_app_builds_a_store_and_thread_workers(
 
 RECORDED = sorted((path.parent.name, path.name) for path in
                   (Path(__file__).parent.parent / "fixtures" / "github-webhooks").glob("*/*.json"))
-COMMENTED = [(event, file) for event, file in RECORDED
-             if event in ("issue_comment", "pull_request_review_comment")
-             and file == "created.payload.json"]
+# Where each delivery that can say a command has its text.
+SAYING = {("issue_comment", "created.payload.json"): "comment",
+          ("pull_request_review_comment", "created.payload.json"): "comment",
+          ("pull_request_review", "submitted.payload.json"): "review"}
+COMMENTED = [(event, file) for event, file in RECORDED if (event, file) in SAYING]
 DELIVERIES = [(event, file, None) for event, file in RECORDED] + [
     (event, file, command) for event, file in COMMENTED
     for command in ("/cra solve keep it small", "/cra cancel", "/cra")]
@@ -460,11 +462,11 @@ DELIVERIES = [(event, file, None) for event, file in RECORDED] + [
 def test_every_recorded_delivery_is_answered_and_recorded(
     client: FlaskClient, services: TestServices, event: str, file: str, command: str | None,
 ) -> None:
-    """Each real payload, and the new comments saying /cra commands: an answer GitHub counts
-    as delivered, and a run only where one was asked for."""
+    """Each real payload, and the new comments and reviews saying /cra commands: an answer
+    GitHub counts as delivered, and a run only where one was asked for."""
     def change(payload: Payload) -> None:
         if command is not None:
-            payload["comment"]["body"] = command
+            payload[SAYING[event, file]]["body"] = command
 
     response = deliver(client, event, changed(event, file, change))
 

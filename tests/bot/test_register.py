@@ -102,7 +102,8 @@ def test_app_yml_asks_for_the_minimal_permissions() -> None:
 
 def test_app_yml_subscribes_to_the_trigger_events() -> None:
     assert manifest()["default_events"] == ["issues", "issue_comment",
-                                            "pull_request_review_comment"]
+                                            "pull_request_review_comment",
+                                            "pull_request_review"]
 
 
 def test_app_yml_is_a_private_app() -> None:

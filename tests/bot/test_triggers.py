@@ -227,6 +227,58 @@ def test_a_review_comment_without_a_pull_request_object_is_malformed() -> None:
         routed(review_comment("/cra solve", lambda p: p.update(pull_request="2")))
 
 
+def review(body: str | None, change: Callable[[Payload], None] | None = None) -> Event:
+    """The recorded pull_request_review.submitted with this summary body."""
+    def edit(payload: Payload) -> None:
+        payload["review"]["body"] = body
+        if change is not None:
+            change(payload)
+
+    return event("pull_request_review", "submitted.payload.json", edit)
+
+
+def test_the_recorded_review_without_a_summary_triggers_nothing() -> None:
+    assert routed(event("pull_request_review", "submitted.payload.json")) is None
+
+
+@pytest.mark.parametrize("state", ["changes_requested", "commented", "approved"])
+def test_a_solve_in_a_reviews_summary_works_on_the_pull_request(state: str) -> None:
+    trigger = routed(review("Two things.\n\n/cra solve rename `x` and add a test",
+                            lambda p: p["review"].update(state=state)))
+    payload = json.loads(webhook_bytes("pull_request_review", "submitted.payload.json"))
+    assert trigger is not None
+    assert (trigger.command, trigger.issue_number, trigger.is_pull_request, trigger.source,
+            trigger.actor) == ("solve", payload["pull_request"]["number"], True, "comment",
+                               payload["sender"]["login"])
+    assert trigger.instructions == "rename `x` and add a test"
+    assert trigger.comment_id is None  # a review has no reactions: cra's goes on the PR
+
+
+@pytest.mark.parametrize("body,command", [("/cra cancel", "cancel"), ("/cra", "help"),
+                                          ("/cra plan", "plan")])
+def test_other_commands_in_a_reviews_summary_are_commands_too(body: str, command: str) -> None:
+    trigger = routed(review(body))
+    assert trigger is not None and trigger.command == command
+
+
+@pytest.mark.parametrize("change", [
+    lambda p: p["pull_request"].update(state="closed"),
+    lambda p: p["pull_request"].update(locked=True),
+    lambda p: p["review"]["user"].update(type="Bot"),
+    lambda p: p["review"].update(body="LGTM, though /cra solve might do the rest"),
+    lambda p: p["review"].update(body="```\n/cra solve\n```"),
+    lambda p: p.update(action="edited"),
+    lambda p: p.update(action="dismissed"),
+], ids=["closed", "locked", "bot", "no command line", "fenced", "edited", "dismissed"])
+def test_a_review_that_asks_nothing_triggers_nothing(change: Callable[[Payload], None]) -> None:
+    assert routed(review("/cra solve", change)) is None
+
+
+def test_a_review_without_a_pull_request_object_is_malformed() -> None:
+    with pytest.raises(MalformedDelivery, match="pull_request is not an object"):
+        routed(review("/cra solve", lambda p: p.update(pull_request=None)))
+
+
 def dispatch(inputs: dict[str, Any]) -> Event:
     def change(payload: Payload) -> None:
         payload["inputs"] = inputs

@@ -106,6 +106,17 @@ class BotWorld:
         data["comment"]["user"]["login"] = data["sender"]["login"] = user
         return self.deliver("pull_request_review_comment", data)
 
+    def review(self, body: str, *, number: int, user: str = OWNER,
+               state: str = "CHANGES_REQUESTED") -> TestResponse:
+        """A review of pull request `number` submitted with this summary: on the fake GitHub,
+        and delivered."""
+        self.fake.add_review(REPO, number, body, user=user, state=state)
+        data = self.payload("pull_request_review", "submitted.payload.json")
+        data["pull_request"]["number"] = number
+        data["review"].update(body=body, state=state.lower())
+        data["review"]["user"]["login"] = data["sender"]["login"] = user
+        return self.deliver("pull_request_review", data)
+
     def wait(self) -> None:
         drain = getattr(self.services.queue, "drain", None)
         assert drain is not None and drain(120.0), "runs did not finish in time"

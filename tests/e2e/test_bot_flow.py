@@ -47,7 +47,7 @@ def test_labeled_issue_becomes_a_tested_pull_request(world: BotWorld) -> None:
     assert run.pr_url and run.pr_url.endswith(f"/pull/{pull.number}")
 
 
-@pytest.mark.parametrize("where", ["conversation", "review comment"])
+@pytest.mark.parametrize("where", ["conversation", "review comment", "review"])
 def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(
     world: BotWorld, where: str
 ) -> None:
@@ -68,8 +68,11 @@ def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(
     if where == "conversation":
         response = world.comment("/cra solve make it faster", number=pull.number,
                                  pull_request=True)
-    else:  # on a line of the diff
+    elif where == "review comment":  # on a line of the diff
         response = world.review_comment("/cra solve make it faster", number=pull.number)
+    else:  # in the summary of a review requesting changes
+        response = world.review("Slow for big inputs.\n/cra solve make it faster",
+                                number=pull.number)
     run = world.run(response)
 
     assert run.status == "succeeded", run.error
@@ -81,6 +84,8 @@ def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(
     assert len(world.fake.pulls(REPO)) == 1
     task = next(r for r in m.requests if r.stage == "meta_plan" and "faster" in r.user_prompt)
     assert "make it faster" in task.user_prompt
+    if where == "review":  # the review's summary is read with the pull request's comments
+        assert "Slow for big inputs." in task.user_prompt
 
 
 def test_commenter_without_write_permission_gets_a_polite_reply_and_no_run(
