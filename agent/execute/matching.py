@@ -9,6 +9,7 @@ from agent.execute.flexible import replace_lines
 from agent.execute.lines import ambiguous, line_ending, split_lines, with_eol
 
 _WORD = re.compile(r"\w")
+BOM = "\ufeff"
 
 
 def replace_once(text: str, search: str, replacement: str) -> str:
@@ -16,8 +17,13 @@ def replace_once(text: str, search: str, replacement: str) -> str:
     (indentation, tabs, trailing spaces, blank lines, `...` elisions), unique or refused.
 
     The replacement is written with the file's line endings. PatchRejected when there is no
-    match or more than one (its hint shows the matches or the closest region).
+    match or more than one (its hint shows the matches or the closest region). A file's byte
+    order mark belongs to its encoding, not to its first line: it is matched without and kept.
     """
+    if text.startswith(BOM):
+        if search.startswith(BOM):  # the model copied it: it is not part of either side
+            search, replacement = search[len(BOM):], replacement.removeprefix(BOM)
+        return BOM + replace_once(text[len(BOM):], search, replacement)
     if not search:
         if text:
             raise PatchRejected("empty search on an existing non-empty file; quote the lines "

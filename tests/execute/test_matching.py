@@ -186,3 +186,22 @@ def test_elision_lines(line: str) -> None:
 @pytest.mark.parametrize("line", ["...rest,", "x = ...", "# see the docs...", "print('...')"])
 def test_code_with_dots_is_not_an_elision(line: str) -> None:
     assert not is_elision(line)
+
+
+# --- a byte order mark -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("search,replacement", [
+    ("def count(n):  \n    count = 0", "def count(n: int) -> int:\n    count = 0"),  # forgiving
+    ("def count(n):\n    count = 0", "def count(n: int) -> int:\n    count = 0"),  # exact
+    ("\ufeffdef count(n):\n    count = 0", "\ufeffdef count(n: int) -> int:\n    count = 0"),
+], ids=["trailing spaces", "exact", "copied with the mark"])
+def test_a_byte_order_mark_is_not_part_of_the_first_line_and_is_kept(
+    search: str, replacement: str,
+) -> None:
+    result = replace_once("\ufeff" + LOOP, search, replacement)
+    assert result == "\ufeff" + LOOP.replace("def count(n):", "def count(n: int) -> int:")
+
+
+def test_a_file_holding_only_a_byte_order_mark_takes_an_empty_search() -> None:
+    assert replace_once("\ufeff", "", "x = 1\n") == "\ufeffx = 1\n"

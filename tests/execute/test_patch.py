@@ -201,10 +201,11 @@ def test_a_unique_substring_is_replaced_like_str_replace(
     before: str, needle: str, after: str, replacement: str
 ) -> None:
     """CR is left out (line endings follow the file); empty replacements delete whole lines.
-    Occurrences that would glue lines or split a word are not exact matches (tested apart)."""
+    Occurrences that would glue lines or split a word are not exact matches, and a byte order
+    mark opening the file stays whatever the edit says (both tested apart)."""
     text = before + needle + after
     starts = [i for i in range(len(text)) if text.startswith(needle, i)]
-    if len(starts) != 1 or exact_starts(text, needle) != starts:
+    if len(starts) != 1 or exact_starts(text, needle) != starts or text.startswith("\ufeff"):
         return
     assert replace_once(text, needle, replacement) == text.replace(needle, replacement, 1)
 
@@ -292,6 +293,17 @@ def test_an_edit_is_applied_and_reported(tmp_path: Path) -> None:
     assert (tmp_path / "calc.py").read_text() == CALC.replace("a - b", "b - a")
     assert result.files_modified == ["calc.py"]
     assert result.original_contents == {"calc.py": CALC}
+
+
+def test_a_file_with_a_byte_order_mark_keeps_it_through_a_forgiving_edit_of_line_one(
+    tmp_path: Path,
+) -> None:
+    _tree(tmp_path, {"calc.py": b"\xef\xbb\xbf" + CALC.encode()})
+    result = apply_edits([_edit("calc.py", "class Calculator:   \n    def add(self, a, b):",
+                                "class Calc:\n    def add(self, a, b):")], tmp_path)
+    assert result.success, result.error_info
+    assert (tmp_path / "calc.py").read_bytes() == b"\xef\xbb\xbf" + CALC.replace(
+        "class Calculator:", "class Calc:").encode()
 
 
 def test_multiple_edits_to_one_file_apply_in_sequence(tmp_path: Path) -> None:
