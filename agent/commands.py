@@ -18,7 +18,7 @@ from agent.console import (
     shown_url,
     unknown_variables,
 )
-from agent.errors import AgentError, ConfigError, PreflightFailed, SandboxUnavailable
+from agent.errors import AgentError, ConfigError, GitError, PreflightFailed, SandboxUnavailable
 
 if TYPE_CHECKING:
     from agent.config import ModelConfig, SolveConfig
@@ -136,6 +136,11 @@ def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
     repo = Path(args.repo).resolve()
     if not git.is_work_tree(repo):
         raise UsageError(f"{repo} is not a git repository (--repo)")
+    try:
+        git.head_commit(repo)
+    except GitError:
+        raise UsageError(f"{repo} has no commits yet: cra works from a commit (commit the code "
+                         "and its tests first)") from None
     return repo, load_config(repo, args.config)
 
 

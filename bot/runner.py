@@ -137,6 +137,11 @@ class _Job:
         self.start_progress()
         env = self.gh.git_auth_env(self.inst)
         mirror = self.services.mirrors.sync(self.repo, self.gh.clone_url(self.repo), env=env)
+        if not git.branch_exists(mirror, base_ref):  # an empty repository, a deleted branch
+            self.finish_with_comment("rejected", replies.refusal_text(
+                "no_branch", branch=base_ref, pull_request=issue.is_pull_request),
+                error=f"no branch {base_ref} on GitHub")
+            return
         base = git.resolve_commit(mirror, f"refs/heads/{base_ref}")
         config = self.config(mirror, base)
         if config is None:

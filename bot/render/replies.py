@@ -158,6 +158,13 @@ def refusal_text(kind: str, **facts: object) -> str:
         "config": lambda: _config(facts),
         "closed": lambda: "cra doesn't work on closed issues. Reopen it to start a run.",
         "locked": lambda: "cra doesn't work on locked conversations.",
+        "no_branch": lambda: (
+            f"cra can't find this pull request's branch {md.code(_fact(facts, 'branch'))} on "
+            "GitHub (was it deleted?). Push it again, then ask again."
+            if facts.get("pull_request") else
+            f"cra can't start: the default branch {md.code(_fact(facts, 'branch'))} has no "
+            "commits yet (an empty repository). Push a first commit with the code and its "
+            "tests, then ask again."),
     }
     texts["cancel"] = texts["cancelled"]
     if kind not in texts:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.bot_world import REPO, BotWorld, edit
+from tests.e2e.bot_world import OWNER, REPO, BotWorld, edit
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import Reply, ScriptedModelServer
 
@@ -266,3 +266,32 @@ def test_cancel_from_someone_without_write_access_is_refused(world: BotWorld) ->
     refusal = world.services.store.get_run(cancel.get_json()["run_id"])
     assert run is not None and run.status == "succeeded" and not run.cancel_requested
     assert refusal is not None and refusal.status == "rejected"
+
+
+def test_an_empty_repository_gets_a_reply_saying_so_and_no_model_call(world: BotWorld) -> None:
+    world.fake.add_repo("Codertocat/empty")  # created on GitHub, nothing pushed yet
+    world.fake.set_permission("Codertocat/empty", OWNER, "admin")
+    world.fake.add_issue("Codertocat/empty", number=1, title="Add a parser", body="…", user=OWNER)
+    data = world.payload("issues", "labeled.payload.json")
+    data["label"]["name"] = "cra"
+    data["repository"].update(full_name="Codertocat/empty", name="empty")
+
+    run = world.run(world.deliver("issues", data))
+
+    assert (run.status, run.error) == ("rejected", "no branch main on GitHub")
+    [reply] = [c.body for c in world.fake.comments("Codertocat/empty", 1)]
+    assert "the default branch `main` has no commits yet" in reply
+    assert "git rev-parse" not in reply and "/cra solve` to try again" not in reply
+    assert world.models.requests == []
+
+
+def test_a_pull_request_whose_branch_is_gone_gets_a_reply_saying_so(world: BotWorld) -> None:
+    number = world.fake.add_pull(REPO, head="feature/gone")  # its branch deleted since
+
+    run = world.run(world.comment("/cra solve", number=number, pull_request=True))
+
+    assert (run.status, run.error) == ("rejected", "no branch feature/gone on GitHub")
+    [reply] = [c.body for c in world.fake.comments(REPO, number)
+               if c.user.login == world.fake.bot_login]
+    assert "this pull request's branch `feature/gone`" in reply
+    assert world.models.requests == []

@@ -97,6 +97,20 @@ def test_a_wrong_type_in_the_config_is_said_in_plain_words(
     assert "Input should" not in done.err and server.requests == []
 
 
+@pytest.mark.parametrize("command", ["solve", "plan"])
+def test_a_repository_without_commits_is_named_and_calls_no_model(
+    tmp_path: Path, env: dict[str, str], server: ScriptedModelServer, command: str,
+) -> None:
+    empty = tmp_path / "empty"
+    git_in(tmp_path, "init", "--quiet", str(empty))
+    config = write_config(tmp_path / "cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}",
+                          server.url)
+    done = run("cra", command, "Add a parser", "--repo", str(empty), "--config", str(config),
+               "--data-dir", str(tmp_path / "data"), env=env)
+    assert_plain(done, code=2, names=(str(empty), "has no commits yet"))
+    assert "rev-parse" not in done.text and server.requests == []
+
+
 def test_a_model_server_refusing_connections_is_named_at_once(
     tmp_path: Path, repo: Path, env: dict[str, str],
 ) -> None:
