@@ -6,12 +6,13 @@ A URL never carries credentials (CredentialsInUrl): a token travels only in a ca
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from agent.errors import CredentialsInUrl
+from agent.errors import CredentialsInUrl, GitError
 from agent.git import NO_HOOKS, not_an_option, run_git
 
 
@@ -72,3 +73,24 @@ def push_branch(
     flags = ["--force"] if force else []
     run_git([*NO_HOOKS, "push", "--no-verify", "--quiet", *flags, "--", url, f"{ref}:{ref}"],
             repo, env=env, timeout=timeout)
+
+
+# git push's report of a ref it did not update: " ! [rejected]        b -> b (fetch first)", or
+# " ! [remote rejected] b -> b (protected branch hook declined)".
+_PUSH_REJECTED = re.compile(r"^\s*! \[(?P<who>remote )?rejected\]\s+\S+ -> \S+ \((?P<why>[^)]*)\)",
+                            re.MULTILINE)
+
+
+def push_rejection(error: GitError) -> str | None:
+    """Why a failed push_branch was refused, in words for the person who asked: the branch
+    moved on (someone pushed to it meanwhile) or the remote refused it (its reason quoted);
+    None when the push failed otherwise (network, credentials)."""
+    if "push" not in error.argv:
+        return None
+    found = _PUSH_REJECTED.search(error.stderr)
+    if found is None:
+        return None
+    if found["who"] is None:  # git refused before sending: the remote has commits we lack
+        return "the branch changed on GitHub while cra worked (someone pushed to it)"
+    why = " ".join(found["why"].split())[:200] or "no reason given"
+    return f"GitHub refused it ({why})"

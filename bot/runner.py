@@ -9,7 +9,7 @@ from pathlib import Path
 from agent import git, remotes
 from agent.config import CONFIG_CANDIDATES, SolveConfig
 from agent.context import ContextFactory, IndexedFactory
-from agent.errors import AgentError, Interrupted
+from agent.errors import AgentError, GitError, Interrupted
 from agent.interrupts import received
 from agent.models import OrchestratorResult, RunEvent
 from agent.orchestrator import solve
@@ -280,8 +280,17 @@ class _Job:
         if self.ended_elsewhere():  # no pull request for a run the reaper or a cancel ended
             log.warning("run %s had already ended: its result is not pushed", self.run.id)
             return
-        remotes.push_branch(mirror, self.gh.clone_url(self.repo), branch, env=env,
-                        force=not self.run.is_pull_request)
+        try:
+            remotes.push_branch(mirror, self.gh.clone_url(self.repo), branch, env=env,
+                                force=not self.run.is_pull_request)
+        except GitError as exc:
+            if (why := remotes.push_rejection(exc)) is None:
+                raise
+            self.finish_with_comment("failed", replies.refusal_text(
+                "push_rejected", branch=branch, why=why, run_id=self.run.id,
+                run_url=self.run_url()), error=f"push to {branch} rejected: {why}",
+                result=result)
+            return
         url, number = self.open_or_update_pull(ctx, title, branch, partial)
         self.check_run(result, ctx)
         self.store.update_run(self.run.id, pr_url=url, pr_number=number)

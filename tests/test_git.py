@@ -140,6 +140,54 @@ def test_push_branch_from_a_mirror_worktree_pushes_only_that_branch(tmp_path: Pa
     }
 
 
+def _pushed_twice(tmp_path: Path) -> tuple[Path, Path]:
+    """A remote and a mirror worktree on cra/issue-7 with a commit to push."""
+    remote = make_bare_remote(tmp_path)
+    mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
+    wt = git.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
+                          branch="cra/issue-7")
+    (wt / "new.txt").write_text("fix\n")
+    git.commit_all(wt, "Fix", author_name="cra", author_email="cra@example.com")
+    return remote, wt
+
+
+def test_a_push_onto_a_branch_that_moved_on_says_so(tmp_path: Path) -> None:
+    remote, wt = _pushed_twice(tmp_path)
+    main = git_in(remote, "rev-parse", "main").strip()
+    theirs = git_in(remote, "commit-tree", f"{main}^{{tree}}", "-p", main, "-m", "Theirs").strip()
+    git_in(remote, "update-ref", "refs/heads/cra/issue-7", theirs)
+
+    with pytest.raises(GitError) as caught:
+        remotes.push_branch(wt, remote.as_uri(), "cra/issue-7")
+
+    assert remotes.push_rejection(caught.value) == (
+        "the branch changed on GitHub while cra worked (someone pushed to it)")
+    assert git_in(remote, "rev-parse", "cra/issue-7").strip() == theirs
+
+
+def test_a_push_the_remote_refuses_quotes_its_reason(tmp_path: Path) -> None:
+    remote, wt = _pushed_twice(tmp_path)
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'error: GH006: Protected branch update failed' >&2\nexit 1\n")
+    hook.chmod(0o755)
+
+    with pytest.raises(GitError) as caught:
+        remotes.push_branch(wt, remote.as_uri(), "cra/issue-7", force=True)
+
+    assert remotes.push_rejection(caught.value) == (
+        "GitHub refused it (pre-receive hook declined)")
+
+
+def test_other_git_failures_are_no_push_rejection(tmp_path: Path) -> None:
+    _, wt = _pushed_twice(tmp_path)
+    with pytest.raises(GitError) as caught:
+        remotes.push_branch(wt, (tmp_path / "nowhere.git").as_uri(), "cra/issue-7")
+    assert remotes.push_rejection(caught.value) is None
+    with pytest.raises(GitError) as caught:
+        git.resolve_commit(wt, "no-such-branch")
+    assert remotes.push_rejection(caught.value) is None
+
+
 def test_mirror_sync_rejects_a_url_with_credentials_without_echoing_them(
     tmp_path: Path,
 ) -> None:

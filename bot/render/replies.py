@@ -158,6 +158,12 @@ def refusal_text(kind: str, **facts: object) -> str:
         "config": lambda: _config(facts),
         "closed": lambda: "cra doesn't work on closed issues. Reopen it to start a run.",
         "locked": lambda: "cra doesn't work on locked conversations.",
+        "push_rejected": lambda: (
+            f"cra finished {_run(facts)} but could not push its commits to "
+            f"{md.code(_fact(facts, 'branch'))}: {md.line(_fact(facts, 'why'), 300)}. Nothing "
+            "on the branch was overwritten"
+            + ("; the run's page shows what cra changed" if _fact(facts, "run_url") else "")
+            + ". Comment `/cra solve` to run again on the branch as it is now."),
         "no_branch": lambda: (
             f"cra can't find this pull request's branch {md.code(_fact(facts, 'branch'))} on "
             "GitHub (was it deleted?). Push it again, then ask again."

@@ -13,7 +13,8 @@ import pytest
 
 from tests.e2e.bot_world import OWNER, REPO, BotWorld, edit
 from tests.fakes.github_server import FakeGitHub
-from tests.fakes.model_server import Reply, ScriptedModelServer
+from tests.fakes.model_server import RecordedRequest, Reply, ScriptedModelServer
+from tests.fakes.repos import git_in
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -295,3 +296,42 @@ def test_a_pull_request_whose_branch_is_gone_gets_a_reply_saying_so(world: BotWo
                if c.user.login == world.fake.bot_login]
     assert "this pull request's branch `feature/gone`" in reply
     assert world.models.requests == []
+
+
+def test_a_pull_requests_branch_pushed_to_during_the_run_is_not_overwritten(
+    world: BotWorld,
+) -> None:
+    world.script_fix()
+    world.run(world.label_issue())
+    [pull] = world.fake.pulls(REPO)
+    bare = world.fake.repo_path(REPO)
+    step = {"id": "s1", "description": "Make mul faster", "target_files": ["calc/ops.py"],
+            "target_symbols": [], "depends_on": []}
+    m = world.models
+    m.script("meta_plan", '{"task_summary": "faster", "parts": [{"id": "p1", "description": '
+             '"Make mul faster", "affected_files": ["calc/ops.py"], "depends_on": []}]}')
+    m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "steps": [step]}))
+    m.script("implement", edit('    """Return a * b."""\n    return a * b',
+                               '    """Return a * b (fast)."""\n    return a * b'))
+    theirs: list[str] = []
+
+    def someone_pushes_meanwhile(request: RecordedRequest) -> str:
+        """While cra works, a person pushes a commit to the pull request's branch."""
+        head = git_in(bare, "rev-parse", "refs/heads/cra/issue-1").strip()
+        tree = git_in(bare, "rev-parse", f"{head}^{{tree}}").strip()
+        theirs.append(git_in(bare, "commit-tree", tree, "-p", head, "-m", "Theirs").strip())
+        git_in(bare, "update-ref", "refs/heads/cra/issue-1", theirs[-1], head)
+        return '{"revised_steps": [], "rationale": "done"}'
+
+    m.respond_with(someone_pushes_meanwhile)
+    run = world.run(world.comment("/cra solve make it faster", number=pull.number,
+                                  pull_request=True))
+
+    assert theirs and world.fake.branch_sha(REPO, "cra/issue-1") == theirs[0]  # kept
+    assert run.status == "failed" and "push to cra/issue-1 rejected" in (run.error or "")
+    [reply] = [c.body for c in world.fake.comments(REPO) if c.id == run.comment_id]
+    assert "could not push its commits to `cra/issue-1`" in reply
+    assert "the branch changed on GitHub while cra worked" in reply
+    assert "git push" not in reply and "http" not in reply.split("run #")[0]
+    [check] = [c for c in world.fake.check_runs(REPO) if c.id == run.check_run_id]
+    assert check.conclusion == "failure"
