@@ -95,6 +95,30 @@ class GitError(AgentError):
         self.returncode = returncode
         self.stderr = stderr
 
+    @property
+    def summary(self) -> str:
+        """What failed in git's own words, for people who did not run it: the subcommand and
+        git's last `fatal:`/`error:` lines (hints and the paths of the argv left out)."""
+        said = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        key = [line for line in said if line.startswith(("fatal:", "error:"))] or [
+            line for line in said if not line.startswith("hint:")]
+        reason = " ".join(key[-2:]) if key else f"exit status {self.returncode}"
+        return f"git {self.subcommand} failed: {reason}" if self.subcommand else (
+            f"git failed: {reason}")
+
+    @property
+    def subcommand(self) -> str:
+        """The git command that failed (`clone`, `push`…), past the global options."""
+        valued = False
+        for arg in self.argv:
+            if valued:
+                valued = False
+            elif arg in ("-c", "-C"):
+                valued = True
+            elif not arg.startswith("-"):
+                return arg
+        return ""
+
 
 class CredentialsInUrl(AgentError, ValueError):
     """A remote URL carries credentials; they belong in the environment. `url` is redacted."""

@@ -58,6 +58,9 @@ def execute_run(run_id: int, services: Services) -> None:
                 "signalled", signal=exc.name, run_id=run_id, run_url=job.run_url()),
                 error=f"interrupted by {exc.name}")
             raise
+        except GitError as exc:  # git's words, without its command line (server paths)
+            log.warning("run %s: %s", run_id, exc)
+            job.fail(exc.summary)
         except (AgentError, BotError) as exc:
             job.fail(str(exc))
         except Exception as exc:  # the last line: a run must never stay "running"

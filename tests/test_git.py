@@ -465,3 +465,18 @@ def test_a_token_passed_through_askpass_never_reaches_a_credential_helper(
 
     git.run_git(["credential", "approve"], project, input=approve)  # the control: no askpass
     assert "ghs_s3cret" in store.read_text()
+
+
+def test_a_git_errors_summary_is_the_command_and_gits_reason_without_the_argv(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(GitError) as caught:
+        remotes.mirror_sync((tmp_path / "gone.git").as_uri(), tmp_path / "mirror.git")
+    summary = caught.value.summary
+    assert summary.startswith("git clone failed: fatal: ")  # git names the remote, and
+    assert "mirror.git" not in summary and "--mirror" not in summary  # nothing of this machine
+    hinted = GitError(["-c", "core.hooksPath=/dev/null", "push", "--", "u"], 1,
+                      " ! [rejected] a -> a (fetch first)\nerror: failed to push some refs to "
+                      "'u'\nhint: Updates were rejected\n")
+    assert hinted.summary == "git push failed: error: failed to push some refs to 'u'"
+    assert GitError(["status"], 3, "").summary == "git status failed: exit status 3"

@@ -335,3 +335,17 @@ def test_a_pull_requests_branch_pushed_to_during_the_run_is_not_overwritten(
     assert "git push" not in reply and "http" not in reply.split("run #")[0]
     [check] = [c for c in world.fake.check_runs(REPO) if c.id == run.check_run_id]
     assert check.conclusion == "failure"
+
+
+def test_a_clone_that_fails_is_reported_in_gits_words_without_the_servers_paths(
+    world: BotWorld,
+) -> None:
+    world.fake.fail_next("GET", r"info/refs", 404, times=5)  # the App lost the repository
+
+    run = world.run(world.label_issue())
+
+    assert run.status == "failed"
+    assert run.error is not None and run.error.startswith("git clone failed: fatal: repository")
+    [reply] = [c.body for c in world.fake.comments(REPO, 1)]
+    assert "git clone failed: fatal: repository" in reply and "not found" in reply
+    assert str(world.tmp) not in reply and "--mirror" not in reply
