@@ -48,14 +48,9 @@ def test_labeled_issue_becomes_a_tested_pull_request(world: BotWorld) -> None:
     assert run.pr_url and run.pr_url.endswith(f"/pull/{pull.number}")
 
 
-@pytest.mark.parametrize("where", ["conversation", "review comment", "review"])
-def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(
-    world: BotWorld, where: str
-) -> None:
-    world.script_fix()
-    world.run(world.label_issue())
-    [pull] = world.fake.pulls(REPO)
-    before = world.fake.branch_sha(REPO, "cra/issue-1")
+def script_faster_mul(world: BotWorld) -> None:
+    """The models' answers for a one-step run on the pull request making mul "faster" (the
+    plan adjustment after it left to the caller)."""
     step = {"id": "s1", "description": "Make mul faster", "target_files": ["calc/ops.py"],
             "target_symbols": [], "depends_on": []}
     m = world.models
@@ -64,7 +59,18 @@ def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(
     m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "steps": [step]}))
     m.script("implement", edit('    """Return a * b."""\n    return a * b',
                                '    """Return a * b (fast)."""\n    return a * b'))
-    m.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
+
+
+@pytest.mark.parametrize("where", ["conversation", "review comment", "review"])
+def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(
+    world: BotWorld, where: str
+) -> None:
+    world.script_fix()
+    world.run(world.label_issue())
+    [pull] = world.fake.pulls(REPO)
+    before = world.fake.branch_sha(REPO, "cra/issue-1")
+    script_faster_mul(world)
+    world.models.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
 
     if where == "conversation":
         response = world.comment("/cra solve make it faster", number=pull.number,
@@ -83,7 +89,8 @@ def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(
     assert subjects[0] == "Make mul faster"
     assert "Make mul faster" in (world.fake.pull(REPO, pull.number).body or "")
     assert len(world.fake.pulls(REPO)) == 1
-    task = next(r for r in m.requests if r.stage == "meta_plan" and "faster" in r.user_prompt)
+    task = next(r for r in world.models.requests
+                if r.stage == "meta_plan" and "faster" in r.user_prompt)
     assert "make it faster" in task.user_prompt
     if where == "review":  # the review's summary is read with the pull request's comments
         assert "Slow for big inputs." in task.user_prompt
@@ -305,14 +312,7 @@ def test_a_pull_requests_branch_pushed_to_during_the_run_is_not_overwritten(
     world.run(world.label_issue())
     [pull] = world.fake.pulls(REPO)
     bare = world.fake.repo_path(REPO)
-    step = {"id": "s1", "description": "Make mul faster", "target_files": ["calc/ops.py"],
-            "target_symbols": [], "depends_on": []}
-    m = world.models
-    m.script("meta_plan", '{"task_summary": "faster", "parts": [{"id": "p1", "description": '
-             '"Make mul faster", "affected_files": ["calc/ops.py"], "depends_on": []}]}')
-    m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "steps": [step]}))
-    m.script("implement", edit('    """Return a * b."""\n    return a * b',
-                               '    """Return a * b (fast)."""\n    return a * b'))
+    script_faster_mul(world)
     theirs: list[str] = []
 
     def someone_pushes_meanwhile(request: RecordedRequest) -> str:
@@ -323,7 +323,7 @@ def test_a_pull_requests_branch_pushed_to_during_the_run_is_not_overwritten(
         git_in(bare, "update-ref", "refs/heads/cra/issue-1", theirs[-1], head)
         return '{"revised_steps": [], "rationale": "done"}'
 
-    m.respond_with(someone_pushes_meanwhile)
+    world.models.respond_with(someone_pushes_meanwhile)
     run = world.run(world.comment("/cra solve make it faster", number=pull.number,
                                   pull_request=True))
 
