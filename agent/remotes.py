@@ -61,16 +61,20 @@ def _checked_out_refs(repo: Path) -> list[str]:
 
 def push_branch(
     repo: Path, url: str, branch: str, *, env: Mapping[str, str] | None = None,
-    force: bool = False, timeout: float = 600,
+    replacing: str | None = None, timeout: float = 600,
 ) -> None:
-    """Push local `branch` to the same branch at `url` (a URL, never a remote name).
+    """Push local `branch` to the same branch at `url` (a URL, never a remote name): a
+    fast-forward, or with `replacing` over exactly that commit of the remote branch ("": the
+    branch must not exist there), whatever the histories (`--force-with-lease`).
 
     Pushing to the URL sidesteps a mirror's `remote.origin.mirror`, which would turn a push to
     `origin` into a push of every ref. Credentials come only through `env` (GIT_ASKPASS).
     """
     reject_credentials(url)
     ref = f"refs/heads/{not_an_option(branch, 'branch')}"
-    flags = ["--force"] if force else []
+    if replacing:
+        not_an_option(replacing, "commit")
+    flags = [] if replacing is None else [f"--force-with-lease={ref}:{replacing}"]
     run_git([*NO_HOOKS, "push", "--no-verify", "--quiet", *flags, "--", url, f"{ref}:{ref}"],
             repo, env=env, timeout=timeout)
 
@@ -90,7 +94,8 @@ def push_rejection(error: GitError) -> str | None:
     found = _PUSH_REJECTED.search(error.stderr)
     if found is None:
         return None
-    if found["who"] is None:  # git refused before sending: the remote has commits we lack
+    if found["who"] is None:  # git refused before sending: the remote moved on from what
+        #                         the run started from (fetch first, stale info)
         return "the branch changed on GitHub while cra worked (someone pushed to it)"
     why = " ".join(found["why"].split())[:200] or "no reason given"
     return f"GitHub refused it ({why})"

@@ -16,7 +16,7 @@ from agent.orchestrator import solve
 from agent.planning import plan_task
 from agent.runtime import Runtime
 from agent.workspace import remove_abandoned
-from bot import limits
+from bot import branches, limits
 from bot.checks import CHECK_CONCLUSION, RunCheck, best_effort
 from bot.errors import BotError
 from bot.github.api import PullInfo, Reaction
@@ -92,6 +92,9 @@ class _Job:
         self.reporter: ProgressReporter | None = None
         self.pull: PullInfo | None = None  # the pull request a PR run works on
         self.default_branch: str | None = None
+        # An issue run's push replaces this commit of its branch ("": none); a PR run's
+        # push is a fast-forward (None).
+        self.replacing: str | None = None
         self.limits: list[limits.Limit] = []
 
     # --- dispatch ------------------------------------------------------------------------
@@ -145,6 +148,11 @@ class _Job:
                 "no_branch", branch=base_ref, pull_request=issue.is_pull_request),
                 error=f"no branch {base_ref} on GitHub")
             return
+        if not issue.is_pull_request:  # never over a person's commits on cra's branch
+            planned = branches.issue_branch(mirror, base_ref, issue.number)
+            base_ref, self.replacing = planned.base_ref, planned.replacing
+            if planned.builds_on_others:
+                log.info("run %s builds on the commits others pushed to %s", self.run.id, branch)
         base = git.resolve_commit(mirror, f"refs/heads/{base_ref}")
         config = self.config(mirror, base)
         if config is None:
@@ -285,7 +293,7 @@ class _Job:
             return
         try:
             remotes.push_branch(mirror, self.gh.clone_url(self.repo), branch, env=env,
-                                force=not self.run.is_pull_request)
+                                replacing=self.replacing)
         except GitError as exc:
             if (why := remotes.push_rejection(exc)) is None:
                 raise

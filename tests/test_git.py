@@ -172,7 +172,7 @@ def test_a_push_the_remote_refuses_quotes_its_reason(tmp_path: Path) -> None:
     hook.chmod(0o755)
 
     with pytest.raises(GitError) as caught:
-        remotes.push_branch(wt, remote.as_uri(), "cra/issue-7", force=True)
+        remotes.push_branch(wt, remote.as_uri(), "cra/issue-7", replacing="")
 
     assert remotes.push_rejection(caught.value) == (
         "GitHub refused it (pre-receive hook declined)")

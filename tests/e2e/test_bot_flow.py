@@ -311,16 +311,12 @@ def test_a_pull_requests_branch_pushed_to_during_the_run_is_not_overwritten(
     world.script_fix()
     world.run(world.label_issue())
     [pull] = world.fake.pulls(REPO)
-    bare = world.fake.repo_path(REPO)
     script_faster_mul(world)
     theirs: list[str] = []
 
     def someone_pushes_meanwhile(request: RecordedRequest) -> str:
         """While cra works, a person pushes a commit to the pull request's branch."""
-        head = git_in(bare, "rev-parse", "refs/heads/cra/issue-1").strip()
-        tree = git_in(bare, "rev-parse", f"{head}^{{tree}}").strip()
-        theirs.append(git_in(bare, "commit-tree", tree, "-p", head, "-m", "Theirs").strip())
-        git_in(bare, "update-ref", "refs/heads/cra/issue-1", theirs[-1], head)
+        theirs.append(push_as_a_person(world, "cra/issue-1"))
         return '{"revised_steps": [], "rationale": "done"}'
 
     world.models.respond_with(someone_pushes_meanwhile)
@@ -349,3 +345,60 @@ def test_a_clone_that_fails_is_reported_in_gits_words_without_the_servers_paths(
     [reply] = [c.body for c in world.fake.comments(REPO, 1)]
     assert "git clone failed: fatal: repository" in reply and "not found" in reply
     assert str(world.tmp) not in reply and "--mirror" not in reply
+
+
+def push_as_a_person(world: BotWorld, branch: str, message: str = "A person's fix-up") -> str:
+    """A commit by someone other than cra (the test identity, Ada Tester) on top of `branch`
+    on the fake GitHub; its sha."""
+    bare = world.fake.repo_path(REPO)
+    head = git_in(bare, "rev-parse", f"refs/heads/{branch}").strip()
+    tree = git_in(bare, "rev-parse", f"{head}^{{tree}}").strip()
+    sha = git_in(bare, "commit-tree", tree, "-p", head, "-m", message).strip()
+    git_in(bare, "update-ref", f"refs/heads/{branch}", sha, head)
+    return sha
+
+
+def test_a_new_run_on_the_issue_replaces_cras_attempt_but_builds_on_a_persons_commits(
+    world: BotWorld,
+) -> None:
+    world.script_fix()
+    world.run(world.label_issue())
+    first = [sha for sha, _ in world.fake.commits(REPO, "cra/issue-1")]
+
+    world.script_fix()  # again: only cra's commits on the branch, so it starts afresh
+    again = world.run(world.comment("/cra solve", number=1))
+    replaced = [sha for sha, _ in world.fake.commits(REPO, "cra/issue-1")]
+    assert again.status == "succeeded" and len(replaced) == len(first)
+    assert replaced[0] != first[0] and first[0] not in replaced  # cra's attempt replaced
+
+    theirs = push_as_a_person(world, "cra/issue-1")
+    script_faster_mul(world)
+    world.models.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
+    third = world.run(world.comment("/cra solve make mul faster", number=1))
+
+    after = world.fake.commits(REPO, "cra/issue-1")
+    assert third.status == "succeeded", third.error
+    assert [s for _, s in after[:2]] == ["Make mul faster", "A person's fix-up"]
+    assert after[1][0] == theirs and replaced[0] in [sha for sha, _ in after]  # nothing lost
+    assert len(world.fake.pulls(REPO)) == 1
+
+
+def test_a_push_to_the_issue_branch_while_cra_works_is_not_overwritten(
+    world: BotWorld,
+) -> None:
+    world.script_fix()
+    world.run(world.label_issue())
+    script_faster_mul(world)
+    theirs: list[str] = []
+
+    def someone_pushes_meanwhile(request: RecordedRequest) -> str:
+        theirs.append(push_as_a_person(world, "cra/issue-1"))
+        return '{"revised_steps": [], "rationale": "done"}'
+
+    world.models.respond_with(someone_pushes_meanwhile)
+    run = world.run(world.comment("/cra solve make mul faster", number=1))
+
+    assert theirs and world.fake.branch_sha(REPO, "cra/issue-1") == theirs[0]
+    assert run.status == "failed" and "push to cra/issue-1 rejected" in (run.error or "")
+    [reply] = [c.body for c in world.fake.comments(REPO) if c.id == run.comment_id]
+    assert "the branch changed on GitHub while cra worked" in reply

@@ -1,0 +1,39 @@
+"""The branch an issue's run works on, and what its push may replace.
+
+An issue's runs share one branch, `cra/issue-<n>`. A new run starts again from the default
+branch and replaces cra's earlier attempt there, but never a person's work: when the branch
+carries commits someone else made (a fix-up pushed to cra's pull request, a merge of the
+default branch), the run builds on top of them instead. Either way the push replaces only the
+commit the branch had when the run started (`--force-with-lease`), so a push made to the
+branch while the run worked is never overwritten: the run says so instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent import git
+from agent.steps import AUTHOR_EMAIL
+
+
+@dataclass(frozen=True)
+class IssueBranch:
+    """Where an issue's run starts and what its push may replace."""
+
+    name: str
+    base_ref: str  # the default branch, or the branch itself when others' commits are on it
+    replacing: str  # the branch's commit on GitHub as the run starts; "" when it has none
+    builds_on_others: bool
+
+
+def issue_branch(mirror: Path, default_branch: str, number: int) -> IssueBranch:
+    """The branch of issue `number` in a freshly synced mirror of the repository."""
+    name = f"cra/issue-{number}"
+    if not git.branch_exists(mirror, name):
+        return IssueBranch(name, default_branch, "", builds_on_others=False)
+    head = git.resolve_commit(mirror, f"refs/heads/{name}")
+    authors = git.run_git(["log", "--format=%ae", f"refs/heads/{default_branch}..{head}", "--"],
+                          mirror).split()
+    others = any(author != AUTHOR_EMAIL for author in authors)
+    return IssueBranch(name, name if others else default_branch, head, builds_on_others=others)

@@ -1,0 +1,59 @@
+"""An issue run's branch: afresh over cra's own attempt, on top of anyone else's commits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent import git
+from agent.steps import AUTHOR_EMAIL, AUTHOR_NAME
+from bot.branches import IssueBranch, issue_branch
+from tests.fakes.repos import commit_file, git_in, make_python_project
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_python_project(tmp_path / "repo")
+
+
+def commit_on(repo: Path, branch: str, rel: str, *, by_cra: bool) -> str:
+    """A commit on `branch` (made from main when missing), by cra or by the test's person."""
+    git_in(repo, "checkout", "--quiet", "-B" if branch == "main" else "-b", branch)
+    if by_cra:
+        (repo / rel).write_text(f"{rel}\n")
+        git_in(repo, "add", "--", rel)
+        git.commit_all(repo, f"Add {rel}", author_name=AUTHOR_NAME, author_email=AUTHOR_EMAIL)
+        sha = git.head_commit(repo)
+    else:
+        sha = commit_file(repo, rel, f"{rel}\n", f"Add {rel}")
+    git_in(repo, "checkout", "--quiet", "main")
+    return sha
+
+
+def test_no_branch_yet_starts_from_the_default_branch(repo: Path) -> None:
+    assert issue_branch(repo, "main", 3) == IssueBranch("cra/issue-3", "main", "", False)
+
+
+def test_a_branch_of_cras_commits_only_is_replaced(repo: Path) -> None:
+    head = commit_on(repo, "cra/issue-3", "a.txt", by_cra=True)
+    assert issue_branch(repo, "main", 3) == IssueBranch("cra/issue-3", "main", head, False)
+
+
+def test_a_branch_with_someone_elses_commit_is_built_on(repo: Path) -> None:
+    commit_on(repo, "cra/issue-3", "a.txt", by_cra=True)
+    git_in(repo, "checkout", "--quiet", "cra/issue-3")
+    head = commit_file(repo, "b.txt", "fix-up\n", "A person's fix-up")
+    git_in(repo, "checkout", "--quiet", "main")
+    assert issue_branch(repo, "main", 3) == IssueBranch("cra/issue-3", "cra/issue-3", head,
+                                                         True)
+
+
+def test_commits_the_default_branch_has_are_not_someone_elses_work_on_the_branch(
+    repo: Path,
+) -> None:
+    """A branch behind main (main moved on), or holding only main's commits: still cra's."""
+    git_in(repo, "branch", "cra/issue-3")  # from main's head: the test identity's commits
+    commit_on(repo, "main", "later.txt", by_cra=False)
+    head = git.resolve_commit(repo, "cra/issue-3")
+    assert issue_branch(repo, "main", 3) == IssueBranch("cra/issue-3", "main", head, False)
