@@ -144,6 +144,17 @@ def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
     return repo, load_config(repo, args.config)
 
 
+def _note_uncommitted(repo: Path) -> None:
+    """Say so when the checkout holds changes the run will not see: it starts from HEAD."""
+    from agent import git
+
+    changed = [path for code, path in git.status_entries(repo) if code != "!!"]
+    if changed:
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        print(f"cra: note: the run starts from HEAD ({git.head_commit(repo)[:12]}); uncommitted "
+              f"changes are not part of it: {', '.join(changed[:3])}{more}", file=sys.stderr)
+
+
 def _keys(config: SolveConfig, env: Mapping[str, str]) -> dict[str, str | None]:
     """Each role's API key, from the variable its api_key_env names."""
     from agent.config import resolve_api_key
@@ -224,6 +235,7 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
 
     repo, config = _repo_and_config(args)
     config.require_test_command()
+    _note_uncommitted(repo)
     plan = _load_plan(args.plan) if args.plan else None
     _preflight(config, env, plans=plan is None, implements=True)
     _remove_abandoned(log, data_dir(args, env))

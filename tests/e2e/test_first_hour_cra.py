@@ -111,6 +111,22 @@ def test_a_repository_without_commits_is_named_and_calls_no_model(
     assert "rev-parse" not in done.text and server.requests == []
 
 
+def test_solve_says_uncommitted_changes_are_not_part_of_the_run(
+    tmp_path: Path, repo: Path, env: dict[str, str],
+) -> None:
+    (repo / "calc" / "ops.py").write_text("# being edited\n", encoding="utf-8")
+    (repo / "notes.txt").write_text("mine\n", encoding="utf-8")
+    config = write_config(tmp_path / "cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}",
+                          f"http://127.0.0.1:{closed_port()}")
+    done = solve(tmp_path, repo, config, env)
+    head = git_in(repo, "rev-parse", "HEAD").strip()
+    assert (f"cra: note: the run starts from HEAD ({head[:12]}); uncommitted changes are not "
+            "part of it: calc/ops.py, notes.txt") in done.err
+    git_in(repo, "checkout", "--", "calc/ops.py")
+    (repo / "notes.txt").unlink()
+    assert "cra: note:" not in solve(tmp_path, repo, config, env).err
+
+
 def test_a_model_server_refusing_connections_is_named_at_once(
     tmp_path: Path, repo: Path, env: dict[str, str],
 ) -> None:
