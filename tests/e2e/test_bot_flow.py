@@ -305,34 +305,6 @@ def test_a_pull_request_whose_branch_is_gone_gets_a_reply_saying_so(world: BotWo
     assert world.models.requests == []
 
 
-def test_a_pull_requests_branch_pushed_to_during_the_run_is_not_overwritten(
-    world: BotWorld,
-) -> None:
-    world.script_fix()
-    world.run(world.label_issue())
-    [pull] = world.fake.pulls(REPO)
-    script_faster_mul(world)
-    theirs: list[str] = []
-
-    def someone_pushes_meanwhile(request: RecordedRequest) -> str:
-        """While cra works, a person pushes a commit to the pull request's branch."""
-        theirs.append(push_as_a_person(world, "cra/issue-1"))
-        return '{"revised_steps": [], "rationale": "done"}'
-
-    world.models.respond_with(someone_pushes_meanwhile)
-    run = world.run(world.comment("/cra solve make it faster", number=pull.number,
-                                  pull_request=True))
-
-    assert theirs and world.fake.branch_sha(REPO, "cra/issue-1") == theirs[0]  # kept
-    assert run.status == "failed" and "push to cra/issue-1 rejected" in (run.error or "")
-    [reply] = [c.body for c in world.fake.comments(REPO) if c.id == run.comment_id]
-    assert "could not push its commits to `cra/issue-1`" in reply
-    assert "the branch changed on GitHub while cra worked" in reply
-    assert "git push" not in reply and "http" not in reply.split("run #")[0]
-    [check] = [c for c in world.fake.check_runs(REPO) if c.id == run.check_run_id]
-    assert check.conclusion == "failure"
-
-
 def test_a_clone_that_fails_is_reported_in_gits_words_without_the_servers_paths(
     world: BotWorld,
 ) -> None:
@@ -383,22 +355,29 @@ def test_a_new_run_on_the_issue_replaces_cras_attempt_but_builds_on_a_persons_co
     assert len(world.fake.pulls(REPO)) == 1
 
 
-def test_a_push_to_the_issue_branch_while_cra_works_is_not_overwritten(
-    world: BotWorld,
-) -> None:
+@pytest.mark.parametrize("on", ["pull request", "issue"])
+def test_a_push_to_the_branch_while_cra_works_is_not_overwritten(world: BotWorld, on: str) -> None:
     world.script_fix()
     world.run(world.label_issue())
+    [pull] = world.fake.pulls(REPO)
     script_faster_mul(world)
     theirs: list[str] = []
 
     def someone_pushes_meanwhile(request: RecordedRequest) -> str:
+        """While cra works, a person pushes a commit to the branch."""
         theirs.append(push_as_a_person(world, "cra/issue-1"))
         return '{"revised_steps": [], "rationale": "done"}'
 
     world.models.respond_with(someone_pushes_meanwhile)
-    run = world.run(world.comment("/cra solve make mul faster", number=1))
+    run = world.run(world.comment("/cra solve make mul faster", number=pull.number,
+                                  pull_request=True) if on == "pull request" else
+                    world.comment("/cra solve make mul faster", number=1))
 
-    assert theirs and world.fake.branch_sha(REPO, "cra/issue-1") == theirs[0]
+    assert theirs and world.fake.branch_sha(REPO, "cra/issue-1") == theirs[0]  # kept
     assert run.status == "failed" and "push to cra/issue-1 rejected" in (run.error or "")
     [reply] = [c.body for c in world.fake.comments(REPO) if c.id == run.comment_id]
+    assert "could not push its commits to `cra/issue-1`" in reply
     assert "the branch changed on GitHub while cra worked" in reply
+    assert "git push" not in reply and "http" not in reply.split("run #")[0]
+    [check] = [c for c in world.fake.check_runs(REPO) if c.id == run.check_run_id]
+    assert check.conclusion == "failure"
