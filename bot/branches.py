@@ -27,9 +27,8 @@ class IssueBranch:
     builds_on_others: bool
 
 
-def issue_branch(mirror: Path, default_branch: str, number: int) -> IssueBranch:
-    """The branch of issue `number` in a freshly synced mirror of the repository."""
-    name = f"cra/issue-{number}"
+def issue_branch(mirror: Path, default_branch: str, name: str) -> IssueBranch:
+    """How a run uses its issue's branch `name`, in a freshly synced mirror of the repository."""
     if not git.branch_exists(mirror, name):
         return IssueBranch(name, default_branch, "", builds_on_others=False)
     head = git.resolve_commit(mirror, f"refs/heads/{name}")

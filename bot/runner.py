@@ -149,7 +149,7 @@ class _Job:
                 error=f"no branch {base_ref} on GitHub")
             return
         if not issue.is_pull_request:  # never over a person's commits on cra's branch
-            planned = branches.issue_branch(mirror, base_ref, issue.number)
+            planned = branches.issue_branch(mirror, base_ref, branch)
             base_ref, self.replacing = planned.base_ref, planned.replacing
             if planned.builds_on_others:
                 log.info("run %s builds on the commits others pushed to %s", self.run.id, branch)

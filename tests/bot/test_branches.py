@@ -11,6 +11,12 @@ from agent.steps import AUTHOR_EMAIL, AUTHOR_NAME
 from bot.branches import IssueBranch, issue_branch
 from tests.fakes.repos import commit_file, git_in, make_python_project
 
+BRANCH = "cra/issue-3"
+
+
+def planned(repo: Path) -> IssueBranch:
+    return issue_branch(repo, "main", BRANCH)
+
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
@@ -32,28 +38,27 @@ def commit_on(repo: Path, branch: str, rel: str, *, by_cra: bool) -> str:
 
 
 def test_no_branch_yet_starts_from_the_default_branch(repo: Path) -> None:
-    assert issue_branch(repo, "main", 3) == IssueBranch("cra/issue-3", "main", "", False)
+    assert planned(repo) == IssueBranch(BRANCH, "main", "", False)
 
 
 def test_a_branch_of_cras_commits_only_is_replaced(repo: Path) -> None:
-    head = commit_on(repo, "cra/issue-3", "a.txt", by_cra=True)
-    assert issue_branch(repo, "main", 3) == IssueBranch("cra/issue-3", "main", head, False)
+    head = commit_on(repo, BRANCH, "a.txt", by_cra=True)
+    assert planned(repo) == IssueBranch(BRANCH, "main", head, False)
 
 
 def test_a_branch_with_someone_elses_commit_is_built_on(repo: Path) -> None:
-    commit_on(repo, "cra/issue-3", "a.txt", by_cra=True)
-    git_in(repo, "checkout", "--quiet", "cra/issue-3")
+    commit_on(repo, BRANCH, "a.txt", by_cra=True)
+    git_in(repo, "checkout", "--quiet", BRANCH)
     head = commit_file(repo, "b.txt", "fix-up\n", "A person's fix-up")
     git_in(repo, "checkout", "--quiet", "main")
-    assert issue_branch(repo, "main", 3) == IssueBranch("cra/issue-3", "cra/issue-3", head,
-                                                         True)
+    assert planned(repo) == IssueBranch(BRANCH, BRANCH, head, True)
 
 
 def test_commits_the_default_branch_has_are_not_someone_elses_work_on_the_branch(
     repo: Path,
 ) -> None:
     """A branch behind main (main moved on), or holding only main's commits: still cra's."""
-    git_in(repo, "branch", "cra/issue-3")  # from main's head: the test identity's commits
+    git_in(repo, "branch", BRANCH)  # from main's head: the test identity's commits
     commit_on(repo, "main", "later.txt", by_cra=False)
-    head = git.resolve_commit(repo, "cra/issue-3")
-    assert issue_branch(repo, "main", 3) == IssueBranch("cra/issue-3", "main", head, False)
+    head = git.resolve_commit(repo, BRANCH)
+    assert planned(repo) == IssueBranch(BRANCH, "main", head, False)

@@ -181,14 +181,20 @@ def test_a_closed_or_locked_issue_is_ignored(field: str, value: object) -> None:
     assert routed(event("issue_comment", "created.payload.json", change)) is None
 
 
-def review_comment(body: str, change: Callable[[Payload], None] | None = None) -> Event:
-    """The recorded pull_request_review_comment.created with this body."""
+def saying(name: str, file: str, key: str, body: str | None,
+           change: Callable[[Payload], None] | None) -> Event:  # fmt: skip
+    """The recorded delivery with `body` as the body of its `key` object, then `change`d."""
     def edit(payload: Payload) -> None:
-        payload["comment"]["body"] = body
+        payload[key]["body"] = body
         if change is not None:
             change(payload)
 
-    return event("pull_request_review_comment", "created.payload.json", edit)
+    return event(name, file, edit)
+
+
+def review_comment(body: str, change: Callable[[Payload], None] | None = None) -> Event:
+    """The recorded pull_request_review_comment.created with this body."""
+    return saying("pull_request_review_comment", "created.payload.json", "comment", body, change)
 
 
 def test_a_solve_in_a_review_comment_works_on_the_pull_request_and_names_the_line() -> None:
@@ -229,12 +235,7 @@ def test_a_review_comment_without_a_pull_request_object_is_malformed() -> None:
 
 def review(body: str | None, change: Callable[[Payload], None] | None = None) -> Event:
     """The recorded pull_request_review.submitted with this summary body."""
-    def edit(payload: Payload) -> None:
-        payload["review"]["body"] = body
-        if change is not None:
-            change(payload)
-
-    return event("pull_request_review", "submitted.payload.json", edit)
+    return saying("pull_request_review", "submitted.payload.json", "review", body, change)
 
 
 def test_the_recorded_review_without_a_summary_triggers_nothing() -> None:

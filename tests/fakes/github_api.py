@@ -394,21 +394,22 @@ class Api:
 
     def api_list_review_comments(self, call: Call) -> Answer:
         """GET .../pulls/{n}/comments, paginated."""
-        repo = self._visible_repo(call)
-        pull = self._pull(repo, int(call.params["n"]))
-        sha = self.world.head_sha(repo, pull)
-        found = [self.shapes.review_comment(repo, c, sha) for c in repo.review_comments.values()
-                 if c.pull_number == pull.number]
-        return self._page(found, call)
+        repo, number, sha = self._pull_head(call)
+        return self._page([self.shapes.review_comment(repo, c, sha)
+                           for c in repo.review_comments.values() if c.pull_number == number],
+                          call)
 
     def api_list_reviews(self, call: Call) -> Answer:
         """GET .../pulls/{n}/reviews, paginated, oldest first."""
+        repo, number, sha = self._pull_head(call)
+        return self._page([self.shapes.review(repo, r, sha)
+                           for r in repo.reviews.values() if r.pull_number == number], call)
+
+    def _pull_head(self, call: Call) -> tuple[Repo, int, str]:
+        """The call's repository, pull request {n} (404 unless it exists) and its head sha."""
         repo = self._visible_repo(call)
         pull = self._pull(repo, int(call.params["n"]))
-        sha = self.world.head_sha(repo, pull)
-        found = [self.shapes.review(repo, r, sha) for r in repo.reviews.values()
-                 if r.pull_number == pull.number]
-        return self._page(found, call)
+        return repo, pull.number, self.world.head_sha(repo, pull)
 
     def api_create_check_run(self, call: Call) -> Answer:
         """POST .../check-runs."""
