@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -153,14 +153,16 @@ def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:
 
 def open_environment(
     runtime: Runtime, worktree: Path, repo: Path, testing: TestingConfig, *, run_id: str,
-    task_run_id: int,
+    task_run_id: int, notes: Sequence[str] = (),
 ) -> tuple[Runtime, Environment]:
     """The run's environment, its setup recorded under `task_run_id` (like a test run); the
-    runtime whose sandbox mounts it. SetupFailed (recorded first) when the setup failed."""
+    runtime whose sandbox mounts it. SetupFailed (recorded first) when the setup failed.
+    `notes` on the worktree (submodules left out) lead its report's notes."""
     env = prepare_environment(
         worktree, repo, testing, sandbox=runtime.sandbox, environ=runtime.environ,
         env_dir=runtime.work_dir / "envs" / run_id, cache=runtime.env_cache,
     )
+    env.report.notes[:0] = notes
     runtime.log.set_state(run_id, "environment", env.report)
     record = env.as_validation()
     if record is not None:

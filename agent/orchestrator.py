@@ -108,7 +108,7 @@ class _Sequencer:
         try:
             self.runtime, self.env = open_environment(
                 self.runtime, self.ws.worktree, self.repo, self.config.testing,
-                run_id=self.run_id, task_run_id=baseline_run)
+                run_id=self.run_id, task_run_id=baseline_run, notes=self.ws.notes)
         except SetupFailed as exc:
             self.env_report = exc.report
             self.passes.close_pass(baseline_run, "failed")

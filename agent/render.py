@@ -40,6 +40,7 @@ def render_result(result: OrchestratorResult) -> str:
         lines.append("files changed: " + ", ".join(result.files_changed))
     if result.environment is not None:
         lines.append(environment_line(result.environment))
+        lines += [f"note: {note}" for note in result.environment.notes]
     lines.append(f"tests before: {verdict(result.baseline)}{_counted(result.baseline)}")
     lines.append(f"tests after: {verdict(result.final_validation)}"
                  f"{_counted(result.final_validation)}")

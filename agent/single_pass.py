@@ -70,7 +70,7 @@ def _solve(
     context: ContextSource,
 ) -> OrchestratorResult:
     runtime, env = open_environment(runtime, ws.worktree, ws.repo, config.testing,
-                                    run_id=task_id, task_run_id=task_run_id)
+                                    run_id=task_id, task_run_id=task_run_id, notes=ws.notes)
     try:
         baseline = run_validation(ws.worktree, config.testing, environ=runtime.environ,
                                   sandbox=runtime.sandbox)

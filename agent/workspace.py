@@ -15,16 +15,19 @@ from pathlib import Path
 
 from agent import git
 from agent.errors import AgentError, GitError
+from agent.submodules import check_out_submodules
 
 
 @dataclass(frozen=True)
 class Workspace:
-    """A worktree of `repo` at `worktree`, on `branch`, started from commit `base`."""
+    """A worktree of `repo` at `worktree`, on `branch`, started from commit `base`; `notes` on
+    what it lacks (submodules it could not check out)."""
 
     repo: Path
     worktree: Path
     branch: str
     base: str
+    notes: tuple[str, ...] = ()
 
 
 def slugify(text: str, *, limit: int = 40) -> str:
@@ -44,7 +47,8 @@ def open_workspace(
 ) -> Workspace:
     """A new worktree under `work_dir`: of `base` (default: `repo`'s HEAD), on `branch` — reset
     to `base` when given (the bot's `cra/issue-<n>`, a PR's head) — else on a fresh branch
-    `cra/<slug>`."""
+    `cra/<slug>`. The submodules `repo` holds are checked out from its copies
+    (agent.submodules)."""
     start = git.resolve_commit(repo, base) if base else git.head_commit(repo)
     name = branch or git.unique_branch(repo, f"cra/{slugify(branch_hint)}")
     worktree = work_dir / "worktrees" / f"{slugify(branch_hint, limit=24)}-{run_id[:8]}"
@@ -54,7 +58,8 @@ def open_workspace(
         "run_id": run_id, "repo": str(repo), "branch": name, "base": start,
     }), encoding="utf-8")
     git.add_worktree(repo, worktree, commit=start, branch=name, force=branch is not None)
-    return Workspace(repo=repo, worktree=worktree, branch=name, base=start)
+    notes = check_out_submodules(repo, worktree)
+    return Workspace(repo=repo, worktree=worktree, branch=name, base=start, notes=tuple(notes))
 
 
 def close_workspace(ws: Workspace, *, keep_branch: bool) -> None:

@@ -244,7 +244,8 @@ def environment_line(result: OrchestratorResult) -> str:
         return ""
     where = (f"Commands ran in the `{env.sandbox}` sandbox" if env.isolated
              else "Commands ran **unsandboxed** (sandbox `none`)")
-    return f"{where}{_SETUP[env.setup]}."
+    notes = "".join(f"\n- Note: {md.para(note, 500)}" for note in env.notes)
+    return f"{where}{_SETUP[env.setup]}.{notes}"
 
 
 def tests_section(result: OrchestratorResult) -> str:

@@ -420,6 +420,14 @@ def test_a_sandboxed_run_names_its_sandbox_and_how_the_setup_went() -> None:
             "environment cache.") in body
 
 
+def test_the_environments_notes_follow_it_escaped() -> None:
+    note = "not checked out: the submodule vendor/[lib]`x` @octocat (cra never fetches)"
+    env = EnvironmentReport(sandbox="bwrap", isolated=True, notes=[note])
+    body = compose_pr_body(ctx(result(environment=env)))
+    assert ("Commands ran in the `bwrap` sandbox.\n- Note: not checked out: the submodule "
+            "vendor/\\[lib\\]\\`x\\` @\u200doctocat (cra never fetches)") in body
+
+
 def test_failure_comment_caps_the_output_and_keeps_its_end() -> None:
     res = result(status="failed", steps=[step("p1", "s1", "failed")], steps_completed=0)
     output = "x" * 100 + "\n" + "\n".join("y" * 80 for _ in range(100_000)) + "\nthe end"

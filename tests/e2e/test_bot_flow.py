@@ -381,3 +381,31 @@ def test_a_push_to_the_branch_while_cra_works_is_not_overwritten(world: BotWorld
     assert "git push" not in reply and "http" not in reply.split("run #")[0]
     [check] = [c for c in world.fake.check_runs(REPO) if c.id == run.check_run_id]
     assert check.conclusion == "failure"
+
+
+def test_a_submodule_is_named_in_the_pull_request_never_fetched(
+    world: BotWorld, tmp_path: Path
+) -> None:
+    bare = world.fake.repo_path(REPO)
+    head = git_in(bare, "rev-parse", "refs/heads/main").strip()
+    index = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "index")}
+    modules = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=bare, env=index, check=True, text=True,
+        capture_output=True, input='[submodule "lib"]\n\tpath = vendor/lib\n'
+        "\turl = https://github.com/Codertocat/lib.git\n").stdout.strip()  # fmt: skip
+    for args in (["read-tree", head], ["update-index", "--add", "--cacheinfo",
+                                       f"100644,{modules},.gitmodules"],
+                 ["update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendor/lib"]):
+        subprocess.run(["git", *args], cwd=bare, env=index, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=bare, env=index, check=True, text=True,
+                          capture_output=True).stdout.strip()  # fmt: skip
+    sha = git_in(bare, "commit-tree", tree, "-p", head, "-m", "Add a submodule").strip()
+    git_in(bare, "update-ref", "refs/heads/main", sha, head)
+    world.script_fix()
+
+    run = world.run(world.label_issue())
+
+    assert run.status == "succeeded", run.error
+    [pull] = world.fake.pulls(REPO)
+    assert ("- Note: not checked out: the submodule vendor/lib (cra never fetches a submodule;"
+            in (pull.body or ""))
