@@ -213,6 +213,11 @@ def _tree_mounts(tree: Path, env_dir: Path | None, outputs: Path | None) -> list
     for source, mount in ((tree, TREE_MOUNT), (env_dir, ENV_MOUNT), (outputs, OUT_MOUNT)):
         if source is not None:
             args += ["--bind", str(source.resolve()), str(mount)]
+    # The tree's `.git` names the git dir that cra's own git uses after the command: rewritten,
+    # it would point that git at a config of the command's making (core.fsmonitor, filters).
+    pointer = tree / ".git"
+    if pointer.exists():
+        args += ["--ro-bind", str(pointer.resolve()), str(TREE_MOUNT / ".git")]
     return args
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agent.errors import GitError
-from agent.gitfiles import gitdir_of, head_in_tree, ref_exists_in_tree
+from agent.gitfiles import gitdir_of, head_in_tree, linked_admin_dir, ref_exists_in_tree
 from agent.models import DiffStats
 
 NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
@@ -27,6 +27,11 @@ NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 # process per step, which may repack the repository while the run's tests use the machine: the
 # repository's own git commands keep that job.
 NO_MAINTENANCE = ("-c", "maintenance.auto=false", "-c", "gc.auto=0")
+# Every git call: no file-system monitor command, and never a git process inside a submodule's
+# checkout (whose `.git` file the repository's commands can rewrite to a git dir of their own,
+# with a config that runs what it likes); settings on the command line outrank any config file.
+INERT = ("-c", "core.fsmonitor=false", "-c", "diff.ignoreSubmodules=all",
+         "-c", "submodule.recurse=false")
 DIFF_FLAGS = (
     "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
     "--src-prefix=a/", "--dst-prefix=b/",
@@ -64,8 +69,8 @@ def _git(
     guard = ["-c", "credential.helper="] if env and "GIT_ASKPASS" in env else []
     try:
         return subprocess.run(
-            ["git", *guard, *argv], cwd=cwd, env=git_env(env), input=input, capture_output=True,
-            stdin=None if input is not None else subprocess.DEVNULL,
+            ["git", *guard, *INERT, *argv], cwd=cwd, env=git_env(env), input=input,
+            capture_output=True, stdin=None if input is not None else subprocess.DEVNULL,
             encoding="utf-8", errors="replace", timeout=timeout, check=False,
         )
     except subprocess.TimeoutExpired as exc:
@@ -310,7 +315,7 @@ def commit_all(
     trailers follow the message after a blank line.
     """
     if paths is None:
-        run_git(["add", "--all", "--", "."], worktree)
+        run_git(["add", "--all", "--", ".", *_skip_submodules(worktree)], worktree)
     elif new_paths:
         run_git(["add", "--", *new_paths], worktree)
     identity = {
@@ -391,8 +396,20 @@ def _diff(worktree: Path, base: str, head: str | None, extra: list[str]) -> str:
         if real.is_file():
             shutil.copyfile(real, index)
         env = {"GIT_INDEX_FILE": str(index)}
-        run_git(["add", "--all"], worktree, env=env)
+        run_git(["add", "--all", "--", ".", *_skip_submodules(worktree)], worktree, env=env)
         return run_git(["diff", "--cached", *DIFF_FLAGS, *extra, base, "--"], worktree, env=env)
+
+
+def _skip_submodules(worktree: Path) -> list[str]:
+    """Pathspecs leaving out the submodules checked out in a linked worktree: `git add` looks
+    inside each one (a git process there, whatever diff.ignoreSubmodules says)."""
+    admin = linked_admin_dir(worktree)
+    if admin is None or not (admin / "modules").is_dir():  # none was ever checked out here
+        return []
+    out = run_git(["ls-files", "--stage", "-z"], worktree)
+    return [f":(exclude,literal){path}" for info, _, path in
+            (entry.partition("\t") for entry in out.split("\0"))
+            if info.startswith("160000 ")]  # fmt: skip
 
 
 def apply_diff(path: Path, diff_text: str) -> None:

@@ -393,3 +393,75 @@ def test_git_works_in_a_worktree_of_a_repository_without_a_config_file(
                          env={"PATH": PATH}, max_output_chars=2000)
 
     assert result.exit_code == 0, result.output
+
+
+# A git dir of the command's making, whose config runs a command (writing `marker`) when git
+# refreshes its index or cleans a file: what a test command would point cra's own git at.
+HOSTILE_GIT_DIR = textwrap.dedent("""\
+    evil="$PWD/$1"; real="$2"
+    mkdir -p "$evil/objects/info" "$evil/refs/heads" "$evil/info"
+    echo "$real/objects" > "$evil/objects/info/alternates"
+    cat "$real/HEAD" > "$evil/HEAD"; cp "$real/index" "$evil/index"
+    printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = "touch {marker}; false"\\n[filter "x"]\\n\\tclean = "touch {marker}; cat"\\n' > "$evil/config"
+    echo '* filter=x' > "$evil/info/attributes"
+""")  # noqa: E501
+
+
+def test_a_command_cannot_repoint_the_worktrees_git_at_a_git_dir_of_its_own(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    from agent import git
+
+    source = make_python_project(tmp_path / "source", bug=False)
+    tree = tmp_path / "tree"
+    git_in(source, "worktree", "add", "--quiet", "--detach", str(tree), "HEAD")
+    marker = tmp_path / "marker"
+    admin = (tree / ".git").read_text()
+    script = HOSTILE_GIT_DIR.format(marker=marker) + textwrap.dedent("""\
+        printf 'gitdir: %s\\n' "$evil" > .git || echo rewrite refused
+        rm -f .git || echo removal refused
+        mv .git moved || echo move refused
+    """)
+    real = git_in(tree, "rev-parse", "--absolute-git-dir").strip()
+
+    result = run_command(f"set -- calc/evil {real}\n{script}", tree, sandbox=bwrap(), timeout=60,
+                         env={"PATH": PATH}, max_output_chars=5000)
+
+    refused = [line for line in result.output.splitlines() if line.endswith("refused")]
+    assert refused == ["rewrite refused", "removal refused", "move refused"]
+    assert (tree / ".git").read_text() == admin
+    (tree / "calc" / "ops.py").write_text("# changed\n")
+    git.status_entries(tree), git.diff(tree, "HEAD"), git.reset_clean(tree, "HEAD")
+    assert not marker.exists()
+
+
+def test_cras_git_never_runs_inside_a_submodule_a_command_repointed(
+    bwrap: MakeBwrap, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent import git
+    from agent.workspace import open_workspace
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    lib = make_python_project(tmp_path / "lib", bug=False)
+    source = make_python_project(tmp_path / "source", bug=False)
+    git_in(source, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", str(lib),
+           "vendor/lib")
+    git_in(source, "commit", "--quiet", "-m", "Add lib")
+    ws = open_workspace(source, work_dir=tmp_path / "work", run_id="r1", branch_hint="x")
+    tree, marker = ws.worktree, tmp_path / "marker"
+    real = git_in(tree / "vendor/lib", "rev-parse", "--absolute-git-dir").strip()
+    script = HOSTILE_GIT_DIR.format(marker=marker) + textwrap.dedent("""\
+        printf 'gitdir: ../../evil\\n' > vendor/lib/.git
+        echo '* filter=x' > vendor/lib/.gitattributes; touch vendor/lib/calc/ops.py
+        echo changed >> calc/ops.py
+    """)
+
+    result = run_command(f"set -- evil {real}\n{script}", tree, sandbox=bwrap(), timeout=60,
+                         env={"PATH": PATH}, max_output_chars=5000)
+
+    assert result.exit_code == 0, result.output
+    assert "calc/ops.py" in git.diff(tree, ws.base)  # the worktree's diff, via `git add --all`
+    git.status_entries(tree), git.diff_stats(tree, ws.base)
+    git.commit_all(tree, "all", author_name="a", author_email="a@example.com")
+    git.reset_clean(tree, ws.base)
+    assert not marker.exists()
