@@ -33,6 +33,7 @@ from agent.testreport import (
     parse_passing_tests,
     read_report,
 )
+from agent.treefiles import read_in_tree
 
 BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV")
 SECRET_PATTERNS = (
@@ -312,13 +313,13 @@ def _addopts(env: Mapping[str, str], junit: Path) -> str:
 
 
 def _read_capped(path: Path) -> str | None:
-    """A report file's text, or None when absent or too large to trust."""
+    """A report file's text, or None when absent, too large to trust, or not a regular file
+    (the command may have left a symlink to a file it could not read itself)."""
     try:
-        if path.stat().st_size > JUNIT_MAX_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        data = read_in_tree(path.parent, path.name, JUNIT_MAX_BYTES + 1)
     except OSError:
         return None
+    return None if len(data) > JUNIT_MAX_BYTES else data.decode("utf-8", errors="replace")
 
 
 def _result(

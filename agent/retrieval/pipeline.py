@@ -29,6 +29,7 @@ from agent.retrieval.stages import (
     judge_scope,
     scope_summary,
 )
+from agent.treefiles import read_in_tree
 
 Mode = Literal["plan", "implement"]
 NOT_IN_REPOSITORY = "not in the repository (a step may create it)"
@@ -117,7 +118,7 @@ def _load(run: _Run, path: str, reason: str, *, seed: bool = False,
           carry: ContextFile | None = None) -> Entry | None:
     """A file read from the worktree and parsed afresh (it may hold uncommitted edits)."""
     try:
-        data = (run.root / path).read_bytes()
+        data = read_in_tree(run.root, path)
     except OSError:
         run.dropped.append(DroppedFile(path=path, reason="not readable in the worktree"))
         return None

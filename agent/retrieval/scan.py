@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import re
@@ -14,6 +15,7 @@ from agent.git import run_git
 from agent.llm.budget import estimate_tokens
 from agent.retrieval.parsing import language_of, parse_source
 from agent.retrieval.symbols import ParsedFile
+from agent.treefiles import read_in_tree
 
 FileStatus = Literal["parsed", "text", "syntax_error", "capped", "binary"]
 BINARY_SNIFF_BYTES = 8192
@@ -63,9 +65,8 @@ def list_worktree(worktree: Path, rules: ScanRules) -> Listing:
         if reason is not None:
             listing.skipped[reason] += 1
         elif path in dirty:
-            disk = worktree / path
-            if disk.is_file():
-                listing.entries[path] = blob_sha(disk.read_bytes())
+            with contextlib.suppress(OSError):  # gone, or no longer a plain file of the tree
+                listing.entries[path] = blob_sha(read_in_tree(worktree, path))
         else:
             listing.entries[path] = sha
     return listing
@@ -98,8 +99,7 @@ def blob_sha(data: bytes) -> str:
 def read_file(worktree: Path, path: str, sha: str, max_bytes: int) -> FileRecord | None:
     """Read and parse one file: binary skipped, huge capped, undecodable bytes replaced."""
     try:
-        with open(worktree / path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+        data = read_in_tree(worktree, path, max_bytes + 1)
     except OSError:
         return None  # vanished or unreadable since the listing
     language = language_of(path)
