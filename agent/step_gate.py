@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from agent import git
-from agent.execute.paths import normalise_path
+from agent.errors import UnsafePath
+from agent.execute.paths import normalise_path, repository_path
 from agent.gate import (
     GateChange,
     file_of_test,
@@ -22,6 +24,7 @@ from agent.gate import (
 from agent.llm.binary import run_binary_judgment
 from agent.models import AttemptRecord, ValidationResult
 from agent.run_context import StepState
+from agent.treefiles import read_text_in_tree
 from agent.validation import run_validation
 from agent.workspace import scratch_tree
 
@@ -58,13 +61,26 @@ def _changed_texts(st: StepState,
     absent). Other files cannot change the gate, and reading a base costs a git process."""
     texts: dict[str, tuple[str | None, str | None]] = {}
     command = st.rc.config.testing.test_command
-    for path in dict.fromkeys(normalise_path(e.file_path) for e in attempt.edits):
+    for path in _written(st.rc.ws.worktree, attempt):
         if not may_be_gate_file(path, command):
             continue
-        now = st.rc.ws.worktree / path
-        after = now.read_text(encoding="utf-8", errors="replace") if now.is_file() else None
+        after = read_text_in_tree(st.rc.ws.worktree, path)
         texts[path] = (git.read_file(st.rc.ws.worktree, st.base, path), after)
     return texts
+
+
+def _written(worktree: Path, attempt: AttemptRecord) -> list[str]:
+    """The paths the attempt's edits wrote, as git knows them (_known)."""
+    return list(dict.fromkeys(_known(worktree, edit.file_path) for edit in attempt.edits))
+
+
+def _known(worktree: Path, path: str) -> str:
+    """`path` as git knows the file an edit of it writes: an in-tree symlink's target, which
+    may well be a test file."""
+    try:
+        return repository_path(worktree, path)
+    except UnsafePath:  # refused before anything was written
+        return normalise_path(path)
 
 
 def _run_original(st: StepState, changes: Sequence[GateChange],
@@ -97,7 +113,7 @@ class _Declared:
     question, asked at most once, default no)."""
 
     def __init__(self, st: StepState, changes: Sequence[GateChange], diff: str) -> None:
-        targets = {normalise_path(f) for f in st.step.target_files}
+        targets = {_known(st.rc.ws.worktree, f) for f in st.step.target_files}
         self.st, self.diff = st, diff
         self.files = [c.path for c in changes if c.role == "test" and c.status != "created"
                       and st.step.changes_existing_tests and c.path in targets]

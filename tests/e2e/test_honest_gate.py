@@ -307,3 +307,27 @@ def test_the_single_pass_allows_a_test_change_its_plan_declares_and_the_task_ask
 
     assert run.code == 0, run.out
     assert "Tests changed" in run.out and "tests/test_ops.py::test_sub" in run.out
+
+
+def test_a_test_weakened_through_a_symlink_is_found_by_the_original_rerun(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_python_project(tmp_path / "repo", config=DEFAULT_CRA_TOML)
+    (repo / "calc" / "link.py").symlink_to("../tests/test_ops.py")
+    git_in(repo, "add", "calc/link.py")
+    git_in(repo, "commit", "--quiet", "-m", "A link to the tests")
+    script_plan(server, "Fix mul in calc/ops.py", ["calc/ops.py"])
+    server.script("implement", edit("calc/link.py", "    assert mul(2, 3) == 6",
+                                    "    assert True"))  # writes tests/test_ops.py
+    server.script("implement_retry", FIX)
+
+    code = main(["--data-dir", str(tmp_path / "data"), "solve",
+                 "tests/test_ops.py::test_mul fails: fix mul", "--repo", str(repo),
+                 "--config", str(write_config(tmp_path, server))])  # fmt: skip
+
+    run = Solve(code, capsys.readouterr().out, repo, tmp_path / "data")
+    assert run.code == 0 and "status: complete" in run.out, run.out
+    retry = next(r for r in server.requests if r.stage == "implement_retry")
+    assert "must make pass still fail" in retry.user_prompt
+    assert run.changed_files() == ["calc/ops.py"]
+    assert run.show(TEST_FILE) == TEST_OPS_PY
