@@ -15,9 +15,11 @@ from pydantic import BaseModel
 
 from agent.config import ModelConfig
 from agent.llm.client import tls_context
+from agent.llm.deadline import deadline, with_deadlines
 
 CONNECT_TIMEOUT_S = 2.0
 READ_TIMEOUT_S = 10.0
+TOTAL_TIMEOUT_S = 20.0  # a whole listing, however slowly it trickles in
 WINDOW_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
 
 
@@ -49,9 +51,11 @@ def list_url(provider: str, base_url: str) -> str:
 
 
 def _client(api_key: str | None) -> httpx.Client:
+    """A client whose requests (inside `deadline(TOTAL_TIMEOUT_S)`) end in time even when a
+    server trickles its answer a byte at a time, each within the read timeout."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
-    return httpx.Client(timeout=timeout, headers=headers, verify=tls_context())
+    return with_deadlines(httpx.Client(timeout=timeout, headers=headers, verify=tls_context()))
 
 
 def probe_server(provider: str, base_url: str, api_key: str | None = None) -> ServerState:
@@ -59,7 +63,7 @@ def probe_server(provider: str, base_url: str, api_key: str | None = None) -> Se
     url = list_url(provider, base_url)
     state = ServerState(url=base_url, provider=provider, reachable=False)
     try:
-        with _client(api_key) as http:
+        with _client(api_key) as http, deadline(TOTAL_TIMEOUT_S):
             response = http.get(url)
     except httpx.TimeoutException:
         return state.model_copy(update={"problem": f"no answer from {url} within the timeout"})
@@ -138,7 +142,7 @@ def find_model(
 def ollama_window(base_url: str, name: str, api_key: str | None = None) -> int | None:
     """The trained context length Ollama's /api/show reports for a model, or None."""
     try:
-        with _client(api_key) as http:
+        with _client(api_key) as http, deadline(TOTAL_TIMEOUT_S):
             body = http.post(f"{base_url.rstrip('/')}/api/show", json={"model": name}).json()
     except (httpx.HTTPError, ValueError):
         return None

@@ -76,3 +76,42 @@ def test_proxies_from_the_environment_are_kept(monkeypatch: pytest.MonkeyPatch) 
     with HTTPChatModel(ModelConfig(base_url="http://models.internal:11434",
                                    model="tiny")) as m:
         assert m._http._mounts  # httpx still routes through the proxy the environment names
+
+
+def test_a_model_list_that_trickles_in_is_cut_at_the_probes_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`cra doctor` and the preflight ask for the model list: a server sending it a byte at a
+    time, each well within the read timeout, once kept them waiting for ever."""
+    import socket
+    import threading
+
+    from agent.llm import probe
+
+    monkeypatch.setattr(probe, "TOTAL_TIMEOUT_S", 1.0)
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 100000\r\n\r\n")
+            while not stop.wait(0.2):
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    started = time.monotonic()
+    try:
+        state = probe.probe_server("ollama", url)
+    finally:
+        stop.set()
+        listener.close()
+    assert time.monotonic() - started < 5
+    assert not state.models and state.problem == f"no answer from {url}/api/tags within the timeout"
