@@ -31,7 +31,8 @@ NO_MAINTENANCE = ("-c", "maintenance.auto=false", "-c", "gc.auto=0")
 # checkout (whose `.git` file the repository's commands can rewrite to a git dir of their own,
 # with a config that runs what it likes); settings on the command line outrank any config file.
 INERT = ("-c", "core.fsmonitor=false", "-c", "diff.ignoreSubmodules=all",
-         "-c", "submodule.recurse=false")
+         "-c", "submodule.recurse=false",
+         "-c", "core.quotePath=false")  # and paths as they are: calc/öps.py, not "calc/\303…"
 DIFF_FLAGS = (
     "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
     "--src-prefix=a/", "--dst-prefix=b/",

@@ -351,6 +351,16 @@ def test_diff_of_the_working_tree_includes_new_untracked_files(worktree: Path) -
     assert git_in(worktree, "status", "--porcelain") == " M calc/ops.py\n?? calc/div.py\n"
 
 
+def test_diffs_name_files_as_they_are_not_in_gits_octal_escapes(worktree: Path) -> None:
+    base = git.head_commit(worktree)
+    (worktree / "calc" / "öps ü.py").write_text("x = 1\n")
+
+    patch, stats = git.diff_with_stats(worktree, base)
+
+    assert stats.files == ["calc/öps ü.py"]
+    assert "+++ b/calc/öps ü.py" in patch
+
+
 def test_diff_between_commits(worktree: Path) -> None:
     base = git.head_commit(worktree)
     replace_in(worktree / "calc" / "ops.py", MUL_BUG, MUL_FIX)
