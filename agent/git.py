@@ -161,11 +161,23 @@ def unique_branch(repo: Path, base_name: str) -> str:
     not_an_option(base_name, "branch")
     if not PLAIN_BRANCH.fullmatch(base_name) or base_name == "HEAD":
         run_git(["check-ref-format", "--branch", base_name], repo)
+    parts = base_name.split("/")
+    for prefix in ("/".join(parts[:end]) for end in range(1, len(parts))):
+        if branch_exists(repo, prefix):  # git keeps `cra` and `cra/x` in one namespace
+            raise GitError(["branch", base_name], 1, f"fatal: a branch named '{prefix}' "
+                           f"exists, so no branch '{base_name}' can be made: rename or delete "
+                           f"'{prefix}'")  # fmt: skip
     name, n = base_name, 1
-    while branch_exists(repo, name):
+    while branch_exists(repo, name) or _branches_under(repo, name):
         n += 1
         name = f"{base_name}-{n}"
     return name
+
+
+def _branches_under(repo: Path, name: str) -> bool:
+    """Whether a branch `name/…` exists (then no branch `name` can)."""
+    return bool(run_git(["for-each-ref", "--count=1", "--format=%(refname)",
+                         f"refs/heads/{name}/"], repo).strip())  # fmt: skip
 
 
 def delete_branch(repo: Path, name: str) -> None:

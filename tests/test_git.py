@@ -275,6 +275,16 @@ def test_unique_branch_appends_a_counter_when_taken(project: Path) -> None:
     assert git.unique_branch(project, "cra/fix") == "cra/fix-3"
 
 
+def test_unique_branch_steps_around_branches_that_share_its_namespace(project: Path) -> None:
+    git_in(project, "branch", "cra/fix/old")  # then no branch cra/fix can exist
+    assert git.unique_branch(project, "cra/fix") == "cra/fix-2"
+    git_in(project, "branch", "-D", "cra/fix/old")
+    git_in(project, "branch", "cra")  # then no branch cra/… can exist at all
+    with pytest.raises(GitError, match="a branch named 'cra' exists, so no branch 'cra/fix' "
+                                       "can be made: rename or delete 'cra'"):
+        git.unique_branch(project, "cra/fix")
+
+
 def test_refs_resolve_to_full_shas_and_the_current_branch(project: Path) -> None:
     sha = git_in(project, "rev-parse", "HEAD").strip()
     assert git.resolve_commit(project, "main") == sha == git.head_commit(project)
