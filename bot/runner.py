@@ -354,6 +354,8 @@ class _Job:
     def publish(self, status: str, steps: list[tuple[str, str]], note: str) -> None:
         if self.run.comment_id is None:
             return
+        if status in ("queued", "running") and self.ended_elsewhere():
+            return  # the reaper, a cancel or the time limit ended it and said so: no "working"
         body = replies.progress_comment(run_id=self.run.id, status=status, steps=steps, note=note,
                                    run_url=self.run_url(), pr_url=self.pr_url)
         if status in ("queued", "running"):

@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from bot.liveness import MAX_REQUEUES
+from bot.replying import report_ended
 from bot.store import Run
 from bot.triggers import Trigger
 from bot.webhooks import sign
@@ -174,6 +175,7 @@ def test_a_worker_whose_run_was_reaped_records_nothing_over_it_and_pushes_nothin
     assert seen is not None and seen.status == "running"
     # another server's reaper took this worker for dead (a long pause, a lost database link)
     assert world.services.store.end_stale_run(seen, "the worker stopped: no heartbeat since x")
+    report_ended(run_id, world.services)  # and told the issue and the check so
 
     world.run(response)
 
@@ -182,6 +184,9 @@ def test_a_worker_whose_run_was_reaped_records_nothing_over_it_and_pushes_nothin
     assert ended.error == "the worker stopped: no heartbeat since x"
     assert world.fake.pulls(REPO) == []
     assert world.fake.branch_sha(REPO, "cra/issue-1") is None
+    # the worker, going on with its steps, never turned the reaper's word back into "working"
+    [comment] = bot_comments(world)
+    assert "no heartbeat since x" in comment and "working" not in comment.lower(), comment
 
 
 # --- a check run from start to end -------------------------------------------------------------
