@@ -88,7 +88,8 @@ class Abandoned:
 
 def remove_abandoned(work_dir: Path) -> list[Abandoned]:
     """Remove the worktrees under `work_dir` whose process died on this host (killed, crashed),
-    and their branches when they hold no commit of their own; a live process's are untouched."""
+    their environments, and their branches when they hold no commit of their own; a live
+    process's are untouched."""
     removed: list[Abandoned] = []
     for owner in sorted((work_dir / "worktrees").glob("*.owner")):
         try:
@@ -105,14 +106,19 @@ def remove_abandoned(work_dir: Path) -> list[Abandoned]:
         try:
             if worktree.exists():
                 git.remove_worktree(repo, worktree)
+            else:  # its folder went first: the registration left would still hold the branch
+                git.prune_worktrees(repo)
             if git.branch_exists(repo, branch) and git.resolve_commit(repo, branch) == base:
                 git.delete_branch(repo, branch)  # nothing committed: only its name was left
                 deleted = True
         except GitError:
             if worktree.exists():
                 shutil.rmtree(worktree, ignore_errors=True)
+        run_id = str(info.get("run_id", ""))
+        if run_id and run_id == Path(run_id).name and run_id not in (".", ".."):
+            shutil.rmtree(work_dir / "envs" / run_id, ignore_errors=True)  # agent.environment
         owner.unlink(missing_ok=True)
-        removed.append(Abandoned(str(info.get("run_id", "")), worktree, deleted, branch))
+        removed.append(Abandoned(run_id, worktree, deleted, branch))
     return removed
 
 

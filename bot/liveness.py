@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agent.workspace import remove_abandoned
-from bot.queue import RunQueue
+from bot.queue import INTERRUPTED, RunQueue
 from bot.store import BotStore
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,52 @@ MAX_REQUEUES = 3  # re-queues of a run whose job fails before it starts, before 
 def worker_name() -> str:
     """host:pid of this process (read at call time: a forked worker has its own pid)."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def worker_gone(worker: str | None) -> bool:
+    """Whether the process that claimed a run (`host:pid`, bot.runner) is gone for sure: it ran
+    on this host and no process has its id, or it had this very process's id (a container's
+    pid 1, started again, has run nothing yet). A worker that is not named counts as gone. A
+    worker on another host, or a live process here, is not: only its heartbeat can tell (and a
+    stranger given a dead worker's id is left to the reaper)."""
+    if not worker:
+        return True
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):
+        return False  # a process of another user's has that id
+    return False
+
+
+class Recovered(BaseModel):
+    """What `recover` did: runs ended as interrupted, runs enqueued again."""
+
+    interrupted: list[int]
+    requeued: list[int]
+
+
+def recover(store: BotStore, run_queue: RunQueue) -> Recovered:
+    """At a thread-queue server's start: the runs left running by a process of this host that
+    died (`worker_gone`) are failed as interrupted; queued runs are enqueued again (`claim_run`
+    lets one worker in, whichever queue holds a run twice).
+
+    A run another live process executes — a second server or a worker on this database, on
+    this host or another — is left running: the reaper ends it if its heartbeat stops.
+    """
+    interrupted = [run.id for run in store.runs_with_status("running")
+                   if worker_gone(run.worker)
+                   and store.end_run(run.id, "failed", error=INTERRUPTED)]  # fmt: skip
+    requeued = [run.id for run in store.runs_with_status("queued")]
+    for run_id in requeued:
+        run_queue.enqueue(run_id)
+    return Recovered(interrupted=interrupted, requeued=requeued)
 
 
 def tell(report: Callable[[int], None] | None, run_id: int) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from agent import git, remotes
+from agent import remotes
 
 _THREAD_LOCKS: dict[Path, threading.Lock] = {}
 _GUARD = threading.Lock()
@@ -30,18 +30,6 @@ class MirrorCache:
         mirror = self.path(repository)
         with self.locked(repository):
             return remotes.mirror_sync(url, mirror, env=env)
-
-    def clean_worktrees(self, parent: Path) -> list[Path]:
-        """Remove every worktree of every mirror under `parent`: runs that died with the server
-        left them. Only when no run is live (the thread queue's start)."""
-        removed: list[Path] = []
-        for mirror in sorted(self._root.glob("*/*.git")):
-            for path in (Path(p) for p in git.worktree_paths(mirror)):
-                if path.parent == parent:
-                    git.remove_worktree(mirror, path)
-                    removed.append(path)
-            removed += git.prune_worktrees(mirror, parent)
-        return removed
 
     @contextmanager
     def locked(self, repository: str) -> Iterator[None]:

@@ -1,4 +1,4 @@
-"""Run queues: in-process worker threads (the default) or RQ on Redis; recovery at start."""
+"""Run queues: in-process worker threads (the default) or RQ on Redis."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from pydantic import BaseModel
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.errors import SettingsError
@@ -307,28 +306,6 @@ def job_id(queue_name: str, run_id: int) -> str:
     """The RQ job id of a run (job ids are global on a Redis: the queue's name keeps two
     deployments' run 1 apart)."""
     return f"{queue_name}-run-{run_id}"
-
-
-class Recovered(BaseModel):
-    """What `recover` did: runs marked interrupted, runs enqueued again."""
-
-    interrupted: list[int]
-    requeued: list[int]
-
-
-def recover(store: BotStore, run_queue: RunQueue) -> Recovered:
-    """At start: runs left running are failed as interrupted; queued runs are enqueued again.
-
-    Call it once per deployment start (before workers serve), never from each of several
-    processes: a run another live process is executing would be marked interrupted.
-    """
-    interrupted = [run.id for run in store.runs_with_status("running")]
-    for run_id in interrupted:
-        store.finish_run(run_id, "failed", error=INTERRUPTED)
-    requeued = [run.id for run in store.runs_with_status("queued")]
-    for run_id in requeued:
-        run_queue.enqueue(run_id)
-    return Recovered(interrupted=interrupted, requeued=requeued)
 
 
 def build_queue(settings: BotSettings, execute: Callable[[int], object]) -> RunQueue:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import shutil
 import signal
 import sys
 import threading
@@ -11,11 +10,12 @@ import threading
 from flask import Flask
 
 from agent.errors import AgentError
+from agent.workspace import remove_abandoned
 from bot.app import create_app
 from bot.door import make_door
 from bot.errors import SettingsError
-from bot.liveness import Reaper
-from bot.queue import INTERRUPTED, ThreadQueue, recover
+from bot.liveness import Reaper, recover
+from bot.queue import INTERRUPTED, ThreadQueue
 from bot.replying import report_ended
 from bot.runner import execute_run
 from bot.services import Services, build_services
@@ -30,18 +30,18 @@ REPORT_WAIT = 2.5  # seconds at most for telling GitHub about the runs the stop 
 
 
 def make_app(settings: BotSettings) -> tuple[Flask, Services]:
-    """The app with real services; with the thread queue, interrupted runs are recovered.
+    """The app with real services; with the thread queue, what a dead process of this host
+    left is recovered (bot.liveness.recover; another live server's runs are its own).
 
     Reporting them to GitHub is best effort: a run that cannot be reported (its repository
     gone, GitHub down) is still ended, and the server still starts.
     """
     services = build_services(settings, execute=execute_run)
-    if settings.queue == "thread":  # no run is live yet: clear what a dead process left
-        try:  # a worktree that cannot be removed is left; the server still starts
-            services.mirrors.clean_worktrees(settings.data_dir / "work" / "worktrees")
+    if settings.queue == "thread":  # the runs, worktrees and environments a dead process left
+        try:  # one that cannot be removed is left; the server still starts
+            remove_abandoned(settings.data_dir / "work")
         except (AgentError, OSError) as exc:
             log.warning("could not remove the worktrees a dead process left: %s", exc)
-        shutil.rmtree(settings.data_dir / "work" / "envs", ignore_errors=True)
         recovered = recover(services.store, services.queue)
         report_in_background(recovered.interrupted, services)
     services.store.prune_deliveries()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
+from agent import git
 from agent.workspace import open_workspace, remove_abandoned, scratch_tree
 from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project, write_files
 
@@ -63,8 +65,20 @@ def test_a_live_processs_worktree_is_not_abandoned(tmp_path: Path) -> None:
 
 def test_a_worktree_whose_process_id_was_reused_is_abandoned(tmp_path: Path) -> None:
     worktree = owned_worktree(tmp_path, started="1")  # this pid, but not this process
+    env = tmp_path / "work" / "envs" / "r1234567"  # its environment (agent.environment)
+    (env / "home").mkdir(parents=True)
 
     [gone] = remove_abandoned(tmp_path / "work")
 
     assert gone.run_id == "r1234567" and gone.branch_deleted
-    assert not worktree.exists()
+    assert not worktree.exists() and not env.exists()
+
+
+def test_an_abandoned_worktree_whose_folder_is_gone_frees_its_branch(tmp_path: Path) -> None:
+    worktree = owned_worktree(tmp_path, started="1")
+    shutil.rmtree(worktree)  # its registration in the repository is left
+
+    [gone] = remove_abandoned(tmp_path / "work")
+
+    assert gone.branch_deleted and not git.branch_exists(tmp_path / "repo", gone.branch)
+    assert list((tmp_path / "work" / "worktrees").iterdir()) == []

@@ -4,6 +4,8 @@ again, and a heartbeat stops when its run no longer runs."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -11,7 +13,8 @@ from datetime import timedelta
 
 import pytest
 
-from bot.liveness import MAX_REQUEUES, Heartbeat, Reaper
+from bot.liveness import MAX_REQUEUES, Heartbeat, Reaper, recover, worker_name
+from bot.queue import INTERRUPTED
 from bot.store import BotStore
 from tests.bot.conftest import ManualClock
 from tests.bot.test_store import trigger
@@ -215,3 +218,43 @@ def test_a_heartbeat_stamps_and_stops_when_its_run_ended(live_store: BotStore) -
         while not heartbeat.lost:
             assert time.monotonic() < deadline, "the heartbeat did not notice"
             time.sleep(0.02)
+
+
+# --- recover: a thread-queue server's start -------------------------------------------------
+
+
+def test_recover_ends_only_the_runs_of_dead_processes_of_this_host(store: BotStore) -> None:
+    """A second server or worker on the database keeps its runs; a dead one's are ended."""
+    host = socket.gethostname()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    alive = subprocess.Popen(["sleep", "60"])
+    try:
+        workers = {1: f"{host}:{dead.pid}", 2: f"{host}:{alive.pid}", 3: "elsewhere:1",
+                   4: worker_name(), 5: None}  # 4: this process's id (a container's pid 1, again)
+        ids = {}
+        for number, worker in workers.items():
+            run = store.create_run(trigger(issue_number=number, delivery_id=f"d-{number}"))
+            assert store.claim_run(run.id, worker=worker)
+            ids[number] = run.id
+        queued = store.create_run(trigger(issue_number=6, delivery_id="d-6"))
+        done = store.create_run(trigger(issue_number=7, delivery_id="d-7"))
+        store.finish_run(done.id, "succeeded")
+        queue = HeldQueue()
+
+        recovered = recover(store, queue)
+
+        assert sorted(recovered.interrupted) == [ids[1], ids[4], ids[5]]
+        assert recovered.requeued == [queued.id]
+        assert queue.enqueued == [queued.id]
+        for run_id in (ids[1], ids[4], ids[5]):
+            ended = store.get_run(run_id)
+            assert ended is not None and (ended.status, ended.error) == ("failed", INTERRUPTED)
+            assert ended.finished_at is not None
+        for run_id in (ids[2], ids[3]):
+            live = store.get_run(run_id)
+            assert live is not None and live.status == "running", run_id
+        assert recover(store, HeldQueue()).interrupted == []  # nothing is ended twice
+    finally:
+        alive.kill()
+        alive.wait()

@@ -14,10 +14,8 @@ import pytest
 from redis import Redis
 from rq import Queue, SimpleWorker
 
-from bot.queue import INTERRUPTED, RUNNER_JOB, RQQueue, ThreadQueue, build_queue, recover
+from bot.queue import RUNNER_JOB, RQQueue, ThreadQueue, build_queue
 from bot.settings import BotSettings
-from bot.store import BotStore
-from bot.triggers import Trigger
 
 EXECUTED_BY_RQ: list[int] = []
 
@@ -251,29 +249,6 @@ def test_the_servers_queue_gives_up_after_the_run_limit_and_the_reapers_patience
         assert run_queue.give_up_after == 2 * 60 + 90
     finally:
         run_queue.close()
-
-
-# --- recover ---------------------------------------------------------------------------------
-
-
-def test_recover_fails_interrupted_runs_and_requeues_queued_ones(tmp_path: Path) -> None:
-    def trigger(number: int) -> Trigger:
-        return Trigger(
-            command="solve", repository="o/r", issue_number=number, actor="a",
-            source="label", delivery_id=f"d-{number}",
-        )  # fmt: skip
-
-    with BotStore.open(f"sqlite:///{tmp_path / 'cra.db'}") as store:
-        running, queued, done = (store.create_run(trigger(n)) for n in (1, 2, 3))
-        store.claim_run(running.id)
-        store.finish_run(done.id, "succeeded")
-        run_queue = RecordingQueue()
-        recovered = recover(store, run_queue)
-        assert (recovered.interrupted, recovered.requeued) == ([running.id], [queued.id])
-        assert run_queue.enqueued == [queued.id]
-        failed = store.get_run(running.id)
-        assert failed is not None and (failed.status, failed.error) == ("failed", INTERRUPTED)
-        assert failed.finished_at is not None
 
 
 # --- RQQueue (real Redis) --------------------------------------------------------------------

@@ -6,15 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from agent import git
 from agent.errors import ConfigError
 from agent.models import PlanStep, RunEvent
-from bot.mirrors import MirrorCache
 from bot.progress import ProgressReporter
 from bot.repo_config import effective_config
 from bot.settings import BotSettings
 from bot.task import build_task, clean_text
-from tests.fakes.repos import ISOLATED_GIT_ENV, make_bare_remote
 
 
 def write(root: Path, text: str) -> Path:
@@ -92,26 +89,3 @@ def test_progress_is_published_at_most_once_per_interval() -> None:
     assert published[-1][1] == [("Fix mul", "passed"), ("Add", "pending")]
     reporter.flush("succeeded")
     assert published[-1][0] == "succeeded" and published[-1][1][1] == ("Add", "skipped")
-
-
-def test_worktrees_left_by_a_dead_process_are_removed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-    remote = make_bare_remote(tmp_path)
-    mirrors = MirrorCache(tmp_path / "mirrors")
-    mirror = mirrors.sync("octo/calc", remote.as_uri(), env={})
-    parent = tmp_path / "work" / "worktrees"
-    left = git.add_worktree(mirror, parent / "run-1", commit="main", branch="cra/issue-1")
-    stale = parent / "run-0"
-    git.add_worktree(mirror, stale, commit="main", branch="cra/issue-0")
-    git.run_git(["worktree", "remove", "--force", str(stale)], mirror)
-    stale.mkdir()
-    (stale / ".git").write_text(f"gitdir: {mirror}/worktrees/run-0\n")
-
-    removed = mirrors.clean_worktrees(parent)
-
-    assert set(removed) == {left, stale}
-    assert not left.exists() and not stale.exists()
-    assert [p for p in git.worktree_paths(mirror) if p.startswith(str(parent))] == []

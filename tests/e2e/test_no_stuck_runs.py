@@ -454,12 +454,19 @@ def test_a_thread_queue_server_killed_mid_run_is_reaped_by_another_server(
 ) -> None:
     hold_the_model(world)
     env = server_env(world)
-    survivor = Server(env)  # two servers on one database, each with its own thread queue
-    doomed = Server(env)
+    doomed = Server(env)  # two servers on one database and data dir, each its thread queue
+    survivor: Server | None = None
     try:
         run_id = doomed.label(world)
         wait_for("the run to start", lambda: status_of(world, run_id).status == "running")
         wait_for("the model call", lambda: world.models.requests)
+        worktrees = world.settings.data_dir / "work" / "worktrees"
+        [worktree] = wait_for("the run's worktree", lambda: worktrees.is_dir() and [
+            p for p in worktrees.iterdir() if p.is_dir()])
+        survivor = Server(env)  # starting, it leaves the live run of the other one alone
+        time.sleep(1.0)  # several of the other's heartbeats
+        assert status_of(world, run_id).status == "running"
+        assert worktree.is_dir()
         doomed.kill()
 
         ended = wait_for("the reaper", lambda: (r := status_of(world, run_id)).status
@@ -471,9 +478,11 @@ def test_a_thread_queue_server_killed_mid_run_is_reaped_by_another_server(
         again = survivor.solve_again(world)
         assert again.status_code == 202, again.text  # a run, not "busy"
         assert again.json()["run_id"] != run_id
+        wait_for("the dead server's worktree to go", lambda: not worktree.exists())
     finally:
         doomed.stop()
-        survivor.stop()
+        if survivor is not None:
+            survivor.stop()
 
 
 def test_a_restart_with_runs_that_cannot_be_reported_still_starts(world: BotWorld) -> None:
