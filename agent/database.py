@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext, suppress
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
@@ -50,6 +51,40 @@ NAMING = {
 def utc_now() -> datetime:
     """The current time, timezone-aware UTC."""
     return datetime.now(UTC)
+
+
+class ServerClock:
+    """The database server's clock, for a database that several hosts share: a heartbeat
+    stamped by one host and judged stale by another's reaper compare on one clock, whatever
+    the hosts' clocks say. The offset from this host's clock is measured (`SELECT now()`,
+    halfway through the round trip) at the first reading and every `refresh` seconds after;
+    a database that cannot answer keeps the last offset (zero before the first)."""
+
+    def __init__(self, engine: Engine, *, refresh: float = 300.0) -> None:
+        self._engine, self._refresh = engine, refresh
+        self._offset = timedelta(0)
+        self._measured: float | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> datetime:
+        mono = time.monotonic()
+        if self._measured is None or mono - self._measured >= self._refresh:
+            with self._lock:
+                if self._measured is None or mono - self._measured >= self._refresh:
+                    self._measure()
+        return utc_now() + self._offset
+
+    def _measure(self) -> None:
+        self._measured = time.monotonic()  # a database that cannot answer is asked again later
+        try:
+            with self._engine.connect() as connection:
+                before = utc_now()
+                server = connection.execute(text("SELECT now()")).scalar_one()
+                after = utc_now()
+        except DBAPIError:
+            return
+        if isinstance(server, datetime) and server.tzinfo is not None:
+            self._offset = server - (before + (after - before) / 2)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -206,12 +241,14 @@ def _lock_for_migration(connection: Connection) -> None:
 
 
 class Database:
-    """A migrated database: the engine, the clock, a session factory for ORM readers; closed
-    once."""
+    """A migrated database: the engine, the clock (this host's for a SQLite file, the
+    server's for a database hosts share: ServerClock), a session factory for ORM readers;
+    closed once."""
 
     def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
         self._engine = engine
-        self._clock = clock or utc_now
+        self._clock = clock or (utc_now if engine.dialect.name == "sqlite" else
+                                ServerClock(engine))  # fmt: skip
         self._writer = writer_lock(engine)
         self._held: Any = None  # a SQLite file's raw writer connection, kept between writes
         self._batches = threading.local()  # per thread: an open batch(), a kept connection

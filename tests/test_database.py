@@ -6,14 +6,17 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import create_engine
 
+from agent import database
 from agent.database import writer_lock
 from bot.store import BotStore
+from tests.bot.test_store import trigger
 from tests.test_store import postgres_schema_url
 
 
@@ -132,3 +135,34 @@ def test_a_raw_transaction_after_raw_statements_is_still_all_or_nothing(store: B
     with store.raw_statement() as connection:
         _insert(connection, "d-5")
     assert _kept_ids(store) == ["d-1", "d-3", "d-4", "d-5"]
+
+
+@pytest.mark.postgres
+def test_a_server_database_keeps_time_on_the_servers_clock(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose clock is 3 minutes slow stamps heartbeats on the database's clock: another
+    host's reaper would otherwise take its live run for dead."""
+    real = database.utc_now
+    monkeypatch.setattr(database, "utc_now", lambda: real() - timedelta(minutes=3))
+    for url in postgres_schema_url(request.getfixturevalue("postgres_url")):
+        with BotStore.open(url) as store:
+            assert isinstance(store._clock, database.ServerClock)
+            assert abs(store.now() - real()) < timedelta(seconds=5)
+            run = store.create_run(trigger())
+            assert store.claim_run(run.id, worker="slow:1")
+            claimed = store.get_run(run.id)
+            assert claimed is not None and claimed.heartbeat_at is not None
+            assert abs(claimed.heartbeat_at - real()) < timedelta(seconds=5)
+
+
+def test_a_server_clock_that_cannot_reach_its_database_keeps_the_hosts_time() -> None:
+    engine = create_engine("postgresql+psycopg://u@127.0.0.1:1/none")
+    clock = database.ServerClock(engine)
+    assert abs(clock() - database.utc_now()) < timedelta(seconds=5)
+    engine.dispose()
+
+
+def test_a_sqlite_database_keeps_the_hosts_time(tmp_path: Path) -> None:
+    with BotStore.open(f"sqlite:///{tmp_path / 'cra.db'}") as store:
+        assert store._clock is database.utc_now
