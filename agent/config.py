@@ -6,8 +6,16 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from agent.errors import ConfigError
 from agent.wording import plain_errors
@@ -37,6 +45,26 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
 
 
+def check_endpoint(url: str) -> str:
+    """A model server's base URL: http(s), with no credentials in it — they would be shown in
+    every log line, error and run record that names the endpoint (the key goes in an
+    environment variable, sent as a bearer token). ValueError in plain words otherwise."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a port that is not a number
+    except ValueError as exc:
+        raise ValueError(f"not a URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError("expected the http:// or https:// URL of the model server, such as "
+                         f"{DEFAULT_OLLAMA_URL}")  # fmt: skip
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("the URL carries credentials (user:password@host), which would be "
+                         "shown in logs, errors and run records: give the model server's key "
+                         "through an environment variable (api_key_env, CRA_<ROLE>_API_KEY) "
+                         "instead")  # fmt: skip
+    return url
+
+
 class ModelConfig(Section):
     """One model endpoint: provider, URL, name, window and sampling."""
 
@@ -49,6 +77,11 @@ class ModelConfig(Section):
     api_key_env: str | None = None
     request_timeout: float = Field(default=300.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        return check_endpoint(value)
 
 
 ROLE_DEFAULTS: dict[str, dict[str, Any]] = {

@@ -19,7 +19,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agent.config import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig
+from agent.config import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig, check_endpoint
 from agent.console import unknown_variables
 from agent.sandbox import SandboxLimits, hidden_paths
 from agent.wording import plain_errors
@@ -42,7 +42,8 @@ def _provider(role: str) -> Any:
 
 def _base_url(role: str) -> Any:
     """The endpoint field of a role."""
-    return Field(default=DEFAULT_OLLAMA_URL, description=f"Endpoint of the {role} model's server.")
+    return Field(default=DEFAULT_OLLAMA_URL, description=f"Endpoint of the {role} model's server "
+                 "(http(s), no user:password@ in it).")
 
 
 def _model(role: str) -> Any:
@@ -232,6 +233,11 @@ class BotSettings(BaseSettings):
     def _expand_data_dir(cls, value: Path) -> Path:
         """`~` in the data directory means the user's home."""
         return value.expanduser()
+
+    @field_validator("reasoning_base_url", "coding_base_url", "classifier_base_url")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        return check_endpoint(value)
 
     @field_validator("allowed_models", "sandbox_hide", mode="before")
     @classmethod

@@ -117,3 +117,21 @@ def test_api_key_is_read_from_the_named_variable() -> None:
     with pytest.raises(ConfigError, match="MY_KEY"):
         resolve_api_key(model, {})
     assert resolve_api_key(SolveConfig().models.coding, {}) is None
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("https://bob:hunter2@models.example/v1", "carries credentials"),
+    ("http://token@localhost:11434", "carries credentials"),
+    ("localhost:11434", "expected the http:// or https:// URL"),
+    ("file:///etc/passwd", "expected the http:// or https:// URL"),
+    ("http://localhost:port", "not a URL"),
+])
+def test_a_model_url_is_http_and_carries_no_credentials(url: str, why: str) -> None:
+    with pytest.raises(ConfigError, match=why) as caught:
+        parse_config({"models": {"coding": {"base_url": url}}})
+    assert "hunter2" not in str(caught.value) and caught.value.key == "models.coding.base_url"
+
+
+def test_a_model_url_with_a_path_and_port_is_fine() -> None:
+    config = parse_config({"models": {"coding": {"base_url": "https://h.example:8443/v1"}}})
+    assert config.models.coding.base_url == "https://h.example:8443/v1"

@@ -167,3 +167,13 @@ def test_a_stale_after_shorter_than_two_heartbeats_is_refused_naming_both(
     monkeypatch.setenv("CRA_STALE_AFTER", "45")
     with pytest.raises(SettingsError, match=r"CRA_STALE_AFTER.*CRA_HEARTBEAT_INTERVAL"):
         BotSettings.load()
+
+
+def test_a_model_url_with_credentials_is_refused_without_showing_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CRA_CODING_BASE_URL", "https://bob:hunter2@models.example/v1")
+    with pytest.raises(SettingsError, match="CRA_CODING_BASE_URL: the URL carries credentials") \
+            as caught:
+        BotSettings.load(None)
+    assert "hunter2" not in str(caught.value)
