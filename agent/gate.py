@@ -102,7 +102,7 @@ def testing_sections(path: str, text: str | None) -> Any:
         parser = configparser.RawConfigParser()
         parser.read_string(text)
         return {s: dict(parser[s]) for s in parser.sections() if s.startswith(prefixes)}
-    except (ValueError, configparser.Error):
+    except (ValueError, RecursionError, configparser.Error):
         return text  # unreadable: any change counts
 
 

@@ -13,6 +13,7 @@ from agent.gate import (
     may_be_gate_file,
     rejection_text,
 )
+from agent.gate import testing_sections as sections_of
 from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
 
 # --- the gate files --------------------------------------------------------------------------
@@ -238,3 +239,8 @@ def test_only_files_that_may_be_gate_files_can_change_the_gate(path: str) -> Non
         assert gate_changes(change, command) == []
     assert may_be_gate_file(path, command) is (path not in (
         "calc/ops.py", "src/app/main.go", "README.md", "docs/conf.py", "lib/index.js"))
+
+
+def test_a_sectioned_file_nested_past_the_stack_counts_as_changed_whole() -> None:
+    deep = '{"scripts": {"test": "x"}, "a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert sections_of("package.json", deep) == deep

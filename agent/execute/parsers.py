@@ -74,7 +74,7 @@ def _first_object(text: str) -> dict[str, object] | None:
     while start != -1:
         try:
             value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, nested past the stack, a huge number
             value = None
         if isinstance(value, dict):
             return value

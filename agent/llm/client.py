@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import ssl
 import time
 from collections.abc import Callable
@@ -339,7 +338,8 @@ class HTTPChatModel:
         """The LLMResponse of a successful HTTP answer; LLMError when the body is unusable."""
         try:
             raw, prompt, completion = extract_answer(self.config.provider, response.json())
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, nested past Python's stack,
+            # a number of more digits than int() takes
             raise self._error("answered 200 with a body that is not JSON", url, response) from None
         except (KeyError, IndexError, TypeError):
             raise self._error("answered 200 without message content", url, response) from None

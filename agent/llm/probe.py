@@ -7,7 +7,6 @@ OpenAI-compatible server lists them at /v1/models, where vLLM adds `max_model_le
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
@@ -90,7 +89,7 @@ def _listing(state: ServerState, url: str, response: httpx.Response) -> ServerSt
         return state.model_copy(update={"problem": f"{url} answered {status}"})
     try:
         models = _models(state.provider, response.json())
-    except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError, AttributeError):
+    except (ValueError, RecursionError, TypeError, KeyError, AttributeError):
         kind = "Ollama" if state.provider == "ollama" else "OpenAI-compatible"
         return state.model_copy(update={"problem": f"{url} does not answer like an {kind} server"})
     return state.model_copy(update={"models": models})

@@ -375,3 +375,12 @@ def test_an_answer_without_edit_blocks_is_a_parse_error_with_raw() -> None:
 def test_words_that_start_with_edit_are_not_blocks() -> None:
     with pytest.raises(ParseError, match="no <edit> blocks"):
         parse_implement_response("Open <editor> and change it yourself.")
+
+
+@pytest.mark.parametrize("garbage", [
+    '{"part_id": "p", "steps": ' + "[" * 100_000 + "]" * 100_000 + "}",  # past Python's stack
+    '{"part_id": "p", "steps": [], "n": ' + "9" * 5_000 + "}",  # more digits than int() takes
+])
+def test_an_answer_json_cannot_hold_is_a_parse_error(garbage: str) -> None:
+    with pytest.raises(ParseError, match="no JSON object in the part_plan answer"):
+        parse_plan_response(garbage, "part_plan")

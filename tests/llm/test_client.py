@@ -349,3 +349,13 @@ def test_a_plain_http_model_server_gets_no_ca_bundle_and_https_gets_certifis() -
     assert (plain.verify_mode, plain.check_hostname, plain.get_ca_certs()) == (
         ssl.CERT_REQUIRED, True, [])
     assert _verify("HTTPS://models.example.com") is tls_context()
+
+
+@pytest.mark.parametrize("body", [
+    b'{"message": {"content": "x"}, "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    b'{"message": {"content": "x"}, "n": ' + b"9" * 5_000 + b"}",
+])
+def test_a_body_json_cannot_hold_raises_llm_error(server, sleep, body):
+    server.enqueue(Reply(raw_body=body))
+    with make_model(server, sleep) as model, pytest.raises(LLMError, match="not JSON"):
+        model.complete("s", "u")
