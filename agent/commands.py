@@ -171,12 +171,11 @@ def _preflight(config: SolveConfig, env: Mapping[str, str], *, plans: bool,
                implements: bool) -> None:
     """Before the first model call: each role the command uses has a server that answers (and,
     said as a warning, the model it names)."""
-    from agent.doctor_checks import roles_used
+    from agent.doctor_checks import in_config, roles_used
     from agent.preflight import require_model_servers
 
     source = _where(config)
-    for line in require_model_servers(config.models, _keys(config, env),
-                                      lambda role, key: f"models.{role}.{key} in {source}",
+    for line in require_model_servers(config.models, _keys(config, env), in_config(source),
                                       roles_used(config, plans=plans, implements=implements)):
         print(f"cra: warning: {line}", file=sys.stderr)
 

@@ -39,6 +39,13 @@ SHELL_WORDS = frozenset({
 Where = Callable[[str, str], str]  # (role, key) → how the user sets it, e.g. CRA_CODING_MODEL
 
 
+def in_config(source: str) -> Where:
+    """Where a config file sets a role's key: `models.coding.model in cra.toml`; the API key
+    through the variable `api_key_env` names (a file never holds the key itself)."""
+    return lambda role, key: (f"models.{role}.{'api_key_env' if key == 'api_key' else key} "
+                              f"in {source}")
+
+
 # --- git and directories -----------------------------------------------------------------------
 
 
@@ -288,5 +295,4 @@ def _local_models(config: SolveConfig, environ: Mapping[str, str]) -> Iterable[F
                        f"models.{role}.api_key_env in {source}")
     used = roles_used(config, plans=True, implements=True)
     roles = [role for role in used if role in keys]
-    yield from check_models(config.models, keys,
-                            lambda role, key: f"models.{role}.{key} in {source}", roles)
+    yield from check_models(config.models, keys, in_config(source), roles)

@@ -305,6 +305,14 @@ class LLMResponse(Record):
     raw_text: str
     model: str
     usage: Usage
+    truncated: bool = False  # the answer stopped at the token limit (max_tokens), cut off
+
+    def cut_off(self, role: str, max_tokens: int) -> str:
+        """What to say of an answer that could not be used: "" unless it was cut off."""
+        if not self.truncated:
+            return ""
+        return (f"the answer stopped at the token limit ({max_tokens} tokens: raise "
+                f"models.{role}.max_tokens, or ask for less); ")
 
 
 class LLMCallRecord(Record):

@@ -126,7 +126,12 @@ def server_model_findings(settings: BotSettings) -> Iterable[Finding]:
     models = ModelsConfig.model_validate(
         {role: settings.model_config_for(role).model_dump() for role in ROLES})
     keys: dict[str, str | None] = {role: settings.api_key_for(role) for role in ROLES}
-    return check_models(models, keys, lambda role, key: f"CRA_{role.upper()}_{key.upper()}")
+    return check_models(models, keys, in_environment)
+
+
+def in_environment(role: str, key: str) -> str:
+    """Where the server sets a role's key: CRA_CODING_MODEL."""
+    return f"CRA_{role.upper()}_{key.upper()}"
 
 
 def model_warnings(settings: BotSettings) -> list[str]:

@@ -43,8 +43,9 @@ def execute_implement(
     try:
         edits = parse_implement_response(response.raw_text)
     except ParseError as exc:
+        cut = response.cut_off(llm.role, llm.config.max_tokens)
         return StepResult(
-            success=False, error_info=f"unparseable answer: {exc}",
+            success=False, error_info=f"unparseable answer: {cut}{exc}",
             raw_response=response.raw_text, usage=response.usage,
         )
     return StepResult(

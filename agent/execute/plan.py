@@ -23,6 +23,7 @@ from agent.llm.logged import LoggedLLMClient
 from agent.models import (
     AffectedFile,
     ContextPackage,
+    LLMResponse,
     MetaPlan,
     PartPlan,
     PlanAdjustment,
@@ -176,7 +177,7 @@ def ask_plan(
     response = llm.complete(system, user, stage=pass_type, json_schema=schema)
     fallback: CheckedT | None = None
     try:
-        plan = parse_plan_response(response.raw_text, pass_type)
+        plan = _parsed(response, pass_type, llm)
         checked = check(plan)
         problems = rule_problems(plan)
         if not problems:
@@ -188,11 +189,22 @@ def ask_plan(
     try:
         again = llm.complete(system, f"{user}\n\n{reask_note(first, pass_type)}",
                              stage=f"{pass_type}_reask", json_schema=schema)
-        return check(parse_plan_response(again.raw_text, pass_type))
+        return check(_parsed(again, pass_type, llm))
     except (ParseError, PlanInvalid, PromptTooLarge) as exc:
         if fallback is not None:
             return fallback
         raise (first if isinstance(exc, PromptTooLarge) else exc) from None
+
+
+def _parsed(response: LLMResponse, pass_type: PassType, llm: LoggedLLMClient) -> Plan:
+    """The plan of an answer; a ParseError says so when the answer was cut off at max_tokens."""
+    try:
+        return parse_plan_response(response.raw_text, pass_type)
+    except ParseError as exc:
+        cut = response.cut_off(llm.role, llm.config.max_tokens)
+        if not cut:
+            raise
+        raise ParseError(f"{cut}{exc}", raw=exc.raw) from exc
 
 
 def reask_note(error: ParseError | PlanInvalid, pass_type: PassType) -> str:

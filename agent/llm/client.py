@@ -25,6 +25,7 @@ BACKOFF_BASE_S = 1.0
 BACKOFF_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 120.0
 EXCERPT_CHARS = 300
+MAX_ANSWER_BYTES = 8 * 1024 * 1024  # an answer of max_tokens is kilobytes; more is a broken server
 RETRYABLE_STATUSES = frozenset({408, 429})
 SCHEMA_REJECTED_STATUSES = frozenset({400, 422})
 
@@ -148,22 +149,48 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def extract_answer(provider: str, body: Any) -> tuple[str, int | None, int | None]:
-    """Content, prompt tokens and completion tokens of a response body; KeyError if no content."""
+@dataclass(frozen=True)
+class Answer:
+    """What a response body says: the content, token counts, and whether it was cut off."""
+
+    content: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    truncated: bool = False  # stopped at max_tokens (finish_reason / done_reason "length")
+
+
+def extract_answer(provider: str, body: Any) -> Answer:
+    """The answer of a response body; KeyError if it has no content.
+
+    A reasoning model's thinking, given beside the content (Ollama's `message.thinking`,
+    vLLM's and others' `reasoning_content` / `reasoning`), is kept when the content is empty —
+    the model only thought, or spent its every token thinking — as an unclosed `<think>`
+    block: recorded, and read by the parsers as a last resort, as a `<think>` the model never
+    closed in its content is.
+    """
     if not isinstance(body, dict):
         raise KeyError("body is not a JSON object")
     if provider == "ollama":
-        content = body["message"]["content"]
+        message = body["message"]
         prompt, completion = body.get("prompt_eval_count"), body.get("eval_count")
+        stop = body.get("done_reason")
     else:
-        content = body["choices"][0]["message"]["content"]
+        choice = body["choices"][0]
+        message = choice["message"]
         usage = body.get("usage") or {}
         prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        stop = choice.get("finish_reason")
+    content = message["content"]
     if content is None:  # e.g. vLLM with a reasoning parser when the model only "thought"
         content = ""
     if not isinstance(content, str):
         raise KeyError("content is not a string")
-    return content, _int_or_none(prompt), _int_or_none(completion)
+    if not content.strip():
+        thought = next((v for key in ("thinking", "reasoning_content", "reasoning")
+                        if isinstance(v := message.get(key), str) and v.strip()), "")
+        content = f"<think>{thought}" if thought else content
+    return Answer(content, _int_or_none(prompt), _int_or_none(completion),
+                  truncated=stop == "length")
 
 
 def _excerpt(text: str) -> str:
@@ -261,6 +288,10 @@ class HTTPChatModel:
             response = self._send(url, self._payload(system, user, json_schema, json_mode), headers)
         if response.status_code >= 400:
             raise self._error(f"answered {response.status_code}", url, response)
+        if response.is_redirect:  # never followed: the body (and a key) would go elsewhere
+            where = self._redact(response.headers.get("location", "nowhere"))
+            raise self._error(f"answered {response.status_code}, a redirect to {where}: set "
+                              "base_url to where the model server is", url, response)
         latency_ms = round((self._clock() - started) * 1000)
         return self._answer(url, response, system, user, latency_ms)
 
@@ -314,8 +345,9 @@ class HTTPChatModel:
     ) -> httpx.Response | _Failure:
         """One POST: the response unless it failed in a way worth retrying."""
         try:
-            with deadline(self.config.request_timeout):
-                response = self._http.post(url, json=payload, headers=headers)
+            with deadline(self.config.request_timeout), self._http.stream(
+                    "POST", url, json=payload, headers=headers) as streamed:
+                response = self._whole(streamed, url)
         except httpx.TimeoutException:
             return _Failure(f"timed out after {self.config.request_timeout}s")
         except httpx.ConnectError as exc:  # nothing listens there, or no route to it
@@ -332,17 +364,38 @@ class HTTPChatModel:
             return _Failure(reason, status=status, retry_after=retry_after)
         return response
 
+    def _whole(self, streamed: httpx.Response, url: str) -> httpx.Response:
+        """The response read whole, up to MAX_ANSWER_BYTES (decoded); LLMError past it — a
+        server streaming without end would fill the memory, then the run's records."""
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in streamed.iter_bytes():
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                message = (f"{self.config.provider} {url} answered {streamed.status_code} with "
+                           f"more than {MAX_ANSWER_BYTES // 2**20} MiB: not a model's answer")
+                raise LLMError(self._redact(message), status=streamed.status_code,
+                               retryable=False)
+            chunks.append(chunk)
+        headers = [(k, v) for k, v in streamed.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length")]  # decoded above
+        return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks),
+                              request=streamed.request)
+
     def _answer(
         self, url: str, response: httpx.Response, system: str, user: str, latency_ms: int
     ) -> LLMResponse:
         """The LLMResponse of a successful HTTP answer; LLMError when the body is unusable."""
         try:
-            raw, prompt, completion = extract_answer(self.config.provider, response.json())
+            answer = extract_answer(self.config.provider, response.json())
         except (ValueError, RecursionError):  # not JSON, not UTF-8, nested past Python's stack,
             # a number of more digits than int() takes
-            raise self._error("answered 200 with a body that is not JSON", url, response) from None
+            raise self._error(f"answered {response.status_code} with a body that is not JSON",
+                              url, response) from None
         except (KeyError, IndexError, TypeError):
-            raise self._error("answered 200 without message content", url, response) from None
+            raise self._error(f"answered {response.status_code} without message content", url,
+                              response) from None
+        raw, prompt, completion = answer.content, answer.prompt_tokens, answer.completion_tokens
         usage = Usage(
             prompt_tokens=prompt if prompt is not None else estimate_prompt_tokens(system, user),
             completion_tokens=completion if completion is not None else estimate_tokens(raw),
@@ -350,9 +403,8 @@ class HTTPChatModel:
             calls=1,
             estimated=prompt is None or completion is None,
         )
-        return LLMResponse(
-            text=strip_thinking(raw), raw_text=raw, model=self.config.model, usage=usage
-        )
+        return LLMResponse(text=strip_thinking(raw), raw_text=raw, model=self.config.model,
+                           usage=usage, truncated=answer.truncated)
 
     def _error(self, what: str, url: str, response: httpx.Response) -> LLMError:
         """A non-retryable LLMError naming provider, URL, status and a short body excerpt."""

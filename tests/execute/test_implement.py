@@ -14,7 +14,7 @@ from agent.llm.client import HTTPChatModel
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextFile, ContextPackage, PartPlan, PlanStep
 from tests.fakes.call_log import MemoryCallLog
-from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer
 
 STEP = PlanStep(id="s1", description="Fix mul", target_files=["calc/ops.py"],
                 target_symbols=["mul"])
@@ -82,3 +82,16 @@ def test_unparseable_answer_is_a_failed_step_result_with_the_raw_text(
     assert not result.success
     assert result.raw_response == "Sure! I fixed it."
     assert result.error_info is not None and "no <edit> blocks" in result.error_info
+
+
+def test_an_answer_cut_off_at_max_tokens_says_which_limit_to_raise(
+    server: ScriptedModelServer,
+) -> None:
+    server.enqueue(Reply(text='<edit file="calc/ops.py"><search>return 0</sea', cut_off=True))
+    with HTTPChatModel(model(url=server.url)) as chat:
+        llm = LoggedLLMClient(chat, MemoryCallLog(), role="coding", reserved_tokens=512)
+        result = execute_implement(CONTEXT, "fix mul", STEP, llm, reserved_tokens=512)
+    assert not result.success and result.error_info is not None
+    assert result.error_info.startswith(
+        "unparseable answer: the answer stopped at the token limit (2048 tokens: raise "
+        "models.coding.max_tokens, or ask for less); "), result.error_info

@@ -29,7 +29,7 @@ from agent.models import (
     StepResult,
 )
 from tests.fakes.call_log import MemoryCallLog
-from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer
 
 RESERVED = 512
 CONTEXT = ContextPackage(
@@ -227,6 +227,19 @@ def test_answer_without_a_json_object_raises_parse_error_after_being_recorded(
     assert caught.value.raw == answer
     assert [(r.stage, r.response, r.error) for r in log.records] == [
         ("meta_plan", answer, None), ("meta_plan_reask", answer, None)]
+
+
+def test_an_answer_cut_off_at_max_tokens_says_so_in_the_reask_and_the_error(
+    server: ScriptedModelServer, llm: LoggedLLMClient
+) -> None:
+    cut = meta_answer(part("p1"))[:40]
+    server.script("meta_plan", Reply(text=cut, cut_off=True))
+    server.script("meta_plan_reask", Reply(text=cut, cut_off=True))
+    with pytest.raises(ParseError, match=r"^the answer stopped at the token limit \(2048 tokens: "
+                                         r"raise models.reasoning.max_tokens") as caught:
+        meta(llm)
+    assert caught.value.raw == cut
+    assert "stopped at the token limit" in server.requests[1].user_prompt  # told on the re-ask
 
 
 def test_answer_missing_required_fields_raises_parse_error_naming_them(

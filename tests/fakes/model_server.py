@@ -31,6 +31,9 @@ class Reply:
     usage: tuple[int, int] | None = None  # (prompt, completion); None omits the usage fields
     error_body: str | None = None
     trickle_s: float = 0.0  # send the answer one byte every trickle_s seconds
+    cut_off: bool = False  # stopped at max_tokens: done_reason / finish_reason "length"
+    thinking: str | None = None  # a reasoning model's thoughts, beside the content (wire field)
+    redirect: str | None = None  # a Location header (with a 3xx status)
 
 
 def reply(text: str, *, usage: tuple[int, int] | None = None) -> Reply:
@@ -130,8 +133,10 @@ def _ollama_body(model: str, r: Reply) -> dict[str, Any]:
         "created_at": "2024-01-01T00:00:00Z",
         "message": {"role": "assistant", "content": r.text},
         "done": True,
-        "done_reason": "stop",
+        "done_reason": "length" if r.cut_off else "stop",
     }
+    if r.thinking is not None:  # Ollama 0.9+ with "think"
+        body["message"]["thinking"] = r.thinking
     if r.usage is not None:
         body["prompt_eval_count"], body["eval_count"] = r.usage
     return body
@@ -147,11 +152,13 @@ def _openai_body(model: str, r: Reply) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": r.text},
-                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": r.text or None},
+                "finish_reason": "length" if r.cut_off else "stop",
             }
         ],
     }
+    if r.thinking is not None:  # vLLM's and others' reasoning parsers
+        body["choices"][0]["message"]["reasoning_content"] = r.thinking
     if r.usage is not None:
         prompt, completion = r.usage
         body["usage"] = {
@@ -228,7 +235,10 @@ class _Handler(BaseHTTPRequestHandler):
         """Send a scripted reply in the request's wire format, after its delay."""
         if r.delay_s and self.server.owner.stopping.wait(r.delay_s):
             return  # shutting down: drop the connection unanswered
-        if r.status != 200:
+        if r.status != 200 and (r.raw_body is not None or r.redirect is not None):
+            extra = {"Location": r.redirect} if r.redirect is not None else {}
+            self._send(r.status, r.raw_body or b"", "application/json", extra)
+        elif r.status != 200:
             error = (
                 r.error_body
                 if r.error_body is not None

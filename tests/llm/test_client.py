@@ -12,6 +12,7 @@ from agent.config import ModelConfig
 from agent.errors import LLMError
 from agent.llm.client import (
     BACKOFF_CAP_S,
+    MAX_ANSWER_BYTES,
     RETRY_AFTER_CAP_S,
     HTTPChatModel,
     backoff_delay,
@@ -359,3 +360,53 @@ def test_a_body_json_cannot_hold_raises_llm_error(server, sleep, body):
     server.enqueue(Reply(raw_body=body))
     with make_model(server, sleep) as model, pytest.raises(LLMError, match="not JSON"):
         model.complete("s", "u")
+
+
+# --- cut off, and reasoning models ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_an_answer_stopped_at_max_tokens_is_marked_cut_off(server, sleep, provider):
+    server.enqueue(Reply(text='{"steps": [', cut_off=True), Reply(text="{}"))
+    with make_model(server, sleep, provider=provider) as model:
+        cut = model.complete("s", "u")
+        whole = model.complete("s", "u")
+    assert cut.truncated and not whole.truncated
+    assert "raise models.coding.max_tokens" in cut.cut_off("coding", 2048)
+    assert whole.cut_off("coding", 2048) == ""
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_a_reasoning_models_thoughts_are_kept_when_it_gave_no_content(server, sleep, provider):
+    server.enqueue(Reply(text="", thinking='I will answer {"ok": true}', cut_off=True),
+                   Reply(text="yes", thinking="easy"))
+    with make_model(server, sleep, provider=provider) as model:
+        only_thought = model.complete("s", "u")
+        answered = model.complete("s", "u")
+    assert only_thought.raw_text == '<think>I will answer {"ok": true}'  # unclosed: still thinking
+    assert only_thought.text == "" and only_thought.truncated
+    assert (answered.text, answered.raw_text) == ("yes", "yes")
+
+
+def test_a_redirect_is_not_followed_and_says_where_it_points(server, sleep):
+    server.enqueue(Reply(status=301, redirect="https://models.example/v1"))
+    with make_model(server, sleep) as model, pytest.raises(
+            LLMError, match=r"answered 301, a redirect to https://models.example/v1: set "
+                            "base_url to where the model server is"):
+        model.complete("s", "u")
+    assert len(server.requests) == 1
+
+
+def test_an_answer_with_no_content_names_its_real_status(server, sleep):
+    server.enqueue(Reply(status=204, raw_body=b""))
+    with make_model(server, sleep) as model, pytest.raises(LLMError, match="answered 204 with"):
+        model.complete("s", "u")
+
+
+def test_an_answer_past_the_size_cap_is_an_error_not_a_memory_fill(server, sleep):
+    body = b'{"message": {"content": "' + b"x" * (MAX_ANSWER_BYTES + 1) + b'"}}'
+    server.enqueue(Reply(raw_body=body))
+    with make_model(server, sleep) as model, pytest.raises(
+            LLMError, match="answered 200 with more than 8 MiB: not a model's answer"):
+        model.complete("s", "u")
+    assert len(server.requests) == 1
