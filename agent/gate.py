@@ -248,15 +248,20 @@ def _failures(
     reference: ValidationResult, baseline: ValidationResult, current: ValidationResult,
     allowed: Allowed, problems: list[str], changed: list[str],
 ) -> None:
-    """No test that passed before fails; a failure must name its tests."""
+    """No test that passed before fails — whatever the exit code says: a command that hides
+    its runner's status (`pytest; echo done`) still fails the step on a test its runner
+    reports failed; a failure must name its tests."""
+    passed_before = set(reference.passing_tests) | {
+        t for t, o in reference.report.outcomes.items() if o == "passed"}
     if current.success:
+        regressed = [t for t in current.failing_tests if t in passed_before]
+        _sort(regressed, "passed before and now fail (though the test command exited 0)",
+              allowed, problems, changed)
         return
     if not current.failing_tests:
         problems.append(f"the tests failed (exit code {current.exit_code}) without naming a "
                         "failing test")
         return
-    passed_before = set(reference.passing_tests) | {
-        t for t, o in reference.report.outcomes.items() if o == "passed"}
     if reference.success and not reference.failing_tests:
         passed_before |= set(current.failing_tests)  # everything passed before
     old = set(baseline.failing_tests)

@@ -22,6 +22,9 @@ def verdict(result: ValidationResult | None) -> str:
         return "tests not run"
     if result.timed_out:
         return "tests timed out"
+    if result.success and result.failing_tests:  # the command hid its runner's status
+        return (f"test command exited 0, yet tests failed "
+                f"({', '.join(result.failing_tests)})")
     if result.success:
         return "tests passed"
     return f"tests failed ({', '.join(result.failing_tests) or 'see output'})"

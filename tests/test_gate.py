@@ -121,6 +121,17 @@ def test_a_real_fix_passes() -> None:
     assert judge(RED, GREEN, targets=[MUL]).passed
 
 
+def test_a_test_that_passed_before_and_fails_does_not_pass_though_the_command_exited_0() -> None:
+    hidden = run({ADD: "failed", SUB: "passed", MUL: "passed"}, exit_code=0)  # `pytest; true`
+    verdict = judge(RED, hidden, targets=[MUL])
+    assert not verdict.passed
+    assert verdict.problems == [
+        "1 test(s) passed before and now fail (though the test command exited 0): " + ADD]
+    assert judge(RED, hidden, targets=[MUL], allowed=lambda t: t == ADD).passed  # declared
+    assert judge(run({ADD: "failed", MUL: "failed"}, exit_code=0),  # failed at the baseline
+                 run({ADD: "failed", MUL: "passed"}, exit_code=0), targets=[MUL]).passed
+
+
 def test_a_deleted_test_does_not_pass_even_when_everything_left_passes() -> None:
     verdict = judge(RED, run({ADD: "passed", SUB: "passed"}))
     assert not verdict.passed and verdict.weakened

@@ -6,6 +6,7 @@ with its test change listed."""
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,23 +129,25 @@ class Solve:
         return RunLog.open(f"sqlite:///{self.data / 'cra.db'}")
 
 
-def write_config(tmp: Path, server: ScriptedModelServer, testing: str = "") -> Path:
+def write_config(tmp: Path, server: ScriptedModelServer, testing: str = "", *,
+                 command: str = TEST_COMMAND) -> Path:
     config = tmp / "cra-config.toml"
     config.write_text("".join(
         f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
         for role in ("reasoning", "coding", "classifier"))
-        + f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\ntimeout = 120\n{testing}"
+        + f"[testing]\ntest_command = {json.dumps(command)}\ntimeout = 120\n{testing}"
         "[retrieval]\nstages = []\n")
     return config
 
 
 def cra_solve(tmp: Path, server: ScriptedModelServer, task: str, *extra: str,
-              bug: bool = True, testing: str = "",
+              bug: bool = True, testing: str = "", config: Path | None = None,
               capsys: pytest.CaptureFixture[str]) -> Solve:
     repo = make_python_project(tmp / "repo", bug=bug, config=DEFAULT_CRA_TOML)
     data = tmp / "data"
+    config = config or write_config(tmp, server, testing)
     code = main(["--data-dir", str(data), "solve", task, "--repo", str(repo),
-                 "--config", str(write_config(tmp, server, testing)), *extra])
+                 "--config", str(config), *extra])
     return Solve(code, capsys.readouterr().out, repo, data)
 
 
@@ -331,3 +334,23 @@ def test_a_test_weakened_through_a_symlink_is_found_by_the_original_rerun(
     assert "must make pass still fail" in retry.user_prompt
     assert run.changed_files() == ["calc/ops.py"]
     assert run.show(TEST_FILE) == TEST_OPS_PY
+
+
+def test_a_test_broken_under_a_command_that_hides_its_exit_code_is_rejected(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`pytest || true` always exits 0: the runner's own report still names the test broken."""
+    break_add = edit("calc/ops.py", "    return a + b", "    return a + b + 1")
+    script_plan(server, "Fix mul in calc/ops.py", ["calc/ops.py"])
+    server.script("implement", f"{FIX}\n{break_add}")
+    server.script("implement_retry", FIX)
+    hiding = "sh -c " + shlex.quote(f"{TEST_COMMAND} || true")
+
+    run = cra_solve(tmp_path, server, "Fix mul", capsys=capsys,
+                    config=write_config(tmp_path, server, command=hiding))
+
+    assert run.code == 0, run.out
+    retry = next(r for r in server.requests if r.stage == "implement_retry")
+    assert ("1 test(s) passed before and now fail (though the test command exited 0): "
+            "tests/test_ops.py::test_add") in retry.user_prompt
+    assert "return a + b + 1" not in run.show("calc/ops.py")
