@@ -25,7 +25,7 @@ from agent.config import (
 )
 from agent.console import describe_unknown, unknown_variables
 from agent.doctor import Check, Finding, Report, fail, ok, run_checks, warn
-from agent.errors import ConfigError
+from agent.errors import ConfigError, GitError
 from agent.llm.probe import ModelState, ServerState, find_model, probe_server
 from agent.sandbox import Sandbox, SandboxUnavailable
 from agent.sandbox_check import self_check
@@ -132,6 +132,11 @@ def load_for_doctor(repo: Path, explicit: Path | None) -> tuple[SolveConfig | No
     if not git.is_work_tree(repo):
         return None, fail("repository", f"{repo} is not a git repository",
                           "run cra inside a git checkout, or pass --repo")
+    try:
+        git.head_commit(repo)
+    except GitError:  # `cra solve` refuses it the same way
+        return None, fail("repository", f"{repo} has no commits yet: cra works from a commit",
+                          "commit the code and its tests first")
     try:
         config = load_config(repo, explicit)
     except ConfigError as exc:

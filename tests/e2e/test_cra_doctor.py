@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.first_hour import Done, clean_env, closed_port, models_toml, run
 from tests.fakes.model_server import ScriptedModelServer
-from tests.fakes.repos import TEST_COMMAND, make_python_project
+from tests.fakes.repos import TEST_COMMAND, git_in, make_python_project
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -172,6 +172,18 @@ def test_outside_a_repository_the_doctor_says_so(tmp_path: Path,
                                                  server: ScriptedModelServer) -> None:
     done = doctor(tmp_path, tmp_path, good_config(server.url))
     assert done.code == 1 and "✗ repository: " in done.out and "Traceback" not in done.text
+
+
+def test_a_repository_without_commits_fails_as_cra_solve_would(
+    tmp_path: Path, server: ScriptedModelServer
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git_in(empty, "init", "-q")
+    done = doctor(tmp_path, empty, good_config(server.url))
+    assert done.code == 1 and "Traceback" not in done.text
+    assert (f"✗ repository: {empty} has no commits yet: cra works from a commit → commit the "
+            "code and its tests first") in done.out
 
 
 def test_no_sandbox_is_said_out_loud_but_passes(tmp_path: Path, repo: Path,
