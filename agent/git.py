@@ -4,8 +4,8 @@ mirrors and pushes are agent.remotes, git's files read without a process agent.g
 Every call goes through `run_git`, which controls the environment: no terminal prompts, the C
 locale, and no inherited variable that would redirect git to another repository. Secrets (a
 GIT_ASKPASS token for a push, say) travel only in a call's `env` extras and are never written
-into any config file. Our own commits and checkouts run with `core.hooksPath=/dev/null`:
-a repository's hooks are its code, not ours to execute.
+into any config file. Every call runs with `core.hooksPath=/dev/null`: a repository's hooks
+(on commits, checkouts, index and ref updates) are its code, not ours to execute.
 """
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from agent.errors import GitError
 from agent.gitfiles import gitdir_of, head_in_tree, linked_admin_dir, ref_exists_in_tree
 from agent.models import DiffStats
 
-NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 # A commit ends by running `git maintenance run --auto` (`gc --auto` before git 2.29), one more
 # process per step, which may repack the repository while the run's tests use the machine: the
 # repository's own git commands keep that job.
 NO_MAINTENANCE = ("-c", "maintenance.auto=false", "-c", "gc.auto=0")
-# Every git call: no file-system monitor command, and never a git process inside a submodule's
-# checkout (whose `.git` file the repository's commands can rewrite to a git dir of their own,
-# with a config that runs what it likes); settings on the command line outrank any config file.
-INERT = ("-c", "core.fsmonitor=false", "-c", "diff.ignoreSubmodules=all",
+# Every git call: no hook and no file-system monitor command of the repository's, and never a
+# git process inside a submodule's checkout (whose `.git` file the repository's commands can
+# rewrite to a git dir of their own, with a config that runs what it likes); settings on the
+# command line outrank any config file.
+INERT = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+         "-c", "diff.ignoreSubmodules=all",
          "-c", "submodule.recurse=false",
          "-c", "core.quotePath=false")  # and paths as they are: calc/öps.py, not "calc/\303…"
 DIFF_FLAGS = (
@@ -199,14 +200,14 @@ def add_worktree(
     not_an_option(branch, "branch")
     flag = "-B" if force else "-b"
     path.parent.mkdir(parents=True, exist_ok=True)
-    run_git([*NO_HOOKS, "worktree", "add", "--quiet", "--no-track", flag, branch, str(path),
+    run_git(["worktree", "add", "--quiet", "--no-track", flag, branch, str(path),
              not_an_option(commit, "commit")], repo)
     return path
 
 
 def reset_clean(worktree: Path, commit: str) -> None:
     """Reset the worktree hard to `commit` and delete untracked files (ignored ones stay)."""
-    run_git([*NO_HOOKS, "reset", "--hard", "--quiet", not_an_option(commit, "commit")], worktree)
+    run_git(["reset", "--hard", "--quiet", not_an_option(commit, "commit")], worktree)
     run_git(["clean", "-fd", "--quiet"], worktree)
 
 
@@ -335,7 +336,7 @@ def commit_all(
         "GIT_AUTHOR_NAME": author_name, "GIT_AUTHOR_EMAIL": author_email,
         "GIT_COMMITTER_NAME": author_name, "GIT_COMMITTER_EMAIL": author_email,
     }
-    argv = [*NO_HOOKS, *NO_MAINTENANCE, "-c", "commit.gpgsign=false", "commit", "--no-verify",
+    argv = [*NO_MAINTENANCE, "-c", "commit.gpgsign=false", "commit", "--no-verify",
             "--quiet", "--cleanup=whitespace", "--file=-"]
     if paths is not None:  # `--include`: stage these paths as they are, then commit
         argv += ["--include", "--", *paths]

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent.errors import CredentialsInUrl, GitError
-from agent.git import NO_HOOKS, not_an_option, run_git
+from agent.git import not_an_option, run_git
 
 
 def reject_credentials(url: str) -> str:
@@ -75,7 +75,7 @@ def push_branch(
     if replacing:
         not_an_option(replacing, "commit")
     flags = [] if replacing is None else [f"--force-with-lease={ref}:{replacing}"]
-    run_git([*NO_HOOKS, "push", "--no-verify", "--quiet", *flags, "--", url, f"{ref}:{ref}"],
+    run_git(["push", "--no-verify", "--quiet", *flags, "--", url, f"{ref}:{ref}"],
             repo, env=env, timeout=timeout)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.errors import GitError
-from agent.git import NO_HOOKS, run_git
+from agent.git import run_git
 
 GITLINK = "160000"  # the mode of a submodule's entry in the index
 # Only the local copy may be read: no other protocol, whatever a URL says.
@@ -114,7 +114,7 @@ def _check_out(worktree: Path, submodule: Submodule, source: Path) -> str | None
     env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"submodule.{submodule.name}.url",
            "GIT_CONFIG_VALUE_0": str(source)}  # fmt: skip
     try:
-        run_git([*NO_HOOKS, *LOCAL_ONLY, "submodule", "--quiet", "update", "--no-recommend-shallow",
+        run_git([*LOCAL_ONLY, "submodule", "--quiet", "update", "--no-recommend-shallow",
                  "--", submodule.path], worktree, env=env)  # fmt: skip
     except GitError as exc:
         return exc.summary
