@@ -12,6 +12,7 @@ import pytest
 
 from agent.bwrap import BwrapSandbox, build_sandbox
 from agent.sandbox import SandboxLimits
+from tests.fakes.repos import ISOLATED_GIT_ENV
 from tests.fakes.sandboxes import bwrap_installed
 
 
@@ -20,6 +21,14 @@ def _service_url(var: str, what: str) -> str:
     if not url:
         pytest.skip(f"{what} tests need {var} (set by .ci/run); skipped locally")
     return url
+
+
+@pytest.fixture
+def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    """git ignores the user's and the system's config for the test (a module opts in with
+    `pytestmark = pytest.mark.usefixtures("isolated_git")`)."""
+    for key, value in ISOLATED_GIT_ENV.items():
+        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture

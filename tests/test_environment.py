@@ -18,17 +18,13 @@ from agent.environment import Environment, prepare_environment
 from agent.sandbox import NoSandbox, Sandbox
 from agent.validation import run_validation
 from tests.fakes.package_index import PackageIndex, build_wheel
-from tests.fakes.repos import ISOLATED_GIT_ENV, commit_file, make_python_project
+from tests.fakes.repos import commit_file, make_python_project
+
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 MakeBwrap = Callable[..., BwrapSandbox]
 PY = shlex.quote(sys.executable)
 HELPER_TEST = "import helperpkg\n\n\ndef test_helper():\n    assert helperpkg.VALUE == 42\n"
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture

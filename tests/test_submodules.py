@@ -8,15 +8,11 @@ import pytest
 
 from agent.submodules import check_out_submodules, submodules
 from agent.workspace import close_workspace, open_workspace
-from tests.fakes.repos import ISOLATED_GIT_ENV, git_in, init_repo, make_python_project, write_files
+from tests.fakes.repos import git_in, init_repo, make_python_project, write_files
+
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 LOCAL_FILES = ("-c", "protocol.file.allow=always")  # git refuses file:// submodules by default
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
 
 
 def library(root: Path, text: str = "def two():\n    return 2\n") -> tuple[Path, str]:

@@ -11,15 +11,11 @@ import pytest
 from agent.retrieval.scan import ScanRules, list_worktree, read_file
 from agent.treefiles import read_in_tree, read_text_in_tree
 from agent.validation import _read_capped
-from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project
+from tests.fakes.repos import make_python_project
+
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 SECRET = "the sandbox hid this\n"
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture

@@ -10,13 +10,9 @@ import pytest
 
 from agent import git
 from agent.workspace import open_workspace, remove_abandoned, scratch_tree
-from tests.fakes.repos import ISOLATED_GIT_ENV, make_python_project, write_files
+from tests.fakes.repos import make_python_project, write_files
 
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 def test_a_scratch_tree_is_the_worktree_with_the_given_files_in_place(tmp_path: Path) -> None:

@@ -11,14 +11,6 @@ import pytest
 from tests.e2e.bot_world import BotWorld
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import ScriptedModelServer
-from tests.fakes.repos import ISOLATED_GIT_ENV
-
-
-@pytest.fixture
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    """git ignores the user's and the system's config for the test."""
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ from tests.e2e.first_hour import clean_env, program
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.repos import (
     DEFAULT_CRA_TOML,
-    ISOLATED_GIT_ENV,
     MUL_BUG,
     MUL_FIX,
     TEST_COMMAND,
@@ -29,6 +28,8 @@ from tests.fakes.repos import (
 )
 from tests.fakes.sandboxes import processes_with
 
+pytestmark = pytest.mark.usefixtures("isolated_git")
+
 STEP = {"id": "s1", "description": "Fix mul", "target_files": ["calc/ops.py"],
         "target_symbols": ["mul"], "depends_on": []}
 META = json.dumps({"task_summary": "t", "rationale": "r", "parts": [
@@ -36,12 +37,6 @@ META = json.dumps({"task_summary": "t", "rationale": "r", "parts": [
 PART = json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": [STEP]})
 FIX = (f'<edit file="calc/ops.py">\n<search>\n{MUL_BUG.rstrip()}\n</search>\n'
        f"<replacement>\n{MUL_FIX.rstrip()}\n</replacement>\n</edit>")
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture

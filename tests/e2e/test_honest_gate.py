@@ -18,7 +18,6 @@ from agent.store import RunLog
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import (
     DEFAULT_CRA_TOML,
-    ISOLATED_GIT_ENV,
     MUL_BUG,
     MUL_FIX,
     TEST_COMMAND,
@@ -26,6 +25,8 @@ from tests.fakes.repos import (
     git_in,
     make_python_project,
 )
+
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 TEST_FILE = "tests/test_ops.py"
 SUB_TEST = "    assert sub(5, 3) == 2"
@@ -92,12 +93,6 @@ WEAKENINGS: dict[str, tuple[str, str, bool]] = {
     "cra.toml edited": (edit("cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}",
                              'test_command = "true"'), "cra never edits it", False),
 }
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture

@@ -14,15 +14,11 @@ from tests.e2e.bot_world import REPO, BotWorld, edit
 from tests.e2e.test_honest_gate import FIX, SUB_TEST, TEST_FILE, WEAKENINGS
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import ScriptedModelServer
-from tests.fakes.repos import ISOLATED_GIT_ENV, TEST_OPS_PY, git_in
+from tests.fakes.repos import TEST_OPS_PY, git_in
+
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 BRANCH = "cra/issue-1"
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture

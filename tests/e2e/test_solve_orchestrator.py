@@ -23,7 +23,6 @@ from agent.store import RunLog
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.repos import (
     FAILING_TEST,
-    ISOLATED_GIT_ENV,
     MUL_BUG,
     MUL_FIX,
     TEST_COMMAND,
@@ -31,6 +30,8 @@ from tests.fakes.repos import (
     make_python_project,
 )
 from tests.fakes.sandboxes import test_sandbox_kind
+
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 OPS_TAIL = '    """Return a * b."""\n'
 POWER = 'def power(a: int, b: int) -> int:\n    """Return a ** b."""\n    return a ** b\n'
@@ -75,12 +76,6 @@ def adjustment(*steps: dict[str, Any], rationale: str = "keep going") -> str:
 def server() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer() as srv:
         yield srv
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
 
 
 class Harness:

@@ -25,17 +25,13 @@ from agent.store import RunLog
 from tests.e2e.test_solve_orchestrator import adjustment, edit, meta, part, step
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.package_index import PackageIndex, build_wheel
-from tests.fakes.repos import ISOLATED_GIT_ENV, MUL_BUG, MUL_FIX, commit_file, make_python_project
+from tests.fakes.repos import MUL_BUG, MUL_FIX, commit_file, make_python_project
+
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 PY = shlex.quote(sys.executable)
 HELPER_TEST = "import helperpkg\n\n\ndef test_helper():\n    assert helperpkg.VALUE == 42\n"
 FIX = step("s1", "Fix mul in calc/ops.py", ["calc/ops.py"])
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture
