@@ -21,7 +21,7 @@ from bot.github.tokens import AppTokens, StaticToken, TokenProvider
 from bot.mirrors import MirrorCache
 from bot.queue import RunQueue, build_queue, check_health
 from bot.sandboxes import build_bot_sandbox, build_env_cache
-from bot.settings import ROLES, BotSettings, process_environment
+from bot.settings import ROLES, BotSettings, repository_environment
 from bot.store import BotStore
 
 ContextFactory = Callable[[Path], ContextSource]
@@ -107,7 +107,7 @@ def build_services(
     Without `execute` the process only executes runs itself (an RQ worker, `cra-bot run`) and
     its queue refuses runs.
     """
-    env = dict(process_environment() if environ is None else environ)
+    env = dict(repository_environment(settings.test_env) if environ is None else environ)
     sandbox = build_bot_sandbox(settings, env)  # before anything opens: fail closed
     runlog = RunLog.open(settings.database_url)
     store = BotStore.open(settings.database_url)

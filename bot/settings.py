@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -129,6 +130,12 @@ class BotSettings(BaseSettings):
         default_factory=list,
         description="Model names a repository may pick (comma-separated); the three above always.",
     )
+    test_env: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Variables of the server's environment a repository's testing.env may pass "
+        "to its commands (names or globs, comma-separated); PATH, HOME, LANG, TMPDIR always, "
+        "nothing else.",
+    )
     comment_interval: float = Field(
         default=5.0, ge=0, description="Minimum seconds between edits of the progress comment."
     )
@@ -239,7 +246,7 @@ class BotSettings(BaseSettings):
     def _endpoint(cls, value: str) -> str:
         return check_endpoint(value)
 
-    @field_validator("allowed_models", "sandbox_hide", mode="before")
+    @field_validator("allowed_models", "sandbox_hide", "test_env", mode="before")
     @classmethod
     def _split_models(cls, value: Any) -> Any:
         """A comma-separated string (or a JSON list) from the environment becomes a list."""
@@ -405,5 +412,17 @@ def actions_environment(environ: Mapping[str, str] | None = None) -> ActionsEnvi
 
 
 def process_environment() -> dict[str, str]:
-    """The process environment, for the test commands (validation scrubs it)."""
+    """The process environment (the settings' checks read it whole)."""
     return dict(os.environ)
+
+
+def repository_environment(allowed: Sequence[str] = ()) -> dict[str, str]:
+    """What of the process environment the repository's commands may see: the base variables
+    and those CRA_TEST_ENV allows (validation scrubs secret-looking names from it still). A
+    repository's `testing.env` chooses among these, never from the server's whole environment
+    (its cloud credentials, its database URL)."""
+    from agent.validation import BASE_ENV
+
+    wanted = (*BASE_ENV, *allowed)
+    return {name: value for name, value in os.environ.items()
+            if any(fnmatchcase(name, pattern) for pattern in wanted)}
