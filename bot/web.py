@@ -33,6 +33,7 @@ from agent.render import count_words
 from agent.run_details import PassDetail, TaskRunDetail
 from agent.store import RunLog
 from bot import signin
+from bot.render.markdown import text_lines
 from bot.settings import BotSettings
 from bot.state import current_state
 from bot.store import ACTIVE_STATUSES, RUN_STATUSES, Run
@@ -278,7 +279,7 @@ def diff_lines(diff: str) -> list[DiffLine]:
     """A unified diff split into lines classed file, hunk, add, del or ctx."""
     lines: list[DiffLine] = []
     in_hunk = False
-    for text in diff.splitlines():
+    for text in text_lines(diff):
         if text.startswith("diff --git"):
             in_hunk = False
         kind: Literal["file", "hunk", "add", "del", "ctx"]

@@ -27,6 +27,21 @@ _LINE_MARK = re.compile(r"^(\s*)([#+=-])", re.MULTILINE)
 _LINE_NUMBER = re.compile(r"^(\s*\d+)([.)])", re.MULTILINE)
 
 
+# Characters str.splitlines() breaks a line at that git and diff do not (nor, but for a bare
+# carriage return, Python's tokenizer): shown escaped, so that a line of a diff never looks like
+# two, its tail as context. (CRLF, one line end, is kept as \n.)
+_HIDDEN_BREAKS = str.maketrans({"\r": "\\r", "\f": "\\f", "\v": "\\v", "\x1c": "\\x1c",
+                                "\x1d": "\\x1d", "\x1e": "\\x1e", "\x85": "\\x85",
+                                "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of `text` as git counts them (split at \n only), every other line-breaking
+    character shown escaped."""
+    lines = text.replace("\r\n", "\n").translate(_HIDDEN_BREAKS).split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def neutralise(text: str) -> str:
     """Text that can neither @mention anyone nor close an issue (zero-width joiners)."""
     text = _MENTION.sub("@" + _ZWJ, text)

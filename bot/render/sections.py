@@ -15,7 +15,7 @@ from agent.models import (
 )
 from agent.validation import compare_to_baseline
 from bot.render import markdown as md
-from bot.render.fit import Caps, bounded, tail, verbatim_lines
+from bot.render.fit import LINE_MAX, Caps, bounded, tail, verbatim_lines
 
 OUTPUT_CAP = 20_000  # characters of test output shown even when everything fits
 _SHA = re.compile(r"[0-9a-f]{7,40}")
@@ -36,6 +36,7 @@ class Units:
     diff: list[str]
     diff_total: int
     diff_counts: tuple[int, int]
+    diff_cut: int = 0  # lines longer than LINE_MAX, shown cut short
 
     def counts(self) -> dict[str, int]:
         return {"plan": len(self.plan), "adjustments": len(self.adjustments),
@@ -47,7 +48,7 @@ def units_of(result: OrchestratorResult, output: tuple[str, str] | None, limit: 
     label, text = output or ("", "")
     out = verbatim_lines(text)
     rows = _plan_rows(result)
-    diff = verbatim_lines(result.diff)
+    diff = verbatim_lines(result.diff, exact=True)
     return Units(
         plan=bounded(_plan_lines(rows, _part_descriptions(result)), limit),
         plan_marks=[m for _, steps in rows for m in [None, *(o.status for o in steps)]],
@@ -55,6 +56,7 @@ def units_of(result: OrchestratorResult, output: tuple[str, str] | None, limit: 
         adjustments_total=len(result.adjustments),
         output=tail(out, OUTPUT_CAP), output_total=len(out), output_label=label,
         diff=bounded(diff, limit), diff_total=len(diff), diff_counts=_diff_counts(diff),
+        diff_cut=sum(len(line) > LINE_MAX for line in md.text_lines(result.diff)),
     )
 
 
@@ -345,6 +347,9 @@ def changes_section(result: OrchestratorResult, units: Units, caps: Caps) -> str
         return "\n\n".join(parts)
     note = (f"\n\n… diff truncated: {md.plural(omitted, 'line')} omitted; {where}."
             if omitted else "")
+    if units.diff_cut:  # a line's tail past LINE_MAX is code the reader must still see
+        note += (f"\n\n… {md.plural(units.diff_cut, 'line')} longer than {LINE_MAX:,} "
+                 f"characters shown cut short (ending in …); {where}.")
     parts.append(md.details(f"Diff ({md.plural(units.diff_total, 'line')})",
                           md.fence("\n".join(units.diff[:keep]), "diff") + note))
     return "\n\n".join(parts)

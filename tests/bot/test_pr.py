@@ -261,6 +261,24 @@ def test_diff_stats_and_the_diff_folded_in_a_diff_fence() -> None:
     assert "<details><summary>Diff (8 lines)</summary>\n\n```diff\ndiff --git a/calc.py" in body
 
 
+def test_a_diff_line_is_one_line_whatever_characters_it_holds() -> None:
+    """A form feed, a bare CR or a Unicode line separator inside an added line: Python runs it as
+    one line, so the diff never shows its tail as a context line of its own."""
+    sneaky = "+    r = a * b;\f __import__('os').system('x'); return r\r # \u2028 y\n"
+    body = compose_pr_body(ctx(result(diff=DIFF + sneaky)))
+    assert ("+    r = a * b;\\f __import__('os').system('x'); return r\\r # \\u2028 y\n"
+            in body)
+    assert "\n __import__" not in body
+
+
+def test_a_diff_line_cut_short_is_said_so() -> None:
+    long_line = "+    return a * b" + " " * 1_200 + "; __import__('os').system('x')\n"
+    body = compose_pr_body(ctx(result(diff=DIFF + long_line)))
+    assert "system" not in body
+    assert ("… 1 line longer than 1,000 characters shown cut short (ending in …); see the branch "
+            "`cra/issue-12`.") in body
+
+
 def test_usage_shows_tokens_by_role_models_calls_and_wall_time() -> None:
     body = compose_pr_body(ctx())
     assert "| coding | qwen2.5-coder:14b | 4,000 | 3 |" in body

@@ -393,3 +393,11 @@ def test_templates_ship_with_the_package() -> None:
     assert {p.name for p in templates.iterdir()} >= {"runs_base.html", "runs_list.html",
                                                       "run_page.html"}
     assert all(p.is_file() for p in templates.iterdir()), "package data globs templates/*"
+
+
+def test_a_diff_line_with_a_hidden_line_break_is_one_added_line() -> None:
+    from bot.web import diff_lines
+
+    lines = diff_lines("diff --git a/x b/x\n@@ -1 +1 @@\n+a = 1;\f b()\u2028 c\n x\n")
+    assert [(line.kind, line.text) for line in lines[2:]] == [
+        ("add", "+a = 1;\\f b()\\u2028 c"), ("ctx", " x")]
