@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import httpx
 from cryptography.fernet import Fernet, InvalidToken
@@ -239,8 +240,14 @@ def _viewer_login() -> dict[str, str | None]:
 
 
 def _local(target: str | None) -> str:
-    """`target` if it is a path on this server, else the run list (no open redirects)."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """`target` if it is a path on this server, else the run list (no open redirects): no
+    scheme, no host, no backslash, and no whitespace or control character anywhere — browsers
+    drop a tab or a newline from a URL, so `/\t/evil.example` would go to //evil.example."""
+    if (not target or not target.startswith("/") or target.startswith("//") or "\\" in target
+            or any(c.isspace() or not c.isprintable() for c in target)):
+        return DEFAULT_NEXT
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
         return DEFAULT_NEXT
     return target.rstrip("?") or DEFAULT_NEXT
 

@@ -194,7 +194,8 @@ def test_access_answers_are_cached_briefly(site: Site) -> None:
 
 def test_next_never_leaves_the_server(site: Site) -> None:
     client = site.client()
-    for target in ("https://evil.example/", "//evil.example/x", "/\\evil.example"):
+    for target in ("https://evil.example/", "//evil.example/x", "/\\evil.example",
+                   "/\t/evil.example/", "/\n/evil.example/", "/ /evil.example/", "/\x00x"):
         landed = sign_in(site, client, OWNER, next_path=target)
         assert landed.headers["Location"] == "/runs"
 
