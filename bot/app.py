@@ -22,6 +22,7 @@ from bot.bench.pages import blueprint as bench_pages
 from bot.errors import BotError, MalformedDelivery
 from bot.queue import RunQueue, build_queue, check_health
 from bot.render.replies import refusal_text, run_page_url
+from bot.replying import cancel_reply
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 from bot.state import EXTENSION, AppServices, AppState, current_state
@@ -303,16 +304,10 @@ def _store_cancel(store: BotStore, trigger: Trigger, stale_after: float | None) 
         return store.create_run(trigger, reply_text=refusal_text("nothing_to_cancel"))
     if trigger.actor != active.actor:  # someone else: the worker checks their permission first
         return store.create_run(trigger, related_run_id=active.id)
-    store.request_cancel(active.id, stale_before=stale_cutoff(store, stale_after))
-    text = refusal_text(_cancel_reply(store, active), user=trigger.actor, run_id=active.id)
+    asked = store.request_cancel(active.id, stale_before=stale_cutoff(store, stale_after))
+    kind, status = cancel_reply(store, active, asked)
+    text = refusal_text(kind, user=trigger.actor, run_id=active.id, status=status)
     return store.create_run(trigger, reply_text=text, related_run_id=active.id)
-
-
-def _cancel_reply(store: BotStore, active: Run) -> str:
-    """"cancelled_now" when the cancel ended a running run at once (its worker was gone)."""
-    now = store.get_run(active.id)
-    ended = active.status == "running" and now is not None and now.status == "cancelled"
-    return "cancelled_now" if ended else "cancelled"
 
 
 def stale_cutoff(store: BotStore, stale_after: float | None) -> datetime | None:

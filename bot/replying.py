@@ -16,7 +16,7 @@ from bot.checks import CHECK_CONCLUSION, best_effort
 from bot.queue import INTERRUPTED
 from bot.render import replies
 from bot.services import Services
-from bot.store import STALE_CANCEL, Run, RunStatus
+from bot.store import STALE_CANCEL, BotStore, Run, RunStatus
 
 log = logging.getLogger(__name__)
 REPLIES = ("help", "refuse", "busy", "cancel")
@@ -53,18 +53,28 @@ def _cancel_for_someone_else(job: ReplyingJob) -> None:
         job.comment(replies.refusal_text("permission", user=run.actor))
         job.finish("rejected", error=f"{run.actor} lacks write permission")
         return
-    target, kind = run.related_run_id, "cancelled"
-    if target is not None:
-        before = store.get_run(target)
-        store.request_cancel(target, stale_before=store.now() - timedelta(
+    target, kind, status = run.related_run_id, "cancelled", ""
+    before = None if target is None else store.get_run(target)
+    if before is not None:
+        asked = store.request_cancel(before.id, stale_before=store.now() - timedelta(
             seconds=services.settings.stale_after))  # fmt: skip
-        after = store.get_run(target)
-        if (before is not None and before.status == "running" and after is not None
-                and after.status == "cancelled"):  # fmt: skip
-            kind = "cancelled_now"
-    job.comment(replies.refusal_text(kind, user=run.actor, run_id=target))
+        kind, status = cancel_reply(store, before, asked)
+    job.comment(replies.refusal_text(kind, user=run.actor, run_id=target, status=status))
     job.finish("succeeded")
     _report_cancelled_now(job)
+
+
+def cancel_reply(store: BotStore, active: Run, asked: bool) -> tuple[str, str]:
+    """What a cancel did, as (reply kind, the run's status now): "already_ended" when the run
+    ended before the cancel reached it (`asked` false), "cancelled_now" when the cancel ended
+    a running run at once (its worker was gone), else "cancelled" (its worker will stop)."""
+    now = store.get_run(active.id)
+    status = now.status if now is not None else "gone"
+    if not asked:
+        return "already_ended", status
+    ended = active.status == "running" and status == "cancelled"
+    return ("cancelled_now" if ended else "cancelled"), status
+
 
 
 def _report_cancelled_now(job: ReplyingJob) -> None:

@@ -142,6 +142,9 @@ def refusal_text(kind: str, **facts: object) -> str:
         "cancelled_now": lambda: (f"{user}cancelled" if user else "Cancelled")
         + f" {_run(facts)}: its worker had stopped, so nothing was left to finish.",
         "nothing_to_cancel": lambda: "There is no cra run to cancel here.",
+        "already_ended": lambda: (f"{user}{_run(facts)}" if user else _run(facts).capitalize())
+        + f" had already ended ({md.line(_fact(facts, 'status') or 'finished', 20)}): there "
+        "was nothing left to cancel.",
         "interrupted": lambda: (f"cra stopped: the server stopped during {_run(facts)}, so it "
                                 "was marked failed. Comment `/cra solve` to start again."),
         "signalled": lambda: (f"cra stopped {_run(facts)}: its process was told to stop "

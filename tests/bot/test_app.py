@@ -294,6 +294,25 @@ def test_cancel_asks_the_active_run_to_stop_and_queues_a_reply(
     assert cancel.reply_text is not None and f"#{active.id}" in cancel.reply_text
 
 
+def test_a_cancel_that_arrives_as_the_run_ends_says_it_had_ended(
+    client: FlaskClient, services: TestServices, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    active = the_run(services, label(client))
+    services.store.claim_run(active.id)
+    asked = services.store.request_cancel
+
+    def ends_first(run_id: int, **kw: Any) -> bool:  # the run's worker finished just before
+        services.store.finish_run(run_id, "succeeded")
+        return asked(run_id, **kw)
+
+    monkeypatch.setattr(services.store, "request_cancel", ends_first)
+    cancel = the_run(services, deliver(client, "issue_comment", comment_body("/cra cancel")))
+    assert cancel.reply_text is not None
+    assert f"run #{active.id} had already ended (succeeded): there was nothing left to cancel" \
+        in cancel.reply_text, cancel.reply_text
+    assert "stopping" not in cancel.reply_text.lower()
+
+
 def test_cancel_without_an_active_run_says_so(client: FlaskClient, services: TestServices) -> None:
     cancel = the_run(services, deliver(client, "issue_comment", comment_body("/cra cancel")))
     assert cancel.related_run_id is None
