@@ -19,9 +19,14 @@ def visible_text(text: str) -> str:
     Hidden text is how prompt injections hide from the people reading an issue: what the model
     sees must be what a person sees.
     """
+    return HTML_COMMENT.sub("", shown_characters(text))
+
+
+def shown_characters(text: str) -> str:
+    """Text without invisible characters, its line ends made \n (HTML comments kept)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.replace("\u2028", "\n").replace("\u2029", "\n")
-    return HTML_COMMENT.sub("", "".join(ch for ch in text if _visible(ch)))
+    return "".join(ch for ch in text if _visible(ch))
 
 
 def _visible(ch: str) -> bool:

@@ -10,14 +10,20 @@ from typing import Any, Literal, TypeGuard
 from agent.models import Record
 from bot.errors import MalformedDelivery
 from bot.render.replies import refusal_text
-from bot.task import visible_text
+from bot.task import shown_characters, visible_text
 from bot.webhooks import Event, dig
 
 Command = Literal["solve", "plan", "cancel", "help", "refuse"]
 Source = Literal["label", "comment", "dispatch", "cli"]
 MAX_INSTRUCTIONS = 4000
 COMMAND_LINE = re.compile(r"^ {0,3}/cra(?:[ \t]+(?P<rest>.*))?$", re.IGNORECASE)
-FENCE = re.compile(r"^ {0,3}(```|~~~)")
+# A fenced code block opens with 3+ backticks or tildes (after a list item's marker too) and
+# closes with a run of the same character at least as long; a <pre> block with </pre>.
+FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)*)"
+                        r"(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+FENCE_CLOSE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*$")
+PRE_OPEN = re.compile(r"^ {0,3}<pre(?:[\s>]|$)", re.IGNORECASE)
+QUOTE = re.compile(r"^ {0,3}>")
 DIGITS = re.compile(r"[0-9]{1,9}")
 WORD = re.compile(r"[A-Za-z0-9_-]{1,30}")
 # GitHub's names: an owner of at most 39 characters, a repository of at most 100, of letters,
@@ -223,14 +229,36 @@ def _on_dispatch(event: Event, options: RouteOptions) -> Trigger | None:
 
 
 def find_command(body: str) -> tuple[str, str] | None:
-    """The first `/cra` line outside code fences: (command word, the text after it), or None."""
-    lines = visible_text(body).split("\n")
-    fenced = False
-    for index, line in enumerate(lines):
-        if FENCE.match(line):
-            fenced = not fenced
+    """The first `/cra` line a reader sees as a line of its own: (command word, the text after
+    it), or None. Never one GitHub shows as code (a fenced block — its fence closed only by a
+    run of its own character at least as long — or a <pre> block), hidden (an HTML comment
+    outside code), or quoted (a `>` line, and the lines that run on from it)."""
+    lines = shown_characters(body).split("\n")
+    fence: tuple[str, int, int] | None = None  # its character, length and indentation
+    in_pre = in_comment = quoted = False
+    for index, raw in enumerate(lines):
+        if fence is not None:
+            fence = None if _closes(raw, fence) else fence
             continue
-        match = None if fenced else COMMAND_LINE.match(line)
+        if in_pre:
+            in_pre = "</pre>" not in raw.lower()
+            continue
+        line, in_comment = _uncommented(raw, in_comment)
+        if not line.strip():
+            quoted = False
+            continue
+        if QUOTE.match(line) or quoted:  # a quote, or a line that runs on from one
+            quoted = True
+            continue
+        if opened := FENCE_OPEN.match(line):
+            mark = opened["fence"]
+            if not (mark[0] == "`" and "`" in opened["info"]):  # else inline code
+                fence = (mark[0], len(mark), len(opened["indent"].expandtabs(4)))
+                continue
+        if PRE_OPEN.match(line):
+            in_pre = "</pre>" not in line.lower()
+            continue
+        match = COMMAND_LINE.match(line)
         if match is None:
             continue
         parts = (match["rest"] or "").split(maxsplit=1)
@@ -238,6 +266,35 @@ def find_command(body: str) -> tuple[str, str] | None:
         rest = "\n".join([parts[1] if len(parts) > 1 else "", *lines[index + 1 :]])
         return word, rest.strip()
     return None
+
+
+def _closes(line: str, fence: tuple[str, int, int]) -> bool:
+    """Whether `line` closes the open fence (its character, at least its length, indented at
+    most 3 columns past it)."""
+    char, length, indent = fence
+    closing = FENCE_CLOSE.match(line)
+    return (closing is not None and closing["fence"][0] == char
+            and len(closing["fence"]) >= length
+            and len(closing["indent"].expandtabs(4)) <= indent + 3)
+
+
+def _uncommented(line: str, in_comment: bool) -> tuple[str, bool]:
+    """The line without the HTML comments in it, and whether a comment is still open after
+    it (an unclosed one hides the rest of the text, as on GitHub)."""
+    shown: list[str] = []
+    at = 0
+    while True:
+        if in_comment:
+            end = line.find("-->", at)
+            if end < 0:
+                return "".join(shown), True
+            at, in_comment = end + 3, False
+        else:
+            start = line.find("<!--", at)
+            if start < 0:
+                return "".join(shown) + line[at:], False
+            shown.append(line[at:start])
+            at, in_comment = start + 4, True
 
 
 def clean_instructions(text: str) -> str:

@@ -135,14 +135,30 @@ def test_the_help_names_the_configured_label() -> None:
         "```\n/cra solve\n```",
         "<!-- /cra solve -->",
         "    /cra solve",
+        "~~~\n```\n/cra solve\n~~~",  # a fence closes only with its own character
+        "```\n~~~\n/cra solve\n```",
+        "````\n```\n/cra solve\n```\n````",  # nor with a shorter run
+        "1. ```\n   /cra solve\n   ```",  # a fence in a list item
+        "```\n<!--\n/cra solve\n```",  # a comment mark inside code is code
+        "> quoted\n/cra solve",  # runs on from the quote
+        "<pre>\n/cra solve\n</pre>",
     ],
 )
 def test_text_that_is_not_a_command_line_triggers_nothing(text: str) -> None:
     assert routed(comment(text)) is None
 
 
-def test_a_command_after_a_closed_code_fence_counts() -> None:
-    trigger = routed(comment("```\nexample\n```\n/cra plan"))
+@pytest.mark.parametrize("text", [
+    "```\nexample\n```\n/cra plan",
+    "~~~~ python\nx\n~~~~~\n/cra plan",
+    "> quoted\n\n/cra plan",
+    "<!-- a note -->\n/cra plan",
+    "```\n<!--\n```\n/cra plan",  # the comment mark was code; the fence is closed
+    "<pre>x</pre>\n/cra plan",
+    "<!--\n```\n-->\n/cra plan",  # a fence in a comment opens nothing
+])
+def test_a_command_after_closed_code_quotes_and_comments_counts(text: str) -> None:
+    trigger = routed(comment(text))
     assert trigger is not None and trigger.command == "plan"
 
 
