@@ -291,6 +291,8 @@ class _Job:
         if self.ended_elsewhere():  # no pull request for a run the reaper or a cancel ended
             log.warning("run %s had already ended: its result is not pushed", self.run.id)
             return
+        if self.pull is not None:  # what it pushed is reported on the pull request, not as it
+            ctx = ctx.model_copy(update={"on_pull": True, "draft": self.pull.draft})
         try:
             remotes.push_branch(mirror, self.gh.clone_url(self.repo), branch, env=env,
                                 replacing=self.replacing)
@@ -305,21 +307,24 @@ class _Job:
         url, number = self.open_or_update_pull(ctx, title, branch, partial)
         self.check_run(result, ctx)
         self.store.update_run(self.run.id, pr_url=url, pr_number=number)
+        if self.pull is not None:  # the run's report, in its comment on the pull request
+            self.finish_with_comment(status, pr.compose_pr_body(ctx), error=result.error,
+                                     result=result)
+            return
         self.finish(status, result=result, pr_url=url, error=result.error)
 
     def open_or_update_pull(
         self, ctx: pr.PrContext, title: str, branch: str, partial: bool
     ) -> tuple[str, int]:
-        body = pr.compose_pr_body(ctx)
-        if self.pull is not None:
-            self.gh.update_pull(self.repo, self.pull.number, body=body,
-                                installation_id=self.inst)
+        if self.pull is not None:  # its description (a person's, or the first run's) stays
             return self.pull.html_url, self.pull.number
         existing = self.gh.find_pull(self.repo, branch, installation_id=self.inst)
         if existing is not None:
+            body = pr.compose_pr_body(ctx.model_copy(update={"draft": existing.draft}))
             self.gh.update_pull(self.repo, existing.number, title=pr.pr_title(title), body=body,
                                 installation_id=self.inst)
             return existing.html_url, existing.number
+        body = pr.compose_pr_body(ctx)
         assert self.default_branch is not None, "an issue run knows its base"
         pull = self.gh.create_pull(self.repo, title=pr.pr_title(title), body=body, head=branch,
                                    base=self.default_branch, draft=partial,

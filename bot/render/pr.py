@@ -39,6 +39,8 @@ class PrContext(Record):
     models: dict[str, str] = Field(default_factory=dict)
     partial: bool = False
     repository: str = ""
+    on_pull: bool = False  # a run on a pull request: its report is a comment there, no closing line
+    draft: bool | None = None  # whether the pull request is a draft, when it was open before
 
 
 def pr_title(issue_title: str) -> str:
@@ -124,8 +126,13 @@ def _next_step(ctx: PrContext) -> str:
         return "Please review the diff before merging."
     if ctx.result.status == "cancelled":
         return "Only work that passed its tests before the cancel is here; the issue stays open."
-    return ("This draft holds only the steps that passed their tests; the issue stays open. "
-            "Comment `/cra solve` with more detail to try again.")
+    again = "Comment `/cra solve` with more detail to try again."
+    if ctx.on_pull:
+        return f"Only the steps that passed their tests were pushed to this pull request. {again}"
+    if ctx.draft is False:  # a pull request that was open, and ready, before this run
+        return ("Only the steps that passed their tests are here, and this pull request is "
+                "not a draft: it does not fix the issue yet, which stays open. " + again)
+    return f"This draft holds only the steps that passed their tests; the issue stays open. {again}"
 
 
 def _summary(ctx: PrContext) -> str:
@@ -151,10 +158,12 @@ def _output_of(result: OrchestratorResult) -> tuple[str, str] | None:
 
 
 def compose_pr_body(ctx: PrContext) -> str:
-    """The pull request body: closing line, summary, plan, adjustments, tests, diff, usage."""
+    """The pull request body: closing line, summary, plan, adjustments, tests, diff, usage —
+    or, for a run on a pull request (`on_pull`), its report as a comment there."""
     result = ctx.result
     units = units_of(result, _output_of(result), PR_BODY_LIMIT)
-    closing = f"Fixes #{ctx.issue_number}" if _complete(ctx) else f"Part of #{ctx.issue_number}"
+    closing = ("" if ctx.on_pull else f"Fixes #{ctx.issue_number}" if _complete(ctx)
+               else f"Part of #{ctx.issue_number}")
     summary = _summary(ctx)
 
     def render(caps: Caps) -> list[str]:

@@ -615,3 +615,18 @@ def test_the_check_is_green_only_when_no_existing_test_changed() -> None:
     assert check_conclusion(changed_result()) == "neutral"
     assert check_conclusion(result(status="partial")) == "neutral"
     assert check_conclusion(result(status="failed")) == "failure"
+
+
+def test_a_partial_result_on_a_ready_pull_request_never_calls_it_a_draft() -> None:
+    drafted = compose_pr_body(ctx(partial_result(), partial=True))
+    ready = compose_pr_body(ctx(partial_result(), partial=True, draft=False))
+    assert "This draft holds only the steps that passed" in drafted
+    assert "draft holds" not in ready and "this pull request is not a draft" in ready
+    assert ready.startswith("Part of #12")
+
+
+def test_the_report_of_a_run_on_a_pull_request_has_no_closing_line() -> None:
+    report = compose_pr_body(ctx(partial_result(), partial=True, on_pull=True))
+    assert "#12" not in report.split("\n\n")[0]
+    assert not re.search(r"(?i)\b(fixes|part of) #", report)
+    assert "were pushed to this pull request" in report

@@ -62,12 +62,15 @@ def script_faster_mul(world: BotWorld) -> None:
 
 
 @pytest.mark.parametrize("where", ["conversation", "review comment", "review"])
-def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(
+def test_solve_comment_on_the_pr_adds_commits_and_reports_on_it(
     world: BotWorld, where: str
 ) -> None:
+    """The run's report is its comment on the pull request; the description — with its
+    `Fixes #1`, which closes the issue on merge — stays as it was."""
     world.script_fix()
     world.run(world.label_issue())
     [pull] = world.fake.pulls(REPO)
+    description = world.fake.pull(REPO, pull.number).body
     before = world.fake.branch_sha(REPO, "cra/issue-1")
     script_faster_mul(world)
     world.models.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
@@ -87,7 +90,12 @@ def test_solve_comment_on_the_pr_adds_commits_and_updates_its_body(
     assert world.fake.branch_sha(REPO, "cra/issue-1") != before
     subjects = [s for _, s in world.fake.commits(REPO, "cra/issue-1")]
     assert subjects[0] == "Make mul faster"
-    assert "Make mul faster" in (world.fake.pull(REPO, pull.number).body or "")
+    assert world.fake.pull(REPO, pull.number).body == description
+    assert "Fixes #1" in (description or "")
+    [report] = [c.body for c in world.fake.comments(REPO, pull.number)
+                if c.user.login == world.fake.bot_login]
+    assert "Make mul faster" in report and "### Changes" in report
+    assert f"#{pull.number}" not in report.split("\n")[0] and "Fixes" not in report
     assert len(world.fake.pulls(REPO)) == 1
     task = next(r for r in world.models.requests
                 if r.stage == "meta_plan" and "faster" in r.user_prompt)
