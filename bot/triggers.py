@@ -30,6 +30,12 @@ WORD = re.compile(r"[A-Za-z0-9_-]{1,30}")
 # digits, '-', '_' and '.'; a login may end in "[bot]".
 REPOSITORY = re.compile(r"(?!\.{1,2}/)[A-Za-z0-9_.-]{1,39}/(?!\.{1,2}$)[A-Za-z0-9_.-]{1,100}")
 LOGIN = re.compile(r"[A-Za-z0-9_.-]{1,39}(\[bot\])?")
+# What GitHub says of a comment's author who is neither the owner, nor a member of the
+# owning organisation, nor a collaborator: such a user has no write access, and their
+# solve or plan is refused at once, so that it never holds the issue's one active run while
+# it waits for the worker's permission check (a maintainer's request meanwhile got "busy").
+OUTSIDERS = frozenset({"NONE", "FIRST_TIMER", "FIRST_TIME_CONTRIBUTOR", "CONTRIBUTOR",
+                       "MANNEQUIN"})
 MAX_ID = 2**63 - 1  # the databases' BIGINT
 MAX_NUMBER = 2**31 - 1  # issue and pull request numbers
 
@@ -197,6 +203,9 @@ def _command(event: Event, options: RouteOptions, item: Mapping[str, Any], *,
         raise MalformedDelivery("comment.id is not an integer")
     word, rest = found
     command, instructions, reply = _interpret(word, rest, options.label)
+    if command in ("solve", "plan") and dig(event.payload, text, "author_association") in OUTSIDERS:
+        command, instructions = "refuse", ""
+        reply = refusal_text("permission", user=event.sender_login or "")
     if where and command in ("solve", "plan"):
         instructions = clean_instructions(f"{where} {instructions}")
     return _trigger(event, item, command=command, source="comment", instructions=instructions,

@@ -36,11 +36,14 @@ def event(
     return parse_delivery({"X-GitHub-Event": name, "X-GitHub-Delivery": "d-1"}, body)
 
 
-def comment(text: str, *, on_pull_request: bool = False) -> Event:
+def comment(text: str, *, on_pull_request: bool = False, association: str | None = None
+            ) -> Event:
     """issue_comment.created with this body, on an issue or a pull request."""
 
     def change(payload: Payload) -> None:
         payload["comment"]["body"] = text
+        if association is not None:
+            payload["comment"]["author_association"] = association
         if on_pull_request:
             payload["issue"]["pull_request"] = {"url": "https://api.github.com/pulls/1"}
 
@@ -363,3 +366,19 @@ def test_the_router_calls_handlers_for_the_event_and_action() -> None:
     router.dispatch(event("issues", "labeled.payload.json"), RouteOptions(label="x"))
     router.dispatch(event("issues", "opened.payload.json"), RouteOptions(label="x"))
     assert seen == ["labeled", "any labeled", "any opened"]
+
+
+@pytest.mark.parametrize(("association", "command"), [
+    ("NONE", "refuse"), ("FIRST_TIMER", "refuse"), ("FIRST_TIME_CONTRIBUTOR", "refuse"),
+    ("CONTRIBUTOR", "refuse"), ("MANNEQUIN", "refuse"),
+    ("OWNER", "solve"), ("MEMBER", "solve"), ("COLLABORATOR", "solve"),  # the worker checks
+])
+def test_a_solve_from_someone_github_calls_an_outsider_is_refused_at_once(
+    association: str, command: str
+) -> None:
+    trigger = routed(comment("/cra solve", association=association))
+    assert trigger is not None and trigger.command == command
+    if command == "refuse":
+        assert trigger.reply is not None and "write access" in trigger.reply
+    cancel = routed(comment("/cra cancel", association=association))
+    assert cancel is not None and cancel.command == "cancel"  # the worker checks a cancel

@@ -87,11 +87,13 @@ class BotWorld:
         return self.deliver("issues", data, **kw)
 
     def comment(self, body: str, *, number: int, user: str = OWNER,
-                pull_request: bool = False) -> TestResponse:
+                pull_request: bool = False, association: str | None = None) -> TestResponse:
         data = self.payload("issue_comment", "created.payload.json")
         data["issue"]["number"] = number
         data["comment"]["body"] = body
         data["comment"]["user"]["login"] = data["sender"]["login"] = user
+        if association is not None:  # what GitHub says of the author (OWNER in the fixture)
+            data["comment"]["author_association"] = association
         if pull_request:
             url = f"https://api.github.com/repos/{REPO}/pulls/{number}"
             data["issue"]["pull_request"] = {"url": url, "html_url": url, "diff_url": url,

@@ -104,6 +104,25 @@ def test_solve_comment_on_the_pr_adds_commits_and_reports_on_it(
         assert "Slow for big inputs." in task.user_prompt
 
 
+def test_an_outsiders_solve_is_refused_at_once_and_never_holds_the_issue(
+    world: BotWorld,
+) -> None:
+    """GitHub says the author is no collaborator: no permission check to wait for, no active
+    run that would make a maintainer's label "busy"."""
+    world.fake.set_permission(REPO, "drive-by", "read")
+    refused = world.comment("/cra solve", number=1, user="drive-by", association="NONE")
+    assert refused.status_code == 202
+    stored = world.services.store.get_run(refused.get_json()["run_id"])
+    assert stored is not None and stored.command == "refuse"
+    assert stored.reply_text is not None and "write access" in stored.reply_text
+
+    world.script_fix()
+    run = world.run(world.label_issue())  # the maintainer's, at once: a run, not "busy"
+
+    assert run.command == "solve" and run.status == "succeeded", run.error
+    assert not any(r.command == "busy" for r in world.services.store.list_runs())
+
+
 def test_commenter_without_write_permission_gets_a_polite_reply_and_no_run(
     world: BotWorld,
 ) -> None:
