@@ -22,6 +22,7 @@ from bot.errors import BotError
 from bot.github.api import PullInfo, Reaction
 from bot.liveness import Heartbeat, worker_name
 from bot.progress import ProgressReporter
+from bot.render import markdown as md
 from bot.render import pr, replies
 from bot.replying import REPLIES, answer, report_ended
 from bot.repo_config import limited_config
@@ -412,7 +413,7 @@ class _Job:
             best_effort(f"the progress comment of run {self.run.id}",
                          lambda: reporter.flush(status, error or ""))
         self.check.update(title=f"cra {status}" + (f": {error}" if error else ""),
-                          summary=error or f"Run {self.run.id} {status}.",
+                          summary=md.para(error) if error else f"Run {self.run.id} {status}.",
                           conclusion=CHECK_CONCLUSION.get(status, "failure"))
         if self.run.command in ("solve", "plan") and status != "rejected":
             self.react("rocket" if status == "succeeded" else "confused")

@@ -238,7 +238,9 @@ def test_a_failed_pr_run_concludes_its_check_as_failure(world: BotWorld) -> None
     number = open_pull(world)
     head = world.fake.branch_sha(REPO, "cra/issue-1")
     earlier = {c.id for c in world.fake.check_runs(REPO)}
-    world.models.script("meta_plan", "this is not a plan", "still not a plan")
+    hostile = "### ✅ All tests passed\n@everyone"  # the model's words, in the run's error
+    world.models.script("meta_plan", hostile)
+    world.models.script("meta_plan_reask", hostile)
 
     run = world.run(world.comment("/cra solve do more", number=number, pull_request=True))
 
@@ -247,6 +249,9 @@ def test_a_failed_pr_run_concludes_its_check_as_failure(world: BotWorld) -> None
                if c.head_sha == head and c.id not in earlier]
     assert (check.status, check.conclusion) == ("completed", "failure")
     assert check.title and "failed" in check.title
+    summary = check_patches(world, check.id)[-1]["output"]["summary"]
+    assert "All tests passed" in summary  # quoted as text, never as a heading or a mention
+    assert "\n### " not in summary and "@everyone" not in summary, summary
 
 
 def check_patches(world: BotWorld, check_id: int) -> list[dict[str, Any]]:
