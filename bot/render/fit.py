@@ -23,6 +23,14 @@ def size(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def cut_to_size(text: str, cap: int) -> str:
+    """The longest start of `text` whose size() is at most `cap`."""
+    kept = text[:cap]
+    while size(kept) > cap:
+        kept = kept[: len(kept) - (size(kept) - cap)]
+    return kept
+
+
 @dataclass(frozen=True)
 class Caps:
     """How many units of each cuttable section to keep (None: all of them)."""

@@ -15,7 +15,7 @@ from agent.models import (
 )
 from agent.validation import compare_to_baseline
 from bot.render import markdown as md
-from bot.render.fit import LINE_MAX, Caps, bounded, tail, verbatim_lines
+from bot.render.fit import LINE_MAX, Caps, bounded, cut_to_size, size, tail, verbatim_lines
 
 OUTPUT_CAP = 20_000  # characters of test output shown even when everything fits
 _SHA = re.compile(r"[0-9a-f]{7,40}")
@@ -270,8 +270,9 @@ def tests_section(result: OrchestratorResult) -> str:
     return "\n\n".join(parts)
 
 
-TEST_DIFF_CAP = 2_000  # characters of one changed test file's diff
+TEST_DIFF_CAP = 2_000  # of one changed test file's diff (UTF-16 units, as GitHub counts)
 TESTS_CHANGED_FILES = 10
+TESTS_CHANGED_BUDGET = 24_000  # of the whole section: it is never cut away, so it is bounded
 
 
 def tests_changed_section(result: OrchestratorResult) -> str:
@@ -283,16 +284,19 @@ def tests_changed_section(result: OrchestratorResult) -> str:
              "The task asked for behaviour that existing tests checked differently, so these "
              "tests were changed. **Review them before merging**: the check run is neutral, "
              "not green, until a person has looked."]
+    used, shown = sum(size(part) + 2 for part in parts), 0
     for change in changes[:TESTS_CHANGED_FILES]:
-        diff = change.diff if len(change.diff) <= TEST_DIFF_CAP else (
-            change.diff[:TEST_DIFF_CAP] + "\n… (cut; see the run page)")
-        parts.append(
-            f"- {md.code(change.path)} (step {md.code(change.step)}): "
-            f"{md.names(change.tests)}\n  Why: {md.line(change.reason)}\n\n"
-            + md.fence(diff, "diff"))
-    if len(changes) > TESTS_CHANGED_FILES:
-        parts.append(f"… {md.plural(len(changes) - TESTS_CHANGED_FILES, 'more file')}; "
-                     "see the run page.")
+        diff = change.diff if size(change.diff) <= TEST_DIFF_CAP else (
+            cut_to_size(change.diff, TEST_DIFF_CAP) + "\n… (cut; see the run page)")
+        entry = (f"- {md.code(change.path)} (step {md.code(change.step)}): "
+                 f"{md.names(change.tests)}\n  Why: {md.line(change.reason)}\n\n"
+                 + md.fence(diff, "diff"))
+        if shown and used + size(entry) > TESTS_CHANGED_BUDGET:
+            break
+        parts.append(entry)
+        used, shown = used + size(entry) + 2, shown + 1
+    if shown < len(changes):
+        parts.append(f"… {md.plural(len(changes) - shown, 'more file')}; see the run page.")
     return "\n\n".join(parts)
 
 

@@ -27,7 +27,7 @@ from agent.models import (
     Usage,
     ValidationResult,
 )
-from bot.render.fit import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, PR_BODY_LIMIT
+from bot.render.fit import CHECK_SUMMARY_LIMIT, COMMENT_LIMIT, PR_BODY_LIMIT, size
 from bot.render.markdown import escape_markdown
 from bot.render.pr import (
     PrContext,
@@ -630,3 +630,19 @@ def test_the_report_of_a_run_on_a_pull_request_has_no_closing_line() -> None:
     assert "#12" not in report.split("\n\n")[0]
     assert not re.search(r"(?i)\b(fixes|part of) #", report)
     assert "were pushed to this pull request" in report
+
+
+def test_a_large_tests_changed_section_is_shortened_never_dropped() -> None:
+    """Ten changed test files with long names, reasons and emoji diffs (two UTF-16 units a
+    character): the section stays, with as many files as fit and a note for the rest."""
+    names = [f"tests/test_calc.py::test_{i}_" + "&" * 150 for i in range(20)]
+    changes = [TestChange(path=f"tests/test_{i}.py", tests=names, diff="+" + "😀" * 1999,
+                          reason="&" * 160, step="s1") for i in range(10)]
+    res = result(steps=[step("p1", "s1", "passed", commit="0123456789abcdef",
+                             tests_changed=changes)], diff=DIFF + "+x\n" * 20_000)
+    body = compose_pr_body(ctx(res))
+    assert size(body) <= PR_BODY_LIMIT
+    assert "### Tests changed (10 files)" in body and "see Tests changed" in body
+    assert "`tests/test_0.py`" in body
+    assert re.search(r"… \d+ more files?; see the run page\.", body)
+    assert markup_problems(body) == []
