@@ -76,7 +76,6 @@ def cancel_reply(store: BotStore, active: Run, asked: bool) -> tuple[str, str]:
     return ("cancelled_now" if ended else "cancelled"), status
 
 
-
 def _report_cancelled_now(job: ReplyingJob) -> None:
     """A cancel that ended a run whose worker was gone: that run's progress comment and check
     say so (nobody else will)."""
