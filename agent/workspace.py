@@ -99,7 +99,7 @@ def remove_abandoned(work_dir: Path) -> list[Abandoned]:
             started = info.get("started")
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if host != socket.gethostname() or _alive(pid, started):
+        if host != socket.gethostname() or process_alive(pid, started):
             continue
         worktree = owner.with_name(owner.name.removesuffix(".owner"))
         deleted = False
@@ -122,13 +122,13 @@ def remove_abandoned(work_dir: Path) -> list[Abandoned]:
     return removed
 
 
-def _alive(pid: int, started: object) -> bool:
-    """Whether the process that wrote an owner file still runs: one with its id runs (another
-    user's counts) and, where the start time is known, started when it did — so a later
-    process that was given the same id does not keep a dead run's worktree forever."""
+def process_alive(pid: int, started: object = None) -> bool:
+    """Whether a process of this host still runs: one with its id runs (another user's
+    counts) and, where its start time is known (process_start), started when it did — so a
+    later process that was given the same id does not pass for a dead one."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # none has that id (or none could)
         return False
     except PermissionError:
         pass

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agent.workspace import remove_abandoned
+from agent.workspace import process_alive, remove_abandoned
 from bot.queue import INTERRUPTED, RunQueue
 from bot.store import BotStore
 
@@ -46,15 +46,7 @@ def worker_gone(worker: str | None) -> bool:
     host, _, pid = worker.rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
         return False
-    if int(pid) == os.getpid():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, OverflowError):
-        return False  # a process of another user's has that id
-    return False
+    return int(pid) == os.getpid() or not process_alive(int(pid))
 
 
 class Recovered(BaseModel):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -418,11 +417,9 @@ def process_environment() -> dict[str, str]:
 
 def repository_environment(allowed: Sequence[str] = ()) -> dict[str, str]:
     """What of the process environment the repository's commands may see: the base variables
-    and those CRA_TEST_ENV allows (validation scrubs secret-looking names from it still). A
+    and those CRA_TEST_ENV allows, without secret-looking names (agent.validation). A
     repository's `testing.env` chooses among these, never from the server's whole environment
     (its cloud credentials, its database URL)."""
-    from agent.validation import BASE_ENV
+    from agent.validation import scrubbed_env
 
-    wanted = (*BASE_ENV, *allowed)
-    return {name: value for name, value in os.environ.items()
-            if any(fnmatchcase(name, pattern) for pattern in wanted)}
+    return scrubbed_env(os.environ, allowed)

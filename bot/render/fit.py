@@ -103,11 +103,10 @@ def bounded(items: Iterable[str], budget: int) -> list[str]:
     return kept
 
 
-def verbatim_lines(text: str, *, exact: bool = False) -> list[str]:
-    """Lines of verbatim content, each cut to LINE_MAX characters: a terminal's (a carriage
-    return starts a line again), or with `exact` a diff's, as git counts them (md.text_lines)."""
-    lines = (md.text_lines(text) if exact
-             else text.replace("\r\n", "\n").replace("\r", "\n").splitlines())
+def verbatim_lines(text: str) -> list[str]:
+    """Lines of a terminal's output (a carriage return starts a line again), each cut to
+    LINE_MAX characters."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").splitlines()
     return [md.cut(line, LINE_MAX) for line in lines]
 
 

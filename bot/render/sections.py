@@ -48,7 +48,8 @@ def units_of(result: OrchestratorResult, output: tuple[str, str] | None, limit: 
     label, text = output or ("", "")
     out = verbatim_lines(text)
     rows = _plan_rows(result)
-    diff = verbatim_lines(result.diff, exact=True)
+    whole = md.text_lines(result.diff)  # as git counts a diff's lines
+    diff = [md.cut(line, LINE_MAX) for line in whole]
     return Units(
         plan=bounded(_plan_lines(rows, _part_descriptions(result)), limit),
         plan_marks=[m for _, steps in rows for m in [None, *(o.status for o in steps)]],
@@ -56,7 +57,7 @@ def units_of(result: OrchestratorResult, output: tuple[str, str] | None, limit: 
         adjustments_total=len(result.adjustments),
         output=tail(out, OUTPUT_CAP), output_total=len(out), output_label=label,
         diff=bounded(diff, limit), diff_total=len(diff), diff_counts=_diff_counts(diff),
-        diff_cut=sum(len(line) > LINE_MAX for line in md.text_lines(result.diff)),
+        diff_cut=sum(len(line) > LINE_MAX for line in whole),
     )
 
 
