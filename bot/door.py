@@ -5,8 +5,9 @@ application thread sees it, so a client that stalls costs a socket, not a thread
 and /healthz keep answering (gunicorn's threaded workers read the request inside the worker
 thread, where a stalled client holds that thread for as long as it likes). waitress closes a
 connection that stays silent for `channel_timeout` and caps open connections
-(`connection_limit`); what it lacks — a deadline for a request's headers, against clients that
-trickle a byte at a time — is the one addition here.
+(`connection_limit`). Added here: a deadline for a request's headers, against clients that
+trickle a byte at a time; keep-alive after a 204; and an I/O loop that does not spin while a
+request's thread sends its answer.
 """
 
 from __future__ import annotations
@@ -63,10 +64,32 @@ class _KeepAliveTask(WSGITask):  # type: ignore[misc]
 
 
 class _Channel(HTTPChannel):  # type: ignore[misc]
-    """A connection whose requests know when they started."""
+    """A connection whose requests know when they started, and which the I/O thread does not
+    watch for writing while the request's own thread is sending."""
 
     parser_class = _TimedRequest
     task_class = _KeepAliveTask
+
+    def writable(self) -> bool:
+        """waitress's test, less the case where the request's thread holds the output buffer.
+
+        A request's thread sends what it writes itself, holding the buffer's lock, and wakes
+        the I/O thread (the trigger) when the socket took less than all of it. waitress counts
+        the connection writable as soon as bytes are in the buffer: on any turn of the I/O loop
+        in that moment (other connections' traffic), select() answers at once (the socket is
+        writable), handle_write cannot take the lock, and the loop turns again — thousands of
+        times per send under load, holding the GIL from every request thread (68 turns per
+        delivery where 3 do, and three quarters of the server's CPU with one request thread, in
+        benchmarks/webhook.py).
+        """
+        if self.will_close or self.close_when_flushed:
+            return True
+        if not self.total_outbufs_len:
+            return False
+        if not self.requests or not self.outbuf_lock.acquire(False):
+            return not self.requests  # no request running: only this thread sends
+        self.outbuf_lock.release()  # the request's thread left bytes behind: send them here
+        return True
 
 
 class _QueueDepthWarning:

@@ -6,16 +6,19 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
 import pytest
+from waitress import wasyncore
 
 from bot.app import create_app
-from bot.door import DoorServer, make_door, serve_in_thread
+from bot.door import DoorServer, _Channel, make_door, serve_in_thread
 from bot.settings import BotSettings
 from bot.store import BotStore
 from bot.webhooks import sign
@@ -136,3 +139,92 @@ def test_a_full_thread_pool_is_reported_once_a_minute_not_per_request(
         assert len(lines) == 1 and "requests waited" in lines[0]
     finally:
         dispatcher.queue.clear()
+
+
+class _SlowSendChannel(_Channel):
+    """A connection whose request threads take 0.3 s to hand each answer to the socket."""
+
+    sending = threading.Event()
+
+    def send(self, data: bytes, do_close: bool = True) -> int:
+        if threading.current_thread().name.startswith("waitress-"):
+            self.sending.set()
+            time.sleep(0.3)  # inside write_soon: the buffer's lock is held meanwhile
+        return int(super().send(data, do_close=do_close))
+
+
+def _serve(app: object, monkeypatch: pytest.MonkeyPatch,
+           channel: type[_Channel] = _Channel) -> tuple[DoorServer, list[int]]:  # fmt: skip
+    """`app` behind the door on a loopback port, counting the I/O loop's turns."""
+    turns = [0]
+    poll = wasyncore.poll
+
+    def counted(timeout: float = 0.0, map: dict[int, object] | None = None) -> None:
+        turns[0] += 1
+        poll(timeout, map)
+
+    monkeypatch.setattr(wasyncore, "poll", counted)
+    server = make_door(app, host="127.0.0.1", port=0, threads=2, header_timeout=5.0,
+                       read_timeout=5.0, max_connections=10)
+    server.channel_class = channel
+    return server, turns
+
+
+def test_the_io_loop_waits_while_a_request_thread_sends_its_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While a request's thread is writing its answer (holding the connection's buffer), the
+    I/O thread does not turn on the writable socket: that spin held the GIL from every request
+    thread and cost most of the server's CPU under load."""
+
+    def app(environ: dict[str, object], start_response: Callable[..., object]) -> list[bytes]:
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+        return [b"ok"]
+
+    server, turns = _serve(app, monkeypatch, _SlowSendChannel)
+    thread = serve_in_thread(server)
+    answers: list[str] = []
+    try:
+        with httpx.Client(timeout=10) as client:
+            asking = threading.Thread(target=lambda: answers.append(
+                client.get(f"http://127.0.0.1:{server.port}/").text))
+            asking.start()
+            assert _SlowSendChannel.sending.wait(10)
+            before = turns[0]
+            server.pull_trigger()  # as another connection's traffic would: the loop turns
+            asking.join(10)
+            during = turns[0] - before
+    finally:
+        server.stop()
+        thread.join(30)
+    assert answers == ["ok"]
+    assert during < 20, f"{during} turns of the I/O loop in 0.3 s"
+
+
+def test_a_large_answer_reaches_a_slow_reader_while_its_request_still_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a request's thread could not send at once is sent by the I/O thread while the
+    request goes on writing, past the buffer's high-water mark (16 MiB), where the request
+    waits for it."""
+    chunk = bytes(range(256)) * 4096  # 1 MiB
+
+    def app(environ: dict[str, object], start_response: Callable[..., object]) -> Iterator[bytes]:
+        start_response("200 OK", [("Content-Type", "application/octet-stream"),
+                                  ("Content-Length", str(24 * len(chunk)))])
+        for _ in range(24):
+            yield chunk
+
+    server, _ = _serve(app, monkeypatch)
+    thread = serve_in_thread(server)
+    try:
+        received = 0
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: cra\r\nConnection: close\r\n\r\n")
+            while data := sock.recv(65536):
+                received += len(data)
+                time.sleep(0.0005) if received < 2 * len(chunk) else None
+    finally:
+        server.stop()
+        thread.join(30)
+    assert received > 24 * len(chunk)  # the body and its headers
