@@ -19,6 +19,7 @@ import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -88,13 +89,26 @@ class Entry:
 
     def restore(self, env_dir: Path, worktree: Path) -> list[str]:
         """Copy the environment and the setup's worktree files into a run's own directories;
-        the worktree paths restored."""
+        the worktree paths restored. UnsafeCopy, before anything is copied, when the worktree
+        has a symlink where a file or folder of the entry goes."""
+        if self.tree.is_dir():
+            hazard = symlink_in_the_way(self.tree, worktree)
+            if hazard is not None:
+                raise UnsafeCopy(hazard)
         copy_tree(self.env, env_dir)
         if self.tree.is_dir():
             copy_tree(self.tree, worktree)
         (self.path / "used").touch()
         meta = json.loads((self.path / "meta.json").read_text())
         return [str(p) for p in meta.get("tree_paths", [])]
+
+
+class UnsafeCopy(Exception):
+    """A copy into a checkout would write through a symlink of the checkout's (outside it)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} in the checkout is a symlink where the copy would write")
+        self.path = path
 
 
 class EnvCache:
@@ -208,6 +222,37 @@ def copy_tree(src: Path, dst: Path) -> None:
         if done.returncode == 0:
             return
     shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+
+
+def symlink_in_the_way(src: Path, dst: Path) -> str | None:
+    """The first path under `dst` (relative to it) that copying the contents of `src` into
+    `dst` would write through because it is a symlink; None when there is none.
+
+    A checkout's symlinks are the repository's (committed, or left by its commands): cra's
+    copies into it run outside the sandbox, as the worker, and cp (or copytree) writing through
+    one writes wherever it points — another repository's mirror, the run log."""
+    for folder, folders, files in os.walk(src):
+        here = Path(folder).relative_to(src)
+        for name in [*folders, *files]:
+            try:
+                mode = os.lstat(dst / here / name).st_mode
+            except OSError:  # absent (or under a file): nothing below it is in the way
+                if name in folders:
+                    folders.remove(name)
+                continue
+            if stat.S_ISLNK(mode):
+                return (here / name).as_posix()
+    return None
+
+
+def symlinked_folder(root: Path, rel: str) -> str | None:
+    """The first folder on the way from `root` to `root/rel` that is a symlink; None when
+    there is none."""
+    parts = Path(rel).parts
+    for end in range(1, len(parts)):
+        if (root.joinpath(*parts[:end])).is_symlink():
+            return Path(*parts[:end]).as_posix()
+    return None
 
 
 def copy_path(src: Path, dst: Path) -> None:

@@ -9,6 +9,7 @@ instead of running the command again.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,15 @@ from pathlib import Path
 
 from agent import git
 from agent.config import TestingConfig
-from agent.envcache import Entry, EnvCache, copy_path, repo_id, setup_key
+from agent.envcache import (
+    Entry,
+    EnvCache,
+    UnsafeCopy,
+    copy_path,
+    repo_id,
+    setup_key,
+    symlinked_folder,
+)
 from agent.errors import AgentError
 from agent.models import CommandResult, EnvironmentReport, ValidationResult
 from agent.runtime import Runtime
@@ -44,10 +53,12 @@ class Environment:
     tree_paths: list[str] = field(default_factory=list)  # what the setup left in the worktree
 
     def attach(self, worktree: Path, tree: Path) -> None:
-        """Give another tree of the same commit (a scratch tree) the setup's worktree files."""
+        """Give another tree of the same commit (a scratch tree) the setup's worktree files;
+        never through a symlink of that tree's."""
         for rel in self.tree_paths:
             source, target = worktree / rel, tree / rel
-            if source.exists() and not target.exists():
+            if (source.exists() and not os.path.lexists(target)
+                    and symlinked_folder(tree, rel) is None):
                 copy_path(source, target)
 
     def close(self) -> None:
@@ -86,23 +97,34 @@ def prepare_environment(
     report.cache_key = key
     entry = cache.entry(repo_id(repo), key)
     with cache.reading(entry) as cached:
-        if cached:
-            return _restored(env, entry, worktree)
-    with cache.building(entry) as cached:
-        if cached:  # another run of this repository built it while we waited
-            return _restored(env, entry, worktree)
-        _run_setup(env, worktree, testing, sandbox, command_env)
-        if report.setup == "ran" and not report.notes:
-            meta = {"command": testing.setup_command, "created": time.time(),
-                    "setup_ms": env.setup.duration_ms if env.setup else 0,
-                    "tree_paths": env.tree_paths}
-            cache.save(entry, env_dir, worktree, env.tree_paths, meta)
-    return env
+        restored = _restored(env, entry, worktree) if cached else None
+    if not cached:
+        with cache.building(entry) as cached:
+            if cached:  # another run of this repository built it while we waited
+                restored = _restored(env, entry, worktree)
+            else:
+                _run_setup(env, worktree, testing, sandbox, command_env)
+                if report.setup == "ran" and not report.notes:
+                    meta = {"command": testing.setup_command, "created": time.time(),
+                            "setup_ms": env.setup.duration_ms if env.setup else 0,
+                            "tree_paths": env.tree_paths}
+                    cache.save(entry, env_dir, worktree, env.tree_paths, meta)
+                return env
+    if restored is None:  # the entry could not be restored safely: set up afresh, uncached
+        return _run_setup(env, worktree, testing, sandbox, command_env)
+    return restored
 
 
-def _restored(env: Environment, entry: Entry, worktree: Path) -> Environment:
+def _restored(env: Environment, entry: Entry, worktree: Path) -> Environment | None:
+    """The environment restored from `entry`; None, with a note and nothing copied, when the
+    worktree has a symlink where the entry's files go (a copy would write through it, outside
+    the sandbox)."""
     started = time.monotonic()
-    env.tree_paths = entry.restore(env.path, worktree)
+    try:
+        env.tree_paths = entry.restore(env.path, worktree)
+    except UnsafeCopy as exc:
+        env.report.notes.append(f"the environment cache was not used: {exc}")
+        return None
     env.report.setup = "cached"
     ms = int((time.monotonic() - started) * 1000)
     output = (f"[cra] restored from the environment cache (key {env.report.cache_key}); "

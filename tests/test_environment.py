@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -15,10 +16,11 @@ from agent.bwrap import BwrapSandbox
 from agent.config import TestingConfig
 from agent.envcache import EnvCache, matches_input, repo_id, setup_key
 from agent.environment import Environment, prepare_environment
+from agent.models import EnvironmentReport
 from agent.sandbox import NoSandbox, Sandbox
 from agent.validation import run_validation
 from tests.fakes.package_index import PackageIndex, build_wheel
-from tests.fakes.repos import commit_file, make_python_project
+from tests.fakes.repos import commit_file, git_in, make_python_project
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -173,6 +175,52 @@ def test_setup_files_left_in_the_worktree_are_restored_when_ignored(
     fresh.mkdir()
     second.attach(repo, fresh)  # a scratch tree of the same commit gets them too
     assert (fresh / "node_modules" / "left" / "index.js").is_file()
+
+
+@pytest.mark.parametrize("link", ["node_modules", "cfg.local"])
+def test_a_cached_setup_is_never_restored_through_a_symlink_of_the_checkout(
+    bwrap: MakeBwrap, repo: Path, tmp_path: Path, link: str
+) -> None:
+    """A later commit (same dependency files, same key) puts a symlink where the cached
+    setup's files go, pointing outside the checkout (another repository's mirror, the run
+    log): restoring would copy through it as the worker, outside the sandbox. Nothing is
+    restored; the setup runs afresh, in the sandbox, and says why."""
+    commit_file(repo, ".gitignore", "node_modules/\ncfg.local\n__pycache__/\n", "Ignore")
+    testing = TestingConfig(setup_command="mkdir -p node_modules && echo pad > node_modules/"
+                            "config; echo pad > cfg.local; true", test_command="true")
+    cache = EnvCache(tmp_path / "cache", max_bytes=1 << 30)
+    first = prepare(repo, testing, bwrap(), cache, tmp_path / "env1")
+    assert first.report.setup == "ran" and sorted(first.tree_paths) == ["cfg.local", "node_modules"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("config", "cfg"):
+        (outside / name).write_text("kept\n")
+    shutil.rmtree(repo / "node_modules")
+    (repo / "cfg.local").unlink()
+    os.symlink(os.path.relpath(outside if link == "node_modules" else outside / "cfg", repo),
+               repo / link)
+    git_in(repo, "add", "--force", "--", link)
+    git_in(repo, "commit", "--quiet", "--no-verify", "-m", "Link")
+    second = prepare(repo, testing, bwrap(), cache, tmp_path / "env2")
+    assert second.report.cache_key == first.report.cache_key
+    assert [(outside / name).read_text() for name in ("config", "cfg")] == ["kept\n"] * 2
+    assert second.report.setup == "ran"
+    assert any(f"{link} in the checkout is a symlink" in note for note in second.report.notes)
+
+
+def test_setup_files_are_never_attached_through_a_symlink_of_the_tree(
+    repo: Path, tmp_path: Path
+) -> None:
+    (repo / "node_modules" / "left").mkdir(parents=True)
+    (repo / "node_modules" / "left" / "index.js").write_text("pad\n")
+    outside, scratch = tmp_path / "outside", tmp_path / "scratch"
+    outside.mkdir()
+    scratch.mkdir()
+    (scratch / "node_modules").symlink_to(outside)  # left by a test command, say
+    env = Environment(tmp_path / "env", EnvironmentReport(sandbox="none", isolated=False),
+                      tree_paths=["node_modules/left"])
+    env.attach(repo, scratch)
+    assert list(outside.iterdir()) == []
 
 
 @pytest.mark.parametrize(("command", "note"), [
