@@ -173,6 +173,7 @@ def scratch_tree(
     try:
         _copy_tree(worktree, scratch)
         for rel, text in files.items():
+            _real_folders(scratch, rel)
             target = scratch / rel
             if target.is_symlink() or target.exists():
                 target.unlink()
@@ -182,6 +183,21 @@ def scratch_tree(
         yield scratch
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _real_folders(root: Path, rel: str) -> None:
+    """Make every folder on the way from `root` to `root/rel` a real one in the copy: a
+    symlink there (a test command may leave one in the worktree, pointing anywhere) becomes an
+    empty folder, so that writing or deleting `rel` stays inside the copy — cra does it as the
+    worker, outside the sandbox."""
+    parts = Path(rel).parts
+    for end in range(1, len(parts)):
+        folder = root.joinpath(*parts[:end])
+        if folder.is_symlink():
+            folder.unlink()
+            folder.mkdir()
+        elif not folder.exists():
+            return  # made by the caller, real
 
 
 def _copy_tree(worktree: Path, scratch: Path) -> None:
