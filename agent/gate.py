@@ -25,15 +25,16 @@ GateRole = Literal["cra_config", "runner_config", "test"]
 
 CRA_CONFIG_FILES: tuple[str, ...] = CONFIG_CANDIDATES  # the gate's own definition: never edited
 RUNNER_CONFIG_GLOBS: tuple[str, ...] = (
-    "conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "noxfile.py", ".coveragerc",
-    "jest.config.*", "jest.setup.*", "vitest.config.*", "vitest.workspace.*", "vitest.setup.*",
+    "conftest.py", "pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "tox.ini",
+    "noxfile.py", ".coveragerc", "jest.config.*", "jest.setup.*", "vitest.config.*",
+    "vitest.workspace.*", "vitest.setup.*", "vite.config.*",
     ".mocharc*", "karma.conf.*", "ava.config.*", "playwright.config.*", "cypress.config.*",
     "phpunit.xml*", ".rspec", "spec_helper.rb", "rails_helper.rb", "setupTests.*",
 )
 # Files that hold test configuration among other things: only these parts count.
 SECTIONED: Mapping[str, tuple[str, ...]] = {
     "pyproject.toml": ("tool.pytest", "tool.tox", "tool.nox", "tool.coverage",
-                       "tool.hatch.envs"),
+                       "tool.hatch.envs", "tool.pdm.scripts", "tool.poe"),
     "setup.cfg": ("tool:pytest", "pytest", "tox", "coverage:"),
     "package.json": ("scripts", "jest", "mocha", "ava", "vitest", "c8", "nyc"),
 }

@@ -29,7 +29,20 @@ from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
     ("jest.config.ts", "runner_config"),
     ("web/vitest.config.mjs", "runner_config"),
     (".mocharc.yml", "runner_config"),
+    ("pytest.toml", "runner_config"),  # pytest 9 reads it before any other
+    (".pytest.toml", "runner_config"),
+    ("web/vite.config.ts", "runner_config"),  # vitest reads its `test` section
     ("tests/test_ops.py", "test"),
+    ("calc/tests.py", "test"),  # Django's layout
+    ("tests.py", "test"),
+    ("pkg/ops_tests.py", "test"),
+    ("pkg/testmath.py", "test"),  # unittest discovers test*.py
+    ("testdata/mul.txt", "test"),  # what a test compares against
+    ("pkg/testdata/input.json", "test"),
+    ("src/snapshots/calc__mul.snap", "test"),
+    ("web/__snapshots__/app.test.js.snap", "test"),
+    ("fixtures/users.json", "test"),
+    ("docs/testimonials.md", None),
     ("pkg/ops_test.go", "test"),
     ("src/sum.test.js", "test"),
     ("calc/ops.py", None),
@@ -69,6 +82,16 @@ def test_setup_cfg_and_package_json_sections() -> None:
     assert gate_changes({"package.json": (pkg, pkg.replace("{}", '{"b": "1"}'))}, None) == []
     assert gate_changes({"package.json": (pkg, pkg.replace("jest", "true"))}, None)
     assert gate_changes({"package.json": (pkg, pkg.replace("{}", '{"b": "1"}'))}, "npm test")
+
+
+def test_the_task_runners_sections_of_pyproject() -> None:
+    """`pdm run test` and `poe test` run what pyproject.toml's sections say."""
+    pdm = '[project]\nname = "calc"\n\n[tool.pdm.scripts]\ntest = "pytest -q"\n'
+    poe = '[project]\nname = "calc"\n\n[tool.poe.tasks]\ntest = "pytest -q"\n'
+    for text in (pdm, poe):
+        assert gate_changes({"pyproject.toml": (text, text.replace("pytest -q", "true"))}, None)
+        assert gate_changes({"pyproject.toml": (text, text.replace('"calc"', '"c2"'))},
+                            None) == []
 
 
 def test_created_and_deleted_gate_files() -> None:

@@ -21,7 +21,10 @@ FileStatus = Literal["parsed", "text", "syntax_error", "capped", "binary"]
 BINARY_SNIFF_BYTES = 8192
 _SUBMODULE, _SYMLINK = "160000", "120000"
 _VOCABULARY_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
+# folders of tests, and of the data tests compare against (Go's testdata, Jest's and insta's
+# snapshots, fixtures): changing what a test expects is changing the test
+_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "testdata",
+                        "test_data", "fixtures", "__snapshots__", "snapshots"})
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,9 @@ def is_test_path(path: str) -> bool:
     lower = stem.lower()
     return (
         any(part.lower() in _TEST_DIRS for part in pure.parts[:-1])
-        or lower.startswith("test_") or lower.endswith("_test") or lower == "conftest"
+        or lower.startswith("test_") or lower.endswith(("_test", "_tests")) or lower == "conftest"
+        or lower in ("test", "tests")  # Django's app/tests.py
+        or (name.endswith(".py") and lower.startswith("test"))  # unittest discovers test*.py
         or ".test." in name or ".spec." in name or stem.endswith(("Test", "Tests"))
     )
 

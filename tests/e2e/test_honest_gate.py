@@ -88,6 +88,10 @@ WEAKENINGS: dict[str, tuple[str, str, bool]] = {
                                    "must make pass still fail", True),
     "runner config deselects": (create("pytest.ini", "[pytest]\naddopts = --deselect "
                                        "tests/test_ops.py::test_mul"), "no longer ran", False),
+    "pytest.toml loads a plugin": (create("calc/_plugin.py", CONFTEST_REWRITES) + "\n"
+                                   + create("pytest.toml", '[pytest]\naddopts = ["-p", '
+                                            '"calc._plugin"]'),  # read before pyproject.toml
+                                   "must make pass still fail", True),
     "new test patches the code": (create("tests/test_aaa.py", PATCHING_TEST),
                                   "must make pass still fail", True),
     "cra.toml edited": (edit("cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}",
