@@ -12,9 +12,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # bubblewrap: the sandbox of every repository command (setup, tests, lint, type check); it
 # needs `docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined
 # --security-opt systempaths=unconfined` (README → Sandbox); prlimit and setpriv come with
-# util-linux, already in the base image.
+# util-linux, already in the base image. slirp4netns: the network of the setup step, its own
+# (outbound only), without this container's loopback, where the bot's services may listen.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git bubblewrap \
+    && apt-get install -y --no-install-recommends git bubblewrap slirp4netns \
     && rm -rf /var/lib/apt/lists/*
 
 # A fixed uid, so that a host directory mounted on /data can be given to it.

@@ -3,24 +3,29 @@
 Inside bwrap a command sees a read-only view of the system, the directory it may change (a
 worktree or a scratch tree) at TREE_MOUNT, the run's environment directory at ENV_MOUNT, a
 private /tmp, its own PID namespace (everything it started dies with it), no network unless
-asked, and none of the hidden paths (the bot's data directory, private key, database). CPU time,
-memory and file size per process and the number of processes are bounded by rlimits set inside
-the sandbox. Run as root, the command itself runs under a throwaway unprivileged uid that keeps
-only CAP_DAC_OVERRIDE, so that the process limit holds (the kernel exempts uid 0 from it) and
-the root-owned worktree stays writable.
+asked — and then, where slirp4netns is installed, a network of its own that never reaches the
+host's loopback (else the host's) — and none of the hidden paths (the bot's data directory,
+private key, database). CPU time, memory and file size per process and the number of processes
+are bounded by rlimits set inside the sandbox. Run as root, the command itself runs under a
+throwaway unprivileged uid that keeps only CAP_DAC_OVERRIDE, so that the process limit holds
+(the kernel exempts uid 0 from it) and the root-owned worktree stays writable.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
+import select
 import shutil
 import subprocess
+import tempfile
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 from agent import git, gitfiles
 from agent.sandbox import (
@@ -54,6 +59,7 @@ class BwrapTools:
     setpriv: str | None  # needed only when the worker runs as root
     version: str = ""
     options: frozenset[str] = frozenset()
+    slirp4netns: str | None = None  # the network of a command that has one (else the host's)
 
 
 @dataclass(frozen=True)
@@ -85,12 +91,22 @@ class BwrapSandbox:
         mounts = [*self._system(), *self._hidden(), *shown,
                   *_tree_mounts(tree, self.env_dir, outputs), *git_args, *self._seal()]
         network = network and self.allow_network
+        linked = network and self.tools.slirp4netns is not None
+        start: list[str] = []
+        start_fd, connect = None, None
+        if linked:  # its own network namespace, connected by slirp4netns before it starts
+            assert self.tools.slirp4netns is not None
+            dns, dns_fds = _resolv_conf()
+            start_read, start_fd = os.pipe()
+            start, fds = [*dns, "--block-fd", str(start_read)], [*fds, *dns_fds, start_read]
+            connect = _Slirp(self.tools.slirp4netns, join_userns=not self.as_root)
         # bwrap reports its child (the sandbox's init) there: a signal that ends cra while the
         # sandbox starts must reach that child too, which is in a session of its own and binds
         # its life to bwrap's only once set up (agent.validation kills it by this pid).
         info_read, info_write = os.pipe()
-        argv = [self.tools.bwrap, *self._namespaces(network), *mounts, "--chdir", str(inner_cwd),
-                "--info-fd", str(info_write),
+        argv = [self.tools.bwrap,
+                *self._namespaces(shared_network=network and not linked),
+                *mounts, *start, "--chdir", str(inner_cwd), "--info-fd", str(info_write),
                 "--", *self._limit_prefix(), "/bin/sh", "-c", command]
         env_root = ENV_MOUNT if self.env_dir else None
         inner_env = command_env(env, env_root, has_venv=is_venv(self.env_dir))
@@ -99,7 +115,8 @@ class BwrapSandbox:
         if self.as_root:  # the throwaway uid does not own the worktree git checks
             inner_env |= {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
                           "GIT_CONFIG_VALUE_0": "*"}
-        return Launch(argv, inner_env, tree, (*fds, info_write), info_fd=info_read)
+        return Launch(argv, inner_env, tree, (*fds, info_write), info_fd=info_read,
+                      start_fd=start_fd, connect=connect)
 
     def seen_as(self, path: Path, *, tree: Path, outputs: Path | None = None) -> Path:
         """A path inside `tree`, `outputs` or the environment directory, as the command sees
@@ -109,10 +126,10 @@ class BwrapSandbox:
                 return mount / inside(path, root)
         return TREE_MOUNT / inside(path, tree)
 
-    def _namespaces(self, network: bool) -> list[str]:
+    def _namespaces(self, *, shared_network: bool) -> list[str]:
         args = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--hostname", "cra-sandbox", "--die-with-parent", "--new-session"]
-        if not network:
+        if not shared_network:
             args.append("--unshare-net")
         if self.as_root:  # keep what setpriv needs to switch to the throwaway uid, no more
             args += ["--cap-drop", "ALL", *_each("--cap-add", ROOT_CAPS)]
@@ -245,9 +262,126 @@ def _git_view(tree: Path) -> tuple[list[str], list[int]]:
     return [*args, "--ro-bind-data", str(read), str(common / "config")], [read]
 
 
+SLIRP_DNS = "10.0.2.3"  # slirp4netns's resolver, inside the namespace it connects
+SLIRP_READY_WAIT = 10.0  # seconds slirp4netns may take to connect a namespace
+NS_GET_USERNS = 0xB701  # ioctl on a namespace's fd: the user namespace owning it (Linux 4.9)
+
+
+def _resolv_conf() -> tuple[list[str], list[int]]:
+    """bwrap arguments putting slirp4netns's resolver in the sandbox's resolv.conf (where the
+    host's is, or where its symlink leads), and the fd they pass; none without one."""
+    if not Path("/etc/resolv.conf").exists():
+        return [], []
+    read, write = os.pipe()
+    os.write(write, f"nameserver {SLIRP_DNS}\n".encode())
+    os.close(write)
+    where = Path("/etc/resolv.conf").resolve()
+    return ["--ro-bind-data", str(read), str(where)], [read]
+
+
+class _Slirp:
+    """slirp4netns connecting a sandbox's network namespace to the world through the worker's:
+    outbound connections and DNS, never the host's loopback (`--disable-host-loopback`), where
+    the bot's own services listen (its database, Redis, a local model server)."""
+
+    def __init__(self, program: str, *, join_userns: bool) -> None:
+        self._program, self._join_userns = program, join_userns
+
+    def __call__(self, init: int) -> _SlirpLink:
+        """Connect the namespace of the sandbox's init `init`; SandboxUnavailable if it
+        cannot. Unprivileged, the sandbox's user namespace may still be without its uid map
+        for a moment after bwrap reports it, and slirp4netns cannot enter it yet: it is tried
+        again until SLIRP_READY_WAIT has passed."""
+        try:
+            namespaces = self._namespaces(init)
+        except OSError as exc:
+            raise SandboxUnavailable(f"the sandbox's network namespace: {exc}") from exc
+        try:
+            deadline = time.monotonic() + SLIRP_READY_WAIT
+            while True:
+                link, said = self._try(namespaces, deadline)
+                if link is not None:
+                    return link
+                if time.monotonic() >= deadline or "Operation not permitted" not in said:
+                    raise SandboxUnavailable(f"slirp4netns did not connect the sandbox's "
+                                             f"network: {said or 'no answer in time'}")
+                time.sleep(0.01)
+        finally:
+            for fd in namespaces:
+                os.close(fd)
+
+    def _namespaces(self, init: int) -> list[int]:
+        """fds on the sandbox's network namespace and (unprivileged) the user namespace that
+        owns it — asked of the network namespace: bwrap nests another user namespace in it
+        while it sets up, which the init may already have entered."""
+        net = os.open(f"/proc/{init}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        if not self._join_userns:
+            return [net]
+        try:
+            return [net, fcntl.ioctl(net, NS_GET_USERNS)]
+        except OSError:
+            os.close(net)
+            raise
+
+    def _try(self, namespaces: list[int], deadline: float) -> tuple[_SlirpLink | None, str]:
+        """One slirp4netns: running and connected, or None and what it said."""
+        ready_read, ready_write = os.pipe()
+        exit_read, exit_write = os.pipe()  # closed by us (or our death): slirp4netns ends
+        net, *user = namespaces
+        where = [*(f"--userns-path=/proc/self/fd/{fd}" for fd in user), "--netns-type=path",
+                 f"/proc/self/fd/{net}", "tap0"]
+        argv = [self._program, "--configure", "--mtu=65520", "--disable-host-loopback",
+                f"--ready-fd={ready_write}", f"--exit-fd={exit_read}", *where]
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 (the link closes it)
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=errors,
+                                    stderr=errors, pass_fds=(ready_write, exit_read, *namespaces),
+                                    start_new_session=True)  # fmt: skip
+        except OSError as exc:
+            for fd in (ready_read, exit_write):
+                os.close(fd)
+            errors.close()
+            raise SandboxUnavailable(f"slirp4netns does not start: {exc}") from exc
+        finally:
+            os.close(ready_write)
+            os.close(exit_read)
+        link = _SlirpLink(proc, exit_write, errors)
+        try:
+            left = max(0.0, deadline - time.monotonic())
+            ready = (select.select([ready_read], [], [], left)[0]
+                     and os.read(ready_read, 1) == b"1")  # fmt: skip
+        finally:
+            os.close(ready_read)
+        return (link, "") if ready else (None, link.close())
+
+
+class _SlirpLink:
+    """A running slirp4netns; close() ends it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], exit_fd: int, errors: IO[bytes]) -> None:
+        self._proc, self._exit_fd, self._errors = proc, exit_fd, errors
+
+    def close(self) -> str:
+        """End it (its exit fd closed; killed if it lingers); what it wrote, last lines."""
+        if self._exit_fd >= 0:
+            os.close(self._exit_fd)
+            self._exit_fd = -1
+        try:
+            self._proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._errors.seek(0)
+        said = self._errors.read()[-500:].decode(errors="replace").strip()
+        self._errors.close()
+        if self._proc.returncode > 0:
+            said = f"{said} (it exited with status {self._proc.returncode})".strip()
+        return said
+
+
 def find_tools(*, as_root: bool) -> BwrapTools:
     """bwrap, prlimit (and setpriv for root) on PATH; SandboxUnavailable saying what is missing."""
-    found = {name: shutil.which(name) for name in ("bwrap", "prlimit", "setpriv")}
+    found = {name: shutil.which(name) for name in ("bwrap", "prlimit", "setpriv", "slirp4netns")}
     if found["bwrap"] is None:
         raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}")
     needed = ["prlimit", "setpriv"] if as_root else ["prlimit"]
@@ -259,7 +393,8 @@ def find_tools(*, as_root: bool) -> BwrapTools:
     options = frozenset(re.findall(r"^\s+(--[a-z0-9-]+)", _output([found["bwrap"], "--help"]),
                                    re.M))
     return BwrapTools(bwrap=found["bwrap"], prlimit=str(found["prlimit"]),
-                      setpriv=found["setpriv"], version=version, options=options)
+                      setpriv=found["setpriv"], version=version, options=options,
+                      slirp4netns=found["slirp4netns"])
 
 
 def _output(argv: list[str]) -> str:

@@ -28,7 +28,7 @@ from agent.doctor import Check, Finding, Report, fail, ok, run_checks, warn
 from agent.errors import ConfigError, GitError
 from agent.llm.probe import ModelState, ServerState, find_model, probe_server
 from agent.sandbox import Sandbox, SandboxUnavailable
-from agent.sandbox_check import self_check
+from agent.sandbox_check import SHARED_NETWORK, self_check
 from agent.validation import scrubbed_env
 
 MIN_GIT = (2, 31)  # GIT_CONFIG_COUNT (the token's header reaches git only through it)
@@ -118,7 +118,13 @@ def check_sandbox(build: Callable[[], Sandbox], data_dir: Path, setting: str
                    "fix the data dir first")
         return
     if sandbox.isolated:
-        yield ok("sandbox", "; ".join(facts))
+        shared = SHARED_NETWORK in facts
+        yield ok("sandbox", "; ".join(fact for fact in facts if fact != SHARED_NETWORK))
+        if shared:
+            yield warn("sandbox network", SHARED_NETWORK.split("; install")[0],
+                       "install slirp4netns (apt-get install slirp4netns), or forbid the "
+                       "network (CRA_SANDBOX_NETWORK=false; cra.toml: testing.setup_network "
+                       "= false)")
     else:
         yield warn("sandbox", facts[0], f"install bubblewrap (apt-get install bubblewrap), or "
                    f"keep {setting}=none knowing what it means")

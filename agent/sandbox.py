@@ -14,7 +14,7 @@ import re
 import select
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
@@ -67,6 +67,12 @@ class Launch:
     cwd: Path
     pass_fds: tuple[int, ...] = ()
     info_fd: int | None = None  # our end of the report's pipe; its other end is in pass_fds
+    # our end of the pipe the sandbox waits on before it runs the command (bwrap's --block-fd),
+    # and what must happen first, given the init's pid: connecting its network (NetworkLink)
+    start_fd: int | None = None
+    connect: Callable[[int], NetworkLink] | None = None
+    notes: list[str] = field(default_factory=list)  # for the command's output
+    _link: NetworkLink | None = field(default=None, init=False, repr=False)
     # the sandbox's init once watch_init found it: a pidfd on it, or (without pidfds) its pid
     _init: int | None = field(default=None, init=False, repr=False)
     _init_is_pid: bool = field(default=False, init=False, repr=False)
@@ -100,6 +106,28 @@ class Launch:
                 pass
             except OSError:  # no pidfds here (before Linux 5.3)
                 self._init, self._init_is_pid = int(found[1]), True
+        self._let_start(int(found[1]) if found else None)
+
+    def _let_start(self, init: int | None) -> None:
+        """Connect the sandbox's network (if it has one to connect), then let its command run;
+        a sandbox whose network cannot be connected is ended instead, with a note saying why."""
+        if self.start_fd is None:
+            return
+        try:
+            if self.connect is not None:
+                if init is None:
+                    raise SandboxUnavailable("the sandbox did not report its process")
+                self._link = self.connect(init)
+            os.write(self.start_fd, b"1")
+        except SandboxUnavailable as exc:
+            if self._init is None:  # nothing to stop: it runs, on the namespace's loopback only
+                self.notes.append(f"[cra] the command ran without the network: {exc}")
+            else:
+                self.notes.append(f"[cra] the command did not run: {exc}")
+                self.kill_init()
+        finally:
+            os.close(self.start_fd)
+            self.start_fd = None
 
     def kill_init(self) -> None:
         """SIGKILL the sandbox's init, if watch_init found it and it still runs: in its own PID
@@ -117,9 +145,22 @@ class Launch:
         if self.info_fd is not None:
             os.close(self.info_fd)
             self.info_fd = None
+        if self.start_fd is not None:
+            os.close(self.start_fd)
+            self.start_fd = None
+        if self._link is not None:
+            self._link.close()
+            self._link = None
         if self._init is not None and not self._init_is_pid:
             os.close(self._init)
         self._init, self._init_is_pid = None, False
+
+
+class NetworkLink(Protocol):
+    """What connects a sandbox's own network namespace to the world (slirp4netns), until
+    closed."""
+
+    def close(self) -> object: ...
 
 
 class Sandbox(Protocol):

@@ -6,6 +6,7 @@ import shlex
 import tempfile
 from pathlib import Path
 
+from agent.bwrap import BwrapSandbox
 from agent.sandbox import Sandbox, SandboxUnavailable, describe_sandbox
 from agent.validation import run_command
 
@@ -27,6 +28,14 @@ else echo "ok: the data directory is hidden"; fi
 """
 
 
+SHARED_NETWORK = (
+    "a command given the network (the setup step) shares this machine's, loopback included: "
+    "what listens there (the database, Redis, a model server) is within its reach; install "
+    "slirp4netns to give it a network of its own"
+)
+_NETWORK_PROBE = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | grep -v '^lo$'\n"
+
+
 def self_check(sandbox: Sandbox, *, data_dir: Path) -> list[str]:
     """Run the probe (a canary file in `data_dir` must stay invisible); the facts it proved.
 
@@ -41,10 +50,30 @@ def self_check(sandbox: Sandbox, *, data_dir: Path) -> list[str]:
         result = run_command(_PROBE.format(secret=shlex.quote(str(canary))), Path(tmp),
                              sandbox=sandbox, timeout=60, env={"PATH": "/usr/bin:/bin"},
                              max_output_chars=4000)
-    facts = [line for line in result.output.splitlines() if line.startswith("ok: ")]
-    if result.exit_code != 0 or len(facts) != 5:
-        raise SandboxUnavailable(_failure(result.output))
-    return [describe_sandbox(sandbox), *(fact.removeprefix("ok: ") for fact in facts)]
+        facts = [line for line in result.output.splitlines() if line.startswith("ok: ")]
+        if result.exit_code != 0 or len(facts) != 5:
+            raise SandboxUnavailable(_failure(result.output))
+        network = _network_fact(sandbox, Path(tmp))
+    return [describe_sandbox(sandbox), *(fact.removeprefix("ok: ") for fact in facts),
+            *network]
+
+
+def _network_fact(sandbox: Sandbox, tree: Path) -> list[str]:
+    """What a command given the network (the setup step) is connected to, proved where it has
+    a network of its own."""
+    if not isinstance(sandbox, BwrapSandbox) or not sandbox.allow_network:
+        return []
+    if sandbox.tools.slirp4netns is None:
+        return [SHARED_NETWORK]
+    result = run_command(_NETWORK_PROBE, tree, sandbox=sandbox, timeout=60, network=True,
+                         env={"PATH": "/usr/bin:/bin"}, max_output_chars=4000)
+    if result.exit_code != 0 or result.output.split() != ["tap0"]:
+        raise SandboxUnavailable(
+            f"slirp4netns did not give a command the network: {result.output.strip()[-300:]}; "
+            "fix it, uninstall it (commands with the network then share this machine's), or "
+            "set CRA_SANDBOX_NETWORK=false")
+    return ["a command given the network (the setup step) has its own, through slirp4netns: "
+            "not this machine's loopback"]
 
 
 def _failure(output: str) -> str:

@@ -216,6 +216,7 @@ def _execute(
         exit_code, notes = _run(command, launch, capture, timeout, kill_grace)
     finally:
         launch.release()
+    notes[:0] = launch.notes
     full = capture.text()
     output, truncated = cap_output(full, max_output_chars, dropped=capture.total - len(full))
     note = limit_note(exit_code, full, sandbox.limits) if sandbox.limits else None

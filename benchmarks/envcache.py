@@ -59,7 +59,7 @@ def project(root: Path, names: list[str]) -> Path:
 def testing(index: PackageIndex) -> TestingConfig:
     python = shlex.quote(sys.executable)
     setup = (f'{python} -m venv "$CRA_ENV" && "$CRA_ENV/bin/pip" install --quiet '
-             f"--disable-pip-version-check --index-url {index.url} -r requirements.txt")
+             f"--disable-pip-version-check {index.pip_args} -r requirements.txt")
     # pytest comes from this interpreter (no wheel of it here); the packages from the venv
     site = '$(echo "$CRA_ENV"/lib/python3*/site-packages)'
     tests = f'PYTHONPATH="{site}" {python} -m pytest -q -p no:cacheprovider'

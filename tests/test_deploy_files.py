@@ -193,7 +193,7 @@ def test_dockerfile_installs_git_without_recommends_and_cleans_the_lists() -> No
 
 def test_the_image_installs_bubblewrap_for_the_sandbox() -> None:
     [apt] = [args for args in instructions("RUN") if "apt-get install" in args]
-    assert re.search(r"\bbubblewrap\b", apt)
+    assert re.search(r"\bbubblewrap\b", apt) and re.search(r"\bslirp4netns\b", apt)
 
 
 def test_install_line_extras_equal_the_projects_non_dev_extras() -> None:
@@ -409,11 +409,11 @@ def test_ci_sets_the_variables_ci_run_sets() -> None:
 
 def test_ci_and_ci_run_install_bubblewrap_and_let_it_run_in_the_container() -> None:
     ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert re.search(r"apt-get install .*\bbubblewrap\b", ci_run)
+    assert re.search(r"apt-get install .*\bbubblewrap slirp4netns\b", ci_run)
     flow = workflow("ci.yml")
     [job] = flow["jobs"].values()
     installs = [c for c in run_commands(flow) if c[:2] == ["apt-get", "install"]]
-    assert any("bubblewrap" in c for c in installs)
+    assert any("bubblewrap" in c and "slirp4netns" in c for c in installs)
     options = job["container"]["options"]
     for flag in ("seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"):
         assert flag in options
@@ -421,7 +421,8 @@ def test_ci_and_ci_run_install_bubblewrap_and_let_it_run_in_the_container() -> N
 
 def test_cra_workflow_installs_bubblewrap_and_allows_user_namespaces() -> None:
     commands = list(run_commands(workflow("cra.yml")))
-    assert any(c[:3] == ["sudo", "apt-get", "install"] and "bubblewrap" in c for c in commands)
+    assert any(c[:3] == ["sudo", "apt-get", "install"] and "bubblewrap" in c
+               and "slirp4netns" in c for c in commands)
     assert any(c[:2] == ["sudo", "sysctl"]
                and "kernel.apparmor_restrict_unprivileged_userns=0" in c for c in commands)
 

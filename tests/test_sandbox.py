@@ -4,6 +4,7 @@ cannot reach."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -31,7 +32,7 @@ from agent.sandbox import (
 from agent.validation import run_command, run_validation
 from agent.workspace import scratch_tree
 from tests.fakes.repos import commit_file, git_in, make_python_project
-from tests.fakes.sandboxes import processes_with
+from tests.fakes.sandboxes import host_address, processes_with, slirp_installed
 
 MakeBwrap = Callable[..., BwrapSandbox]
 PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -92,6 +93,7 @@ def bot_files(visible_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 PROBE_TESTS = '''
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -169,6 +171,16 @@ def listener() -> Iterator[int]:
         yield server.getsockname()[1]
 
 
+@pytest.fixture
+def world_listener() -> Iterator[tuple[str, int]]:
+    """A TCP service on every address of the host; its network address (not loopback) and
+    port: what a command with the network reaches."""
+    with socket.socket() as server:
+        server.bind(("0.0.0.0", 0))
+        server.listen(8)
+        yield host_address(), server.getsockname()[1]
+
+
 def connect_command(host: str, port: int) -> str:
     code = (f"import socket; socket.create_connection(({host!r}, {port}), timeout=5); "
             "print('connected')")
@@ -185,12 +197,49 @@ def test_a_loopback_service_is_unreachable_when_network_is_off(
 
 
 def test_a_command_allowed_the_network_reaches_it(
-    bwrap: MakeBwrap, listener: int, tmp_path: Path
+    bwrap: MakeBwrap, world_listener: tuple[str, int], tmp_path: Path
 ) -> None:
-    result = run_command(connect_command("127.0.0.1", listener), tmp_path, sandbox=bwrap(),
+    result = run_command(connect_command(*world_listener), tmp_path, sandbox=bwrap(),
                          timeout=30, env={"PATH": PATH}, max_output_chars=5000, network=True)
     assert result.exit_code == 0, result.output
     assert "connected" in result.output
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "10.0.2.2"])  # slirp4netns's name for it
+def test_a_command_allowed_the_network_still_never_reaches_the_hosts_loopback(
+    bwrap: MakeBwrap, listener: int, tmp_path: Path, host: str
+) -> None:
+    """Where the bot's own services listen (its database, Redis, a local model server): a setup
+    step with the network must not reach them. With slirp4netns the command has a network of
+    its own, and the host's loopback is not in it."""
+    if not slirp_installed():
+        pytest.skip("slirp4netns is not installed: a command with the network shares the "
+                    "host's (loopback included); .ci/run installs it")
+    result = run_command(connect_command(host, listener), tmp_path, sandbox=bwrap(), timeout=30,
+                         env={"PATH": PATH}, max_output_chars=5000, network=True)
+    assert result.exit_code != 0 and "connected" not in result.output, result.output
+
+
+def test_a_network_that_cannot_be_connected_is_reported_and_the_command_never_runs(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    sandbox = bwrap()
+    broken = replace(sandbox, tools=replace(sandbox.tools, slirp4netns=shutil.which("false")))
+    result = run_command("echo ran", tmp_path, sandbox=broken, timeout=30, env={"PATH": PATH},
+                         max_output_chars=5000, network=True)
+    assert result.exit_code != 0 and "ran" not in result.output.split()
+    assert result.output.startswith("[cra] the command did not run: slirp4netns did not "
+                                    "connect the sandbox's network"), result.output
+    assert "exited with status 1" in result.output
+
+
+def test_a_command_allowed_the_network_resolves_names(bwrap: MakeBwrap, tmp_path: Path) -> None:
+    """Its resolv.conf names slirp4netns's resolver (the host's may be on loopback)."""
+    if not slirp_installed():
+        pytest.skip("slirp4netns is not installed; .ci/run installs it")
+    result = run_command("cat /etc/resolv.conf", tmp_path, sandbox=bwrap(), timeout=30,
+                         env={"PATH": PATH}, max_output_chars=5000, network=True)
+    assert result.output == "nameserver 10.0.2.3\n"
 
 
 def test_the_redis_of_the_machine_is_unreachable_from_the_tests(

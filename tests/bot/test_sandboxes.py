@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from agent.bwrap import BwrapSandbox
+from agent.doctor_checks import check_sandbox as doctor_sandbox
 from agent.sandbox import NoSandbox, SandboxLimits
+from agent.sandbox_check import SHARED_NETWORK
 from bot.cli import main
 from bot.errors import SettingsError
 from bot.sandboxes import build_bot_sandbox, build_env_cache, check_sandbox
 from bot.settings import BotSettings
+from tests.fakes.sandboxes import slirp_installed
 
 MakeBwrap = Callable[..., BwrapSandbox]
 
@@ -66,14 +70,33 @@ def test_an_unknown_sandbox_is_a_settings_error(monkeypatch: pytest.MonkeyPatch)
         BotSettings()
 
 
+OWN_NETWORK = ("a command given the network (the setup step) has its own, through slirp4netns: "
+               "not this machine's loopback")
+
+
 def test_the_self_check_proves_what_the_sandbox_confines(
     visible_dir: Path, bwrap: MakeBwrap
 ) -> None:
     config = settings(visible_dir)  # outside /tmp: only hiding keeps the canary out of view
     facts = check_sandbox(config, build_bot_sandbox(config, {"HOME": str(visible_dir)}))
-    assert facts[1:] == ["the worktree is writable", "the system is read-only",
-                         "own PID namespace", "no network", "the data directory is hidden"]
+    assert facts[1:6] == ["the worktree is writable", "the system is read-only",
+                          "own PID namespace", "no network", "the data directory is hidden"]
     assert facts[0].startswith("repository commands run in the bwrap sandbox;")
+    assert facts[6:] == [OWN_NETWORK if slirp_installed() else SHARED_NETWORK]
+
+
+def test_without_slirp4netns_the_shared_network_is_said_and_the_doctor_warns(
+    tmp_path: Path, bwrap: MakeBwrap
+) -> None:
+    sandbox = bwrap()
+    shared = replace(sandbox, tools=replace(sandbox.tools, slirp4netns=None))
+    findings = list(doctor_sandbox(lambda: shared, tmp_path / "work", "CRA_SANDBOX"))
+    assert [f.status for f in findings] == ["ok", "warn"]
+    assert "shares this machine's, loopback included" in findings[1].detail
+    assert "CRA_SANDBOX_NETWORK=false" in (findings[1].fix or "")
+    closed = replace(shared, allow_network=False)  # nothing gets the network: nothing to say
+    assert [f.status for f in doctor_sandbox(lambda: closed, tmp_path / "w2", "CRA_SANDBOX")
+            ] == ["ok"]
 
 
 def test_the_self_check_refuses_a_sandbox_that_shows_the_data_directory(

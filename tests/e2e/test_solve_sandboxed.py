@@ -86,7 +86,7 @@ def world(
 def setup_testing(index: PackageIndex) -> dict[str, object]:
     return {
         "setup_command": (f"{PY} -m pip install --quiet --disable-pip-version-check "
-                          f'--index-url {index.url} --target "$CRA_ENV/site" helperpkg'),
+                          f'{index.pip_args} --target "$CRA_ENV/site" helperpkg'),
         "test_command": f'PYTHONPATH="$CRA_ENV/site" {PY} -m pytest -q -p no:cacheprovider',
     }
 

@@ -12,6 +12,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from tests.fakes.sandboxes import host_address
+
 
 def _record_hash(data: bytes) -> str:
     digest = hashlib.sha256(data).digest()
@@ -51,13 +53,20 @@ class PackageIndex:
             def log_message(self, format: str, *args: object) -> None:
                 del format, args
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # every address: a sandboxed setup step reaches the host by its network address,
+        # never its loopback (slirp4netns)
+        self._server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
         """The index URL for `pip install --index-url`."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/simple/"
+        return f"http://{host_address()}:{self._server.server_address[1]}/simple/"
+
+    @property
+    def pip_args(self) -> str:
+        """pip's options to install from this index (plain HTTP: a trusted host)."""
+        return f"--index-url {self.url} --trusted-host {host_address()}"
 
     def answer(self, request: BaseHTTPRequestHandler) -> None:
         """A project page listing its wheels, or a wheel file."""

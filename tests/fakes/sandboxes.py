@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,28 @@ def bwrap_installed() -> bool:
     if os.environ.get("CI") == "true":
         pytest.fail("bubblewrap is required in CI: .ci/run installs it")
     return False
+
+
+def slirp_installed() -> bool:
+    """True when slirp4netns is on PATH (a sandboxed command with the network then has its own,
+    without the host's loopback); a failed test under CI=true when it is not."""
+    if shutil.which("slirp4netns") is not None:
+        return True
+    if os.environ.get("CI") == "true":
+        pytest.fail("slirp4netns is required in CI: .ci/run installs it")
+    return False
+
+
+def host_address() -> str:
+    """This machine's address on its network (not loopback): how a sandboxed command with the
+    network reaches a service of the host's (listening on every address) — never through the
+    host's loopback, which slirp4netns keeps from it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: a route is chosen, nothing is sent
+        except OSError as exc:
+            pytest.skip(f"this machine has no network address besides loopback: {exc}")
+        return str(probe.getsockname()[0])
 
 
 def test_sandbox_kind() -> SandboxKind:
