@@ -80,15 +80,18 @@ class _Channel(HTTPChannel):  # type: ignore[misc]
         writable), handle_write cannot take the lock, and the loop turns again — thousands of
         times per send under load, holding the GIL from every request thread (68 turns per
         delivery where 3 do, and three quarters of the server's CPU with one request thread, in
-        benchmarks/webhook.py).
+        benchmarks/webhook.py). Past the buffer's high-water mark the request waits for this
+        thread to drain it, so the connection stays writable then.
         """
         if self.will_close or self.close_when_flushed:
             return True
         if not self.total_outbufs_len:
             return False
-        if not self.requests or not self.outbuf_lock.acquire(False):
-            return not self.requests  # no request running: only this thread sends
-        self.outbuf_lock.release()  # the request's thread left bytes behind: send them here
+        if not self.requests or self.total_outbufs_len > self.adj.outbuf_high_watermark:
+            return True  # only this thread sends, or the request waits (or will) for it to
+        if not self.outbuf_lock.acquire(False):
+            return False  # the request's thread is sending
+        self.outbuf_lock.release()  # it left bytes behind (the socket was full): send them here
         return True
 
 

@@ -12,23 +12,24 @@ import pytest
 from agent.sandbox import SandboxKind
 
 
-def bwrap_installed() -> bool:
-    """True when bubblewrap is on PATH; a failed test under CI=true when it is not."""
-    if shutil.which("bwrap") is not None:
+def _installed(program: str, package: str) -> bool:
+    """True when `program` is on PATH; a failed test under CI=true when it is not."""
+    if shutil.which(program) is not None:
         return True
     if os.environ.get("CI") == "true":
-        pytest.fail("bubblewrap is required in CI: .ci/run installs it")
+        pytest.fail(f"{package} is required in CI: .ci/run installs it")
     return False
+
+
+def bwrap_installed() -> bool:
+    """True when bubblewrap is on PATH; a failed test under CI=true when it is not."""
+    return _installed("bwrap", "bubblewrap")
 
 
 def slirp_installed() -> bool:
     """True when slirp4netns is on PATH (a sandboxed command with the network then has its own,
     without the host's loopback); a failed test under CI=true when it is not."""
-    if shutil.which("slirp4netns") is not None:
-        return True
-    if os.environ.get("CI") == "true":
-        pytest.fail("slirp4netns is required in CI: .ci/run installs it")
-    return False
+    return _installed("slirp4netns", "slirp4netns")
 
 
 def host_address() -> str:
