@@ -292,12 +292,13 @@ class _Slirp:
         cannot. Unprivileged, the sandbox's user namespace may still be without its uid map
         for a moment after bwrap reports it, and slirp4netns cannot enter it yet: it is tried
         again until SLIRP_READY_WAIT has passed."""
+        deadline = time.monotonic() + SLIRP_READY_WAIT
         try:
+            _wait_for_loopback(init, deadline)
             namespaces = self._namespaces(init)
         except OSError as exc:
             raise SandboxUnavailable(f"the sandbox's network namespace: {exc}") from exc
         try:
-            deadline = time.monotonic() + SLIRP_READY_WAIT
             while True:
                 link, said = self._try(namespaces, deadline)
                 if link is not None:
@@ -353,6 +354,17 @@ class _Slirp:
         finally:
             os.close(ready_read)
         return (link, "") if ready else (None, link.close())
+
+
+def _wait_for_loopback(init: int, deadline: float) -> None:
+    """Wait until bwrap has set up the namespace's loopback (127.0.0.1 routed on lo): slirp4netns
+    brings lo up too, and doing it first makes bwrap's own setup fail ("loopback: Failed
+    RTM_NEWADDR"). OSError when the namespace is gone or the wait ran out."""
+    trie = Path(f"/proc/{init}/net/fib_trie")
+    while "127.0.0.1" not in trie.read_text(errors="replace"):
+        if time.monotonic() >= deadline:
+            raise TimeoutError("its loopback was not set up in time")
+        time.sleep(0.002)
 
 
 class _SlirpLink:

@@ -119,6 +119,8 @@ class Launch:
                     raise SandboxUnavailable("the sandbox did not report its process")
                 self._link = self.connect(init)
             os.write(self.start_fd, b"1")
+        except BrokenPipeError:  # bwrap ended while setting up: its output says why
+            pass
         except SandboxUnavailable as exc:
             if self._init is None:  # nothing to stop: it runs, on the namespace's loopback only
                 self.notes.append(f"[cra] the command ran without the network: {exc}")
