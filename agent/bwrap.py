@@ -287,15 +287,15 @@ class _Slirp:
     def __init__(self, program: str, *, join_userns: bool) -> None:
         self._program, self._join_userns = program, join_userns
 
-    def __call__(self, init: int) -> _SlirpLink:
-        """Connect the namespace of the sandbox's init `init`; SandboxUnavailable if it
-        cannot. Unprivileged, the sandbox's user namespace may still be without its uid map
-        for a moment after bwrap reports it, and slirp4netns cannot enter it yet: it is tried
-        again until SLIRP_READY_WAIT has passed."""
+    def __call__(self, init: int, net_namespace: int | None) -> _SlirpLink:
+        """Connect the network namespace of the sandbox's init `init` (whose id bwrap reported
+        as `net_namespace`); SandboxUnavailable if it cannot. Unprivileged, the sandbox's user
+        namespace may still be without its uid map for a moment after bwrap reports it, and
+        slirp4netns cannot enter it yet: it is tried again until SLIRP_READY_WAIT has passed."""
         deadline = time.monotonic() + SLIRP_READY_WAIT
         try:
             _wait_for_loopback(init, deadline)
-            namespaces = self._namespaces(init)
+            namespaces = self._namespaces(init, net_namespace)
         except OSError as exc:
             raise SandboxUnavailable(f"the sandbox's network namespace: {exc}") from exc
         try:
@@ -311,11 +311,16 @@ class _Slirp:
             for fd in namespaces:
                 os.close(fd)
 
-    def _namespaces(self, init: int) -> list[int]:
+    def _namespaces(self, init: int, net_namespace: int | None) -> list[int]:
         """fds on the sandbox's network namespace and (unprivileged) the user namespace that
         owns it — asked of the network namespace: bwrap nests another user namespace in it
-        while it sets up, which the init may already have entered."""
+        while it sets up, which the init may already have entered. ProcessLookupError when
+        the namespace is not the one bwrap reported (its init ended, and its pid is another
+        process's now)."""
         net = os.open(f"/proc/{init}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        if net_namespace is not None and os.fstat(net).st_ino != net_namespace:
+            os.close(net)
+            raise ProcessLookupError(f"process {init} is no longer the sandbox's")
         if not self._join_userns:
             return [net]
         try:

@@ -55,6 +55,7 @@ class SandboxLimits(BaseModel):
 
 
 _CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)\s*[,}]')
+_NET_NAMESPACE = re.compile(rb'"net-namespace"\s*:\s*(\d+)\s*[,}]')
 
 
 @dataclass
@@ -70,7 +71,7 @@ class Launch:
     # our end of the pipe the sandbox waits on before it runs the command (bwrap's --block-fd),
     # and what must happen first, given the init's pid: connecting its network (NetworkLink)
     start_fd: int | None = None
-    connect: Callable[[int], NetworkLink] | None = None
+    connect: Callable[[int, int | None], NetworkLink] | None = None
     notes: list[str] = field(default_factory=list)  # for the command's output
     _link: NetworkLink | None = field(default=None, init=False, repr=False)
     # the sandbox's init once watch_init found it: a pidfd on it, or (without pidfds) its pid
@@ -106,9 +107,10 @@ class Launch:
                 pass
             except OSError:  # no pidfds here (before Linux 5.3)
                 self._init, self._init_is_pid = int(found[1]), True
-        self._let_start(int(found[1]) if found else None)
+        net = _NET_NAMESPACE.search(report)  # its network namespace's id, where it has its own
+        self._let_start(int(found[1]) if found else None, int(net[1]) if net else None)
 
-    def _let_start(self, init: int | None) -> None:
+    def _let_start(self, init: int | None, net_namespace: int | None) -> None:
         """Connect the sandbox's network (if it has one to connect), then let its command run;
         a sandbox whose network cannot be connected is ended instead, with a note saying why."""
         if self.start_fd is None:
@@ -117,7 +119,7 @@ class Launch:
             if self.connect is not None:
                 if init is None:
                     raise SandboxUnavailable("the sandbox did not report its process")
-                self._link = self.connect(init)
+                self._link = self.connect(init, net_namespace)
             os.write(self.start_fd, b"1")
         except BrokenPipeError:  # bwrap ended while setting up: its output says why
             pass

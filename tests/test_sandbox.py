@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from agent.bwrap import BwrapSandbox, build_sandbox
+from agent.bwrap import BwrapSandbox, _Slirp, build_sandbox
 from agent.config import TestingConfig
 from agent.sandbox import (
     ENV_MOUNT,
@@ -249,6 +249,15 @@ def test_commands_given_the_network_at_once_all_start(bwrap: MakeBwrap, tmp_path
     with ThreadPoolExecutor(4) as pool:
         outputs = [output for batch in pool.map(run_some, range(4)) for output in batch]
     assert [o for o in outputs if o != "ok\n"] == []
+
+
+def test_the_network_is_connected_only_to_the_namespace_bwrap_reported() -> None:
+    """A pid bwrap reported whose process ended and whose number another process has now: its
+    namespace is not the sandbox's, and is never connected."""
+    slirp = _Slirp("slirp4netns", join_userns=False)
+    mine = os.stat(f"/proc/{os.getpid()}/ns/net").st_ino
+    with pytest.raises(SandboxUnavailable, match="no longer the sandbox's"):
+        slirp(os.getpid(), mine + 1)
 
 
 def test_a_command_allowed_the_network_resolves_names(bwrap: MakeBwrap, tmp_path: Path) -> None:
