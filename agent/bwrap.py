@@ -289,9 +289,8 @@ class _Slirp:
 
     def __call__(self, init: int, net_namespace: int | None) -> _SlirpLink:
         """Connect the network namespace of the sandbox's init `init` (whose id bwrap reported
-        as `net_namespace`); SandboxUnavailable if it cannot. Unprivileged, the sandbox's user
-        namespace may still be without its uid map for a moment after bwrap reports it, and
-        slirp4netns cannot enter it yet: it is tried again until SLIRP_READY_WAIT has passed."""
+        as `net_namespace`) once bwrap has set up its loopback; SandboxUnavailable if it
+        cannot."""
         deadline = time.monotonic() + SLIRP_READY_WAIT
         try:
             _wait_for_loopback(init, deadline)
@@ -299,17 +298,14 @@ class _Slirp:
         except OSError as exc:
             raise SandboxUnavailable(f"the sandbox's network namespace: {exc}") from exc
         try:
-            while True:
-                link, said = self._try(namespaces, deadline)
-                if link is not None:
-                    return link
-                if time.monotonic() >= deadline or "Operation not permitted" not in said:
-                    raise SandboxUnavailable(f"slirp4netns did not connect the sandbox's "
-                                             f"network: {said or 'no answer in time'}")
-                time.sleep(0.01)
+            link, said = self._try(namespaces, deadline)
         finally:
             for fd in namespaces:
                 os.close(fd)
+        if link is None:
+            raise SandboxUnavailable(f"slirp4netns did not connect the sandbox's network: "
+                                     f"{said or 'no answer in time'}")
+        return link
 
     def _namespaces(self, init: int, net_namespace: int | None) -> list[int]:
         """fds on the sandbox's network namespace and (unprivileged) the user namespace that

@@ -118,13 +118,12 @@ def check_sandbox(build: Callable[[], Sandbox], data_dir: Path, setting: str
                    "fix the data dir first")
         return
     if sandbox.isolated:
-        shared = SHARED_NETWORK in facts
         yield ok("sandbox", "; ".join(fact for fact in facts if fact != SHARED_NETWORK))
-        if shared:
-            yield warn("sandbox network", SHARED_NETWORK.split("; install")[0],
-                       "install slirp4netns (apt-get install slirp4netns), or forbid the "
-                       "network (CRA_SANDBOX_NETWORK=false; cra.toml: testing.setup_network "
-                       "= false)")
+        if SHARED_NETWORK in facts:
+            yield warn("sandbox network", SHARED_NETWORK,
+                       "install slirp4netns (apt-get install slirp4netns) to give it a network "
+                       "of its own, or forbid the network (CRA_SANDBOX_NETWORK=false; cra.toml: "
+                       "testing.setup_network = false)")
     else:
         yield warn("sandbox", facts[0], f"install bubblewrap (apt-get install bubblewrap), or "
                    f"keep {setting}=none knowing what it means")

@@ -19,7 +19,6 @@ import os
 import platform
 import re
 import shutil
-import stat
 import subprocess
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -28,6 +27,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from agent import git
+from agent.treefiles import symlink_in_the_way
 
 CACHE_FORMAT = "1"  # bump when the layout or the mounts change: old entries stop matching
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -222,37 +222,6 @@ def copy_tree(src: Path, dst: Path) -> None:
         if done.returncode == 0:
             return
     shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
-
-
-def symlink_in_the_way(src: Path, dst: Path) -> str | None:
-    """The first path under `dst` (relative to it) that copying the contents of `src` into
-    `dst` would write through because it is a symlink; None when there is none.
-
-    A checkout's symlinks are the repository's (committed, or left by its commands): cra's
-    copies into it run outside the sandbox, as the worker, and cp (or copytree) writing through
-    one writes wherever it points — another repository's mirror, the run log."""
-    for folder, folders, files in os.walk(src):
-        here = Path(folder).relative_to(src)
-        for name in [*folders, *files]:
-            try:
-                mode = os.lstat(dst / here / name).st_mode
-            except OSError:  # absent (or under a file): nothing below it is in the way
-                if name in folders:
-                    folders.remove(name)
-                continue
-            if stat.S_ISLNK(mode):
-                return (here / name).as_posix()
-    return None
-
-
-def symlinked_folder(root: Path, rel: str) -> str | None:
-    """The first folder on the way from `root` to `root/rel` that is a symlink; None when
-    there is none."""
-    parts = Path(rel).parts
-    for end in range(1, len(parts)):
-        if (root.joinpath(*parts[:end])).is_symlink():
-            return Path(*parts[:end]).as_posix()
-    return None
 
 
 def copy_path(src: Path, dst: Path) -> None:

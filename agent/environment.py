@@ -18,19 +18,12 @@ from pathlib import Path
 
 from agent import git
 from agent.config import TestingConfig
-from agent.envcache import (
-    Entry,
-    EnvCache,
-    UnsafeCopy,
-    copy_path,
-    repo_id,
-    setup_key,
-    symlinked_folder,
-)
+from agent.envcache import Entry, EnvCache, UnsafeCopy, copy_path, repo_id, setup_key
 from agent.errors import AgentError
 from agent.models import CommandResult, EnvironmentReport, ValidationResult
 from agent.runtime import Runtime
 from agent.sandbox import Sandbox
+from agent.treefiles import symlinked_folder
 from agent.validation import run_command, scrubbed_env
 
 

@@ -30,8 +30,7 @@ else echo "ok: the data directory is hidden"; fi
 
 SHARED_NETWORK = (
     "a command given the network (the setup step) shares this machine's, loopback included: "
-    "what listens there (the database, Redis, a model server) is within its reach; install "
-    "slirp4netns to give it a network of its own"
+    "what listens there (the database, Redis, a model server) is within its reach"
 )
 _NETWORK_PROBE = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | grep -v '^lo$'\n"
 

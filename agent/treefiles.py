@@ -3,7 +3,8 @@
 A test command can replace a tracked file, or a folder above it, with a symlink to anything the
 worker can read (the bot's data, a key, /etc/shadow): cra itself would then read what the
 sandbox hid, and hand it to a model, a run record or a page. So cra reads a worktree's file only
-when it is a regular file reached without any symlink below the tree's root.
+when it is a regular file reached without any symlink below the tree's root, and writes into
+one only where no symlink of the tree's is on the way.
 """
 
 from __future__ import annotations
@@ -35,3 +36,34 @@ def read_text_in_tree(root: Path, rel: str) -> str | None:
         return read_in_tree(root, rel).decode("utf-8", errors="replace")
     except OSError:
         return None
+
+
+def symlink_in_the_way(src: Path, dst: Path) -> str | None:
+    """The first path under `dst` (relative to it) that copying the contents of `src` into
+    `dst` would write through because it is a symlink; None when there is none.
+
+    cra's copies into a checkout run outside the sandbox, as the worker: cp (or copytree)
+    writing through a symlink writes wherever it points — another repository's mirror, the run
+    log."""
+    for folder, folders, files in os.walk(src):
+        here = Path(folder).relative_to(src)
+        for name in [*folders, *files]:
+            try:
+                mode = os.lstat(dst / here / name).st_mode
+            except OSError:  # absent (or under a file): nothing below it is in the way
+                if name in folders:
+                    folders.remove(name)
+                continue
+            if stat.S_ISLNK(mode):
+                return (here / name).as_posix()
+    return None
+
+
+def symlinked_folder(root: Path, rel: str) -> str | None:
+    """The first folder on the way from `root` to `root/rel` that is a symlink; None when
+    there is none."""
+    parts = Path(rel).parts
+    for end in range(1, len(parts)):
+        if (root.joinpath(*parts[:end])).is_symlink():
+            return Path(*parts[:end]).as_posix()
+    return None

@@ -16,6 +16,7 @@ from pathlib import Path
 from agent import git
 from agent.errors import AgentError, GitError
 from agent.submodules import check_out_submodules
+from agent.treefiles import symlinked_folder
 
 
 @dataclass(frozen=True)
@@ -190,14 +191,9 @@ def _real_folders(root: Path, rel: str) -> None:
     symlink there (a test command may leave one in the worktree, pointing anywhere) becomes an
     empty folder, so that writing or deleting `rel` stays inside the copy — cra does it as the
     worker, outside the sandbox."""
-    parts = Path(rel).parts
-    for end in range(1, len(parts)):
-        folder = root.joinpath(*parts[:end])
-        if folder.is_symlink():
-            folder.unlink()
-            folder.mkdir()
-        elif not folder.exists():
-            return  # made by the caller, real
+    while (linked := symlinked_folder(root, rel)) is not None:
+        (root / linked).unlink()
+        (root / linked).mkdir()
 
 
 def _copy_tree(worktree: Path, scratch: Path) -> None:

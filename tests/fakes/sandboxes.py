@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ def slirp_installed() -> bool:
     return _installed("slirp4netns", "slirp4netns")
 
 
+@cache
 def host_address() -> str:
     """This machine's address on its network (not loopback): how a sandboxed command with the
     network reaches a service of the host's (listening on every address) — never through the
