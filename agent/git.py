@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agent.errors import GitError
-from agent.gitfiles import gitdir_of, head_in_tree, linked_admin_dir, ref_exists_in_tree
+from agent.gitfiles import gitdir_of, head_in_tree, ref_exists_in_tree
 from agent.models import DiffStats
 
 # A commit ends by running `git maintenance run --auto` (`gc --auto` before git 2.29), one more
@@ -415,11 +415,11 @@ def _diff(worktree: Path, base: str, head: str | None, extra: list[str]) -> str:
 
 
 def _skip_submodules(worktree: Path) -> list[str]:
-    """Pathspecs leaving out the submodules checked out in a linked worktree: `git add` looks
-    inside each one (a git process there, whatever diff.ignoreSubmodules says)."""
-    admin = linked_admin_dir(worktree)
-    if admin is None or not (admin / "modules").is_dir():  # none was ever checked out here
-        return []
+    """Pathspecs leaving out every submodule (gitlink) of the index: `git add` runs a git
+    process inside each one that holds a `.git` (whatever diff.ignoreSubmodules says), with
+    that folder's config — its filters, its fsmonitor. A repository command can put a `.git`
+    there whether or not cra ever checked the submodule out (a file `gitdir: ../x` pointing at
+    a git dir the repository commits), and cra's git runs outside the sandbox."""
     out = run_git(["ls-files", "--stage", "-z"], worktree)
     return [f":(exclude,literal){path}" for info, _, path in
             (entry.partition("\t") for entry in out.split("\0"))

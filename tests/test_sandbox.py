@@ -541,3 +541,48 @@ def test_cras_git_never_runs_inside_a_submodule_a_command_repointed(
     git.commit_all(tree, "all", author_name="a", author_email="a@example.com")
     git.reset_clean(tree, ws.base)
     assert not marker.exists()
+
+
+def test_cras_git_never_runs_inside_a_submodule_that_was_never_checked_out(
+    bwrap: MakeBwrap, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bot's mirrors are bare: no submodule is ever checked out. A repository that commits
+    a git dir under another name (with a clean filter) and a file `gitdir: ../evil` has its
+    command link that file into the gitlink's empty folder (a hard link keeps the checkout's
+    owner, which git's ownership check asks for); `git add --all` would run `git status` in
+    there, outside the sandbox, and with it the filter."""
+    from agent import git
+    from agent.workspace import open_workspace
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    marker = tmp_path / "marker"
+    source = make_python_project(tmp_path / "source", bug=False)
+    template = make_python_project(tmp_path / "template", bug=False)
+    evil = source / "evil"
+    for folder in ("objects/info", "refs/heads", "info"):
+        (evil / folder).mkdir(parents=True)
+        (evil / folder / ".keep").write_text("")
+    (evil / "HEAD").write_text("ref: refs/heads/main\n")
+    shutil.copyfile(template / ".git" / "index", evil / "index")
+    (evil / "config").write_text(f'[core]\n\trepositoryformatversion = 0\n[filter "x"]\n'
+                                 f'\tclean = "touch {marker}; cat"\n')
+    (evil / "info" / "attributes").write_text("* filter=x\n")
+    (source / "gitfile").write_text("gitdir: ../evil\n")
+    git_in(source, "add", ".")
+    git_in(source, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},lib")
+    git_in(source, "commit", "--quiet", "-m", "A submodule nobody checks out")
+    mirror = tmp_path / "mirror.git"
+    git_in(tmp_path, "clone", "--quiet", "--mirror", str(source), str(mirror))
+    ws = open_workspace(mirror, work_dir=tmp_path / "work", run_id="r1", branch_hint="x")
+    tree = ws.worktree
+    script = ("ln gitfile lib/.git && cp calc/ops.py lib/ && touch -d 2001-01-01 lib/ops.py"
+              " && echo changed >> calc/ops.py")
+
+    result = run_command(script, tree, sandbox=bwrap(), timeout=60, env={"PATH": PATH},
+                         max_output_chars=5000)  # fmt: skip
+
+    assert result.exit_code == 0, result.output
+    assert "calc/ops.py" in git.diff(tree, ws.base)
+    git.diff_stats(tree, ws.base)
+    git.commit_all(tree, "all", author_name="a", author_email="a@example.com")
+    assert not marker.exists()
