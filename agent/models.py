@@ -166,6 +166,10 @@ class TestReport(Record):
     `source`: "junit" (pytest's XML report), "summary" (a runner's summary line), "names" (every
     test listed with its outcome) or "none" (the runner was not recognised: only the exit code
     counts). `outcomes` maps test ids to outcomes, as far as the source names them.
+    `incomplete` says why the output shows the runner stopped before running every test (plain
+    `cargo test` stopping at its first failing test target, a TAP `Bail out!` or unmet plan):
+    the counts and outcomes then miss the tests that did not run. None: it ran to its end, as
+    far as the output shows.
     """
 
     __test__ = False  # not a pytest class
@@ -174,6 +178,7 @@ class TestReport(Record):
     runner: str | None = None
     counts: TestCounts | None = None
     outcomes: dict[str, TestOutcome] = Field(default_factory=dict)
+    incomplete: str | None = None
 
     @property
     def reported(self) -> bool:

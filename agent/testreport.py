@@ -2,7 +2,8 @@
 
 The sources, best first: a pytest JUnit XML report (cra asks pytest for one through
 PYTEST_ADDOPTS), the summary line a known runner prints (pytest, unittest, go test, cargo test,
-jest, vitest, mocha), and the test names the output lists. Pure functions: text in, data out.
+jest, vitest, mocha, node's test runner, TAP's plan), and the test names the output lists.
+Pure functions: text in, data out.
 """
 
 from __future__ import annotations
@@ -13,6 +14,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 
 from agent.models import TestCounts, TestOutcome, TestReport
+from agent.testreport_cargo import cargo_incomplete, stable_doctest_names
+from agent.testreport_tap import (
+    is_node_spec,
+    is_tap,
+    node_counts,
+    spec_outcomes,
+    tap_incomplete,
+    tap_outcomes,
+)
 
 JUNIT_MAX_BYTES = 50_000_000  # a larger report is not read (the output's summary still is)
 
@@ -31,7 +41,7 @@ _FAILING = (
     re.compile(r"^\s*--- FAIL: (?P<id>\S+) \("),  # go test
     re.compile(r"^test (?P<id>.+?) \.\.\. FAILED$"),  # cargo test
     re.compile(r"^\s*FAIL {1,2}(?P<id>\S.*?)\s*$"),  # jest / vitest
-    re.compile(r"^\s*[✕×✗] (?P<id>.+)$"),  # jest / vitest
+    re.compile(r"^\s*[✕×✗✖] (?P<id>(?!failing tests:$).+)$"),  # jest / vitest / node spec
     re.compile(r"^\s*● (?P<id>(?!Test suite failed to run|Console).+?)$"),  # jest
 )
 _PASSING = (
@@ -51,10 +61,14 @@ _NOT_RUN: tuple[tuple[re.Pattern[str], TestOutcome], ...] = (
     (re.compile(r"^XFAIL (?P<id>\S+::\S+)"), "xfailed"),  # pytest -rA
     (re.compile(r"^XPASS (?P<id>\S+::\S+)"), "xpassed"),
     (re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. skipped\b"), "skipped"),
-    (re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. expected failure$"),
-     "xfailed"),
-    (re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. unexpected success$"),
-     "xpassed"),
+    (
+        re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. expected failure$"),
+        "xfailed",
+    ),
+    (
+        re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. unexpected success$"),
+        "xpassed",
+    ),
     (re.compile(r"^\s*--- SKIP: (?P<id>\S+) \("), "skipped"),  # go test -v
     (re.compile(r"^test (?P<id>.+?) \.\.\. ignored\b"), "skipped"),  # cargo test
 )
@@ -70,13 +84,13 @@ def _test_id(match: re.Match[str]) -> str:
 
 
 def _lines(output: str) -> list[str]:
-    return [line.rstrip() for line in _ANSI.sub("", output).splitlines()]
+    return stable_doctest_names([line.rstrip() for line in _ANSI.sub("", output).splitlines()])
 
 
-def _parse(output: str, patterns: Iterable[re.Pattern[str]]) -> list[str]:
+def _parse(lines: list[str], patterns: Iterable[re.Pattern[str]]) -> list[str]:
     """The ids the first matching pattern of each line names, deduplicated, in order."""
     found: dict[str, None] = {}
-    for line in _lines(output):
+    for line in lines:
         for pattern in patterns:
             match = pattern.match(line)
             if match:
@@ -86,27 +100,53 @@ def _parse(output: str, patterns: Iterable[re.Pattern[str]]) -> list[str]:
 
 
 def parse_failing_tests(output: str) -> list[str]:
-    """Failing test ids in pytest, unittest, go test, cargo test, jest and vitest output."""
-    return _parse(output, _FAILING)
+    """Failing test ids in pytest, unittest, go test, cargo test, jest, vitest, node and TAP
+    output."""
+    lines = _lines(output)
+    listed = _listed(lines)
+    if listed is not None:
+        return [test for test, outcome in listed.items() if outcome in ("failed", "error")]
+    return _parse(lines, _FAILING)
 
 
 def parse_passing_tests(output: str) -> list[str]:
     """Passing test ids in the same runners' output (where the runner lists them)."""
-    return _parse(output, _PASSING)
+    lines = _lines(output)
+    listed = _listed(lines)
+    if listed is not None:
+        return [test for test, outcome in listed.items() if outcome == "passed"]
+    return _parse(lines, _PASSING)
+
+
+def _listed(lines: list[str]) -> dict[str, TestOutcome] | None:
+    """The outcomes of a TAP stream or of node's spec reporter, read as a whole (a test's id
+    names its suites); None for other runners' output, read line by line."""
+    summary = _summary(lines)
+    runner = summary[0] if summary else None
+    if runner == "tap":
+        return tap_outcomes(lines)
+    return spec_outcomes(lines) if runner == "node" else None
 
 
 def parse_outcomes(output: str) -> dict[str, TestOutcome]:
     """Every test id the output names with its outcome (the worst, when named twice)."""
+    return _outcomes(_lines(output))
+
+
+def _outcomes(lines: list[str]) -> dict[str, TestOutcome]:
+    listed = _listed(lines)
+    if listed is not None:
+        return listed
     outcomes: dict[str, TestOutcome] = {}
-    for test_id in parse_passing_tests(output):
+    for test_id in _parse(lines, _PASSING):
         outcomes[test_id] = "passed"
-    for line in _lines(output):
+    for line in lines:
         for pattern, outcome in _NOT_RUN:
             match = pattern.match(line)
             if match:
                 _merge(outcomes, _test_id(match), outcome)
                 break
-    for test_id in parse_failing_tests(output):
+    for test_id in _parse(lines, _FAILING):
         _merge(outcomes, test_id, "failed")
     return outcomes
 
@@ -118,14 +158,22 @@ _PYTEST_SUMMARY = re.compile(
     r"warnings?|rerun)(?:, )?)+|no tests ran)(?: in [\d.]+ ?s(?:econds)?\b.*)?\s*=*$"
 )
 _PYTEST_WORDS: Mapping[str, str] = {
-    "passed": "passed", "failed": "failed", "error": "errors", "errors": "errors",
-    "skipped": "skipped", "xfailed": "xfailed", "xpassed": "xpassed",
+    "passed": "passed",
+    "failed": "failed",
+    "error": "errors",
+    "errors": "errors",
+    "skipped": "skipped",
+    "xfailed": "xfailed",
+    "xpassed": "xpassed",
 }
 _UNITTEST_RAN = re.compile(r"^Ran (?P<n>\d+) tests? in ")
 _UNITTEST_END = re.compile(r"^(?P<state>OK|FAILED)(?: \((?P<body>[^)]*)\))?$")
 _UNITTEST_WORDS: Mapping[str, str] = {
-    "failures": "failed", "errors": "errors", "skipped": "skipped",
-    "expected failures": "xfailed", "unexpected successes": "xpassed",
+    "failures": "failed",
+    "errors": "errors",
+    "skipped": "skipped",
+    "expected failures": "xfailed",
+    "unexpected successes": "xpassed",
 }
 _CARGO = re.compile(
     r"^test result: \w+\. (?P<p>\d+) passed; (?P<f>\d+) failed; (?P<i>\d+) ignored;"
@@ -134,11 +182,13 @@ _JEST = re.compile(r"^Tests:\s+(?P<body>.*?)(?P<total>\d+) total")
 _VITEST = re.compile(r"^\s*Tests\s+(?P<body>\d+ \w+(?: \| \d+ \w+)*)\s+\((?P<total>\d+)\)")
 _MOCHA = re.compile(r"^\s*(?P<n>\d+) (?P<word>passing|failing|pending)\b")
 _GO_PACKAGE = re.compile(r"^(?P<state>ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))")
-_MOCHA_WORDS: Mapping[str, str] = {"passing": "passed", "failing": "failed",
-                                   "pending": "skipped"}
+_MOCHA_WORDS: Mapping[str, str] = {"passing": "passed", "failing": "failed", "pending": "skipped"}
 _COUNTED = re.compile(r"(?P<n>\d+) (?P<word>[a-z]+(?: [a-z]+)?)")
 _JS_WORDS: Mapping[str, str] = {
-    "passed": "passed", "failed": "failed", "skipped": "skipped", "todo": "skipped",
+    "passed": "passed",
+    "failed": "failed",
+    "skipped": "skipped",
+    "todo": "skipped",
     "pending": "skipped",
 }
 
@@ -163,7 +213,7 @@ def _unittest_counts(lines: list[str]) -> TestCounts | None:
     ran = next((i for i in range(len(lines) - 1, -1, -1) if _UNITTEST_RAN.match(lines[i])), None)
     if ran is None:
         return None
-    end = next((m for line in lines[ran + 1:] if (m := _UNITTEST_END.match(line))), None)
+    end = next((m for line in lines[ran + 1 :] if (m := _UNITTEST_END.match(line))), None)
     if end is None:
         return None
     total = int(_UNITTEST_RAN.match(lines[ran])["n"])  # type: ignore[index]
@@ -180,9 +230,11 @@ def _cargo_counts(lines: list[str]) -> TestCounts | None:
     found = [m for line in lines if (m := _CARGO.match(line))]
     if not found:
         return None
-    return TestCounts(passed=sum(int(m["p"]) for m in found),
-                      failed=sum(int(m["f"]) for m in found),
-                      skipped=sum(int(m["i"]) for m in found))
+    return TestCounts(
+        passed=sum(int(m["p"]) for m in found),
+        failed=sum(int(m["f"]) for m in found),
+        skipped=sum(int(m["i"]) for m in found),
+    )
 
 
 def _js_counts(lines: list[str]) -> TestCounts | None:
@@ -212,15 +264,45 @@ def _go_counts(lines: list[str]) -> TestCounts | None:
     return TestCounts(passed=found.count("ok"), failed=found.count("FAIL"))
 
 
+def _node_spec_counts(lines: list[str]) -> TestCounts | None:
+    return node_counts(lines) if is_node_spec(lines) else None
+
+
+def _tap_counts(lines: list[str]) -> TestCounts | None:
+    """Node's summary of its TAP stream, or the counts of the tests a planned TAP stream
+    names."""
+    if not is_tap(lines):
+        return None
+    counts = node_counts(lines)
+    return counts if counts is not None else counts_of(tap_outcomes(lines))
+
+
 def parse_counts(output: str) -> tuple[str, TestCounts] | None:
     """The runner and its counts from the last summary a known runner printed, or None."""
-    lines = _lines(output)
-    for runner, reader in (("pytest", _pytest_counts), ("unittest", _unittest_counts),
-                           ("cargo", _cargo_counts), ("js", _js_counts), ("go", _go_counts)):
+    return _summary(_lines(output))
+
+
+def _summary(lines: list[str]) -> tuple[str, TestCounts] | None:
+    for runner, reader in (
+        ("pytest", _pytest_counts),
+        ("unittest", _unittest_counts),
+        ("cargo", _cargo_counts),
+        ("js", _js_counts),
+        ("node", _node_spec_counts),
+        ("tap", _tap_counts),
+        ("go", _go_counts),
+    ):
         counts = reader(lines)
         if counts is not None:
             return runner, counts
     return None
+
+
+def _incomplete(runner: str | None, lines: list[str]) -> str | None:
+    """Why the runner stopped before running every test, as far as its output shows, or None."""
+    if runner == "cargo":
+        return cargo_incomplete(lines)
+    return tap_incomplete(lines) if runner == "tap" else None
 
 
 def counts_of(outcomes: Mapping[str, TestOutcome]) -> TestCounts:
@@ -232,11 +314,20 @@ def counts_of(outcomes: Mapping[str, TestOutcome]) -> TestCounts:
 
 
 _COUNT_KEY: Mapping[TestOutcome, str] = {
-    "passed": "passed", "failed": "failed", "error": "errors", "skipped": "skipped",
-    "xfailed": "xfailed", "xpassed": "xpassed",
+    "passed": "passed",
+    "failed": "failed",
+    "error": "errors",
+    "skipped": "skipped",
+    "xfailed": "xfailed",
+    "xpassed": "xpassed",
 }
 _SEVERITY: Mapping[TestOutcome, int] = {
-    "passed": 0, "xpassed": 1, "xfailed": 2, "skipped": 3, "failed": 4, "error": 5,
+    "passed": 0,
+    "xpassed": 1,
+    "xfailed": 2,
+    "skipped": 3,
+    "failed": 4,
+    "error": 5,
 }
 
 
@@ -260,7 +351,7 @@ def _junit_id(case: ET.Element) -> str:
     module = str(PurePosixPath(file).with_suffix("")).replace("/", ".")
     if not classname and name == module:  # the module could not be collected: the file fails
         return file
-    rest = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
+    rest = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
     parts = [file, *(rest.split(".") if rest else []), name]
     return "::".join(p for p in parts if p)
 
@@ -297,14 +388,28 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
     """What the run says about its tests: outcomes and counts from the best source there is."""
     junit = parse_junit(junit_xml) if junit_xml else None
     if junit is not None:
-        return TestReport(source="junit", runner="pytest", counts=counts_of(junit),
-                          outcomes=junit)
-    named = parse_outcomes(output)
-    summary = parse_counts(output)
+        return TestReport(source="junit", runner="pytest", counts=counts_of(junit), outcomes=junit)
+    lines = _lines(output)
+    named = _outcomes(lines)
+    summary = _summary(lines)
+    incomplete = _incomplete(summary[0] if summary else None, lines)
+    if summary is not None and summary[0] in ("tap", "node") and counts_of(named) == summary[1]:
+        return TestReport(
+            source="names",
+            runner=summary[0],
+            counts=summary[1],
+            outcomes=named,
+            incomplete=incomplete,
+        )
     listed = bool(named) and any(o != "failed" for o in named.values())
     if summary is not None and (summary[0] != "go" or not listed):
-        return TestReport(source="summary", runner=summary[0], counts=summary[1],
-                          outcomes=named)
+        return TestReport(
+            source="summary",
+            runner=summary[0],
+            counts=summary[1],
+            outcomes=named,
+            incomplete=incomplete,
+        )
     if listed:  # every test named with its outcome (go test -v, cargo, unittest -v …)
         return TestReport(source="names", counts=counts_of(named), outcomes=named)
     return TestReport(source="none", outcomes=named)

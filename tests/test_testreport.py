@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agent.models import TestCounts
@@ -46,8 +48,10 @@ ERROR tests/test_ops.py::test_uses_broken - RuntimeError: boom
 3 failed, 1 passed, 1 error in 0.99s
 """
 PYTEST_FAILED = [
-    "tests/test_ops.py::test_mul", "tests/test_ops.py::test_mul_param[1-1]",
-    "tests/test_ops.py::test_mul_param[0-5]", "tests/test_ops.py::test_uses_broken",
+    "tests/test_ops.py::test_mul",
+    "tests/test_ops.py::test_mul_param[1-1]",
+    "tests/test_ops.py::test_mul_param[0-5]",
+    "tests/test_ops.py::test_uses_broken",
 ]
 
 PYTEST_V = """\
@@ -259,27 +263,50 @@ AssertionError: expected 7 to be 6 // Object.is equality
 """
 
 
-@pytest.mark.parametrize(("output", "failing", "passing"), [
-    pytest.param(PYTEST_Q, PYTEST_FAILED, [], id="pytest -q"),
-    pytest.param(PYTEST_V, PYTEST_FAILED, ["tests/test_ops.py::test_add"], id="pytest -v"),
-    pytest.param(PYTEST_RA, [PYTEST_FAILED[3], *PYTEST_FAILED[:3]],
-                 ["tests/test_ops.py::test_add"], id="pytest -rA"),
-    pytest.param(PYTEST_COLOURED, ["tests/test_ops.py::test_mul"], [], id="pytest colours"),
-    pytest.param(UNITTEST_V, ["tests.test_unit.OpsTest.test_error",
-                              "tests.test_unit.OpsTest.test_mul"],
-                 ["tests.test_unit.OpsTest.test_add"], id="unittest -v"),
-    pytest.param(UNITTEST_PY310, ["tests.test_unit.OpsTest.test_mul"], [], id="unittest 3.10"),
-    pytest.param(GO_TEST_V, ["TestMul", "TestMulTable", "TestMulTable/by_zero"],
-                 ["TestAdd", "TestMulTable/by_one"], id="go test -v"),
-    pytest.param(GO_TEST, ["TestMul"], [], id="go test"),
-    pytest.param(CARGO_TEST, ["tests::multiplies"],
-                 ["tests::adds", "src/lib.rs - add (line 3)"], id="cargo test"),
-    pytest.param(JEST_VERBOSE, ["src/mul.test.js", "multiplies", "math › multiplies"],
-                 ["adds", "src/sum.test.js", "sums"], id="jest --verbose"),
-    pytest.param(JEST_SUITE_ERROR, ["src/broken.test.js"], [], id="jest suite error"),
-    pytest.param(VITEST, ["math > multiplies", "src/mul.test.ts > math > multiplies"],
-                 ["src/sum.test.ts"], id="vitest"),
-])
+@pytest.mark.parametrize(
+    ("output", "failing", "passing"),
+    [
+        pytest.param(PYTEST_Q, PYTEST_FAILED, [], id="pytest -q"),
+        pytest.param(PYTEST_V, PYTEST_FAILED, ["tests/test_ops.py::test_add"], id="pytest -v"),
+        pytest.param(
+            PYTEST_RA,
+            [PYTEST_FAILED[3], *PYTEST_FAILED[:3]],
+            ["tests/test_ops.py::test_add"],
+            id="pytest -rA",
+        ),
+        pytest.param(PYTEST_COLOURED, ["tests/test_ops.py::test_mul"], [], id="pytest colours"),
+        pytest.param(
+            UNITTEST_V,
+            ["tests.test_unit.OpsTest.test_error", "tests.test_unit.OpsTest.test_mul"],
+            ["tests.test_unit.OpsTest.test_add"],
+            id="unittest -v",
+        ),
+        pytest.param(UNITTEST_PY310, ["tests.test_unit.OpsTest.test_mul"], [], id="unittest 3.10"),
+        pytest.param(
+            GO_TEST_V,
+            ["TestMul", "TestMulTable", "TestMulTable/by_zero"],
+            ["TestAdd", "TestMulTable/by_one"],
+            id="go test -v",
+        ),
+        pytest.param(GO_TEST, ["TestMul"], [], id="go test"),
+        pytest.param(
+            CARGO_TEST, ["tests::multiplies"], ["tests::adds", "src/lib.rs - add"], id="cargo test"
+        ),
+        pytest.param(
+            JEST_VERBOSE,
+            ["src/mul.test.js", "multiplies", "math › multiplies"],
+            ["adds", "src/sum.test.js", "sums"],
+            id="jest --verbose",
+        ),
+        pytest.param(JEST_SUITE_ERROR, ["src/broken.test.js"], [], id="jest suite error"),
+        pytest.param(
+            VITEST,
+            ["math > multiplies", "src/mul.test.ts > math > multiplies"],
+            ["src/sum.test.ts"],
+            id="vitest",
+        ),
+    ],
+)
 def test_test_names_are_parsed_from_each_runner(
     output: str, failing: list[str], passing: list[str]
 ) -> None:
@@ -289,8 +316,6 @@ def test_test_names_are_parsed_from_each_runner(
 
 def test_parsed_names_are_deduplicated_in_order() -> None:
     assert parse_failing_tests(PYTEST_V + PYTEST_Q) == PYTEST_FAILED
-
-
 
 
 # --- outcomes and counts ---------------------------------------------------------------------
@@ -306,36 +331,82 @@ tests/test_ops.py::test_div FAILED                                       [100%]
 
 def test_outcomes_name_skipped_and_xfailed_tests() -> None:
     assert parse_outcomes(PYTEST_SKIPS) == {
-        "tests/test_ops.py::test_add": "passed", "tests/test_ops.py::test_sub": "skipped",
-        "tests/test_ops.py::test_mul": "xfailed", "tests/test_ops.py::test_div": "failed",
+        "tests/test_ops.py::test_add": "passed",
+        "tests/test_ops.py::test_sub": "skipped",
+        "tests/test_ops.py::test_mul": "xfailed",
+        "tests/test_ops.py::test_div": "failed",
     }
 
 
-@pytest.mark.parametrize(("output", "runner", "counts"), [
-    pytest.param(PYTEST_SKIPS, "pytest",
-                 TestCounts(passed=1, failed=1, skipped=1, xfailed=1), id="pytest -v"),
-    pytest.param("..F.s\n1 failed, 3 passed, 1 skipped, 2 deselected, 1 warning in 0.12s\n",
-                 "pytest", TestCounts(passed=3, failed=1, skipped=1), id="pytest -q"),
-    pytest.param("\nno tests ran in 0.01s\n", "pytest", TestCounts(), id="pytest nothing"),
-    pytest.param("===== 2 errors in 0.30s =====\n", "pytest", TestCounts(errors=2),
-                 id="pytest collection errors"),
-    pytest.param("....\n---\nRan 6 tests in 0.001s\n\nFAILED (failures=1, errors=1, "
-                 "skipped=1, expected failures=1)\n", "unittest",
-                 TestCounts(passed=2, failed=1, errors=1, skipped=1, xfailed=1), id="unittest"),
-    pytest.param("Ran 3 tests in 0.000s\n\nOK (skipped=1)\n", "unittest",
-                 TestCounts(passed=2, skipped=1), id="unittest ok"),
-    pytest.param("test result: ok. 4 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n"
-                 "test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered "
-                 "out\n", "cargo", TestCounts(passed=5, failed=2, skipped=1), id="cargo"),
-    pytest.param("Tests:       1 failed, 2 skipped, 5 passed, 8 total\n", "js",
-                 TestCounts(passed=5, failed=1, skipped=2), id="jest"),
-    pytest.param("      Tests  1 failed | 5 passed | 1 skipped (7)\n", "js",
-                 TestCounts(passed=5, failed=1, skipped=1), id="vitest"),
-    pytest.param("  5 passing (12ms)\n  2 pending\n  1 failing\n", "js",
-                 TestCounts(passed=5, failed=1, skipped=2), id="mocha"),
-    pytest.param("ok  \texample.com/calc\t0.002s\nFAIL\texample.com/calc/mul\t0.003s\n", "go",
-                 TestCounts(passed=1, failed=1), id="go test"),
-])
+@pytest.mark.parametrize(
+    ("output", "runner", "counts"),
+    [
+        pytest.param(
+            PYTEST_SKIPS,
+            "pytest",
+            TestCounts(passed=1, failed=1, skipped=1, xfailed=1),
+            id="pytest -v",
+        ),
+        pytest.param(
+            "..F.s\n1 failed, 3 passed, 1 skipped, 2 deselected, 1 warning in 0.12s\n",
+            "pytest",
+            TestCounts(passed=3, failed=1, skipped=1),
+            id="pytest -q",
+        ),
+        pytest.param("\nno tests ran in 0.01s\n", "pytest", TestCounts(), id="pytest nothing"),
+        pytest.param(
+            "===== 2 errors in 0.30s =====\n",
+            "pytest",
+            TestCounts(errors=2),
+            id="pytest collection errors",
+        ),
+        pytest.param(
+            "....\n---\nRan 6 tests in 0.001s\n\nFAILED (failures=1, errors=1, "
+            "skipped=1, expected failures=1)\n",
+            "unittest",
+            TestCounts(passed=2, failed=1, errors=1, skipped=1, xfailed=1),
+            id="unittest",
+        ),
+        pytest.param(
+            "Ran 3 tests in 0.000s\n\nOK (skipped=1)\n",
+            "unittest",
+            TestCounts(passed=2, skipped=1),
+            id="unittest ok",
+        ),
+        pytest.param(
+            "test result: ok. 4 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n"
+            "test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered "
+            "out\n",
+            "cargo",
+            TestCounts(passed=5, failed=2, skipped=1),
+            id="cargo",
+        ),
+        pytest.param(
+            "Tests:       1 failed, 2 skipped, 5 passed, 8 total\n",
+            "js",
+            TestCounts(passed=5, failed=1, skipped=2),
+            id="jest",
+        ),
+        pytest.param(
+            "      Tests  1 failed | 5 passed | 1 skipped (7)\n",
+            "js",
+            TestCounts(passed=5, failed=1, skipped=1),
+            id="vitest",
+        ),
+        pytest.param(
+            "  5 passing (12ms)\n  2 pending\n  1 failing\n",
+            "js",
+            TestCounts(passed=5, failed=1, skipped=2),
+            id="mocha",
+        ),
+        pytest.param(
+            "ok  \texample.com/calc\t0.002s\nFAIL\texample.com/calc/mul\t0.003s\n",
+            "go",
+            TestCounts(passed=1, failed=1),
+            id="go test",
+        ),
+    ],
+)
 def test_counts_come_from_each_runners_summary(
     output: str, runner: str, counts: TestCounts
 ) -> None:
@@ -397,3 +468,152 @@ def test_a_module_that_could_not_be_collected_is_its_file() -> None:
   <error message="collection failure">ImportError: cannot import name 'flags'</error>
 </testcase></testsuite></testsuites>"""
     assert parse_junit(report) == {"tests/test_flags.py": "error"}
+
+
+# --- TAP and node's test runner (real output: tests/runner_outputs/README.md) ----------------
+
+OUTPUTS = Path(__file__).parent / "runner_outputs"
+
+
+def output(name: str) -> str:
+    return (OUTPUTS / name).read_text(encoding="utf-8")
+
+
+def test_node_tap_names_every_test_and_counts_its_summary() -> None:
+    report = read_report(output("node_tap.txt"), None)
+    assert report.source == "names" and report.runner == "tap"
+    assert report.counts == TestCounts(passed=3, failed=3)
+    assert parse_failing_tests(output("node_tap.txt")) == ["extra mul", "mul", "legacy broken"]
+    assert parse_passing_tests(output("node_tap.txt")) == ["extra add", "add", "sub"]
+
+
+def test_node_spec_failures_are_read_once_with_the_summarys_counts() -> None:
+    spec = output("node_spec.txt")  # its "failing tests:" section lists the failures again
+    report = read_report(spec, None)
+    assert report.runner == "node" and report.counts == TestCounts(passed=3, failed=3)
+    assert parse_failing_tests(spec) == ["extra mul", "mul", "legacy broken"]
+    assert report.outcomes == read_report(output("node_tap.txt"), None).outcomes
+
+
+def test_node_spec_failures_are_named_without_the_summary() -> None:
+    head = output("node_spec.txt").split("ℹ tests")[0]  # the output cut before its summary
+    assert parse_failing_tests(head) == ["extra mul", "mul", "legacy broken"]
+
+
+NESTED = {
+    "ints > add": "passed",
+    "ints > mul": "failed",
+    "ints > deep > add": "passed",
+    "floats > add": "passed",
+    "floats > div": "skipped",
+    "floats > todo broken": "skipped",
+    "floats > todo fine": "skipped",
+    "parent > child ok": "passed",
+    "parent > child bad": "failed",
+    "parent": "failed",
+    "top skip": "skipped",
+    "add": "passed",
+}
+
+
+def test_nested_node_tests_are_named_after_their_suites() -> None:
+    assert parse_outcomes(output("node_nested_tap.txt")) == NESTED
+
+
+def test_node_counts_a_parent_test_but_no_suite() -> None:
+    report = read_report(output("node_nested_tap.txt"), None)  # "# tests 12", "# suites 3"
+    assert report.counts == TestCounts(passed=5, failed=3, skipped=4)
+    assert report.counts.collected == len(report.outcomes) == 12
+    assert report.source == "names"
+
+
+def test_a_todo_test_that_fails_is_no_failure() -> None:
+    outcomes = parse_outcomes(output("node_nested_tap.txt"))
+    assert outcomes["floats > todo broken"] == "skipped"
+    assert "floats > todo broken" not in parse_failing_tests(output("node_nested_tap.txt"))
+
+
+def test_the_spec_reporter_names_the_tests_but_no_group() -> None:
+    report = read_report(output("node_nested_spec.txt"), None)
+    assert report.outcomes == {t: o for t, o in NESTED.items() if t != "parent"}
+    assert report.source == "summary"  # node's count includes the parent test it cannot name
+    assert report.counts == TestCounts(passed=5, failed=3, skipped=4)
+
+
+def test_plain_tap_with_a_plan_names_and_counts_its_tests() -> None:
+    report = read_report(output("make_tap.txt"), None)
+    assert report.outcomes == {
+        "add": "passed",
+        "mul": "failed",
+        "div": "skipped",
+        "legacy": "skipped",
+    }
+    assert report.source == "names" and report.counts == TestCounts(passed=1, failed=1, skipped=2)
+    assert report.incomplete is None
+
+
+def test_a_tap_bail_out_leaves_the_report_incomplete() -> None:
+    report = read_report(output("make_tap_bail_out.txt"), None)
+    assert report.outcomes == {"add": "passed"}
+    assert report.incomplete is not None and "bailed out" in report.incomplete
+
+
+def test_tap_lines_without_a_plan_are_not_trusted() -> None:
+    report = read_report(output("make_tap_no_plan.txt"), None)
+    assert report.source == "none" and report.outcomes == {}
+
+
+def test_tap_lines_in_pytests_captured_output_are_not_tap() -> None:
+    captured = output("pytest_tap_in_captured_output.txt")
+    report = read_report(captured, None)
+    assert report.runner == "pytest" and report.counts == TestCounts(passed=1, failed=1)
+    assert parse_failing_tests(captured) == ["tests/test_tapish.py::test_harness_output"]
+
+
+# --- cargo: doc-test names, and runs that stopped early ---------------------------------------
+
+
+def test_a_doc_test_keeps_its_name_when_lines_are_added_above_it() -> None:
+    before = parse_failing_tests(output("cargo_doctest_before_edit.txt"))  # (line 17)
+    after = parse_failing_tests(output("cargo_doctest_after_edit.txt"))  # (line 19)
+    assert before == ["tests::muls", "src/lib.rs - sub"] and after == ["src/lib.rs - sub"]
+
+
+def test_doc_tests_of_one_item_are_numbered_by_their_line() -> None:
+    outcomes = parse_outcomes(output("cargo_no_fail_fast.txt"))
+    assert {t: o for t, o in outcomes.items() if t.startswith("src/")} == {
+        "src/lib.rs - add": "passed",
+        "src/lib.rs - add #2": "failed",
+        "src/lib.rs - div": "passed",
+        "src/lib.rs - div #2 - compile fail": "passed",
+        "src/lib.rs - div #3": "skipped",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "stopped_at"),
+    [
+        pytest.param("cargo_fail_fast.txt", "--lib", id="stopped after the unit tests"),
+        pytest.param(
+            "cargo_workspace_fail_fast.txt",
+            "-p a --doc",
+            id="stopped before another package's doc-tests",
+        ),
+    ],
+)
+def test_cargo_test_stopping_at_a_failing_target_is_incomplete(name: str, stopped_at: str) -> None:
+    report = read_report(output(name), None)
+    assert report.incomplete is not None and f"({stopped_at})" in report.incomplete
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("cargo_no_fail_fast.txt", id="--no-fail-fast"),
+        pytest.param("cargo_fail_fast_doctests.txt", id="the failing doc-tests were last"),
+        pytest.param("cargo_doctest_after_edit.txt", id="one target failed, all ran"),
+    ],
+)
+def test_cargo_test_that_ran_every_target_is_complete(name: str) -> None:
+    report = read_report(output(name), None)
+    assert report.runner == "cargo" and report.incomplete is None
