@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import re
 import shlex
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,6 +21,7 @@ from typing import Any, Literal
 from agent.config import CONFIG_CANDIDATES
 from agent.models import GateVerdict, Record, TestOutcome, ValidationResult
 from agent.retrieval.scan import is_test_path
+from agent.source_tests import may_hold_tests, tests_changed
 
 GateRole = Literal["cra_config", "runner_config", "test"]
 
@@ -30,13 +32,20 @@ RUNNER_CONFIG_GLOBS: tuple[str, ...] = (
     "vitest.workspace.*", "vitest.setup.*", "vite.config.*",
     ".mocharc*", "karma.conf.*", "ava.config.*", "playwright.config.*", "cypress.config.*",
     "phpunit.xml*", ".rspec", "spec_helper.rb", "rails_helper.rb", "setupTests.*",
+    ".npmrc", ".yarnrc", ".yarnrc.yml", "bunfig.toml",  # the shell and flags `npm test` runs with
 )
+# Runner configuration known by its folder and name (a `config.toml` elsewhere is not one).
+RUNNER_CONFIG_PATHS: tuple[str, ...] = (".cargo/config.toml", ".cargo/config")
 # Files that hold test configuration among other things: only these parts count.
 SECTIONED: Mapping[str, tuple[str, ...]] = {
     "pyproject.toml": ("tool.pytest", "tool.tox", "tool.nox", "tool.coverage",
                        "tool.hatch.envs", "tool.pdm.scripts", "tool.poe"),
     "setup.cfg": ("tool:pytest", "pytest", "tox", "coverage:"),
     "package.json": ("scripts", "jest", "mocha", "ava", "vitest", "c8", "nyc"),
+    # what `cargo test` builds and runs: `[lib] test = false`, `[[test]] harness = false` …
+    "Cargo.toml": ("lib", "bin", "test", "example", "bench", "features", "profile.test",
+                   "package.autotests", "package.autobins", "package.autoexamples",
+                   "package.autobenches"),
 }
 # Programs whose own file defines what `the test command` runs.
 COMMAND_FILES: Mapping[str, tuple[str, ...]] = {
@@ -65,6 +74,8 @@ def gate_role(path: str) -> GateRole | None:
         return "cra_config"
     name = PurePosixPath(path).name
     if any(fnmatchcase(name, pattern) for pattern in RUNNER_CONFIG_GLOBS):
+        return "runner_config"
+    if any(path.strip("/") == known or path.endswith("/" + known) for known in RUNNER_CONFIG_PATHS):
         return "runner_config"
     if name not in SECTIONED and is_test_path(path):
         return "test"
@@ -125,13 +136,16 @@ class GateChange(Record):
     path: str
     role: GateRole
     status: Literal["created", "modified", "deleted"]
+    # only the tests inside a source file changed (agent.source_tests): the original run takes
+    # the new code with the old tests, not the old file
+    tests_only: bool = False
 
 
 def may_be_gate_file(path: str, test_command: str | None) -> bool:
     """Whether a change to `path` may count for the gate (gate_changes decides which do):
     only these need their text at the step's base."""
     return (path in command_files(test_command) or gate_role(path) is not None
-            or PurePosixPath(path).name in SECTIONED)  # fmt: skip
+            or PurePosixPath(path).name in SECTIONED or may_hold_tests(path))  # fmt: skip
 
 
 def gate_changes(
@@ -148,9 +162,13 @@ def gate_changes(
             if testing_sections(path, before) == testing_sections(path, after):
                 continue
             role = "runner_config"
+        status: Literal["created", "modified", "deleted"] = (
+            "created" if before is None else "deleted" if after is None else "modified")
         if role is not None:
-            status = "created" if before is None else "deleted" if after is None else "modified"
             found.append(GateChange(path=path, role=role, status=status))
+        elif (may_hold_tests(path) and status != "created"  # new code may bring new tests
+              and tests_changed(before, after)):
+            found.append(GateChange(path=path, role="test", status=status, tests_only=True))
     return found
 
 
@@ -188,6 +206,8 @@ def judge(
         problems.append(f"the test command timed out{limit} and was stopped")
     else:
         _failures(reference, baseline, current, allowed, problems, changed)
+        if current.report.incomplete:  # what did not run cannot be judged
+            problems.append(f"not every test ran: {current.report.incomplete}")
     _targets(current, targets, allowed, problems, changed)
     return GateVerdict(passed=not problems, problems=problems, weakened=weakened,
                        changed_tests=list(dict.fromkeys(changed)))
@@ -282,9 +302,25 @@ def _targets(
     seen = [*current.passing_tests,
             *(t for t, o in current.report.outcomes.items() if o == "passed")]
     listed = current.report.source in LISTING_SOURCES or bool(seen)
+    by_file = any(_FILE_ID.match(s) for s in seen)
     missing = [t for t in targets if listed and t not in failing
-               and not any(names(t, s) for s in seen)]
+               and not any(names(t, s) or _in_file(t, s) for s in seen)
+               and (by_file or not _FILE_TARGET.match(t))]
     _sort(missing, "the step must make pass did not run", allowed, problems, changed)
+
+
+# A test id that starts with its file (pytest's tests/test_x.py::test_y, jest's and vitest's
+# tests/a.test.ts > suite > name), and a target that is a file: cargo, go, node's and
+# unittest's ids do not name their files, and a file target cannot be looked for among them.
+_CODE_FILE = (r"[\w./@+-]*\.(?:py|js|cjs|mjs|jsx|ts|cts|mts|tsx|rs|go|rb|java|kt|php|cs|c|cc|"
+              r"cpp|swift|ex|exs)")
+_FILE_ID = re.compile(_CODE_FILE + r"(?:::|\[| [>›] |$)")  # not cargo's `src/lib.rs - f (line 3)`
+_FILE_TARGET = re.compile(_CODE_FILE + r"$")
+
+
+def _in_file(target: str, test_id: str) -> bool:
+    """Whether `test_id` is a test of the file `target` by its module (unittest's ids)."""
+    return bool(_FILE_TARGET.match(target)) and file_of_test(test_id, [target]) is not None
 
 
 def _listing(tests: Sequence[str], cap: int = 10) -> str:

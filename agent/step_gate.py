@@ -24,6 +24,7 @@ from agent.gate import (
 from agent.llm.binary import run_binary_judgment
 from agent.models import AttemptRecord, ValidationResult
 from agent.run_context import StepState
+from agent.source_tests import with_tests_of
 from agent.treefiles import read_text_in_tree
 from agent.validation import run_validation
 from agent.workspace import scratch_tree
@@ -88,7 +89,7 @@ def _run_original(st: StepState, changes: Sequence[GateChange],
     """The test command over the new code with every changed gate file as it was at the
     step's base (files the step created are left out)."""
     worktree = st.rc.ws.worktree
-    files = {c.path: git.read_file(worktree, st.base, c.path) for c in changes}
+    files = {c.path: _original(worktree, st.base, c) for c in changes}
     with scratch_tree(worktree, files, parent=st.rc.runtime.work_dir / "scratch") as tree:
         original = run_validation(tree, st.rc.config.testing, environ=st.rc.runtime.environ,
                                   timeout=st.rc.test_timeout, extras=False,
@@ -96,6 +97,18 @@ def _run_original(st: StepState, changes: Sequence[GateChange],
     st.rc.runtime.log.record_validation(st.task_run_id, original, attempt_id=attempt_id,
                                         kind="original")
     return original
+
+
+def _original(worktree: Path, base: str, change: GateChange) -> str | None:
+    """A changed gate file as the original run takes it: as it was at the step's base; for
+    tests inside a source file, the new code with the base's tests (the base's whole file when
+    either cannot be read: the step's code change is then not run, and cannot pass that way)."""
+    before = git.read_file(worktree, base, change.path)
+    if not change.tests_only or before is None:
+        return before
+    after = read_text_in_tree(worktree, change.path)
+    spliced = None if after is None else with_tests_of(after, before)
+    return before if spliced is None else spliced
 
 
 _TEST_CHANGE_SYSTEM = (

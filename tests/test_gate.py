@@ -45,6 +45,15 @@ from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
     ("docs/testimonials.md", None),
     ("pkg/ops_test.go", "test"),
     ("src/sum.test.js", "test"),
+    ("lib/calc-test.js", "test"),  # node --test's defaults
+    ("test-more.mjs", "test"),
+    ("docs/load-test.md", None),
+    (".npmrc", "runner_config"),  # script-shell=/bin/true: `npm test` exits 0
+    ("web/.yarnrc.yml", "runner_config"),
+    (".cargo/config.toml", "runner_config"),  # a runner, an alias, rustflags
+    ("crates/calc/.cargo/config", "runner_config"),
+    ("config.toml", None),
+    ("src/lib.rs", None),  # its tests inside it count: see gate_changes
     ("calc/ops.py", None),
     ("pyproject.toml", None),
     ("docs/cra.toml", None),
@@ -278,3 +287,71 @@ def test_only_files_that_may_be_gate_files_can_change_the_gate(path: str) -> Non
 def test_a_sectioned_file_nested_past_the_stack_counts_as_changed_whole() -> None:
     deep = '{"scripts": {"test": "x"}, "a": ' + "[" * 100_000 + "]" * 100_000 + "}"
     assert sections_of("package.json", deep) == deep
+
+
+# --- Rust: tests inside source files, Cargo.toml ---------------------------------------------
+
+LIB_RS = """pub fn mul(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn muls() {
+        assert_eq!(mul(2, 3), 6);
+    }
+}
+"""
+FIXED_RS = LIB_RS.replace("    a + b", "    a * b")
+
+
+def test_a_fix_beside_a_rust_files_tests_is_no_gate_change() -> None:
+    assert gate_changes({"src/lib.rs": (LIB_RS, FIXED_RS)}, "cargo test") == []
+
+
+def test_a_change_to_a_rust_files_tests_is_a_test_change_of_that_file_only() -> None:
+    weakened = FIXED_RS.replace("mul(2, 3), 6", "mul(2, 3), 5")
+    [change] = gate_changes({"src/lib.rs": (LIB_RS, weakened)}, "cargo test")
+    assert (change.path, change.role, change.status, change.tests_only) == (
+        "src/lib.rs", "test", "modified", True)
+    assert may_be_gate_file("src/lib.rs", "cargo test")
+    # a new source file brings its own tests: welcome, and nothing to run the old way
+    assert gate_changes({"src/new.rs": (None, LIB_RS)}, "cargo test") == []
+
+
+@pytest.mark.parametrize("added", [
+    "[lib]\ntest = false\n", '[[test]]\nname = "it"\nharness = false\n',
+    "[features]\ndefault = []\n", "[profile.test]\nopt-level = 1\n",
+])
+def test_cargo_toml_counts_where_it_says_what_cargo_test_runs(added: str) -> None:
+    before = '[package]\nname = "calc"\nversion = "0.1.0"\n\n[dependencies]\n'
+    [change] = gate_changes({"Cargo.toml": (before, before + added)}, "cargo test")
+    assert change.role == "runner_config"
+    bumped = before.replace('"0.1.0"', '"0.1.1"') + 'serde = "1"\n'
+    assert gate_changes({"Cargo.toml": (before, bumped)}, "cargo test") == []
+
+
+def test_a_file_target_is_looked_for_only_among_ids_that_name_their_files() -> None:
+    cargo_red = run({"tests::muls": "failed", "it_adds": "passed"}, source="names")
+    cargo_green = run({"tests::muls": "passed", "it_adds": "passed"}, source="names")
+    assert judge(cargo_red, cargo_green, targets=["tests/it.rs", "tests::muls"]).passed
+    unittest_red = run({"tests.test_ops.OpsTest.test_mul": "failed"}, source="names")
+    unittest_green = run({"tests.test_ops.OpsTest.test_mul": "passed"}, source="names")
+    assert judge(unittest_red, unittest_green, targets=["tests/test_ops.py"]).passed
+    # pytest's ids name their files: a target file none of whose tests ran did not run
+    verdict = judge(RED, GREEN, targets=["tests/test_other.py"])
+    assert not verdict.passed and "did not run" in verdict.problems[0]
+
+
+def test_a_run_that_stopped_before_every_test_ran_never_passes() -> None:
+    stopped = "cargo test stopped at the first failing test target (--lib)"
+    red = run({"tests::muls": "failed", "tests::adds": "passed"}, source="names")
+    still_red = run({"tests::muls": "failed", "tests::adds": "passed"}, source="names")
+    assert judge(red, still_red).passed  # an old failure may remain …
+    partial = still_red.model_copy(update={
+        "report": still_red.report.model_copy(update={"incomplete": stopped})})
+    verdict = judge(red, partial)  # … but not when the targets after it never ran
+    assert not verdict.passed and verdict.problems == [f"not every test ran: {stopped}"]

@@ -125,6 +125,9 @@ def vocabulary(text: str) -> str:
     return " ".join(set(_VOCABULARY_WORD.findall(text)))
 
 
+_SCRIPT_SUFFIXES = frozenset({".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx"})
+
+
 def is_test_path(path: str) -> bool:
     """True for files that look like tests by folder or name in common conventions."""
     pure = PurePosixPath(path)
@@ -137,6 +140,9 @@ def is_test_path(path: str) -> bool:
         or lower in ("test", "tests")  # Django's app/tests.py
         or (name.endswith(".py") and lower.startswith("test"))  # unittest discovers test*.py
         or ".test." in name or ".spec." in name or stem.endswith(("Test", "Tests"))
+        # node --test's own defaults: calc-test.js, test-calc.mjs
+        or (pure.suffix in _SCRIPT_SUFFIXES
+            and (lower.endswith(("-test", "-spec")) or lower.startswith("test-")))
     )
 
 
