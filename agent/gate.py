@@ -354,8 +354,9 @@ def rejection_text(
     advice = (
         "\nThe existing tests define the expected behaviour. Do not delete, empty, skip, "
         "xfail or deselect them, and do not change test configuration (conftest.py, "
-        "pytest.ini, tox.ini, setup.cfg/pyproject.toml test sections, package.json scripts) "
-        "or cra.toml. Fix the source code so that the tests pass; adding new tests is welcome."
+        "pytest.ini, tox.ini, setup.cfg/pyproject.toml test sections, package.json scripts, "
+        "Cargo.toml's test parts, .cargo/config.toml) or cra.toml. Fix the source code so "
+        "that the tests pass; adding new tests is welcome."
     ) if original or weakened else ""
     return f"The test gate rejected your edits{where}:\n{listed}{advice}"
 
