@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Protocol
 
 from bot.checks import CHECK_CONCLUSION, best_effort
+from bot.limits import Refusal
 from bot.queue import INTERRUPTED
 from bot.render import replies
 from bot.services import Services
@@ -48,10 +49,9 @@ def answer(job: ReplyingJob) -> None:
 def _cancel_for_someone_else(job: ReplyingJob) -> None:
     """`/cra cancel` from someone who did not start the run: write access is required."""
     run, store, services = job.run, job.services.store, job.services
-    if not services.github.can_start_runs(run.repository, run.actor,
-                                          installation_id=run.installation_id):  # fmt: skip
-        job.comment(replies.refusal_text("permission", user=run.actor))
-        job.finish("rejected", error=f"{run.actor} lacks write permission")
+    if (refusal := permission_refusal(run, services)) is not None:
+        job.comment(refusal.text)
+        job.finish("rejected", error=refusal.error)
         return
     target, kind, status = run.related_run_id, "cancelled", ""
     before = None if target is None else store.get_run(target)
@@ -62,6 +62,21 @@ def _cancel_for_someone_else(job: ReplyingJob) -> None:
     job.comment(replies.refusal_text(kind, user=run.actor, run_id=target, status=status))
     job.finish("succeeded")
     _report_cancelled_now(job)
+
+
+def permission_refusal(run: Run, services: Services) -> Refusal | None:
+    """Why the run's actor may not start (or stop) runs, or None when GitHub says they may.
+    When GitHub could not say, nobody may, and the refusal says so instead of blaming them."""
+    actor, repo = run.actor, run.repository
+    access = services.github.run_access(repo, actor, installation_id=run.installation_id)
+    if access.verdict == "allowed":
+        return None
+    if access.verdict == "denied":
+        text = replies.refusal_text("permission", user=actor)
+        return Refusal(text=text, error=f"{actor} lacks write permission")
+    text = replies.refusal_text("permission_unchecked", user=actor, why=access.problem)
+    why = f"could not check {actor}'s permission on {repo}: {access.problem}; try again"
+    return Refusal(text=text, error=why)
 
 
 def cancel_reply(store: BotStore, active: Run, asked: bool) -> tuple[str, str]:

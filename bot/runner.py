@@ -24,7 +24,7 @@ from bot.liveness import Heartbeat, worker_name
 from bot.progress import ProgressReporter
 from bot.render import markdown as md
 from bot.render import pr, replies
-from bot.replying import REPLIES, answer, report_ended
+from bot.replying import REPLIES, answer, permission_refusal, report_ended
 from bot.repo_config import limited_config
 from bot.services import Services
 from bot.store import Run, RunStatus
@@ -104,17 +104,20 @@ class _Job:
         """Answer a reply run, or run the agent."""
         if self.run.command in REPLIES:
             answer(self)
-        elif self.run.source != "cli" and not self.gh.can_start_runs(
-            self.repo, self.run.actor, installation_id=self.inst
-        ):  # `cra-bot run` is started by the server's operator, not by a GitHub user
-            self.comment(replies.refusal_text("permission", user=self.run.actor))
-            self.finish("rejected", error=f"{self.run.actor} lacks write permission")
-        elif (refusal := self.over_concurrency_limit()) is not None:
+        elif (refusal := self.refusal()) is not None:
             self.comment(refusal.text)
             self.finish("rejected", error=refusal.error)
         else:
             self.react("eyes")
             self.agent_run()
+
+    def refusal(self) -> limits.Refusal | None:
+        """Why this run may not start: its requester's permission, then the limits."""
+        if self.run.source != "cli":  # `cra-bot run` is the operator's, not a GitHub user's
+            refusal = permission_refusal(self.run, self.services)
+            if refusal is not None:
+                return refusal
+        return self.over_concurrency_limit()
 
     def over_concurrency_limit(self) -> limits.Refusal | None:
         """A refusal when this run would make too many at once (CRA_MAX_RUNS_PER_*)."""

@@ -69,6 +69,14 @@ class PullInfo(_Model):
     state: str
 
 
+class RunAccess(_Model):
+    """May a user start runs: "allowed", "denied" by their role, or "unchecked" when GitHub
+    could not say (`problem`: its failure). Only "allowed" lets a run start (fail closed)."""
+
+    verdict: Literal["allowed", "denied", "unchecked"]
+    problem: str = ""
+
+
 def _role(data: Mapping[str, Any]) -> Role:
     """The role in a collaborator-permission answer (custom roles fall back to their base)."""
     for key in ("role_name", "permission"):
@@ -77,6 +85,11 @@ def _role(data: Mapping[str, Any]) -> Role:
             if value == role:
                 return role
     return "none"
+
+
+def _permission_action(repo: str, user: str) -> str:
+    """How errors and retries of a permission lookup name it."""
+    return f"permission of {user} on {repo}"
 
 
 def _opt(value: str | None) -> Opt[str]:
@@ -142,17 +155,22 @@ class GitHubAPI:
             _, data = gh.requester.requestJsonAndCheck("GET", path)
             return _role(data)
         try:
-            return self._call(installation_id, f"permission of {user} on {repo}", op)
+            return self._call(installation_id, _permission_action(repo, user), op)
         except NotFound:
             return "none"
 
-    def can_start_runs(self, repo: str, user: str, *, installation_id: int | None) -> bool:
-        """Whether `user` is admin, maintain or write on `repo`; any failure denies."""
+    def run_access(self, repo: str, user: str, *, installation_id: int | None) -> RunAccess:
+        """Whether `user` may start runs on `repo` (admin, maintain or write): "allowed",
+        "denied", or "unchecked" with GitHub's failure when it could not say."""
+        action = _permission_action(repo, user)
         try:
-            return self.permission(repo, user, installation_id=installation_id) in RUN_ROLES
-        except Exception as exc:  # fail closed: whatever went wrong, nobody starts a run
-            log.warning("permission check of %s on %s failed, denying: %s", user, repo, exc)
-            return False
+            role = self.permission(repo, user, installation_id=installation_id)
+        except GitHubError as exc:
+            log.warning("denying: %s", exc)
+            return RunAccess(verdict="unchecked", problem=str(exc).removeprefix(f"{action}: "))
+        except ValueError as exc:  # not an owner/name repository
+            return RunAccess(verdict="unchecked", problem=str(exc))
+        return RunAccess(verdict="allowed" if role in RUN_ROLES else "denied")
 
     # --- reading -------------------------------------------------------------------------------
 

@@ -133,6 +133,13 @@ def refusal_text(kind: str, **facts: object) -> str:
     texts: dict[str, Callable[[], str]] = {
         "permission": lambda: (f"{user}only" if user else "Only")
         + " people with write access can start cra runs here.",
+        "permission_unchecked": lambda: (
+            (f"{user}cra" if user else "cra")
+            + " could not check your permission on this repository "
+            f"({md.line(_fact(facts, 'why') or 'no answer', 300)}), so it did not act on this. "
+            "Try again in a few minutes; if it keeps happening, a repository admin should check "
+            "cra's installation."
+        ),
         "fork": lambda: ("cra can't push to forks, so it can't work on this pull request. "
                          "Push the branch to this repository, or run cra on an issue instead."),
         "busy": lambda: _busy(facts),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from agent.errors import GitError
 from agent.git import add_worktree
 from agent.remotes import mirror_sync, push_branch
 from bot.errors import GitHubError, NotFound, PermissionDenied
-from bot.github.api import GitHubAPI, IssueInfo, PullInfo
+from bot.github.api import GitHubAPI, IssueInfo, PullInfo, RunAccess
 from bot.github.tokens import AppTokens, StaticToken
 from tests.fakes.github_server import FakeGitHub, ManualClock
 from tests.fakes.repos import (
@@ -169,29 +170,78 @@ def test_permission_of_a_non_collaborator_is_none(api: GitHubAPI, inst: int) -> 
     assert api.permission(REPO, "mallory", installation_id=inst) == "none"
 
 
-@pytest.mark.parametrize(("role", "allowed"), [("admin", True), ("maintain", True),
-                                               ("write", True), ("triage", False),
-                                               ("read", False), ("none", False)])
-def test_only_writers_start_runs(gh: FakeGitHub, api: GitHubAPI, inst: int, role: str,
-                                 allowed: bool) -> None:
+@pytest.mark.parametrize(
+    ("role", "verdict"),
+    [
+        ("admin", "allowed"),
+        ("maintain", "allowed"),
+        ("write", "allowed"),
+        ("triage", "denied"),
+        ("read", "denied"),
+        ("none", "denied"),
+    ],
+)
+def test_only_writers_start_runs(
+    gh: FakeGitHub, api: GitHubAPI, inst: int, role: str, verdict: str
+) -> None:
     gh.set_permission(REPO, "alice", role)
-    assert api.can_start_runs(REPO, "alice", installation_id=inst) is allowed
+    assert api.run_access(REPO, "alice", installation_id=inst) == RunAccess(verdict=verdict)
 
 
-def test_can_start_runs_fails_closed_on_errors(gh: FakeGitHub, api: GitHubAPI,
-                                               inst: int) -> None:
+def test_a_non_collaborator_is_denied(api: GitHubAPI, inst: int) -> None:
+    assert api.run_access(REPO, "mallory", installation_id=inst).verdict == "denied"
+
+
+def test_a_failed_permission_lookup_is_unchecked_with_githubs_answer(
+    gh: FakeGitHub, api: GitHubAPI, inst: int, sleeps: Sleeps
+) -> None:
     gh.set_permission(REPO, "alice", "admin")
     gh.fail_next("GET", r"/permission$", 500, times=10)
 
-    assert api.can_start_runs(REPO, "alice", installation_id=inst) is False
+    access = api.run_access(REPO, "alice", installation_id=inst)
+
+    assert access == RunAccess(verdict="unchecked", problem="GitHub answered 500: Server Error")
+    assert sleeps.calls == [1.0, 2.0, 4.0]
 
 
-def test_can_start_runs_fails_closed_without_access(gh: FakeGitHub, api: GitHubAPI) -> None:
+def test_a_permission_lookup_the_app_may_not_make_is_unchecked(
+    gh: FakeGitHub, api: GitHubAPI, inst: int
+) -> None:
+    gh.set_permission(REPO, "alice", "admin")
+    gh.fail_next(
+        "GET", r"/permission$", 403, body={"message": "Resource not accessible by integration"}
+    )
+
+    access = api.run_access(REPO, "alice", installation_id=inst)
+
+    assert access == RunAccess(
+        verdict="unchecked", problem="GitHub answered 403: Resource not accessible by integration"
+    )
+
+
+def test_an_unreachable_github_leaves_the_permission_unchecked(
+    sleeps: Sleeps, clock: ManualClock
+) -> None:
+    with socket.socket() as closed:  # a port nothing listens on once it is closed
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    api = GitHubAPI(url, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+
+    access = api.run_access(REPO, "alice", installation_id=None)
+
+    assert access.verdict == "unchecked" and access.problem.startswith("ConnectionError: ")
+    assert sleeps.calls == [1.0, 2.0, 4.0]
+
+
+def test_run_access_fails_closed_without_access(gh: FakeGitHub, api: GitHubAPI) -> None:
     gh.set_permission(REPO, "alice", "admin")
     gh.add_installation(5, repositories=("acme/other",))
 
-    assert api.can_start_runs(REPO, "alice", installation_id=5) is False
-    assert api.can_start_runs("not a repo", "alice", installation_id=5) is False
+    assert api.run_access(REPO, "alice", installation_id=5).verdict == "denied"  # 404
+    assert api.run_access("not a repo", "alice", installation_id=5) == RunAccess(
+        verdict="unchecked", problem="not an owner/name repository: 'not a repo'"
+    )
 
 
 # --- reading ---------------------------------------------------------------------------------

@@ -514,6 +514,17 @@ def test_permission_refusal_addresses_the_user() -> None:
         "@octocat, only people with write access can start cra runs here.")
 
 
+def test_an_unchecked_permission_is_not_blamed_on_the_user() -> None:
+    text = refusal_text(
+        "permission_unchecked", user="octocat", why="GitHub answered 500: *Server* Error"
+    )
+    assert text.startswith(
+        "@octocat, cra could not check your permission on this repository "
+        "(GitHub answered 500: \\*Server\\* Error), so it did not act"
+    )
+    assert "Try again" in text and "write access" not in text
+
+
 def test_a_crafted_login_is_never_mentioned() -> None:
     text = refusal_text("permission", user="everyone @all")
     assert text == "Only people with write access can start cra runs here."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from agent.models import PlanStep, RunEvent
 from bot.progress import ProgressReporter
 from bot.repo_config import effective_config
 from bot.settings import BotSettings
-from bot.task import build_task, clean_text
+from bot.task import build_task, clean_text, literal
 
 
 def write(root: Path, text: str) -> Path:
@@ -38,6 +39,23 @@ def test_task_marks_each_source_and_keeps_it_data() -> None:
     assert "The pull request says:\nsee mul" in task
     assert "Extra instructions from the requester:\nkeep it small" in task
     assert "Review comments:\n- nit: name" in task and "secret" not in task
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "docs/<!--draft.md",
+        "a\u200bb\u202e.py",
+        "x\U000e0041\u2028y",
+        "tab\there\r\n",
+        "<!-- -->",
+        "é/中.py",
+    ],
+)
+def test_a_literal_names_text_exactly_and_cleaning_leaves_it_whole(name: str) -> None:
+    shown = literal(name)
+    assert json.loads(shown) == name
+    assert clean_text(shown) == shown and "<" not in shown
 
 
 def test_repository_config_gets_the_servers_endpoints(tmp_path: Path) -> None:

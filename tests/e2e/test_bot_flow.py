@@ -17,6 +17,7 @@ from tests.fakes.model_server import RecordedRequest, Reply, ScriptedModelServer
 from tests.fakes.repos import git_in
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
+NOT_ACCESSIBLE = {"message": "Resource not accessible by integration"}  # a 403 of the App's
 
 
 
@@ -135,6 +136,25 @@ def test_commenter_without_write_permission_gets_a_polite_reply_and_no_run(
     replies = [c.body for c in world.fake.comments(REPO, 1) if c.user.login == world.fake.bot_login]
     assert len(replies) == 1 and "write access" in replies[0]
     assert world.fake.pulls(REPO) == []
+
+
+def test_a_failed_permission_check_refuses_the_run_and_says_why_not_the_user(
+    world: BotWorld,
+) -> None:
+    world.fake.fail_next("GET", r"/collaborators/.*/permission$", 403, body=NOT_ACCESSIBLE)
+
+    run = world.run(world.comment("/cra solve", number=1))
+
+    assert run.status == "rejected"
+    assert run.error == (
+        f"could not check {OWNER}'s permission on {REPO}: GitHub answered "
+        "403: Resource not accessible by integration; try again"
+    )
+    assert world.models.requests == [] and world.fake.pulls(REPO) == []
+    [reply] = [c.body for c in world.fake.comments(REPO, 1) if c.user.login == world.fake.bot_login]
+    assert reply.startswith(f"@{OWNER}, cra could not check your permission on this repository")
+    assert "Resource not accessible by integration" in reply and "Try again" in reply
+    assert "write access" not in reply
 
 
 def test_the_same_delivery_twice_makes_one_run(world: BotWorld) -> None:
@@ -301,6 +321,27 @@ def test_cancel_from_someone_without_write_access_is_refused(world: BotWorld) ->
     refusal = world.services.store.get_run(cancel.get_json()["run_id"])
     assert run is not None and run.status == "succeeded" and not run.cancel_requested
     assert refusal is not None and refusal.status == "rejected"
+
+
+def test_a_cancel_whose_permission_check_fails_is_refused_and_says_why(world: BotWorld) -> None:
+    world.script_fix(plan_delay=2.0)
+    started = world.label_issue()
+    assert started.status_code == 202
+    world.fake.fail_next("GET", r"/collaborators/stranger/permission$", 403, body=NOT_ACCESSIBLE)
+
+    cancel = world.comment("/cra cancel", number=1, user="stranger")
+
+    assert cancel.status_code == 202
+    world.wait()
+    run = world.services.store.get_run(started.get_json()["run_id"])
+    refusal = world.services.store.get_run(cancel.get_json()["run_id"])
+    assert run is not None and run.status == "succeeded" and not run.cancel_requested
+    assert refusal is not None and refusal.status == "rejected"
+    assert refusal.error is not None and refusal.error.startswith(
+        f"could not check stranger's permission on {REPO}: GitHub answered 403"
+    )
+    replies = [c.body for c in world.fake.comments(REPO, 1) if c.body.startswith("@stranger")]
+    assert len(replies) == 1 and "could not check your permission" in replies[0]
 
 
 def test_an_empty_repository_gets_a_reply_saying_so_and_no_model_call(world: BotWorld) -> None:
