@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -37,6 +38,21 @@ def _visible(ch: str) -> bool:
         return False
     code = ord(ch)
     return not any(low <= code <= high for low, high in VARIATION_SELECTORS)
+
+
+def literal(text: str) -> str:
+    """`text` as a JSON string that names it exactly and that visible_text leaves whole: its
+    hidden characters, line breaks and every "<" (which could open an HTML comment) written
+    as escapes."""
+    return "".join(
+        ch if _visible(ch) and ch not in "<\u2028\u2029" else _escape(ch)
+        for ch in json.dumps(text, ensure_ascii=False)
+    )
+
+
+def _escape(ch: str) -> str:
+    """A character as JSON's \\u escape (a surrogate pair beyond the BMP)."""
+    return "\\u003c" if ch == "<" else json.dumps(ch)[1:-1]
 
 
 def clean_text(text: str | None, *, limit: int = _MAX_SECTION) -> str:

@@ -10,13 +10,18 @@ from typing import Any, Literal, TypeGuard
 from agent.models import Record
 from bot.errors import MalformedDelivery
 from bot.render.replies import refusal_text
-from bot.task import shown_characters, visible_text
+from bot.task import literal, shown_characters, visible_text
 from bot.webhooks import Event, dig
 
 Command = Literal["solve", "plan", "cancel", "help", "refuse"]
 Source = Literal["label", "comment", "dispatch", "cli"]
 MAX_INSTRUCTIONS = 4000
-COMMAND_LINE = re.compile(r"^ {0,3}/cra(?:[ \t]+(?P<rest>.*))?$", re.IGNORECASE)
+MAX_PATH = 300  # characters of a review comment's path named with its instructions
+# What separates a command line's words: a space as it renders — a tab, a no-break space (what
+# Option+Space types on a Mac), the typographic and ideographic spaces; not U+1680, which shows
+# as a dash. Indentation stays ASCII spaces: four of them make code.
+BLANK = "[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]"
+COMMAND_LINE = re.compile(rf"^ {{0,3}}/cra(?:{BLANK}+(?P<rest>.*))?$", re.IGNORECASE)
 # A fenced code block opens with 3+ backticks or tildes (after a list item's marker too) and
 # closes with a run of the same character at least as long; a <pre> block with </pre>.
 FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)*)"
@@ -169,11 +174,19 @@ def _on_review_comment(event: Event, options: RouteOptions) -> Trigger | None:
     pull = _open_item(event.payload, "pull_request")
     if pull is None:
         return None
-    where = ""
-    path, line = dig(event.payload, "comment", "path"), dig(event.payload, "comment", "line")
-    if isinstance(path, str) and path:
-        where = f"(a review comment on {path}" + (f", line {line}" if _is_int(line) else "") + ")"
+    where = _review_location(event.payload)
     return _command(event, options, pull, is_pull_request=True, where=where)
+
+
+def _review_location(payload: Mapping[str, Any]) -> str:
+    """`(a review comment on "PATH", line N)`, "" without a path. The path is a literal that
+    names the file exactly and that the task's cleaning leaves whole (it is GitHub's, not
+    instructions: a '<!--' or a zero-width character in it is part of the name)."""
+    path, line = dig(payload, "comment", "path"), dig(payload, "comment", "line")
+    if not isinstance(path, str) or not path:
+        return ""
+    name = literal(path[:MAX_PATH]) + ("…" if len(path) > MAX_PATH else "")
+    return f"(a review comment on {name}" + (f", line {line}" if _is_int(line) else "") + ")"
 
 
 @router.register("pull_request_review", action="submitted")
@@ -206,8 +219,8 @@ def _command(event: Event, options: RouteOptions, item: Mapping[str, Any], *,
     if command in ("solve", "plan") and dig(event.payload, text, "author_association") in OUTSIDERS:
         command, instructions = "refuse", ""
         reply = refusal_text("permission", user=event.sender_login or "")
-    if where and command in ("solve", "plan"):
-        instructions = clean_instructions(f"{where} {instructions}")
+    if where and command in ("solve", "plan"):  # the instructions are clean already
+        instructions = f"{where} {instructions}".rstrip()
     return _trigger(event, item, command=command, source="comment", instructions=instructions,
                     reply=reply, comment_id=comment_id, is_pull_request=is_pull_request)
 
