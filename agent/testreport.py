@@ -392,24 +392,13 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
     lines = _lines(output)
     named = _outcomes(lines)
     summary = _summary(lines)
-    incomplete = _incomplete(summary[0] if summary else None, lines)
-    if summary is not None and summary[0] in ("tap", "node") and counts_of(named) == summary[1]:
-        return TestReport(
-            source="names",
-            runner=summary[0],
-            counts=summary[1],
-            outcomes=named,
-            incomplete=incomplete,
-        )
     listed = bool(named) and any(o != "failed" for o in named.values())
     if summary is not None and (summary[0] != "go" or not listed):
-        return TestReport(
-            source="summary",
-            runner=summary[0],
-            counts=summary[1],
-            outcomes=named,
-            incomplete=incomplete,
-        )
+        runner, counts = summary
+        # TAP and node's reporters list every test: named, when the names add up to the counts
+        every = runner in ("tap", "node") and counts_of(named) == counts
+        return TestReport(source="names" if every else "summary", runner=runner, counts=counts,
+                          outcomes=named, incomplete=_incomplete(runner, lines))  # fmt: skip
     if listed:  # every test named with its outcome (go test -v, cargo, unittest -v …)
         return TestReport(source="names", counts=counts_of(named), outcomes=named)
     return TestReport(source="none", outcomes=named)
