@@ -24,7 +24,7 @@ from agent.gate import (
 from agent.llm.binary import run_binary_judgment
 from agent.models import AttemptRecord, ValidationResult
 from agent.run_context import StepState
-from agent.source_tests import with_tests_of
+from agent.source_tests import may_hold_tests, with_tests_of
 from agent.treefiles import read_text_in_tree
 from agent.validation import run_validation
 from agent.workspace import scratch_tree
@@ -34,7 +34,7 @@ def gate_attempt(st: StepState, attempt: AttemptRecord, attempt_id: int) -> None
     """Judge the attempt's test run; when its edits touch the gate files, the base commit's
     gate files also run against the new code, in a scratch copy of the worktree."""
     assert attempt.validation is not None
-    changes = gate_changes(_changed_texts(st, attempt), st.rc.config.testing.test_command)
+    changes = changed_gate_files(st, attempt)
     declared = _Declared(st, changes, attempt.unified_diff)
     verdict = judge(st.rc.accepted, attempt.validation, baseline=st.rc.baseline,
                     targets=st.targets, allowed=declared)
@@ -54,6 +54,11 @@ def gate_attempt(st: StepState, attempt: AttemptRecord, attempt_id: int) -> None
         attempt.error_info = rejection_text(verdict.problems, original=on_original,
                                             weakened=attempt.gate.weakened or bool(changes))
         st.rc.runtime.log.update_attempt(attempt_id, error_info=attempt.error_info)
+
+
+def changed_gate_files(st: StepState, attempt: AttemptRecord) -> list[GateChange]:
+    """The gate files the attempt's edits changed (tests, test configuration)."""
+    return gate_changes(_changed_texts(st, attempt), st.rc.config.testing.test_command)
 
 
 def _changed_texts(st: StepState,
@@ -133,11 +138,17 @@ class _Declared:
         self._asks: bool | None = None
 
     def __call__(self, test_id: str) -> bool:
-        if not self.files or (test_id and file_of_test(test_id, self.files) is None):
+        if not self.files or (test_id and not self._may_be_in_files(test_id)):
             return False
         if self._asks is None:
             self._asks = self._ask()
         return self._asks
+
+    def _may_be_in_files(self, test_id: str) -> bool:
+        """Whether the test may be one of the changed files': placed by its id, or any test
+        when one of them holds tests inside its code (a Rust id names no file)."""
+        return (file_of_test(test_id, self.files) is not None
+                or any(may_hold_tests(path) for path in self.files))
 
     def _ask(self) -> bool:
         client = self.st.rc.client("classifier", task_run_id=self.st.task_run_id)

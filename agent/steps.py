@@ -27,7 +27,7 @@ from agent.models import (
 )
 from agent.retrieval.scan import is_test_path
 from agent.run_context import RunContext, StepState
-from agent.step_gate import file_diffs, gate_attempt
+from agent.step_gate import changed_gate_files, file_diffs, gate_attempt
 from agent.validation import run_validation
 
 AUTHOR_NAME = "cra"
@@ -201,7 +201,8 @@ def _tests_changed(st: StepState, attempt: AttemptRecord) -> list[TestChange]:
     if verdict is None or not verdict.changed_tests:
         return []
     diffs = file_diffs(attempt.unified_diff)
-    files = [f for f in diffs if is_test_path(f)]
+    in_code = {c.path for c in changed_gate_files(st, attempt) if c.tests_only}
+    files = [f for f in diffs if is_test_path(f) or f in in_code]  # tests inside a source file
     unplaced = [t for t in verdict.changed_tests if file_of_test(t, files) is None]
     changes = []
     for path in files:

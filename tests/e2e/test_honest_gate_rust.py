@@ -90,10 +90,11 @@ def rust_toolchain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CARGO_HOME", os.environ.get("CARGO_HOME", str(home / ".cargo")))
 
 
-def solve(tmp: Path, server: ScriptedModelServer) -> tuple[int, Path]:
+def solve(tmp: Path, server: ScriptedModelServer, task: str = "tests::muls fails: fix mul", *,
+          lib: str = LIB_RS) -> tuple[int, Path]:
     repo = tmp / "crate"
     init_repo(repo)
-    write_files(repo, {"Cargo.toml": CARGO_TOML, "src/lib.rs": LIB_RS,
+    write_files(repo, {"Cargo.toml": CARGO_TOML, "src/lib.rs": lib,
                        ".gitignore": "/target\nCargo.lock\n"})
     git_in(repo, "add", "--all")
     git_in(repo, "commit", "--quiet", "--no-verify", "-m", "A calc crate")
@@ -104,7 +105,7 @@ def solve(tmp: Path, server: ScriptedModelServer) -> tuple[int, Path]:
         + f"[testing]\ntest_command = {json.dumps(COMMAND)}\ntimeout = 300\n"
         'env = ["RUSTUP_HOME", "CARGO_HOME"]\n'
         '[retrieval]\nstages = []\n')  # fmt: skip
-    code = main(["--data-dir", str(tmp / "data"), "solve", "tests::muls fails: fix mul",
+    code = main(["--data-dir", str(tmp / "data"), "solve", task,
                  "--repo", str(repo), "--config", str(config), "--sandbox", "none"])
     return code, repo
 
@@ -153,3 +154,27 @@ def test_a_rust_fix_that_adds_a_test_to_the_files_test_module_passes(
     assert not any(r.stage == "implement_retry" for r in server.requests)
     _, lib = branch_diff(repo)
     assert lib == LIB_RS.replace(BUG, FIXED).replace(MUL_TEST, new_test)
+
+
+@requires_cargo
+def test_a_rust_task_that_asks_to_change_tested_behaviour_succeeds_with_its_test_change_listed(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixed = LIB_RS.replace(BUG, FIXED)
+    script_plan(server, "Make add return a + b + 1, and update its test", ["src/lib.rs"],
+                changes_tests=True)
+    server.script("implement", edit("src/lib.rs", "    a + b\n}", "    a + b + 1\n}") + "\n"
+                  + edit("src/lib.rs", "assert_eq!(add(2, 3), 5);", "assert_eq!(add(2, 3), 6);"))
+    server.script("gate_test_change", "yes")
+
+    code, repo = solve(tmp_path, server, "add(a, b) must return a + b + 1 from now on; update "
+                       "its test to expect that", lib=fixed)
+    out = capsys.readouterr().out
+
+    assert code == 0, out
+    assert "status: complete" in out
+    assert "Tests changed" in out and "tests::adds" in out
+    [question] = [r for r in server.requests if r.stage == "gate_test_change"]
+    assert "add(a, b) must return a + b + 1" in question.user_prompt
+    _, lib = branch_diff(repo)
+    assert "a + b + 1" in lib and "assert_eq!(add(2, 3), 6);" in lib
