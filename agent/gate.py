@@ -302,7 +302,8 @@ def _targets(
     seen = [*current.passing_tests,
             *(t for t, o in current.report.outcomes.items() if o == "passed")]
     listed = current.report.source in LISTING_SOURCES or bool(seen)
-    by_file = any(_FILE_ID.match(s) for s in seen)
+    named = [*seen, *current.failing_tests, *current.report.outcomes]
+    by_file = any(_FILE_ID.match(test) for test in named)  # the runner names files in its ids
     missing = [t for t in targets if listed and t not in failing
                and not any(names(t, s) or _in_file(t, s) for s in seen)
                and (by_file or not _FILE_TARGET.match(t))]

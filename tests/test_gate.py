@@ -344,6 +344,9 @@ def test_a_file_target_is_looked_for_only_among_ids_that_name_their_files() -> N
     # pytest's ids name their files: a target file none of whose tests ran did not run
     verdict = judge(RED, GREEN, targets=["tests/test_other.py"])
     assert not verdict.passed and "did not run" in verdict.problems[0]
+    all_red = run({ADD: "failed", SUB: "failed", MUL: "failed"})
+    verdict = judge(all_red, all_red, baseline=all_red, targets=["tests/test_other.py"])
+    assert not verdict.passed and "did not run" in verdict.problems[0]
 
 
 def test_a_run_that_stopped_before_every_test_ran_never_passes() -> None:
