@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Literal
 
-from agent import git, gitfiles
+from agent import git, gitfiles, netblock
 from agent.sandbox import (
     ENV_MOUNT,
     INSTALL_HINT,
@@ -282,7 +282,8 @@ def _resolv_conf() -> tuple[list[str], list[int]]:
 class _Slirp:
     """slirp4netns connecting a sandbox's network namespace to the world through the worker's:
     outbound connections and DNS, never the host's loopback (`--disable-host-loopback`), where
-    the bot's own services listen (its database, Redis, a local model server)."""
+    the bot's own services listen (its database, Redis, a local model server), nor the cloud's
+    metadata addresses (agent.netblock)."""
 
     def __init__(self, program: str, *, join_userns: bool) -> None:
         self._program, self._join_userns = program, join_userns
@@ -299,12 +300,17 @@ class _Slirp:
             raise SandboxUnavailable(f"the sandbox's network namespace: {exc}") from exc
         try:
             link, said = self._try(namespaces, deadline)
+            refused = None if link is None else netblock.block(*namespaces)
         finally:
             for fd in namespaces:
                 os.close(fd)
         if link is None:
             raise SandboxUnavailable(f"slirp4netns did not connect the sandbox's network: "
                                      f"{said or 'no answer in time'}")
+        if refused is not None:
+            link.close()
+            raise SandboxUnavailable("could not keep the sandbox's network off the cloud's "
+                                     f"metadata addresses: {refused}")
         return link
 
     def _namespaces(self, init: int, net_namespace: int | None) -> list[int]:

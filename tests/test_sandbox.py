@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from agent import netblock
 from agent.bwrap import BwrapSandbox, _Slirp, build_sandbox
 from agent.config import TestingConfig
 from agent.sandbox import (
@@ -219,6 +220,27 @@ def test_a_command_allowed_the_network_still_never_reaches_the_hosts_loopback(
     result = run_command(connect_command(host, listener), tmp_path, sandbox=bwrap(), timeout=30,
                          env={"PATH": PATH}, max_output_chars=5000, network=True)
     assert result.exit_code != 0 and "connected" not in result.output, result.output
+
+
+def test_a_command_allowed_the_network_never_reaches_the_clouds_metadata(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    """169.254.169.254 hands a cloud machine's credentials to whoever asks: the setup step's
+    network has it unreachable, and the command cannot take that route away."""
+    if not slirp_installed():
+        pytest.skip("slirp4netns is not installed; .ci/run installs it")
+    script = (f"{connect_command('169.254.169.254', 80)}; "
+              "ip route del unreachable 169.254.0.0/16 2>/dev/null || echo route-kept")
+    result = run_command(script, tmp_path, sandbox=bwrap(), timeout=30, env={"PATH": PATH},
+                         max_output_chars=5000, network=True)
+    assert "No route to host" in result.output and "connected" not in result.output.split()
+    assert "route-kept" in result.output, result.output
+
+
+def test_a_namespace_that_cannot_be_joined_is_said() -> None:
+    with open(os.devnull) as null:
+        said = netblock.block(null.fileno())
+    assert said is not None and said.startswith("joining the namespace: "), said
 
 
 def test_a_network_that_cannot_be_connected_is_reported_and_the_command_never_runs(
