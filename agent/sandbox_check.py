@@ -32,7 +32,10 @@ SHARED_NETWORK = (
     "a command given the network (the setup step) shares this machine's, loopback included: "
     "what listens there (the database, Redis, a model server) is within its reach"
 )
-_NETWORK_PROBE = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | grep -v '^lo$'\n"
+_NETWORK_PROBE = ("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | grep -v '^lo$'\n"
+                  # 169.254.0.0/16 routed unreachable (agent.netblock)
+                  "awk '$2 == \"0000FEA9\" && $8 == \"0000FFFF\" && $4 == \"0201\" "
+                  "{ print \"metadata-unreachable\" }' /proc/net/route\n")
 
 
 def self_check(sandbox: Sandbox, *, data_dir: Path) -> list[str]:
@@ -66,13 +69,18 @@ def _network_fact(sandbox: Sandbox, tree: Path) -> list[str]:
         return [SHARED_NETWORK]
     result = run_command(_NETWORK_PROBE, tree, sandbox=sandbox, timeout=60, network=True,
                          env={"PATH": "/usr/bin:/bin"}, max_output_chars=4000)
-    if result.exit_code != 0 or result.output.split() != ["tap0"]:
+    if result.exit_code == 0 and result.output.split() == ["tap0"]:
+        raise SandboxUnavailable(
+            "a command given the network reaches the cloud's metadata addresses "
+            "(169.254.0.0/16 is not unreachable in its namespace); set CRA_SANDBOX_NETWORK=false "
+            "until that is fixed")
+    if result.exit_code != 0 or result.output.split() != ["tap0", "metadata-unreachable"]:
         raise SandboxUnavailable(
             f"slirp4netns did not give a command the network: {result.output.strip()[-300:]}; "
             "fix it, uninstall it (commands with the network then share this machine's), or "
             "set CRA_SANDBOX_NETWORK=false")
     return ["a command given the network (the setup step) has its own, through slirp4netns: "
-            "not this machine's loopback"]
+            "not this machine's loopback, nor the cloud's metadata addresses"]
 
 
 def _failure(output: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agent import netblock
 from agent.bwrap import BwrapSandbox
 from agent.doctor_checks import check_sandbox as doctor_sandbox
 from agent.sandbox import NoSandbox, SandboxLimits
@@ -71,7 +72,7 @@ def test_an_unknown_sandbox_is_a_settings_error(monkeypatch: pytest.MonkeyPatch)
 
 
 OWN_NETWORK = ("a command given the network (the setup step) has its own, through slirp4netns: "
-               "not this machine's loopback")
+               "not this machine's loopback, nor the cloud's metadata addresses")
 
 
 def test_the_self_check_proves_what_the_sandbox_confines(
@@ -97,6 +98,17 @@ def test_without_slirp4netns_the_shared_network_is_said_and_the_doctor_warns(
     closed = replace(shared, allow_network=False)  # nothing gets the network: nothing to say
     assert [f.status for f in doctor_sandbox(lambda: closed, tmp_path / "w2", "CRA_SANDBOX")
             ] == ["ok"]
+
+
+def test_the_self_check_refuses_a_network_that_reaches_the_clouds_metadata(
+    visible_dir: Path, bwrap: MakeBwrap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not slirp_installed():
+        pytest.skip("slirp4netns is not installed; .ci/run installs it")
+    monkeypatch.setattr(netblock, "block", lambda *_, **__: None)  # connected, nothing routed
+    config = settings(visible_dir)
+    with pytest.raises(SettingsError, match="reaches the cloud's metadata addresses"):
+        check_sandbox(config, build_bot_sandbox(config, {"HOME": str(visible_dir)}))
 
 
 def test_the_self_check_refuses_a_sandbox_that_shows_the_data_directory(
