@@ -61,14 +61,10 @@ _NOT_RUN: tuple[tuple[re.Pattern[str], TestOutcome], ...] = (
     (re.compile(r"^XFAIL (?P<id>\S+::\S+)"), "xfailed"),  # pytest -rA
     (re.compile(r"^XPASS (?P<id>\S+::\S+)"), "xpassed"),
     (re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. skipped\b"), "skipped"),
-    (
-        re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. expected failure$"),
-        "xfailed",
-    ),
-    (
-        re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. unexpected success$"),
-        "xpassed",
-    ),
+    (re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. expected failure$"),
+     "xfailed"),
+    (re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. unexpected success$"),
+     "xpassed"),
     (re.compile(r"^\s*--- SKIP: (?P<id>\S+) \("), "skipped"),  # go test -v
     (re.compile(r"^test (?P<id>.+?) \.\.\. ignored\b"), "skipped"),  # cargo test
 )
@@ -99,30 +95,26 @@ def _parse(lines: list[str], patterns: Iterable[re.Pattern[str]]) -> list[str]:
     return list(found)
 
 
-def parse_failing_tests(output: str) -> list[str]:
-    """Failing test ids in pytest, unittest, go test, cargo test, jest, vitest, node and TAP
-    output."""
+def named_tests(output: str) -> tuple[list[str], list[str]]:
+    """The failing and the passing test ids the output names (pytest, unittest, go test, cargo
+    test, jest, vitest, node and TAP), read in one pass."""
     lines = _lines(output)
-    listed = _listed(lines)
-    if listed is not None:
-        return [test for test, outcome in listed.items() if outcome in ("failed", "error")]
-    return _parse(lines, _FAILING)
+    listed = _listed(lines, _runner(lines))
+    if listed is None:
+        return _parse(lines, _FAILING), _parse(lines, _PASSING)
+    return ([test for test, outcome in listed.items() if outcome in ("failed", "error")],
+            [test for test, outcome in listed.items() if outcome == "passed"])  # fmt: skip
 
 
-def parse_passing_tests(output: str) -> list[str]:
-    """Passing test ids in the same runners' output (where the runner lists them)."""
-    lines = _lines(output)
-    listed = _listed(lines)
-    if listed is not None:
-        return [test for test, outcome in listed.items() if outcome == "passed"]
-    return _parse(lines, _PASSING)
+def _runner(lines: list[str]) -> str | None:
+    """The runner whose summary the output ends with, or None."""
+    summary = _summary(lines)
+    return summary[0] if summary else None
 
 
-def _listed(lines: list[str]) -> dict[str, TestOutcome] | None:
+def _listed(lines: list[str], runner: str | None) -> dict[str, TestOutcome] | None:
     """The outcomes of a TAP stream or of node's spec reporter, read as a whole (a test's id
     names its suites); None for other runners' output, read line by line."""
-    summary = _summary(lines)
-    runner = summary[0] if summary else None
     if runner == "tap":
         return tap_outcomes(lines)
     return spec_outcomes(lines) if runner == "node" else None
@@ -130,11 +122,12 @@ def _listed(lines: list[str]) -> dict[str, TestOutcome] | None:
 
 def parse_outcomes(output: str) -> dict[str, TestOutcome]:
     """Every test id the output names with its outcome (the worst, when named twice)."""
-    return _outcomes(_lines(output))
+    lines = _lines(output)
+    return _outcomes(lines, _runner(lines))
 
 
-def _outcomes(lines: list[str]) -> dict[str, TestOutcome]:
-    listed = _listed(lines)
+def _outcomes(lines: list[str], runner: str | None) -> dict[str, TestOutcome]:
+    listed = _listed(lines, runner)
     if listed is not None:
         return listed
     outcomes: dict[str, TestOutcome] = {}
@@ -158,22 +151,14 @@ _PYTEST_SUMMARY = re.compile(
     r"warnings?|rerun)(?:, )?)+|no tests ran)(?: in [\d.]+ ?s(?:econds)?\b.*)?\s*=*$"
 )
 _PYTEST_WORDS: Mapping[str, str] = {
-    "passed": "passed",
-    "failed": "failed",
-    "error": "errors",
-    "errors": "errors",
-    "skipped": "skipped",
-    "xfailed": "xfailed",
-    "xpassed": "xpassed",
+    "passed": "passed", "failed": "failed", "error": "errors", "errors": "errors",
+    "skipped": "skipped", "xfailed": "xfailed", "xpassed": "xpassed",
 }
 _UNITTEST_RAN = re.compile(r"^Ran (?P<n>\d+) tests? in ")
 _UNITTEST_END = re.compile(r"^(?P<state>OK|FAILED)(?: \((?P<body>[^)]*)\))?$")
 _UNITTEST_WORDS: Mapping[str, str] = {
-    "failures": "failed",
-    "errors": "errors",
-    "skipped": "skipped",
-    "expected failures": "xfailed",
-    "unexpected successes": "xpassed",
+    "failures": "failed", "errors": "errors", "skipped": "skipped",
+    "expected failures": "xfailed", "unexpected successes": "xpassed",
 }
 _CARGO = re.compile(
     r"^test result: \w+\. (?P<p>\d+) passed; (?P<f>\d+) failed; (?P<i>\d+) ignored;"
@@ -182,13 +167,11 @@ _JEST = re.compile(r"^Tests:\s+(?P<body>.*?)(?P<total>\d+) total")
 _VITEST = re.compile(r"^\s*Tests\s+(?P<body>\d+ \w+(?: \| \d+ \w+)*)\s+\((?P<total>\d+)\)")
 _MOCHA = re.compile(r"^\s*(?P<n>\d+) (?P<word>passing|failing|pending)\b")
 _GO_PACKAGE = re.compile(r"^(?P<state>ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))")
-_MOCHA_WORDS: Mapping[str, str] = {"passing": "passed", "failing": "failed", "pending": "skipped"}
+_MOCHA_WORDS: Mapping[str, str] = {"passing": "passed", "failing": "failed",
+                                   "pending": "skipped"}
 _COUNTED = re.compile(r"(?P<n>\d+) (?P<word>[a-z]+(?: [a-z]+)?)")
 _JS_WORDS: Mapping[str, str] = {
-    "passed": "passed",
-    "failed": "failed",
-    "skipped": "skipped",
-    "todo": "skipped",
+    "passed": "passed", "failed": "failed", "skipped": "skipped", "todo": "skipped",
     "pending": "skipped",
 }
 
@@ -213,7 +196,7 @@ def _unittest_counts(lines: list[str]) -> TestCounts | None:
     ran = next((i for i in range(len(lines) - 1, -1, -1) if _UNITTEST_RAN.match(lines[i])), None)
     if ran is None:
         return None
-    end = next((m for line in lines[ran + 1 :] if (m := _UNITTEST_END.match(line))), None)
+    end = next((m for line in lines[ran + 1:] if (m := _UNITTEST_END.match(line))), None)
     if end is None:
         return None
     total = int(_UNITTEST_RAN.match(lines[ran])["n"])  # type: ignore[index]
@@ -230,11 +213,9 @@ def _cargo_counts(lines: list[str]) -> TestCounts | None:
     found = [m for line in lines if (m := _CARGO.match(line))]
     if not found:
         return None
-    return TestCounts(
-        passed=sum(int(m["p"]) for m in found),
-        failed=sum(int(m["f"]) for m in found),
-        skipped=sum(int(m["i"]) for m in found),
-    )
+    return TestCounts(passed=sum(int(m["p"]) for m in found),
+                      failed=sum(int(m["f"]) for m in found),
+                      skipped=sum(int(m["i"]) for m in found))
 
 
 def _js_counts(lines: list[str]) -> TestCounts | None:
@@ -314,20 +295,11 @@ def counts_of(outcomes: Mapping[str, TestOutcome]) -> TestCounts:
 
 
 _COUNT_KEY: Mapping[TestOutcome, str] = {
-    "passed": "passed",
-    "failed": "failed",
-    "error": "errors",
-    "skipped": "skipped",
-    "xfailed": "xfailed",
-    "xpassed": "xpassed",
+    "passed": "passed", "failed": "failed", "error": "errors", "skipped": "skipped",
+    "xfailed": "xfailed", "xpassed": "xpassed",
 }
 _SEVERITY: Mapping[TestOutcome, int] = {
-    "passed": 0,
-    "xpassed": 1,
-    "xfailed": 2,
-    "skipped": 3,
-    "failed": 4,
-    "error": 5,
+    "passed": 0, "xpassed": 1, "xfailed": 2, "skipped": 3, "failed": 4, "error": 5,
 }
 
 
@@ -351,7 +323,7 @@ def _junit_id(case: ET.Element) -> str:
     module = str(PurePosixPath(file).with_suffix("")).replace("/", ".")
     if not classname and name == module:  # the module could not be collected: the file fails
         return file
-    rest = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
+    rest = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
     parts = [file, *(rest.split(".") if rest else []), name]
     return "::".join(p for p in parts if p)
 
@@ -390,8 +362,8 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
     if junit is not None:
         return TestReport(source="junit", runner="pytest", counts=counts_of(junit), outcomes=junit)
     lines = _lines(output)
-    named = _outcomes(lines)
     summary = _summary(lines)
+    named = _outcomes(lines, summary[0] if summary else None)
     listed = bool(named) and any(o != "failed" for o in named.values())
     if summary is not None and (summary[0] != "go" or not listed):
         runner, counts = summary

@@ -27,12 +27,7 @@ from agent.errors import ValidationError
 from agent.interrupts import deferred
 from agent.models import BaselineComparison, CommandResult, TestReport, ValidationResult
 from agent.sandbox import Launch, Sandbox, limit_note
-from agent.testreport import (
-    JUNIT_MAX_BYTES,
-    parse_failing_tests,
-    parse_passing_tests,
-    read_report,
-)
+from agent.testreport import JUNIT_MAX_BYTES, named_tests, read_report
 from agent.treefiles import read_in_tree
 
 BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV")
@@ -329,13 +324,14 @@ def _result(
 ) -> ValidationResult:
     junit_failed = [t for t, o in report.outcomes.items() if o in ("failed", "error")]
     junit_passed = [t for t, o in report.outcomes.items() if o == "passed"]
+    failed, passed = named_tests(full)
     return ValidationResult(
         success=test.exit_code == 0 and not test.timed_out,
         test_output=test.output,
         lint_output=others["lint"].output if "lint" in others else None,
         type_check_output=others["type_check"].output if "type_check" in others else None,
-        failing_tests=list(dict.fromkeys([*parse_failing_tests(full), *junit_failed])),
-        passing_tests=list(dict.fromkeys([*parse_passing_tests(full), *junit_passed])),
+        failing_tests=list(dict.fromkeys([*failed, *junit_failed])),
+        passing_tests=list(dict.fromkeys([*passed, *junit_passed])),
         exit_code=test.exit_code,
         timed_out=test.timed_out,
         duration_ms=test.duration_ms + sum(r.duration_ms for r in others.values()),

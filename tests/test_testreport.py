@@ -8,11 +8,10 @@ import pytest
 
 from agent.models import TestCounts
 from agent.testreport import (
+    named_tests,
     parse_counts,
-    parse_failing_tests,
     parse_junit,
     parse_outcomes,
-    parse_passing_tests,
     read_report,
 )
 
@@ -48,10 +47,8 @@ ERROR tests/test_ops.py::test_uses_broken - RuntimeError: boom
 3 failed, 1 passed, 1 error in 0.99s
 """
 PYTEST_FAILED = [
-    "tests/test_ops.py::test_mul",
-    "tests/test_ops.py::test_mul_param[1-1]",
-    "tests/test_ops.py::test_mul_param[0-5]",
-    "tests/test_ops.py::test_uses_broken",
+    "tests/test_ops.py::test_mul", "tests/test_ops.py::test_mul_param[1-1]",
+    "tests/test_ops.py::test_mul_param[0-5]", "tests/test_ops.py::test_uses_broken",
 ]
 
 PYTEST_V = """\
@@ -263,59 +260,35 @@ AssertionError: expected 7 to be 6 // Object.is equality
 """
 
 
-@pytest.mark.parametrize(
-    ("output", "failing", "passing"),
-    [
-        pytest.param(PYTEST_Q, PYTEST_FAILED, [], id="pytest -q"),
-        pytest.param(PYTEST_V, PYTEST_FAILED, ["tests/test_ops.py::test_add"], id="pytest -v"),
-        pytest.param(
-            PYTEST_RA,
-            [PYTEST_FAILED[3], *PYTEST_FAILED[:3]],
-            ["tests/test_ops.py::test_add"],
-            id="pytest -rA",
-        ),
-        pytest.param(PYTEST_COLOURED, ["tests/test_ops.py::test_mul"], [], id="pytest colours"),
-        pytest.param(
-            UNITTEST_V,
-            ["tests.test_unit.OpsTest.test_error", "tests.test_unit.OpsTest.test_mul"],
-            ["tests.test_unit.OpsTest.test_add"],
-            id="unittest -v",
-        ),
-        pytest.param(UNITTEST_PY310, ["tests.test_unit.OpsTest.test_mul"], [], id="unittest 3.10"),
-        pytest.param(
-            GO_TEST_V,
-            ["TestMul", "TestMulTable", "TestMulTable/by_zero"],
-            ["TestAdd", "TestMulTable/by_one"],
-            id="go test -v",
-        ),
-        pytest.param(GO_TEST, ["TestMul"], [], id="go test"),
-        pytest.param(
-            CARGO_TEST, ["tests::multiplies"], ["tests::adds", "src/lib.rs - add"], id="cargo test"
-        ),
-        pytest.param(
-            JEST_VERBOSE,
-            ["src/mul.test.js", "multiplies", "math › multiplies"],
-            ["adds", "src/sum.test.js", "sums"],
-            id="jest --verbose",
-        ),
-        pytest.param(JEST_SUITE_ERROR, ["src/broken.test.js"], [], id="jest suite error"),
-        pytest.param(
-            VITEST,
-            ["math > multiplies", "src/mul.test.ts > math > multiplies"],
-            ["src/sum.test.ts"],
-            id="vitest",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("output", "failing", "passing"), [
+    pytest.param(PYTEST_Q, PYTEST_FAILED, [], id="pytest -q"),
+    pytest.param(PYTEST_V, PYTEST_FAILED, ["tests/test_ops.py::test_add"], id="pytest -v"),
+    pytest.param(PYTEST_RA, [PYTEST_FAILED[3], *PYTEST_FAILED[:3]],
+                 ["tests/test_ops.py::test_add"], id="pytest -rA"),
+    pytest.param(PYTEST_COLOURED, ["tests/test_ops.py::test_mul"], [], id="pytest colours"),
+    pytest.param(UNITTEST_V, ["tests.test_unit.OpsTest.test_error",
+                              "tests.test_unit.OpsTest.test_mul"],
+                 ["tests.test_unit.OpsTest.test_add"], id="unittest -v"),
+    pytest.param(UNITTEST_PY310, ["tests.test_unit.OpsTest.test_mul"], [], id="unittest 3.10"),
+    pytest.param(GO_TEST_V, ["TestMul", "TestMulTable", "TestMulTable/by_zero"],
+                 ["TestAdd", "TestMulTable/by_one"], id="go test -v"),
+    pytest.param(GO_TEST, ["TestMul"], [], id="go test"),
+    pytest.param(CARGO_TEST, ["tests::multiplies"],
+                 ["tests::adds", "src/lib.rs - add"], id="cargo test"),
+    pytest.param(JEST_VERBOSE, ["src/mul.test.js", "multiplies", "math › multiplies"],
+                 ["adds", "src/sum.test.js", "sums"], id="jest --verbose"),
+    pytest.param(JEST_SUITE_ERROR, ["src/broken.test.js"], [], id="jest suite error"),
+    pytest.param(VITEST, ["math > multiplies", "src/mul.test.ts > math > multiplies"],
+                 ["src/sum.test.ts"], id="vitest"),
+])
 def test_test_names_are_parsed_from_each_runner(
     output: str, failing: list[str], passing: list[str]
 ) -> None:
-    assert parse_failing_tests(output) == failing
-    assert parse_passing_tests(output) == passing
+    assert named_tests(output) == (failing, passing)
 
 
 def test_parsed_names_are_deduplicated_in_order() -> None:
-    assert parse_failing_tests(PYTEST_V + PYTEST_Q) == PYTEST_FAILED
+    assert named_tests(PYTEST_V + PYTEST_Q)[0] == PYTEST_FAILED
 
 
 # --- outcomes and counts ---------------------------------------------------------------------
@@ -331,82 +304,36 @@ tests/test_ops.py::test_div FAILED                                       [100%]
 
 def test_outcomes_name_skipped_and_xfailed_tests() -> None:
     assert parse_outcomes(PYTEST_SKIPS) == {
-        "tests/test_ops.py::test_add": "passed",
-        "tests/test_ops.py::test_sub": "skipped",
-        "tests/test_ops.py::test_mul": "xfailed",
-        "tests/test_ops.py::test_div": "failed",
+        "tests/test_ops.py::test_add": "passed", "tests/test_ops.py::test_sub": "skipped",
+        "tests/test_ops.py::test_mul": "xfailed", "tests/test_ops.py::test_div": "failed",
     }
 
 
-@pytest.mark.parametrize(
-    ("output", "runner", "counts"),
-    [
-        pytest.param(
-            PYTEST_SKIPS,
-            "pytest",
-            TestCounts(passed=1, failed=1, skipped=1, xfailed=1),
-            id="pytest -v",
-        ),
-        pytest.param(
-            "..F.s\n1 failed, 3 passed, 1 skipped, 2 deselected, 1 warning in 0.12s\n",
-            "pytest",
-            TestCounts(passed=3, failed=1, skipped=1),
-            id="pytest -q",
-        ),
-        pytest.param("\nno tests ran in 0.01s\n", "pytest", TestCounts(), id="pytest nothing"),
-        pytest.param(
-            "===== 2 errors in 0.30s =====\n",
-            "pytest",
-            TestCounts(errors=2),
-            id="pytest collection errors",
-        ),
-        pytest.param(
-            "....\n---\nRan 6 tests in 0.001s\n\nFAILED (failures=1, errors=1, "
-            "skipped=1, expected failures=1)\n",
-            "unittest",
-            TestCounts(passed=2, failed=1, errors=1, skipped=1, xfailed=1),
-            id="unittest",
-        ),
-        pytest.param(
-            "Ran 3 tests in 0.000s\n\nOK (skipped=1)\n",
-            "unittest",
-            TestCounts(passed=2, skipped=1),
-            id="unittest ok",
-        ),
-        pytest.param(
-            "test result: ok. 4 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n"
-            "test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered "
-            "out\n",
-            "cargo",
-            TestCounts(passed=5, failed=2, skipped=1),
-            id="cargo",
-        ),
-        pytest.param(
-            "Tests:       1 failed, 2 skipped, 5 passed, 8 total\n",
-            "js",
-            TestCounts(passed=5, failed=1, skipped=2),
-            id="jest",
-        ),
-        pytest.param(
-            "      Tests  1 failed | 5 passed | 1 skipped (7)\n",
-            "js",
-            TestCounts(passed=5, failed=1, skipped=1),
-            id="vitest",
-        ),
-        pytest.param(
-            "  5 passing (12ms)\n  2 pending\n  1 failing\n",
-            "js",
-            TestCounts(passed=5, failed=1, skipped=2),
-            id="mocha",
-        ),
-        pytest.param(
-            "ok  \texample.com/calc\t0.002s\nFAIL\texample.com/calc/mul\t0.003s\n",
-            "go",
-            TestCounts(passed=1, failed=1),
-            id="go test",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("output", "runner", "counts"), [
+    pytest.param(PYTEST_SKIPS, "pytest",
+                 TestCounts(passed=1, failed=1, skipped=1, xfailed=1), id="pytest -v"),
+    pytest.param("..F.s\n1 failed, 3 passed, 1 skipped, 2 deselected, 1 warning in 0.12s\n",
+                 "pytest", TestCounts(passed=3, failed=1, skipped=1), id="pytest -q"),
+    pytest.param("\nno tests ran in 0.01s\n", "pytest", TestCounts(), id="pytest nothing"),
+    pytest.param("===== 2 errors in 0.30s =====\n", "pytest", TestCounts(errors=2),
+                 id="pytest collection errors"),
+    pytest.param("....\n---\nRan 6 tests in 0.001s\n\nFAILED (failures=1, errors=1, "
+                 "skipped=1, expected failures=1)\n", "unittest",
+                 TestCounts(passed=2, failed=1, errors=1, skipped=1, xfailed=1), id="unittest"),
+    pytest.param("Ran 3 tests in 0.000s\n\nOK (skipped=1)\n", "unittest",
+                 TestCounts(passed=2, skipped=1), id="unittest ok"),
+    pytest.param("test result: ok. 4 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n"
+                 "test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered "
+                 "out\n", "cargo", TestCounts(passed=5, failed=2, skipped=1), id="cargo"),
+    pytest.param("Tests:       1 failed, 2 skipped, 5 passed, 8 total\n", "js",
+                 TestCounts(passed=5, failed=1, skipped=2), id="jest"),
+    pytest.param("      Tests  1 failed | 5 passed | 1 skipped (7)\n", "js",
+                 TestCounts(passed=5, failed=1, skipped=1), id="vitest"),
+    pytest.param("  5 passing (12ms)\n  2 pending\n  1 failing\n", "js",
+                 TestCounts(passed=5, failed=1, skipped=2), id="mocha"),
+    pytest.param("ok  \texample.com/calc\t0.002s\nFAIL\texample.com/calc/mul\t0.003s\n", "go",
+                 TestCounts(passed=1, failed=1), id="go test"),
+])
 def test_counts_come_from_each_runners_summary(
     output: str, runner: str, counts: TestCounts
 ) -> None:
@@ -483,21 +410,21 @@ def test_node_tap_names_every_test_and_counts_its_summary() -> None:
     report = read_report(output("node_tap.txt"), None)
     assert report.source == "names" and report.runner == "tap"
     assert report.counts == TestCounts(passed=3, failed=3)
-    assert parse_failing_tests(output("node_tap.txt")) == ["extra mul", "mul", "legacy broken"]
-    assert parse_passing_tests(output("node_tap.txt")) == ["extra add", "add", "sub"]
+    assert named_tests(output("node_tap.txt")) == (["extra mul", "mul", "legacy broken"],
+                                                   ["extra add", "add", "sub"])
 
 
 def test_node_spec_failures_are_read_once_with_the_summarys_counts() -> None:
     spec = output("node_spec.txt")  # its "failing tests:" section lists the failures again
     report = read_report(spec, None)
     assert report.runner == "node" and report.counts == TestCounts(passed=3, failed=3)
-    assert parse_failing_tests(spec) == ["extra mul", "mul", "legacy broken"]
+    assert named_tests(spec)[0] == ["extra mul", "mul", "legacy broken"]
     assert report.outcomes == read_report(output("node_tap.txt"), None).outcomes
 
 
 def test_node_spec_failures_are_named_without_the_summary() -> None:
     head = output("node_spec.txt").split("ℹ tests")[0]  # the output cut before its summary
-    assert parse_failing_tests(head) == ["extra mul", "mul", "legacy broken"]
+    assert named_tests(head)[0] == ["extra mul", "mul", "legacy broken"]
 
 
 NESTED = {
@@ -530,7 +457,7 @@ def test_node_counts_a_parent_test_but_no_suite() -> None:
 def test_a_todo_test_that_fails_is_no_failure() -> None:
     outcomes = parse_outcomes(output("node_nested_tap.txt"))
     assert outcomes["floats > todo broken"] == "skipped"
-    assert "floats > todo broken" not in parse_failing_tests(output("node_nested_tap.txt"))
+    assert "floats > todo broken" not in named_tests(output("node_nested_tap.txt"))[0]
 
 
 def test_the_spec_reporter_names_the_tests_but_no_group() -> None:
@@ -567,15 +494,15 @@ def test_tap_lines_in_pytests_captured_output_are_not_tap() -> None:
     captured = output("pytest_tap_in_captured_output.txt")
     report = read_report(captured, None)
     assert report.runner == "pytest" and report.counts == TestCounts(passed=1, failed=1)
-    assert parse_failing_tests(captured) == ["tests/test_tapish.py::test_harness_output"]
+    assert named_tests(captured)[0] == ["tests/test_tapish.py::test_harness_output"]
 
 
 # --- cargo: doc-test names, and runs that stopped early ---------------------------------------
 
 
 def test_a_doc_test_keeps_its_name_when_lines_are_added_above_it() -> None:
-    before = parse_failing_tests(output("cargo_doctest_before_edit.txt"))  # (line 17)
-    after = parse_failing_tests(output("cargo_doctest_after_edit.txt"))  # (line 19)
+    before = named_tests(output("cargo_doctest_before_edit.txt"))[0]  # (line 17)
+    after = named_tests(output("cargo_doctest_after_edit.txt"))[0]  # (line 19)
     assert before == ["tests::muls", "src/lib.rs - sub"] and after == ["src/lib.rs - sub"]
 
 
