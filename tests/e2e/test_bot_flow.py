@@ -7,10 +7,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from bot.store import Run
 from tests.e2e.bot_world import OWNER, REPO, BotWorld, edit
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import RecordedRequest, Reply, ScriptedModelServer
@@ -307,11 +309,13 @@ def test_cra_bot_run_solves_an_issue_from_the_terminal(
     assert "Fixes #1" in (pull.body or "")
 
 
-def test_cancel_from_someone_without_write_access_is_refused(world: BotWorld) -> None:
-    world.fake.set_permission(REPO, "stranger", "read")
+def refused_cancel(world: BotWorld, before_cancel: Callable[[], object]) -> Run:
+    """A label's run, then a stranger's `/cra cancel` (after `before_cancel`): the run goes on
+    to succeed, uncancelled, and the cancel is rejected; the cancel's run."""
     world.script_fix(plan_delay=2.0)
     started = world.label_issue()
     assert started.status_code == 202
+    before_cancel()
 
     cancel = world.comment("/cra cancel", number=1, user="stranger")
 
@@ -321,22 +325,17 @@ def test_cancel_from_someone_without_write_access_is_refused(world: BotWorld) ->
     refusal = world.services.store.get_run(cancel.get_json()["run_id"])
     assert run is not None and run.status == "succeeded" and not run.cancel_requested
     assert refusal is not None and refusal.status == "rejected"
+    return refusal
+
+
+def test_cancel_from_someone_without_write_access_is_refused(world: BotWorld) -> None:
+    world.fake.set_permission(REPO, "stranger", "read")
+    refused_cancel(world, lambda: None)
 
 
 def test_a_cancel_whose_permission_check_fails_is_refused_and_says_why(world: BotWorld) -> None:
-    world.script_fix(plan_delay=2.0)
-    started = world.label_issue()
-    assert started.status_code == 202
-    world.fake.fail_next("GET", r"/collaborators/stranger/permission$", 403, body=NOT_ACCESSIBLE)
-
-    cancel = world.comment("/cra cancel", number=1, user="stranger")
-
-    assert cancel.status_code == 202
-    world.wait()
-    run = world.services.store.get_run(started.get_json()["run_id"])
-    refusal = world.services.store.get_run(cancel.get_json()["run_id"])
-    assert run is not None and run.status == "succeeded" and not run.cancel_requested
-    assert refusal is not None and refusal.status == "rejected"
+    refusal = refused_cancel(world, lambda: world.fake.fail_next(
+        "GET", r"/collaborators/stranger/permission$", 403, body=NOT_ACCESSIBLE))
     assert refusal.error is not None and refusal.error.startswith(
         f"could not check stranger's permission on {REPO}: GitHub answered 403"
     )
