@@ -70,15 +70,21 @@ def _git(
     # which could store it (`credential.helper=store` writes ~/.git-credentials).
     guard = ["-c", "credential.helper="] if env and "GIT_ASKPASS" in env else []
     try:
-        return subprocess.run(
-            ["git", *guard, *INERT, *argv], cwd=cwd, env=git_env(env), input=input,
+        # Bytes in and out, decoded here without newline translation: a file's CRLF endings
+        # and lone CRs are content (in a diff, in `git show`), and must survive a round trip.
+        proc = subprocess.run(
+            ["git", *guard, *INERT, *argv], cwd=cwd, env=git_env(env),
+            input=None if input is None else input.encode("utf-8", "surrogateescape"),
             capture_output=True, stdin=None if input is not None else subprocess.DEVNULL,
-            encoding="utf-8", errors="replace", timeout=timeout, check=False,
+            timeout=timeout, check=False,
         )
     except subprocess.TimeoutExpired as exc:
         raise GitError(argv, -1, f"timed out after {timeout:g} s") from exc
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise GitError(argv, 127, str(exc)) from exc
+    return subprocess.CompletedProcess(proc.args, proc.returncode,
+                                       proc.stdout.decode("utf-8", "replace"),
+                                       proc.stderr.decode("utf-8", "replace"))
 
 
 def run_git(
