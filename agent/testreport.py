@@ -283,7 +283,28 @@ def _incomplete(runner: str | None, lines: list[str]) -> str | None:
     """Why the runner stopped before running every test, as far as its output shows, or None."""
     if runner == "cargo":
         return cargo_incomplete(lines)
+    if runner == "pytest":
+        return pytest_incomplete(lines)
     return tap_incomplete(lines) if runner == "tap" else None
+
+
+_PYTEST_STOPPED = re.compile(r"^!+ (?:[\w.]+: )?stopping after (?P<n>\d+) failures? !+$")
+_PYTEST_COLLECTION = re.compile(r"^!+ Interrupted: (?P<n>\d+) errors? during collection !+$")
+_PYTEST_TAIL_LINES = 400  # where pytest prints why it stopped: the end of its output
+_PYTEST_TAIL_CHARS = 40_000
+
+
+def pytest_incomplete(lines: list[str]) -> str | None:
+    """Why pytest stopped before running every test — at a number of failures (-x,
+    --maxfail), or at errors while collecting (then it runs no test at all) — or None."""
+    for line in reversed(lines[-_PYTEST_TAIL_LINES:]):
+        if match := _PYTEST_STOPPED.match(line):
+            return (f"pytest stopped after {match['n']} failing test(s) (-x or --maxfail): the "
+                    "tests after them did not run")
+        if match := _PYTEST_COLLECTION.match(line):
+            return (f"pytest stopped at {match['n']} error(s) while collecting the tests, and "
+                    "ran none (--continue-on-collection-errors runs the others)")
+    return None
 
 
 def counts_of(outcomes: Mapping[str, TestOutcome]) -> TestCounts:
@@ -360,7 +381,9 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
     """What the run says about its tests: outcomes and counts from the best source there is."""
     junit = parse_junit(junit_xml) if junit_xml else None
     if junit is not None:
-        return TestReport(source="junit", runner="pytest", counts=counts_of(junit), outcomes=junit)
+        tail = _lines(output[-_PYTEST_TAIL_CHARS:])
+        return TestReport(source="junit", runner="pytest", counts=counts_of(junit), outcomes=junit,
+                          incomplete=pytest_incomplete(tail))
     lines = _lines(output)
     summary = _summary(lines)
     named = _outcomes(lines, summary[0] if summary else None)

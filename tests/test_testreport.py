@@ -544,3 +544,24 @@ def test_cargo_test_stopping_at_a_failing_target_is_incomplete(name: str, stoppe
 def test_cargo_test_that_ran_every_target_is_complete(name: str) -> None:
     report = read_report(output(name), None)
     assert report.runner == "cargo" and report.incomplete is None
+
+
+@pytest.mark.parametrize(("tail", "why"), [
+    ("!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!", "after 1 failing"),
+    ("!!!!!!!!! xdist.dsession.Interrupted: stopping after 2 failures !!!!!!!!!",
+     "after 2 failing"),
+    ("!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!",
+     "while collecting the tests, and ran none"),
+])
+def test_pytest_stopping_early_is_incomplete_whatever_reports_its_tests(tail: str,
+                                                                        why: str) -> None:
+    output = f"FAILED tests/test_a.py::test_a - assert 0\n{tail}\n1 failed in 0.1s\n"
+    junit = ('<testsuites><testsuite><testcase classname="tests.test_a" name="test_a" '
+             'file="tests/test_a.py"><failure/></testcase></testsuite></testsuites>')
+    for report in (read_report(output, None), read_report(output, junit)):
+        assert report.incomplete is not None and why in report.incomplete
+
+
+def test_pytest_that_ran_everything_is_complete() -> None:
+    assert read_report("FAILED tests/test_a.py::test_a\n1 failed, 3 passed in 0.1s\n",
+                       None).incomplete is None
