@@ -8,20 +8,18 @@ allowed only where the caller says the step declared them (`allowed`), and are t
 
 from __future__ import annotations
 
-import configparser
-import json
 import re
 import shlex
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Literal
 
 from agent.config import CONFIG_CANDIDATES
 from agent.models import GateVerdict, Record, TestOutcome, ValidationResult
 from agent.retrieval.scan import is_test_path
 from agent.source_tests import may_hold_tests, tests_changed
+from agent.testing_sections import SECTIONED, testing_sections
 
 GateRole = Literal["cra_config", "runner_config", "test"]
 
@@ -36,17 +34,6 @@ RUNNER_CONFIG_GLOBS: tuple[str, ...] = (
 )
 # Runner configuration known by its folder and name (a `config.toml` elsewhere is not one).
 RUNNER_CONFIG_PATHS: tuple[str, ...] = (".cargo/config.toml", ".cargo/config")
-# Files that hold test configuration among other things: only these parts count.
-SECTIONED: Mapping[str, tuple[str, ...]] = {
-    "pyproject.toml": ("tool.pytest", "tool.tox", "tool.nox", "tool.coverage",
-                       "tool.hatch.envs", "tool.pdm.scripts", "tool.poe"),
-    "setup.cfg": ("tool:pytest", "pytest", "tox", "coverage:"),
-    "package.json": ("scripts", "jest", "mocha", "ava", "vitest", "c8", "nyc"),
-    # what `cargo test` builds and runs: `[lib] test = false`, `[[test]] harness = false` …
-    "Cargo.toml": ("lib", "bin", "test", "example", "bench", "features", "profile.test",
-                   "package.autotests", "package.autobins", "package.autoexamples",
-                   "package.autobenches"),
-}
 # Programs whose own file defines what `the test command` runs.
 COMMAND_FILES: Mapping[str, tuple[str, ...]] = {
     "make": ("Makefile", "makefile", "GNUmakefile"),
@@ -97,37 +84,6 @@ def command_files(test_command: str | None) -> set[str]:
         if not word.startswith("-") and "=" not in word and ("/" in word or "." in word):
             files.add(str(PurePosixPath(word.removeprefix("./"))))
     return files
-
-
-def testing_sections(path: str, text: str | None) -> Any:
-    """The test-related parts of a sectioned file (None when absent or unreadable)."""
-    if text is None:
-        return None
-    prefixes = SECTIONED[PurePosixPath(path).name]
-    try:
-        if path.endswith(".toml"):
-            return {k: v for k, v in _flatten(tomllib.loads(text)).items()
-                    if k.startswith(prefixes)}
-        if path.endswith(".json"):
-            data = json.loads(text)
-            return {k: data.get(k) for k in prefixes} if isinstance(data, dict) else data
-        parser = configparser.RawConfigParser()
-        parser.read_string(text)
-        return {s: dict(parser[s]) for s in parser.sections() if s.startswith(prefixes)}
-    except (ValueError, RecursionError, configparser.Error):
-        return text  # unreadable: any change counts
-
-
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested tables as dotted keys: {"tool": {"pytest": {...}}} → {"tool.pytest...": ...}."""
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(_flatten(value, dotted + "."))
-        else:
-            flat[dotted] = value
-    return flat
 
 
 class GateChange(Record):

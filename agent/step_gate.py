@@ -25,6 +25,7 @@ from agent.llm.binary import run_binary_judgment
 from agent.models import AttemptRecord, ValidationResult
 from agent.run_context import StepState
 from agent.source_tests import may_hold_tests, with_tests_of
+from agent.testing_sections import is_sectioned, with_testing_sections_of
 from agent.treefiles import read_text_in_tree
 from agent.validation import run_validation
 from agent.workspace import scratch_tree
@@ -106,13 +107,19 @@ def _run_original(st: StepState, changes: Sequence[GateChange],
 
 def _original(worktree: Path, base: str, change: GateChange) -> str | None:
     """A changed gate file as the original run takes it: as it was at the step's base; for
-    tests inside a source file, the new code with the base's tests (the base's whole file when
-    either cannot be read: the step's code change is then not run, and cannot pass that way)."""
+    tests inside a source file, the new code with the base's tests; for a file that is test
+    configuration only in parts (pyproject.toml, package.json …), the new file with those parts
+    as they were. The base's whole file when either cannot be read: the step's other changes
+    to it are then not run, and cannot pass that way."""
     before = git.read_file(worktree, base, change.path)
-    if not change.tests_only or before is None:
+    sectioned = change.role == "runner_config" and is_sectioned(change.path)
+    if before is None or not (change.tests_only or sectioned):
         return before
     after = read_text_in_tree(worktree, change.path)
-    spliced = None if after is None else with_tests_of(after, before)
+    if after is None:
+        return before
+    spliced = (with_testing_sections_of(change.path, after, before) if sectioned
+               else with_tests_of(after, before))
     return before if spliced is None else spliced
 
 

@@ -13,8 +13,8 @@ from agent.gate import (
     may_be_gate_file,
     rejection_text,
 )
-from agent.gate import testing_sections as sections_of
 from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
+from agent.testing_sections import testing_sections as sections_of
 
 # --- the gate files --------------------------------------------------------------------------
 
