@@ -522,3 +522,17 @@ def test_a_git_errors_summary_is_the_command_and_gits_reason_without_the_argv(
                       "'u'\nhint: Updates were rejected\n")
     assert hinted.summary == "git push failed: error: failed to push some refs to 'u'"
     assert GitError(["status"], 3, "").summary == "git status failed: exit status 3"
+
+
+def test_crlf_and_lone_cr_survive_a_diff_and_its_apply(project: Path, tmp_path: Path) -> None:
+    """A file's CRLF endings and lone CRs are content: git's output is not newline-translated."""
+    base = git.head_commit(project)
+    (project / "data.toml").write_bytes(b'a = 1\r\nb = "x\rin"\r\n')
+    git_in(project, "add", "data.toml")
+    git_in(project, "commit", "-q", "-m", "CRLF data")
+    head = git.head_commit(project)
+    assert git.read_file(project, head, "data.toml") == 'a = 1\r\nb = "x\rin"\r\n'
+    diff = git.diff(project, base, head)
+    tree = git.add_worktree(project, tmp_path / "wt", commit=base, branch="cra/crlf")
+    git.apply_diff(tree, diff)
+    assert (tree / "data.toml").read_bytes() == b'a = 1\r\nb = "x\rin"\r\n'
