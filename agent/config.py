@@ -152,6 +152,7 @@ class OrchestratorConfig(Section):
     max_refinement_loops: int = Field(default=1, ge=0)
     max_adjustment_rounds: int = Field(default=1, ge=0)
     max_steps_per_part: int = Field(default=10, gt=0)
+    max_group_steps: int = Field(default=4, gt=0)  # steps that may land together (one gate)
     decomposed_adjustment: bool = False
     cache_judgments: bool = True
     protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))

@@ -31,6 +31,20 @@ class PlanStep(Artifact):
     target_symbols: list[str] = Field(default_factory=list)
     depends_on: list[str] = Field(default_factory=list)
     changes_existing_tests: bool = False  # the task asks to change what existing tests expect
+    # steps that must land together with this one (a signature and its callers): the gate
+    # judges them once all are applied (agent.execute.plan_rules.groups_of)
+    lands_with: list[str] = Field(default_factory=list)
+    # the planned step this one is a piece of (plan_rules.split_steps); never shown to a model
+    split_from: str = Field(default="", exclude=True)
+
+    @field_validator("lands_with", "depends_on", "target_files", "target_symbols",
+                     mode="before")
+    @classmethod
+    def _one_as_list(cls, value: object) -> object:
+        """A small model's lone string where a list belongs ("s1" for ["s1"]); null is []."""
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else value
 
 
 class MetaPlanPart(Artifact):
@@ -436,6 +450,7 @@ class StepOutcome(Record):
     task_run_id: int | None = None
     usage: Usage = Field(default_factory=Usage)
     tests_changed: list[TestChange] = Field(default_factory=list)
+    group: str | None = None  # the id of the group the step landed (or failed) with
 
     def as_step_result(self, *, output_chars: int = 1500) -> StepResult:
         """The StepResult the adjustment pass reasons about; a failure carries the failing
@@ -459,6 +474,31 @@ class StepOutcome(Record):
                 parts.append("FAILED " + ", ".join(self.validation.failing_tests))
             parts.append((self.validation.test_output or "")[-output_chars:])
         return "\n".join(p for p in parts if p)
+
+
+class GroupRound(Record):
+    """One round of a group: its pieces applied in order (those the last failure pointed to
+    implemented again, the others re-applied), then the gate's verdict on all of them."""
+
+    number: int
+    redone: list[str] = Field(default_factory=list)  # the step ids implemented this round
+    attempt: AttemptRecord  # all the pieces' edits, their diff, the gate's test run and verdict
+
+
+class GroupOutcome(Record):
+    """Steps that had to land together: one gate verdict on all of them, one commit."""
+
+    part_id: str
+    group_id: str
+    step_ids: list[str]
+    reason: str = ""  # why they land together
+    status: StepStatus
+    rounds: list[GroupRound] = Field(default_factory=list)
+    commit: str | None = None
+    diff: str = ""
+    validation: ValidationResult | None = None  # the gate's last test run
+    tests_changed: list[TestChange] = Field(default_factory=list)
+    error: str | None = None
 
 
 class AdjustmentRecord(Record):
@@ -510,6 +550,7 @@ class OrchestratorResult(Record):
     meta_plan: MetaPlan | None = None
     part_plans: list[PartPlan] = Field(default_factory=list)
     steps: list[StepOutcome] = Field(default_factory=list)
+    groups: list[GroupOutcome] = Field(default_factory=list)
     adjustments: list[AdjustmentRecord] = Field(default_factory=list)
     parts_completed: int = 0
     steps_completed: int = 0
@@ -522,11 +563,15 @@ class OrchestratorResult(Record):
 
     @property
     def tests_changed(self) -> list[TestChange]:
-        """Existing tests the passed steps changed (declared and allowed by the gate)."""
-        return [c for o in self.steps if o.status == "passed" for c in o.tests_changed]
+        """Existing tests the passed steps and groups changed (declared and allowed by the
+        gate)."""
+        return [*(c for o in self.steps if o.status == "passed" for c in o.tests_changed),
+                *(c for g in self.groups if g.status == "passed" for c in g.tests_changed)]
 
     @property
     def original_tests_rerun(self) -> bool:
         """True when a passed step's edits touched the gate and the original tests ran too."""
+        attempts = [*(a for o in self.steps if o.status == "passed" for a in o.attempts),
+                    *(r.attempt for g in self.groups if g.status == "passed" for r in g.rounds)]
         return any(a.gate is not None and a.gate.original_rerun and a.gate.passed
-                   for o in self.steps if o.status == "passed" for a in o.attempts)
+                   for a in attempts)

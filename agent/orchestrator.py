@@ -8,8 +8,14 @@ from agent.config import SolveConfig
 from agent.context import ContextFactory, SeededFiles
 from agent.environment import Environment, SetupFailed, open_environment
 from agent.errors import AgentError, Interrupted
+from agent.execute.groups import (
+    blocked_group,
+    group_id,
+    landing_order,
+    merged_step,
+    pop_unit,
+)
 from agent.execute.parsers import topological_order
-from agent.execute.plan_rules import blocked_by
 from agent.llm.budget import TaskBudget
 from agent.models import (
     EnvironmentReport,
@@ -24,6 +30,7 @@ from agent.models import (
 from agent.passes import Cancelled, PassRecorder, StopRun
 from agent.plan_passes import PlanPasses
 from agent.preflight import require_test_command_started
+from agent.run.groups import as_one_step, run_group
 from agent.run_context import RunContext
 from agent.run_result import Tally, run_result
 from agent.runtime import Runtime
@@ -188,30 +195,36 @@ class _Sequencer:
     def run_steps(
         self, part_index: int, part: MetaPlanPart, plan: PartPlan, *, last: bool
     ) -> None:
-        """Steps in order; the remaining ones replaced by each adjustment. The run's last
-        planned step must also make the tests the task names pass."""
-        remaining = topological_order(plan.steps)
+        """Steps in order, each group of steps that land together as one; the remaining ones
+        replaced by each adjustment. The run's last planned step (or group) must also make
+        the tests the task names pass."""
+        remaining = landing_order(plan.steps)
         done: list[PlanStep] = []
         failed = 0
         not_passed: set[str] = set()
         limit = self.config.orchestrator.max_steps_per_part
         while remaining and len(done) < limit:
-            step = remaining.pop(0)
-            if blockers := blocked_by(step, not_passed):
-                self.skip(part, step, blockers)
-                failed += 1
-                not_passed.add(step.id)
+            unit = pop_unit(remaining)
+            if blockers := blocked_group(unit, not_passed):
+                for step in unit:
+                    self.skip(part, step, blockers)
+                failed += len(unit)
+                not_passed.update(s.id for s in unit)
                 continue
             self.passes.progress(part_index, len(done), "running")
             finishing = last and not remaining
-            outcome = self.step_pass(part, plan, step, finishing=finishing)
-            done.append(step)
+            if len(unit) == 1:
+                step, outcome = unit[0], self.step_pass(part, plan, unit[0], finishing=finishing)
+            else:
+                step, outcome = merged_step(unit), self.group_pass(part, plan, unit,
+                                                                   finishing=finishing)
+            done.extend(unit)
             failed += outcome.status != "passed"
             if outcome.status != "passed":
-                not_passed.add(step.id)
+                not_passed.update(s.id for s in unit)
             if outcome.budget_exhausted == "max_tokens_per_run":
                 raise StopRun("max_tokens_per_run", outcome.error or "run budget exhausted")
-            remaining = self.adjust(part, step, outcome, remaining, done)
+            remaining = landing_order(self.adjust(part, step, outcome, remaining, done))
         for step in remaining:
             self.tally.outcomes.append(StepOutcome(
                 part_id=part.id, step_id=step.id, description=step.description,
@@ -255,6 +268,38 @@ class _Sequencer:
                                states=states, steps_completed=self.tally.steps_passed)
         kind: RunEventKind = "step_passed" if outcome.status == "passed" else "step_failed"
         self.passes.emit(kind, part_id=part.id, step_id=step.id, message=step.description,
+                         status=outcome.status)
+        return outcome
+
+    def group_pass(
+        self, part: MetaPlanPart, plan: PartPlan, steps: list[PlanStep], *, finishing: bool
+    ) -> StepOutcome:
+        """Steps that land together as one pass: one task run, one gate, one commit; the
+        group's outcome as one step's (what the adjustment sees)."""
+        self.passes.check_cancel()
+        gid = group_id(steps)
+        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{gid}", part.id, gid)
+        targets = task_target_tests(self.ctx.baseline, self.task) if finishing else []
+        assert self.head is not None, "open() first"
+        run = run_group(self.ctx, steps, part_id=part.id, plan=plan, base=self.head,
+                        cumulative_diff=self.cumulative_diff, task_run_id=task_run,
+                        extra_targets=targets)
+        self.tally.outcomes += run.steps
+        self.tally.groups.append(run.group)
+        states: dict[str, object] = {f"group_result:{part.id}:{gid}": run.group}
+        if run.passed and run.group.commit:
+            self.head = run.group.commit
+            self.ctx.context.refresh()
+            self.cumulative_diff += run.group.diff
+            states["cumulative_diff"] = self.cumulative_diff
+        for outcome in run.steps:
+            states[f"step_result:{part.id}:{outcome.step_id}"] = outcome
+        outcome = as_one_step(run, merged_step(steps))
+        self.passes.close_pass(task_run, "complete" if run.passed else "failed",
+                               usage=outcome.usage, error=outcome.error, diff=run.group.diff,
+                               states=states, steps_completed=self.tally.steps_passed)
+        kind: RunEventKind = "step_passed" if run.passed else "step_failed"
+        self.passes.emit(kind, part_id=part.id, step_id=gid, message=outcome.description,
                          status=outcome.status)
         return outcome
 

@@ -57,6 +57,7 @@ class PlanPasses:
                 step_token_budget=self.config.budget.max_tokens_per_step,
                 cumulative_diff=cumulative_diff or None,
                 expected_part_id=part_id,
+                max_group_steps=self.config.orchestrator.max_group_steps,
             )
         except BudgetExhausted as exc:
             self.passes.close_pass(task_run, "failed", usage=self.rc.account(*clients),

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from agent.models import EnvironmentReport, OrchestratorResult, StepOutcome, ValidationResult
+from agent.models import (
+    EnvironmentReport,
+    GroupOutcome,
+    OrchestratorResult,
+    StepOutcome,
+    ValidationResult,
+)
 from agent.run_details import (
     OrchestratorRunDetail,
     OrchestratorRunSummary,
@@ -36,6 +42,7 @@ def render_result(result: OrchestratorResult) -> str:
     if len(result.steps) > 1 or result.meta_plan is not None:
         lines.append(f"steps: {result.steps_completed} passed, {result.steps_failed} failed")
         lines += [_step_line(o) for o in result.steps]
+        lines += [line for g in result.groups for line in _group_lines(g, result.steps)]
     else:
         lines += [_attempt_line(a.attempt, len(a.edits), a.validation, a.error_info)
                   for a in result.attempts]
@@ -104,6 +111,40 @@ def _step_line(outcome: StepOutcome) -> str:
     return f"  {_MARKS[outcome.status]} {outcome.part_id}/{outcome.step_id} {head}{why}"
 
 
+def _group_lines(group: GroupOutcome, steps: Sequence[StepOutcome]) -> list[str]:
+    """A group of steps that landed together: its verdict, why, and each round."""
+    landed = "landed together" if group.status == "passed" else "failed together"
+    commit = f", one commit {group.commit[:12]}" if group.commit else ""
+    lines = [f"  {_MARKS[group.status]} {group.part_id}/{group.group_id} {landed} after "
+             f"{len(group.rounds)} round(s){commit}: {group.reason}"]
+    lines += [f"      {line}" for line in tests_after_steps(group, steps)]
+    lines += [f"      {line}" for line in group_rounds(group)]
+    return lines
+
+
+def group_rounds(group: GroupOutcome) -> list[str]:
+    """Each round of a group in a line: the steps made anew, and the gate's verdict."""
+    lines = []
+    for r in group.rounds:
+        found = (verdict(r.attempt.validation) if r.attempt.validation is not None
+                 else (r.attempt.error_info or "not tested").splitlines()[0])
+        lines.append(f"round {r.number}: made {', '.join(r.redone) or 'none anew'}; {found}")
+    return lines
+
+
+def tests_after_steps(group: GroupOutcome, steps: Sequence[StepOutcome]) -> list[str]:
+    """The tests after each step of a group but its last (for information: the group is
+    judged once all are in), from each step's last attempt that ran them."""
+    lines = []
+    for outcome in steps:
+        if outcome.group != group.group_id or outcome.part_id != group.part_id:
+            continue
+        run = next((a.validation for a in reversed(outcome.attempts) if a.validation), None)
+        if run is not None and outcome.step_id != group.step_ids[-1]:
+            lines.append(f"after {outcome.step_id} (for information): {verdict(run)}")
+    return lines
+
+
 def _attempt_line(
     number: int, edits: int, validation: ValidationResult | None, error: str | None
 ) -> str:
@@ -158,7 +199,10 @@ def render_task_run(detail: TaskRunDetail, *, indent: str = "") -> str:
         lines.append(f"error: {detail.error}")
     lines += [f"baseline: {verdict(v.result)}" for v in detail.baseline]
     for attempt in detail.attempts:
-        verdicts = ", ".join(verdict(v.result) for v in attempt.validations) or "tests not run"
+        verdicts = ", ".join(verdict(v.result) + (" (for information: its group is judged "
+                                                  "once all its steps are in)"
+                                                  if v.kind == "piece" else "")
+                             for v in attempt.validations) or "tests not run"
         problem = f" — {attempt.error_info.splitlines()[0]}" if attempt.error_info else ""
         applied = "applied" if attempt.patch_applied else "not applied"
         lines.append(f"attempt {attempt.attempt}: patch {applied}, {verdicts}{problem}")

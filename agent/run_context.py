@@ -87,3 +87,4 @@ class StepState:
     targets: Sequence[str] = ()
     attempts: list[AttemptRecord] = field(default_factory=list)
     judge_clients: list[LoggedLLMClient] = field(default_factory=list)
+    landing: str | None = None  # what the implementer is told of the steps it lands with

@@ -8,6 +8,7 @@ from typing import Literal
 from agent import gate, git
 from agent.models import (
     AdjustmentRecord,
+    GroupOutcome,
     MetaPlan,
     OrchestratorResult,
     PartPlan,
@@ -29,6 +30,7 @@ class Tally:
     meta: MetaPlan | None = None
     part_plans: list[PartPlan] = field(default_factory=list)
     outcomes: list[StepOutcome] = field(default_factory=list)
+    groups: list[GroupOutcome] = field(default_factory=list)
     adjustments: list[AdjustmentRecord] = field(default_factory=list)
     parts_failed: int = 0
     parts_completed: int = 0
@@ -65,7 +67,7 @@ def run_result(
         base_commit=ws.base if ws is not None else None, commit=commit, diff=diff,
         files_changed=stats.files if stats else [], baseline=rc.baseline if rc else None,
         final_validation=final, meta_plan=tally.meta, part_plans=tally.part_plans,
-        steps=tally.outcomes, adjustments=tally.adjustments,
+        steps=tally.outcomes, groups=tally.groups, adjustments=tally.adjustments,
         parts_completed=tally.parts_completed, steps_completed=tally.steps_passed,
         steps_failed=sum(o.status != "passed" for o in tally.outcomes),
         usage=rc.usage if rc else Usage(), usage_by_role=rc.usage_by_role if rc else {},
@@ -104,7 +106,9 @@ def unmet_targets(
     if rc is None or final is None or not tally.outcomes:
         return None
     targets = task_target_tests(rc.baseline, task)
-    changed = {t for o in tally.outcomes for c in o.tests_changed for t in c.tests}
+    changes = [*(c for o in tally.outcomes for c in o.tests_changed),
+               *(c for g in tally.groups for c in g.tests_changed)]
+    changed = {t for c in changes for t in c.tests}
     if not targets or gate.judge(final, final, baseline=rc.baseline, targets=targets,
                                  allowed=changed.__contains__).passed:
         return None

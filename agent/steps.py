@@ -18,6 +18,7 @@ from agent.models import (
     AttemptRecord,
     ContextPackage,
     PartPlan,
+    PatchEdit,
     PlanStep,
     RefinementRequest,
     StepOutcome,
@@ -28,6 +29,7 @@ from agent.models import (
 from agent.retrieval.scan import is_test_path
 from agent.run_context import RunContext, StepState
 from agent.step_gate import changed_gate_files, file_diffs, gate_attempt
+from agent.store import ValidationKind
 from agent.validation import run_validation
 
 AUTHOR_NAME = "cra"
@@ -50,9 +52,26 @@ def run_step(
 
     `extra_targets` are tests this step must make pass besides its own (the task's named tests
     in single-pass mode); `base` is the worktree's HEAD when the caller knows it."""
-    # The step's ceilings bound the implementer (ADR: ~30k tokens, a few calls). Retrieval's
-    # yes/no questions are capped per retrieval (retrieval.max_classifier_calls) and count
-    # against the run budget.
+    st = step_state(rc, step, part_id=part_id, plan=plan, cumulative_diff=cumulative_diff,
+                    task_run_id=task_run_id, base=base or git.head_commit(rc.ws.worktree),
+                    extra_targets=extra_targets)
+    outcome = _attempts(st)
+    outcome.usage = rc.account(st.coding, st.classifier, *st.judge_clients)
+    if outcome.status != "passed":
+        git.reset_clean(rc.ws.worktree, st.base)
+    elif outcome.validation is not None:
+        rc.reference = outcome.validation
+    return outcome
+
+
+def step_state(
+    rc: RunContext, step: PlanStep, *, part_id: str, plan: PartPlan | None,
+    cumulative_diff: str, task_run_id: int, base: str, extra_targets: Sequence[str] = (),
+) -> StepState:
+    """A step's working set: its own coding client within the step's ceilings (ADR: ~30k
+    tokens, a few calls), its classifier for retrieval, its base and its target tests.
+    Retrieval's yes/no questions are capped per retrieval (retrieval.max_classifier_calls)
+    and count against the run budget."""
     budget = TaskBudget(
         "step", max_tokens=rc.config.budget.max_tokens_per_step,
         max_calls=rc.config.orchestrator.max_calls_per_step,
@@ -63,17 +82,9 @@ def run_step(
         rc.client("classifier", task_run_id=task_run_id)
         if rc.config.retrieval.stages else None
     )
-    st = StepState(rc, step, part_id, plan, cumulative_diff, task_run_id, coding, classifier,
-               base=base or git.head_commit(rc.ws.worktree),
-               targets=list(dict.fromkeys([*step_target_tests(rc.baseline, step),
-                                           *extra_targets])))
-    outcome = _attempts(st)
-    outcome.usage = rc.account(coding, classifier, *st.judge_clients)
-    if outcome.status != "passed":
-        git.reset_clean(rc.ws.worktree, st.base)
-    elif outcome.validation is not None:
-        rc.reference = outcome.validation
-    return outcome
+    targets = list(dict.fromkeys([*step_target_tests(rc.baseline, step), *extra_targets]))
+    return StepState(rc, step, part_id, plan, cumulative_diff, task_run_id, coding, classifier,
+                     base=base, targets=targets)
 
 
 def _attempts(st: StepState) -> StepOutcome:
@@ -98,6 +109,16 @@ def _attempts(st: StepState) -> StepOutcome:
 
 
 def _attempt(st: StepState, number: int, failure: str | None) -> AttemptRecord:
+    attempt, attempt_id = implement_attempt(st, number, failure)
+    if attempt.patch_applied:
+        test_and_gate(st, attempt, attempt_id)
+    return attempt
+
+
+def implement_attempt(st: StepState, number: int,
+                      failure: str | None) -> tuple[AttemptRecord, int]:  # fmt: skip
+    """One implement call (with its refinements) and its edits applied, recorded; the
+    attempt and its id in the run log. `patch_applied` says whether the edits are in."""
     stage = "implement" if number == 1 else "implement_retry"
     context = st.rc.context.gather(
         st.rc.task, mode="implement", files=st.step.target_files, failure=failure,
@@ -116,18 +137,25 @@ def _attempt(st: StepState, number: int, failure: str | None) -> AttemptRecord:
         edits=result.edits, error_info=result.error_info,
     )
     if result.success:
-        _apply(st, attempt)
-    attempt_id = _record(st, attempt)
-    if attempt.patch_applied:
-        attempt.validation = run_validation(
-            st.rc.ws.worktree, st.rc.config.testing, environ=st.rc.runtime.environ,
-            timeout=st.rc.test_timeout, sandbox=st.rc.runtime.sandbox,
-        )
-        st.rc.runtime.log.record_validation(
-            st.task_run_id, attempt.validation, attempt_id=attempt_id, kind="attempt"
-        )
-        gate_attempt(st, attempt, attempt_id)
-    return attempt
+        apply_attempt(st, attempt)
+    return attempt, _record(st, attempt)
+
+
+def run_tests(st: StepState, attempt_id: int, kind: ValidationKind) -> ValidationResult:
+    """The test command on the worktree as it is, recorded under the attempt as `kind`."""
+    validation = run_validation(
+        st.rc.ws.worktree, st.rc.config.testing, environ=st.rc.runtime.environ,
+        timeout=st.rc.test_timeout, sandbox=st.rc.runtime.sandbox,
+    )
+    st.rc.runtime.log.record_validation(st.task_run_id, validation, attempt_id=attempt_id,
+                                        kind=kind)
+    return validation
+
+
+def test_and_gate(st: StepState, attempt: AttemptRecord, attempt_id: int) -> None:
+    """The tests on the applied attempt, and the gate's verdict on them (attempt.gate)."""
+    attempt.validation = run_tests(st, attempt_id, "attempt")
+    gate_attempt(st, attempt, attempt_id)
 
 
 def _implement(st: StepState, context: ContextPackage, failure: str | None,
@@ -138,6 +166,7 @@ def _implement(st: StepState, context: ContextPackage, failure: str | None,
         context, st.rc.task, st.step, st.coding,
         reserved_tokens=st.rc.config.budget.reserved_tokens, plan=st.plan,
         cumulative_diff=st.cumulative_diff or None, failure=failure, stage=stage,
+        landing=st.landing,
     )
 
 
@@ -168,7 +197,9 @@ def _unseen(worktree: Path, rel: str, shown: set[str]) -> bool:
     return real not in shown and (worktree / real).is_file()
 
 
-def _apply(st: StepState, attempt: AttemptRecord) -> None:
+def apply_attempt(st: StepState, attempt: AttemptRecord) -> None:
+    """The attempt's edits written to the worktree (all or none), `patch_applied` and the
+    diff set; a refused edit says why in `error_info`."""
     from agent.execute.patch import apply_edits  # the edit engine: not before a first call
 
     refused = commit_refusal(st.rc.ws.worktree, attempt.edits)
@@ -195,7 +226,7 @@ def _passed(attempt: AttemptRecord) -> bool:
             and attempt.gate.passed)
 
 
-def _tests_changed(st: StepState, attempt: AttemptRecord) -> list[TestChange]:
+def allowed_test_changes(st: StepState, attempt: AttemptRecord) -> list[TestChange]:
     """The declared test changes the gate allowed, one entry per test file."""
     verdict = attempt.gate
     if verdict is None or not verdict.changed_tests:
@@ -215,26 +246,32 @@ def _tests_changed(st: StepState, attempt: AttemptRecord) -> list[TestChange]:
     return changes
 
 
-def _commit(st: StepState, attempt: AttemptRecord) -> StepOutcome:
+def commit_edits(st: StepState, edits: Sequence[PatchEdit], description: str) -> str | None:
+    """A commit of the files `edits` wrote, under `description` (its first line the
+    subject) and the run's trailers; None when nothing changed."""
     worktree = st.rc.ws.worktree
-    description = neutralise_closing_keywords(st.step.description.strip())
+    description = neutralise_closing_keywords(description.strip())
     message = f"{description.splitlines()[0][:72]}\n\n{description}"
     # Only the edited files are committed, never what the test run left behind; by the paths
     # git knows them by (an edit through a symlink wrote its target).
-    known = {e.file_path: repository_path(worktree, e.file_path) for e in attempt.edits}
+    known = {e.file_path: repository_path(worktree, e.file_path) for e in edits}
     edited = sorted(set(known.values()))
-    created = sorted({known[e.file_path] for e in attempt.edits if not e.search})
-    commit = git.commit_all(
+    created = sorted({known[e.file_path] for e in edits if not e.search})
+    return git.commit_all(
         worktree, message, author_name=AUTHOR_NAME, author_email=AUTHOR_EMAIL,
         trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},
         paths=edited, new_paths=created,
     )
+
+
+def _commit(st: StepState, attempt: AttemptRecord) -> StepOutcome:
+    commit = commit_edits(st, attempt.edits, st.step.description)
     return StepOutcome(
         part_id=st.part_id, step_id=st.step.id, description=st.step.description,
         status="passed", attempts=st.attempts, commit=commit,
         diff=attempt.unified_diff if commit else "",
         validation=attempt.validation, task_run_id=st.task_run_id,
-        tests_changed=_tests_changed(st, attempt),
+        tests_changed=allowed_test_changes(st, attempt),
     )
 
 
@@ -255,6 +292,7 @@ def _context_budget(st: StepState, failure: str | None) -> int:
     frame = build_implement_prompt(
         ContextPackage(task=st.rc.task), st.rc.task, st.step, model=model,
         reserved_tokens=reserved, plan=st.plan, cumulative_diff=st.cumulative_diff or None,
+        landing=st.landing,
     )
     room = context_room(*frame, model=model, reserved_tokens=reserved)
     if not failure:
@@ -271,11 +309,20 @@ def neutralise_closing_keywords(text: str) -> str:
 
 
 def task_target_tests(baseline: ValidationResult, task: str) -> list[str]:
-    """Baseline-failing tests the task text names (by id, file or test name)."""
-    return [
-        t for t in baseline.failing_tests
-        if t in task or t.split("::")[0] in task or t.split("::")[-1].split("[")[0] in task
-    ]
+    """Baseline-failing tests the task text names, as precisely as it names them: by their
+    ids when it names any; else by their names (`test_x`, every parameter of it); else every
+    failure of a test file it names."""
+    failing = baseline.failing_tests
+    exact = [t for t in failing if _named_in(t, task)]
+    if exact:
+        return exact
+    named = [t for t in failing if _named_in(t.split("::")[-1].split("[")[0], task)]
+    return named or [t for t in failing if _named_in(t.split("::")[0], task)]
+
+
+def _named_in(name: str, text: str) -> bool:
+    """Whether `text` names `name` whole (not as the start of a longer name or id)."""
+    return bool(name) and re.search(rf"(?<![\w.]){re.escape(name)}(?![\w\[])", text) is not None
 
 
 def step_target_tests(baseline: ValidationResult, step: PlanStep) -> list[str]:

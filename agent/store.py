@@ -55,7 +55,8 @@ def _state_upsert(dialect: str) -> Executable:
 
 SET_STATE = Prepared(_state_upsert)
 TaskRunStatus = Literal["running", "complete", "partial", "failed", "cancelled", "error"]
-ValidationKind = Literal["setup", "baseline", "attempt", "original"]
+ValidationKind = Literal["setup", "baseline", "attempt", "original", "piece"]  # piece: the
+# tests after one step of a group, for information (the group is gated once all are in)
 
 
 class RunLog(Database):

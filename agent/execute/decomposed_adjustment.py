@@ -8,8 +8,16 @@ from typing import Final, Literal
 
 from agent.config import SolveConfig
 from agent.errors import AdjustmentFailed
+from agent.execute.groups import MAX_GROUP_STEPS, as_units, unit_verdicts
 from agent.execute.parsers import Plan
-from agent.execute.plan import ask_plan, ensure_valid_adjustment, execute_plan
+from agent.execute.plan import (
+    ask_plan,
+    ensure_valid_adjustment,
+    execute_plan,
+    rule_problems,
+    with_groups,
+    with_split_steps,
+)
 from agent.execute.plan_prompts import (
     SYSTEM_PROMPTS,
     build_finalize_prompt,
@@ -198,8 +206,10 @@ def finalize_adjustment(
     reserved_tokens: int,
     completed_steps: Sequence[PlanStep] = (),
     cumulative_diff: str | None = None,
+    max_group_steps: int = MAX_GROUP_STEPS,
 ) -> PlanAdjustment:
-    """The revised steps from the verdicts; ParseError or PlanInvalid when the answer is bad."""
+    """The revised steps from the verdicts (split and grouped as a planned part is);
+    ParseError or PlanInvalid when the answer is bad."""
     system, user = build_finalize_prompt(
         context, task, verdicts, remaining_steps, model=llm.config,
         reserved_tokens=reserved_tokens, completed_steps=completed_steps,
@@ -207,9 +217,11 @@ def finalize_adjustment(
     )
     def check(plan: Plan) -> PlanAdjustment:
         assert isinstance(plan, PlanAdjustment)  # the parser's model for this pass type
-        return ensure_valid_adjustment(plan, completed_steps)
+        adjustment = ensure_valid_adjustment(plan, completed_steps)
+        return with_groups(with_split_steps(adjustment), max_group_steps)
 
-    return ask_plan(llm, system, user, pass_type=STAGE_FINALIZE, check=check)
+    return ask_plan(llm, system, user, pass_type=STAGE_FINALIZE, check=check,
+                    problems=lambda plan: rule_problems(plan, max_group_steps))
 
 
 # --- the pipeline ----------------------------------------------------------------------------
@@ -226,26 +238,29 @@ def decomposed_adjustment(
     completed_steps: Sequence[PlanStep] = (),
     cumulative_diff: str | None = None,
     reserved_tokens: int,
+    max_group_steps: int = MAX_GROUP_STEPS,
 ) -> tuple[PlanAdjustment, AdjustmentVerdicts]:
-    """The adjustment after a step: yes/no stages on the classifier, finalize on reasoning.
+    """The adjustment after a step (or a group): yes/no stages on the classifier, asked once
+    per remaining group (steps that land together stand or fall together), finalize on
+    reasoning.
 
     No remaining steps, or no failures, return at once without a model call.
     """
     signals = extract_failure_signals(prior_results)
     if not remaining_steps or not signals:
         return _unchanged(remaining_steps, signals)
-    viability = run_step_viability(signals, remaining_steps, task, classifier)
-    causes = run_root_cause_attribution(
-        signals, remaining_steps, viability, cumulative_diff, classifier
-    )
-    needed = run_new_step_detection(
-        unattributed_failures(signals, causes), remaining_steps, task, classifier
-    )
-    verdicts = AdjustmentVerdicts(step_viability=viability, root_causes=causes,
-                                  new_steps_needed=needed, failure_signals=signals)
+    units = as_units(remaining_steps)
+    viability = run_step_viability(signals, units, task, classifier)
+    causes = run_root_cause_attribution(signals, units, viability, cumulative_diff, classifier)
+    needed = run_new_step_detection(unattributed_failures(signals, causes), units, task,
+                                    classifier)
+    verdicts = AdjustmentVerdicts(step_viability=unit_verdicts(viability, remaining_steps),
+                                  root_causes=causes, new_steps_needed=needed,
+                                  failure_signals=signals)
     adjustment = finalize_adjustment(
         context, task, verdicts, remaining_steps, llm=reasoning, reserved_tokens=reserved_tokens,
         completed_steps=completed_steps, cumulative_diff=cumulative_diff,
+        max_group_steps=max_group_steps,
     )
     return adjustment, verdicts
 
@@ -284,12 +299,13 @@ def adjust_plan(
             context, task, classifier=classifier, reasoning=reasoning,
             prior_results=prior_results, remaining_steps=remaining_steps,
             completed_steps=completed_steps, cumulative_diff=cumulative_diff,
-            reserved_tokens=reserved,
+            reserved_tokens=reserved, max_group_steps=config.orchestrator.max_group_steps,
         )
     adjustment = execute_plan(
         context, task, reasoning, pass_type="adjustment", reserved_tokens=reserved,
         step_token_budget=config.budget.max_tokens_per_step, cumulative_diff=cumulative_diff,
         prior_results=prior_results, test_results=test_results,
         remaining_steps=remaining_steps, completed_steps=completed_steps,
+        max_group_steps=config.orchestrator.max_group_steps,
     )
     return adjustment, None

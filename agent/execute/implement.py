@@ -24,6 +24,7 @@ def execute_implement(
     cumulative_diff: str | None = None,
     failure: str | None = None,
     stage: str = "implement",
+    landing: str | None = None,
 ) -> StepResult:
     """Ask the coding model for the step's edits; an unparseable answer is a failed StepResult.
 
@@ -31,7 +32,7 @@ def execute_implement(
     """
     system, user = build_implement_prompt(
         context, task, step, model=llm.config, reserved_tokens=reserved_tokens,
-        plan=plan, cumulative_diff=cumulative_diff, failure=failure,
+        plan=plan, cumulative_diff=cumulative_diff, failure=failure, landing=landing,
     )
     response = llm.complete(system, user, stage=stage)
     request = needs_context(response.text)

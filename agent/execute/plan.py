@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
 from agent.errors import ParseError, PlanInvalid, PromptTooLarge
+from agent.execute.groups import MAX_GROUP_STEPS, group_problems, repaired_links
 from agent.execute.parsers import (
     PassType,
     Plan,
@@ -50,7 +51,7 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 _STRING: dict[str, Any] = {"type": "string"}
 _STEP = _object({"id": _STRING, "description": _STRING, "target_files": _STRINGS,
                  "target_symbols": _STRINGS, "depends_on": _STRINGS,
-                 "changes_existing_tests": {"type": "boolean"}})
+                 "lands_with": _STRINGS, "changes_existing_tests": {"type": "boolean"}})
 _PART = _object({"id": _STRING, "description": _STRING, "affected_files": _STRINGS,
                  "depends_on": _STRINGS})
 _SCHEMAS: dict[str, dict[str, Any]] = {
@@ -65,7 +66,7 @@ _SCHEMAS["adjustment_finalize"] = _SCHEMAS["adjustment"]
 
 REASK_ERROR_CHARS = 600
 _STEP_SHAPE = ('{"id": "s1", "description": "…", "target_files": ["path/to/file.py"], '
-               '"target_symbols": ["name"], "depends_on": []}')
+               '"target_symbols": ["name"], "depends_on": [], "lands_with": []}')
 PLAN_SHAPES: dict[str, str] = {
     "meta_plan": ('{"task_summary": "…", "parts": [{"id": "p1", "description": "…", '
                   '"affected_files": ["path/to/file.py"], "depends_on": []}], "rationale": "…"}'),
@@ -88,7 +89,8 @@ def execute_plan(context: ContextPackage, task: str, llm: LoggedLLMClient, *,
                  test_results: Sequence[ValidationResult] = ...,
                  remaining_steps: Sequence[PlanStep] = ...,
                  completed_steps: Sequence[PlanStep] = ...,
-                 expected_part_id: str | None = ...) -> MetaPlan: ...
+                 expected_part_id: str | None = ...,
+                 max_group_steps: int = ...) -> MetaPlan: ...
 @overload
 def execute_plan(context: ContextPackage, task: str, llm: LoggedLLMClient, *,
                  pass_type: Literal["part_plan"], reserved_tokens: int, step_token_budget: int,
@@ -96,7 +98,8 @@ def execute_plan(context: ContextPackage, task: str, llm: LoggedLLMClient, *,
                  test_results: Sequence[ValidationResult] = ...,
                  remaining_steps: Sequence[PlanStep] = ...,
                  completed_steps: Sequence[PlanStep] = ...,
-                 expected_part_id: str | None = ...) -> PartPlan: ...
+                 expected_part_id: str | None = ...,
+                 max_group_steps: int = ...) -> PartPlan: ...
 @overload
 def execute_plan(context: ContextPackage, task: str, llm: LoggedLLMClient, *,
                  pass_type: Literal["adjustment"], reserved_tokens: int, step_token_budget: int,
@@ -104,7 +107,8 @@ def execute_plan(context: ContextPackage, task: str, llm: LoggedLLMClient, *,
                  test_results: Sequence[ValidationResult] = ...,
                  remaining_steps: Sequence[PlanStep] = ...,
                  completed_steps: Sequence[PlanStep] = ...,
-                 expected_part_id: str | None = ...) -> PlanAdjustment: ...
+                 expected_part_id: str | None = ...,
+                 max_group_steps: int = ...) -> PlanAdjustment: ...
 def execute_plan(
     context: ContextPackage,
     task: str,
@@ -119,8 +123,11 @@ def execute_plan(
     remaining_steps: Sequence[PlanStep] = (),
     completed_steps: Sequence[PlanStep] = (),
     expected_part_id: str | None = None,
+    max_group_steps: int = MAX_GROUP_STEPS,
 ) -> Plan:
-    """Ask the reasoning model for a plan of `pass_type`, parse it and validate it.
+    """Ask the reasoning model for a plan of `pass_type`, parse it and validate it; steps over
+    several files are split into pieces that land together, and groups are held to
+    `max_group_steps` (sent back once, then repaired).
 
     ParseError and PlanInvalid propagate after the logged client has recorded the call; so do
     PromptTooLarge, BudgetExhausted and LLMError.
@@ -130,16 +137,20 @@ def execute_plan(
         step_token_budget=step_token_budget, cumulative_diff=cumulative_diff,
         prior_results=prior_results, test_results=test_results,
         remaining_steps=remaining_steps, completed_steps=completed_steps,
+        max_group_steps=max_group_steps,
     )
 
     def check(plan: Plan) -> Plan:
         if isinstance(plan, PlanAdjustment):
-            return with_split_steps(ensure_valid_adjustment(plan, completed_steps))
+            adjustment = ensure_valid_adjustment(plan, completed_steps)
+            return with_groups(with_split_steps(adjustment), max_group_steps)
         if isinstance(plan, PartPlan):
-            return with_split_steps(ensure_valid_plan(with_part_id(plan, expected_part_id)))
+            part = ensure_valid_plan(with_part_id(plan, expected_part_id))
+            return with_groups(with_split_steps(part), max_group_steps)
         return ensure_valid_plan(plan)
 
-    return ask_plan(llm, system, user, pass_type=pass_type, check=check)
+    return ask_plan(llm, system, user, pass_type=pass_type, check=check,
+                    problems=lambda plan: rule_problems(plan, max_group_steps))
 
 
 def with_split_steps(plan: PlanT) -> PlanT:
@@ -151,11 +162,27 @@ def with_split_steps(plan: PlanT) -> PlanT:
     return plan
 
 
-def rule_problems(plan: Plan) -> list[str]:
+def with_groups(plan: PlanT, max_group_steps: int = MAX_GROUP_STEPS) -> PlanT:
+    """The plan with `lands_with` links a run can follow (groups.repaired_links), what was
+    repaired said in its changes_made (an adjustment) or rationale (a part plan)."""
+    notes: list[str]
+    if isinstance(plan, PartPlan):
+        steps, notes = repaired_links(plan.steps, max_group_steps)
+        rationale = plan.rationale + "".join(f"\n(cra: {note})" for note in notes)
+        return plan.model_copy(update={"steps": steps, "rationale": rationale})
+    if isinstance(plan, PlanAdjustment):
+        steps, notes = repaired_links(plan.revised_steps, max_group_steps)
+        return plan.model_copy(update={"revised_steps": steps,
+                                       "changes_made": [*plan.changes_made, *notes]})
+    return plan
+
+
+def rule_problems(plan: Plan, max_group_steps: int = MAX_GROUP_STEPS) -> list[str]:
     """Decomposition problems to send back to the planner (once; its re-answer is kept)."""
     if isinstance(plan, MetaPlan):
         return []
-    return send_back_problems(plan.steps if isinstance(plan, PartPlan) else plan.revised_steps)
+    steps = plan.steps if isinstance(plan, PartPlan) else plan.revised_steps
+    return [*send_back_problems(steps), *group_problems(split_steps(steps), max_group_steps)]
 
 
 def ask_plan(
@@ -165,6 +192,7 @@ def ask_plan(
     *,
     pass_type: PassType,
     check: Callable[[Plan], CheckedT],
+    problems: Callable[[Plan], list[str]] = rule_problems,
 ) -> CheckedT:
     """A plan answer parsed and checked; when it cannot be used, or breaks a decomposition
     rule the planner must fix itself, asked once more with the problem and the expected shape
@@ -179,10 +207,10 @@ def ask_plan(
     try:
         plan = _parsed(response, pass_type, llm)
         checked = check(plan)
-        problems = rule_problems(plan)
-        if not problems:
+        found = problems(plan)
+        if not found:
             return checked
-        first: ParseError | PlanInvalid = PlanInvalid(problems)
+        first: ParseError | PlanInvalid = PlanInvalid(found)
         fallback = checked
     except (ParseError, PlanInvalid) as exc:
         first = exc

@@ -65,6 +65,9 @@ Output a JSON object with exactly these fields:
   - target_files: array of file paths this step will modify
   - target_symbols: array of function/class names to modify
   - depends_on: array of step IDs this step depends on
+  - lands_with: array of step IDs that must land together with this one, because the tests
+    cannot pass with one of them alone (a changed signature and its callers, a new module and
+    its first user); [] when the step stands alone
   - changes_existing_tests: boolean -- true only when the task asks for behaviour that
     existing tests check differently, so those tests must change
 - rationale: string -- why these adjustments were made

@@ -1,6 +1,7 @@
 """The decomposition rules (ADR) checked on a plan, not only asked for: one source file per
 step (plus its tests), one or two edits, explicit target files. A step over several source files
-is split; a step naming no file or too many symbols is sent back to the planner."""
+is split into pieces that land together (agent.execute.groups); a step naming no file or too
+many symbols is sent back to the planner."""
 
 from __future__ import annotations
 
@@ -32,16 +33,20 @@ def send_back_problems(steps: Sequence[PlanStep]) -> list[str]:
 
 def split_steps(steps: Sequence[PlanStep]) -> list[PlanStep]:
     """Every step over several source files split into one step per file, in its place and
-    in a chain; each piece keeps the tests of its file, and steps that depended on the whole
-    depend on its last piece."""
+    in a chain that lands together (the pieces of one change are gated as one); each piece
+    keeps the tests of its file, steps that depended on the whole depend on its last piece,
+    and steps that landed with it land with its pieces."""
     pieces: dict[str, list[PlanStep]] = {s.id: _pieces(s) for s in steps}
+    first = {sid: found[0].id for sid, found in pieces.items()}
     last = {sid: found[-1].id for sid, found in pieces.items()}
     out: list[PlanStep] = []
     for step in steps:
+        own = {p.id for p in pieces[step.id]}
         for piece in pieces[step.id]:
-            deps = [last.get(d, d) if d not in {p.id for p in pieces[step.id]} else d
-                    for d in piece.depends_on]
-            out.append(piece.model_copy(update={"depends_on": list(dict.fromkeys(deps))}))
+            deps = [last.get(d, d) if d not in own else d for d in piece.depends_on]
+            links = [first.get(d, d) if d not in own else d for d in piece.lands_with]
+            out.append(piece.model_copy(update={"depends_on": list(dict.fromkeys(deps)),
+                                                "lands_with": list(dict.fromkeys(links))}))
     return out
 
 
@@ -61,6 +66,8 @@ def _pieces(step: PlanStep) -> list[PlanStep]:
             "description": f"{step.description} (part {n} of {len(sources)}: only {src})",
             "target_files": [src, *owned[src]],
             "depends_on": list(step.depends_on) if n == 1 else [found[-1].id],
+            "lands_with": list(step.lands_with) if n == 1 else [found[0].id],
+            "split_from": step.id,
         }))
     return found
 

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from agent.models import (
     AdjustmentRecord,
     AdjustmentVerdicts,
+    GroupOutcome,
     OrchestratorResult,
     StepOutcome,
     ValidationResult,
 )
+from agent.render import group_rounds, tests_after_steps
 from agent.validation import compare_to_baseline
 from bot.render import markdown as md
 from bot.render.fit import LINE_MAX, Caps, bounded, cut_to_size, size, tail, verbatim_lines
@@ -50,9 +52,10 @@ def units_of(result: OrchestratorResult, output: tuple[str, str] | None, limit: 
     rows = _plan_rows(result)
     whole = md.text_lines(result.diff)  # as git counts a diff's lines
     diff = [md.cut(line, LINE_MAX) for line in whole]
+    plan = list(_plan_lines(rows, _part_descriptions(result), result))
     return Units(
-        plan=bounded(_plan_lines(rows, _part_descriptions(result)), limit),
-        plan_marks=[m for _, steps in rows for m in [None, *(o.status for o in steps)]],
+        plan=bounded((line for line, _ in plan), limit),
+        plan_marks=[mark for _, mark in plan],
         adjustments=bounded(map(_adjustment_block, result.adjustments), limit),
         adjustments_total=len(result.adjustments),
         output=tail(out, OUTPUT_CAP), output_total=len(out), output_label=label,
@@ -98,14 +101,33 @@ def _plan_rows(result: OrchestratorResult) -> list[tuple[str, list[StepOutcome]]
     return list(by_part.items())
 
 
-def _plan_lines(rows: Sequence[tuple[str, list[StepOutcome]]], meta: Mapping[str, str]
-                ) -> Iterator[str]:
-    """One list line per part, then one nested line per step."""
+def _plan_lines(rows: Sequence[tuple[str, list[StepOutcome]]], meta: Mapping[str, str],
+                result: OrchestratorResult) -> Iterator[tuple[str, str | None]]:
+    """One list line per part, then one nested line per step, each group's lines after its
+    last step; with each line, the status of its step (None for a part or a group)."""
+    groups = {(g.part_id, g.step_ids[-1]): g for g in result.groups if g.step_ids}
     for part_id, steps in rows:
         text = " ".join(filter(None, [md.line(meta.get(part_id, "")),
                                       "" if steps else "— not started"]))
-        yield f"- **Part {md.code(part_id)}** {text}".rstrip()
-        yield from map(_step_line, steps)
+        yield f"- **Part {md.code(part_id)}** {text}".rstrip(), None
+        for outcome in steps:
+            yield _step_line(outcome), outcome.status
+            group = groups.get((part_id, outcome.step_id))
+            if group is not None:
+                yield _group_line(group, result.steps), None
+
+
+def _group_line(group: GroupOutcome, steps: Sequence[StepOutcome]) -> str:
+    """Steps that landed (or failed) together: which, why, the tests after each, the verdict."""
+    names = ", ".join(md.code(i) for i in group.step_ids[:md.LIST_CAP])
+    if group.status == "passed":
+        head = (f"  - 🔗 {names} landed together in one commit (the gate judged only the "
+                "whole group, so no commit holds a part of it)")
+    else:
+        head = f"  - 🔗 {names} failed together — {md.line(group.error or 'its tests failed')}"
+    facts = [md.line(group.reason), *map(md.line, tests_after_steps(group, steps)),
+             *map(md.line, group_rounds(group)[-3:])]
+    return f"{head}: " + "; ".join(facts)
 
 
 def plan_section(units: Units, caps: Caps) -> str:

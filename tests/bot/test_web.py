@@ -396,7 +396,7 @@ def test_templates_ship_with_the_package() -> None:
 
 
 def test_a_diff_line_with_a_hidden_line_break_is_one_added_line() -> None:
-    from bot.web import diff_lines
+    from bot.run_page import diff_lines
 
     lines = diff_lines("diff --git a/x b/x\n@@ -1 +1 @@\n+a = 1;\f b()\u2028 c\n x\n")
     assert [(line.kind, line.text) for line in lines[2:]] == [

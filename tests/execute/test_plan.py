@@ -316,6 +316,41 @@ def test_a_part_plan_step_over_two_files_is_split_without_a_reask(
     assert len(log.records) == 1
 
 
+def linked(step_id: str, *lands: str) -> dict[str, Any]:
+    return {**step(step_id, files=(f"calc/{step_id}.py",)), "lands_with": list(lands)}
+
+
+def test_steps_that_land_together_are_planned_as_one_group(
+    server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
+) -> None:
+    server.script("part_plan", part_answer("p1", linked("s1"), linked("s2", "s1")))
+    plan = part_plan(llm)
+    assert [s.lands_with for s in plan.steps] == [[], ["s1"]]
+    assert "lands_with" in log.records[0].system_prompt
+    assert "At most 4 steps land" in log.records[0].system_prompt
+    assert len(log.records) == 1
+
+
+def test_too_many_steps_landing_together_are_sent_back_then_cut(
+    server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
+) -> None:
+    big = part_answer("p1", linked("s1"), *(linked(f"s{n}", "s1") for n in range(2, 7)))
+    server.script("part_plan", big)
+    server.script("part_plan_reask", big)
+    plan = part_plan(llm)
+    assert "at most 4 steps may land together" in log.records[1].user_prompt
+    assert sorted(len(s.lands_with) for s in plan.steps) == [0, 0, 1, 1, 1, 1]
+    assert "cut into 2 groups" in plan.rationale
+
+
+def test_a_link_to_a_step_not_in_the_plan_is_dropped_without_a_reask(
+    server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
+) -> None:
+    server.script("part_plan", part_answer("p1", linked("s1", "s7")))
+    [only] = part_plan(llm).steps
+    assert only.lands_with == [] and len(log.records) == 1
+
+
 def test_a_step_naming_no_file_is_sent_back_once_and_the_answer_kept(
     server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog
 ) -> None:
@@ -387,7 +422,8 @@ def test_plan_schema_has_the_models_fields_and_requires_their_required_ones(
     schema = plan_schema(pass_type)
     field, item_model = nested
     for obj, cls in ((schema, model), (schema["properties"][field]["items"], item_model)):
-        assert set(obj["properties"]) == set(cls.model_fields)
+        answered = {name for name, info in cls.model_fields.items() if not info.exclude}
+        assert set(obj["properties"]) == answered  # excluded fields are cra's, never a model's
         required = {name for name, info in cls.model_fields.items() if info.is_required()}
         assert required <= set(obj["required"])
 
