@@ -56,6 +56,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (tasks, "
                         "results, the run log: `cra --data-dir KEEP/data runs RUN_ID`)")
+    parser.add_argument("--tasks", type=Path, help="run these mined tasks instead of mining "
+                        "(a before/after comparison on the same tasks)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cra-bench-") as tmp_name:
         tmp = Path(tmp_name) if args.keep is None else args.keep
@@ -65,12 +67,16 @@ def main() -> int:
                           "timeout = 300\n")
         tasks, data = tmp / "tasks.jsonl", tmp / "data"
         started = time.monotonic()
-        done = cra(data, "bench", "mine", "--repo", str(args.repo), "--config", str(config),
-                   "--rev", args.rev, "--max", str(args.max), "--output", str(tasks))
+        if args.tasks is not None:
+            tasks = args.tasks
+        else:
+            done = cra(data, "bench", "mine", "--repo", str(args.repo), "--config", str(config),
+                       "--rev", args.rev, "--max", str(args.max), "--output", str(tasks))
+            print(f"mined from {args.repo} at {args.rev} in {time.monotonic() - started:.0f} s")
+            print("  " + "\n  ".join(line for line in done.stderr.splitlines()
+                                      if line.startswith("cra:")))
         mined = list(read_tasks(tasks))
-        print(f"mined: {len(mined)} task(s) from {args.repo} at {args.rev} "
-              f"in {time.monotonic() - started:.0f} s")
-        print("  " + done.stderr.strip().splitlines()[-1])
+        print(f"tasks: {len(mined)}")
         if not mined:
             return 1
         labels = ["oracle", *(f"{m}@{args.rate}" for m in args.modes.split(",") if m)]

@@ -47,6 +47,11 @@ def _mine(args: argparse.Namespace, env: Mapping[str, str], config: SolveConfig,
 
     mined = mine(args.repo.resolve(), bed, options, progress=progress)
     print(file=sys.stderr)
+    for note in mined.notes:
+        print(f"cra: {note}", file=sys.stderr)
+    for commit, why, tests in mined.excluded:
+        print(f"cra: excluded {commit[:12]}: {why}" + (f": {tests}" if tests else ""),
+              file=sys.stderr)
     count = write_tasks(args.output, mined.tasks)
     reasons = ", ".join(f"{n} {why}" for why, n in sorted(mined.skipped.items(),
                                                          key=lambda item: -item[1]))

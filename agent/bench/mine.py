@@ -3,27 +3,33 @@
 A commit qualifies when it changes 1–N code files outside the tests and at least one test file,
 with a bounded source diff, and nothing it deletes or renames is code. For each, in a detached
 checkout of its parent: the commit's test changes are applied and the test command runs (after
-the repository's setup step, in the sandbox); then the source change is applied and the tests
-run again. The task is kept when some tests of the changed test files go from failing (or not
-collected) to passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times.
+the repository's setup step, in the sandbox, told not to stop at the first failure where it can
+be: agent.bench.keep_going); then the source change is applied and the tests run again. The
+task is kept when some tests of the changed test files go from failing (or not collected) to
+passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times (agent.bench.replay).
+A fix that no run could resolve — it breaks tests that passed, its tests pass only sometimes —
+is excluded by name, with the reason.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent import gate, git
+from agent import git
+from agent.bench.keep_going import full_run
 from agent.bench.patches import Split, split_commit
+from agent.bench.replay import NO_TASK, Runs, Verdict, sort_tests
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
 from agent.bench.trees import SetupError, checkout, outcomes, run_tests
 from agent.config import TestingConfig
 from agent.envcache import EnvCache
 from agent.errors import GitError
+from agent.models import ValidationResult
 from agent.sandbox import Sandbox
 
 OWNER_NAME = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
@@ -45,14 +51,22 @@ class MineOptions:
 
 @dataclass
 class Mined:
-    """What mining found: the tasks, and why the other candidates were left out."""
+    """What mining found: the tasks, why the other candidates were left out, and the
+    candidates whose fix no run could resolve (each with its commit and tests)."""
 
     tasks: list[BenchTask] = field(default_factory=list)
     examined: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    excluded: list[tuple[str, str, str]] = field(default_factory=list)  # commit, why, tests
+    notes: list[str] = field(default_factory=list)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def exclude(self, commit: str, reason: str, detail: str) -> None:
+        """A candidate whose fix replayed but cannot be resolved: counted and kept by name."""
+        self.skip(reason)
+        self.excluded.append((commit, reason, detail))
 
 
 @dataclass(frozen=True)
@@ -90,8 +104,11 @@ def commits(repo: Path, options: MineOptions) -> list[str]:
 
 def mine(repo: Path, bed: TestBed, options: MineOptions,
          progress: Callable[[int, int, Mined], None] | None = None) -> Mined:
-    """Every qualifying commit of `repo` as a task (see the module's docstring)."""
-    mined = Mined()
+    """Every qualifying commit of `repo` as a task (see the module's docstring), its tests
+    run with a command that does not stop at the first failure where that can be had."""
+    full = full_run(bed.testing)
+    mined = Mined(notes=[f"the tests run as: {full.note}"])
+    bed = replace(bed, testing=full.testing)
     name = repo_name(repo, options.repo_name)
     candidates = commits(repo, options)
     for index, commit in enumerate(candidates, 1):
@@ -116,22 +133,20 @@ def _task(repo: Path, commit: str, name: str, bed: TestBed, options: MineOptions
         mined.skip(reason)
         return None
     try:
-        before, after, output = _replay(repo, split, commit, bed)
+        verdict, output = _replay(repo, split, bed)
     except SetupError:
         mined.skip("the setup step failed")
         return None
     except GitError:
         mined.skip("the test changes do not apply to the parent")
         return None
-    test_files = split.test_files
-    fail_to_pass = sorted(t for t, outcome in after.items() if outcome == "passed"
-                          and before.get(t) != "passed"
-                          and gate.file_of_test(t, test_files) is not None)
-    if not fail_to_pass:
-        mined.skip("no test goes from failing to passing")
+    if verdict.excluded is not None:
+        if verdict.excluded == NO_TASK:
+            mined.skip(verdict.excluded)
+        else:
+            mined.exclude(commit, verdict.excluded, verdict.detail)
         return None
-    pass_to_pass = sorted(t for t, outcome in after.items()
-                          if outcome == "passed" and before.get(t) == "passed")
+    fail_to_pass, pass_to_pass = verdict.fail_to_pass, verdict.pass_to_pass
     message = git.run_git(["log", "-1", "--format=%B", commit], repo)
     issue = _issue(message, name, options)
     created = git.run_git(["log", "-1", "--format=%cI", commit], repo).strip()
@@ -161,18 +176,28 @@ def _unfit(split: Split, options: MineOptions) -> str | None:
     return None
 
 
-def _replay(repo: Path, split: Split, commit: str, bed: TestBed
-            ) -> tuple[dict[str, str], dict[str, str], str]:
-    """Test outcomes at the parent with the commit's tests, then with its fix as well; the
-    first run's output."""
+def _replay(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str]:
+    """The tests at the parent with the commit's tests, then with its fix as well (twice,
+    when that makes a task: a test that passes only sometimes makes none); the verdict on
+    them, and the first run's output."""
     with checkout(repo, split.parent, bed.work_dir) as tree:
         git.apply_diff(tree, split.test_patch)
-        first = run_tests(tree, repo, bed.testing, sandbox=bed.sandbox, environ=bed.environ,
-                          work_dir=bed.work_dir, cache=bed.cache)
+        first = _run(tree, repo, bed)
         git.apply_diff(tree, split.patch)
-        second = run_tests(tree, repo, bed.testing, sandbox=bed.sandbox, environ=bed.environ,
-                           work_dir=bed.work_dir, cache=bed.cache)
-    return dict(outcomes(first)), dict(outcomes(second)), first.test_output or ""
+        second = _run(tree, repo, bed)
+        runs = Runs(before=outcomes(first), after=outcomes(second),
+                    before_stopped=first.report.incomplete,
+                    after_stopped=second.report.incomplete)
+        verdict = sort_tests(runs, split.test_files)
+        if verdict.excluded is None:
+            verdict = sort_tests(replace(runs, again=outcomes(_run(tree, repo, bed))),
+                                 split.test_files)
+    return verdict, first.test_output or ""
+
+
+def _run(tree: Path, repo: Path, bed: TestBed) -> ValidationResult:
+    return run_tests(tree, repo, bed.testing, sandbox=bed.sandbox, environ=bed.environ,
+                     work_dir=bed.work_dir, cache=bed.cache)
 
 
 def _issue(message: str, name: str, options: MineOptions) -> tuple[str, str] | None:

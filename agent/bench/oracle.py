@@ -1,6 +1,7 @@
 """The oracle: a model that answers every call of cra's normal plan/edit path with the gold
-patch. One part per changed file, one step per part, edit blocks made from the patch's hunks,
-"yes" to retrieval questions. On a healthy install it resolves every mined task, which checks the
+patch. One part, one step per changed file, the files landing together as one change (as a
+planner is asked to plan a fix across files), edit blocks made from the patch's hunks, "yes" to
+retrieval questions. On a healthy install it resolves every mined task, which checks the
 harness on real code before any model is blamed. With a noise mode (`oracle:edits`, …) its
 answers are spoiled with a small model's typical mistakes at a rate, to measure how much of that
 the harness absorbs.
@@ -18,6 +19,7 @@ from agent.bench import noise
 from agent.bench.patches import FilePatch, is_code, is_test_change, oracle_edits, parse_patch
 from agent.bench.tasks import BenchTask
 from agent.config import ModelConfig
+from agent.execute.groups import MAX_GROUP_STEPS
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
 
@@ -74,25 +76,40 @@ class OracleModel:
         if stage.startswith("implement"):
             return "edit", self._edits(user)
         if stage == "meta_plan":
-            parts = [{"id": f"p{n}", "description": f"Change {f.path}",
-                      "affected_files": [f.path], "depends_on": [f"p{n - 1}"] if n > 1 else []}
-                     for n, f in enumerate(self.files, 1)]
+            parts = [{"id": "p1", "description": "Change " + ", ".join(f.path for f in
+                                                                       self.files),
+                      "affected_files": [f.path for f in self.files], "depends_on": []}]
             return "json", json.dumps({"task_summary": self.summary, "rationale": "the fix",
                                        "parts": parts}, indent=2)
         if stage == "part_plan":
-            file = self._named(user, "Change ")
-            step = {"id": "s1", "description": f"Apply the fix to {file.path}",
-                    "target_files": [file.path], "target_symbols": [], "depends_on": []}
             part = re.search(r'"?part_id"?\s*[:=]\s*"?(p\d+)', user)
             return "json", json.dumps({"part_id": part.group(1) if part else "p1",
-                                       "task_summary": self.summary, "rationale": "one step",
-                                       "steps": [step]}, indent=2)
-        if stage.startswith("adjustment"):
-            return "json", json.dumps({"revised_steps": [], "rationale": "the step is done",
-                                       "changes_made": []}, indent=2)
+                                       "task_summary": self.summary,
+                                       "rationale": "one step per file, landing together",
+                                       "steps": self._steps()}, indent=2)
+        if stage in ("adjustment_root_cause", "adjustment_new_step"):
+            return "yes_no", "no"  # the gold plan caused nothing and needs nothing new
+        if stage in ("adjustment", "adjustment_finalize"):
+            return "json", json.dumps({"revised_steps": _remaining(user),
+                                       "rationale": "the plan stands", "changes_made": []},
+                                      indent=2)
         if stage == "gate_test_change":
             return "yes_no", "no"
         return "yes_no", "yes"
+
+    def _steps(self) -> list[dict[str, Any]]:
+        """One step per changed file, the files of the fix landing together as one change
+        (code first, at most MAX_GROUP_STEPS of them; the rest land alone after them)."""
+        steps = []
+        for n, file in enumerate(self.files, 1):
+            together = n <= MAX_GROUP_STEPS and min(len(self.files), MAX_GROUP_STEPS) > 1
+            steps.append({"id": f"s{n}", "description": f"Apply the fix to {file.path}",
+                          "target_files": [file.path], "target_symbols": [],
+                          "depends_on": [f"s{n - 1}"] if n > 1 else [],
+                          "lands_with": [f"s{m}" for m in range(1, MAX_GROUP_STEPS + 1)
+                                         if m != n and m <= len(self.files)] if together else [],
+                          "changes_existing_tests": False})
+        return steps
 
     def _named(self, user: str, marker: str) -> FilePatch:
         """The changed file a prompt is about: the one its step or part names (`marker` + the
@@ -114,3 +131,16 @@ class OracleModel:
         if kind != spoils_kind or self.rng.random() >= self.rate:
             return text
         return self.rng.choice(list(spoilers.values()))(text, self.rng)
+
+
+def _remaining(user: str) -> list[Any]:
+    """The remaining steps an adjustment prompt shows, kept as they are (the gold plan needs
+    no change): none when it shows none."""
+    match = re.search(r"<remaining_steps>\n(.*?)\n</remaining_steps>", user, re.S)
+    if match is None:
+        return []
+    try:
+        steps = json.loads(match.group(1))
+    except json.JSONDecodeError:
+        return []
+    return steps if isinstance(steps, list) else []
