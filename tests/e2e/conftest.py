@@ -22,3 +22,14 @@ def world(tmp_path: Path, isolated_git: None) -> Iterator[BotWorld]:
             yield w
         finally:
             w.close()
+
+
+@pytest.fixture
+def public_world(tmp_path: Path, isolated_git: None) -> Iterator[BotWorld]:
+    """The same world with public run pages, for tests that read a run page's content."""
+    with FakeGitHub() as fake, ScriptedModelServer() as models:
+        w = BotWorld(tmp_path, fake, models, run_pages="public")
+        try:
+            yield w
+        finally:
+            w.close()

@@ -5,26 +5,17 @@ judged them."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.bot_world import REPO, BotWorld, edit
-from tests.fakes.github_server import FakeGitHub
-from tests.fakes.model_server import ScriptedModelServer
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[BotWorld]:
-    with FakeGitHub() as fake, ScriptedModelServer() as models:
-        w = BotWorld(tmp_path, fake, models, run_pages="public")  # the page's content is read
-        try:
-            yield w
-        finally:
-            w.close()
+def world(public_world: BotWorld) -> BotWorld:
+    return public_world  # the run page's content is read
 
 
 def test_a_fix_across_files_lands_as_one_group_and_the_pr_check_and_page_say_so(

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from agent.cli import main
-from agent.store import RunLog
+from tests.e2e.cli_runs import Solve, write_config
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import (
     DEFAULT_CRA_TOML,
@@ -103,40 +102,6 @@ WEAKENINGS: dict[str, tuple[str, str, bool]] = {
 def server() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer() as srv:
         yield srv
-
-
-@dataclass
-class Solve:
-    """One `cra solve` in-process: exit code, output, the repository and the run log."""
-
-    code: int
-    out: str
-    repo: Path
-    data: Path
-
-    def branch(self) -> str:
-        [name] = git_in(self.repo, "branch", "--list", "cra/*", "--format=%(refname:short)").split()
-        return name
-
-    def changed_files(self) -> list[str]:
-        return git_in(self.repo, "diff", "--name-only", f"main...{self.branch()}").split()
-
-    def show(self, path: str) -> str:
-        return git_in(self.repo, "show", f"{self.branch()}:{path}")
-
-    def log(self) -> RunLog:
-        return RunLog.open(f"sqlite:///{self.data / 'cra.db'}")
-
-
-def write_config(tmp: Path, server: ScriptedModelServer, testing: str = "", *,
-                 command: str = TEST_COMMAND) -> Path:
-    config = tmp / "cra-config.toml"
-    config.write_text("".join(
-        f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
-        for role in ("reasoning", "coding", "classifier"))
-        + f"[testing]\ntest_command = {json.dumps(command)}\ntimeout = 120\n{testing}"
-        "[retrieval]\nstages = []\n")
-    return config
 
 
 def cra_solve(tmp: Path, server: ScriptedModelServer, task: str, *extra: str,

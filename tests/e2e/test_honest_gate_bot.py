@@ -5,15 +5,11 @@ task that asks to change tested behaviour gets a "Tests changed" section and a n
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.bot_world import REPO, BotWorld, edit
 from tests.e2e.test_honest_gate import FIX, SUB_TEST, TEST_FILE, WEAKENINGS
-from tests.fakes.github_server import FakeGitHub
-from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import TEST_OPS_PY, git_in
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
@@ -22,13 +18,8 @@ BRANCH = "cra/issue-1"
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[BotWorld]:
-    with FakeGitHub() as fake, ScriptedModelServer() as models:
-        w = BotWorld(tmp_path, fake, models, run_pages="public")  # the page's content is read
-        try:
-            yield w
-        finally:
-            w.close()
+def world(public_world: BotWorld) -> BotWorld:
+    return public_world  # the run page's content is read
 
 
 def script_plan(world: BotWorld, description: str, *, changes_tests: bool = False) -> None:

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent.cli import main
-from agent.store import RunLog
+from tests.e2e.cli_runs import Solve, write_config
 from tests.fakes.model_server import ScriptedModelServer
-from tests.fakes.repos import TEST_COMMAND, git_in, init_repo, write_files
+from tests.fakes.repos import git_in, init_repo, write_files
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -101,39 +100,21 @@ def server() -> Iterator[ScriptedModelServer]:
         yield srv
 
 
-@dataclass
-class Solve:
-    """One `cra solve` in-process: exit code, output, the repository and the run log."""
-
-    code: int
-    out: str
-    repo: Path
-    data: Path
-
-    def branch(self) -> str:
-        [name] = git_in(self.repo, "branch", "--list", "cra/*", "--format=%(refname:short)").split()
-        return name
-
-    def commits(self) -> list[str]:
-        return git_in(self.repo, "log", "--format=%s", f"main..{self.branch()}").splitlines()
-
-    def show(self, path: str) -> str:
-        return git_in(self.repo, "show", f"{self.branch()}:{path}")
-
-    def validation_kinds(self) -> list[str]:
-        log = RunLog.open(f"sqlite:///{self.data / 'cra.db'}")
-        try:
-            [run] = [r for r in log.list_orchestrator_runs()]
-            detail = log.get_orchestrator_run(run.task_id)
-            assert detail is not None
-            kinds = []
-            for p in detail.passes:
-                task_run = log.get_task_run(p.task_run_id)
-                assert task_run is not None
-                kinds += [v.kind for a in task_run.attempts for v in a.validations]
-            return kinds
-        finally:
-            log.close()
+def validation_kinds(run: Solve) -> list[str]:
+    """The kind of every test run the run log holds under the run's attempts."""
+    log = run.log()
+    try:
+        [summary] = log.list_orchestrator_runs()
+        detail = log.get_orchestrator_run(summary.task_id)
+        assert detail is not None
+        kinds = []
+        for p in detail.passes:
+            task_run = log.get_task_run(p.task_run_id)
+            assert task_run is not None
+            kinds += [v.kind for a in task_run.attempts for v in a.validations]
+        return kinds
+    finally:
+        log.close()
 
 
 def shapes_repo(root: Path, files: dict[str, str] | None = None) -> Path:
@@ -148,17 +129,10 @@ def shapes_repo(root: Path, files: dict[str, str] | None = None) -> Path:
 
 
 def solve(tmp: Path, server: ScriptedModelServer, task: str, repo: Path,
-          capsys: pytest.CaptureFixture[str], **orchestrator: int) -> Solve:
-    config = tmp / "cra-config.toml"
-    config.write_text("".join(
-        f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
-        for role in ("reasoning", "coding", "classifier"))
-        + f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\ntimeout = 120\n"
-        "[retrieval]\nstages = []\n[orchestrator]\n"
-        + "".join(f"{k} = {v}\n" for k, v in orchestrator.items()))
+          capsys: pytest.CaptureFixture[str]) -> Solve:
     data = tmp / "data"
     code = main(["--data-dir", str(data), "solve", task, "--repo", str(repo),
-                 "--config", str(config)])
+                 "--config", str(write_config(tmp, server))])
     return Solve(code, capsys.readouterr().out, repo, data)
 
 
@@ -201,7 +175,7 @@ def test_a_signature_change_and_its_two_callers_land_as_one_group(
     assert run.commits() == ["Make area take one (w, h) size (and 2 more landing with it)"]
     assert "area((w, h))" in run.show("shapes/report.py")
     assert "p1/s1+s2+s3 landed together after 1 round(s)" in run.out
-    assert run.validation_kinds().count("piece") == 2  # after s1 and s2, for information
+    assert validation_kinds(run).count("piece") == 2  # after s1 and s2, for information
 
 
 def test_a_step_over_two_files_lands_its_rename_and_imports_together(
