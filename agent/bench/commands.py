@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from agent.bench.mine import Mined, MineOptions, TestBed, mine
-from agent.bench.oracle import OracleModel, parse_label
+from agent.bench.oracle import oracle_factory, parse_label
 from agent.bench.report import report_command
 from agent.bench.results import BenchResult
-from agent.bench.run import Bench, Factory, run_bench, with_model
+from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks
 from agent.config import ModelConfig, SolveConfig
 from agent.console import EXIT_FAILED, EXIT_OK, UsageError
@@ -76,12 +76,11 @@ def _run(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], config: 
                   data_dir=data_dir, log=log, cache=cache)
 
     def factory_for(label: str, task: BenchTask) -> Factory:
-        oracle = parse_label(label)
-        if oracle is None:
+        if parse_label(label) is None:
             return factory
-        mode, rate = oracle
-        before = _files_before(bench, task)
-        return lambda model: OracleModel(model, task, before, mode=mode, rate=rate)
+        oracle = oracle_factory(label, task, files_before(bench, task))
+        assert oracle is not None
+        return oracle
 
     def config_for(label: str) -> SolveConfig:
         return config if parse_label(label) is not None else with_model(config, label)
@@ -98,15 +97,6 @@ def _run(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], config: 
           f"{errors} harness error(s); `cra bench report {args.results}` shows them all",
           file=sys.stderr)
     return EXIT_OK if not errors else EXIT_FAILED
-
-
-def _files_before(bench: Bench, task: BenchTask) -> dict[str, str]:
-    """The files the gold patch changes, as they were at the task's base commit."""
-    from agent import git
-    from agent.bench.patches import parse_patch
-
-    return {f.path: git.read_file(bench.clone, task.base_commit, f.path) or ""
-            for f in parse_patch(task.patch)}
 
 
 __all__ = ["bench_command", "report_command"]

@@ -5,6 +5,13 @@ retrieval questions. On a healthy install it resolves every mined task, which ch
 harness on real code before any model is blamed. With a noise mode (`oracle:edits`, …) its
 answers are spoiled with a small model's typical mistakes at a rate, to measure how much of that
 the harness absorbs.
+
+`oracle:context` answers only from what each prompt shows: a plan names only the fix's files
+whose path or code the prompt shows (else the shown file closest to them), an edit is written
+only for a hunk whose lines the implement prompt shows (else it asks for the file once, then
+gives up), and a retrieval question is answered yes only about a file of the fix or a definition
+it changes. Its rate is the ceiling the clean room puts on any model; its gap to the plain
+oracle's is what retrieval loses. It combines with a noise mode: `oracle:context+edits@0.3`.
 """
 
 from __future__ import annotations
@@ -13,10 +20,20 @@ import json
 import random
 import re
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agent.bench import noise
 from agent.bench.patches import FilePatch, is_code, is_test_change, oracle_edits, parse_patch
+from agent.bench.sight import (
+    changed_symbols,
+    closest,
+    file_shown,
+    honest_yes,
+    hunk_shown,
+    shown_files,
+)
 from agent.bench.tasks import BenchTask
 from agent.config import ModelConfig
 from agent.execute.groups import MAX_GROUP_STEPS
@@ -24,34 +41,64 @@ from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
 
 ORACLE = "oracle"
+CONTEXT = "context"  # answer only from what the prompt shows
 DEFAULT_RATE = 0.3
+CANNOT_SEE = "I cannot see the code this step must change, so I cannot write an edit for it."
 
 
-def parse_label(label: str) -> tuple[str, float] | None:
-    """("", rate) for "oracle", (mode, rate) for "oracle:<mode>[@rate]"; None for a real model.
-    ValueError for an unknown mode."""
+@dataclass(frozen=True)
+class OracleSpec:
+    """An oracle label read: context-honest or not, its noise mode ("" for none) and rate."""
+
+    context: bool = False
+    mode: str = ""
+    rate: float = DEFAULT_RATE
+
+
+def parse_label(label: str) -> OracleSpec | None:
+    """The spec of "oracle", "oracle:<mode>[@rate]" or "oracle:context[+<mode>][@rate]"; None
+    for a real model. ValueError for an unknown mode."""
     if label != ORACLE and not label.startswith(ORACLE + ":"):
         return None
     rest = label.removeprefix(ORACLE).removeprefix(":")
-    mode, _, rate = rest.partition("@")
-    if mode and mode not in noise.MODES:
-        raise ValueError(f"unknown oracle noise mode {mode!r}; known: "
-                         + ", ".join(sorted(noise.MODES)))
-    return mode, float(rate) if rate else DEFAULT_RATE
+    modes, _, rate = rest.partition("@")
+    parts = [m for m in modes.split("+") if m]
+    context = CONTEXT in parts
+    noisy = [m for m in parts if m != CONTEXT]
+    known = f"{', '.join(sorted(noise.MODES))}, alone or after {CONTEXT}+"
+    unknown = [m for m in noisy if m not in noise.MODES]
+    if unknown:
+        raise ValueError(f"unknown oracle noise mode {unknown[0]!r}; known: {known}")
+    if len(noisy) > 1:
+        raise ValueError(f"more than one oracle noise mode ({'+'.join(noisy)}): give at most "
+                         f"one of {known}")
+    return OracleSpec(context=context, mode=noisy[0] if noisy else "",
+                      rate=float(rate) if rate else DEFAULT_RATE)
+
+
+def oracle_factory(label: str, task: BenchTask,
+                   before: dict[str, str]) -> Callable[[ModelConfig], OracleModel] | None:
+    """A factory of the oracle a label names for one task (`before`: the fix's files before
+    it), or None when the label names a real model; ValueError for an unknown mode."""
+    spec = parse_label(label)
+    if spec is None:
+        return None
+    return lambda model: OracleModel(model, task, before, spec)
 
 
 class OracleModel:
     """A ChatModel answering from a task's gold patch (see the module's docstring)."""
 
-    def __init__(self, config: ModelConfig, task: BenchTask, before: dict[str, str], *,
-                 mode: str = "", rate: float = DEFAULT_RATE, seed: int = 0) -> None:
+    def __init__(self, config: ModelConfig, task: BenchTask, before: dict[str, str],
+                 spec: OracleSpec | None = None, *, seed: int = 0) -> None:
         self._config = config
         # every file the fix changes outside the tests (configs and docs too): code first
         files = [f for f in parse_patch(task.patch) if not is_test_change(f.path)]
         self.files: list[FilePatch] = sorted(files, key=lambda f: not is_code(f.path))
         self.before = before  # each changed file before the fix
         self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"
-        self.mode, self.rate = mode, rate
+        self.spec = spec or OracleSpec()
+        self.symbols = changed_symbols(self.files, before) if self.spec.context else set()
         self.rng = random.Random(f"{task.instance_id}:{seed}")
         self._lock = threading.Lock()
 
@@ -74,11 +121,11 @@ class OracleModel:
 
     def _answer(self, stage: str, user: str) -> tuple[str, str]:
         if stage.startswith("implement"):
-            return "edit", self._edits(user)
+            return "edit", self._edits(user, refined=stage.endswith("_refined"))
         if stage == "meta_plan":
-            parts = [{"id": "p1", "description": "Change " + ", ".join(f.path for f in
-                                                                       self.files),
-                      "affected_files": [f.path for f in self.files], "depends_on": []}]
+            paths = self._planned(user)
+            parts = [{"id": "p1", "description": "Change " + ", ".join(paths),
+                      "affected_files": paths, "depends_on": []}]
             return "json", json.dumps({"task_summary": self.summary, "rationale": "the fix",
                                        "parts": parts}, indent=2)
         if stage == "part_plan":
@@ -86,7 +133,8 @@ class OracleModel:
             return "json", json.dumps({"part_id": part.group(1) if part else "p1",
                                        "task_summary": self.summary,
                                        "rationale": "one step per file, landing together",
-                                       "steps": self._steps()}, indent=2)
+                                       "steps": self._steps(self._part_files(user))},
+                                      indent=2)
         if stage in ("adjustment_root_cause", "adjustment_new_step"):
             return "yes_no", "no"  # the gold plan caused nothing and needs nothing new
         if stage in ("adjustment", "adjustment_finalize"):
@@ -95,19 +143,40 @@ class OracleModel:
                                       indent=2)
         if stage == "gate_test_change":
             return "yes_no", "no"
+        if self.spec.context and not honest_yes(stage, user, [f.path for f in self.files],
+                                                self.symbols):
+            return "yes_no", "no"
         return "yes_no", "yes"
 
-    def _steps(self) -> list[dict[str, Any]]:
-        """One step per changed file, the files of the fix landing together as one change
-        (code first, at most MAX_GROUP_STEPS of them; the rest land alone after them)."""
+    def _planned(self, user: str) -> list[str]:
+        """The files the meta-plan names: every file of the fix; context-honest, only those
+        whose path or code the prompt shows, else the shown file closest to them."""
+        if not self.spec.context:
+            return [f.path for f in self.files]
+        seen = [f.path for f in self.files if file_shown(user, f)]
+        if seen:
+            return seen
+        near = closest(shown_files(user), [f.path for f in self.files])
+        return [near] if near else []
+
+    def _part_files(self, user: str) -> list[str]:
+        """The files a part plan steps through: the ones its part names (the meta-plan's)."""
+        if not self.spec.context:
+            return [f.path for f in self.files]
+        named = re.search(r"<task>\nChange (.*?)\n</task>", user)
+        return [p for p in named.group(1).split(", ") if p] if named else []
+
+    def _steps(self, paths: list[str]) -> list[dict[str, Any]]:
+        """One step per file, landing together as one change (code first, at most
+        MAX_GROUP_STEPS of them; the rest land alone after them)."""
         steps = []
-        for n, file in enumerate(self.files, 1):
-            together = n <= MAX_GROUP_STEPS and min(len(self.files), MAX_GROUP_STEPS) > 1
-            steps.append({"id": f"s{n}", "description": f"Apply the fix to {file.path}",
-                          "target_files": [file.path], "target_symbols": [],
+        for n, path in enumerate(paths, 1):
+            together = n <= MAX_GROUP_STEPS and min(len(paths), MAX_GROUP_STEPS) > 1
+            steps.append({"id": f"s{n}", "description": f"Apply the fix to {path}",
+                          "target_files": [path], "target_symbols": [],
                           "depends_on": [f"s{n - 1}"] if n > 1 else [],
                           "lands_with": [f"s{m}" for m in range(1, MAX_GROUP_STEPS + 1)
-                                         if m != n and m <= len(self.files)] if together else [],
+                                         if m != n and m <= len(paths)] if together else [],
                           "changes_existing_tests": False})
         return steps
 
@@ -120,15 +189,26 @@ class OracleModel:
                 return candidates[0]
         return self.files[0]
 
-    def _edits(self, user: str) -> str:
-        file = self._named(user, "Files: ")
-        return oracle_edits(self.before.get(file.path, ""), file)
+    def _edits(self, user: str, *, refined: bool) -> str:
+        """The gold edits of the file the step names; context-honest, only of the hunks the
+        prompt shows — none shown: a request for the file, or (shown it already) no edit."""
+        if not self.spec.context:
+            named = self._named(user, "Files: ")
+            return oracle_edits(self.before.get(named.path, ""), named)
+        file = next((f for f in self.files if f"Files: {f.path}" in user), None)
+        if file is None:  # a step on a file the fix does not change: nothing to write
+            return CANNOT_SEE
+        shown = [h for h in file.hunks if hunk_shown(user, h)]
+        if shown:
+            visible = FilePatch(path=file.path, new_file=file.new_file, hunks=shown)
+            return oracle_edits(self.before.get(file.path, ""), visible)
+        return CANNOT_SEE if refined else f"<need_context>{file.path}</need_context>"
 
     def _spoil(self, kind: str, text: str) -> str:
-        if not self.mode:
+        if not self.spec.mode:
             return text
-        spoils_kind, spoilers = noise.MODES[self.mode]
-        if kind != spoils_kind or self.rng.random() >= self.rate:
+        spoils_kind, spoilers = noise.MODES[self.spec.mode]
+        if kind != spoils_kind or self.rng.random() >= self.spec.rate:
             return text
         return self.rng.choice(list(spoilers.values()))(text, self.rng)
 

@@ -11,7 +11,14 @@ from collections.abc import Callable
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from agent.bench.report_text import HEADER, MARKS, percent, summary_rows
+from agent.bench.report_text import (
+    CLEAN_ROOM_HEADER,
+    HEADER,
+    MARKS,
+    clean_room_rows,
+    percent,
+    summary_rows,
+)
 from agent.bench.scores import BenchReport
 
 RunLink = Callable[[str], str | None]
@@ -33,7 +40,9 @@ def _render(name: str, report: BenchReport, repository: str | None, run_link: Ru
     template = _environment().get_template(name)
     return template.render(report=report, repository=repository, header=HEADER,
                            summary_rows=summary_rows(report.models), marks=MARKS,
-                           run_link=run_link)
+                           run_link=run_link, clean_header=CLEAN_ROOM_HEADER,
+                           clean_rows=clean_room_rows(report.models),
+                           clean_room=any(m.calls_by_stage for m in report.models))
 
 
 def render_html(report: BenchReport, *, repository: str | None = None) -> str:

@@ -16,7 +16,7 @@ def render_text(report: BenchReport) -> str:
     """Summary table, per-task grid and the baseline comparison, separated by blank lines."""
     if not report.models and not report.tasks:
         return f"no bench results in {report.results_file or 'the results file'} yet"
-    parts = [_summary(report.models), _legend(), _grid(report)]
+    parts = [_summary(report.models), _clean_room(report.models), _legend(), _grid(report)]
     if report.comparison is not None:
         parts.append(_comparison(report.comparison, report.baseline_file or "the baseline"))
     return "\n\n".join(p for p in parts if p)
@@ -87,6 +87,30 @@ def _summary(models: Sequence[ModelSummary]) -> str:
     return table(HEADER, summary_rows(models), right=set(range(1, len(HEADER))))
 
 
+CLEAN_ROOM_HEADER = ("model", "calls/task", "prompt tokens/task", "largest prompt",
+                     "fix files planned from", "fix hunks seen", *(f"{g} calls" for g in (
+                         "retrieval", "planning", "implementing", "adjusting", "reasks")))
+
+
+def clean_room_rows(models: Sequence[ModelSummary]) -> list[list[str]]:
+    """What each model's calls cost and saw, per task (shared with the HTML page): calls,
+    prompt tokens, the largest prompt, the share of the fixes' files a planner was shown and
+    of their hunks an implement call saw, and the calls of each stage group."""
+    return [[m.model, number(m.calls_per_task, 1), number(m.prompt_tokens_per_task),
+             f"{m.largest_prompt:,}", percent(m.gold_files_seen), percent(m.gold_hunks_seen),
+             *(number(m.calls_by_stage.get(g, 0.0), 1) for g in (
+                 "retrieval", "planning", "implementing", "adjusting", "reasks"))]
+            for m in models]
+
+
+def _clean_room(models: Sequence[ModelSummary]) -> str:
+    if not any(m.calls_by_stage for m in models):
+        return ""
+    return ("what the calls cost and saw, per task:\n"
+            + table(CLEAN_ROOM_HEADER, clean_room_rows(models),
+                    right=set(range(1, len(CLEAN_ROOM_HEADER)))))
+
+
 def _legend() -> str:
     return ("rate = resolved / (resolved + unresolved); errors are harness errors, counted "
             "apart and left out of the rate.\ngrid: ✓ resolved  ✗ unresolved  E harness error  "
@@ -97,7 +121,10 @@ def cell_text(cell: Cell | None) -> str:
     """A grid cell: its mark and the run id that holds the trace."""
     if cell is None:
         return NOT_RUN
-    return f"{MARKS[cell.outcome]} {cell.run_id}" if cell.run_id else MARKS[cell.outcome]
+    text = f"{MARKS[cell.outcome]} {cell.run_id}" if cell.run_id else MARKS[cell.outcome]
+    if cell.hunks:
+        text += f" hunks {cell.hunks_seen}/{cell.hunks}"
+    return text
 
 
 def _grid(report: BenchReport) -> str:
@@ -122,6 +149,11 @@ def _comparison(comparison: Sequence[Comparison], source: str) -> str:
             lines.append(f"  {clean(c.model)}: {percent(c.baseline_rate)} → {percent(c.rate)} "
                          f"({delta}); {len(c.gained)} gained, {len(c.lost)} lost of "
                          f"{c.compared} compared")
+            if c.calls_per_task is not None and c.baseline_calls_per_task is not None:
+                lines.append(f"    calls per task {number(c.baseline_calls_per_task, 1)} → "
+                             f"{number(c.calls_per_task, 1)}; prompt tokens per task "
+                             f"{number(c.baseline_prompt_tokens_per_task)} → "
+                             f"{number(c.prompt_tokens_per_task)}")
             lines += _ids("gained", c.gained) + _ids("lost", c.lost)
     return "\n".join(lines)
 

@@ -41,6 +41,14 @@ class BenchResult(BaseModel):
     pass_to_pass: dict[str, str] = {}
     error: str | None = None
     finished_at: str = ""  # ISO 8601, UTC
+    # What the run's calls cost and saw (agent.bench.seen): by stage group (retrieval, planning,
+    # implementing, adjusting, gate, reasks), the largest prompt, and whether each file of the
+    # fix reached a planner's prompt and each hunk (path:first-last line) an implement prompt.
+    calls_by_stage: dict[str, int] = {}
+    prompt_tokens_by_stage: dict[str, int] = {}
+    largest_prompt: int = 0
+    gold_files_seen: dict[str, bool] = {}
+    gold_hunks_seen: dict[str, bool] = {}
 
     @property
     def resolved(self) -> bool:

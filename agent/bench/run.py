@@ -21,8 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agent import gate, git
-from agent.bench.patches import is_test_change
+from agent.bench.patches import is_test_change, parse_patch
 from agent.bench.results import BenchResult, append_result, finished
+from agent.bench.seen import Seen, run_calls, seen_fields, what_was_seen
 from agent.bench.tasks import BenchTask
 from agent.bench.trees import SetupError, checkout, outcomes, run_tests
 from agent.config import ModelConfig, SolveConfig
@@ -155,8 +156,9 @@ def run_one(bench: Bench, task: BenchTask, label: str, start: str, factory: Fact
     f2p = {t: scored.get(t, "missing") for t in task.FAIL_TO_PASS}
     p2p = {t: scored.get(t, "missing") for t in task.PASS_TO_PASS}
     resolved = all(v == "passed" for v in (*f2p.values(), *p2p.values()))
+    seen = what_was_seen(run_calls(bench.log, run.task_id), task.patch)
     return _result(task, label, "resolved" if resolved else "unresolved", started, run=run,
-                   f2p=f2p, p2p=p2p)
+                   f2p=f2p, p2p=p2p, seen=seen)
 
 
 def score(bench: Bench, task: BenchTask, head: str, start: str) -> dict[str, str]:
@@ -180,9 +182,10 @@ def score(bench: Bench, task: BenchTask, head: str, start: str) -> dict[str, str
 def _result(task: BenchTask, label: str, outcome: str, started: float, *,
             run: OrchestratorResult | None = None, error: str | None = None,
             f2p: dict[str, str] | None = None, p2p: dict[str, str] | None = None,
-            ) -> BenchResult:
+            seen: Seen | None = None) -> BenchResult:
     usage = run.usage if run is not None else None
     return BenchResult.model_validate({
+        **(seen_fields(seen) if seen is not None else {}),
         "instance_id": task.instance_id, "model": label, "outcome": outcome,
         "run_id": run.task_id if run is not None else None,
         "run_status": run.status if run is not None else None,
@@ -194,6 +197,13 @@ def _result(task: BenchTask, label: str, outcome: str, started: float, *,
         "error": error if error is not None else (run.error if run is not None else None),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
     })
+
+
+def files_before(bench: Bench, task: BenchTask) -> dict[str, str]:
+    """The files the gold patch changes, as they were at the task's base commit (what the
+    oracle answers against)."""
+    return {f.path: git.read_file(bench.clone, task.base_commit, f.path) or ""
+            for f in parse_patch(task.patch)}
 
 
 def with_model(config: SolveConfig, model: str) -> SolveConfig:

@@ -70,6 +70,17 @@ class ModelSummary(_Frozen):
     tokens_per_resolved: float | None = Field(
         description="all tokens spent (every task) divided by the tasks resolved")
     wall_s_per_resolved: float | None
+    calls_per_task: float | None = None
+    prompt_tokens_per_task: float | None = None
+    largest_prompt: int = Field(default=0, description="the largest prompt of any call, tokens")
+    calls_by_stage: dict[str, float] = Field(
+        default_factory=dict, description="stage group -> calls per task (agent.bench.seen)")
+    prompt_tokens_by_stage: dict[str, float] = Field(
+        default_factory=dict, description="stage group -> prompt tokens per task")
+    gold_files_seen: float | None = Field(
+        default=None, description="share of the fixes' files shown whole or outlined to a planner")
+    gold_hunks_seen: float | None = Field(
+        default=None, description="share of the fixes' hunks whose lines an implement call saw")
 
 
 class Cell(_Frozen):
@@ -81,6 +92,15 @@ class Cell(_Frozen):
     error: str | None = None
     tokens: int = 0
     wall_s: float = 0.0
+    calls: int = 0
+    prompt_tokens: int = 0
+    largest_prompt: int = 0
+    files_seen: int = 0
+    files: int = 0
+    hunks_seen: int = 0
+    hunks: int = 0
+    unseen_hunks: list[str] = Field(default_factory=list,
+                                    description="hunks of the fix no implement call saw")
 
 
 class TaskRow(_Frozen):
@@ -105,6 +125,10 @@ class Comparison(_Frozen):
     lost: list[str] = Field(default_factory=list,
                             description="resolved in the baseline, unresolved now")
     compared: int = Field(default=0, description="tasks both scored (no error on either side)")
+    calls_per_task: float | None = None
+    baseline_calls_per_task: float | None = None
+    prompt_tokens_per_task: float | None = None
+    baseline_prompt_tokens_per_task: float | None = None
 
 
 class BenchReport(_Frozen):
@@ -159,7 +183,31 @@ def summarise(model: str, results: Sequence[BenchResult]) -> ModelSummary:
         completion_tokens=sum(r.completion_tokens for r in results), wall_s=wall,
         tokens_per_task=_per(tokens, len(results)), wall_s_per_task=_per(wall, len(results)),
         tokens_per_resolved=_per(tokens, resolved), wall_s_per_resolved=_per(wall, resolved),
+        **_clean_room(results),
     )  # fmt: skip
+
+
+def _clean_room(results: Sequence[BenchResult]) -> dict[str, object]:
+    """What the runs' calls cost and saw, per task (agent.bench.seen's figures)."""
+    count = len(results)
+    by_calls: dict[str, int] = {}
+    by_tokens: dict[str, int] = {}
+    for r in results:
+        for group, n in r.calls_by_stage.items():
+            by_calls[group] = by_calls.get(group, 0) + n
+        for group, n in r.prompt_tokens_by_stage.items():
+            by_tokens[group] = by_tokens.get(group, 0) + n
+    files = [seen for r in results for seen in r.gold_files_seen.values()]
+    hunks = [seen for r in results for seen in r.gold_hunks_seen.values()]
+    return {
+        "calls_per_task": _per(sum(r.calls for r in results), count),
+        "prompt_tokens_per_task": _per(sum(r.prompt_tokens for r in results), count),
+        "largest_prompt": max((r.largest_prompt for r in results), default=0),
+        "calls_by_stage": {g: n / count for g, n in by_calls.items()} if count else {},
+        "prompt_tokens_by_stage": {g: n / count for g, n in by_tokens.items()} if count else {},
+        "gold_files_seen": _per(sum(files), len(files)),
+        "gold_hunks_seen": _per(sum(hunks), len(hunks)),
+    }
 
 
 def _per(total: float, count: int) -> float | None:
@@ -173,9 +221,13 @@ def title_of(statement: str) -> str:
 
 
 def _cell(result: BenchResult) -> Cell:
+    files, hunks = result.gold_files_seen, result.gold_hunks_seen
     return Cell(outcome=result.outcome, run_id=result.run_id, run_status=result.run_status,
                 error=result.error, tokens=result.prompt_tokens + result.completion_tokens,
-                wall_s=result.wall_s)
+                wall_s=result.wall_s, calls=result.calls, prompt_tokens=result.prompt_tokens,
+                largest_prompt=result.largest_prompt, files_seen=sum(files.values()),
+                files=len(files), hunks_seen=sum(hunks.values()), hunks=len(hunks),
+                unseen_hunks=[h for h, seen in hunks.items() if not seen])
 
 
 def build_report(
@@ -209,6 +261,8 @@ class Baseline(_Frozen):
     source: str
     rates: dict[str, float | None]
     outcomes: dict[str, dict[str, Outcome]]  # model -> instance_id -> outcome
+    calls: dict[str, float | None] = Field(default_factory=dict)  # model -> calls per task
+    prompt_tokens: dict[str, float | None] = Field(default_factory=dict)  # per task
 
 
 def load_baseline(path: Path) -> Baseline:
@@ -241,7 +295,8 @@ def _from_report(source: str, report: BenchReport) -> Baseline:
             if cell is not None:
                 outcomes.setdefault(model, {})[row.instance_id] = cell.outcome
     return Baseline(source=source, rates={m.model: m.rate for m in report.models},
-                    outcomes=outcomes)
+                    outcomes=outcomes, calls={m.model: m.calls_per_task for m in report.models},
+                    prompt_tokens={m.model: m.prompt_tokens_per_task for m in report.models})
 
 
 def compare(
@@ -265,7 +320,10 @@ def compare(
         delta = summary.rate - before if summary.rate is not None and before is not None else None
         found.append(Comparison(
             model=summary.model, in_baseline=True, rate=summary.rate, baseline_rate=before,
-            rate_delta=delta, compared=len(both),
+            rate_delta=delta, compared=len(both), calls_per_task=summary.calls_per_task,
+            baseline_calls_per_task=baseline.calls.get(summary.model),
+            prompt_tokens_per_task=summary.prompt_tokens_per_task,
+            baseline_prompt_tokens_per_task=baseline.prompt_tokens.get(summary.model),
             gained=[i for i in both if now[i] == "resolved" and then[i] != "resolved"],
             lost=[i for i in both if now[i] != "resolved" and then[i] == "resolved"],
         ))  # fmt: skip

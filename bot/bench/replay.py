@@ -11,10 +11,9 @@ from pathlib import Path
 
 from agent import git
 from agent.bench.mine import Mined, MineOptions, TestBed, mine
-from agent.bench.oracle import OracleModel, parse_label
-from agent.bench.patches import parse_patch
+from agent.bench.oracle import oracle_factory, parse_label
 from agent.bench.results import BenchResult, read_results
-from agent.bench.run import Bench, Factory, run_bench, with_model
+from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
 from agent.bench.scores import BenchReport, build_report
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config import CONFIG_CANDIDATES, ModelConfig, SolveConfig
@@ -130,13 +129,11 @@ def _factories(services: Services, bench: Bench) -> Callable[[str, BenchTask], F
         return services.chat_factory(model, _key_for(services, model))
 
     def factory_for(label: str, task: BenchTask) -> Factory:
-        oracle = parse_label(label)
-        if oracle is None:
+        if parse_label(label) is None:
             return factory
-        mode, rate = oracle
-        before = {f.path: git.read_file(bench.clone, task.base_commit, f.path) or ""
-                  for f in parse_patch(task.patch)}
-        return lambda model: OracleModel(model, task, before, mode=mode, rate=rate)
+        oracle = oracle_factory(label, task, files_before(bench, task))
+        assert oracle is not None
+        return oracle
 
     return factory_for
 
