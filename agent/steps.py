@@ -286,7 +286,9 @@ def _failed(st: StepState, error: str, *, budget: str | None = None,
 
 
 def _context_budget(st: StepState, failure: str | None) -> int:
-    """The window left for files once the prompt frame and the failure text are counted."""
+    """What the step's files may take: what an implement pass needs (its files, whole while
+    they fit: retrieval.implement_context_tokens), within the window left once the prompt frame
+    and the failure text are counted."""
     model = st.coding.config
     reserved = st.rc.config.budget.reserved_tokens
     frame = build_implement_prompt(
@@ -295,9 +297,9 @@ def _context_budget(st: StepState, failure: str | None) -> int:
         landing=st.landing,
     )
     room = context_room(*frame, model=model, reserved_tokens=reserved)
-    if not failure:
-        return room
-    return max(room - min(estimate_tokens(failure), prompt_limit(model, reserved) // 4), 0)
+    if failure:
+        room = max(room - min(estimate_tokens(failure), prompt_limit(model, reserved) // 4), 0)
+    return min(room, st.rc.config.retrieval.implement_context_tokens)
 
 
 _CLOSING = re.compile(r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?=[\w./-]*#\d)", re.I)
@@ -308,16 +310,28 @@ def neutralise_closing_keywords(text: str) -> str:
     return _CLOSING.sub(lambda m: f"{m.group(1)}{m.group(2)}issue ", text)
 
 
+_FENCED = re.compile(r"^([ \t]*)(`{3,}|~{3,}).*?^\1\2[ \t]*$", re.M | re.S)
+
+
 def task_target_tests(baseline: ValidationResult, task: str) -> list[str]:
     """Baseline-failing tests the task text names, as precisely as it names them: by their
     ids when it names any; else by their names (`test_x`, every parameter of it); else every
-    failure of a test file it names."""
-    failing = baseline.failing_tests
-    exact = [t for t in failing if _named_in(t, task)]
+    failure of a test file it names. What its prose names first: a test that only a quoted
+    test output names (in a fenced block) failed beside the task's, it is not asked to pass."""
+    prose = _FENCED.sub("", task)
+    for text in dict.fromkeys([prose, task]):
+        found = _named_targets(baseline.failing_tests, text)
+        if found:
+            return found
+    return []
+
+
+def _named_targets(failing: Sequence[str], text: str) -> list[str]:
+    exact = [t for t in failing if _named_in(t, text)]
     if exact:
         return exact
-    named = [t for t in failing if _named_in(t.split("::")[-1].split("[")[0], task)]
-    return named or [t for t in failing if _named_in(t.split("::")[0], task)]
+    named = [t for t in failing if _named_in(t.split("::")[-1].split("[")[0], text)]
+    return named or [t for t in failing if _named_in(t.split("::")[0], text)]
 
 
 def _named_in(name: str, text: str) -> bool:

@@ -31,3 +31,15 @@ def test_a_named_file_takes_its_failures_when_no_test_of_it_is_named() -> None:
 
 def test_a_longer_name_is_not_a_mention_of_a_shorter_one() -> None:
     assert task_target_tests(BASELINE, "test_loads and test_validation fail") == []
+
+
+def test_a_test_only_a_quoted_output_names_is_no_target_when_the_prose_names_one() -> None:
+    task = ("These tests fail and should pass:\n- tests/test_misc.py::test_load\n\n"
+            "Their output:\n```\nFAILED tests/test_misc.py::test_load\n"
+            "FAILED tests/test_fixtures.py::test_invalid[table-3]\n```\n")
+    assert task_target_tests(BASELINE, task) == ["tests/test_misc.py::test_load"]
+
+
+def test_a_quoted_output_names_the_targets_when_the_prose_names_none() -> None:
+    task = "It crashes:\n```\nFAILED tests/test_misc.py::test_load - KeyError\n```\n"
+    assert task_target_tests(BASELINE, task) == ["tests/test_misc.py::test_load"]
