@@ -380,6 +380,18 @@ def test_pytest_runs_are_counted_from_a_junit_report(project: Path, sandbox: San
     assert validation.timeout_s == 600
 
 
+def test_a_test_file_that_cannot_be_collected_does_not_stop_the_others(
+    project: Path, sandbox: Sandbox
+) -> None:
+    (project / "tests" / "test_new.py").write_text("from calc import cube\n\n\n"
+                                                   "def test_cube():\n    assert cube(2) == 8\n")
+    validation = run_validation(project, TestingConfig(test_command=TEST_COMMAND),
+                                environ=python_env(), sandbox=sandbox)
+    assert validation.report.outcomes["tests/test_new.py"] == "error"
+    assert validation.report.outcomes["tests/test_ops.py::test_add"] == "passed"
+    assert validation.report.incomplete is None and not validation.success
+
+
 def test_a_run_that_exits_before_reporting_has_no_report(
     project: Path, sandbox: Sandbox
 ) -> None:
