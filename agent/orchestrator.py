@@ -196,8 +196,9 @@ class _Sequencer:
         self, part_index: int, part: MetaPlanPart, plan: PartPlan, *, last: bool
     ) -> None:
         """Steps in order, each group of steps that land together as one; the remaining ones
-        replaced by each adjustment. The run's last planned step (or group) must also make
-        the tests the task names pass."""
+        replaced by each adjustment (none after the part's last step passed: nothing is left
+        to revise). The run's last planned step (or group) must also make the tests the task
+        names pass."""
         remaining = landing_order(plan.steps)
         done: list[PlanStep] = []
         failed = 0
@@ -224,7 +225,8 @@ class _Sequencer:
                 not_passed.update(s.id for s in unit)
             if outcome.budget_exhausted == "max_tokens_per_run":
                 raise StopRun("max_tokens_per_run", outcome.error or "run budget exhausted")
-            remaining = landing_order(self.adjust(part, step, outcome, remaining, done))
+            if remaining or outcome.status != "passed":  # else: nothing left to revise
+                remaining = landing_order(self.adjust(part, step, outcome, remaining, done))
         for step in remaining:
             self.tally.outcomes.append(StepOutcome(
                 part_id=part.id, step_id=step.id, description=step.description,

@@ -157,8 +157,10 @@ class BotWorld:
         m.script("implement", second)
         m.script("adjustment",
                  json.dumps({"revised_steps": [steps[1]], "rationale": "mul fixed; square next",
-                             "changes_made": []}),
-                 json.dumps({"revised_steps": [], "rationale": "all done", "changes_made": []}))
+                             "changes_made": []}))
+        if second_step_fails:  # a part whose last step passed has nothing left to revise
+            m.script("adjustment", json.dumps({"revised_steps": [], "rationale": "all done",
+                                               "changes_made": []}))
 
 
 def edit(search: str, replacement: str, path: str = "calc/ops.py") -> str:

@@ -51,17 +51,21 @@ def test_labeled_issue_becomes_a_tested_pull_request(world: BotWorld) -> None:
     assert run.pr_url and run.pr_url.endswith(f"/pull/{pull.number}")
 
 
-def script_faster_mul(world: BotWorld) -> None:
-    """The models' answers for a one-step run on the pull request making mul "faster" (the
-    plan adjustment after it left to the caller)."""
+FASTER_MUL = edit('    """Return a * b."""\n    return a * b',
+                  '    """Return a * b (fast)."""\n    return a * b')
+
+
+def script_faster_mul(world: BotWorld, *, implement: bool = True) -> None:
+    """The models' answers for a one-step run on the pull request making mul "faster" (its
+    edit, FASTER_MUL, left to the caller when not `implement`)."""
     step = {"id": "s1", "description": "Make mul faster", "target_files": ["calc/ops.py"],
             "target_symbols": [], "depends_on": []}
     m = world.models
     m.script("meta_plan", '{"task_summary": "faster", "parts": [{"id": "p1", "description": '
              '"Make mul faster", "affected_files": ["calc/ops.py"], "depends_on": []}]}')
     m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "steps": [step]}))
-    m.script("implement", edit('    """Return a * b."""\n    return a * b',
-                               '    """Return a * b (fast)."""\n    return a * b'))
+    if implement:
+        m.script("implement", FASTER_MUL)
 
 
 @pytest.mark.parametrize("where", ["conversation", "review comment", "review"])
@@ -427,13 +431,13 @@ def test_a_push_to_the_branch_while_cra_works_is_not_overwritten(world: BotWorld
     world.script_fix()
     world.run(world.label_issue())
     [pull] = world.fake.pulls(REPO)
-    script_faster_mul(world)
+    script_faster_mul(world, implement=False)  # answered below, once the person has pushed
     theirs: list[str] = []
 
     def someone_pushes_meanwhile(request: RecordedRequest) -> str:
         """While cra works, a person pushes a commit to the branch."""
         theirs.append(push_as_a_person(world, "cra/issue-1"))
-        return '{"revised_steps": [], "rationale": "done"}'
+        return FASTER_MUL
 
     world.models.respond_with(someone_pushes_meanwhile)
     run = world.run(world.comment("/cra solve make mul faster", number=pull.number,
