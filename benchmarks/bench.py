@@ -10,7 +10,11 @@ Default: hukkin/tomli at 920e20b (pure Python, no dependencies, a 1-second test 
 
 Run: .venv/bin/python benchmarks/bench.py /work/.mirror/hukkin+tomli/repo
      [--rev 920e20b] [--max 300] [--modes oracle:edits,oracle:plans,oracle:judgments]
-     [--rate 0.3] [--jobs 2]
+     [--rate 0.3] [--jobs 2] [--tasks TASKS.jsonl] [--keep DIR]
+(`oracle:context` among the modes runs the context-honest oracle, without noise.) For each
+configuration it also prints what the calls cost and saw: calls and prompt tokens per task, the
+largest prompt, the share of the fixes' files a planner was shown and of their hunks an implement
+call saw, and the calls by stage.
 """
 
 from __future__ import annotations
@@ -79,7 +83,8 @@ def main() -> int:
         print(f"tasks: {len(mined)}")
         if not mined:
             return 1
-        labels = ["oracle", *(f"{m}@{args.rate}" for m in args.modes.split(",") if m)]
+        labels = ["oracle", *(m if m == "oracle:context" else f"{m}@{args.rate}"
+                              for m in args.modes.split(",") if m)]
         rows = {}
         for label in labels:
             results = tmp / f"results-{label.replace(':', '-')}.jsonl"
@@ -93,12 +98,18 @@ def main() -> int:
             scored = row.resolved + row.unresolved
             print(f"{label:<28} resolved {row.resolved}/{scored} "
                   f"({row.rate or 0:.0%}, 95% {row.ci_low or 0:.0%}–{row.ci_high or 0:.0%}), "
-                  f"errors {row.errors}, {wall / len(mined):.1f} s per task, "
-                  f"{row.calls / max(len(mined), 1):.1f} calls per task")
+                  f"errors {row.errors}, {wall / len(mined):.1f} s per task")
+            print(f"{'':<28} {row.calls_per_task or 0:.1f} calls and "
+                  f"{row.prompt_tokens_per_task or 0:,.0f} prompt tokens per task (largest "
+                  f"prompt {row.largest_prompt:,}); fix files planned from "
+                  f"{row.gold_files_seen or 0:.0%}, hunks seen {row.gold_hunks_seen or 0:.0%}; "
+                  "calls by stage: " + ", ".join(f"{g} {n:.1f}" for g, n in
+                                                 sorted(row.calls_by_stage.items())))
         oracle = rows["oracle"]
         for label, row in rows.items():
             if label != "oracle" and oracle.rate:
-                print(f"  {label}: {(row.rate or 0) / oracle.rate:.2f}x the oracle's rate")
+                print(f"  {label}: {(row.rate or 0) / oracle.rate:.2f}x the oracle's rate "
+                      f"({row.resolved}/{oracle.resolved} of the tasks it resolves)")
         healthy = oracle.resolved == oracle.resolved + oracle.unresolved == len(mined)
         print("oracle resolved every task" if healthy else
               "ORACLE MISSED TASKS: a harness bug (see the results for their run ids)")

@@ -160,11 +160,13 @@ class OracleModel:
         return [near] if near else []
 
     def _part_files(self, user: str) -> list[str]:
-        """The files a part plan steps through: the ones its part names (the meta-plan's)."""
+        """The files a part plan steps through; context-honest, the fix's files its prompt
+        shows, else the ones its part names (the meta-plan's)."""
         if not self.spec.context:
             return [f.path for f in self.files]
+        seen = [f.path for f in self.files if file_shown(user, f)]
         named = re.search(r"<task>\nChange (.*?)\n</task>", user)
-        return [p for p in named.group(1).split(", ") if p] if named else []
+        return seen or ([p for p in named.group(1).split(", ") if p] if named else [])
 
     def _steps(self, paths: list[str]) -> list[dict[str, Any]]:
         """One step per file, landing together as one change (code first, at most
