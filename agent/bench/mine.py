@@ -7,8 +7,8 @@ the repository's setup step, in the sandbox, told not to stop at the first failu
 be: agent.bench.keep_going); then the source change is applied and the tests run again. The
 task is kept when some tests of the changed test files go from failing (or not collected) to
 passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times (agent.bench.replay).
-A fix that no run could resolve — it breaks tests that passed, its tests pass only sometimes —
-is excluded by name, with the reason.
+A fix that no run could resolve — it breaks tests that passed (on a second run too), its tests
+pass only sometimes — is excluded by name, with the reason.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from agent import git
 from agent.bench.keep_going import full_run
 from agent.bench.patches import Split, split_commit
-from agent.bench.replay import NO_TASK, Runs, Verdict, sort_tests
+from agent.bench.replay import NO_TASK, REGRESSION, Runs, Verdict, sort_tests
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
 from agent.bench.trees import SetupError, checkout, outcomes, run_tests
@@ -189,7 +189,7 @@ def _replay(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str]:
                     before_stopped=first.report.incomplete,
                     after_stopped=second.report.incomplete)
         verdict = sort_tests(runs, split.test_files)
-        if verdict.excluded is None:
+        if verdict.excluded in (None, REGRESSION):  # a second run tells flaky tests apart
             verdict = sort_tests(replace(runs, again=outcomes(_run(tree, repo, bed))),
                                  split.test_files)
     return verdict, first.test_output or ""

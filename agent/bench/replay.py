@@ -4,9 +4,10 @@ task that any run could resolve.
 FAIL_TO_PASS holds the tests of the fix's test files that ran and failed before the fix (or could
 not be collected) and pass after it. A test that did not run before — the runner stopped early —
 is neither: it is left out, and said so. PASS_TO_PASS holds the tests that passed both times and
-again on a second run of the fixed code. A fix after which a test that passed before fails is no
-task: the honest gate refuses a regression, whoever writes the fix; nor is one whose new tests
-pass only sometimes.
+again on a second run of the fixed code. A fix after which a test that passed before fails, and
+fails again on the second run, is no task: the honest gate refuses a regression, whoever writes
+the fix (a test that fails only once is flaky: it is left out of PASS_TO_PASS); nor is a fix
+whose new tests pass only sometimes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from agent.models import TestOutcome
 
 FAILED: frozenset[TestOutcome] = frozenset({"failed", "error"})
 NO_TASK = "no test goes from failing to passing"  # an ordinary commit, not a fix excluded
+REGRESSION = "the fix makes tests that passed fail (the gate refuses a regression)"
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,10 @@ def sort_tests(runs: Runs, test_files: Sequence[str]) -> Verdict:
     """The verdict on a replay (see the module's docstring)."""
     verdict = Verdict()
     before, after = runs.before, runs.after
-    broken = sorted(t for t, o in after.items() if o in FAILED and before.get(t) == "passed")
+    broken = sorted(t for t, o in after.items() if o in FAILED and before.get(t) == "passed"
+                    and (runs.again is None or runs.again.get(t) in FAILED))
     if broken:
-        return _excluded(verdict, "the fix makes tests that passed fail (the gate refuses a "
-                         "regression)", broken)
+        return _excluded(verdict, REGRESSION, broken)
     unknown = sorted(t for t, o in after.items() if o == "passed" and t not in before
                      and runs.before_stopped and not _uncollected(t, before))
     if unknown:

@@ -4,9 +4,9 @@ Each task gets a commit of its own in the bench's clone of the repository: the b
 the task's test changes applied (the fix's new tests are there, failing, as the gate's target).
 cra's normal orchestrator solves the problem statement from it, in the sandbox. The score is the
 bench's, not the run's: on the run's last commit, every test file, conftest and runner config
-the run changed or added is put back as the task's tests have it, the test command runs, and the
-task is resolved only when every FAIL_TO_PASS test passes and every PASS_TO_PASS test still
-passes. A result is appended the moment it is known; a re-run skips what the file holds.
+the run changed or added is put back as the task's tests have it, the test command runs (told
+not to stop early, as mining ran it), and the task is resolved only when every FAIL_TO_PASS test
+passes and every PASS_TO_PASS test still passes. A result is appended the moment it is known; a re-run skips what the file holds.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agent import gate, git
+from agent.bench.keep_going import full_run
 from agent.bench.patches import is_test_change, parse_patch
 from agent.bench.results import BenchResult, append_result, finished
 from agent.bench.seen import Seen, run_calls, seen_fields, what_was_seen
@@ -174,7 +175,9 @@ def score(bench: Bench, task: BenchTask, head: str, start: str) -> dict[str, str
                 (tree / path).unlink(missing_ok=True)
             else:
                 git.run_git(["checkout", start, "--", path], tree)
-        result = run_tests(tree, bench.clone, bench.config.testing, sandbox=bench.sandbox,
+        # the score must see every test: told not to stop early, as mining was
+        testing = full_run(bench.config.testing).testing
+        result = run_tests(tree, bench.clone, testing, sandbox=bench.sandbox,
                            environ=bench.environ, work_dir=bench.work_dir, cache=bench.cache)
     return dict(outcomes(result))
 

@@ -58,3 +58,11 @@ def test_a_commit_whose_tests_pass_before_is_no_task() -> None:
     runs = Runs(before={A: "passed"},
                 after={A: "passed"})
     assert sort_tests(runs, FILES).excluded == NO_TASK
+
+
+def test_a_test_that_fails_once_after_the_fix_is_flaky_not_broken() -> None:
+    runs = Runs(before={A: "failed", C: "passed"}, after={A: "passed", C: "failed"},
+                again={A: "passed", C: "passed"})
+    verdict = sort_tests(runs, FILES)
+    assert verdict.excluded is None
+    assert verdict.fail_to_pass == [A] and verdict.pass_to_pass == []
