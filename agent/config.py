@@ -167,8 +167,12 @@ class RetrievalConfig(Section):
     top_k: int = Field(default=12, gt=0)
     search_limit: int = Field(default=100, gt=0)
     whole_file_tokens: int = Field(default=1200, ge=0)
-    precision_max_questions: int = Field(default=24, ge=0)
-    max_classifier_calls: int = Field(default=40, ge=0)
+    precision_max_questions: int = Field(default=6, ge=0)
+    scope_questions: int = Field(default=2, ge=0)
+    max_classifier_calls: int = Field(default=12, ge=0)
+    plan_context_tokens: int = Field(default=3000, gt=0)
+    implement_context_tokens: int = Field(default=8000, gt=0)
+    implement_extra_tokens: int = Field(default=2000, ge=0)
     max_file_bytes: int = Field(default=512_000, gt=0)
     skip_dirs: list[str] = Field(
         default_factory=lambda: [

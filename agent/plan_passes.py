@@ -168,12 +168,14 @@ class PlanPasses:
     def plan_context_budget(
         self, reasoning: LoggedLLMClient, task: str, pass_type: PlanPassType
     ) -> int:
-        """What this planner pass may spend on context files."""
-        return plan_context_room(
+        """What this planner pass may spend on context files: what it needs (outlines of the
+        files it plans over, retrieval.plan_context_tokens), never more than the window's room."""
+        room = plan_context_room(
             task, pass_type=pass_type, model=reasoning.config,
             reserved_tokens=self.config.budget.reserved_tokens,
             step_token_budget=self.config.budget.max_tokens_per_step,
         )
+        return min(room, self.config.retrieval.plan_context_tokens)
 
 
 def _splice(revised: Sequence[PlanStep], done: Sequence[PlanStep]) -> list[PlanStep]:

@@ -55,9 +55,10 @@ def _meta_plan(
     config: SolveConfig,
 ) -> MetaPlan:
     reserved = config.budget.reserved_tokens
-    room = plan_context_room(task, pass_type="meta_plan", model=reasoning.config,
-                             reserved_tokens=reserved,
-                             step_token_budget=config.budget.max_tokens_per_step)
+    room = min(plan_context_room(task, pass_type="meta_plan", model=reasoning.config,
+                                 reserved_tokens=reserved,
+                                 step_token_budget=config.budget.max_tokens_per_step),
+               config.retrieval.plan_context_tokens)
     package = source.gather(
         task, mode="plan", files=(), failure=None, budget_tokens=room,
         classifier=classifier if config.retrieval.stages else None,

@@ -56,12 +56,11 @@ def block_tokens(file: ContextFile) -> int:
 
 
 def pack(
-    entries: Sequence[Entry], budget: int, *, mode: Literal["plan", "implement"],
-    whole_file_tokens: int, seed_symbols: Sequence[str],
+    entries: Sequence[Entry], budget: int, *, whole_file_tokens: int,
+    seed_symbols: Sequence[str],
 ) -> tuple[list[ContextFile], list[DroppedFile]]:
     """The files that fit, in `entries` order, and the ones dropped with the reason."""
-    options = [[(f, f.as_file(e)) for f in forms(e, mode=mode,
-                                                  whole_file_tokens=whole_file_tokens,
+    options = [[(f, f.as_file(e)) for f in forms(e, whole_file_tokens=whole_file_tokens,
                                                   seed_symbols=seed_symbols)] for e in entries]
     seeds = [i for i, e in enumerate(entries) if e.seed]
     count = max(1, len(seeds))
@@ -99,8 +98,7 @@ def _choose(entry: Entry, options: Sequence[tuple[Form, ContextFile]],
     return next((file for form, file in options if file.tokens <= room), None)
 
 
-def forms(entry: Entry, *, mode: Literal["plan", "implement"], whole_file_tokens: int,
-          seed_symbols: Sequence[str]) -> list[Form]:
+def forms(entry: Entry, *, whole_file_tokens: int, seed_symbols: Sequence[str]) -> list[Form]:
     """The ways to show `entry`, richest first: whole, chosen outline, signatures, skeleton."""
     whole = Form("full", entry.text)
     if not entry.symbols:
@@ -112,7 +110,7 @@ def forms(entry: Entry, *, mode: Literal["plan", "implement"], whole_file_tokens
     chosen = entry.details or {}
     small = estimate_tokens(entry.text) <= whole_file_tokens
     candidates = []
-    if small or (entry.details is None and (mode == "implement" or entry.seed)):
+    if small or (entry.details is None and entry.seed):  # a large file: a seed's, whole
         candidates.append(whole)
     if entry.details is not None:
         candidates.append(_outline(entry, {**chosen, **seeds}))

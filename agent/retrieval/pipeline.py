@@ -47,6 +47,7 @@ class _Run:
     seeds: ResolvedSeeds
     dropped: list[DroppedFile] = field(default_factory=list)
     calls_left: int = 0
+    budget: int = 0  # the package's tokens
 
     def stage_on(self, name: str) -> bool:
         """True when the model stage `name` runs."""
@@ -88,30 +89,57 @@ def _retrieve(
     """Seeds, then files carried over from a refined package, then ranked files that pass
     scope; each file's detail chosen, all packed into the budget."""
     resolved = resolve_seeds(task, seeds, index, root=root)
+    budget_tokens = _needed(budget_tokens, root, mode, resolved, config)
     run = _Run(task, root, mode, config, classifier, resolved,
                [DroppedFile(path=p, reason=NOT_IN_REPOSITORY) for p in resolved.missing],
-               calls_left=config.max_classifier_calls)
+               calls_left=config.max_classifier_calls, budget=budget_tokens)
     # The implement step edits sources unless it targets a test: tests must not crowd them out.
     prefer_source = mode == "implement" and not any(is_test_path(f) for f in seeds.files)
     ranked = rank(f"{task}\n{seeds.text}", index, resolved, limit=config.search_limit,
                   prefer_source=prefer_source)
     why = {c.path: "rank: " + ", ".join(c.reasons) for c in ranked}
     pool = [c.path for c in ranked if c.path not in carried][: config.top_k]
-    entries = [e for p in resolved.files if (e := _load(run, p, "seed: " + resolved.reasons[p],
-                                                          seed=True)) is not None]
+    # Only the files the pass names are shown whole whatever their size (cut short before
+    # they are dropped); what the texts mention comes next, whole only when small.
+    entries = [e for p in resolved.files if (e := _load(
+        run, p, "seed: " + resolved.reasons[p], seed=_named(resolved, p))) is not None]
     entries += [e for p in carried if p not in resolved.reasons
                 and (e := _load(run, p, carried[p].reason, carry=carried[p])) is not None]
     candidates = [e for p in pool if (e := _load(run, p, why[p])) is not None]
     entries += _scope(run, candidates)
     for entry in entries:
         _precision(run, entry)
-    files, over = pack(entries, budget_tokens, mode=mode,
-                       whole_file_tokens=config.whole_file_tokens, seed_symbols=resolved.symbols)
+    files, over = pack(entries, budget_tokens, whole_file_tokens=config.whole_file_tokens,
+                       seed_symbols=resolved.symbols)
     return ContextPackage(
         task=task, files=files, dropped=run.dropped + over, budget_tokens=budget_tokens,
         used_tokens=sum(f.tokens for f in files), mode=mode, seed_files=resolved.files,
         seed_symbols=resolved.symbols,
     )
+
+
+def _needed(budget: int, root: Path, mode: Mode, seeds: ResolvedSeeds,
+            config: RetrievalConfig) -> int:
+    """What an implement pass's context needs: the files it names, whole, and
+    retrieval.implement_extra_tokens of what they use — never more than `budget`. A plan
+    pass's budget is sized by its caller."""
+    if mode != "implement":
+        return budget
+    named = 0
+    for path in seeds.files:
+        if _named(seeds, path):
+            try:
+                text = read_in_tree(root, path).decode("utf-8", "replace")
+            except OSError:
+                continue
+            named += block_tokens(ContextFile(path=path, content=text))
+    return min(budget, named + config.implement_extra_tokens)
+
+
+def _named(seeds: ResolvedSeeds, path: str) -> bool:
+    """Whether the pass named the file (a step's target, a test it names), rather than a text
+    mentioning it."""
+    return seeds.reasons.get(path, "").startswith("named")
 
 
 def _load(run: _Run, path: str, reason: str, *, seed: bool = False,
@@ -133,27 +161,32 @@ def _load(run: _Run, path: str, reason: str, *, seed: bool = False,
 
 
 def _scope(run: _Run, candidates: Sequence[Entry]) -> list[Entry]:
-    """The ranked candidates the classifier judges needed (all of them without the stage)."""
+    """The ranked candidates to show: the first few asked about (retrieval.scope_questions,
+    within the call cap), those judged needed kept; the rest kept unasked, after them, as
+    outlines at most — a question is asked where it can change what the pass sees most."""
     if not run.stage_on("scope") or not candidates or run.classifier is None:
         return list(candidates)
-    asked, unasked = candidates[: run.calls_left], candidates[run.calls_left :]
+    limit = max(0, min(run.calls_left, run.config.scope_questions))
+    asked, unasked = candidates[:limit], candidates[limit:]
     run.calls_left -= len(asked)
-    run.dropped += [DroppedFile(path=e.path, reason="scope: not judged (classifier call cap)")
-                    for e in unasked]
     items = [ScopeItem(e.path, scope_summary(e.path, language_of(e.path), e.doc, e.symbols,
                                              e.text.count("\n") + 1), content_version(e.text))
              for e in asked]
-    kept, dropped = judge_scope(run.task, items, run.classifier)
+    kept, dropped = judge_scope(run.task, items, run.classifier) if items else ([], [])
     run.dropped += dropped
     keep = set(kept)
     chosen = [e for e in asked if e.path in keep]
     for entry in chosen:
         entry.reason = entry.reason.replace("rank:", "scope: needed; rank:", 1)
-    return chosen
+    for entry in unasked:
+        entry.reason = entry.reason.replace("rank:", "scope: not asked; rank:", 1)
+    return [*chosen, *unasked]
 
 
 def _precision(run: _Run, entry: Entry) -> None:
-    """Choose the detail per definition of a large file (asked, or carried over)."""
+    """Choose the detail per definition of a large file an implement pass names (asked, or
+    carried over): a named file too large to show whole in its share of the budget. Other
+    files are shown whole when small (a seed while it fits), else as outlines, unasked."""
     wanted: dict[str, SymbolDetail] = {
         s.qualname: "full" for s in entry.symbols
         if s.name in run.seeds.symbols or s.qualname in run.seeds.symbols
@@ -161,9 +194,11 @@ def _precision(run: _Run, entry: Entry) -> None:
     if entry.details is not None:
         entry.details.update(wanted)
         return
-    large = estimate_tokens(entry.text) > run.config.whole_file_tokens
-    if not (large and entry.symbols and run.stage_on("precision") and run.classifier
-            and run.calls_left > 0):
+    named = [p for p in run.seeds.files if _named(run.seeds, p)]
+    tokens = estimate_tokens(entry.text)
+    large = tokens > run.config.whole_file_tokens and tokens > run.budget // max(1, len(named))
+    if not (large and entry.path in named and run.mode == "implement" and entry.symbols
+            and run.stage_on("precision") and run.classifier and run.calls_left > 0):
         return
     entry.details, asked = choose_details(
         run.task, entry.path, entry.text, entry.symbols, run.classifier, mode=run.mode,

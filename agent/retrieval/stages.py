@@ -27,6 +27,7 @@ PRECISION_SYSTEM = (
     "yes or no."
 )
 TASK_SHARE = 0.45  # of the classifier's prompt room; the item gets the rest
+TASK_TOKENS = 400  # of the task a question shows at most: its title and first lines decide
 Mode = Literal["plan", "implement"]
 
 
@@ -169,7 +170,8 @@ class _Fit:
         room = prompt_limit(llm.config, llm.reserved_tokens) - estimate_tokens(system)
         # The instruction of a re-ask is the longer one; the question must fit both ways.
         room -= 2 * MESSAGE_OVERHEAD_TOKENS + estimate_tokens(REASK_INSTRUCTION) + 8
-        self.task_context = "Task:\n" + cut(task, max(16, int(room * TASK_SHARE)))
+        self.task_context = "Task:\n" + cut(task, max(16, min(int(room * TASK_SHARE),
+                                                           TASK_TOKENS)))
         self.item_room = max(16, room - estimate_tokens(self.task_context) - 4)
 
     def item(self, head: str, question: str) -> str:

@@ -99,7 +99,7 @@ def test_packing_never_exceeds_the_budget_whatever_the_chosen_details(
         details = {s.qualname: detail for s in symbols}
         entries.append(Entry(path=path, text=SOURCES[path], symbols=symbols, reason="test",
                              seed=seed, details=details))  # type: ignore[misc]
-    files, dropped = pack(entries, budget, mode="implement", whole_file_tokens=whole,
+    files, dropped = pack(entries, budget, whole_file_tokens=whole,
                           seed_symbols=[])
     package = ContextPackage(task="t", files=files, dropped=dropped, budget_tokens=budget,
                              used_tokens=sum(f.tokens for f in files))

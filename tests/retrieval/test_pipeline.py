@@ -84,7 +84,21 @@ def test_rank_only_makes_no_model_calls(shop: Path, shop_index: RepoIndex,
     assert paths(package)[0] == "shop/cart.py"
     assert package.files[0].reason == "seed: named"
     assert "shop/pricing.py" in paths(package)
-    assert package.used_tokens <= package.budget_tokens == 4000
+    assert package.used_tokens <= package.budget_tokens <= 4000
+
+
+def test_an_implement_pass_holds_its_named_files_and_a_little_more(
+    shop: Path, shop_index: RepoIndex,
+) -> None:
+    lean = run(shop_index, shop, files=("shop/cart.py",),
+               config=RetrievalConfig(stages=[], implement_extra_tokens=0))
+    assert paths(lean)[0] == "shop/cart.py" and lean.files[0].detail == "full"
+    assert lean.used_tokens <= lean.budget_tokens
+    roomy = run(shop_index, shop, files=("shop/cart.py",),
+                config=RetrievalConfig(stages=[], implement_extra_tokens=400))
+    assert len(roomy.files) > 1 and roomy.budget_tokens == lean.budget_tokens + 400
+    planned = run(shop_index, shop, files=("shop/cart.py",), mode="plan")
+    assert planned.budget_tokens == 4000  # a planner pass's budget is its caller's
 
 
 def test_without_a_classifier_the_configured_stages_are_skipped(shop: Path,
@@ -155,15 +169,29 @@ def test_an_unparseable_scope_answer_drops_the_file(shop: Path, shop_index: Repo
     assert paths(package) == ["shop/cart.py"]
 
 
-def test_scope_questions_stop_at_the_call_cap(shop: Path, shop_index: RepoIndex,
-                                              classifier: LoggedLLMClient,
-                                              server: ScriptedModelServer) -> None:
+def test_scope_questions_stop_at_the_call_cap_and_the_rest_are_shown_unasked(
+    shop: Path, shop_index: RepoIndex, classifier: LoggedLLMClient, server: ScriptedModelServer,
+) -> None:
     server.script("retrieval_scope", "yes")
     config = RetrievalConfig(stages=["scope"], top_k=3, max_classifier_calls=1)
     package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
                   config=config)
     assert len(asked_files(server)) == 1
-    assert list(dropped(package).values()).count("scope: not judged (classifier call cap)") == 2
+    reasons = [f.reason for f in package.files]
+    assert sum(r.startswith("scope: needed") for r in reasons) == 1
+    assert sum(r.startswith("scope: not asked") for r in reasons) == 2
+
+
+def test_only_the_first_ranked_files_are_asked_about(
+    shop: Path, shop_index: RepoIndex, classifier: LoggedLLMClient, server: ScriptedModelServer,
+) -> None:
+    server.script("retrieval_scope", "no")
+    config = RetrievalConfig(stages=["scope"], top_k=4, scope_questions=1)
+    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
+                  config=config)
+    [refused] = asked_files(server)
+    assert dropped(package)[refused] == "scope: not needed"
+    assert len([f for f in package.files if f.reason.startswith("scope: not asked")]) == 3
 
 
 def test_precision_shows_the_chosen_body_and_omits_the_rest(
@@ -175,7 +203,7 @@ def test_precision_shows_the_chosen_body_and_omits_the_rest(
     server.script("retrieval_precision", "yes", "no", "yes")
     config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
     package = run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier,
-                  config=config, task="The tax rate must be 25 percent.")
+                  config=config, task="The tax rate must be 25 percent.", budget=90)
     [pricing] = [f for f in package.files if f.path == "shop/pricing.py"]
     assert pricing.detail == "outline"
     assert pricing.symbols == {"apply_discount": "omitted", "tax_rate": "full"}
@@ -185,6 +213,27 @@ def test_precision_shows_the_chosen_body_and_omits_the_rest(
     assert 'DISCOUNTS = {"SAVE10": 0.10, "HALF": 0.50}' in pricing.content
     assert "Is `tax_rate` relevant to the task?" in server.requests[0].user_prompt
     assert [r.stage for r in call_log.records] == ["retrieval_precision"] * 3
+
+
+def test_a_named_file_that_fits_its_share_stays_whole_without_questions(
+    pricing_only: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+) -> None:
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
+    package = run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier,
+                  config=config, budget=4000)
+    assert server.requests == []
+    assert package.files[0].detail == "full"
+
+
+def test_plan_passes_ask_no_precision_question(
+    pricing_only: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+) -> None:
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
+    run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier, config=config,
+        budget=90, mode="plan")
+    assert server.requests == []
 
 
 def test_small_files_stay_whole_without_questions(shop: Path, shop_index: RepoIndex,
@@ -205,7 +254,7 @@ def test_a_seeded_symbol_is_shown_in_full_without_a_question(
     server.script("retrieval_precision", "no")
     config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
     package = run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier,
-                  config=config, task="`apply_discount` ignores lower-case codes")
+                  config=config, task="`apply_discount` ignores lower-case codes", budget=100)
     assert package.files[0].symbols == {"apply_discount": "full", "tax_rate": "omitted"}
     assert len(server.requests) == 1
 
