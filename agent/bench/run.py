@@ -6,7 +6,8 @@ cra's normal orchestrator solves the problem statement from it, in the sandbox. 
 bench's, not the run's: on the run's last commit, every test file, conftest and runner config
 the run changed or added is put back as the task's tests have it, the test command runs (told
 not to stop early, as mining ran it), and the task is resolved only when every FAIL_TO_PASS test
-passes and every PASS_TO_PASS test still passes. A result is appended the moment it is known; a re-run skips what the file holds.
+passes and every PASS_TO_PASS test still passes. A result is appended the moment it is known;
+a re-run skips what the file holds.
 """
 
 from __future__ import annotations
