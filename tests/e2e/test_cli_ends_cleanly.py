@@ -35,6 +35,12 @@ STEP = {"id": "s1", "description": "Fix mul", "target_files": ["calc/ops.py"],
 META = json.dumps({"task_summary": "t", "rationale": "r", "parts": [
     {"id": "p1", "description": "Fix mul", "affected_files": ["calc/ops.py"], "depends_on": []}]})
 PART = json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": [STEP]})
+# A second step keeps the plan's adjustment after the first (none follows a part's last step):
+# its slow answer is where these runs are stopped, once the first step is committed.
+THEN = {"id": "s2", "description": "Document mul", "target_files": ["calc/ops.py"],
+        "target_symbols": ["mul"], "depends_on": ["s1"]}
+PART_TWO = json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r",
+                       "steps": [STEP, THEN]})
 FIX = (f'<edit file="calc/ops.py">\n<search>\n{MUL_BUG.rstrip()}\n</search>\n'
        f"<replacement>\n{MUL_FIX.rstrip()}\n</replacement>\n</edit>")
 
@@ -134,7 +140,7 @@ def test_keep_keeps_the_branch_of_an_interrupted_run(
     tmp_path: Path, server: ScriptedModelServer,
 ) -> None:
     server.script("meta_plan", META)
-    server.script("part_plan", PART)
+    server.script("part_plan", PART_TWO)
     server.script("implement", FIX)
     server.script("adjustment", Reply(text='{"revised_steps": [], "rationale": "done"}',
                                       delay_s=60))
@@ -242,13 +248,13 @@ def test_cra_runs_ends_a_killed_run_and_keeps_the_commits_it_made(
     tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str],
 ) -> None:
     server.script("meta_plan", META)
-    server.script("part_plan", PART)
+    server.script("part_plan", PART_TWO)
     server.script("implement", FIX)
     server.script("adjustment", Reply(text='{"revised_steps": [], "rationale": "done"}',
                                       delay_s=60))
     solve = Solve(tmp_path, server)
     proc = solve.start()
-    wait_for_call(server, proc, count=4)  # the step passed and was committed
+    wait_for_call(server, proc, count=4)  # the first step passed and was committed
     proc.send_signal(signal.SIGKILL)
     _, err = proc.communicate(timeout=60)
     killed = run_id_of(err)
