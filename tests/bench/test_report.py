@@ -140,6 +140,30 @@ def test_gained_and_lost_compare_only_tasks_both_benches_scored(tmp_path: Path) 
     assert c.rate_delta == pytest.approx(4 / 5 - 2 / 4)
 
 
+def test_what_the_calls_cost_and_saw_is_summed_per_task_and_compared(tmp_path: Path) -> None:
+    def costly(instance: str, calls: int, hunks: dict[str, bool]) -> BenchResult:
+        return result(instance, "m", "resolved", calls=calls, prompt_tokens=calls * 100,
+                      largest_prompt=calls * 10, calls_by_stage={"retrieval": calls - 2,
+                                                                 "implementing": 2},
+                      gold_files_seen={"a.py": True}, gold_hunks_seen=hunks)
+    before = write(tmp_path / "before.jsonl", [costly("a", 100, {"a.py:1-3": False}),
+                                               costly("b", 120, {"a.py:9-9": True})])
+    report = build_report([costly("a", 10, {"a.py:1-3": True}),
+                           costly("b", 14, {"a.py:9-9": False, "b.py:2-4": True})],
+                          baseline=load_baseline(before))
+    [model] = report.models
+    assert model.calls_per_task == 12 and model.prompt_tokens_per_task == 1200
+    assert model.largest_prompt == 140 and model.calls_by_stage == {"retrieval": 10,
+                                                                    "implementing": 2}
+    assert model.gold_files_seen == 1.0 and model.gold_hunks_seen == pytest.approx(2 / 3)
+    [cell] = [row.cells["m"] for row in report.tasks if row.instance_id == "b"]
+    assert cell is not None and (cell.hunks_seen, cell.hunks) == (1, 2)
+    assert cell.unseen_hunks == ["a.py:9-9"]
+    text = render_text(report)
+    assert "what the calls cost and saw, per task:" in text and "hunks 1/2" in text
+    assert "calls per task 110.0 → 12.0; prompt tokens per task 11,000 → 1,200" in text
+
+
 def test_a_model_missing_from_either_side_is_named_not_compared(tmp_path: Path) -> None:
     before = write(tmp_path / "before.jsonl", [result("a", "old", "resolved"),
                                                result("a", "both", "resolved")])
