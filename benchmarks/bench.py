@@ -89,10 +89,15 @@ def main() -> int:
         for label in labels:
             results = tmp / f"results-{label.replace(':', '-')}.jsonl"
             started = time.monotonic()
-            cra(data, "bench", "run", str(tasks), "--repo", str(args.repo), "--config",
+            done = cra(data, "bench", "run", str(tasks), "--repo", str(args.repo), "--config",
                 str(config), "--model", label, "--results", str(results),
                 "--jobs", str(args.jobs))
             wall = time.monotonic() - started
+            written = len(list(read_results(results)))
+            if written != len(mined):
+                print(done.stderr[-4000:], file=sys.stderr)
+                raise SystemExit(f"cra bench run --model {label} wrote {written} results for "
+                                 f"{len(mined)} tasks: it stopped early (its output is above)")
             [row] = build_report(read_results(results)).models
             rows[label] = row
             scored = row.resolved + row.unresolved

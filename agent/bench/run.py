@@ -12,6 +12,7 @@ a re-run skips what the file holds.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -40,6 +41,8 @@ from agent.runtime import Runtime
 from agent.sandbox import Sandbox
 from agent.store import RunLog
 from agent.workspace import remove_abandoned
+
+_log = logging.getLogger(__name__)
 
 Factory = Callable[[ModelConfig], ChatModel]
 
@@ -109,9 +112,16 @@ def run_bench(
     made: list[BenchResult] = []
 
     def one(task: BenchTask, label: str) -> BenchResult:
-        with lock:
-            start = start_commit(bench, task)
-        return run_one(bench, task, label, start, factory_for(label, task), config_for(label))
+        started = time.monotonic()
+        try:
+            with lock:
+                start = start_commit(bench, task)
+            return run_one(bench, task, label, start, factory_for(label, task),
+                           config_for(label))
+        except Exception as exc:  # one task's crash is its result, not the end of the bench
+            _log.exception("bench: %s with %s crashed", task.instance_id, label)
+            return _result(task, label, "error", started,
+                           error=f"cra crashed: {type(exc).__name__}: {exc}")
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(one, task, label) for task, label in todo]

@@ -1,6 +1,7 @@
 """`cra bench` end to end through the real CLI: the oracle resolves every mined task, a run
 that edits the tests instead of the source is scored unresolved, a bench killed midway resumes
-without repeating finished tasks, and the report's JSON matches its schema."""
+without repeating finished tasks, a task that crashes the harness is recorded as its error and
+the others still run, and the report's JSON matches its schema."""
 
 from __future__ import annotations
 
@@ -15,10 +16,19 @@ import jsonschema
 import pytest
 
 from agent import git
+from agent.bench.oracle import oracle_factory
 from agent.bench.report import SCHEMA
 from agent.bench.results import read_results
-from agent.bench.run import Bench, prepare_clone, score, start_commit
-from agent.bench.tasks import read_tasks
+from agent.bench.run import (
+    Bench,
+    Factory,
+    files_before,
+    prepare_clone,
+    run_bench,
+    score,
+    start_commit,
+)
+from agent.bench.tasks import BenchTask, read_tasks
 from agent.bwrap import build_sandbox
 from agent.config import load_config
 from agent.store import RunLog
@@ -149,3 +159,33 @@ def test_a_run_that_edits_the_tests_instead_of_the_source_is_unresolved(
         outcomes = score(bench, task, cheat, start)
 
     assert outcomes["tests/test_double.py::test_double"] == "failed"
+
+
+def test_a_task_that_crashes_the_harness_is_its_error_result_and_the_bench_goes_on(
+    mined: tuple[History, Path, Path], tmp_path: Path,
+) -> None:
+    history, tasks, _ = mined
+    found = list(read_tasks(tasks))
+    config = load_config(history.repo)
+    results = tmp_path / "results.jsonl"
+    with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
+        bench = Bench(repo=history.repo, config=config, environ=dict(os.environ), log=log,
+                      sandbox=build_sandbox(test_sandbox_kind()), data_dir=tmp_path / "data")
+
+        def factory_for(label: str, task: BenchTask) -> Factory:
+            if task.instance_id == found[0].instance_id:
+                raise RuntimeError("a bug in the harness")
+            oracle = oracle_factory(label, task, files_before(bench, task))
+            assert oracle is not None
+            return oracle
+
+        made = run_bench(bench, found, ["oracle"], results, factory_for=factory_for,
+                         config_for=lambda label: config, jobs=2)
+
+    assert len(made) == 3 and list(read_results(results)) == sorted(
+        made, key=lambda r: [m.instance_id for m in made].index(r.instance_id))
+    by_id = {r.instance_id: r for r in made}
+    crashed = by_id[found[0].instance_id]
+    assert crashed.outcome == "error"
+    assert crashed.error == "cra crashed: RuntimeError: a bug in the harness"
+    assert all(by_id[t.instance_id].resolved for t in found[1:])
