@@ -1,5 +1,5 @@
-"""GET /bench/<id>: a published bench report, behind the same gate as the run pages (and the
-report's stylesheet)."""
+"""The bench pages: GET /bench/<id>, a published report behind the same gate as the run pages,
+with its stylesheet at GET /bench/report.css."""
 
 from __future__ import annotations
 
