@@ -17,7 +17,7 @@ from flask.typing import ResponseReturnValue
 from pydantic import SecretStr
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot import signin
+from bot import security_headers, signin
 from bot.bench.pages import blueprint as bench_pages
 from bot.errors import BotError, MalformedDelivery
 from bot.queue import RunQueue, build_queue, check_health
@@ -112,6 +112,7 @@ def create_app(
     app.register_blueprint(run_pages)  # GET /runs, /runs/<id>: read-only run pages
     app.register_blueprint(bench_pages)  # GET /bench/<id>: published bench reports
     signin.install(app, settings, sessionless=MACHINE_PATHS)  # /auth/*: who may see them
+    security_headers.install(app, settings)  # CSP, no framing, nosniff, HSTS: every answer
     return app
 
 

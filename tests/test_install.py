@@ -86,7 +86,8 @@ def test_the_wheel_ships_the_templates_and_the_migrations(built: tuple[Path, str
                     "agent/_migrations/versions/0001_run_log.py", "agent/py.typed",
                     "bot/py.typed", "bot/templates/bench_page.html",
                     "agent/bench/report.schema.json", "agent/bench/templates/report_page.html",
-                    "agent/bench/templates/report_body.html"):
+                    "agent/bench/templates/report_body.html",
+                    "agent/bench/templates/report.css", "bot/static/cra.css"):
         assert shipped in names, shipped
     assert not any(name.startswith(("tests/", "examples/")) for name in names)
 

@@ -1,5 +1,6 @@
 """The bench report as HTML: a self-contained page (inline CSS, nothing loaded from the
-network, a Content-Security-Policy that forbids scripts), or the body alone for the bot's page.
+network, a Content-Security-Policy that forbids scripts), or the body and its stylesheet for the
+bot's page.
 
 Every value is escaped by Jinja's autoescape: instance ids, statements and model names come
 from files that anyone may have written.
@@ -53,5 +54,12 @@ def render_html(report: BenchReport, *, repository: str | None = None) -> str:
 def render_body(
     report: BenchReport, *, repository: str | None = None, run_link: RunLink = _no_link
 ) -> str:
-    """The report's part of a page (for a page that brings its own frame and style)."""
+    """The report's part of a page (for a page that brings its own frame and style, and links
+    `stylesheet()`: the body has no inline style, which the bot's Content-Security-Policy
+    would block)."""
     return _render("report_body.html", report, repository, run_link)
+
+
+def stylesheet() -> str:
+    """The CSS of the report's own classes (the whole page inlines it)."""
+    return _environment().get_template("report.css").render()

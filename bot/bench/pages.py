@@ -1,12 +1,13 @@
-"""GET /bench/<id>: a published bench report, behind the same gate as the run pages."""
+"""The bench pages: GET /bench/<id>, a published report behind the same gate as the run pages,
+with its stylesheet at GET /bench/report.css."""
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, render_template, request
+from flask import Blueprint, Response, jsonify, render_template, request
 from flask.typing import ResponseReturnValue
 from markupsafe import Markup
 
-from agent.bench.report_html import render_body
+from agent.bench.report_html import render_body, stylesheet
 from bot import signin
 from bot.bench.reports import BenchReports
 from bot.state import current_state
@@ -32,3 +33,9 @@ def bench_page(report_id: str) -> ResponseReturnValue:
         return jsonify(published.report.model_dump(mode="json"))
     body = Markup(render_body(published.report, repository=published.repository))  # escaped
     return render_template("bench_page.html", published=published, body=body)
+
+
+@blueprint.get("/bench/report.css")
+def report_stylesheet() -> ResponseReturnValue:
+    """The CSS of the report's own classes: the page links it (no inline style under the CSP)."""
+    return Response(stylesheet(), mimetype="text/css")

@@ -55,6 +55,7 @@ class Served:
     url: str
     run_id: int
     fake: FakeGitHub
+    data_dir: Path
 
 
 @pytest.fixture
@@ -77,7 +78,8 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
             thread = threading.Thread(target=server.serve_forever, daemon=True)
             thread.start()
             try:
-                yield Served(f"http://127.0.0.1:{server.port}", run.id, fake)
+                yield Served(f"http://127.0.0.1:{server.port}", run.id, fake,
+                             world.settings.data_dir)
             finally:
                 server.shutdown()
                 thread.join()

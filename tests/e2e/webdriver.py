@@ -1,5 +1,6 @@
 """A small W3C WebDriver client for Debian's chromedriver: enough to drive real headless Chromium
-through a sign-in (open a page, find, type, click, read the DOM, take a screenshot)."""
+through a sign-in (open a page, find, type, click, read the DOM, take a screenshot), into frames,
+and to read the browser's console."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ class Browser:
             options = {"binary": chromium,
                        "args": [*CHROMIUM_ARGS, f"--user-data-dir={profile}"]}
             answer = self._call("POST", "/session", {"capabilities": {"alwaysMatch": {
-                "browserName": "chrome", "goog:chromeOptions": options}}})
+                "browserName": "chrome", "goog:chromeOptions": options,
+                "goog:loggingPrefs": {"browser": "ALL"}}}})
             self._session = f"/session/{answer['sessionId']}"
             self._call("POST", f"{self._session}/timeouts", {"implicit": FIND_WAIT_MS})
         except BaseException:
@@ -116,6 +118,20 @@ class Browser:
     def url(self) -> str:
         """The address of the current page."""
         return str(self._call("GET", f"{self._session}/url"))
+
+    def enter_frame(self, css: str) -> None:
+        """Make the frame `css` selects the context of what follows (dom, find…)."""
+        self._call("POST", f"{self._session}/frame", {"id": {ELEMENT: self.find(css)}})
+
+    def leave_frames(self) -> None:
+        """Make the page itself the context again."""
+        self._call("POST", f"{self._session}/frame", {"id": None})
+
+    def console(self) -> list[str]:
+        """What the browser logged since the last call (console messages, refusals such as a
+        Content-Security-Policy's), one line each, oldest first."""
+        entries = self._call("POST", f"{self._session}/se/log", {"type": "browser"})
+        return [f"{e.get('level')}: {e.get('message')}" for e in entries]
 
     def screenshot(self) -> bytes:
         """A PNG of the window."""
