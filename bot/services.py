@@ -87,6 +87,13 @@ class NoQueue:
         """Nothing to close."""
 
 
+def app_mode(settings: BotSettings) -> bool:
+    """Whether the server is a GitHub App (an App id and no CRA_TOKEN): then each run works with
+    the token of the installation its delivery names. With CRA_TOKEN, deliveries come from
+    repository webhooks (or Actions), which name no installation."""
+    return settings.token is None and settings.app_id is not None
+
+
 def token_provider(settings: BotSettings) -> TokenProvider:
     """Installation tokens of the App, or the static token of Actions mode."""
     if settings.token is not None:

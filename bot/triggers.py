@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeGuard
 
 from agent.models import Record
 from bot.command_line import find_command
-from bot.errors import MalformedDelivery
+from bot.errors import MalformedDelivery, NoInstallation
 from bot.render.replies import refusal_text
 from bot.task import literal, visible_text
 from bot.webhooks import Event, dig
@@ -94,12 +94,14 @@ class Router:
 router = Router()
 
 
-def route(event: Event, *, label: str, bot_login: str | None = None) -> Trigger | None:
+def route(event: Event, *, label: str, bot_login: str | None = None,
+          app: bool = False) -> Trigger | None:  # fmt: skip
     """The Trigger a delivery asks for; None for bots, closed or locked issues and the rest.
 
     MalformedDelivery when a signed delivery asks for a run with values no GitHub delivery
-    has (a repository that is not owner/name, ids out of range): refused at the door, before
-    a run exists, with the reason.
+    has (a repository that is not owner/name, ids out of range), and NoInstallation when it
+    names no installation and the server is a GitHub `app` (a repository webhook's delivery,
+    which an App can never act on): refused at the door, before a run exists, with the reason.
     """
     if event.repository is None or _from_bot(event, bot_login):
         return None
@@ -108,6 +110,8 @@ def route(event: Event, *, label: str, bot_login: str | None = None) -> Trigger 
         installation = event.payload.get("installation")
         if trigger.installation_id is None and installation is not None:
             raise MalformedDelivery("installation.id is not an integer")
+        if trigger.installation_id is None and app:
+            raise NoInstallation
         check_trigger(trigger)
     return trigger
 
