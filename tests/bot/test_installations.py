@@ -1,4 +1,5 @@
-"""The App's installations at the door: a delivery no App can act on is refused with the reason."""
+"""The App's installations at the door: a delivery no App can act on is refused with the reason,
+and an installation removed or suspended leaves no stale token or access answer behind."""
 
 from __future__ import annotations
 
@@ -13,15 +14,24 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
+from bot.access import AccessCache
 from bot.app import create_app
+from bot.errors import NotFound, PermissionDenied
+from bot.installation_store import Installations
+from bot.installations import InstallationChange
 from bot.queue import check_health
+from bot.services import Services, build_services
 from bot.settings import BotSettings
+from bot.signin import EXTENSION as SIGNIN
 from bot.store import BotStore
 from bot.webhooks import sign
 from tests.fakes.github_server import FakeGitHub
 from tests.fixtures import webhook_bytes
 
 SECRET = "webhook-secret"
+INSTALLATION = 2  # installation/deleted.payload.json's
+ACCOUNT_REPO = "octocat/Hello-World"  # its account's repository
+REPO = "acme/calc"  # the repository the worker works on
 
 
 class RecordingQueue:
@@ -162,3 +172,129 @@ def test_an_app_answers_deliveries_that_ask_for_no_run_as_before(
     client = door(app_settings(tmp_path), store).test_client()
 
     assert deliver(client, event, webhook_bytes(event, file)).status_code == status
+
+
+# --- an installation removed or suspended ----------------------------------------------------
+
+
+@pytest.fixture
+def gh() -> Iterator[FakeGitHub]:
+    with FakeGitHub(installation_id=INSTALLATION) as fake:
+        fake.add_repo(REPO)
+        fake.add_issue(REPO, number=1)
+        yield fake
+
+
+@pytest.fixture
+def worker(tmp_path: Path, gh: FakeGitHub) -> Iterator[Services]:
+    """A worker's services, as `cra-bot worker` builds them (its own token cache)."""
+    services = build_services(app_settings(tmp_path, gh))
+    yield services
+    services.close()
+
+
+@pytest.fixture
+def client(tmp_path: Path, gh: FakeGitHub, store: BotStore) -> FlaskClient:
+    """The webhook server of the same App, on the same database."""
+    return door(app_settings(tmp_path, gh), store).test_client()
+
+
+def minted(gh: FakeGitHub) -> int:
+    return sum(1 for r in gh.requests if r.path.endswith("/access_tokens"))
+
+
+def test_a_worker_keeps_its_cached_token_while_nothing_changes(
+    gh: FakeGitHub, worker: Services,
+) -> None:
+    worker.github.issue(REPO, 1, installation_id=INSTALLATION)
+    worker.github.issue(REPO, 1, installation_id=INSTALLATION)
+
+    assert minted(gh) == 1
+
+
+def test_after_installation_deleted_no_worker_uses_the_installations_cached_token(
+    gh: FakeGitHub, worker: Services, client: FlaskClient,
+) -> None:
+    worker.github.issue(REPO, 1, installation_id=INSTALLATION)  # a token is cached
+    gh.remove_installation(INSTALLATION)
+
+    answer = deliver(client, "installation", webhook_bytes("installation", "deleted.payload.json"))
+
+    assert answer.status_code == 204
+    with pytest.raises(NotFound, match=f"token for installation {INSTALLATION}"):
+        worker.github.issue(REPO, 1, installation_id=INSTALLATION)  # asks GitHub, which says so
+
+
+def test_after_installation_suspend_no_worker_uses_the_installations_cached_token(
+    gh: FakeGitHub, worker: Services, client: FlaskClient,
+) -> None:
+    worker.github.issue(REPO, 1, installation_id=INSTALLATION)
+    gh.suspend_installation(INSTALLATION)
+
+    deliver(client, "installation", suspension("suspend"))
+
+    with pytest.raises(PermissionDenied, match="suspended"):
+        worker.github.issue(REPO, 1, installation_id=INSTALLATION)
+
+
+def test_after_installation_unsuspend_a_worker_mints_a_new_token_and_works(
+    gh: FakeGitHub, worker: Services, client: FlaskClient,
+) -> None:
+    gh.suspend_installation(INSTALLATION)
+    deliver(client, "installation", suspension("suspend"))
+    with pytest.raises(PermissionDenied):
+        worker.github.issue(REPO, 1, installation_id=INSTALLATION)
+    gh.suspend_installation(INSTALLATION, suspended=False)
+
+    deliver(client, "installation", suspension("unsuspend"))
+
+    assert worker.github.issue(REPO, 1, installation_id=INSTALLATION).number == 1
+
+
+def access_cache(app: Flask) -> AccessCache:
+    cache: AccessCache = app.extensions[SIGNIN].cache
+    return cache
+
+
+def test_installation_deleted_drops_the_access_answers_about_its_accounts_repositories(
+    tmp_path: Path, store: BotStore,
+) -> None:
+    app = door(app_settings(tmp_path), store)
+    cache = access_cache(app)
+    cache.put("mona", ACCOUNT_REPO, True)
+    cache.put("mona", "someone-else/repo", True)
+
+    deliver(app.test_client(), "installation",
+            webhook_bytes("installation", "deleted.payload.json"))  # fmt: skip
+
+    assert cache.get("mona", ACCOUNT_REPO) is None
+    assert cache.get("mona", "someone-else/repo") is True
+
+
+def test_repositories_removed_from_an_installation_drop_their_access_answers(
+    tmp_path: Path, store: BotStore,
+) -> None:
+    app = door(app_settings(tmp_path), store)
+    cache = access_cache(app)
+    cache.put("mona", "Codertocat/Hello-World", True)
+    cache.put("mona", "Codertocat/Other", True)
+    removed = [{"id": 186853002, "name": "Hello-World", "full_name": "Codertocat/Hello-World",
+                "private": False}]  # fmt: skip
+
+    deliver(app.test_client(), "installation_repositories",
+            changed("installation_repositories", "added.payload.json", action="removed",
+                    repositories_added=[], repositories_removed=removed))  # fmt: skip
+
+    assert cache.get("mona", "Codertocat/Hello-World") is None
+    assert cache.get("mona", "Codertocat/Other") is True
+
+
+def test_each_change_of_an_installation_moves_its_generation_on(db_url: str) -> None:
+    with Installations.open(db_url) as installations:
+        assert installations.generation(INSTALLATION) == 0
+        installations.record(InstallationChange(INSTALLATION, "suspended"))
+        installations.record(InstallationChange(INSTALLATION, "active"))
+        installations.record(InstallationChange(INSTALLATION, None, repositories=(REPO,)))
+
+        assert installations.generation(INSTALLATION) == 2
+        assert installations.generation(INSTALLATION + 1) == 0
