@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -159,6 +159,16 @@ class AccessCache:
             self._answers.move_to_end((login, repository))
             while len(self._answers) > self._entries:
                 self._answers.popitem(last=False)
+
+    def forget_repositories(self, owner: str | None, repositories: Iterable[str] = ()) -> None:
+        """Drop every answer about the repositories of an account (`owner`) and about those
+        named (the App's installation on them was removed, suspended or narrowed)."""
+        names = {name.casefold() for name in repositories}
+        prefix = f"{owner.casefold()}/" if owner else None
+        with self._lock:
+            for key in [k for k in self._answers if k[1].casefold() in names
+                        or (prefix is not None and k[1].casefold().startswith(prefix))]:
+                del self._answers[key]
 
     def forget(self, login: str) -> None:
         """Drop every answer about one person (they signed out)."""

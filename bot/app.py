@@ -20,10 +20,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot import security_headers, signin
 from bot.bench.pages import blueprint as bench_pages
 from bot.errors import BotError, MalformedDelivery
+from bot.installations import InstallationChange, installation_change
 from bot.queue import RunQueue, build_queue, check_health
 from bot.render.replies import refusal_text, run_page_url
 from bot.replying import cancel_reply
-from bot.services import Services, build_services
+from bot.services import Services, app_mode, build_services
 from bot.settings import BotSettings
 from bot.state import EXTENSION, AppServices, AppState, current_state
 from bot.store import ActiveRunExists, BotStore, Run
@@ -43,8 +44,8 @@ METRIC_EVENTS = frozenset({
     "pull_request_review_comment", "workflow_dispatch", "installation",
     "installation_repositories", "check_run", "check_suite", "push", "unknown",
 })
-METRIC_OUTCOMES = frozenset({"unauthorized", "malformed", "duplicate", "ping", "ignored",
-                             "busy", *get_args(Command)})
+METRIC_OUTCOMES = frozenset({"unauthorized", "malformed", "no_installation", "duplicate", "ping",
+                             "installation", "ignored", "busy", *get_args(Command)})
 FORWARDING_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-IP")
 MACHINE_PATHS = ("/webhook", "/healthz", "/metrics")  # no cookie session: no person calls them
 
@@ -220,9 +221,15 @@ def accept(state: AppState, event: Event) -> tuple[str, int, dict[str, Any] | No
     """(outcome, HTTP status, JSON answer) for a verified delivery; stores and enqueues."""
     try:
         trigger = None if event.name == "ping" else _route(state.settings, event)
-    except MalformedDelivery as exc:  # signed, but not what GitHub sends: no run, a reason
-        return "malformed", 422, {"error": str(exc)}
-    outcome = "ping" if event.name == "ping" else trigger.command if trigger else "ignored"
+        change = installation_change(event)
+    except MalformedDelivery as exc:  # signed, but not what GitHub sends (or what an App can
+        # never do): no run, nothing stored — GitHub lists it failed, with the reason, and
+        # takes a redelivery once the server is set up for it
+        return exc.outcome, 422, {"error": str(exc)}
+    if change is not None:
+        _forget_installation(state, change)
+    outcome = ("ping" if event.name == "ping" else trigger.command if trigger
+               else "installation" if change else "ignored")  # fmt: skip
     if trigger is not None and trigger.command == "cancel":
         return _accept_cancel(state, event, trigger)
     public_url = state.settings.public_url
@@ -254,9 +261,17 @@ def _accept_cancel(
     return run.command, 202, {"run_id": run.id}
 
 
+def _forget_installation(state: AppState, change: InstallationChange) -> None:
+    """Drop what is cached for an installation removed, suspended or changed: its tokens in
+    every worker (its generation in the database moves on), people's access answers here."""
+    state.installations.record(change)
+    signin.forget_repositories(change.account, change.repositories)
+
+
 def _route(settings: BotSettings, event: Event) -> Trigger | None:
-    """The trigger of an event under the server's label and login."""
-    return route(event, label=settings.label, bot_login=settings.bot_login)
+    """The trigger of an event under the server's label and login, and in its mode."""
+    return route(event, label=settings.label, bot_login=settings.bot_login,
+                 app=app_mode(settings))
 
 
 def _store_run_or_forget(state: AppState, trigger: Trigger) -> Run | None:

@@ -12,7 +12,23 @@ class SettingsError(BotError):
 
 
 class MalformedDelivery(BotError):
-    """A webhook delivery that cannot be parsed (→ 400)."""
+    """A webhook delivery that cannot be parsed (→ 400), or holds what no GitHub delivery does
+    (→ 422); `outcome` is how the webhook counts it."""
+
+    outcome = "malformed"
+
+
+class NoInstallation(MalformedDelivery):
+    """A delivery to a GitHub App asking for a run without naming an installation: the App
+    works with the installation's token, so it can never be done (→ 422, nothing stored)."""
+
+    outcome = "no_installation"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this delivery asks for a run but names no App installation, and a GitHub App acts "
+            "only for its installations (is a repository or organization webhook sending to "
+            "the App's URL? Such webhooks need CRA_TOKEN instead of the App)")
 
 
 class GitHubError(BotError):

@@ -17,7 +17,8 @@ from agent.store import RunLog
 from bot.errors import SettingsError
 from bot.github.api import GitHubAPI
 from bot.github.app_key import load_private_key
-from bot.github.tokens import AppTokens, StaticToken, TokenProvider
+from bot.github.tokens import AppTokens, Generations, StaticToken, TokenProvider
+from bot.installation_store import Installations
 from bot.mirrors import MirrorCache
 from bot.queue import RunQueue, build_queue, check_health
 from bot.sandboxes import build_bot_sandbox, build_env_cache
@@ -87,13 +88,22 @@ class NoQueue:
         """Nothing to close."""
 
 
-def token_provider(settings: BotSettings) -> TokenProvider:
-    """Installation tokens of the App, or the static token of Actions mode."""
+def app_mode(settings: BotSettings) -> bool:
+    """Whether the server is a GitHub App (an App id and no CRA_TOKEN): then each run works with
+    the token of the installation its delivery names. With CRA_TOKEN, deliveries come from
+    repository webhooks (or Actions), which name no installation."""
+    return settings.token is None and settings.app_id is not None
+
+
+def token_provider(settings: BotSettings, generations: Generations | None = None) -> TokenProvider:
+    """Installation tokens of the App (dropped when `generations` says their installation
+    changed), or the static token of Actions mode."""
     if settings.token is not None:
         return StaticToken(settings.token.get_secret_value())
     if settings.app_id is None:
         raise SettingsError("set CRA_APP_ID and CRA_PRIVATE_KEY (or CRA_TOKEN in Actions mode)")
-    return AppTokens(settings.app_id, load_private_key(settings), settings.github_api_url)
+    return AppTokens(settings.app_id, load_private_key(settings), settings.github_api_url,
+                     generations=generations)
 
 
 def build_services(
@@ -111,7 +121,8 @@ def build_services(
     sandbox = build_bot_sandbox(settings, env)  # before anything opens: fail closed
     runlog = RunLog.open(settings.database_url)
     store = BotStore.open(settings.database_url)
-    github = GitHubAPI(settings.github_api_url, settings.github_url, token_provider(settings))
+    tokens = token_provider(settings, Installations(store.engine, clock=store.now))
+    github = GitHubAPI(settings.github_api_url, settings.github_url, tokens)
     services = Services(
         settings=settings, store=store, runlog=runlog, github=github,
         mirrors=MirrorCache(settings.data_dir / "mirrors"), environ=env, sandbox=sandbox,

@@ -153,6 +153,12 @@ def current_viewer() -> Viewer | None:
     return Viewer(login=login, token=SecretStr(token))
 
 
+def forget_repositories(owner: str | None, repositories: Iterable[str] = ()) -> None:
+    """Forget what GitHub said of people's access to an account's repositories and to those
+    named: the App's installation on them was removed, suspended or narrowed."""
+    _gate().cache.forget_repositories(owner, repositories)
+
+
 def may_read(viewer: Viewer, repository: str) -> bool:
     """Whether `viewer` can read `repository`, asked of GitHub at most once a minute."""
     gate = _gate()

@@ -8,6 +8,7 @@ from typing import Protocol, cast
 
 from flask import current_app
 
+from bot.installation_store import Installations
 from bot.intake import Intake
 from bot.queue import RunQueue
 from bot.settings import BotSettings
@@ -57,9 +58,12 @@ class AppState:
     secret: str | None
     deliveries: DeliveryCounter = field(default_factory=DeliveryCounter)
     intake: Intake = field(init=False)
+    installations: Installations = field(init=False)
 
     def __post_init__(self) -> None:
-        self.intake = Intake(self.services.store)  # its statements are prepared once
+        store = self.services.store
+        self.intake = Intake(store)  # its statements are prepared once
+        self.installations = Installations(store.engine, clock=store.now)
 
 
 def current_state() -> AppState:

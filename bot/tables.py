@@ -1,5 +1,5 @@
-"""The bot's tables: webhook deliveries (deduplicated by id) and runs (one per trigger), beside
-the run log's; what migrations 0002 and later produce."""
+"""The bot's tables: webhook deliveries (deduplicated by id), runs (one per trigger) and the
+installations webhooks told of, beside the run log's; what migrations 0002 and later produce."""
 
 from __future__ import annotations
 
@@ -89,3 +89,15 @@ class RunRow(BotBase):
     heartbeat_at: Mapped[datetime | None]  # stamped by the worker while it works (migration 0006)
     worker: Mapped[str | None]  # host:pid of the process executing it
     requeues: Mapped[int] = mapped_column(default=0, server_default="0")  # by the reaper (0007)
+
+
+class InstallationRow(BotBase):
+    """An App installation the webhooks said was removed, suspended or changed (migration 0008):
+    its generation moves on with each such event, and tokens cached before it are dropped."""
+
+    __tablename__ = "installations"
+    installation_id: Mapped[int] = mapped_column(BigInteger, primary_key=True,
+                                                 autoincrement=False)  # fmt: skip
+    status: Mapped[str]  # "active", "suspended" or "deleted"
+    generation: Mapped[int]
+    changed_at: Mapped[datetime]

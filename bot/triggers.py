@@ -8,27 +8,16 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
 from agent.models import Record
-from bot.errors import MalformedDelivery
+from bot.command_line import find_command
+from bot.errors import MalformedDelivery, NoInstallation
 from bot.render.replies import refusal_text
-from bot.task import literal, shown_characters, visible_text
+from bot.task import literal, visible_text
 from bot.webhooks import Event, dig
 
 Command = Literal["solve", "plan", "cancel", "help", "refuse"]
 Source = Literal["label", "comment", "dispatch", "cli"]
 MAX_INSTRUCTIONS = 4000
 MAX_PATH = 300  # characters of a review comment's path named with its instructions
-# What separates a command line's words: a space as it renders — a tab, a no-break space (what
-# Option+Space types on a Mac), the typographic and ideographic spaces; not U+1680, which shows
-# as a dash. Indentation stays ASCII spaces: four of them make code.
-BLANK = "[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]"
-COMMAND_LINE = re.compile(rf"^ {{0,3}}/cra(?:{BLANK}+(?P<rest>.*))?$", re.IGNORECASE)
-# A fenced code block opens with 3+ backticks or tildes (after a list item's marker too) and
-# closes with a run of the same character at least as long; a <pre> block with </pre>.
-FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)*)"
-                        r"(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-FENCE_CLOSE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*$")
-PRE_OPEN = re.compile(r"^ {0,3}<pre(?:[\s>]|$)", re.IGNORECASE)
-QUOTE = re.compile(r"^ {0,3}>")
 DIGITS = re.compile(r"[0-9]{1,9}")
 WORD = re.compile(r"[A-Za-z0-9_-]{1,30}")
 # GitHub's names: an owner of at most 39 characters, a repository of at most 100, of letters,
@@ -43,8 +32,6 @@ OUTSIDERS = frozenset({"NONE", "FIRST_TIMER", "FIRST_TIME_CONTRIBUTOR", "CONTRIB
                        "MANNEQUIN"})
 MAX_ID = 2**63 - 1  # the databases' BIGINT
 MAX_NUMBER = 2**31 - 1  # issue and pull request numbers
-
-
 
 
 class Trigger(Record):
@@ -107,12 +94,14 @@ class Router:
 router = Router()
 
 
-def route(event: Event, *, label: str, bot_login: str | None = None) -> Trigger | None:
+def route(event: Event, *, label: str, bot_login: str | None = None,
+          app: bool = False) -> Trigger | None:  # fmt: skip
     """The Trigger a delivery asks for; None for bots, closed or locked issues and the rest.
 
     MalformedDelivery when a signed delivery asks for a run with values no GitHub delivery
-    has (a repository that is not owner/name, ids out of range): refused at the door, before
-    a run exists, with the reason.
+    has (a repository that is not owner/name, ids out of range), and NoInstallation when it
+    names no installation and the server is a GitHub `app` (a repository webhook's delivery,
+    which an App can never act on): refused at the door, before a run exists, with the reason.
     """
     if event.repository is None or _from_bot(event, bot_login):
         return None
@@ -121,6 +110,8 @@ def route(event: Event, *, label: str, bot_login: str | None = None) -> Trigger 
         installation = event.payload.get("installation")
         if trigger.installation_id is None and installation is not None:
             raise MalformedDelivery("installation.id is not an integer")
+        if trigger.installation_id is None and app:
+            raise NoInstallation
         check_trigger(trigger)
     return trigger
 
@@ -248,75 +239,6 @@ def _on_dispatch(event: Event, options: RouteOptions) -> Trigger | None:
 
 
 # --- commands and untrusted text -------------------------------------------------------------
-
-
-def find_command(body: str) -> tuple[str, str] | None:
-    """The first `/cra` line a reader sees as a line of its own: (command word, the text after
-    it), or None. Never one GitHub shows as code (a fenced block — its fence closed only by a
-    run of its own character at least as long — or a <pre> block), hidden (an HTML comment
-    outside code), or quoted (a `>` line, and the lines that run on from it)."""
-    lines = shown_characters(body).split("\n")
-    fence: tuple[str, int, int] | None = None  # its character, length and indentation
-    in_pre = in_comment = quoted = False
-    for index, raw in enumerate(lines):
-        if fence is not None:
-            fence = None if _closes(raw, fence) else fence
-            continue
-        if in_pre:
-            in_pre = "</pre>" not in raw.lower()
-            continue
-        line, in_comment = _uncommented(raw, in_comment)
-        if not line.strip():
-            quoted = False
-            continue
-        if QUOTE.match(line) or quoted:  # a quote, or a line that runs on from one
-            quoted = True
-            continue
-        if opened := FENCE_OPEN.match(line):
-            mark = opened["fence"]
-            if not (mark[0] == "`" and "`" in opened["info"]):  # else inline code
-                fence = (mark[0], len(mark), len(opened["indent"].expandtabs(4)))
-                continue
-        if PRE_OPEN.match(line):
-            in_pre = "</pre>" not in line.lower()
-            continue
-        match = COMMAND_LINE.match(line)
-        if match is None:
-            continue
-        parts = (match["rest"] or "").split(maxsplit=1)
-        word = parts[0].lower() if parts else ""
-        rest = "\n".join([parts[1] if len(parts) > 1 else "", *lines[index + 1 :]])
-        return word, rest.strip()
-    return None
-
-
-def _closes(line: str, fence: tuple[str, int, int]) -> bool:
-    """Whether `line` closes the open fence (its character, at least its length, indented at
-    most 3 columns past it)."""
-    char, length, indent = fence
-    closing = FENCE_CLOSE.match(line)
-    return (closing is not None and closing["fence"][0] == char
-            and len(closing["fence"]) >= length
-            and len(closing["indent"].expandtabs(4)) <= indent + 3)
-
-
-def _uncommented(line: str, in_comment: bool) -> tuple[str, bool]:
-    """The line without the HTML comments in it, and whether a comment is still open after
-    it (an unclosed one hides the rest of the text, as on GitHub)."""
-    shown: list[str] = []
-    at = 0
-    while True:
-        if in_comment:
-            end = line.find("-->", at)
-            if end < 0:
-                return "".join(shown), True
-            at, in_comment = end + 3, False
-        else:
-            start = line.find("<!--", at)
-            if start < 0:
-                return "".join(shown) + line[at:], False
-            shown.append(line[at:start])
-            at, in_comment = start + 4, True
 
 
 def clean_instructions(text: str) -> str:

@@ -26,8 +26,8 @@ from agent.tables import Base
 from bot.tables import BotBase
 from tests.test_store import TABLES, postgres_schema_url
 
-HEAD = "0007"
-BOT_TABLES = {"deliveries", "runs"}
+HEAD = "0008"
+BOT_TABLES = {"deliveries", "runs", "installations"}
 METADATA = [Base.metadata, BotBase.metadata]
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -31,6 +31,14 @@ class TokenProvider(Protocol):
         ...
 
 
+class Generations(Protocol):
+    """How often each installation was removed, suspended or changed, as webhooks told."""
+
+    def generation(self, installation_id: int) -> int:
+        """The installation's count of such changes (0: none known)."""
+        ...
+
+
 class StaticToken:
     """One fixed token (Actions mode: GITHUB_TOKEN), whatever the installation."""
 
@@ -47,21 +55,26 @@ class StaticToken:
 
 @dataclass
 class _Cached:
-    """An installation token and when it expires (epoch seconds)."""
+    """An installation token, when it expires (epoch seconds), and the installation's
+    generation when it was minted."""
 
     token: str = field(repr=False)
     expires_at: float
+    generation: int = 0
 
 
 class AppTokens:
-    """Installation tokens of a GitHub App: JWT → access token, cached until 5 min before expiry."""
+    """Installation tokens of a GitHub App: JWT → access token, cached until 5 min before expiry
+    or until the installation is removed, suspended or changed (its generation moves on: given
+    `generations`, every token asked for is checked against it, whichever process heard)."""
 
     def __init__(
         self, app_id: int, private_key: str, api_url: str, *,
         clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-        max_retries: int = 3,
+        max_retries: int = 3, generations: Generations | None = None,
     ) -> None:
         self.app_id = app_id
+        self._generations = generations
         self.api_url = api_url
         self._key = private_key
         self._clock = clock
@@ -73,13 +86,18 @@ class AppTokens:
         return f"AppTokens(app_id={self.app_id}, api_url={self.api_url!r})"
 
     def token(self, installation_id: int | None) -> str:
-        """A token of the installation, minted when none is cached or it expires within 5 min."""
+        """A token of the installation, minted when none is cached, it expires within 5 min, or
+        the installation changed since it was minted."""
         if installation_id is None:
             raise GitHubError("an installation id is needed for a GitHub App token")
+        generation = (0 if self._generations is None  # read before a mint: a change after
+                      else self._generations.generation(installation_id))  # it drops the token
         with self._lock:
             cached = self._cache.get(installation_id)
-            if cached is None or cached.expires_at - REFRESH_MARGIN_S <= self._clock():
-                cached = self._mint(installation_id)
+            if (cached is None or cached.generation != generation
+                    or cached.expires_at - REFRESH_MARGIN_S <= self._clock()):
+                self._cache.pop(installation_id, None)  # a refused mint leaves nothing stale
+                cached = self._mint(installation_id, generation)
                 self._cache[installation_id] = cached
             return cached.token
 
@@ -100,12 +118,12 @@ class AppTokens:
                             "/installation")
         return int(data["id"])
 
-    def _mint(self, installation_id: int) -> _Cached:
-        """A new installation access token."""
+    def _mint(self, installation_id: int, generation: int) -> _Cached:
+        """A new installation access token, of the installation's generation."""
         data = self._as_app(f"token for installation {installation_id}", "POST",
                             f"/app/installations/{installation_id}/access_tokens")
         expires = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00"))
-        return _Cached(str(data["token"]), expires.timestamp())
+        return _Cached(str(data["token"]), expires.timestamp(), generation)
 
     def _as_app(self, action: str, verb: str, path: str) -> dict[str, Any]:
         """One API call authenticated as the app (a fresh JWT per attempt)."""

@@ -166,6 +166,8 @@ class Api:
         installation = self.world.installations.get(int(call.params["iid"]))
         if installation is None:
             raise HttpError(404)
+        if installation.suspended:
+            raise HttpError(403, "This installation has been suspended")
         token = self.world.mint(installation.id)
         return Answer(201, {
             "token": token.value, "expires_at": iso(token.expires_at),

@@ -217,6 +217,19 @@ class FakeGitHub:
             repos = None if repositories is None else frozenset(repositories)
             self._world.installations[installation_id] = Installation(installation_id, repos)
 
+    def remove_installation(self, installation_id: int) -> None:
+        """Uninstall the app from an account: the installation and its tokens are gone."""
+        with self._world.lock:
+            del self._world.installations[installation_id]
+            self._world.revoke_tokens(installation_id)
+
+    def suspend_installation(self, installation_id: int, suspended: bool = True) -> None:
+        """Suspend an installation (its tokens revoked, no new one minted), or lift that."""
+        with self._world.lock:
+            self._world.installations[installation_id].suspended = suspended
+            if suspended:
+                self._world.revoke_tokens(installation_id)
+
     def add_static_token(self, token: str, *, login: str = "github-actions[bot]") -> None:
         """A token that never expires (Actions' GITHUB_TOKEN), writing as `login`."""
         with self._world.lock:

@@ -229,6 +229,7 @@ class Installation:
 
     id: int
     repositories: frozenset[str] | None
+    suspended: bool = False
 
 
 @dataclass
@@ -279,6 +280,11 @@ class World:
         token = Token(value, installation_id, int(self.clock()) + TOKEN_TTL_S, self.bot)
         self.tokens[value] = token
         return token
+
+    def revoke_tokens(self, installation_id: int) -> None:
+        """Revoke every token of an installation (it was removed or suspended)."""
+        for value in [v for v, t in self.tokens.items() if t.installation_id == installation_id]:
+            del self.tokens[value]
 
     def live_token(self, value: str) -> Token | None:
         """The token `value` names, unless unknown or expired."""
