@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from agent import netblock
-from agent.bwrap import BwrapSandbox, _Slirp, build_sandbox
+from agent.bwrap import BwrapSandbox, build_sandbox
 from agent.config import TestingConfig
 from agent.sandbox import (
     ENV_MOUNT,
@@ -31,6 +31,7 @@ from agent.sandbox import (
     hidden_paths,
     limit_note,
 )
+from agent.slirp import Slirp
 from agent.validation import run_command, run_validation
 from agent.workspace import scratch_tree
 from tests.fakes.repos import commit_file, git_in, make_python_project
@@ -276,7 +277,7 @@ def test_commands_given_the_network_at_once_all_start(bwrap: MakeBwrap, tmp_path
 def test_the_network_is_connected_only_to_the_namespace_bwrap_reported() -> None:
     """A pid bwrap reported whose process ended and whose number another process has now: its
     namespace is not the sandbox's, and is never connected."""
-    slirp = _Slirp("slirp4netns", join_userns=False)
+    slirp = Slirp("slirp4netns", join_userns=False)
     mine = os.stat(f"/proc/{os.getpid()}/ns/net").st_ino
     with pytest.raises(SandboxUnavailable, match="no longer the sandbox's"):
         slirp(os.getpid(), mine + 1)
