@@ -4,7 +4,8 @@ Inside bwrap a command sees a read-only view of the system, the directory it may
 worktree or a scratch tree) at TREE_MOUNT, the run's environment directory at ENV_MOUNT, a
 private /tmp, its own PID namespace (everything it started dies with it), no network unless
 asked — and then, where slirp4netns is installed, a network of its own that never reaches the
-host's loopback (else the host's) — and none of the hidden paths (the bot's data directory,
+host's loopback, its other addresses, private, link-local or metadata addresses but those the
+operator allows (else the host's) — and none of the hidden paths (the bot's data directory,
 private key, database). CPU time, memory and file size per process and the number of processes
 are bounded by rlimits set inside the sandbox. Run as root, the command itself runs under a
 throwaway unprivileged uid that keeps only CAP_DAC_OVERRIDE, so that the process limit holds
@@ -20,10 +21,11 @@ import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Literal
 
-from agent import git, gitfiles
+from agent import git, gitfiles, netblock
 from agent.sandbox import (
     ENV_MOUNT,
     INSTALL_HINT,
@@ -69,6 +71,9 @@ class BwrapSandbox:
     as_root: bool = False
     allow_network: bool = True  # False: no command gets the network, whatever it asks
     env_dir: Path | None = None
+    # networks the operator opened to a command with the network, inside those closed to it
+    allow_addresses: tuple[IPv4Network, ...] = ()
+    fence: netblock.Fence = netblock.block  # what closes them (agent.netblock)
     name: SandboxKind = "bwrap"
     isolated: bool = True
 
@@ -96,7 +101,8 @@ class BwrapSandbox:
             dns, dns_fds = resolv_conf()
             start_read, start_fd = os.pipe()
             start, fds = [*dns, "--block-fd", str(start_read)], [*fds, *dns_fds, start_read]
-            connect = Slirp(self.tools.slirp4netns, join_userns=not self.as_root)
+            connect = Slirp(self.tools.slirp4netns, join_userns=not self.as_root,
+                            allowed=self.allow_addresses, fence=self.fence)
         # bwrap reports its child (the sandbox's init) there: a signal that ends cra while the
         # sandbox starts must reach that child too, which is in a session of its own and binds
         # its life to bwrap's only once set up (agent.validation kills it by this pid).
@@ -290,6 +296,7 @@ def _output(argv: list[str]) -> str:
 def build_sandbox(
     kind: SandboxKind | Literal["auto"], *, hide: Sequence[Path] = (),
     limits: SandboxLimits | None = None, allow_network: bool = True,
+    allow_addresses: Sequence[IPv4Network] = (),
 ) -> Sandbox:
     """The sandbox `kind` names; `auto` is bwrap when bubblewrap is installed, else none.
     SandboxUnavailable when bwrap is named and missing."""
@@ -300,4 +307,4 @@ def build_sandbox(
     as_root = os.geteuid() == 0
     return BwrapSandbox(tools=find_tools(as_root=as_root), hide=tuple(hide),
                         limits=limits or SandboxLimits(), as_root=as_root,
-                        allow_network=allow_network)
+                        allow_network=allow_network, allow_addresses=tuple(allow_addresses))

@@ -8,6 +8,8 @@ import select
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
+from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import IO
 
@@ -15,6 +17,9 @@ from agent import netblock
 from agent.sandbox import SandboxUnavailable
 
 SLIRP_DNS = "10.0.2.3"  # slirp4netns's resolver, inside the namespace it connects
+SLIRP_NETWORK = IPv4Network("10.0.2.0/24")  # the namespace's own network, which slirp4netns makes
+SLIRP_GATEWAY = IPv4Address("10.0.2.2")  # its way out (the host's loopback is not behind it)
+SLIRP_INTERFACE = "tap0"
 SLIRP_READY_WAIT = 10.0  # seconds slirp4netns may take to connect a namespace
 NS_GET_USERNS = 0xB701  # ioctl on a namespace's fd: the user namespace owning it (Linux 4.9)
 
@@ -34,11 +39,15 @@ def resolv_conf() -> tuple[list[str], list[int]]:
 class Slirp:
     """slirp4netns connecting a sandbox's network namespace to the world through the worker's:
     outbound connections and DNS, never the host's loopback (`--disable-host-loopback`), where
-    the bot's own services listen (its database, Redis, a local model server), nor the cloud's
-    metadata addresses (agent.netblock)."""
+    the bot's own services listen (its database, Redis, a local model server), nor this
+    machine's other addresses, private and link-local ranges or the cloud's metadata addresses,
+    but for the networks the operator allowed (agent.netblock)."""
 
-    def __init__(self, program: str, *, join_userns: bool) -> None:
+    def __init__(self, program: str, *, join_userns: bool,
+                 allowed: Sequence[IPv4Network] = (),
+                 fence: netblock.Fence = netblock.block) -> None:  # fmt: skip
         self._program, self._join_userns = program, join_userns
+        self._allowed, self._fence = tuple(allowed), fence
 
     def __call__(self, init: int, net_namespace: int | None) -> _SlirpLink:
         """Connect the network namespace of the sandbox's init `init` (whose id bwrap reported
@@ -52,7 +61,7 @@ class Slirp:
             raise SandboxUnavailable(f"the sandbox's network namespace: {exc}") from exc
         try:
             link, said = self._try(namespaces, deadline)
-            refused = None if link is None else netblock.block(*namespaces)
+            refused = None if link is None else self._fence_off(namespaces)
         finally:
             for fd in namespaces:
                 os.close(fd)
@@ -61,9 +70,21 @@ class Slirp:
                                      f"{said or 'no answer in time'}")
         if refused is not None:
             link.close()
-            raise SandboxUnavailable("could not keep the sandbox's network off the cloud's "
-                                     f"metadata addresses: {refused}")
+            raise SandboxUnavailable("could not keep the sandbox's network off this machine's "
+                                     f"addresses and private ranges: {refused}")
         return link
+
+    def _fence_off(self, namespaces: list[int]) -> str | None:
+        """Route this machine's addresses, the private ranges and the metadata addresses
+        unreachable in the namespace, but for the allowed networks; None, or what failed."""
+        try:
+            own = netblock.machine_addresses()
+        except OSError as exc:
+            return f"this machine's addresses: {exc}"
+        routes = netblock.plan(self._allowed, own, local=SLIRP_NETWORK)
+        net, *user = namespaces
+        return self._fence(net, user[0] if user else None, routes, gateway=SLIRP_GATEWAY,
+                           interface=SLIRP_INTERFACE)
 
     def _namespaces(self, init: int, net_namespace: int | None) -> list[int]:
         """fds on the sandbox's network namespace and (unprivileged) the user namespace that
@@ -89,7 +110,7 @@ class Slirp:
         exit_read, exit_write = os.pipe()  # closed by us (or our death): slirp4netns ends
         net, *user = namespaces
         where = [*(f"--userns-path=/proc/self/fd/{fd}" for fd in user), "--netns-type=path",
-                 f"/proc/self/fd/{net}", "tap0"]
+                 f"/proc/self/fd/{net}", SLIRP_INTERFACE]
         argv = [self._program, "--configure", "--mtu=65520", "--disable-host-loopback",
                 f"--ready-fd={ready_write}", f"--exit-fd={exit_read}", *where]
         errors = tempfile.TemporaryFile()  # noqa: SIM115 (the link closes it)
