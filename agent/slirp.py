@@ -67,7 +67,7 @@ class Slirp:
                 os.close(fd)
         if link is None:
             raise SandboxUnavailable(f"slirp4netns did not connect the sandbox's network: "
-                                     f"{said or 'no answer in time'}")
+                                     f"{said or 'no answer in time'}{_tun_hint(said)}")
         if refused is not None:
             link.close()
             raise SandboxUnavailable("could not keep the sandbox's network off this machine's "
@@ -134,6 +134,14 @@ class Slirp:
         finally:
             os.close(ready_read)
         return (link, "") if ready else (None, link.close())
+
+
+def _tun_hint(said: str) -> str:
+    """How to give slirp4netns the device it could not open, if that is what it said."""
+    if "/dev/net/tun" not in said:
+        return ""
+    return ("; it needs /dev/net/tun, usable by the worker's user (mode 0666, as udev makes it; "
+            "in a container: docker run --device /dev/net/tun)")
 
 
 def _wait_for_loopback(init: int, deadline: float) -> None:

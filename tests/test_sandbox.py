@@ -356,6 +356,22 @@ def test_a_network_that_cannot_be_connected_is_reported_and_the_command_never_ru
     assert "exited with status 1" in result.output
 
 
+def test_a_slirp4netns_that_cannot_open_the_tun_device_says_how_to_give_it_one(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    """A container's /dev may lack /dev/net/tun, or have it root-only: a non-root worker's
+    slirp4netns cannot open it."""
+    fake = tmp_path / "slirp4netns"
+    fake.write_text('#!/bin/sh\necho \'open("/dev/net/tun"): Permission denied\' >&2; exit 1\n')
+    fake.chmod(0o755)
+    sandbox = bwrap()
+    broken = replace(sandbox, tools=replace(sandbox.tools, slirp4netns=str(fake)))
+    result = run_command("echo ran", tmp_path, sandbox=broken, timeout=30, env={"PATH": PATH},
+                         max_output_chars=5000, network=True)
+    assert "ran" not in result.output.split()
+    assert "it needs /dev/net/tun, usable by the worker's user (mode 0666" in result.output
+
+
 def test_commands_given_the_network_at_once_all_start(bwrap: MakeBwrap, tmp_path: Path) -> None:
     """slirp4netns connects a namespace only once bwrap has set up its loopback (it brings lo
     up itself, and doing that first failed bwrap's own setup about one time in twenty when
