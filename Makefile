@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 EXTRAS := dev,postgres,redis,treesitter
 
-.PHONY: test lint types pytest demo try bench clean
+.PHONY: test test-unprivileged lint types pytest demo try bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,13 @@ pytest: $(STAMP)
 	$(BIN)/pytest -n auto  # tests are isolated (own ports, temp dirs, schemas, queue names)
 
 test: lint types pytest
+
+# The sandbox tests again as an unprivileged user, from root (as CI runs): bubblewrap through an
+# unprivileged user namespace, the path of a non-root worker, which root's never takes.
+SANDBOX_TESTS := tests/test_sandbox.py tests/bot/test_sandboxes.py tests/test_environment.py \
+                 tests/test_validation.py
+test-unprivileged:
+	.ci/sandbox-unprivileged $(SANDBOX_TESTS)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/edits.py

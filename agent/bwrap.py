@@ -4,7 +4,8 @@ Inside bwrap a command sees a read-only view of the system, the directory it may
 worktree or a scratch tree) at TREE_MOUNT, the run's environment directory at ENV_MOUNT, a
 private /tmp, its own PID namespace (everything it started dies with it), no network unless
 asked — and then, where slirp4netns is installed, a network of its own that never reaches the
-host's loopback (else the host's) — and none of the hidden paths (the bot's data directory,
+host's loopback, its other addresses, private, link-local or metadata addresses but those the
+operator allows (else the host's) — and none of the hidden paths (the bot's data directory,
 private key, database). CPU time, memory and file size per process and the number of processes
 are bounded by rlimits set inside the sandbox. Run as root, the command itself runs under a
 throwaway unprivileged uid that keeps only CAP_DAC_OVERRIDE, so that the process limit holds
@@ -13,19 +14,16 @@ throwaway unprivileged uid that keeps only CAP_DAC_OVERRIDE, so that the process
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import secrets
-import select
 import shutil
 import subprocess
-import tempfile
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from ipaddress import IPv4Network
 from pathlib import Path
-from typing import IO, Literal
+from typing import Literal
 
 from agent import git, gitfiles, netblock
 from agent.sandbox import (
@@ -43,6 +41,7 @@ from agent.sandbox import (
     inside,
     is_venv,
 )
+from agent.slirp import Slirp, resolv_conf
 
 _THROWAWAY_UIDS = (0x60000000, 1 << 24)  # root mode: a fresh uid from this range per command
 _MB = 1024 * 1024
@@ -72,6 +71,9 @@ class BwrapSandbox:
     as_root: bool = False
     allow_network: bool = True  # False: no command gets the network, whatever it asks
     env_dir: Path | None = None
+    # networks the operator opened to a command with the network, inside those closed to it
+    allow_addresses: tuple[IPv4Network, ...] = ()
+    fence: netblock.Fence = netblock.block  # what closes them (agent.netblock)
     name: SandboxKind = "bwrap"
     isolated: bool = True
 
@@ -96,10 +98,11 @@ class BwrapSandbox:
         start_fd, connect = None, None
         if linked:  # its own network namespace, connected by slirp4netns before it starts
             assert self.tools.slirp4netns is not None
-            dns, dns_fds = _resolv_conf()
+            dns, dns_fds = resolv_conf()
             start_read, start_fd = os.pipe()
             start, fds = [*dns, "--block-fd", str(start_read)], [*fds, *dns_fds, start_read]
-            connect = _Slirp(self.tools.slirp4netns, join_userns=not self.as_root)
+            connect = Slirp(self.tools.slirp4netns, join_userns=not self.as_root,
+                            allowed=self.allow_addresses, fence=self.fence)
         # bwrap reports its child (the sandbox's init) there: a signal that ends cra while the
         # sandbox starts must reach that child too, which is in a session of its own and binds
         # its life to bwrap's only once set up (agent.validation kills it by this pid).
@@ -262,142 +265,6 @@ def _git_view(tree: Path) -> tuple[list[str], list[int]]:
     return [*args, "--ro-bind-data", str(read), str(common / "config")], [read]
 
 
-SLIRP_DNS = "10.0.2.3"  # slirp4netns's resolver, inside the namespace it connects
-SLIRP_READY_WAIT = 10.0  # seconds slirp4netns may take to connect a namespace
-NS_GET_USERNS = 0xB701  # ioctl on a namespace's fd: the user namespace owning it (Linux 4.9)
-
-
-def _resolv_conf() -> tuple[list[str], list[int]]:
-    """bwrap arguments putting slirp4netns's resolver in the sandbox's resolv.conf (where the
-    host's is, or where its symlink leads), and the fd they pass; none without one."""
-    if not Path("/etc/resolv.conf").exists():
-        return [], []
-    read, write = os.pipe()
-    os.write(write, f"nameserver {SLIRP_DNS}\n".encode())
-    os.close(write)
-    where = Path("/etc/resolv.conf").resolve()
-    return ["--ro-bind-data", str(read), str(where)], [read]
-
-
-class _Slirp:
-    """slirp4netns connecting a sandbox's network namespace to the world through the worker's:
-    outbound connections and DNS, never the host's loopback (`--disable-host-loopback`), where
-    the bot's own services listen (its database, Redis, a local model server), nor the cloud's
-    metadata addresses (agent.netblock)."""
-
-    def __init__(self, program: str, *, join_userns: bool) -> None:
-        self._program, self._join_userns = program, join_userns
-
-    def __call__(self, init: int, net_namespace: int | None) -> _SlirpLink:
-        """Connect the network namespace of the sandbox's init `init` (whose id bwrap reported
-        as `net_namespace`) once bwrap has set up its loopback; SandboxUnavailable if it
-        cannot."""
-        deadline = time.monotonic() + SLIRP_READY_WAIT
-        try:
-            _wait_for_loopback(init, deadline)
-            namespaces = self._namespaces(init, net_namespace)
-        except OSError as exc:
-            raise SandboxUnavailable(f"the sandbox's network namespace: {exc}") from exc
-        try:
-            link, said = self._try(namespaces, deadline)
-            refused = None if link is None else netblock.block(*namespaces)
-        finally:
-            for fd in namespaces:
-                os.close(fd)
-        if link is None:
-            raise SandboxUnavailable(f"slirp4netns did not connect the sandbox's network: "
-                                     f"{said or 'no answer in time'}")
-        if refused is not None:
-            link.close()
-            raise SandboxUnavailable("could not keep the sandbox's network off the cloud's "
-                                     f"metadata addresses: {refused}")
-        return link
-
-    def _namespaces(self, init: int, net_namespace: int | None) -> list[int]:
-        """fds on the sandbox's network namespace and (unprivileged) the user namespace that
-        owns it — asked of the network namespace: bwrap nests another user namespace in it
-        while it sets up, which the init may already have entered. ProcessLookupError when
-        the namespace is not the one bwrap reported (its init ended, and its pid is another
-        process's now)."""
-        net = os.open(f"/proc/{init}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-        if net_namespace is not None and os.fstat(net).st_ino != net_namespace:
-            os.close(net)
-            raise ProcessLookupError(f"process {init} is no longer the sandbox's")
-        if not self._join_userns:
-            return [net]
-        try:
-            return [net, fcntl.ioctl(net, NS_GET_USERNS)]
-        except OSError:
-            os.close(net)
-            raise
-
-    def _try(self, namespaces: list[int], deadline: float) -> tuple[_SlirpLink | None, str]:
-        """One slirp4netns: running and connected, or None and what it said."""
-        ready_read, ready_write = os.pipe()
-        exit_read, exit_write = os.pipe()  # closed by us (or our death): slirp4netns ends
-        net, *user = namespaces
-        where = [*(f"--userns-path=/proc/self/fd/{fd}" for fd in user), "--netns-type=path",
-                 f"/proc/self/fd/{net}", "tap0"]
-        argv = [self._program, "--configure", "--mtu=65520", "--disable-host-loopback",
-                f"--ready-fd={ready_write}", f"--exit-fd={exit_read}", *where]
-        errors = tempfile.TemporaryFile()  # noqa: SIM115 (the link closes it)
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=errors,
-                                    stderr=errors, pass_fds=(ready_write, exit_read, *namespaces),
-                                    start_new_session=True)  # fmt: skip
-        except OSError as exc:
-            for fd in (ready_read, exit_write):
-                os.close(fd)
-            errors.close()
-            raise SandboxUnavailable(f"slirp4netns does not start: {exc}") from exc
-        finally:
-            os.close(ready_write)
-            os.close(exit_read)
-        link = _SlirpLink(proc, exit_write, errors)
-        try:
-            left = max(0.0, deadline - time.monotonic())
-            ready = (select.select([ready_read], [], [], left)[0]
-                     and os.read(ready_read, 1) == b"1")  # fmt: skip
-        finally:
-            os.close(ready_read)
-        return (link, "") if ready else (None, link.close())
-
-
-def _wait_for_loopback(init: int, deadline: float) -> None:
-    """Wait until bwrap has set up the namespace's loopback (127.0.0.1 routed on lo): slirp4netns
-    brings lo up too, and doing it first makes bwrap's own setup fail ("loopback: Failed
-    RTM_NEWADDR"). OSError when the namespace is gone or the wait ran out."""
-    trie = Path(f"/proc/{init}/net/fib_trie")
-    while "127.0.0.1" not in trie.read_text(errors="replace"):
-        if time.monotonic() >= deadline:
-            raise TimeoutError("its loopback was not set up in time")
-        time.sleep(0.002)
-
-
-class _SlirpLink:
-    """A running slirp4netns; close() ends it."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], exit_fd: int, errors: IO[bytes]) -> None:
-        self._proc, self._exit_fd, self._errors = proc, exit_fd, errors
-
-    def close(self) -> str:
-        """End it (its exit fd closed; killed if it lingers); what it wrote, last lines."""
-        if self._exit_fd >= 0:
-            os.close(self._exit_fd)
-            self._exit_fd = -1
-        try:
-            self._proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        self._errors.seek(0)
-        said = self._errors.read()[-500:].decode(errors="replace").strip()
-        self._errors.close()
-        if self._proc.returncode > 0:
-            said = f"{said} (it exited with status {self._proc.returncode})".strip()
-        return said
-
-
 def find_tools(*, as_root: bool) -> BwrapTools:
     """bwrap, prlimit (and setpriv for root) on PATH; SandboxUnavailable saying what is missing."""
     found = {name: shutil.which(name) for name in ("bwrap", "prlimit", "setpriv", "slirp4netns")}
@@ -429,6 +296,7 @@ def _output(argv: list[str]) -> str:
 def build_sandbox(
     kind: SandboxKind | Literal["auto"], *, hide: Sequence[Path] = (),
     limits: SandboxLimits | None = None, allow_network: bool = True,
+    allow_addresses: Sequence[IPv4Network] = (),
 ) -> Sandbox:
     """The sandbox `kind` names; `auto` is bwrap when bubblewrap is installed, else none.
     SandboxUnavailable when bwrap is named and missing."""
@@ -439,4 +307,4 @@ def build_sandbox(
     as_root = os.geteuid() == 0
     return BwrapSandbox(tools=find_tools(as_root=as_root), hide=tuple(hide),
                         limits=limits or SandboxLimits(), as_root=as_root,
-                        allow_network=allow_network)
+                        allow_network=allow_network, allow_addresses=tuple(allow_addresses))

@@ -190,7 +190,7 @@ def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
     from agent.runtime import Runtime
 
     router = ModelRouter(config.models, factory=_Factory(env))
-    sandbox = _sandbox(args, env)
+    sandbox = _sandbox(args, env, config)
     cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
     cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
     runtime = Runtime(log=log, models=router, environ=env, work_dir=data_dir(args, env),
@@ -199,8 +199,10 @@ def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
     return runtime if run_id is None else replace(runtime, new_id=lambda: run_id)
 
 
-def _sandbox(args: argparse.Namespace, env: Mapping[str, str], *, say: bool = True) -> Sandbox:
-    """The sandbox --sandbox (or $CRA_SANDBOX) names, hiding cra's data dir; says which."""
+def _sandbox(args: argparse.Namespace, env: Mapping[str, str], config: SolveConfig | None, *,
+             say: bool = True) -> Sandbox:  # fmt: skip
+    """The sandbox --sandbox (or $CRA_SANDBOX) names, hiding cra's data dir and opening the
+    networks `config` allows (from --config FILE); says which."""
     from agent.bwrap import build_sandbox
     from agent.sandbox import describe_sandbox, hidden_paths
 
@@ -211,7 +213,9 @@ def _sandbox(args: argparse.Namespace, env: Mapping[str, str], *, say: bool = Tr
     data = [data_dir(args, env), *([Path(db.removeprefix("sqlite:///"))]
                                    if db.startswith("sqlite:///") else [])]
     home = Path(env["HOME"]) if env.get("HOME") else None
-    sandbox = build_sandbox(SANDBOX_CHOICES[kind], hide=hidden_paths(data=data, home=home))
+    allowed = config.sandbox.allow_addresses if config is not None else ()
+    sandbox = build_sandbox(SANDBOX_CHOICES[kind], hide=hidden_paths(data=data, home=home),
+                            allow_addresses=allowed)
     if say:
         print(f"cra: {describe_sandbox(sandbox, chosen=kind)}", file=sys.stderr)
     return sandbox
@@ -341,7 +345,7 @@ def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     config = load_config(repo, args.config)  # a bare repository (a mirror) needs --config
     cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
     cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
-    return bench_command(args, log, env, config=config, sandbox=_sandbox(args, env),
+    return bench_command(args, log, env, config=config, sandbox=_sandbox(args, env, config),
                          data_dir=data_dir(args, env), factory=_Factory(env),
                          cache=cache if cache_mb > 0 else None)
 
@@ -362,7 +366,7 @@ def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     report = local_report(Path(args.repo).resolve(), args.config, data_dir(args, env), env,
                           known_variables=CRA_VARIABLES,
-                          sandbox=lambda: _sandbox(args, env, say=False))
+                          sandbox=lambda config: _sandbox(args, env, config, say=False))
     print(render(report, as_json=args.json))
     return EXIT_OK if report.passed else EXIT_FAILED
 

@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from agent.errors import ConfigError
+from agent.netblock import AllowedNetwork
 from agent.wording import plain_errors
 
 CONFIG_CANDIDATES = (".github/cra.toml", "cra.toml")
@@ -189,6 +190,14 @@ class RetrievalConfig(Section):
     )
 
 
+class SandboxConfig(Section):
+    """The operator's widening of the sandbox: networks a command with the network (the setup
+    step) may reach although private or this machine's own — a package mirror. Read only from
+    an explicit `--config FILE`, never from the repository's own cra.toml."""
+
+    allow_addresses: list[AllowedNetwork] = Field(default_factory=list)
+
+
 class SolveConfig(Section):
     """Everything one solve run needs to know, read once from TOML."""
 
@@ -197,6 +206,7 @@ class SolveConfig(Section):
     testing: TestingConfig = Field(default_factory=TestingConfig)
     orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     source: str | None = None
 
     @model_validator(mode="after")
@@ -240,7 +250,8 @@ def load_config(
     """Load the SolveConfig for a repository (defaults when no file exists).
 
     With `allow_endpoints=False` (a repository's config read by the bot) a file that sets a
-    model's provider, base_url or api_key_env is an error: endpoints belong to the server.
+    model's provider, base_url or api_key_env is an error: endpoints belong to the server. A
+    `[sandbox]` section is the operator's: an error unless the file is the `explicit` one.
     """
     path = find_config_file(repo, explicit)
     if path is None:
@@ -251,6 +262,11 @@ def load_config(
         raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
     if not allow_endpoints:
         _reject_endpoints(data, str(path))
+    if explicit is None and "sandbox" in data:
+        raise ConfigError("[sandbox] widens what the setup step's network reaches: the "
+                          "operator's choice, given in a --config FILE (cra) or "
+                          "CRA_SANDBOX_ALLOW_ADDRESSES (cra-bot), never by the repository's "
+                          "own cra.toml", path=str(path), key="sandbox")
     return parse_config(data, source=str(path))
 
 

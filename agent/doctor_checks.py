@@ -272,16 +272,17 @@ def _start_hint(config: ModelConfig) -> str:
 
 def local_report(
     repo: Path, explicit: Path | None, data_dir: Path, environ: Mapping[str, str], *,
-    known_variables: Sequence[str], sandbox: Callable[[], Sandbox],
+    known_variables: Sequence[str], sandbox: Callable[[SolveConfig | None], Sandbox],
 ) -> Report:
-    """The checks of a local checkout, in the order a newcomer meets the problems."""
+    """The checks of a local checkout, in the order a newcomer meets the problems; `sandbox`
+    builds the sandbox for the config (None when it cannot be read)."""
     config, config_finding = load_for_doctor(repo, explicit)
     checks: list[tuple[str, Check]] = [
         ("git", check_git),
         ("variables", lambda: check_variables("cra", environ, known_variables,
                                               near_misses_only=True)),
         ("data dir", lambda: check_directory("data dir", data_dir, "--data-dir or CRA_DATA_DIR")),
-        ("sandbox", lambda: check_sandbox(sandbox, data_dir, "CRA_SANDBOX")),
+        ("sandbox", lambda: check_sandbox(lambda: sandbox(config), data_dir, "CRA_SANDBOX")),
         ("config", lambda: [config_finding]),
     ]
     if config is not None:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import shlex
+import socket
+import sys
 import tempfile
+from collections.abc import Sequence
+from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 
+from agent import netblock
 from agent.bwrap import BwrapSandbox
 from agent.sandbox import Sandbox, SandboxUnavailable, describe_sandbox
 from agent.validation import run_command
@@ -32,10 +37,28 @@ SHARED_NETWORK = (
     "a command given the network (the setup step) shares this machine's, loopback included: "
     "what listens there (the database, Redis, a model server) is within its reach"
 )
-_NETWORK_PROBE = ("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | grep -v '^lo$'\n"
-                  # 169.254.0.0/16 routed unreachable (agent.netblock)
-                  "awk '$2 == \"0000FEA9\" && $8 == \"0000FFFF\" && $4 == \"0201\" "
-                  "{ print \"metadata-unreachable\" }' /proc/net/route\n")
+_INTERFACES = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | grep -v '^lo$'"
+# Each target "tcp|udp,host,port": `closed` when the connection fails at once for want of a
+# route, else `open`. A UDP connect only looks the route up: nothing is sent.
+_CONNECT = """\
+import errno, socket, sys
+for target in sys.argv[1:]:
+    kind, host, port = target.split(",")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM if kind == "tcp" else socket.SOCK_DGRAM) as s:
+            s.settimeout(10)
+            s.connect((host, int(port)))
+        print("open", host)
+    except OSError as exc:
+        closed = exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EAFNOSUPPORT)
+        print("closed" if closed else "open", host)
+"""
+IPV6_PROBE = "fd00::1"  # a unique-local address: with IPv6 off, no IPv6 address is reachable
+METADATA_PROBES = ("169.254.169.254", "100.100.100.200", "168.63.129.16")
+OWN_NETWORK = ("a command given the network (the setup step) has its own, through slirp4netns: "
+               "not this machine's loopback or addresses, private or link-local ranges, the "
+               "cloud's metadata addresses, nor IPv6")
 
 
 def self_check(sandbox: Sandbox, *, data_dir: Path) -> list[str]:
@@ -62,25 +85,72 @@ def self_check(sandbox: Sandbox, *, data_dir: Path) -> list[str]:
 
 def _network_fact(sandbox: Sandbox, tree: Path) -> list[str]:
     """What a command given the network (the setup step) is connected to, proved where it has
-    a network of its own."""
+    a network of its own: a listener on this machine's address, a private, a metadata and an
+    IPv6 address are out of its reach, the networks the operator allowed within it."""
     if not isinstance(sandbox, BwrapSandbox) or not sandbox.allow_network:
         return []
     if sandbox.tools.slirp4netns is None:
         return [SHARED_NETWORK]
-    result = run_command(_NETWORK_PROBE, tree, sandbox=sandbox, timeout=60, network=True,
-                         env={"PATH": "/usr/bin:/bin"}, max_output_chars=4000)
-    if result.exit_code == 0 and result.output.split() == ["tap0"]:
-        raise SandboxUnavailable(
-            "a command given the network reaches the cloud's metadata addresses "
-            "(169.254.0.0/16 is not unreachable in its namespace); set CRA_SANDBOX_NETWORK=false "
-            "until that is fixed")
-    if result.exit_code != 0 or result.output.split() != ["tap0", "metadata-unreachable"]:
+    try:
+        own = netblock.machine_addresses()
+    except OSError as exc:
+        raise SandboxUnavailable(f"cannot list this machine's addresses: {exc}") from exc
+    with socket.socket() as listener:
+        listener.bind(("0.0.0.0", 0))
+        listener.listen(8)
+        closed, opened = network_targets(sandbox.allow_addresses, own,
+                                         port=listener.getsockname()[1])
+        probe = (f"{_INTERFACES}\n{shlex.quote(sys.executable)} -I -S -c "
+                 f"{shlex.quote(_CONNECT)} {shlex.join([*closed, *opened])}")
+        result = run_command(probe, tree, sandbox=sandbox, timeout=60, network=True,
+                             env={"PATH": "/usr/bin:/bin"}, max_output_chars=4000)
+    lines = result.output.splitlines()
+    if result.exit_code != 0 or lines[:1] != ["tap0"]:
         raise SandboxUnavailable(
             f"slirp4netns did not give a command the network: {result.output.strip()[-300:]}; "
             "fix it, uninstall it (commands with the network then share this machine's), or "
             "set CRA_SANDBOX_NETWORK=false")
-    return ["a command given the network (the setup step) has its own, through slirp4netns: "
-            "not this machine's loopback, nor the cloud's metadata addresses"]
+    found = {host: state for state, _, host in (line.partition(" ") for line in lines[1:])}
+    wanted = {_host(t): "closed" for t in closed} | {_host(t): "open" for t in opened}
+    if found.keys() != wanted.keys():
+        raise SandboxUnavailable("the sandbox's network probe did not run: "
+                                 f"{result.output.strip()[-300:]}")
+    wrong = [host for host, state in wanted.items() if found[host] != state]
+    if wrong:
+        raise SandboxUnavailable(_network_failure(wrong, wanted))
+    allowed = ", ".join(map(str, sandbox.allow_addresses))
+    return [OWN_NETWORK + (f"; the operator opened {allowed}" if allowed else "")]
+
+
+def network_targets(allowed: Sequence[IPv4Network], own: Sequence[IPv4Address], *,
+                    port: int) -> tuple[list[str], list[str]]:  # fmt: skip
+    """The probe's targets: those it must find closed (this machine's addresses at `port`, an
+    address of each private range and each metadata address, one IPv6 address) and those it
+    must find open (the first address of each network the operator allowed)."""
+    def allows(address: IPv4Address) -> bool:
+        return any(address in net for net in allowed)
+
+    mine = [f"tcp,{a},{port}" for a in own if not a.is_loopback and not allows(a)]
+    private = [net[-2] for net in netblock.PRIVATE]  # the last host address of each range
+    closed = [*mine, *(f"udp,{a},53" for a in private if not allows(a)),
+              *(f"udp,{a},80" for a in METADATA_PROBES), f"udp,{IPV6_PROBE},53"]
+    opened = [f"udp,{net[0]},53" for net in allowed if not netblock.never_opened(net)]
+    return closed, opened
+
+
+def _host(target: str) -> str:
+    return target.split(",")[1]
+
+
+def _network_failure(wrong: list[str], wanted: dict[str, str]) -> str:
+    """What the network probe found open that must be closed (or the reverse), and what to do."""
+    reached = [host for host in wrong if wanted[host] == "closed"]
+    shut = [host for host in wrong if wanted[host] == "open"]
+    said = [f"a command given the network reaches {', '.join(reached)}"] if reached else []
+    said += [f"the allowed {', '.join(shut)} is unreachable"] if shut else []
+    return (f"{'; '.join(said)} (its network namespace must have this machine's addresses, "
+            "the private, link-local and metadata ranges routed unreachable, but for the "
+            "allowed addresses); set CRA_SANDBOX_NETWORK=false until that is fixed")
 
 
 def _failure(output: str) -> str:

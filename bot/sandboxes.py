@@ -23,7 +23,8 @@ def build_bot_sandbox(settings: BotSettings, environ: Mapping[str, str]) -> Sand
     try:
         return build_sandbox(settings.sandbox, hide=settings.sandbox_hidden(home),
                              limits=settings.sandbox_limits(),
-                             allow_network=settings.sandbox_network)
+                             allow_network=settings.sandbox_network,
+                             allow_addresses=settings.sandbox_allow_addresses)
     except SandboxUnavailable as exc:
         raise SettingsError(str(exc)) from exc
 

@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent.config import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig, check_endpoint
 from agent.console import unknown_variables
+from agent.netblock import AllowedNetwork
 from agent.sandbox import SandboxLimits, hidden_paths
 from agent.wording import plain_errors
 from bot.errors import SettingsError
@@ -220,6 +221,11 @@ class BotSettings(BaseSettings):
     sandbox_network: bool = Field(
         default=True, description="Let the setup step (and tests that ask) use the network."
     )
+    sandbox_allow_addresses: Annotated[list[AllowedNetwork], NoDecode] = Field(
+        default_factory=list,
+        description="Private or this machine's addresses (comma-separated, or CIDR networks) "
+        "the setup step may reach: a package mirror; metadata addresses never.",
+    )
     sandbox_hide: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="More paths the sandbox hides (comma-separated); data dir, key and "
@@ -245,7 +251,8 @@ class BotSettings(BaseSettings):
     def _endpoint(cls, value: str) -> str:
         return check_endpoint(value)
 
-    @field_validator("allowed_models", "sandbox_hide", "test_env", mode="before")
+    @field_validator("allowed_models", "sandbox_hide", "sandbox_allow_addresses", "test_env",
+                     mode="before")
     @classmethod
     def _split_models(cls, value: Any) -> Any:
         """A comma-separated string (or a JSON list) from the environment becomes a list."""

@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from ipaddress import IPv4Network
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,10 @@ def bwrap() -> Callable[..., BwrapSandbox]:
     if not bwrap_installed():
         pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
 
-    def make(hide: Sequence[Path] = (), limits: SandboxLimits | None = None) -> BwrapSandbox:
-        sandbox = build_sandbox("bwrap", hide=hide, limits=limits)
+    def make(hide: Sequence[Path] = (), limits: SandboxLimits | None = None,
+             allow_addresses: Sequence[IPv4Network] = ()) -> BwrapSandbox:
+        sandbox = build_sandbox("bwrap", hide=hide, limits=limits,
+                                allow_addresses=allow_addresses)
         assert isinstance(sandbox, BwrapSandbox)
         return sandbox
 

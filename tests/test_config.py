@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,27 @@ def test_a_model_url_is_http_and_carries_no_credentials(url: str, why: str) -> N
 def test_a_model_url_with_a_path_and_port_is_fine() -> None:
     config = parse_config({"models": {"coding": {"base_url": "https://h.example:8443/v1"}}})
     assert config.models.coding.base_url == "https://h.example:8443/v1"
+
+
+def test_a_repositorys_own_config_cannot_open_addresses_to_the_setup_step(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "cra.toml", '[sandbox]\nallow_addresses = ["10.1.2.3"]\n')
+    for allow_endpoints in (True, False):  # cra in a checkout, the bot reading the repository
+        with pytest.raises(ConfigError, match="never by the repository's own") as caught:
+            load_config(tmp_path, allow_endpoints=allow_endpoints)
+        assert caught.value.key == "sandbox"
+
+
+def test_the_operators_config_file_opens_addresses_to_the_setup_step(tmp_path: Path) -> None:
+    path = write(tmp_path / "ops.toml",
+                 '[sandbox]\nallow_addresses = ["10.1.2.3", "10.9.0.0/16"]\n')
+    allowed = load_config(tmp_path, path).sandbox.allow_addresses
+    assert allowed == [IPv4Network("10.1.2.3/32"), IPv4Network("10.9.0.0/16")]
+
+
+def test_an_address_no_sandbox_opens_names_the_key(tmp_path: Path) -> None:
+    path = write(tmp_path / "ops.toml", '[sandbox]\nallow_addresses = ["169.254.169.254"]\n')
+    with pytest.raises(ConfigError, match="never opened") as caught:
+        load_config(tmp_path, path)
+    assert caught.value.key == "sandbox.allow_addresses.0"

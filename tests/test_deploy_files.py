@@ -592,3 +592,18 @@ def test_the_app_hears_the_events_the_actions_workflow_handles() -> None:
 
 def test_the_app_cannot_change_workflows() -> None:
     assert "workflows" not in app_manifest()["default_permissions"]
+
+
+def test_ci_runs_the_sandbox_tests_again_as_an_unprivileged_user() -> None:
+    """Root's sandbox (setpriv to a throwaway uid) is not a non-root worker's (an unprivileged
+    user namespace): both run on every commit, the same test files."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^test-unprivileged:.*\n\t(.*)", makefile, re.M)
+    files = re.search(r"^SANDBOX_TESTS := ((?:.*\\\n)*.*)", makefile, re.M)
+    assert recipe and recipe[1] == ".ci/sandbox-unprivileged $(SANDBOX_TESTS)"
+    assert files and "tests/test_sandbox.py" in files[1].split()
+    assert all((ROOT / name).is_file() for name in files[1].replace("\\", " ").split())
+    assert re.search(r"^  make test-unprivileged$", (ROOT / ".ci" / "run").read_text(), re.M)
+    assert ["make", "test-unprivileged"] in list(run_commands(workflow("ci.yml")))
+    script = (ROOT / ".ci" / "sandbox-unprivileged").read_text()
+    assert re.search(r"\brunuser -u\b", script) and "useradd" in script

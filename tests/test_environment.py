@@ -99,7 +99,7 @@ def test_setup_installs_what_the_tests_need_and_the_next_run_reuses_it(
     bwrap: MakeBwrap, repo: Path, index: PackageIndex, tmp_path: Path
 ) -> None:
     testing = config_for(index)
-    sandbox = bwrap()
+    sandbox = bwrap(allow_addresses=index.allowed)
     cache = EnvCache(tmp_path / "cache", max_bytes=1 << 30)
     (tmp_path / "empty").mkdir()
     without = run_validation(repo, testing, environ=dict(os.environ),
@@ -126,23 +126,25 @@ def test_tests_run_without_network_while_the_setup_had_it(
     page = index.url + "helperpkg/"
     code = f"import urllib.request; urllib.request.urlopen({page!r}, timeout=5)"
     testing = config_for(index, test_command=f"{PY} -c {shlex.quote(code)}")
-    env = prepare(repo, testing, bwrap(), None, tmp_path / "env")
+    sandbox = bwrap(allow_addresses=index.allowed)  # the index: the operator's private mirror
+    env = prepare(repo, testing, sandbox, None, tmp_path / "env")
     assert env.report.setup == "ran"
     result = run_validation(repo, testing, environ=dict(os.environ),
-                            sandbox=bwrap().with_env(env.path))
+                            sandbox=sandbox.with_env(env.path))
     assert not result.success and "Network is unreachable" in (result.test_output or "")
     online = testing.model_copy(update={"network": True})  # a repository that asks for it
     assert run_validation(repo, online, environ=dict(os.environ),
-                          sandbox=bwrap().with_env(env.path)).success
+                          sandbox=sandbox.with_env(env.path)).success
 
 
 def test_a_changed_dependency_file_runs_the_setup_again(
     bwrap: MakeBwrap, repo: Path, index: PackageIndex, tmp_path: Path
 ) -> None:
     testing, cache = config_for(index), EnvCache(tmp_path / "cache", max_bytes=1 << 30)
-    assert prepare(repo, testing, bwrap(), cache, tmp_path / "e1").report.setup == "ran"
+    sandbox = bwrap(allow_addresses=index.allowed)
+    assert prepare(repo, testing, sandbox, cache, tmp_path / "e1").report.setup == "ran"
     commit_file(repo, "requirements.txt", "helperpkg>=1.0\n", "Loosen the pin")
-    assert prepare(repo, testing, bwrap(), cache, tmp_path / "e2").report.setup == "ran"
+    assert prepare(repo, testing, sandbox, cache, tmp_path / "e2").report.setup == "ran"
     assert len(index.downloads) == 2
 
 

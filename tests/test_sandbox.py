@@ -4,6 +4,7 @@ cannot reach."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import socket
 import sqlite3
@@ -14,13 +15,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from agent import netblock
-from agent.bwrap import BwrapSandbox, _Slirp, build_sandbox
+from agent.bwrap import BwrapSandbox, build_sandbox
 from agent.config import TestingConfig
 from agent.sandbox import (
     ENV_MOUNT,
@@ -31,6 +33,7 @@ from agent.sandbox import (
     hidden_paths,
     limit_note,
 )
+from agent.slirp import Slirp
 from agent.validation import run_command, run_validation
 from agent.workspace import scratch_tree
 from tests.fakes.repos import commit_file, git_in, make_python_project
@@ -95,6 +98,7 @@ def bot_files(visible_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 PROBE_TESTS = '''
 import os
+import shlex
 import shutil
 import subprocess
 
@@ -198,13 +202,108 @@ def test_a_loopback_service_is_unreachable_when_network_is_off(
     assert "ConnectionRefusedError" in result.output and "connected" not in result.output
 
 
-def test_a_command_allowed_the_network_reaches_it(
+# Whether the kernel routes a datagram to each address: a UDP connect only looks the route up,
+# it sends nothing (no test reaches the internet).
+ROUTED = """\
+import socket, sys
+for host in sys.argv[1:]:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect((host, 53))
+            print(host, "routed")
+        except OSError as exc:
+            print(host, exc.strerror)
+"""
+
+
+def routes_to(sandbox: BwrapSandbox, tmp_path: Path, *hosts: str) -> dict[str, str]:
+    """What a command given the network finds of a route to each host."""
+    result = run_command(f"{PY} -c {shlex.quote(ROUTED)} {shlex.join(hosts)}", tmp_path,
+                         sandbox=sandbox, timeout=30, env={"PATH": PATH}, max_output_chars=5000,
+                         network=True)
+    assert result.exit_code == 0, result.output
+    return dict(line.split(" ", 1) for line in result.output.splitlines())
+
+
+def needs_slirp() -> None:
+    if not slirp_installed():
+        pytest.skip("slirp4netns is not installed: a command with the network shares the "
+                    "host's; .ci/run installs it")
+
+
+def test_a_command_allowed_the_network_never_reaches_the_hosts_own_address(
     bwrap: MakeBwrap, world_listener: tuple[str, int], tmp_path: Path
 ) -> None:
+    """A service listening on every address of the worker (a database, a model server) is out
+    of the setup step's reach by the worker's network address too, not only by its loopback."""
+    needs_slirp()
+    with socket.create_connection(world_listener, timeout=5):
+        pass  # the control: the host reaches it
     result = run_command(connect_command(*world_listener), tmp_path, sandbox=bwrap(),
                          timeout=30, env={"PATH": PATH}, max_output_chars=5000, network=True)
-    assert result.exit_code == 0, result.output
-    assert "connected" in result.output
+    assert "No route to host" in result.output and "connected" not in result.output.split()
+
+
+PRIVATE_HOSTS = ("10.1.2.3", "172.16.0.1", "172.31.255.254", "192.168.1.1", "100.64.0.1",
+                 "169.254.169.254", "169.254.170.2")
+
+
+def test_a_command_allowed_the_network_has_no_route_to_private_or_link_local_addresses(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    needs_slirp()
+    assert routes_to(bwrap(), tmp_path, *PRIVATE_HOSTS) == dict.fromkeys(PRIVATE_HOSTS,
+                                                                      "No route to host")
+
+
+def test_a_command_allowed_the_network_still_has_a_route_to_public_addresses(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    """The internet stays within reach, checked at the level of the routes: nothing is sent."""
+    needs_slirp()
+    public = ("1.1.1.1", "140.82.112.3", "151.101.0.223", "172.15.255.1", "192.169.0.1")
+    assert routes_to(bwrap(), tmp_path, *public) == dict.fromkeys(public, "routed")
+
+
+def test_a_command_allowed_the_network_has_no_ipv6(bwrap: MakeBwrap, tmp_path: Path) -> None:
+    """slirp4netns gives it IPv4 only; its interface's IPv6 (link-local) is switched off."""
+    needs_slirp()
+    unique_local, public = "fd00::1", "2606:4700::1111"
+    assert routes_to(bwrap(), tmp_path, unique_local, public) == dict.fromkeys(
+        (unique_local, public), "Network is unreachable")
+    interfaces = run_command("cut -c 46- /proc/net/if_inet6", tmp_path, sandbox=bwrap(),
+                             timeout=30, env={"PATH": PATH}, max_output_chars=5000, network=True)
+    assert interfaces.output.split() == ["lo"]
+
+
+def test_an_allowed_address_is_opened_and_nothing_else(
+    bwrap: MakeBwrap, world_listener: tuple[str, int], tmp_path: Path
+) -> None:
+    """A private package mirror: the operator opens its address (here the host's own, where the
+    listener is, and one inside 10.0.0.0/8); the rest stays closed."""
+    needs_slirp()
+    host, port = world_listener
+    sandbox = bwrap(allow_addresses=[IPv4Network(host), IPv4Network("10.1.2.3")])
+    result = run_command(connect_command(host, port), tmp_path, sandbox=sandbox, timeout=30,
+                         env={"PATH": PATH}, max_output_chars=5000, network=True)
+    assert result.output == "connected\n"
+    assert routes_to(sandbox, tmp_path, "10.1.2.3", "10.1.2.4", "192.168.1.1") == {
+        "10.1.2.3": "routed", "10.1.2.4": "No route to host", "192.168.1.1": "No route to host"}
+
+
+def test_binding_to_the_interface_does_not_get_around_the_routes(
+    bwrap: MakeBwrap, world_listener: tuple[str, int], tmp_path: Path
+) -> None:
+    """Bound to an interface, a socket whose route is unreachable is sent on that link as if
+    its address were there; slirp4netns answers for none but its own, so nothing leaves."""
+    needs_slirp()
+    host, port = world_listener
+    code = ("import socket; s = socket.socket(); "
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b'tap0'); "
+            f"s.settimeout(10); s.connect(({host!r}, {port})); print('connected')")
+    result = run_command(f"{PY} -c {code!r}", tmp_path, sandbox=bwrap(), timeout=30,
+                         env={"PATH": PATH}, max_output_chars=5000, network=True)
+    assert "No route to host" in result.output and "connected" not in result.output.split()
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "10.0.2.2"])  # slirp4netns's name for it
@@ -239,7 +338,8 @@ def test_a_command_allowed_the_network_never_reaches_the_clouds_metadata(
 
 def test_a_namespace_that_cannot_be_joined_is_said() -> None:
     with open(os.devnull) as null:
-        said = netblock.block(null.fileno())
+        said = netblock.block(null.fileno(), None, netblock.Routes(netblock.METADATA),
+                              gateway=IPv4Address("10.0.2.2"), interface="tap0")
     assert said is not None and said.startswith("joining the namespace: "), said
 
 
@@ -254,6 +354,22 @@ def test_a_network_that_cannot_be_connected_is_reported_and_the_command_never_ru
     assert result.output.startswith("[cra] the command did not run: slirp4netns did not "
                                     "connect the sandbox's network"), result.output
     assert "exited with status 1" in result.output
+
+
+def test_a_slirp4netns_that_cannot_open_the_tun_device_says_how_to_give_it_one(
+    bwrap: MakeBwrap, tmp_path: Path
+) -> None:
+    """A container's /dev may lack /dev/net/tun, or have it root-only: a non-root worker's
+    slirp4netns cannot open it."""
+    fake = tmp_path / "slirp4netns"
+    fake.write_text('#!/bin/sh\necho \'open("/dev/net/tun"): Permission denied\' >&2; exit 1\n')
+    fake.chmod(0o755)
+    sandbox = bwrap()
+    broken = replace(sandbox, tools=replace(sandbox.tools, slirp4netns=str(fake)))
+    result = run_command("echo ran", tmp_path, sandbox=broken, timeout=30, env={"PATH": PATH},
+                         max_output_chars=5000, network=True)
+    assert "ran" not in result.output.split()
+    assert "it needs /dev/net/tun, usable by the worker's user (mode 0666" in result.output
 
 
 def test_commands_given_the_network_at_once_all_start(bwrap: MakeBwrap, tmp_path: Path) -> None:
@@ -276,7 +392,7 @@ def test_commands_given_the_network_at_once_all_start(bwrap: MakeBwrap, tmp_path
 def test_the_network_is_connected_only_to_the_namespace_bwrap_reported() -> None:
     """A pid bwrap reported whose process ended and whose number another process has now: its
     namespace is not the sandbox's, and is never connected."""
-    slirp = _Slirp("slirp4netns", join_userns=False)
+    slirp = Slirp("slirp4netns", join_userns=False)
     mine = os.stat(f"/proc/{os.getpid()}/ns/net").st_ino
     with pytest.raises(SandboxUnavailable, match="no longer the sandbox's"):
         slirp(os.getpid(), mine + 1)

@@ -12,12 +12,12 @@ from agent import netblock
 from agent.bwrap import BwrapSandbox
 from agent.doctor_checks import check_sandbox as doctor_sandbox
 from agent.sandbox import NoSandbox, SandboxLimits
-from agent.sandbox_check import SHARED_NETWORK
+from agent.sandbox_check import OWN_NETWORK, SHARED_NETWORK
 from bot.cli import main
 from bot.errors import SettingsError
 from bot.sandboxes import build_bot_sandbox, build_env_cache, check_sandbox
 from bot.settings import BotSettings
-from tests.fakes.sandboxes import slirp_installed
+from tests.fakes.sandboxes import fence_closing, host_address, slirp_installed
 
 MakeBwrap = Callable[..., BwrapSandbox]
 
@@ -71,10 +71,6 @@ def test_an_unknown_sandbox_is_a_settings_error(monkeypatch: pytest.MonkeyPatch)
         BotSettings()
 
 
-OWN_NETWORK = ("a command given the network (the setup step) has its own, through slirp4netns: "
-               "not this machine's loopback, nor the cloud's metadata addresses")
-
-
 def test_the_self_check_proves_what_the_sandbox_confines(
     visible_dir: Path, bwrap: MakeBwrap
 ) -> None:
@@ -101,14 +97,54 @@ def test_without_slirp4netns_the_shared_network_is_said_and_the_doctor_warns(
 
 
 def test_the_self_check_refuses_a_network_that_reaches_the_clouds_metadata(
+    visible_dir: Path, bwrap: MakeBwrap
+) -> None:
+    if not slirp_installed():
+        pytest.skip("slirp4netns is not installed; .ci/run installs it")
+    config = settings(visible_dir)
+    sandbox = build_bot_sandbox(config, {"HOME": str(visible_dir)})
+    assert isinstance(sandbox, BwrapSandbox)
+    with pytest.raises(SettingsError, match=r"reaches .*169\.254\.169\.254"):
+        check_sandbox(config, replace(sandbox, fence=fence_closing()))  # connected, no route
+
+
+def test_the_self_check_refuses_a_network_that_reaches_this_machines_address(
+    visible_dir: Path, bwrap: MakeBwrap
+) -> None:
+    """A sandbox closing only the metadata addresses (as it did before) lets the setup step
+    reach a listener on this machine's network address, and the private ranges."""
+    if not slirp_installed():
+        pytest.skip("slirp4netns is not installed; .ci/run installs it")
+    config = settings(visible_dir)
+    sandbox = build_bot_sandbox(config, {"HOME": str(visible_dir)})
+    assert isinstance(sandbox, BwrapSandbox)
+    metadata_only = replace(sandbox, fence=fence_closing(*map(str, netblock.METADATA)))
+    with pytest.raises(SettingsError) as caught:
+        check_sandbox(config, metadata_only)
+    said = str(caught.value)
+    assert said.startswith(f"a command given the network reaches {host_address()}, "
+                           "10.255.255.254, 172.31.255.254, 192.168.255.254, 100.127.255.254 ")
+    assert "169.254" not in said and "CRA_SANDBOX_NETWORK=false" in said
+
+
+def test_the_self_check_says_what_the_operator_opened(
     visible_dir: Path, bwrap: MakeBwrap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not slirp_installed():
         pytest.skip("slirp4netns is not installed; .ci/run installs it")
-    monkeypatch.setattr(netblock, "block", lambda *_, **__: None)  # connected, nothing routed
-    config = settings(visible_dir)
-    with pytest.raises(SettingsError, match="reaches the cloud's metadata addresses"):
-        check_sandbox(config, build_bot_sandbox(config, {"HOME": str(visible_dir)}))
+    monkeypatch.setenv("CRA_SANDBOX_ALLOW_ADDRESSES", f"10.1.2.3,{host_address()}")
+    config = BotSettings(data_dir=visible_dir / "data")
+    facts = check_sandbox(config, build_bot_sandbox(config, {"HOME": str(visible_dir)}))
+    assert facts[-1] == f"{OWN_NETWORK}; the operator opened 10.1.2.3/32, {host_address()}/32"
+
+
+@pytest.mark.parametrize("value", ["169.254.169.254", "fd00::1", "10.0.0.1/8"])
+def test_an_address_that_cannot_be_opened_is_a_settings_error(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CRA_SANDBOX_ALLOW_ADDRESSES", value)
+    with pytest.raises(ValueError, match="sandbox_allow_addresses"):
+        BotSettings()
 
 
 def test_the_self_check_refuses_a_sandbox_that_shows_the_data_directory(

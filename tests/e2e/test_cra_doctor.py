@@ -15,6 +15,7 @@ import pytest
 from tests.e2e.first_hour import Done, clean_env, closed_port, models_toml, run
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import TEST_COMMAND, git_in, make_python_project
+from tests.fakes.sandboxes import bwrap_installed, slirp_installed
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -72,6 +73,18 @@ def test_a_good_set_up_passes_every_check(tmp_path: Path, repo: Path,
     assert "the data directory is hidden" in done.out
     assert done.out.rstrip().endswith("cra doctor: all 9 checks passed")
     assert server.chat_requests == []
+
+
+def test_the_operators_config_opens_an_address_to_the_setup_step_and_the_doctor_proves_it(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer
+) -> None:
+    if not (bwrap_installed() and slirp_installed()):
+        pytest.skip("needs bubblewrap and slirp4netns; .ci/run installs them")
+    allow = '[sandbox]\nallow_addresses = ["10.1.2.3"]\n'
+    done = doctor(tmp_path, repo, good_config(server.url) + allow)
+    assert done.code == 0, done.text
+    [line] = [line for line in done.out.splitlines() if line.startswith("✓ sandbox")]
+    assert line.endswith("nor IPv6; the operator opened 10.1.2.3/32"), line
 
 
 def test_json_gives_the_same_findings(tmp_path: Path, repo: Path,

@@ -8,6 +8,7 @@ import shlex
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from ipaddress import IPv4Network
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from tests.e2e.test_solve_orchestrator import adjustment, edit, meta, part, step
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.package_index import PackageIndex, build_wheel
 from tests.fakes.repos import MUL_BUG, MUL_FIX, commit_file, make_python_project
+from tests.fakes.sandboxes import host_address
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -77,7 +79,9 @@ def world(
     tmp_path: Path, bwrap: Callable[..., BwrapSandbox]
 ) -> Iterator[World]:
     with ScriptedModelServer() as server:
-        sandbox = bwrap(hide=hidden_paths(data=[tmp_path / "data"], home=None))
+        # the package index listens on the host's address: the operator's private mirror
+        sandbox = bwrap(hide=hidden_paths(data=[tmp_path / "data"], home=None),
+                        allow_addresses=[IPv4Network(host_address())])
         w = World(tmp_path, server, sandbox)
         yield w
         w.log.close()

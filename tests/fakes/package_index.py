@@ -8,6 +8,7 @@ import hashlib
 import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from ipaddress import IPv4Network
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -53,8 +54,8 @@ class PackageIndex:
             def log_message(self, format: str, *args: object) -> None:
                 del format, args
 
-        # every address: a sandboxed setup step reaches the host by its network address,
-        # never its loopback (slirp4netns)
+        # every address: a sandboxed setup step reaches the host by its network address, which
+        # the sandbox opens to it as to a private mirror (`allowed`), never by its loopback
         self._server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -62,6 +63,11 @@ class PackageIndex:
     def url(self) -> str:
         """The index URL for `pip install --index-url`."""
         return f"http://{host_address()}:{self._server.server_address[1]}/simple/"
+
+    @property
+    def allowed(self) -> list[IPv4Network]:
+        """What a sandbox must allow for a command with the network to reach this index."""
+        return [IPv4Network(host_address())]
 
     @property
     def pip_args(self) -> str:

@@ -6,10 +6,12 @@ import os
 import shutil
 import socket
 from functools import cache
+from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 
 import pytest
 
+from agent import netblock
 from agent.sandbox import SandboxKind
 
 
@@ -44,6 +46,18 @@ def host_address() -> str:
         except OSError as exc:
             pytest.skip(f"this machine has no network address besides loopback: {exc}")
         return str(probe.getsockname()[0])
+
+
+def fence_closing(*networks: str) -> netblock.Fence:
+    """A fence routing only `networks` unreachable (the real netblock, told less): a sandbox
+    whose network reaches what it must not."""
+    def fence(net: int, user: int | None, routes: netblock.Routes, *, gateway: IPv4Address,
+              interface: str) -> str | None:
+        del routes
+        return netblock.block(net, user, netblock.Routes(tuple(map(IPv4Network, networks))),
+                              gateway=gateway, interface=interface)
+
+    return fence
 
 
 def test_sandbox_kind() -> SandboxKind:
