@@ -163,7 +163,8 @@ class BotSettings(BaseSettings):
         "again (three times at most; then it fails).",
     )
     token: SecretStr | None = Field(
-        default=None, description="A ready token instead of the App's (Actions mode)."
+        default=None, description="A ready token instead of the App's (Actions mode, or a "
+        "server receiving repository webhooks, whose deliveries name no installation)."
     )
     # Who may see what: the run pages behind GitHub sign-in, /metrics behind a token.
     run_pages: Literal["private", "public"] = Field(
