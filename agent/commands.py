@@ -129,9 +129,9 @@ def _open_log(args: argparse.Namespace, env: Mapping[str, str]) -> RunLog:
                          f"the data dir): {reason}") from exc
 
 
-def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
+def _repo_and_config(args: argparse.Namespace, env: Mapping[str, str]
+                     ) -> tuple[Path, SolveConfig]:
     from agent import git
-    from agent.config import load_config
 
     repo = Path(args.repo).resolve()
     if not git.is_work_tree(repo):
@@ -141,7 +141,18 @@ def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
     except GitError:
         raise UsageError(f"{repo} has no commits yet: cra works from a commit (commit the code "
                          "and its tests first)") from None
-    return repo, load_config(repo, args.config)
+    return repo, _trusted_config(repo, args, env)
+
+
+def _trusted_config(repo: Path, args: argparse.Namespace, env: Mapping[str, str]) -> SolveConfig:
+    """The run's config under the trust rule (agent.trust); says once what it left out."""
+    from agent.trust import load_repo_config
+
+    loaded = load_repo_config(repo, args.config, env, trust_flag=args.trust_repo_config)
+    what, fix = loaded.notice()
+    if what:
+        print(f"cra: warning: {what}; {fix}", file=sys.stderr)
+    return loaded.config
 
 
 def _note_uncommitted(repo: Path) -> None:
@@ -232,7 +243,7 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     from agent.interrupts import interruptible
     from agent.progress import ProgressBar
 
-    repo, config = _repo_and_config(args)
+    repo, config = _repo_and_config(args, env)
     config.require_test_command()
     _note_uncommitted(repo)
     plan = _load_plan(args.plan) if args.plan else None
@@ -308,7 +319,7 @@ def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     from agent.planning import plan_task
     from agent.progress import ProgressBar
 
-    repo, config = _repo_and_config(args)
+    repo, config = _repo_and_config(args, env)
     _preflight(config, env, plans=True, implements=False)
     runtime = _runtime(log, config, args, env)
     bar = ProgressBar(sys.stderr, "indexing", min_total=INDEX_BAR_MIN_FILES)
@@ -332,13 +343,12 @@ def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
 def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     from agent import git
     from agent.bench.commands import bench_command
-    from agent.config import load_config
     from agent.envcache import EnvCache
 
     repo = Path(args.repo).resolve()
     if not (git.is_work_tree(repo) or _is_bare(repo)):
         raise UsageError(f"{repo} is not a git repository (--repo)")
-    config = load_config(repo, args.config)  # a bare repository (a mirror) needs --config
+    config = _trusted_config(repo, args, env)  # a bare repository (a mirror) needs --config
     cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
     cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
     return bench_command(args, log, env, config=config, sandbox=_sandbox(args, env),
@@ -361,7 +371,7 @@ def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from agent.doctor_checks import local_report
 
     report = local_report(Path(args.repo).resolve(), args.config, data_dir(args, env), env,
-                          known_variables=CRA_VARIABLES,
+                          known_variables=CRA_VARIABLES, trust_flag=args.trust_repo_config,
                           sandbox=lambda: _sandbox(args, env, say=False))
     print(render(report, as_json=args.json))
     return EXIT_OK if report.passed else EXIT_FAILED

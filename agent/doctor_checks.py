@@ -20,7 +20,6 @@ from agent.config import (
     ModelsConfig,
     SolveConfig,
     TestingConfig,
-    load_config,
     resolve_api_key,
 )
 from agent.console import describe_unknown, unknown_variables
@@ -29,6 +28,7 @@ from agent.errors import ConfigError, GitError
 from agent.llm.probe import ModelState, ServerState, find_model, probe_server
 from agent.sandbox import Sandbox, SandboxUnavailable
 from agent.sandbox_check import SHARED_NETWORK, self_check
+from agent.trust import load_repo_config
 from agent.validation import scrubbed_env
 
 MIN_GIT = (2, 31)  # GIT_CONFIG_COUNT (the token's header reaches git only through it)
@@ -132,22 +132,30 @@ def check_sandbox(build: Callable[[], Sandbox], data_dir: Path, setting: str
 # --- the repository's config and test command --------------------------------------------------
 
 
-def load_for_doctor(repo: Path, explicit: Path | None) -> tuple[SolveConfig | None, Finding]:
-    """The repository's config and the finding about it (which file, or what is wrong)."""
+def load_for_doctor(repo: Path, explicit: Path | None, environ: Mapping[str, str], *,
+                    trust_flag: bool = False) -> tuple[SolveConfig | None, list[Finding]]:
+    """The run's config under the trust rule and the findings about it: which files, or what
+    is wrong, and what of the repository's own file a run would leave out."""
     if not git.is_work_tree(repo):
-        return None, fail("repository", f"{repo} is not a git repository",
-                          "run cra inside a git checkout, or pass --repo")
+        return None, [fail("repository", f"{repo} is not a git repository",
+                           "run cra inside a git checkout, or pass --repo")]
     try:
         git.head_commit(repo)
     except GitError:  # `cra solve` refuses it the same way
-        return None, fail("repository", f"{repo} has no commits yet: cra works from a commit",
-                          "commit the code and its tests first")
+        return None, [fail("repository", f"{repo} has no commits yet: cra works from a commit",
+                           "commit the code and its tests first")]
     try:
-        config = load_config(repo, explicit)
+        loaded = load_repo_config(repo, explicit, environ, trust_flag=trust_flag)
     except ConfigError as exc:
-        return None, fail("config", str(exc), f"fix {exc.key or 'the file'} and run again")
+        return None, [fail("config", str(exc), f"fix {exc.key or 'the file'} and run again")]
+    config = loaded.config
     where = config.source or "no .github/cra.toml or cra.toml: the defaults"
-    return config, ok("config", f"{where} is valid")
+    mine = f", over your {loaded.user_file}" if Path(loaded.user_file).is_file() else ""
+    findings = [ok("config", f"{where} is valid{mine}")]
+    what, fix = loaded.notice()
+    if what:
+        findings.append(warn("config trust", what, fix))
+    return config, findings
 
 
 def first_program(command: str) -> str | None:
@@ -272,17 +280,17 @@ def _start_hint(config: ModelConfig) -> str:
 
 def local_report(
     repo: Path, explicit: Path | None, data_dir: Path, environ: Mapping[str, str], *,
-    known_variables: Sequence[str], sandbox: Callable[[], Sandbox],
+    known_variables: Sequence[str], sandbox: Callable[[], Sandbox], trust_flag: bool = False,
 ) -> Report:
     """The checks of a local checkout, in the order a newcomer meets the problems."""
-    config, config_finding = load_for_doctor(repo, explicit)
+    config, config_findings = load_for_doctor(repo, explicit, environ, trust_flag=trust_flag)
     checks: list[tuple[str, Check]] = [
         ("git", check_git),
         ("variables", lambda: check_variables("cra", environ, known_variables,
                                               near_misses_only=True)),
         ("data dir", lambda: check_directory("data dir", data_dir, "--data-dir or CRA_DATA_DIR")),
         ("sandbox", lambda: check_sandbox(sandbox, data_dir, "CRA_SANDBOX")),
-        ("config", lambda: [config_finding]),
+        ("config", lambda: config_findings),
     ]
     if config is not None:
         checks += [
