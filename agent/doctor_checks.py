@@ -16,6 +16,7 @@ from pathlib import Path
 
 from agent import git
 from agent.config import (
+    ENDPOINT_KEYS,
     ModelConfig,
     ModelsConfig,
     SolveConfig,
@@ -28,7 +29,7 @@ from agent.errors import ConfigError, GitError
 from agent.llm.probe import ModelState, ServerState, find_model, probe_server
 from agent.sandbox import Sandbox, SandboxUnavailable
 from agent.sandbox_check import SHARED_NETWORK, self_check
-from agent.trust import load_repo_config
+from agent.trust import RepoConfig, load_repo_config
 from agent.validation import scrubbed_env
 
 MIN_GIT = (2, 31)  # GIT_CONFIG_COUNT (the token's header reaches git only through it)
@@ -39,11 +40,16 @@ SHELL_WORDS = frozenset({
 Where = Callable[[str, str], str]  # (role, key) → how the user sets it, e.g. CRA_CODING_MODEL
 
 
-def in_config(source: str) -> Where:
+def in_config(source: str, endpoints: str | None = None) -> Where:
     """Where a config file sets a role's key: `models.coding.model in cra.toml`; the API key
-    through the variable `api_key_env` names (a file never holds the key itself)."""
-    return lambda role, key: (f"models.{role}.{'api_key_env' if key == 'api_key' else key} "
-                              f"in {source}")
+    through the variable `api_key_env` names (a file never holds the key itself); the server and
+    key in `endpoints` (your own file) when the repository's file may not set them."""
+    def where(role: str, key: str) -> str:
+        name = "api_key_env" if key == "api_key" else key
+        file = endpoints if endpoints and name in ENDPOINT_KEYS else source
+        return f"models.{role}.{name} in {file}"
+
+    return where
 
 
 # --- git and directories -----------------------------------------------------------------------
@@ -133,7 +139,7 @@ def check_sandbox(build: Callable[[], Sandbox], data_dir: Path, setting: str
 
 
 def load_for_doctor(repo: Path, explicit: Path | None, environ: Mapping[str, str], *,
-                    trust_flag: bool = False) -> tuple[SolveConfig | None, list[Finding]]:
+                    trust_flag: bool = False) -> tuple[RepoConfig | None, list[Finding]]:
     """The run's config under the trust rule and the findings about it: which files, or what
     is wrong, and what of the repository's own file a run would leave out."""
     if not git.is_work_tree(repo):
@@ -148,14 +154,13 @@ def load_for_doctor(repo: Path, explicit: Path | None, environ: Mapping[str, str
         loaded = load_repo_config(repo, explicit, environ, trust_flag=trust_flag)
     except ConfigError as exc:
         return None, [fail("config", str(exc), f"fix {exc.key or 'the file'} and run again")]
-    config = loaded.config
-    where = config.source or "no .github/cra.toml or cra.toml: the defaults"
+    where = loaded.config.source or "no .github/cra.toml or cra.toml: the defaults"
     mine = f", over your {loaded.user_file}" if Path(loaded.user_file).is_file() else ""
     findings = [ok("config", f"{where} is valid{mine}")]
     what, fix = loaded.notice()
     if what:
         findings.append(warn("config trust", what, fix))
-    return config, findings
+    return loaded, findings
 
 
 def first_program(command: str) -> str | None:
@@ -283,7 +288,7 @@ def local_report(
     known_variables: Sequence[str], sandbox: Callable[[], Sandbox], trust_flag: bool = False,
 ) -> Report:
     """The checks of a local checkout, in the order a newcomer meets the problems."""
-    config, config_findings = load_for_doctor(repo, explicit, environ, trust_flag=trust_flag)
+    loaded, config_findings = load_for_doctor(repo, explicit, environ, trust_flag=trust_flag)
     checks: list[tuple[str, Check]] = [
         ("git", check_git),
         ("variables", lambda: check_variables("cra", environ, known_variables,
@@ -292,25 +297,27 @@ def local_report(
         ("sandbox", lambda: check_sandbox(sandbox, data_dir, "CRA_SANDBOX")),
         ("config", lambda: config_findings),
     ]
-    if config is not None:
+    if loaded is not None:
+        config = loaded.config
         checks += [
             ("test command", lambda: check_test_command(repo, config.testing, environ,
                                                         config.source)),
-            ("models", lambda: _local_models(config, environ)),
+            ("models", lambda: _local_models(config, environ, loaded.endpoints_in)),
         ]
     return run_checks("cra", checks)
 
 
-def _local_models(config: SolveConfig, environ: Mapping[str, str]) -> Iterable[Finding]:
+def _local_models(config: SolveConfig, environ: Mapping[str, str], endpoints: str
+                  ) -> Iterable[Finding]:
     """The models of a local config; a missing API-key variable fails its role."""
-    source = config.source or ".github/cra.toml"
+    where = in_config(config.source or ".github/cra.toml", endpoints)
     keys: dict[str, str | None] = {}
     for role in roles_used(config, plans=True, implements=True):
         try:
             keys[role] = resolve_api_key(getattr(config.models, role), environ)
         except ConfigError as exc:
-            yield fail(f"{role} model", str(exc), "export that variable, or fix "
-                       f"models.{role}.api_key_env in {source}")
+            yield fail(f"{role} model", str(exc), f"export that variable, or fix "
+                       f"{where(role, 'api_key')}")
     used = roles_used(config, plans=True, implements=True)
     roles = [role for role in used if role in keys]
-    yield from check_models(config.models, keys, in_config(source), roles)
+    yield from check_models(config.models, keys, where, roles)

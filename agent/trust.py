@@ -39,6 +39,12 @@ class RepoConfig:
     ignored: list[str]  # `testing.env (A, B)`, `models.coding.base_url`
     repo: Path
     user_file: str  # where the user's own config is (or would be)
+    trusted: bool  # the file applies whole: a trusted checkout's, or one named by --config
+
+    @property
+    def endpoints_in(self) -> str:
+        """The file that sets the models' provider, base_url and api_key_env."""
+        return (self.config.source or ".github/cra.toml") if self.trusted else self.user_file
 
     def notice(self) -> tuple[str, str]:
         """What was ignored and why, and how to trust the checkout; ("", "") when nothing."""
@@ -60,11 +66,12 @@ def load_repo_config(repo: Path, explicit: Path | None, environ: Mapping[str, st
     path = find_config_file(repo, explicit)
     data = read_config_file(path) if path is not None else {}
     ignored: list[str] = []
-    if explicit is None and not (trust_flag or is_trusted(repo, user.trust, environ)):
+    trusted = explicit is not None or trust_flag or is_trusted(repo, user.trust, environ)
+    if not trusted:
         data, ignored = strip_untrusted(data, user.trust.env)
     config = parse_config(beneath_user(data, user), source=str(path) if path else None)
     where = user.source or str(user_config_path(environ) or f"~/.config/{USER_CONFIG}")
-    return RepoConfig(config, ignored, repo, where)
+    return RepoConfig(config, ignored, repo, where, trusted)
 
 
 def is_trusted(repo: Path, trust: TrustConfig, environ: Mapping[str, str]) -> bool:
