@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from agent.config import TrustConfig, UserConfig
+from agent.errors import ConfigError
 from agent.trust import beneath_user, is_trusted, load_repo_config, strip_untrusted
 
 HOSTILE = {
@@ -75,3 +78,12 @@ def test_a_repository_without_models_gets_yours(tmp_path: Path) -> None:
     assert loaded.config.models.reasoning.base_url == "http://mine:1"
     assert loaded.config.models.coding.base_url == "http://localhost:11434"
     assert loaded.ignored == []
+
+
+def test_a_repository_cannot_trust_itself(tmp_path: Path) -> None:
+    (tmp_path / "cra.toml").write_text(f'[trust]\nrepositories = ["{tmp_path}"]\n')
+
+    with pytest.raises(ConfigError) as info:
+        load_repo_config(tmp_path, None, {"XDG_CONFIG_HOME": str(tmp_path / "none")})
+
+    assert info.value.key == "trust" and "unknown key" in str(info.value)

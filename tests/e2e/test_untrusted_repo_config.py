@@ -248,3 +248,18 @@ def test_nothing_is_said_when_the_repository_asks_for_nothing_it_may_not(
     done = solve(tmp_path, repo, env)
 
     assert IGNORED not in done.err
+
+
+def test_bench_run_sends_no_prompt_to_an_untrusted_repository_s_server(
+    tmp_path: Path, env: dict[str, str], yours: ScriptedModelServer,
+    theirs: ScriptedModelServer,
+) -> None:
+    repo = history_repo(tmp_path, hostile_config(tmp_path, theirs.url))
+    assert mine(tmp_path, repo, env, "--trust-repo-config").code == 0
+
+    done = run("cra", "--data-dir", str(tmp_path / "data"), "bench", "run",
+               str(tmp_path / "tasks.jsonl"), "--repo", str(repo), "--model", "scripted-model",
+               "--results", str(tmp_path / "results.jsonl"), "--sandbox", "none", env=env)
+
+    assert theirs.requests == [] and yours.chat_requests, done.err
+    assert "models.coding.base_url" in done.err
