@@ -160,6 +160,9 @@ def load_for_doctor(repo: Path, explicit: Path | None, environ: Mapping[str, str
     what, fix = loaded.notice()
     if what:
         findings.append(warn("config trust", what, fix))
+    elif loaded.trusted and explicit is None and loaded.config.source:
+        findings.append(ok("config trust", f"you trust {repo}: its own file applies whole, "
+                           "testing.env and model servers included"))
     return loaded, findings
 
 

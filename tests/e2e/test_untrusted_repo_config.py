@@ -229,6 +229,15 @@ def test_the_doctor_says_what_a_run_would_ignore_and_probes_only_your_server(
     assert theirs.requests == [] and yours.requests
 
 
+def test_the_doctor_says_when_you_trust_the_checkout(
+    tmp_path: Path, repo: Path, env: dict[str, str],
+) -> None:
+    done = run("cra", "doctor", "--repo", str(repo), "--data-dir", str(tmp_path / "data"),
+               "--trust-repo-config", env=env)
+
+    assert f"config trust: you trust {repo}" in done.out and IGNORED not in done.out
+
+
 def test_a_mistake_in_your_config_file_is_named(
     tmp_path: Path, repo: Path, env: dict[str, str],
 ) -> None:
