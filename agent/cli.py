@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", parents=[below],
                                  help="check git, the config, the test command and the models")
     _add_repo(doctor)
+    _add_trust(doctor)
     doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
     _add_plan(commands, below)
     _add_solve(commands, below)
@@ -63,12 +64,20 @@ def _add_repo(command: argparse.ArgumentParser) -> None:
                          "or cra.toml in the repository)")
 
 
+def _add_trust(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--trust-repo-config", action="store_true", help="let the "
+                         "repository's own cra.toml pass your environment to its commands "
+                         "(testing.env) and choose model servers and keys (default: only for "
+                         "the checkouts under [trust] repositories in ~/.config/cra/config.toml)")
+
+
 def _add_plan(commands: argparse._SubParsersAction[argparse.ArgumentParser],
               below: argparse.ArgumentParser) -> None:
     plan = commands.add_parser("plan", parents=[below],
                                help="plan a task (a meta-plan) without changing anything")
     plan.add_argument("task", help="what to do, in words")
     _add_repo(plan)
+    _add_trust(plan)
     plan.add_argument("--output", type=Path, help="write the plan JSON here (default: stdout)")
 
 
@@ -78,6 +87,7 @@ def _add_solve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                                     "in a worktree, gated by tests")
     solve_cmd.add_argument("task", help="what to do, in words")
     _add_repo(solve_cmd)
+    _add_trust(solve_cmd)
     solve_cmd.add_argument("--plan", type=Path, help="a PlanArtifact JSON file: one "
                            "implement pass instead of the orchestrator")
     solve_cmd.add_argument("--in-place", action="store_true",
@@ -98,6 +108,7 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     mine = steps.add_parser("mine", parents=[below], help="find past fixes that make tasks "
                             "(SWE-bench's format)")
     _add_repo(mine)
+    _add_trust(mine)
     _add_sandbox(mine)
     mine.add_argument("--output", type=Path, default=Path("tasks.jsonl"))
     mine.add_argument("--rev", default="HEAD", help="walk the history from here")
@@ -112,6 +123,7 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                            "score it")
     run.add_argument("tasks", type=Path, help="a task file (JSON Lines, SWE-bench's format)")
     _add_repo(run)
+    _add_trust(run)
     _add_sandbox(run)
     run.add_argument("--model", action="append", help="a model name on the config's servers, "
                      "or oracle, or oracle:<noise mode>[@rate] (repeatable; default: oracle)")

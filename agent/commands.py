@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from agent.runtime import Runtime
     from agent.sandbox import Sandbox, SandboxKind
     from agent.store import RunLog
+    from agent.trust import RepoConfig
 
 # Each command imports what it uses when it runs (issue 14): a solve does not pay for the
 # doctor, the renderings of `cra runs` or the bench, nor for its own later passes, before its
@@ -129,9 +130,9 @@ def _open_log(args: argparse.Namespace, env: Mapping[str, str]) -> RunLog:
                          f"the data dir): {reason}") from exc
 
 
-def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
+def _repo_and_config(args: argparse.Namespace, env: Mapping[str, str]
+                     ) -> tuple[Path, RepoConfig]:
     from agent import git
-    from agent.config import load_config
 
     repo = Path(args.repo).resolve()
     if not git.is_work_tree(repo):
@@ -141,7 +142,18 @@ def _repo_and_config(args: argparse.Namespace) -> tuple[Path, SolveConfig]:
     except GitError:
         raise UsageError(f"{repo} has no commits yet: cra works from a commit (commit the code "
                          "and its tests first)") from None
-    return repo, load_config(repo, args.config)
+    return repo, _trusted_config(repo, args, env)
+
+
+def _trusted_config(repo: Path, args: argparse.Namespace, env: Mapping[str, str]) -> RepoConfig:
+    """The run's config under the trust rule (agent.trust); says once what it left out."""
+    from agent.trust import load_repo_config
+
+    loaded = load_repo_config(repo, args.config, env, trust_flag=args.trust_repo_config)
+    what, fix = loaded.notice()
+    if what:
+        print(f"cra: warning: {what}; {fix}", file=sys.stderr)
+    return loaded
 
 
 def _note_uncommitted(repo: Path) -> None:
@@ -163,19 +175,16 @@ def _keys(config: SolveConfig, env: Mapping[str, str]) -> dict[str, str | None]:
             for role in ("reasoning", "coding", "classifier")}
 
 
-def _where(config: SolveConfig) -> str:
-    return config.source or ".github/cra.toml"
-
-
-def _preflight(config: SolveConfig, env: Mapping[str, str], *, plans: bool,
+def _preflight(loaded: RepoConfig, env: Mapping[str, str], *, plans: bool,
                implements: bool) -> None:
     """Before the first model call: each role the command uses has a server that answers (and,
     said as a warning, the model it names)."""
     from agent.doctor_checks import in_config, roles_used
     from agent.preflight import require_model_servers
 
-    source = _where(config)
-    for line in require_model_servers(config.models, _keys(config, env), in_config(source),
+    config = loaded.config
+    where = in_config(config.source or ".github/cra.toml", loaded.endpoints_in)
+    for line in require_model_servers(config.models, _keys(config, env), where,
                                       roles_used(config, plans=plans, implements=implements)):
         print(f"cra: warning: {line}", file=sys.stderr)
 
@@ -236,11 +245,12 @@ def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     from agent.interrupts import interruptible
     from agent.progress import ProgressBar
 
-    repo, config = _repo_and_config(args)
+    repo, loaded = _repo_and_config(args, env)
+    config = loaded.config
     config.require_test_command()
     _note_uncommitted(repo)
     plan = _load_plan(args.plan) if args.plan else None
-    _preflight(config, env, plans=plan is None, implements=True)
+    _preflight(loaded, env, plans=plan is None, implements=True)
     _remove_abandoned(log, data_dir(args, env))
     run_id = str(uuid.uuid4())
     _announce(run_id, args)
@@ -312,8 +322,9 @@ def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     from agent.planning import plan_task
     from agent.progress import ProgressBar
 
-    repo, config = _repo_and_config(args)
-    _preflight(config, env, plans=True, implements=False)
+    repo, loaded = _repo_and_config(args, env)
+    config = loaded.config
+    _preflight(loaded, env, plans=True, implements=False)
     runtime = _runtime(log, config, args, env)
     bar = ProgressBar(sys.stderr, "indexing", min_total=INDEX_BAR_MIN_FILES)
     context = IndexedFactory(data_dir(args, env), config.retrieval, progress=bar)(repo)
@@ -336,13 +347,12 @@ def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
 def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     from agent import git
     from agent.bench.commands import bench_command
-    from agent.config import load_config
     from agent.envcache import EnvCache
 
     repo = Path(args.repo).resolve()
     if not (git.is_work_tree(repo) or _is_bare(repo)):
         raise UsageError(f"{repo} is not a git repository (--repo)")
-    config = load_config(repo, args.config)  # a bare repository (a mirror) needs --config
+    config = _trusted_config(repo, args, env).config  # a bare repository needs --config
     cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
     cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
     return bench_command(args, log, env, config=config, sandbox=_sandbox(args, env, config),
@@ -365,7 +375,7 @@ def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from agent.doctor_checks import local_report
 
     report = local_report(Path(args.repo).resolve(), args.config, data_dir(args, env), env,
-                          known_variables=CRA_VARIABLES,
+                          known_variables=CRA_VARIABLES, trust_flag=args.trust_repo_config,
                           sandbox=lambda config: _sandbox(args, env, config, say=False))
     print(render(report, as_json=args.json))
     return EXIT_OK if report.passed else EXIT_FAILED

@@ -1,4 +1,5 @@
-"""SolveConfig and the loading of `--config FILE`, `.github/cra.toml` or `cra.toml`."""
+"""The config files: SolveConfig from `--config FILE`, `.github/cra.toml` or `cra.toml`, and the
+user's own `~/.config/cra/config.toml`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ from agent.netblock import AllowedNetwork
 from agent.wording import plain_errors
 
 CONFIG_CANDIDATES = (".github/cra.toml", "cra.toml")
+USER_CONFIG = "cra/config.toml"  # under $XDG_CONFIG_HOME, else ~/.config
+# The keys of a [models.ROLE] section that decide where prompts go and which secret is read.
+ENDPOINT_KEYS = ("provider", "base_url", "api_key_env")
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_PROTECTED: tuple[str, ...] = (".github/workflows/**",)  # globs cra never edits
 # The files whose content keys the environment cache: manifests and lock files. A pattern
@@ -256,10 +260,7 @@ def load_config(
     path = find_config_file(repo, explicit)
     if path is None:
         return SolveConfig()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
+    data = read_config_file(path)
     if not allow_endpoints:
         _reject_endpoints(data, str(path))
     if explicit is None and "sandbox" in data:
@@ -268,6 +269,16 @@ def load_config(
                           "CRA_SANDBOX_ALLOW_ADDRESSES (cra-bot), never by the repository's "
                           "own cra.toml", path=str(path), key="sandbox")
     return parse_config(data, source=str(path))
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A config file's TOML as a mapping; ConfigError naming the file when it is not TOML."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read it: {exc.strerror or exc}", path=str(path)) from exc
 
 
 def parse_config(data: Mapping[str, Any], *, source: str | None = None) -> SolveConfig:
@@ -279,12 +290,13 @@ def parse_config(data: Mapping[str, Any], *, source: str | None = None) -> Solve
     return config
 
 
-def _config_error(exc: ValidationError, source: str | None) -> ConfigError:
+def _config_error(exc: ValidationError, source: str | None,
+                  model: type[BaseModel] = SolveConfig) -> ConfigError:
     """The first key at fault and every problem in plain words, with "did you mean" for typos."""
     errors = [e for e in exc.errors() if e["loc"] != ("source",)]
     first = errors[0] if errors else exc.errors()[0]
     key = ".".join(str(p) for p in first["loc"])
-    problems = plain_errors(errors or exc.errors(), SolveConfig)
+    problems = plain_errors(errors or exc.errors(), model)
     return ConfigError("; ".join(problems), path=source, key=key or None)
 
 
@@ -295,7 +307,7 @@ def _reject_endpoints(data: Mapping[str, Any], source: str) -> None:
     for role, section in models.items():
         if not isinstance(section, Mapping):
             continue
-        for key in ("provider", "base_url", "api_key_env"):
+        for key in ENDPOINT_KEYS:
             if key in section:
                 raise ConfigError(
                     f"models.{role}.{key} is set by the server, not by the repository",
@@ -314,3 +326,55 @@ def resolve_api_key(model: ModelConfig, environ: Mapping[str, str]) -> str | Non
             f"environment variable {model.api_key_env} (api_key_env of {model.model}) is not set"
         )
     return value
+
+
+# --- the user's own file -----------------------------------------------------------------------
+
+
+class TrustConfig(Section):
+    """Whom the user trusts: checkouts whose own cra.toml applies whole, and the variables any
+    repository's `testing.env` may pass."""
+
+    repositories: list[str] = Field(default_factory=list)
+    env: list[str] = Field(default_factory=list)
+
+    @field_validator("repositories")
+    @classmethod
+    def _absolute(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            if not (path.startswith("/") or path == "~" or path.startswith("~/")):
+                raise ValueError(f"{path!r} is not an absolute path: name the checkout as "
+                                 "/path/to/it or ~/path/to/it")  # fmt: skip
+        return paths
+
+
+class UserConfig(Section):
+    """The user's own file: their model servers (under every repository's) and whom they trust."""
+
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    trust: TrustConfig = Field(default_factory=TrustConfig)
+    source: str | None = None
+
+    def models_set(self) -> dict[str, Any]:
+        """The [models] keys the file sets, as a mapping to lay under a repository's."""
+        return self.models.model_dump(exclude_unset=True)
+
+
+def user_config_path(environ: Mapping[str, str]) -> Path | None:
+    """`$XDG_CONFIG_HOME/cra/config.toml`, else `~/.config/cra/config.toml` (None with no HOME)."""
+    if environ.get("XDG_CONFIG_HOME"):
+        return Path(environ["XDG_CONFIG_HOME"]) / USER_CONFIG
+    if environ.get("HOME"):
+        return Path(environ["HOME"]) / ".config" / USER_CONFIG
+    return None
+
+
+def load_user_config(environ: Mapping[str, str]) -> UserConfig:
+    """The user's own config file (empty when there is none); ConfigError naming it if wrong."""
+    path = user_config_path(environ)
+    if path is None or not path.is_file():
+        return UserConfig()
+    try:
+        return UserConfig.model_validate({**read_config_file(path), "source": str(path)})
+    except ValidationError as exc:
+        raise _config_error(exc, str(path), UserConfig) from exc

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from agent import git
 from agent.config import (
+    ENDPOINT_KEYS,
     ModelConfig,
     ModelsConfig,
     SolveConfig,
     TestingConfig,
-    load_config,
     resolve_api_key,
 )
 from agent.console import describe_unknown, unknown_variables
@@ -29,6 +29,7 @@ from agent.errors import ConfigError, GitError
 from agent.llm.probe import ModelState, ServerState, find_model, probe_server
 from agent.sandbox import Sandbox, SandboxUnavailable
 from agent.sandbox_check import SHARED_NETWORK, self_check
+from agent.trust import RepoConfig, load_repo_config
 from agent.validation import scrubbed_env
 
 MIN_GIT = (2, 31)  # GIT_CONFIG_COUNT (the token's header reaches git only through it)
@@ -39,11 +40,16 @@ SHELL_WORDS = frozenset({
 Where = Callable[[str, str], str]  # (role, key) → how the user sets it, e.g. CRA_CODING_MODEL
 
 
-def in_config(source: str) -> Where:
+def in_config(source: str, endpoints: str | None = None) -> Where:
     """Where a config file sets a role's key: `models.coding.model in cra.toml`; the API key
-    through the variable `api_key_env` names (a file never holds the key itself)."""
-    return lambda role, key: (f"models.{role}.{'api_key_env' if key == 'api_key' else key} "
-                              f"in {source}")
+    through the variable `api_key_env` names (a file never holds the key itself); the server and
+    key in `endpoints` (your own file) when the repository's file may not set them."""
+    def where(role: str, key: str) -> str:
+        name = "api_key_env" if key == "api_key" else key
+        file = endpoints if endpoints and name in ENDPOINT_KEYS else source
+        return f"models.{role}.{name} in {file}"
+
+    return where
 
 
 # --- git and directories -----------------------------------------------------------------------
@@ -132,22 +138,32 @@ def check_sandbox(build: Callable[[], Sandbox], data_dir: Path, setting: str
 # --- the repository's config and test command --------------------------------------------------
 
 
-def load_for_doctor(repo: Path, explicit: Path | None) -> tuple[SolveConfig | None, Finding]:
-    """The repository's config and the finding about it (which file, or what is wrong)."""
+def load_for_doctor(repo: Path, explicit: Path | None, environ: Mapping[str, str], *,
+                    trust_flag: bool = False) -> tuple[RepoConfig | None, list[Finding]]:
+    """The run's config under the trust rule and the findings about it: which files, or what
+    is wrong, and what of the repository's own file a run would leave out."""
     if not git.is_work_tree(repo):
-        return None, fail("repository", f"{repo} is not a git repository",
-                          "run cra inside a git checkout, or pass --repo")
+        return None, [fail("repository", f"{repo} is not a git repository",
+                           "run cra inside a git checkout, or pass --repo")]
     try:
         git.head_commit(repo)
     except GitError:  # `cra solve` refuses it the same way
-        return None, fail("repository", f"{repo} has no commits yet: cra works from a commit",
-                          "commit the code and its tests first")
+        return None, [fail("repository", f"{repo} has no commits yet: cra works from a commit",
+                           "commit the code and its tests first")]
     try:
-        config = load_config(repo, explicit)
+        loaded = load_repo_config(repo, explicit, environ, trust_flag=trust_flag)
     except ConfigError as exc:
-        return None, fail("config", str(exc), f"fix {exc.key or 'the file'} and run again")
-    where = config.source or "no .github/cra.toml or cra.toml: the defaults"
-    return config, ok("config", f"{where} is valid")
+        return None, [fail("config", str(exc), f"fix {exc.key or 'the file'} and run again")]
+    where = loaded.config.source or "no .github/cra.toml or cra.toml: the defaults"
+    mine = f", over your {loaded.user_file}" if Path(loaded.user_file).is_file() else ""
+    findings = [ok("config", f"{where} is valid{mine}")]
+    what, fix = loaded.notice()
+    if what:
+        findings.append(warn("config trust", what, fix))
+    elif loaded.trusted and explicit is None and loaded.config.source:
+        findings.append(ok("config trust", f"you trust {repo}: its own file applies whole, "
+                           "testing.env and model servers included"))
+    return loaded, findings
 
 
 def first_program(command: str) -> str | None:
@@ -273,37 +289,41 @@ def _start_hint(config: ModelConfig) -> str:
 def local_report(
     repo: Path, explicit: Path | None, data_dir: Path, environ: Mapping[str, str], *,
     known_variables: Sequence[str], sandbox: Callable[[SolveConfig | None], Sandbox],
+    trust_flag: bool = False,
 ) -> Report:
     """The checks of a local checkout, in the order a newcomer meets the problems; `sandbox`
     builds the sandbox for the config (None when it cannot be read)."""
-    config, config_finding = load_for_doctor(repo, explicit)
+    loaded, config_findings = load_for_doctor(repo, explicit, environ, trust_flag=trust_flag)
+    config = loaded.config if loaded is not None else None
+    endpoints_in = loaded.endpoints_in if loaded is not None else ""
     checks: list[tuple[str, Check]] = [
         ("git", check_git),
         ("variables", lambda: check_variables("cra", environ, known_variables,
                                               near_misses_only=True)),
         ("data dir", lambda: check_directory("data dir", data_dir, "--data-dir or CRA_DATA_DIR")),
         ("sandbox", lambda: check_sandbox(lambda: sandbox(config), data_dir, "CRA_SANDBOX")),
-        ("config", lambda: [config_finding]),
+        ("config", lambda: config_findings),
     ]
     if config is not None:
         checks += [
             ("test command", lambda: check_test_command(repo, config.testing, environ,
                                                         config.source)),
-            ("models", lambda: _local_models(config, environ)),
+            ("models", lambda: _local_models(config, environ, endpoints_in)),
         ]
     return run_checks("cra", checks)
 
 
-def _local_models(config: SolveConfig, environ: Mapping[str, str]) -> Iterable[Finding]:
+def _local_models(config: SolveConfig, environ: Mapping[str, str], endpoints: str
+                  ) -> Iterable[Finding]:
     """The models of a local config; a missing API-key variable fails its role."""
-    source = config.source or ".github/cra.toml"
+    where = in_config(config.source or ".github/cra.toml", endpoints)
     keys: dict[str, str | None] = {}
     for role in roles_used(config, plans=True, implements=True):
         try:
             keys[role] = resolve_api_key(getattr(config.models, role), environ)
         except ConfigError as exc:
-            yield fail(f"{role} model", str(exc), "export that variable, or fix "
-                       f"models.{role}.api_key_env in {source}")
+            yield fail(f"{role} model", str(exc), f"export that variable, or fix "
+                       f"{where(role, 'api_key')}")
     used = roles_used(config, plans=True, implements=True)
     roles = [role for role in used if role in keys]
-    yield from check_models(config.models, keys, in_config(source), roles)
+    yield from check_models(config.models, keys, where, roles)

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real PostgreSQL and Redis services when CI names them, real bwrap."""
+"""Shared fixtures: no user config file, the real PostgreSQL and Redis services when CI names
+them, real bwrap."""
 
 from __future__ import annotations
 
@@ -22,6 +23,19 @@ def _service_url(var: str, what: str) -> str:
     if not url:
         pytest.skip(f"{what} tests need {var} (set by .ci/run); skipped locally")
     return url
+
+
+@pytest.fixture(scope="session")
+def empty_config_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An XDG config home holding no cra/config.toml."""
+    return tmp_path_factory.mktemp("config-home")
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(monkeypatch: pytest.MonkeyPatch, empty_config_home: Path) -> None:
+    """cra reads no config file of the person running the tests (their models, whom they trust):
+    `cra` in-process and the programs the tests start see an empty config home."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(empty_config_home))
 
 
 @pytest.fixture

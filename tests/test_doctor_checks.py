@@ -1,4 +1,5 @@
-"""agent.doctor_checks: what a finding tells the user to fix names a key that exists."""
+"""agent.doctor_checks: what a finding tells the user to fix names a key that exists, in the
+file that sets it."""
 
 from __future__ import annotations
 
@@ -20,3 +21,11 @@ def test_a_refused_key_points_at_the_setting_that_holds_it() -> None:
     assert in_file.fix == "check models.coding.api_key_env in cra.toml"
     in_env = model_finding("coding", config, refused(config), in_environment)
     assert in_env.fix == "check CRA_CODING_API_KEY"
+
+
+def test_an_untrusted_repository_s_server_and_key_are_fixed_in_your_own_file() -> None:
+    where = in_config("repo/cra.toml", "~/.config/cra/config.toml")
+
+    assert where("coding", "base_url") == "models.coding.base_url in ~/.config/cra/config.toml"
+    assert where("coding", "api_key") == "models.coding.api_key_env in ~/.config/cra/config.toml"
+    assert where("coding", "model") == "models.coding.model in repo/cra.toml"
