@@ -18,8 +18,8 @@ from typing import Literal
 from agent.config import CONFIG_CANDIDATES
 from agent.doctests import changed_examples, may_hold_doctests
 from agent.models import GateVerdict, Record, TestOutcome, ValidationResult
-from agent.pytest_reach import new_references
 from agent.retrieval.scan import is_test_path
+from agent.runner_reach import new_references
 from agent.source_tests import may_hold_tests, tests_changed
 from agent.testing_sections import SECTIONED, testing_sections
 
@@ -146,7 +146,7 @@ def _in_code(
     after: str | None, runs_doctests: RunsDoctests,
 ) -> GateChange | None:
     """A change to a file that is not a gate file by its name, that is one by what changed:
-    code that reaches into pytest, or tests inside the file (Rust's, doctests) changed."""
+    code that reaches into the test runner, or tests inside the file (Rust's, doctests) changed."""
     if path.endswith(".py") and (reached := new_references(before, after)):
         return GateChange(path=path, role="runner_config", status=status,
                           reason=_reaching(path, reached))
@@ -162,9 +162,9 @@ def _in_code(
 
 
 def _reaching(path: str, references: Sequence[str]) -> str:
-    return (f"{path} now reaches into pytest ({_few(references, '`')}): code outside the tests "
-            "that imports, patches or hooks into pytest changes how the tests run, like a "
-            "conftest.py")
+    return (f"{path} now reaches into the test runner ({_few(references, '`')}): code outside "
+            "the tests that imports, patches or hooks into pytest, doctest or unittest changes "
+            "how the tests run, like a conftest.py")
 
 
 def _doctests_changed(path: str, owners: Sequence[str]) -> str:

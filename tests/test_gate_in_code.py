@@ -1,5 +1,5 @@
 """agent.gate: files that are no gate files by their names, and are by what changed in them —
-doctest examples where the tests run them, code that reaches into pytest."""
+doctest examples where the tests run them, code that reaches into the test runner."""
 
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ def test_package_code_that_patches_pytest_is_a_runner_config_change() -> None:
     [change] = gate_changes({"calc/__init__.py": (INIT, PATCHES_PYTEST)}, None)
     assert (change.role, change.status, change.tests_only) == ("runner_config", "modified",
                                                                False)
-    assert change.reason.startswith("calc/__init__.py now reaches into pytest (`_pytest`, ")
+    assert change.reason.startswith(
+        "calc/__init__.py now reaches into the test runner (`_pytest`, ")
     assert "like a conftest.py" in change.reason
 
 

@@ -1,11 +1,14 @@
-"""Code outside the tests that reaches into pytest: the references a Python file makes to pytest,
-its internals (`_pytest`), its plugin system (`pluggy`), its hooks and its plugin lists.
+"""Code outside the tests that reaches into the test runner: the references a Python file makes
+to pytest, its internals (`_pytest`), its plugin system (`pluggy`), its hooks and plugin lists,
+and to the runners of doctests and of unittest.
 
 The package under test runs inside the test run: imported by the tests, its code can monkeypatch
-pytest's reports, declare `pytest_plugins`, define `pytest_*` hooks, or set PYTEST_ variables.
-Such code is test configuration in disguise, so the gate takes an edit that adds a new reference
-of this kind to a file that is not a test as a change to the gate. A reference the file already
-made (a pytest plugin's own `pytest.fail`) is not new. Pure functions on text.
+pytest's reports or doctest's output checker, declare `pytest_plugins`, define `pytest_*` hooks,
+or set PYTEST_ variables. Such code is test configuration in disguise, so the gate takes an edit
+that adds a new reference of this kind to a file that is not a test as a change to the gate. A
+reference the file already made (a pytest plugin's own `pytest.fail`) is not new. Names and
+string literals are read; a name computed at run time ("py" + "test") is not. Pure functions on
+text.
 """
 
 from __future__ import annotations
@@ -13,14 +16,16 @@ from __future__ import annotations
 import ast
 import re
 
-# pytest, _pytest, pytest_plugins, pytest_configure, PYTEST_ADDOPTS, pytest11, pluggy
-_NAME = re.compile(r"^_?py_?test|^pluggy", re.IGNORECASE)
-_MENTION = re.compile(r"py_?test|pluggy", re.IGNORECASE)
+# pytest, _pytest, pytest_plugins, pytest_configure, PYTEST_ADDOPTS, pytest11, pluggy, doctest,
+# xdoctest, unittest
+_NAME = re.compile(r"^(?:_?py_?test|pluggy|x?doctest|unittest)", re.IGNORECASE)
+_MENTION = re.compile(r"py_?test|pluggy|doctest|unittest", re.IGNORECASE)
 _SHOWN = 60  # characters of a string literal a reference shows
 
 
 def new_references(before: str | None, after: str | None) -> list[str]:
-    """The references to pytest that `after` makes and `before` (None: absent) did not."""
+    """The references to the test runner that `after` makes and `before` (None: absent) did
+    not."""
     if after is None:
         return []
     old, new = references(before or ""), references(after)
@@ -30,8 +35,8 @@ def new_references(before: str | None, after: str | None) -> list[str]:
 
 
 def references(text: str) -> set[str] | None:
-    """What a Python file names of pytest: imports, dotted names, hook definitions and string
-    literals (docstrings and comments aside); None when it cannot be parsed."""
+    """What a Python file names of the test runner: imports, dotted names, hook definitions
+    and string literals (docstrings and comments aside); None when it cannot be parsed."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

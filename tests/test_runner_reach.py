@@ -1,8 +1,9 @@
-"""Code outside the tests that reaches into pytest: the references a file newly makes."""
+"""Code outside the tests that reaches into the test runner: the references a file newly
+makes."""
 
 from __future__ import annotations
 
-from agent.pytest_reach import new_references, references
+from agent.runner_reach import new_references, references
 
 INIT = '"""A calculator: run its tests with pytest."""\n\nfrom calc.ops import mul\n'
 PATCH = '''import _pytest.reports
@@ -67,3 +68,10 @@ def test_an_unreadable_file_is_compared_line_by_line() -> None:
 def test_a_deleted_file_reaches_nothing() -> None:
     assert new_references(INIT + PATCH, None) == []
     assert new_references(None, PATCH) != []
+
+
+def test_patching_doctest_or_unittest_from_the_package_is_a_new_reference() -> None:
+    checker = "import doctest\n\ndoctest.OutputChecker.check_output = lambda *a: True\n"
+    assert "doctest.OutputChecker.check_output" in new_references(INIT, INIT + checker)
+    runner = "import unittest\n\nunittest.TestCase.run = lambda self, result=None: None\n"
+    assert "unittest.TestCase.run" in new_references(INIT, INIT + runner)
