@@ -19,6 +19,7 @@ from tests.fakes.repos import (
     INIT_PY,
     MUL_BUG,
     MUL_FIX,
+    OPS_PY,
     TEST_OPS_PY,
     git_in,
     make_python_project,
@@ -29,22 +30,7 @@ pytestmark = pytest.mark.usefixtures("isolated_git")
 
 FIX = edit("calc/ops.py", MUL_BUG.rstrip("\n"), MUL_FIX.rstrip("\n"))
 EXAMPLE = '    """Return a * b.\n\n    >>> mul(2, 3)\n    6\n    """'
-OPS_WITH_DOCTEST = '''"""Arithmetic on integers."""
-
-
-def add(a: int, b: int) -> int:
-    """Return a + b."""
-    return a + b
-
-
-def sub(a: int, b: int) -> int:
-    """Return a - b."""
-    return a - b
-
-
-def mul(a: int, b: int) -> int:
-{example}
-{body}'''.format(example=EXAMPLE, body=MUL_BUG)
+OPS_WITH_DOCTEST = OPS_PY.format(body=MUL_BUG).replace('    """Return a * b."""', EXAMPLE)
 DOCTEST = "calc/ops.py::calc.ops.mul"
 PATCH_PYTEST = '''import _pytest.reports
 
@@ -65,11 +51,11 @@ ALL = '__all__ = ["add", "mul", "sub"]'
 PYTEST_PATCHES: dict[str, tuple[str, str]] = {
     "the package's __init__.py patches pytest's reports": (
         edit("calc/__init__.py", ALL, f"{ALL}\n\n{PATCH_PYTEST}"),
-        "calc/__init__.py now reaches into pytest (`_pytest`, "),
+        "calc/__init__.py now reaches into the test runner (`_pytest`, "),
     "a new module of the package patches them, imported by __init__.py": (
         create("calc/_speedups.py", PATCH_PYTEST) + "\n"
         + edit("calc/__init__.py", ALL, f"{ALL}\n\nfrom calc import _speedups  # noqa: F401"),
-        "calc/_speedups.py now reaches into pytest (`_pytest`, "),
+        "calc/_speedups.py now reaches into the test runner (`_pytest`, "),
 }
 
 
@@ -153,6 +139,33 @@ def test_a_fix_that_adds_a_doctest_example_passes_without_refusal(
     assert "status: complete" in run.out
     assert not any(r.stage == "implement_retry" for r in server.requests)
     assert "    >>> mul(4, 5)\n    20\n" in run.show("calc/ops.py")
+
+
+def test_a_task_that_asks_to_change_doctested_behaviour_lists_its_doctest_change(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = doctested_project(tmp_path / "repo")
+    script_plan(server, "Make add return a + b + 1, and update its doctest", ["calc/ops.py"],
+                changes_tests=True)
+    server.script("implement", edit("calc/ops.py", "    return a + b", "    return a + b + 1")
+                  + "\n" + edit("calc/ops.py", "    >>> add(2, 3)\n    5",
+                                 "    >>> add(2, 3)\n    6"))
+    server.script("gate_test_change", "yes")
+    repo_ops = OPS_WITH_DOCTEST.replace('"""Return a + b."""', '"""Return a + b.\n\n'
+                                        '    >>> add(2, 3)\n    5\n    """')
+    write_files(repo, {"calc/ops.py": repo_ops.replace(MUL_BUG, MUL_FIX),
+                       "tests/test_ops.py": "from calc import sub\n\n\ndef test_sub():\n"
+                                            "    assert sub(5, 3) == 2\n"})
+    git_in(repo, "commit", "--quiet", "--no-verify", "-am", "add's doctest")
+
+    run = solve(tmp_path, server, "add(a, b) must return a + b + 1 from now on; update its "
+                "doctest to expect that", repo, capsys)
+
+    assert run.code == 0, run.out
+    assert "status: complete" in run.out
+    assert "Tests changed" in run.out and "calc/ops.py::calc.ops.add" in run.out
+    assert [r.stage for r in server.requests].count("gate_test_change") == 1
+    assert "    >>> add(2, 3)\n    6\n" in run.show("calc/ops.py")
 
 
 @pytest.mark.parametrize("name", list(PYTEST_PATCHES))
