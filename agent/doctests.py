@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 Example = tuple[str, str]  # an example's source and its expected output
 TEXT_SUFFIXES = frozenset({".txt", ".rst", ".rest", ".md", ".markdown", ".text", ".doctest"})
 _DOC = "__doc__"  # a docstring changed at run time (`f.__doc__ = …`) escapes the text
+_BOM = "\ufeff"
 _QUOTES = re.compile("\"\"\"|'''")  # where a string literal ends
 
 
@@ -122,11 +123,12 @@ Span = tuple[int, int]  # byte offsets of a string literal in the file
 def _docstrings(text: str) -> dict[str, tuple[Span, str]] | None:
     """Each docstring of a Python file by owner: its literal's span and its value; None when
     the file cannot be parsed."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(text)
+    if tree is None:
         return None
-    starts = _line_starts(text.encode("utf-8", "surrogatepass"))
+    bom = len(_BOM.encode()) if text.startswith(_BOM) else 0  # before ast's first column
+    body = text.removeprefix(_BOM).encode("utf-8", "surrogatepass")
+    starts = [bom + start for start in _line_starts(body)]
     found: dict[str, tuple[Span, str]] = {}
     for owner, node in _owners(tree, ""):
         name, number = owner, 2
@@ -183,11 +185,18 @@ def _line_starts(data: bytes) -> list[int]:
     return starts
 
 
+def parse_python(text: str) -> ast.Module | None:
+    """The syntax tree of a Python file (a byte-order mark aside); None when it has none."""
+    try:
+        return ast.parse(text.removeprefix(_BOM))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def _doc_refs(text: str) -> int:
     """How often the code names `__doc__` (comments and docstrings aside, where readable)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(text)
+    if tree is None:
         return text.count(_DOC)
     return sum(1 for node in ast.walk(tree)
                if (isinstance(node, ast.Name) and node.id == _DOC)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 import re
 
+from agent.doctests import parse_python
+
 # pytest, _pytest, pytest_plugins, pytest_configure, PYTEST_ADDOPTS, pytest11, pluggy, doctest,
 # xdoctest, unittest
 _NAME = re.compile(r"^(?:_?py_?test|pluggy|x?doctest|unittest)", re.IGNORECASE)
@@ -37,9 +39,8 @@ def new_references(before: str | None, after: str | None) -> list[str]:
 def references(text: str) -> set[str] | None:
     """What a Python file names of the test runner: imports, dotted names, hook definitions
     and string literals (docstrings and comments aside); None when it cannot be parsed."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(text)
+    if tree is None:
         return None
     docstrings = _docstring_ids(tree)
     found: set[str] = set()

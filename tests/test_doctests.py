@@ -133,3 +133,10 @@ def test_the_old_docstrings_cannot_be_put_back_without_their_owner() -> None:
 def test_the_old_docstrings_do_not_undo_a_docstring_changed_at_run_time() -> None:
     patched = FIXED + 'mul.__doc__ = "no examples"\n'
     assert with_examples_of("calc/ops.py", patched, OPS) is None
+
+
+def test_docstrings_are_put_back_exactly_past_a_byte_order_mark_and_crlf_endings() -> None:
+    windows = "\ufeff" + OPS.replace("\n", "\r\n")
+    weakened = windows.replace("a * b + 1", "a * b").replace("    6\r\n", "    7\r\n")
+    assert with_examples_of("calc/ops.py", weakened, windows) == "\ufeff" + FIXED.replace(
+        "\n", "\r\n")
