@@ -54,6 +54,20 @@ def test_a_fix_and_new_doctest_examples_are_no_gate_change() -> None:
     assert gate_changes({"calc/new.py": (None, OPS)}, None, run_everywhere) == []
 
 
+def test_the_repository_is_asked_whether_it_runs_doctests_only_when_examples_changed() -> None:
+    asked: list[str] = []
+
+    def runs_doctests(path: str) -> bool:
+        asked.append(path)
+        return True
+
+    gate_changes({"calc/ops.py": (OPS, FIXED), "README.md": ("a\n", "b\n")}, None,
+                 runs_doctests)
+    assert asked == []
+    gate_changes({"calc/ops.py": (OPS, WEAKENED)}, None, runs_doctests)
+    assert asked == ["calc/ops.py"]
+
+
 def test_a_doctest_text_file_the_tests_run_is_a_test() -> None:
     weakened = USAGE.replace("6\n", "7\n")
     [change] = gate_changes({"docs/usage.rst": (USAGE, weakened)}, None, run_everywhere)
