@@ -5,7 +5,9 @@ pytest runs the docstrings of modules under `--doctest-modules` (xdoctest and do
 their own switches), and text files matching `--doctest-glob` (`test*.txt` by default); a test
 may run them itself (`doctest.testmod`, `DocTestSuite`; `doctest.testfile("README.rst")`,
 `DocFileSuite`); a command may run a doctest runner over the docs (`python -m doctest`,
-`sphinx-build -b doctest`, `make doctest`). Pure: the caller finds the lines.
+`sphinx-build -b doctest`, `make doctest`). `cargo test` runs a Rust library's doc-tests unless
+it selects its targets (`--lib`, `--tests`, … without `--doc`); `cargo nextest` runs none. Pure:
+the caller finds the lines.
 """
 
 from __future__ import annotations
@@ -30,12 +32,15 @@ _RST = re.compile(r"--doctest-rst|doctest_rst\s*=\s*(?:true|enabled)", re.IGNORE
 _FILE_CALL = re.compile(r"\btestfile\b|DocFileSuite")
 _NAMED = re.compile(r"[\"']([^\"'\s]+\.(?:txt|rst|rest|md|markdown|text|doctest))[\"']")
 _RUNNER = re.compile(r"(?:^|\s)(?:-m\s+doctest|-b\s+doctest|doctest)(?:\s|$)")
+_CARGO_TARGETS = re.compile(r"(?:^|\s)--(?:lib|bins?|tests?|examples?|benches|bench|all-targets)"
+                            r"(?=[\s=]|$)")
 
 
 class DoctestScope(Record):
     """The files whose doctests the tests run."""
 
     modules: bool = False  # the docstrings of Python source files
+    rust: bool = True  # the doc comments of Rust source files
     every_text: bool = False  # every text file (a doctest runner over the docs)
     globs: tuple[str, ...] = (PYTEST_DEFAULT_GLOB,)
     named: tuple[str, ...] = ()  # text files a test names
@@ -45,6 +50,8 @@ class DoctestScope(Record):
         pure = PurePosixPath(path)
         if pure.suffix == ".py":
             return self.modules
+        if pure.suffix == ".rs":
+            return self.rust
         return ((self.every_text and pure.suffix.lower() in TEXT_SUFFIXES)
                 or any(fnmatchcase(path if "/" in glob else pure.name, glob)
                        for glob in self.globs)
@@ -65,8 +72,18 @@ def doctest_scope(lines: Iterable[tuple[str, str]], test_command: str | None) ->
     named = [name for line in counted if _FILE_CALL.search(line) for name in _NAMED.findall(line)]
     runner = bool(_RUNNER.search(command))
     return DoctestScope(modules=runner or any(_MODULES.search(line) for line in counted),
-                        every_text=runner, globs=(PYTEST_DEFAULT_GLOB, *dict.fromkeys(globs)),
+                        rust=_cargo_doctests(command), every_text=runner,
+                        globs=(PYTEST_DEFAULT_GLOB, *dict.fromkeys(globs)),
                         named=tuple(dict.fromkeys(named)))
+
+
+def _cargo_doctests(command: str) -> bool:
+    """Whether a test command may run Rust doc-tests: any but one that names cargo's targets
+    without `--doc`, or runs nextest (a wrapper such as `make test` may well run them)."""
+    flags = command.split(" -- ", 1)[0]  # what follows `--` goes to the test binaries
+    if "nextest" in flags:
+        return False
+    return "--doc" in flags.split() or not _CARGO_TARGETS.search(flags)
 
 
 def _is_gate_file(path: str, named_files: set[str]) -> bool:

@@ -1,10 +1,12 @@
-"""Doctests: the examples of Python docstrings and of doctest text files, as tests of the gate.
+"""Doctests: the examples of Python docstrings, of doctest text files and of Rust doc comments,
+as tests of the gate.
 
 Where a repository's tests run doctests, a docstring's `>>>` examples and their expected output
-are tests that live inside the source file (the fix is in the same file). These functions find
-the examples of a file by their owner — the module, a class, a function, a `__test__` entry —
+are tests that live inside the source file (the fix is in the same file); so are the code blocks
+of a Rust file's `///` and `//!` comments, which `cargo test` runs. These functions find the
+examples of a file by their owner — the module, a class, a function, a `__test__` entry —
 tell whether an edit changed or removed one (adding examples is not a change), and put one
-version's docstrings into another version's code for the run of the original tests. Pure
+version's docstrings into another version's Python code for the run of the original tests. Pure
 functions on text; Python's own `ast` and `doctest` read it.
 """
 
@@ -18,15 +20,18 @@ from pathlib import PurePosixPath
 
 Example = tuple[str, str]  # an example's source and its expected output
 TEXT_SUFFIXES = frozenset({".txt", ".rst", ".rest", ".md", ".markdown", ".text", ".doctest"})
+CODE_SUFFIXES = frozenset({".py", ".rs"})
 _DOC = "__doc__"  # a docstring changed at run time (`f.__doc__ = …`) escapes the text
 _BOM = "\ufeff"
+_RUST_DOC = re.compile(r"^\s*//[/!](?!/) ?(.*)$")  # `/// text`, `//! text`; `////` is no doc
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")
 _QUOTES = re.compile("\"\"\"|'''")  # where a string literal ends
 
 
 def may_hold_doctests(path: str) -> bool:
-    """Whether `path` is a file doctests are read from: Python source or a text file."""
+    """Whether `path` is a file doctests are read from: Python or Rust source, a text file."""
     suffix = PurePosixPath(path).suffix.lower()
-    return suffix == ".py" or suffix in TEXT_SUFFIXES
+    return suffix in CODE_SUFFIXES or suffix in TEXT_SUFFIXES
 
 
 def examples(path: str, text: str | None) -> dict[str, list[Example]] | None:
@@ -34,6 +39,8 @@ def examples(path: str, text: str | None) -> dict[str, list[Example]] | None:
     when absent, or Python that cannot be parsed."""
     if text is None:
         return None
+    if path.endswith(".rs"):
+        return {"": found} if (found := _rust_examples(text)) else {}
     if not path.endswith(".py"):
         return _owned({"": text})
     owners = _docstrings(text)
@@ -60,8 +67,10 @@ def changed_examples(path: str, before: str | None, after: str | None) -> list[s
 def with_examples_of(path: str, code: str, tests: str) -> str | None:
     """`code`'s file with the docstrings that hold examples in `tests` (the same file at
     another commit) as `tests` has them; a text file is all examples, so `tests` itself. None
-    when that cannot be had exactly: an owner is gone, a file is unreadable, or `code` changes
-    docstrings at run time."""
+    when that cannot be had exactly: an owner is gone, a file is unreadable, `code` changes
+    docstrings at run time, or it is Rust (whose doc comments are not put back)."""
+    if path.endswith(".rs"):
+        return None
     if not path.endswith(".py"):
         return tests
     new, old = _docstrings(code), _docstrings(tests)
@@ -109,6 +118,27 @@ def _raw(text: str) -> list[Example]:
         else:
             open_ = False
     return [("\n".join(source), "\n".join(want)) for source, want in found]
+
+
+def _rust_examples(text: str) -> list[Example]:
+    """The fenced code blocks of a Rust file's `///` and `//!` comments, its doc-tests: their
+    info string (`ignore` switches one off) and their code."""
+    found: list[Example] = []
+    fence: str | None = None
+    info = ""
+    body: list[str] = []
+    for line in text.splitlines():
+        match = _RUST_DOC.match(line)
+        content = match.group(1) if match else None
+        if fence is None:
+            if content is not None and (opened := _FENCE.match(content)):
+                fence, info, body = opened.group(1), opened.group(2).strip(), []
+        elif content is None or content.strip().startswith(fence):  # the block ends
+            found.append((info, "\n".join(body)))
+            fence = None
+        else:
+            body.append(content)
+    return found
 
 
 def _kept(old: list[Example], new: list[Example]) -> bool:

@@ -152,12 +152,12 @@ def _in_code(
                           reason=_reaching(path, reached))
     if status == "created":  # new code may bring new tests
         return None
-    if may_hold_tests(path) and tests_changed(before, after):
-        return GateChange(path=path, role="test", status=status, tests_only=True)
     owners = changed_examples(path, before, after) if may_hold_doctests(path) else []
     if owners and runs_doctests(path):
         return GateChange(path=path, role="test", status=status, tests_only=True,
                           reason=_doctests_changed(path, owners))
+    if may_hold_tests(path) and tests_changed(before, after):
+        return GateChange(path=path, role="test", status=status, tests_only=True)
     return None
 
 
@@ -168,7 +168,8 @@ def _reaching(path: str, references: Sequence[str]) -> str:
 
 
 def _doctests_changed(path: str, owners: Sequence[str]) -> str:
-    whole = "the module docstring" if path.endswith(".py") else "the file"
+    whole = ("the module docstring" if path.endswith(".py")
+             else "its doc comments" if path.endswith(".rs") else "the file")
     names = [{"": whole, "__doc__": "`__doc__` set at run time"}.get(o, o) for o in owners]
     return (f"{path}: doctest examples changed or removed ({_few(names)}); the tests run "
             "them, so their expected output is a test")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agent import git
 from agent.doctest_scope import GREP_PATTERNS, DoctestScope, doctest_scope
-from agent.doctests import may_hold_doctests, with_examples_of
+from agent.doctests import changed_examples, with_examples_of
 from agent.errors import GitError, UnsafePath
 from agent.execute.paths import normalise_path, repository_path
 from agent.gate import (
@@ -162,9 +162,17 @@ def _original(worktree: Path, base: str, change: GateChange) -> str | None:
     if after is None:
         return before
     spliced = (with_testing_sections_of(change.path, after, before) if sectioned
-               else with_examples_of(change.path, after, before)
-               if may_hold_doctests(change.path) else with_tests_of(after, before))
+               else _with_tests_of(change.path, after, before))
     return before if spliced is None else spliced
+
+
+def _with_tests_of(path: str, code: str, tests: str) -> str | None:
+    """`code` with the tests inside the file as `tests` has them: a Rust file's test items
+    (and its doc-tests unchanged, or None), a Python file's docstrings."""
+    if not may_hold_tests(path):
+        return with_examples_of(path, code, tests)
+    spliced = with_tests_of(code, tests)
+    return None if spliced is None or changed_examples(path, tests, spliced) else spliced
 
 
 _TEST_CHANGE_SYSTEM = (

@@ -58,3 +58,11 @@ def test_doctests_mentioned_outside_the_tests_and_their_config_do_not_count() ->
              ("calc/ops.py", "    doctest.testmod()")]
     scope = doctest_scope(lines, PYTEST)
     assert not scope.covers("calc/ops.py") and not scope.covers("docs/index.rst")
+
+
+def test_cargo_test_runs_rust_doc_tests_unless_it_selects_other_targets() -> None:
+    for command, runs in [("cargo test --offline --no-fail-fast", True), ("make test", True),
+                          ("cargo test --lib", False), ("cargo test --tests", False),
+                          ("cargo test --lib --doc", True), ("cargo nextest run", False),
+                          ("cargo test -- --test-threads=1", True)]:
+        assert doctest_scope([], command).covers("src/lib.rs") is runs, command

@@ -60,7 +60,8 @@ def test_the_examples_of_a_module_are_found_by_their_owner() -> None:
 
 def test_the_files_doctests_are_read_from() -> None:
     assert may_hold_doctests("calc/ops.py") and may_hold_doctests("docs/usage.rst")
-    assert may_hold_doctests("README.md") and not may_hold_doctests("src/lib.rs")
+    assert may_hold_doctests("README.md") and may_hold_doctests("src/lib.rs")
+    assert not may_hold_doctests("src/app/main.go")
 
 
 def test_a_changed_expected_value_is_a_changed_example() -> None:
@@ -140,3 +141,35 @@ def test_docstrings_are_put_back_exactly_past_a_byte_order_mark_and_crlf_endings
     weakened = windows.replace("a * b + 1", "a * b").replace("    6\r\n", "    7\r\n")
     assert with_examples_of("calc/ops.py", weakened, windows) == "\ufeff" + FIXED.replace(
         "\n", "\r\n")
+
+
+RUST = '''//! A calculator.
+//!
+//! ```
+//! assert_eq!(calc::add(1, 1), 2);
+//! ```
+
+/// Multiplies.
+///
+/// ```
+/// assert_eq!(calc::mul(2, 3), 6);
+/// ```
+pub fn mul(a: i64, b: i64) -> i64 {
+    a + b
+}
+'''
+
+
+def test_the_doc_tests_of_a_rust_file_are_the_code_blocks_of_its_doc_comments() -> None:
+    assert examples("src/lib.rs", RUST) == {"": [("", "assert_eq!(calc::add(1, 1), 2);"),
+                                                  ("", "assert_eq!(calc::mul(2, 3), 6);")]}
+    assert examples("src/lib.rs", "//// ```\n//// not a doc\n//// ```\nfn f() {}\n") == {}
+
+
+def test_a_rust_doc_test_rewritten_or_switched_off_is_a_changed_example() -> None:
+    fixed = RUST.replace("    a + b", "    a * b")
+    assert changed_examples("src/lib.rs", RUST, fixed) == []
+    assert changed_examples("src/lib.rs", RUST, fixed.replace("3), 6)", "3), 5)")) == [""]
+    assert changed_examples("src/lib.rs", RUST, RUST.replace("/// ```\n/// assert",
+                                                             "/// ```ignore\n/// assert")) == [""]
+    assert with_examples_of("src/lib.rs", fixed, RUST) is None

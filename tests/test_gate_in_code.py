@@ -77,6 +77,19 @@ def test_a_doctest_text_file_the_tests_run_is_a_test() -> None:
                         run_everywhere) == []
 
 
+def test_a_rewritten_rust_doc_test_is_a_test_change_even_beside_changed_test_items() -> None:
+    lib = ("/// ```\n/// assert_eq!(calc::mul(2, 3), 6);\n/// ```\n"
+           "pub fn mul(a: i64, b: i64) -> i64 {\n    a + b\n}\n\n"
+           "#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {}\n}\n")
+    weakened = lib.replace("3), 6)", "3), 5)")
+    [change] = gate_changes({"src/lib.rs": (lib, weakened)}, None, run_everywhere)
+    assert (change.role, change.tests_only) == ("test", True)
+    assert "(its doc comments)" in change.reason
+    both = weakened.replace("fn t() {}", "fn t() { assert!(true); }")
+    [change] = gate_changes({"src/lib.rs": (lib, both)}, None, run_everywhere)
+    assert "doctest examples changed" in change.reason
+
+
 def test_package_code_that_patches_pytest_is_a_runner_config_change() -> None:
     [change] = gate_changes({"calc/__init__.py": (INIT, PATCHES_PYTEST)}, None)
     assert (change.role, change.status, change.tests_only) == ("runner_config", "modified",
