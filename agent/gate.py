@@ -16,8 +16,10 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from agent.config import CONFIG_CANDIDATES
+from agent.doctests import changed_examples, may_hold_doctests
 from agent.models import GateVerdict, Record, TestOutcome, ValidationResult
 from agent.retrieval.scan import is_test_path
+from agent.runner_reach import new_references
 from agent.source_tests import may_hold_tests, tests_changed
 from agent.testing_sections import SECTIONED, testing_sections
 
@@ -92,20 +94,32 @@ class GateChange(Record):
     path: str
     role: GateRole
     status: Literal["created", "modified", "deleted"]
-    # only the tests inside a source file changed (agent.source_tests): the original run takes
-    # the new code with the old tests, not the old file
+    # only the tests inside a source file changed (agent.source_tests, agent.doctests): the
+    # original run takes the new code with the old tests, not the old file
     tests_only: bool = False
+    reason: str = ""  # why a file that is not a gate file by its name is one here
+
+
+RunsDoctests = Callable[[str], bool]
+"""Whether the repository's tests run the doctests of the file at this path."""
+
+
+def _no_doctests(path: str) -> bool:
+    del path
+    return False
 
 
 def may_be_gate_file(path: str, test_command: str | None) -> bool:
     """Whether a change to `path` may count for the gate (gate_changes decides which do):
     only these need their text at the step's base."""
     return (path in command_files(test_command) or gate_role(path) is not None
-            or PurePosixPath(path).name in SECTIONED or may_hold_tests(path))  # fmt: skip
+            or PurePosixPath(path).name in SECTIONED or may_hold_tests(path)
+            or may_hold_doctests(path))  # fmt: skip
 
 
 def gate_changes(
-    changed: Mapping[str, tuple[str | None, str | None]], test_command: str | None
+    changed: Mapping[str, tuple[str | None, str | None]], test_command: str | None,
+    runs_doctests: RunsDoctests = _no_doctests,
 ) -> list[GateChange]:
     """The gate files among `changed` (path → (text before, text after); None: absent)."""
     named = command_files(test_command)
@@ -113,19 +127,57 @@ def gate_changes(
     for path, (before, after) in sorted(changed.items()):
         if before == after:
             continue
+        status: Literal["created", "modified", "deleted"] = (
+            "created" if before is None else "deleted" if after is None else "modified")
         role = "runner_config" if path in named else gate_role(path)
         if role is None and PurePosixPath(path).name in SECTIONED:
             if testing_sections(path, before) == testing_sections(path, after):
                 continue
             role = "runner_config"
-        status: Literal["created", "modified", "deleted"] = (
-            "created" if before is None else "deleted" if after is None else "modified")
-        if role is not None:
-            found.append(GateChange(path=path, role=role, status=status))
-        elif (may_hold_tests(path) and status != "created"  # new code may bring new tests
-              and tests_changed(before, after)):
-            found.append(GateChange(path=path, role="test", status=status, tests_only=True))
+        change = (GateChange(path=path, role=role, status=status) if role is not None
+                  else _in_code(path, status, before, after, runs_doctests))
+        if change is not None:
+            found.append(change)
     return found
+
+
+def _in_code(
+    path: str, status: Literal["created", "modified", "deleted"], before: str | None,
+    after: str | None, runs_doctests: RunsDoctests,
+) -> GateChange | None:
+    """A change to a file that is not a gate file by its name, that is one by what changed:
+    code that reaches into the test runner, or tests inside the file (Rust's, doctests) changed."""
+    if path.endswith(".py") and (reached := new_references(before, after)):
+        return GateChange(path=path, role="runner_config", status=status,
+                          reason=_reaching(path, reached))
+    if status == "created":  # new code may bring new tests
+        return None
+    owners = changed_examples(path, before, after) if may_hold_doctests(path) else []
+    if owners and runs_doctests(path):
+        return GateChange(path=path, role="test", status=status, tests_only=True,
+                          reason=_doctests_changed(path, owners))
+    if may_hold_tests(path) and tests_changed(before, after):
+        return GateChange(path=path, role="test", status=status, tests_only=True)
+    return None
+
+
+def _reaching(path: str, references: Sequence[str]) -> str:
+    return (f"{path} now reaches into the test runner ({_few(references, '`')}): code outside "
+            "the tests that imports, patches or hooks into pytest, doctest or unittest changes "
+            "how the tests run, like a conftest.py")
+
+
+def _doctests_changed(path: str, owners: Sequence[str]) -> str:
+    whole = ("the module docstring" if path.endswith(".py")
+             else "its doc comments" if path.endswith(".rs") else "the file")
+    names = [{"": whole, "__doc__": "`__doc__` set at run time"}.get(o, o) for o in owners]
+    return (f"{path}: doctest examples changed or removed ({_few(names)}); the tests run "
+            "them, so their expected output is a test")
+
+
+def _few(items: Sequence[str], quote: str = "", cap: int = 3) -> str:
+    shown = ", ".join(f"{quote}{item}{quote}" for item in items[:cap])
+    return shown + (" …" if len(items) > cap else "")
 
 
 # --- the verdict -----------------------------------------------------------------------------
@@ -310,10 +362,12 @@ def rejection_text(
     listed = "\n".join(f"- {p}" for p in problems)
     advice = (
         "\nThe existing tests define the expected behaviour. Do not delete, empty, skip, "
-        "xfail or deselect them, and do not change test configuration (conftest.py, "
-        "pytest.ini, tox.ini, setup.cfg/pyproject.toml test sections, package.json scripts, "
-        "Cargo.toml's test parts, .cargo/config.toml) or cra.toml. Fix the source code so "
-        "that the tests pass; adding new tests is welcome."
+        "xfail or deselect them, do not change the expected output of existing doctest "
+        "examples, and do not change test configuration (conftest.py, pytest.ini, tox.ini, "
+        "setup.cfg/pyproject.toml test sections, package.json scripts, Cargo.toml's test "
+        "parts, .cargo/config.toml), cra.toml, or how pytest runs from the code under test "
+        "(pytest imports, patches, hooks or plugins). Fix the source code so that the tests "
+        "pass; adding new tests is welcome."
     ) if original or weakened else ""
     return f"The test gate rejected your edits{where}:\n{listed}{advice}"
 

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent import git
-from agent.errors import UnsafePath
+from agent.doctest_scope import GREP_PATTERNS, DoctestScope, doctest_scope
+from agent.doctests import changed_examples, with_examples_of
+from agent.errors import GitError, UnsafePath
 from agent.execute.paths import normalise_path, repository_path
 from agent.gate import (
     GateChange,
@@ -22,7 +24,7 @@ from agent.gate import (
     rejection_text,
 )
 from agent.llm.binary import run_binary_judgment
-from agent.models import AttemptRecord, ValidationResult
+from agent.models import AttemptRecord, GateVerdict, ValidationResult
 from agent.run_context import StepState
 from agent.source_tests import may_hold_tests, with_tests_of
 from agent.testing_sections import is_sectioned, with_testing_sections_of
@@ -42,14 +44,8 @@ def gate_attempt(st: StepState, attempt: AttemptRecord, attempt_id: int) -> None
     on_original = False
     if verdict.passed and changes:
         attempt.original = _run_original(st, changes, attempt_id)
-        second = judge(st.rc.accepted, attempt.original, baseline=st.rc.baseline,
-                       targets=st.targets, allowed=declared)
-        on_original = not second.passed
-        verdict = second.model_copy(update={
-            "original_rerun": True, "weakened": second.weakened,
-            "changed_tests": list(dict.fromkeys([*verdict.changed_tests,
-                                                 *second.changed_tests])),
-        })
+        verdict = _on_original(st, attempt.original, changes, declared, verdict)
+        on_original = not verdict.passed
     attempt.gate = verdict.model_copy(update={"weakened": verdict.weakened or on_original})
     if not verdict.passed:
         attempt.error_info = rejection_text(verdict.problems, original=on_original,
@@ -57,9 +53,56 @@ def gate_attempt(st: StepState, attempt: AttemptRecord, attempt_id: int) -> None
         st.rc.runtime.log.update_attempt(attempt_id, error_info=attempt.error_info)
 
 
+def _on_original(st: StepState, original: ValidationResult, changes: Sequence[GateChange],
+                 declared: _Declared, first: GateVerdict) -> GateVerdict:
+    """The verdict on the run of the original gate files; when it fails, the changes that
+    are gate changes by what they do (not by their names) say so among its problems."""
+    second = judge(st.rc.accepted, original, baseline=st.rc.baseline, targets=st.targets,
+                   allowed=declared)
+    reasons = [c.reason for c in changes if c.reason] if not second.passed else []
+    return second.model_copy(update={
+        "problems": [*second.problems, *reasons], "original_rerun": True,
+        "changed_tests": list(dict.fromkeys([*first.changed_tests, *second.changed_tests])),
+    })
+
+
 def changed_gate_files(st: StepState, attempt: AttemptRecord) -> list[GateChange]:
     """The gate files the attempt's edits changed (tests, test configuration)."""
-    return gate_changes(_changed_texts(st, attempt), st.rc.config.testing.test_command)
+    command = st.rc.config.testing.test_command
+    return gate_changes(_changed_texts(st, attempt), command,
+                        _DoctestsRun(st.rc.ws.worktree, st.base, command))
+
+
+class _DoctestsRun:
+    """Whether the repository's tests run a file's doctests, as its tests and test
+    configuration at the step's base say: read once, on the first question."""
+
+    def __init__(self, worktree: Path, base: str, command: str | None) -> None:
+        self.worktree, self.base, self.command = worktree, base, command
+        self._scope: DoctestScope | None = None
+
+    def __call__(self, path: str) -> bool:
+        if self._scope is None:
+            self._scope = doctest_scope(_doctest_lines(self.worktree, self.base), self.command)
+        return self._scope.covers(path)
+
+
+def _doctest_lines(worktree: Path, commit: str) -> list[tuple[str, str]]:
+    """(path, line) of each line of the files at `commit` that mentions doctests."""
+    patterns = [arg for pattern in GREP_PATTERNS for arg in ("-e", pattern)]
+    try:
+        out = git.run_git(["grep", "-I", "-i", "--null", "--no-color", *patterns,
+                           git.not_an_option(commit, "commit"), "--"], worktree)
+    except GitError as exc:
+        if exc.returncode == 1:  # nothing matched
+            return []
+        raise
+    found = []
+    for entry in out.split("\n"):
+        where, _, line = entry.partition("\0")
+        if line:
+            found.append((where.removeprefix(f"{commit}:"), line))
+    return found
 
 
 def _changed_texts(st: StepState,
@@ -119,8 +162,17 @@ def _original(worktree: Path, base: str, change: GateChange) -> str | None:
     if after is None:
         return before
     spliced = (with_testing_sections_of(change.path, after, before) if sectioned
-               else with_tests_of(after, before))
+               else _with_tests_of(change.path, after, before))
     return before if spliced is None else spliced
+
+
+def _with_tests_of(path: str, code: str, tests: str) -> str | None:
+    """`code` with the tests inside the file as `tests` has them: a Rust file's test items
+    (and its doc-tests unchanged, or None), a Python file's docstrings."""
+    if not may_hold_tests(path):
+        return with_examples_of(path, code, tests)
+    spliced = with_tests_of(code, tests)
+    return None if spliced is None or changed_examples(path, tests, spliced) else spliced
 
 
 _TEST_CHANGE_SYSTEM = (

@@ -17,8 +17,12 @@ from typing import Any
 # Files that hold test configuration among other things: only these parts count.
 SECTIONED: Mapping[str, tuple[str, ...]] = {
     "pyproject.toml": ("tool.pytest", "tool.tox", "tool.nox", "tool.coverage",
-                       "tool.hatch.envs", "tool.pdm.scripts", "tool.poe"),
-    "setup.cfg": ("tool:pytest", "pytest", "tox", "coverage:"),
+                       "tool.hatch.envs", "tool.pdm.scripts", "tool.poe",
+                       # a pytest plugin the package installs (pytest loads `pytest11`)
+                       "project.entry-points.pytest11", "tool.poetry.plugins.pytest11",
+                       "tool.flit.entrypoints.pytest11"),
+    "setup.cfg": ("tool:pytest", "pytest", "tox", "coverage:",
+                  "options.entry_points"),  # whole: its `pytest11` key is one of several
     "package.json": ("scripts", "jest", "mocha", "ava", "vitest", "c8", "nyc"),
     # what `cargo test` builds and runs: `[lib] test = false`, `[[test]] harness = false` …
     "Cargo.toml": ("lib", "bin", "test", "example", "bench", "features", "profile.test",

@@ -178,3 +178,32 @@ def test_a_rust_task_that_asks_to_change_tested_behaviour_succeeds_with_its_test
     assert "add(a, b) must return a + b + 1" in question.user_prompt
     _, lib = branch_diff(repo)
     assert "a + b + 1" in lib and "assert_eq!(add(2, 3), 6);" in lib
+
+
+DOC_TEST = "/// assert_eq!(calc::mul(2, 3), 6);"
+DOCUMENTED_LIB_RS = LIB_RS.replace(
+    BUG, f"/// Multiplies.\n///\n/// ```\n{DOC_TEST}\n/// ```\n{BUG}").replace(
+    f"\n    #[test]\n    fn muls() {{\n{MUL_TEST}\n    }}\n", "\n")
+
+
+@requires_cargo
+def test_a_rewritten_rust_doc_test_is_refused_and_the_real_fix_lands(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script_plan(server, "Fix mul in src/lib.rs", ["src/lib.rs"])
+    server.script("implement", edit("src/lib.rs", DOC_TEST, DOC_TEST.replace("6)", "5)")))
+    server.script("implement_retry", FIX)
+
+    code, repo = solve(tmp_path, server, "src/lib.rs - mul fails: fix mul",
+                       lib=DOCUMENTED_LIB_RS)
+    out = capsys.readouterr().out
+
+    assert code == 0, out
+    assert "status: complete" in out
+    retry = next(r for r in server.requests if r.stage == "implement_retry")
+    assert "src/lib.rs: doctest examples changed or removed (its doc comments)" in \
+        retry.user_prompt
+    assert "the step must make pass still fail: src/lib.rs - mul" in retry.user_prompt
+    files, lib = branch_diff(repo)
+    assert files == ["src/lib.rs"]
+    assert lib == DOCUMENTED_LIB_RS.replace(BUG, FIXED)
