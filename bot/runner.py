@@ -26,6 +26,7 @@ from bot.render import markdown as md
 from bot.render import pr, replies
 from bot.replying import REPLIES, answer, permission_refusal, report_ended
 from bot.repo_config import limited_config
+from bot.run_progress import ProgressSandbox, RunProgress, event_progress
 from bot.services import Services
 from bot.store import Run, RunStatus
 from bot.task import build_task
@@ -97,6 +98,7 @@ class _Job:
         # push is a fast-forward (None).
         self.replacing: str | None = None
         self.limits: list[limits.Limit] = []
+        self.progress = RunProgress(self.store, run.id)  # the run's own, not the heartbeat's
 
     # --- dispatch ------------------------------------------------------------------------
 
@@ -147,6 +149,7 @@ class _Job:
         self.start_progress()
         env = self.gh.git_auth_env(self.inst)
         mirror = self.services.mirrors.sync(self.repo, self.gh.clone_url(self.repo), env=env)
+        self.progress("the repository fetched")
         if not git.branch_exists(mirror, base_ref):  # an empty repository, a deleted branch
             self.finish_with_comment("rejected", replies.refusal_text(
                 "no_branch", branch=base_ref, pull_request=issue.is_pull_request),
@@ -217,9 +220,10 @@ class _Job:
 
     def runtime(self, config: SolveConfig) -> Runtime:
         return Runtime(
-            log=self.services.runlog, models=self.services.router(config),
+            log=self.services.runlog, models=self.services.router(config, progress=self.progress),
             environ=self.services.environ, work_dir=self.settings.data_dir / "work",
-            sandbox=self.services.sandbox, env_cache=self.services.env_cache, observer=self,
+            sandbox=ProgressSandbox(self.services.sandbox, self.progress),
+            env_cache=self.services.env_cache, observer=self,
             should_cancel=self.should_cancel,
             clock=self.services.clock,
         )
@@ -354,7 +358,9 @@ class _Job:
                                          clock=self.services.clock)
 
     def on_event(self, event: RunEvent) -> None:
-        """The orchestrator's progress: link the run page at once, then the checklist."""
+        """The orchestrator's progress: stamped as the run's, the run page linked at once,
+        then the checklist."""
+        self.progress(event_progress(event))
         if event.kind == "run_started":
             self.store.update_run(self.run.id, orchestrator_task_id=event.run_id)
         if self.reporter is not None:

@@ -20,6 +20,7 @@ from bot.github.app_key import load_private_key
 from bot.github.tokens import AppTokens, StaticToken, TokenProvider
 from bot.mirrors import MirrorCache
 from bot.queue import RunQueue, build_queue, check_health
+from bot.run_progress import Progress, ProgressChatModel
 from bot.sandboxes import build_bot_sandbox, build_env_cache
 from bot.settings import ROLES, BotSettings, repository_environment
 from bot.store import BotStore
@@ -47,13 +48,15 @@ class Services:
         default=lambda config, key: HTTPChatModel(config, api_key=key)
     )
 
-    def router(self, config: SolveConfig) -> ModelRouter:
-        """Model clients for a run's effective config, keys from the server's settings."""
+    def router(self, config: SolveConfig, *, progress: Progress | None = None) -> ModelRouter:
+        """Model clients for a run's effective config, keys from the server's settings; each
+        call's start and end told to `progress` when given (bot.run_progress)."""
         keys = {id(getattr(config.models, role)): self.settings.api_key_for(role)
                 for role in ROLES}
 
         def build(model: ModelConfig) -> ChatModel:
-            return self.chat_factory(model, keys.get(id(model)))
+            chat = self.chat_factory(model, keys.get(id(model)))
+            return chat if progress is None else ProgressChatModel(chat, progress)
 
         return ModelRouter(config.models, factory=build)
 

@@ -26,7 +26,7 @@ from agent.tables import Base
 from bot.tables import BotBase
 from tests.test_store import TABLES, postgres_schema_url
 
-HEAD = "0007"
+HEAD = "0008"
 BOT_TABLES = {"deliveries", "runs"}
 METADATA = [Base.metadata, BotBase.metadata]
 
