@@ -85,6 +85,12 @@ _PUSH_REJECTED = re.compile(r"^\s*! \[(?P<who>remote )?rejected\]\s+\S+ -> \S+ \
                             re.MULTILINE)
 
 
+def push_busy(error: GitError) -> bool:
+    """Whether a failed push_branch was refused only because the remote's ref was locked: a
+    concurrent update there, or a receive of its own that crashed (worth trying again)."""
+    return "push" in error.argv and "cannot lock ref" in error.stderr
+
+
 def push_rejection(error: GitError) -> str | None:
     """Why a failed push_branch was refused, in words for the person who asked: the branch
     moved on (someone pushed to it meanwhile) or the remote refused it (its reason quoted);

@@ -16,7 +16,7 @@ from agent.orchestrator import solve
 from agent.planning import plan_task
 from agent.runtime import Runtime
 from agent.workspace import remove_abandoned
-from bot import branches, limits
+from bot import branches, limits, publish
 from bot.checks import CHECK_CONCLUSION, RunCheck, best_effort
 from bot.errors import BotError
 from bot.github.api import PullInfo, Reaction
@@ -301,9 +301,10 @@ class _Job:
             return
         if self.pull is not None:  # what it pushed is reported on the pull request, not as it
             ctx = ctx.model_copy(update={"on_pull": True, "draft": self.pull.draft})
+        self.progress("pushing the branch")
         try:
-            remotes.push_branch(mirror, self.gh.clone_url(self.repo), branch, env=env,
-                                replacing=self.replacing)
+            publish.push(mirror, self.gh.clone_url(self.repo), branch, env=env,
+                         replacing=self.replacing, sleep=self.services.sleep)
         except GitError as exc:
             if (why := remotes.push_rejection(exc)) is None:
                 raise

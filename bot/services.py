@@ -43,6 +43,7 @@ class Services:
     env_cache: EnvCache | None = None
     queue: RunQueue = field(default_factory=lambda: NoQueue())
     clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep  # the waits between a failed push's tries
     context_factory: ContextFactory | None = None  # None: the repository index (retrieval)
     chat_factory: Callable[[ModelConfig, str | None], ChatModel] = field(
         default=lambda config, key: HTTPChatModel(config, api_key=key)

@@ -1,0 +1,50 @@
+"""Publishing a run's branch: its push tried again after a passing failure, a few times.
+
+A push fails for passing reasons — the network, GitHub answering 5xx, its ref locked by an
+update in progress there (or by a receive that crashed) — and those are tried again after a
+growing wait. A push GitHub refused (the branch moved on, a protected branch) is final: trying
+again changes nothing.
+
+A try that landed though its answer was lost (the connection broke between GitHub's update and
+its report) needs nothing more: the next try finds the branch at the run's commit, and git
+reports it up to date — its lease is not even consulted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from agent import remotes
+from agent.errors import GitError
+
+log = logging.getLogger(__name__)
+PUSH_ATTEMPTS = 3
+PUSH_BACKOFF = 5.0  # seconds before the second try; doubled before each next one
+
+
+def push(
+    mirror: Path, url: str, branch: str, *, env: Mapping[str, str], replacing: str | None,
+    sleep: Callable[[float], None], attempts: int = PUSH_ATTEMPTS,
+    backoff: float = PUSH_BACKOFF,
+) -> None:
+    """Push `branch` of `mirror` to `url` as remotes.push_branch does, up to `attempts` times;
+    the last failure (GitError) when none got through, at once when GitHub refused it."""
+    for attempt in range(1, attempts + 1):
+        try:
+            remotes.push_branch(mirror, url, branch, env=env, replacing=replacing)
+            return
+        except GitError as exc:
+            if not _passing(exc) or attempt == attempts:
+                raise
+            wait = backoff * 2 ** (attempt - 1)
+            log.warning("the push of %s failed (%s); try %d of %d in %g s", branch, exc.summary,
+                        attempt + 1, attempts, wait)  # fmt: skip
+            sleep(wait)
+
+
+def _passing(error: GitError) -> bool:
+    """A failure worth another try: anything but GitHub's refusal, or a refusal only because
+    the ref was locked there."""
+    return remotes.push_rejection(error) is None or remotes.push_busy(error)
