@@ -302,9 +302,12 @@ class _Job:
         if self.pull is not None:  # what it pushed is reported on the pull request, not as it
             ctx = ctx.model_copy(update={"on_pull": True, "draft": self.pull.draft})
         self.progress("pushing the branch")
+        since = self.replacing or f"refs/heads/{self.default_branch}"  # an issue run's start
+        ours = None if self.pull is not None else (
+            lambda head: branches.only_cra(mirror, since, head))  # a killed run's late push
         try:
             publish.push(mirror, self.gh.clone_url(self.repo), branch, env=env,
-                         replacing=self.replacing, sleep=self.services.sleep)
+                         replacing=self.replacing, sleep=self.services.sleep, ours=ours)
         except GitError as exc:
             if (why := remotes.push_rejection(exc)) is None:
                 raise
