@@ -122,5 +122,6 @@ def build_services(
         env_cache=build_env_cache(settings),
     )
     if execute is not None:
-        services.queue = build_queue(settings, lambda run_id: execute(run_id, services))
+        services.queue = build_queue(settings, lambda run_id: execute(run_id, services),
+                                     store=store)
     return services
