@@ -513,8 +513,8 @@ class AdjustmentRecord(Record):
 
 
 RunEventKind = Literal[
-    "run_started", "pass_started", "pass_finished", "plan_made", "step_passed", "step_failed",
-    "adjustment_made", "run_finished",
+    "run_started", "pass_started", "pass_finished", "plan_made", "edits_applied", "step_passed",
+    "step_failed", "adjustment_made", "run_finished",
 ]
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 import tempfile
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from agent.errors import CredentialsInUrl, GitError
-from agent.git import not_an_option, run_git
+from agent.git import not_an_option, resolve_commit, run_git
 
 
 def reject_credentials(url: str) -> str:
@@ -79,10 +80,42 @@ def push_branch(
             repo, env=env, timeout=timeout)
 
 
+def fetch_branch(
+    repo: Path, url: str, branch: str, *, env: Mapping[str, str] | None = None,
+    timeout: float = 600,
+) -> str | None:
+    """The commit `branch` is at on `url` (a URL, never a remote name), its objects fetched
+    into `repo` — no ref of `repo` changes —; None when `url` has no such branch."""
+    reject_credentials(url)
+    ref = f"refs/heads/{not_an_option(branch, 'branch')}"
+    if not run_git(["ls-remote", "--", url, ref], repo, env=env, timeout=timeout).strip():
+        return None
+    scratch = f"refs/cra-fetched/{uuid.uuid4().hex}"  # its own: runs share a mirror
+    run_git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url,
+             f"+{ref}:{scratch}"], repo, env=env, timeout=timeout)
+    try:
+        return resolve_commit(repo, scratch)
+    finally:
+        run_git(["update-ref", "-d", scratch], repo)
+
+
 # git push's report of a ref it did not update: " ! [rejected]        b -> b (fetch first)", or
 # " ! [remote rejected] b -> b (protected branch hook declined)".
 _PUSH_REJECTED = re.compile(r"^\s*! \[(?P<who>remote )?rejected\]\s+\S+ -> \S+ \((?P<why>[^)]*)\)",
                             re.MULTILINE)
+
+
+def push_stale(error: GitError) -> bool:
+    """Whether git itself refused a failed push_branch: the remote branch moved on from the
+    commit the push was to replace (or a fast-forward from)."""
+    found = _PUSH_REJECTED.search(error.stderr) if "push" in error.argv else None
+    return found is not None and found["who"] is None
+
+
+def push_busy(error: GitError) -> bool:
+    """Whether a failed push_branch was refused only because the remote's ref was locked: a
+    concurrent update there, or a receive of its own that crashed (worth trying again)."""
+    return "push" in error.argv and "cannot lock ref" in error.stderr
 
 
 def push_rejection(error: GitError) -> str | None:

@@ -21,6 +21,7 @@ from agent.models import (
     PatchEdit,
     PlanStep,
     RefinementRequest,
+    RunEvent,
     StepOutcome,
     StepResult,
     TestChange,
@@ -214,6 +215,9 @@ def apply_attempt(st: StepState, attempt: AttemptRecord) -> None:
     attempt.unified_diff = patch.diff
     if not patch.success:
         attempt.error_info = f"edit rejected: {patch.error_info}\n{patch.hint}".strip()
+    st.rc.runtime.observer.on_event(RunEvent(  # a sign the run moves (the bot's stall check)
+        kind="edits_applied", run_id=st.rc.run_id, part_id=st.part_id, step_id=st.step.id,
+        status="applied" if patch.success else "rejected"))
 
 
 def _record(st: StepState, attempt: AttemptRecord) -> int:

@@ -65,7 +65,8 @@ class BasicServices:
         self._full: Services | None = None
         self._lock = threading.Lock()
         try:
-            self.queue = build_queue(settings, execute or self._execute_with_runner)
+            self.queue = build_queue(settings, execute or self._execute_with_runner,
+                                     store=self.store)
         except BaseException:
             self.store.close()
             raise

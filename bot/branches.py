@@ -5,7 +5,9 @@ branch and replaces cra's earlier attempt there, but never a person's work: when
 carries commits someone else made (a fix-up pushed to cra's pull request, a merge of the
 default branch), the run builds on top of them instead. Either way the push replaces only the
 commit the branch had when the run started (`--force-with-lease`), so a push made to the
-branch while the run worked is never overwritten: the run says so instead.
+branch while the run worked is never overwritten: the run says so instead — unless all it
+brought is cra's own commits: an earlier run's push landing late (its worker was killed
+mid-push, and its git outlived it), replaced like any attempt of cra's (bot.publish).
 """
 
 from __future__ import annotations
@@ -32,7 +34,11 @@ def issue_branch(mirror: Path, default_branch: str, name: str) -> IssueBranch:
     if not git.branch_exists(mirror, name):
         return IssueBranch(name, default_branch, "", builds_on_others=False)
     head = git.resolve_commit(mirror, f"refs/heads/{name}")
-    authors = git.run_git(["log", "--format=%ae", f"refs/heads/{default_branch}..{head}", "--"],
-                          mirror).split()
-    others = any(author != AUTHOR_EMAIL for author in authors)
+    others = not only_cra(mirror, f"refs/heads/{default_branch}", head)
     return IssueBranch(name, name if others else default_branch, head, builds_on_others=others)
+
+
+def only_cra(mirror: Path, since: str, head: str) -> bool:
+    """Whether every commit `head` has that `since` has not is cra's own (none a person's)."""
+    authors = git.run_git(["log", "--format=%ae", f"{since}..{head}", "--"], mirror).split()
+    return all(author == AUTHOR_EMAIL for author in authors)

@@ -2,11 +2,13 @@
 
 A worker stamps `runs.heartbeat_at` every CRA_HEARTBEAT_INTERVAL seconds while it executes a
 run. The reaper, in the server, sweeps every CRA_REAP_INTERVAL seconds: a running run silent for
-CRA_STALE_AFTER seconds is failed (its worker died: killed, out of memory, the machine gone), and
-a run queued for CRA_REQUEUE_AFTER seconds that no queue holds (a failed enqueue, a flushed
-Redis) is queued again. Every change is a compare-and-set on the row, so several servers and
-workers on one database never both end or start one run: `claim_run` lets one worker in, and
-`end_stale_run` only ends a run whose heartbeat is still the one the reaper saw.
+CRA_STALE_AFTER seconds is failed (its worker died: killed, out of memory, the machine gone), so
+is a running run that made no progress of its own for CRA_RUN_STALL_TIMEOUT seconds (its thread
+hangs while its heartbeat beats on: bot.run_progress), and a run queued for CRA_REQUEUE_AFTER
+seconds that no queue holds (a failed enqueue, a flushed Redis) is queued again, a few times.
+Every change is a compare-and-set on the row, so several servers and workers on one database
+never both end or start one run: `claim_run` lets one worker in, and `end_stale_run` only ends a
+run whose heartbeat (or progress) is still the one the reaper saw.
 """
 
 from __future__ import annotations
@@ -17,14 +19,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from agent.workspace import process_alive, remove_abandoned
 from bot.queue import INTERRUPTED, RunQueue
-from bot.store import BotStore
+from bot.store import BotStore, Run, Sign
 
 log = logging.getLogger(__name__)
 MAX_REQUEUES = 3  # re-queues of a run whose job fails before it starts, before the run fails
@@ -153,16 +155,38 @@ class Swept(BaseModel):
     abandoned: list[str] = []  # runs whose worktree was removed (their process is gone)
 
 
+def _at(when: object) -> str:
+    return f"{when:%Y-%m-%d %H:%M:%S} UTC" if when is not None else "its start"
+
+
+def silent_error(run: Run) -> str:
+    """Why a run whose worker's heartbeat stopped was ended."""
+    return f"the worker stopped: no heartbeat since {_at(run.last_sign_of_life())}"
+
+
+def stalled_error(run: Run, stall_after: timedelta) -> str:
+    """Why a run that made no progress of its own was ended: for how long, and what it last
+    did when."""
+    last = run.progress or "the run's start"
+    seconds = stall_after.total_seconds()
+    span = f"{seconds / 60:g} minutes" if seconds >= 60 else f"{seconds:g} seconds"
+    return (f"no progress for {span} "
+            f"(CRA_RUN_STALL_TIMEOUT): last progress was {last} at {_at(run.last_progress())}")
+
+
 class Reaper:
-    """Ends silent runs and re-queues lost ones; `sweep()` once, or `start()` a thread."""
+    """Ends silent and stalled runs, re-queues lost ones; `sweep()` once, or `start()` a
+    thread."""
 
     def __init__(
         self, store: BotStore, queue: RunQueue, *, stale_after: float, requeue_after: float,
         report: Callable[[int], None] | None = None, work_dir: Path | None = None,
+        stall_after: float | None = None,
     ) -> None:  # fmt: skip
         self._store, self._queue = store, queue
         self._work_dir = work_dir  # where this host's workers keep worktrees (cleaned too)
         self._stale_after = timedelta(seconds=stale_after)
+        self._stall_after = None if stall_after is None else timedelta(seconds=stall_after)
         self._requeue_after = timedelta(seconds=requeue_after)
         self._report = report
         self._stop = threading.Event()
@@ -172,13 +196,10 @@ class Reaper:
         """One pass over the runs; reporting an ended run to GitHub is best effort."""
         swept = Swept()
         now = self._store.now()
-        for run in self._store.stale_runs(now - self._stale_after):
-            since = run.last_sign_of_life()
-            when = f"{since:%Y-%m-%d %H:%M:%S} UTC" if since is not None else "its start"
-            if self._store.end_stale_run(run, f"the worker stopped: no heartbeat since {when}"):
-                log.warning("run %s ended: its worker stopped (last heartbeat %s)", run.id, when)
-                swept.ended.append(run.id)
-                tell(self._report, run.id)
+        swept.ended += self._end_stale(now - self._stale_after, "heartbeat", silent_error)
+        if (stall := self._stall_after) is not None:
+            swept.ended += self._end_stale(now - stall, "progress",
+                                           lambda run: stalled_error(run, stall))
         for run in self._store.queued_before(now - self._requeue_after):
             if self._queue.holds(run.id):
                 continue
@@ -196,6 +217,19 @@ class Reaper:
         if self._work_dir is not None:  # worktrees of dead workers on this host
             swept.abandoned = [gone.run_id for gone in remove_abandoned(self._work_dir)]
         return swept
+
+    def _end_stale(self, cutoff: datetime, sign: Sign, why: Callable[[Run], str]) -> list[int]:
+        """Fail the running runs with no `sign` since `cutoff` — their worker's heartbeat (it
+        died) or their own progress (it hangs) — saying `why`, and tell each one's issue; their
+        ids."""
+        ended = []
+        for run in self._store.stale_runs(cutoff, sign=sign):
+            error = why(run)
+            if self._store.end_stale_run(run, error, sign=sign):
+                log.warning("run %s ended: %s", run.id, error)
+                ended.append(run.id)
+                tell(self._report, run.id)
+        return ended
 
     def start(self, interval: float) -> Reaper:
         """Sweep every `interval` seconds from a daemon thread until `stop()`."""

@@ -14,7 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from bot.errors import SettingsError
 from bot.settings import BotSettings
-from bot.store import BotStore
+from bot.store import ACTIVE_STATUSES, BotStore
 
 if TYPE_CHECKING:  # redis and rq are the optional `redis` extra: imported by RQQueue only
     from redis import Redis
@@ -52,6 +52,10 @@ class ThreadQueue:
     One lock guards the waiting ids and the counts: handing a run to a worker takes it once
     (a queue.Queue beside a lock of our own took three).
 
+    A worker whose run has ended in the database (`ended`: the reaper found it stalled or
+    silent, the time limit passed) while the worker is still busy with it is given up on at the
+    watchdog's next look: its thread hangs, and the run is over anyway.
+
     A worker busy with one run for longer than `give_up_after` seconds is given up on: Python
     cannot stop a thread, but the run's heartbeat has ended the run at its time limit
     (CRA_MAX_RUN_MINUTES), so a new worker takes the stuck one's place — a watchdog thread
@@ -62,9 +66,11 @@ class ThreadQueue:
 
     def __init__(
         self, execute: Callable[[int], object], *, workers: int = 2, name: str = "cra-worker",
-        give_up_after: float | None = None,
+        give_up_after: float | None = None, ended: Callable[[int], bool] | None = None,
+        watch_every: float | None = None,
     ) -> None:  # fmt: skip
         self._execute = execute
+        self._ended = ended  # whether a run has ended in the database
         lock = threading.Lock()
         self._waiting: deque[int | None] = deque()  # None: a worker's stop marker
         self._ready = threading.Condition(lock)  # workers wait here for an id
@@ -81,8 +87,9 @@ class ThreadQueue:
             self._start_worker()
         self._closing = threading.Event()
         if give_up_after is not None:
-            threading.Thread(target=self._watch, args=(min(60.0, give_up_after / 4),),
-                             name=f"{name}-watchdog", daemon=True).start()  # fmt: skip
+            every = min(60.0, give_up_after / 4) if watch_every is None else watch_every
+            threading.Thread(target=self._watch, args=(every,), name=f"{name}-watchdog",
+                             daemon=True).start()  # fmt: skip
 
     @property
     def give_up_after(self) -> float | None:
@@ -115,8 +122,27 @@ class ThreadQueue:
         """The watchdog: replace stuck workers until the queue closes."""
         while not self._closing.wait(every):
             with self._ready:
-                if not self._closed:
-                    self._replace_stuck()
+                if self._closed:
+                    continue
+                self._replace_stuck()
+                busy = list(self._busy.items())
+            over = self._runs_over(busy)  # asked without the lock: the database answers
+            with self._ready:
+                for thread, run_id in over:
+                    if not self._closed and self._busy.get(thread, (None,))[0] == run_id:
+                        self._give_up(thread, f"busy with run {run_id}, which has ended")
+
+    def _runs_over(self, busy: list[tuple[threading.Thread, tuple[int, float]]],
+                   ) -> list[tuple[threading.Thread, int]]:  # fmt: skip
+        """The busy workers whose run has ended in the database (none when that cannot be
+        asked, this time)."""
+        if self._ended is None:
+            return []
+        try:
+            return [(thread, run_id) for thread, (run_id, _) in busy if self._ended(run_id)]
+        except SQLAlchemyError as exc:
+            log.warning("the watchdog could not ask which runs ended: %s", exc)
+            return []
 
     def _replace_stuck(self) -> None:
         """Give up on the workers busy with one run for too long and start one in the place of
@@ -124,16 +150,20 @@ class ThreadQueue:
         assert self._give_up_after is not None
         now = time.monotonic()
         for thread, (run_id, since) in list(self._busy.items()):
-            if now - since < self._give_up_after:
-                continue
-            del self._busy[thread]
-            self._given_up.add(thread)
-            self._threads.remove(thread)
-            self._count_done()  # its run was ended at the time limit
-            log.error("worker %s has been busy with run %s for %.0f s, past the run time limit: "
-                      "a new worker takes its place (the stuck thread takes no other run)",
-                      thread.name, run_id, now - since)  # fmt: skip
-            self._start_worker()
+            if now - since >= self._give_up_after:  # its run was ended at the time limit
+                self._give_up(thread, f"busy with run {run_id} for {now - since:.0f} s, past "
+                              "the run time limit")  # fmt: skip
+
+    def _give_up(self, thread: threading.Thread, why: str) -> None:
+        """Count a stuck worker's run done and start a worker in its place (the caller holds
+        the lock); the stuck thread takes no other run."""
+        del self._busy[thread]
+        self._given_up.add(thread)
+        self._threads.remove(thread)
+        self._count_done()
+        log.error("worker %s has been %s: a new worker takes its place (the stuck thread takes "
+                  "no other run)", thread.name, why)  # fmt: skip
+        self._start_worker()
 
     def holds(self, run_id: int) -> bool:
         """Whether the run waits for a worker of this process."""
@@ -308,21 +338,32 @@ def job_id(queue_name: str, run_id: int) -> str:
     return f"{queue_name}-run-{run_id}"
 
 
-def build_queue(settings: BotSettings, execute: Callable[[int], object]) -> RunQueue:
+def build_queue(
+    settings: BotSettings, execute: Callable[[int], object], *, store: BotStore | None = None,
+) -> RunQueue:  # fmt: skip
     """RQ on Redis when configured (its workers run `bot.jobs`), else threads running
     `execute`.
 
     The run's heartbeat ends it at CRA_MAX_RUN_MINUTES; a worker still busy with it once the
     reaper's patience (CRA_STALE_AFTER) has passed too is given up on: a thread is replaced, an
-    RQ work horse killed by RQ's job timeout.
+    RQ work horse killed by RQ's job timeout. A thread whose run `store` says has ended (the
+    reaper found it stalled) is replaced at once.
     """
     overtime = settings.max_run_minutes * 60 + settings.stale_after
     if settings.queue != "rq":
-        return ThreadQueue(execute, workers=settings.workers, give_up_after=overtime)
+        ended = None if store is None else (lambda run_id: run_ended(store, run_id))
+        return ThreadQueue(execute, workers=settings.workers, give_up_after=overtime,
+                           ended=ended)
     if not settings.redis_url:
         raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
     return RQQueue(settings.redis_url, queue_name=settings.queue_name,
                    job_timeout=math.ceil(overtime))
+
+
+def run_ended(store: BotStore, run_id: int) -> bool:
+    """Whether a run is over in the database (or gone from it)."""
+    run = store.get_run(run_id)
+    return run is None or run.status not in ACTIVE_STATUSES
 
 
 def check_health(store: BotStore, run_queue: RunQueue) -> dict[str, str]:

@@ -16,7 +16,7 @@ from agent.orchestrator import solve
 from agent.planning import plan_task
 from agent.runtime import Runtime
 from agent.workspace import remove_abandoned
-from bot import branches, limits
+from bot import branches, limits, publish
 from bot.checks import CHECK_CONCLUSION, RunCheck, best_effort
 from bot.errors import BotError
 from bot.github.api import PullInfo, Reaction
@@ -26,6 +26,7 @@ from bot.render import markdown as md
 from bot.render import pr, replies
 from bot.replying import REPLIES, answer, permission_refusal, report_ended
 from bot.repo_config import limited_config
+from bot.run_progress import ProgressSandbox, RunProgress, event_progress
 from bot.services import Services
 from bot.store import Run, RunStatus
 from bot.task import build_task
@@ -97,6 +98,7 @@ class _Job:
         # push is a fast-forward (None).
         self.replacing: str | None = None
         self.limits: list[limits.Limit] = []
+        self.progress = RunProgress(self.store, run.id)  # the run's own, not the heartbeat's
 
     # --- dispatch ------------------------------------------------------------------------
 
@@ -147,6 +149,7 @@ class _Job:
         self.start_progress()
         env = self.gh.git_auth_env(self.inst)
         mirror = self.services.mirrors.sync(self.repo, self.gh.clone_url(self.repo), env=env)
+        self.progress("the repository fetched")
         if not git.branch_exists(mirror, base_ref):  # an empty repository, a deleted branch
             self.finish_with_comment("rejected", replies.refusal_text(
                 "no_branch", branch=base_ref, pull_request=issue.is_pull_request),
@@ -217,9 +220,10 @@ class _Job:
 
     def runtime(self, config: SolveConfig) -> Runtime:
         return Runtime(
-            log=self.services.runlog, models=self.services.router(config),
+            log=self.services.runlog, models=self.services.router(config, progress=self.progress),
             environ=self.services.environ, work_dir=self.settings.data_dir / "work",
-            sandbox=self.services.sandbox, env_cache=self.services.env_cache, observer=self,
+            sandbox=ProgressSandbox(self.services.sandbox, self.progress),
+            env_cache=self.services.env_cache, observer=self,
             should_cancel=self.should_cancel,
             clock=self.services.clock,
         )
@@ -297,9 +301,13 @@ class _Job:
             return
         if self.pull is not None:  # what it pushed is reported on the pull request, not as it
             ctx = ctx.model_copy(update={"on_pull": True, "draft": self.pull.draft})
+        self.progress("pushing the branch")
+        since = self.replacing or f"refs/heads/{self.default_branch}"  # an issue run's start
+        ours = None if self.pull is not None else (
+            lambda head: branches.only_cra(mirror, since, head))  # a killed run's late push
         try:
-            remotes.push_branch(mirror, self.gh.clone_url(self.repo), branch, env=env,
-                                replacing=self.replacing)
+            publish.push(mirror, self.gh.clone_url(self.repo), branch, env=env,
+                         replacing=self.replacing, sleep=self.services.sleep, ours=ours)
         except GitError as exc:
             if (why := remotes.push_rejection(exc)) is None:
                 raise
@@ -354,7 +362,9 @@ class _Job:
                                          clock=self.services.clock)
 
     def on_event(self, event: RunEvent) -> None:
-        """The orchestrator's progress: link the run page at once, then the checklist."""
+        """The orchestrator's progress: stamped as the run's, the run page linked at once,
+        then the checklist."""
+        self.progress(event_progress(event))
         if event.kind == "run_started":
             self.store.update_run(self.run.id, orchestrator_task_id=event.run_id)
         if self.reporter is not None:

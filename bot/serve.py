@@ -69,6 +69,7 @@ def start_reaper(settings: BotSettings, services: Services) -> Reaper | None:
         return None
     reaper = Reaper(services.store, services.queue, stale_after=settings.stale_after,
                     requeue_after=settings.requeue_after,
+                    stall_after=settings.run_stall_timeout,
                     report=lambda run_id: report_ended(run_id, services),
                     work_dir=settings.data_dir / "work")
     return reaper.start(settings.reap_interval)

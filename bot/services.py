@@ -21,6 +21,7 @@ from bot.github.tokens import AppTokens, Generations, StaticToken, TokenProvider
 from bot.installation_store import Installations
 from bot.mirrors import MirrorCache
 from bot.queue import RunQueue, build_queue, check_health
+from bot.run_progress import Progress, ProgressChatModel
 from bot.sandboxes import build_bot_sandbox, build_env_cache
 from bot.settings import ROLES, BotSettings, repository_environment
 from bot.store import BotStore
@@ -43,18 +44,21 @@ class Services:
     env_cache: EnvCache | None = None
     queue: RunQueue = field(default_factory=lambda: NoQueue())
     clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep  # the waits between a failed push's tries
     context_factory: ContextFactory | None = None  # None: the repository index (retrieval)
     chat_factory: Callable[[ModelConfig, str | None], ChatModel] = field(
         default=lambda config, key: HTTPChatModel(config, api_key=key)
     )
 
-    def router(self, config: SolveConfig) -> ModelRouter:
-        """Model clients for a run's effective config, keys from the server's settings."""
+    def router(self, config: SolveConfig, *, progress: Progress | None = None) -> ModelRouter:
+        """Model clients for a run's effective config, keys from the server's settings; each
+        call's start and end told to `progress` when given (bot.run_progress)."""
         keys = {id(getattr(config.models, role)): self.settings.api_key_for(role)
                 for role in ROLES}
 
         def build(model: ModelConfig) -> ChatModel:
-            return self.chat_factory(model, keys.get(id(model)))
+            chat = self.chat_factory(model, keys.get(id(model)))
+            return chat if progress is None else ProgressChatModel(chat, progress)
 
         return ModelRouter(config.models, factory=build)
 
@@ -129,5 +133,6 @@ def build_services(
         env_cache=build_env_cache(settings),
     )
     if execute is not None:
-        services.queue = build_queue(settings, lambda run_id: execute(run_id, services))
+        services.queue = build_queue(settings, lambda run_id: execute(run_id, services),
+                                     store=store)
     return services

@@ -157,6 +157,13 @@ class BotSettings(BaseSettings):
         "is stuck (the worker stops at its next step and pushes nothing; a stuck in-process "
         "worker is replaced CRA_STALE_AFTER seconds later).",
     )
+    run_stall_timeout: float = Field(
+        default=3600.0, gt=0,
+        description="Seconds a running run may go without progress of its own (a model call "
+        "started or ended, a test, lint or setup command started, an edit applied) before it "
+        "is ended as stalled, though its worker's heartbeat beats on (a hung worker thread); "
+        "longer than CRA_MAX_TEST_TIMEOUT.",
+    )
     requeue_after: float = Field(
         default=60.0, gt=0,
         description="Seconds a run may stay queued, held by no queue, before it is queued "
@@ -277,6 +284,16 @@ class BotSettings(BaseSettings):
                 f"CRA_STALE_AFTER ({self.stale_after:g} s) must be at least twice "
                 f"CRA_HEARTBEAT_INTERVAL ({self.heartbeat_interval:g} s), or the reaper ends "
                 "runs whose workers are alive")
+        return self
+
+    @model_validator(mode="after")
+    def _stalls_after_the_longest_command(self) -> BotSettings:
+        """A command may run its whole time without being taken for a hang."""
+        if self.run_stall_timeout <= self.max_test_timeout:
+            raise ValueError(
+                f"CRA_RUN_STALL_TIMEOUT ({self.run_stall_timeout:g} s) must be longer than "
+                f"CRA_MAX_TEST_TIMEOUT ({self.max_test_timeout:g} s), or a test, lint or setup "
+                "command running to its limit is taken for a hung run")
         return self
 
     @classmethod

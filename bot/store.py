@@ -32,6 +32,7 @@ ACTIVE_STATUSES: tuple[RunStatus, ...] = ("queued", "running")
 STALE_CANCEL = "cancelled; its worker had stopped"  # the error of a run a cancel ended at once
 ACTIVE_COMMANDS = ("solve", "plan")  # help, cancel and busy runs only reply
 DELIVERY_RETENTION = timedelta(days=7)  # GitHub redelivers with the same id for days
+Sign = Literal["heartbeat", "progress"]  # its worker's heartbeat, or the run's own progress
 
 
 class ActiveRunExists(BotError):
@@ -73,10 +74,17 @@ class Run(Record):
     heartbeat_at: datetime | None = None
     worker: str | None = None
     requeues: int = 0
+    progress_at: datetime | None = None
+    progress: str | None = None
 
     def last_sign_of_life(self) -> datetime | None:
         """When its worker last showed it was alive: the heartbeat, else the start."""
         return self.heartbeat_at or self.started_at
+
+    def last_progress(self) -> datetime | None:
+        """When the run itself last moved (a model call, a test command, an edit), else its
+        start."""
+        return self.progress_at or self.started_at
 
 
 UPDATABLE = frozenset(Run.model_fields) - {"id", "created_at"}
@@ -107,9 +115,14 @@ def run_values(
     }
 
 
-def _silent_since(cutoff: datetime) -> ColumnElement[bool]:
-    """A run whose last heartbeat (or, before its first, its start) is older than `cutoff`."""
-    return func.coalesce(RunRow.heartbeat_at, RunRow.started_at) < cutoff
+def _stamp(sign: Sign) -> Any:
+    """The column of a sign: the worker's heartbeat, or the run's own progress."""
+    return RunRow.heartbeat_at if sign == "heartbeat" else RunRow.progress_at
+
+
+def _silent_since(cutoff: datetime, sign: Sign = "heartbeat") -> ColumnElement[bool]:
+    """A run whose last sign (or, before its first, its start) is older than `cutoff`."""
+    return func.coalesce(_stamp(sign), RunRow.started_at) < cutoff
 
 
 def _run(row: RunRow) -> Run:
@@ -284,6 +297,11 @@ class BotStore(Database):
         where = (RunRow.id == run_id) & (RunRow.status == "running")
         return self._update_where(where, heartbeat_at=self._clock())
 
+    def record_progress(self, run_id: int, what: str) -> bool:
+        """Stamp that a running run moved, and how; False when it is no longer running."""
+        where = (RunRow.id == run_id) & (RunRow.status == "running")
+        return self._update_where(where, progress_at=self._clock(), progress=what)
+
     def request_cancel(self, run_id: int, *, stale_before: datetime | None = None) -> bool:
         """Ask an active run to stop; False if not active.
 
@@ -302,20 +320,21 @@ class BotStore(Database):
             return True
         return self._update_where(running, cancel_requested=True)
 
-    def stale_runs(self, stale_before: datetime) -> list[Run]:
-        """Running runs whose worker has shown no sign of life since `stale_before`."""
+    def stale_runs(self, stale_before: datetime, *, sign: Sign = "heartbeat") -> list[Run]:
+        """Running runs with no `sign` since `stale_before`: their worker's heartbeat (it
+        died), or their own progress (it hangs)."""
         query = (select(RunRow)
-                 .where(RunRow.status == "running", _silent_since(stale_before))
+                 .where(RunRow.status == "running", _silent_since(stale_before, sign))
                  .order_by(RunRow.id))
         with self._sessions() as session:
             return [_run(row) for row in session.scalars(query)]
 
-    def end_stale_run(self, run: Run, error: str) -> bool:
-        """Fail a run seen stale, unless its worker stamped a heartbeat or ended it since
+    def end_stale_run(self, run: Run, error: str, *, sign: Sign = "heartbeat") -> bool:
+        """Fail a run seen stale, unless it stamped that `sign` again or ended since
         (compare-and-set: of several reapers, exactly one wins)."""
-        seen = run.heartbeat_at
+        seen, column = (run.heartbeat_at if sign == "heartbeat" else run.progress_at), _stamp(sign)
         where = ((RunRow.id == run.id) & (RunRow.status == "running")
-                 & (RunRow.heartbeat_at.is_(None) if seen is None else RunRow.heartbeat_at == seen))
+                 & (column.is_(None) if seen is None else column == seen))
         return self._update_where(where, status="failed", error=error,
                                   finished_at=self._clock())
 

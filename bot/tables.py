@@ -89,6 +89,8 @@ class RunRow(BotBase):
     heartbeat_at: Mapped[datetime | None]  # stamped by the worker while it works (migration 0006)
     worker: Mapped[str | None]  # host:pid of the process executing it
     requeues: Mapped[int] = mapped_column(default=0, server_default="0")  # by the reaper (0007)
+    progress_at: Mapped[datetime | None]  # stamped by the run as it moves (migration 0009)
+    progress: Mapped[str | None]  # what it last did then: "a model call answered (coding)", …
 
 
 class InstallationRow(BotBase):

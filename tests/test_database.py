@@ -80,6 +80,9 @@ def test_a_database_behind_the_newest_migration_is_upgraded(tmp_path: Path) -> N
         connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN heartbeat_at")  # 0006's
         connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN worker")
         connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN requeues")  # 0007's
+        connection.exec_driver_sql("DROP TABLE installations")  # 0008's
+        connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN progress_at")  # 0009's
+        connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN progress")
     assert not at_head(engine)
     BotStore.open(url).close()
     assert at_head(engine)

@@ -178,6 +178,38 @@ def test_a_push_the_remote_refuses_quotes_its_reason(tmp_path: Path) -> None:
         "GitHub refused it (pre-receive hook declined)")
 
 
+def test_a_push_onto_a_moved_branch_is_stale_and_one_the_remote_refuses_is_not(
+    tmp_path: Path,
+) -> None:
+    remote, wt = _pushed_twice(tmp_path)
+    main = git_in(remote, "rev-parse", "main").strip()
+    git_in(remote, "update-ref", "refs/heads/cra/issue-7", main)
+    with pytest.raises(GitError) as moved:
+        remotes.push_branch(wt, remote.as_uri(), "cra/issue-7", replacing="")
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    with pytest.raises(GitError) as refused:
+        remotes.push_branch(wt, remote.as_uri(), "cra/issue-7", replacing=main)
+
+    assert remotes.push_stale(moved.value) and not remotes.push_stale(refused.value)
+    assert not remotes.push_busy(refused.value)
+
+
+def test_fetch_branch_brings_a_remote_branch_in_without_changing_a_ref(tmp_path: Path) -> None:
+    remote, _ = _pushed_twice(tmp_path)
+    main = git_in(remote, "rev-parse", "main").strip()
+    theirs = git_in(remote, "commit-tree", f"{main}^{{tree}}", "-p", main, "-m", "Theirs").strip()
+    git_in(remote, "update-ref", "refs/heads/cra/issue-7", theirs)
+    mirror = tmp_path / "calc.git"
+    refs = git_in(mirror, "for-each-ref")
+
+    assert remotes.fetch_branch(mirror, remote.as_uri(), "cra/issue-7") == theirs
+    assert remotes.fetch_branch(mirror, remote.as_uri(), "cra/issue-8") is None
+    assert git_in(mirror, "cat-file", "-t", theirs).strip() == "commit"
+    assert git_in(mirror, "for-each-ref") == refs
+
+
 def test_other_git_failures_are_no_push_rejection(tmp_path: Path) -> None:
     _, wt = _pushed_twice(tmp_path)
     with pytest.raises(GitError) as caught:

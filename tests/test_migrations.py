@@ -26,7 +26,7 @@ from agent.tables import Base
 from bot.tables import BotBase
 from tests.test_store import TABLES, postgres_schema_url
 
-HEAD = "0008"
+HEAD = "0009"
 BOT_TABLES = {"deliveries", "runs", "installations"}
 METADATA = [Base.metadata, BotBase.metadata]
 

@@ -14,8 +14,10 @@ import pytest
 from redis import Redis
 from rq import Queue, SimpleWorker
 
-from bot.queue import RUNNER_JOB, RQQueue, ThreadQueue, build_queue
+from bot.queue import RUNNER_JOB, RQQueue, ThreadQueue, build_queue, run_ended
 from bot.settings import BotSettings
+from bot.store import BotStore
+from tests.bot.test_store import trigger
 
 EXECUTED_BY_RQ: list[int] = []
 
@@ -215,6 +217,41 @@ def test_a_worker_stuck_past_the_limit_is_replaced_and_its_thread_takes_no_other
     assert done == [(2, "cra-worker-1"), (1, "cra-worker-0"), (3, "cra-worker-1")]
     stuck_threads[0].join(10)
     assert not stuck_threads[0].is_alive()  # it ended instead of waiting for more runs
+
+
+def test_a_worker_whose_run_has_ended_is_replaced_at_the_watchdogs_next_look() -> None:
+    stuck, release, done = threading.Event(), threading.Event(), []
+    over: set[int] = set()  # the runs the database says have ended
+
+    def execute(run_id: int) -> None:
+        if run_id == 1:
+            stuck.set()
+            release.wait(30)  # a hung model call, say: only the test lets it go
+        done.append(run_id)
+
+    run_queue = ThreadQueue(execute, workers=1, give_up_after=3600, ended=over.__contains__,
+                            watch_every=0.05)
+    try:
+        run_queue.enqueue(1)
+        assert stuck.wait(10)
+        run_queue.enqueue(2)
+        assert run_queue.drain(timeout=0.3) is False  # run 1 still runs: its worker is kept
+        over.add(1)  # the reaper ended it: no progress for too long
+        assert run_queue.drain(timeout=10)  # a new worker took the hung one's place
+        assert done == [2]
+    finally:
+        release.set()
+        run_queue.close()
+
+
+def test_run_ended_says_whether_the_database_holds_the_run_as_over(store: BotStore) -> None:
+    active = store.create_run(trigger(issue_number=1, delivery_id="d-1"))
+    over = store.create_run(trigger(issue_number=2, delivery_id="d-2"))
+    assert store.end_run(over.id, "failed", error="stalled")
+
+    assert run_ended(store, active.id) is False
+    assert run_ended(store, over.id) is True
+    assert run_ended(store, 10**6) is True
 
 
 def test_a_run_within_the_limit_keeps_its_worker() -> None:

@@ -169,6 +169,20 @@ def test_a_stale_after_shorter_than_two_heartbeats_is_refused_naming_both(
         BotSettings.load()
 
 
+def test_a_stall_timeout_a_command_could_outlast_is_refused_naming_both(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CRA_MAX_TEST_TIMEOUT", "1800")
+    monkeypatch.setenv("CRA_RUN_STALL_TIMEOUT", "1800")
+    with pytest.raises(SettingsError, match=r"CRA_RUN_STALL_TIMEOUT.*CRA_MAX_TEST_TIMEOUT"):
+        BotSettings.load()
+
+
+def test_the_stall_timeout_outlasts_the_longest_command_by_default() -> None:
+    settings = BotSettings()
+    assert settings.run_stall_timeout > settings.max_test_timeout
+
+
 def test_a_model_url_with_credentials_is_refused_without_showing_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -523,6 +523,9 @@ def test_observer_sees_the_run_in_order(clean: Harness) -> None:
     kinds = [e.kind for e in clean.events]
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
     assert kinds.count("step_passed") == 3 and kinds.count("adjustment_made") == 1
+    assert kinds.count("edits_applied") >= 3  # each step's edits, before its tests ran
+    first_edit = kinds.index("edits_applied")
+    assert kinds.index("step_passed") > first_edit
 
 
 def test_cli_solve_without_plan_runs_the_orchestrator(
