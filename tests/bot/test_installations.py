@@ -25,6 +25,7 @@ from bot.settings import BotSettings
 from bot.signin import EXTENSION as SIGNIN
 from bot.store import BotStore
 from bot.webhooks import sign
+from tests.bot.test_app import RecordingQueue
 from tests.fakes.github_server import FakeGitHub
 from tests.fixtures import webhook_bytes
 
@@ -32,22 +33,6 @@ SECRET = "webhook-secret"
 INSTALLATION = 2  # installation/deleted.payload.json's
 ACCOUNT_REPO = "octocat/Hello-World"  # its account's repository
 REPO = "acme/calc"  # the repository the worker works on
-
-
-class RecordingQueue:
-    """A RunQueue keeping the ids it was given."""
-
-    def __init__(self) -> None:
-        self.enqueued: list[int] = []
-
-    def enqueue(self, run_id: int) -> None:
-        self.enqueued.append(run_id)
-
-    def healthy(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        pass
 
 
 class DoorServices:
