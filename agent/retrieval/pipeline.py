@@ -93,20 +93,24 @@ def _retrieve(
     run = _Run(task, root, mode, config, classifier, resolved,
                [DroppedFile(path=p, reason=NOT_IN_REPOSITORY) for p in resolved.missing],
                calls_left=config.max_classifier_calls, budget=budget_tokens)
-    # The implement step edits sources unless it targets a test: tests must not crowd them out.
-    prefer_source = mode == "implement" and not any(is_test_path(f) for f in seeds.files)
+    # A step edits sources unless it targets a test, and a plan is made of source changes:
+    # tests must not crowd the sources out.
+    prefer_source = mode == "plan" or not any(is_test_path(f) for f in seeds.files)
     ranked = rank(f"{task}\n{seeds.text}", index, resolved, limit=config.search_limit,
                   prefer_source=prefer_source)
     why = {c.path: "rank: " + ", ".join(c.reasons) for c in ranked}
     pool = [c.path for c in ranked if c.path not in carried][: config.top_k]
     # Only the files the pass names are shown whole whatever their size (cut short before
     # they are dropped); what the texts mention comes next, whole only when small.
-    entries = [e for p in resolved.files if (e := _load(
+    first, tests_last = _seed_order(resolved, mode)
+    entries = [e for p in first if (e := _load(
         run, p, "seed: " + resolved.reasons[p], seed=_named(resolved, p))) is not None]
     entries += [e for p in carried if p not in resolved.reasons
                 and (e := _load(run, p, carried[p].reason, carry=carried[p])) is not None]
     candidates = [e for p in pool if (e := _load(run, p, why[p])) is not None]
     entries += _scope(run, candidates)
+    entries += [e for p in tests_last  # in the room left: nothing is kept for them
+                if (e := _load(run, p, "seed: " + resolved.reasons[p])) is not None]
     for entry in entries:
         _precision(run, entry)
     files, over = pack(entries, budget_tokens, whole_file_tokens=config.whole_file_tokens,
@@ -134,6 +138,18 @@ def _needed(budget: int, root: Path, mode: Mode, seeds: ResolvedSeeds,
                 continue
             named += block_tokens(ContextFile(path=path, content=text))
     return min(budget, named + config.implement_extra_tokens)
+
+
+def _seed_order(seeds: ResolvedSeeds, mode: Mode) -> tuple[list[str], list[str]]:
+    """The seeds shown before the ranked files, and those after them. A plan pass is shown the
+    sources first: the tests its task names, or its failure output points at, are known to it
+    by name, and their outlines would fill a planner's small room before the code to change
+    (sqlparse: the failing test file and the test files of unrelated failures in the output
+    left no room for the module the fix changes)."""
+    if mode != "plan":
+        return list(seeds.files), []
+    tests = [p for p in seeds.files if is_test_path(p)]
+    return [p for p in seeds.files if p not in tests], tests
 
 
 def _named(seeds: ResolvedSeeds, path: str) -> bool:
