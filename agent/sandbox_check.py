@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import socket
 import sys
@@ -100,7 +101,10 @@ def _network_fact(sandbox: Sandbox, tree: Path) -> list[str]:
         listener.listen(8)
         closed, opened = network_targets(sandbox.allow_addresses, own,
                                          port=listener.getsockname()[1])
-        probe = (f"{_INTERFACES}\n{shlex.quote(sys.executable)} -I -S -c "
+        # the interpreter itself, not a virtualenv's link to it: a virtualenv under /tmp (a
+        # fresh install's, a test's) is not in the sandbox, whose /tmp is its own
+        python = os.path.realpath(sys.executable)
+        probe = (f"{_INTERFACES}\n{shlex.quote(python)} -I -S -c "
                  f"{shlex.quote(_CONNECT)} {shlex.join([*closed, *opened])}")
         result = run_command(probe, tree, sandbox=sandbox, timeout=60, network=True,
                              env={"PATH": "/usr/bin:/bin"}, max_output_chars=4000)
