@@ -21,8 +21,10 @@ from bot.webhooks import sign
 from tests.bot.test_command_line import routed_comment
 from tests.bot.test_pr import DIFF, ctx, markup_problems, result, validation
 from tests.e2e.bot_world import REPO, SECRET, BotWorld
+from tests.e2e.test_honest_gate import cra_solve
 from tests.fakes.github_server import FakeGitHub
-from tests.fakes.model_server import ScriptedModelServer
+from tests.fakes.model_server import Reply, ScriptedModelServer, garbage
+from tests.fakes.repos import git_in
 from tests.test_store import postgres_schema_url
 
 Change = Callable[[dict[str, Any]], None]
@@ -279,3 +281,26 @@ def test_attack_oversized_test_output_is_cut_keeping_its_end() -> None:
     body = compose_pr_body(ctx(result(final_validation=validation(output=output))))
     assert "1 failed, 6 passed\n```" in body
     assert re.search(r"… [\d,]+ earlier lines omitted\.", body)
+
+
+# --- the model -----------------------------------------------------------------------------------
+
+
+MODEL_GARBAGE: dict[str, Reply | str] = {
+    "prose instead of JSON or edits": "Sure! I fixed everything. Trust me.",
+    "a body that is not JSON": garbage(),
+}
+
+
+@pytest.mark.parametrize("name", list(MODEL_GARBAGE))
+def test_attack_model_answering_garbage_fails_the_run_honestly_with_nothing_pushed(
+    name: str, tmp_path: Path, isolated_git: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ScriptedModelServer() as server:
+        server.respond_with(lambda request: MODEL_GARBAGE[name])
+        run = cra_solve(tmp_path, server, "tests/test_ops.py::test_mul fails: fix mul",
+                        capsys=capsys)
+
+    assert run.code != 0 and run.out.startswith("status: failed"), run.out
+    assert git_in(run.repo, "branch", "--list", "cra/*") == ""
+    assert git_in(run.repo, "status", "--porcelain") == ""
