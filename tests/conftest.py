@@ -17,6 +17,9 @@ from agent.sandbox import SandboxLimits
 from tests.fakes.repos import ISOLATED_GIT_ENV
 from tests.fakes.sandboxes import bwrap_installed
 
+# bot_files, probe_env, listener, world_listener: what the sandbox tests set commands to reach
+pytest_plugins = ["tests.fakes.probes"]
+
 
 def _service_url(var: str, what: str) -> str:
     url = os.environ.get(var)

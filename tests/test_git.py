@@ -376,28 +376,6 @@ def test_commit_all_never_runs_the_repositorys_hooks(worktree: Path, project: Pa
     assert not list(worktree.glob("hook-*"))
 
 
-def test_no_git_call_of_cras_runs_a_hook_of_the_repositorys(project: Path,
-                                                            tmp_path: Path) -> None:
-    """Hooks that run on checkouts, index and ref updates too, not only on commits."""
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    hooks = project / ".git" / "hooks"
-    names = ("post-checkout", "post-index-change", "reference-transaction", "pre-commit",
-             "post-commit", "pre-auto-gc", "post-rewrite")
-    for name in names:
-        (hooks / name).write_text(f"#!/bin/sh\ntouch {marks}/{name}\n")
-        (hooks / name).chmod(0o755)
-    worktree = git.add_worktree(project, tmp_path / "wt", commit=git.head_commit(project),
-                                branch=git.unique_branch(project, "cra/hooks"))
-    replace_in(worktree / "calc" / "ops.py", MUL_BUG, MUL_FIX)
-    assert git.commit_all(worktree, "Fix", author_name="a", author_email="a@x") is not None
-    git.reset_clean(worktree, git.head_commit(project))
-    git.remove_worktree(project, worktree)
-    git.delete_branch(project, "cra/hooks")
-
-    assert sorted(p.name for p in marks.iterdir()) == []
-
-
 def test_diff_of_the_working_tree_includes_new_untracked_files(worktree: Path) -> None:
     base = git.head_commit(worktree)
     replace_in(worktree / "calc" / "ops.py", MUL_BUG, MUL_FIX)

@@ -66,28 +66,6 @@ def test_a_submodule_the_checkout_never_initialised_is_named_not_fetched(tmp_pat
     close_workspace(ws, keep_branch=False)
 
 
-def test_a_recorded_commit_the_checkouts_copy_lacks_is_not_fetched_from_the_url(
-    tmp_path: Path,
-) -> None:
-    repo, lib, _ = with_submodule(tmp_path)
-    write_files(lib, {"helper.py": "def three():\n    return 3\n"})
-    git_in(lib, "commit", "--quiet", "--all", "-m", "newer")
-    newer = git_in(lib, "rev-parse", "HEAD").strip()
-    # The superproject records the newer commit, which only the library's URL has.
-    git_in(repo, "update-index", "--cacheinfo", f"160000,{newer},vendor/lib")
-    git_in(repo, "commit", "--quiet", "-m", "Use the newer library")
-
-    ws = open_workspace(repo, work_dir=tmp_path / "work", run_id="r3", branch_hint="fix")
-
-    [note] = ws.notes
-    assert note.startswith(f"the submodule vendor/lib could not be checked out at {newer[:12]} "
-                           "from this checkout's copy (")
-    assert note.endswith("`git submodule update` in the checkout fetches it")
-    assert not (ws.worktree / "vendor/lib/helper.py").exists()
-    close_workspace(ws, keep_branch=False)
-    assert not ws.worktree.exists()
-
-
 def test_submodules_are_read_from_the_index_and_named_by_gitmodules(tmp_path: Path) -> None:
     repo = make_python_project(tmp_path / "repo")
     sha = "1" * 40

@@ -84,20 +84,6 @@ def test_scrubbed_env_keeps_the_base_variables_and_the_allow_list() -> None:
                    "MY_SETTING": "visible"}
 
 
-def test_scrubbed_env_drops_secret_names_even_when_allow_listed() -> None:
-    env = scrubbed_env(ENVIRON, list(ENVIRON))
-    assert set(env) == {"PATH", "HOME", "LANG", "MY_SETTING", "UNLISTED"}
-
-
-def test_test_commands_never_see_tokens(tmp_path: Path, sandbox: Sandbox) -> None:
-    testing = TestingConfig(test_command="env", env=["GITHUB_TOKEN", "OPENAI_API_KEY", "MY_*"])
-    result = run_validation(tmp_path, testing, environ=ENVIRON, sandbox=sandbox)
-    assert result.success
-    assert result.test_output is not None and "MY_SETTING=visible" in result.test_output
-    assert not [value for value in SECRET_VALUES if value in result.test_output]
-    assert "UNLISTED" not in result.test_output
-
-
 # --- running one command ---------------------------------------------------------------------
 
 

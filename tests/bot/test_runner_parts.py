@@ -79,12 +79,6 @@ def test_repository_cannot_point_the_bot_at_another_url(tmp_path: Path) -> None:
         effective_config(tmp_path, settings())
 
 
-def test_repository_cannot_unprotect_workflows(tmp_path: Path) -> None:
-    write(tmp_path, '[orchestrator]\nprotected_paths = ["secrets/**"]\n')
-    protected = effective_config(tmp_path, settings()).orchestrator.protected_paths
-    assert protected == [".github/workflows/**", "secrets/**"]
-
-
 class Clock:
     def __init__(self) -> None:
         self.now = 0.0

@@ -6,7 +6,6 @@ with its test change listed."""
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,84 +17,13 @@ from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import (
     DEFAULT_CRA_TOML,
     MUL_BUG,
-    MUL_FIX,
-    TEST_COMMAND,
-    TEST_OPS_PY,
-    git_in,
     make_python_project,
 )
+from tests.hostile.answers import FIX, TEST_FILE, WEAKENINGS, edit
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
-TEST_FILE = "tests/test_ops.py"
 SUB_TEST = "    assert sub(5, 3) == 2"
-
-
-def edit(path: str, search: str, replacement: str) -> str:
-    return (f'<edit file="{path}">\n<search>\n{search}\n</search>\n'
-            f"<replacement>\n{replacement}\n</replacement>\n</edit>")
-
-
-def create(path: str, content: str) -> str:
-    return edit(path, "", content)
-
-
-FIX = edit("calc/ops.py", MUL_BUG.rstrip("\n"), MUL_FIX.rstrip("\n"))
-CONFTEST_SKIPS = '''import pytest
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        item.add_marker(pytest.mark.skip(reason="flaky"))'''
-CONFTEST_DESELECTS = '''def pytest_collection_modifyitems(config, items):
-    kept = [item for item in items if "mul" not in item.name]
-    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
-    items[:] = kept'''
-CONFTEST_REWRITES = '''import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    outcome.get_result().outcome = "passed"'''
-PATCHING_TEST = '''import calc
-import calc.ops
-
-calc.ops.mul = calc.mul = lambda a, b: a * b'''
-
-# name → (the weakening answer, what the rejection says, found only by the original re-run)
-WEAKENINGS: dict[str, tuple[str, str, bool]] = {
-    "test file replaced": (edit(TEST_FILE, TEST_OPS_PY.rstrip("\n"),
-                                "def test_ok():\n    assert True"), "no longer ran", False),
-    "test file emptied": (edit(TEST_FILE, TEST_OPS_PY.rstrip("\n"), ""),
-                          "no test was collected", False),
-    "failing test deleted": (edit(TEST_FILE, "def test_mul():\n    assert mul(2, 3) == 6", ""),
-                             "no longer ran", False),
-    "module-level skip": (edit(TEST_FILE, "from calc import add, mul, sub",
-                               "import pytest\n\nfrom calc import add, mul, sub\n\n"
-                               "pytestmark = pytest.mark.skip(reason='flaky')"),
-                          "skipped or marked xfail", False),
-    "test-level xfail": (edit(TEST_FILE, "def test_mul():",
-                              "import pytest\n\n\n@pytest.mark.xfail(reason='known')\n"
-                              "def test_mul():"), "skipped or marked xfail", False),
-    "conftest skips": (create("conftest.py", CONFTEST_SKIPS), "skipped or marked xfail", False),
-    "conftest deselects": (create("tests/conftest.py", CONFTEST_DESELECTS), "no longer ran",
-                           False),
-    "conftest exits early": (create("conftest.py", "import os\n\nos._exit(0)"),
-                             "before the test runner reported", False),
-    "conftest rewrites outcomes": (create("conftest.py", CONFTEST_REWRITES),
-                                   "must make pass still fail", True),
-    "runner config deselects": (create("pytest.ini", "[pytest]\naddopts = --deselect "
-                                       "tests/test_ops.py::test_mul"), "no longer ran", False),
-    "pytest.toml loads a plugin": (create("calc/_plugin.py", CONFTEST_REWRITES) + "\n"
-                                   + create("pytest.toml", '[pytest]\naddopts = ["-p", '
-                                            '"calc._plugin"]'),  # read before pyproject.toml
-                                   "must make pass still fail", True),
-    "new test patches the code": (create("tests/test_aaa.py", PATCHING_TEST),
-                                  "must make pass still fail", True),
-    "cra.toml edited": (edit("cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}",
-                             'test_command = "true"'), "cra never edits it", False),
-}
 
 
 @pytest.fixture
@@ -128,30 +56,6 @@ def script_plan(server: ScriptedModelServer, description: str, files: list[str],
     server.script("part_plan", plan_step(description, files, changes_tests=changes_tests))
     server.script("adjustment", json.dumps({"revised_steps": [], "rationale": "done",
                                             "changes_made": []}))
-
-
-@pytest.mark.parametrize("name", list(WEAKENINGS))
-def test_a_weakened_test_is_rejected_and_the_real_fix_lands(
-    name: str, tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
-) -> None:
-    weakening, reason, by_original = WEAKENINGS[name]
-    script_plan(server, "Fix mul in calc/ops.py", ["calc/ops.py", TEST_FILE])
-    server.script("implement", weakening)
-    server.script("implement_retry", FIX)
-
-    run = cra_solve(tmp_path, server, "tests/test_ops.py::test_mul fails: fix mul",
-                    capsys=capsys)
-
-    assert run.code == 0, run.out
-    assert "status: complete" in run.out
-    retry = next(r for r in server.requests if r.stage == "implement_retry")
-    assert reason in retry.user_prompt
-    assert ("original test files" in retry.user_prompt) == by_original
-    if name != "cra.toml edited":
-        assert "Fix the source code" in retry.user_prompt
-    assert run.changed_files() == ["calc/ops.py"]
-    assert run.show(TEST_FILE) == TEST_OPS_PY
-    assert "Tests changed" not in run.out
 
 
 def test_the_rejected_attempt_is_recorded_with_the_gate_verdict(
@@ -276,45 +180,3 @@ def test_the_single_pass_allows_a_test_change_its_plan_declares_and_the_task_ask
     assert "Tests changed" in run.out and "tests/test_ops.py::test_sub" in run.out
 
 
-def test_a_test_weakened_through_a_symlink_is_found_by_the_original_rerun(
-    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
-) -> None:
-    repo = make_python_project(tmp_path / "repo", config=DEFAULT_CRA_TOML)
-    (repo / "calc" / "link.py").symlink_to("../tests/test_ops.py")
-    git_in(repo, "add", "calc/link.py")
-    git_in(repo, "commit", "--quiet", "-m", "A link to the tests")
-    script_plan(server, "Fix mul in calc/ops.py", ["calc/ops.py"])
-    server.script("implement", edit("calc/link.py", "    assert mul(2, 3) == 6",
-                                    "    assert True"))  # writes tests/test_ops.py
-    server.script("implement_retry", FIX)
-
-    code = main(["--data-dir", str(tmp_path / "data"), "solve",
-                 "tests/test_ops.py::test_mul fails: fix mul", "--repo", str(repo),
-                 "--config", str(write_config(tmp_path, server))])  # fmt: skip
-
-    run = Solve(code, capsys.readouterr().out, repo, tmp_path / "data")
-    assert run.code == 0 and "status: complete" in run.out, run.out
-    retry = next(r for r in server.requests if r.stage == "implement_retry")
-    assert "must make pass still fail" in retry.user_prompt
-    assert run.changed_files() == ["calc/ops.py"]
-    assert run.show(TEST_FILE) == TEST_OPS_PY
-
-
-def test_a_test_broken_under_a_command_that_hides_its_exit_code_is_rejected(
-    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`pytest || true` always exits 0: the runner's own report still names the test broken."""
-    break_add = edit("calc/ops.py", "    return a + b", "    return a + b + 1")
-    script_plan(server, "Fix mul in calc/ops.py", ["calc/ops.py"])
-    server.script("implement", f"{FIX}\n{break_add}")
-    server.script("implement_retry", FIX)
-    hiding = "sh -c " + shlex.quote(f"{TEST_COMMAND} || true")
-
-    run = cra_solve(tmp_path, server, "Fix mul", capsys=capsys,
-                    config=write_config(tmp_path, server, command=hiding))
-
-    assert run.code == 0, run.out
-    retry = next(r for r in server.requests if r.stage == "implement_retry")
-    assert ("1 test(s) passed before and now fail (though the test command exited 0): "
-            "tests/test_ops.py::test_add") in retry.user_prompt
-    assert "return a + b + 1" not in run.show("calc/ops.py")

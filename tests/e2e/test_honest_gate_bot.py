@@ -9,8 +9,9 @@ import json
 import pytest
 
 from tests.e2e.bot_world import REPO, BotWorld, edit
-from tests.e2e.test_honest_gate import FIX, SUB_TEST, TEST_FILE, WEAKENINGS
+from tests.e2e.test_honest_gate import SUB_TEST
 from tests.fakes.repos import TEST_OPS_PY, git_in
+from tests.hostile.answers import FIX, TEST_FILE, WEAKENINGS
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 

@@ -70,28 +70,6 @@ def repo(tmp_path: Path, theirs: ScriptedModelServer) -> Path:
     return make_python_project(tmp_path / "repo", config=hostile_config(tmp_path, theirs.url))
 
 
-def test_an_untrusted_repository_passes_none_of_your_variables_to_its_commands(
-    tmp_path: Path, repo: Path, env: dict[str, str],
-) -> None:
-    done = solve(tmp_path, repo, env)
-
-    assert "DEPLOY_KEY" not in seen_env(tmp_path) and SECRET not in seen_env(tmp_path)
-    assert "testing.env (DEPLOY_KEY)" in done.err, done.err
-    assert "may not pass your environment to its commands" in done.err
-    assert done.err.count(IGNORED) == 1, done.err
-
-
-def test_an_untrusted_repository_cannot_send_your_prompts_to_its_server(
-    tmp_path: Path, repo: Path, env: dict[str, str], yours: ScriptedModelServer,
-    theirs: ScriptedModelServer,
-) -> None:
-    done = solve(tmp_path, repo, env)
-
-    assert theirs.requests == []
-    assert yours.chat_requests, done.err
-    assert "models.coding.base_url" in done.err and "models.reasoning.provider" in done.err
-
-
 def test_the_flag_lets_a_repository_pass_the_variables_it_names(
     tmp_path: Path, repo: Path, env: dict[str, str],
 ) -> None:

@@ -217,58 +217,10 @@ def test_dot_slash_paths_are_normalised(tmp_path: Path) -> None:
     assert check_path(tmp_path, "./src/./a.py") == tmp_path.resolve() / "src" / "a.py"
 
 
-@pytest.mark.parametrize("rel", ["../x.py", "src/../../x.py", "a/../b.py"])
-def test_parent_components_are_unsafe(tmp_path: Path, rel: str) -> None:
-    with pytest.raises(UnsafePath, match=r"'\.\.' in the path"):
-        check_path(tmp_path, rel)
-
-
-@pytest.mark.parametrize("rel", ["/etc/passwd", "C:/Windows/x.py", "\\\\server\\share"])
-def test_absolute_paths_are_unsafe(tmp_path: Path, rel: str) -> None:
-    with pytest.raises(UnsafePath, match="absolute path"):
-        check_path(tmp_path, rel)
-
-
-def test_a_symlinked_directory_leaving_the_tree_is_unsafe(tmp_path: Path) -> None:
-    root, outside = tmp_path / "repo", tmp_path / "outside"
-    root.mkdir()
-    outside.mkdir()
-    (root / "vendor").symlink_to(outside)
-    with pytest.raises(UnsafePath, match="leaves the repository through a symlink"):
-        check_path(root, "vendor/x.py")
-
-
-def test_a_symlinked_file_pointing_outside_is_unsafe_even_when_dangling(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "config.py").symlink_to(tmp_path / "nowhere.py")
-    with pytest.raises(UnsafePath, match="through a symlink"):
-        check_path(root, "config.py")
-
-
 def test_a_symlink_inside_the_tree_resolves_to_its_target(tmp_path: Path) -> None:
     _tree(tmp_path, {"real.py": "x"})
     (tmp_path / "alias.py").symlink_to("real.py")
     assert check_path(tmp_path, "alias.py") == tmp_path.resolve() / "real.py"
-
-
-def test_a_symlink_leading_into_git_is_unsafe(tmp_path: Path) -> None:
-    _tree(tmp_path, {".git/config": "[core]\n"})
-    (tmp_path / "settings").symlink_to(".git")
-    with pytest.raises(UnsafePath, match=r"inside \.git/"):
-        check_path(tmp_path, "settings/config")
-
-
-@pytest.mark.parametrize("rel", [".git/config", ".git/hooks/pre-commit", "sub/.git/HEAD", ".GIT/x"])
-def test_paths_inside_git_are_unsafe(tmp_path: Path, rel: str) -> None:
-    with pytest.raises(UnsafePath, match=r"inside \.git/"):
-        check_path(tmp_path, rel)
-
-
-@pytest.mark.parametrize("rel", [".github/workflows/ci.yml", ".github/workflows/sub/x.yml"])
-def test_workflow_files_are_protected_by_default(tmp_path: Path, rel: str) -> None:
-    with pytest.raises(UnsafePath, match=r"protected path \(matches '\.github/workflows/\*\*'\)"):
-        check_path(tmp_path, rel)
 
 
 def test_other_github_files_are_not_protected(tmp_path: Path) -> None:
@@ -389,39 +341,6 @@ def test_an_unsafe_edit_is_rejected_and_nothing_is_written(
     assert f"edit 2 of 2 ({rel}):" in (result.error_info or "")
     assert reason in (result.error_info or "")
     assert _snapshot(tmp_path) == before
-
-
-def test_an_edit_through_a_symlink_leaving_the_tree_is_rejected(tmp_path: Path) -> None:
-    root = _tree(tmp_path / "repo", {"a.py": "x = 1\n"})
-    _tree(tmp_path / "outside", {"secret.py": "key = 1\n"})
-    (root / "lib").symlink_to(tmp_path / "outside")
-    result = apply_edits([_edit("lib/secret.py", "key = 1", "key = 2")], root)
-    assert not result.success
-    assert "symlink" in (result.error_info or "")
-    assert (tmp_path / "outside/secret.py").read_text() == "key = 1\n"
-
-
-@pytest.mark.parametrize("listed", ['path = vendor/lib', 'path = "vendor/lib"',
-                                    "PATH = ./vendor/lib/ "])
-def test_paths_inside_a_submodule_are_unsafe_checked_out_or_not(
-    tmp_path: Path, listed: str
-) -> None:
-    root = _tree(tmp_path, {".gitmodules": f'[submodule "lib"]\r\n\t{listed}\r\n\turl = ../lib\n',
-                            "vendor/library/ok.py": "x = 1\n"})
-    (root / "vendor/lib").mkdir(parents=True)  # a submodule not checked out: an empty directory
-    for rel in ("vendor/lib/new.py", "vendor/lib/deep/er.py", "vendor/lib"):
-        with pytest.raises(UnsafePath, match="inside the submodule vendor/lib/"):
-            check_path(root, rel)
-    assert check_path(root, "vendor/library/ok.py") == (root / "vendor/library/ok.py").resolve()
-    assert check_path(root, "vendor/lib.py") == (root / "vendor/lib.py").resolve()
-
-
-def test_paths_inside_a_repository_nested_in_the_tree_are_unsafe(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {"tools/clone/.git": "gitdir: /elsewhere\n", "tools/clone/a.py": "",
-                            "tools/b.py": ""})  # fmt: skip
-    with pytest.raises(UnsafePath, match="inside tools/clone/, another git repository"):
-        check_path(root, "tools/clone/a.py")
-    assert check_path(root, "tools/b.py") == (root / "tools/b.py").resolve()
 
 
 def test_an_edit_into_a_real_submodule_is_refused_where_git_would_drop_it(
