@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
+from agent.retrieval.parsing import python_tree
+
 Example = tuple[str, str]  # an example's source and its expected output
 TEXT_SUFFIXES = frozenset({".txt", ".rst", ".rest", ".md", ".markdown", ".text", ".doctest"})
 CODE_SUFFIXES = frozenset({".py", ".rs"})
@@ -217,10 +219,7 @@ def _line_starts(data: bytes) -> list[int]:
 
 def parse_python(text: str) -> ast.Module | None:
     """The syntax tree of a Python file (a byte-order mark aside); None when it has none."""
-    try:
-        return ast.parse(text.removeprefix(_BOM))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    return python_tree(text.removeprefix(_BOM))
 
 
 def _doc_refs(text: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import threading
 import warnings
 from pathlib import PurePosixPath
 
@@ -83,13 +84,27 @@ def parse_source(path: str, text: str) -> ParsedFile:
 # --- Python ----------------------------------------------------------------------------------
 
 
+# One thread parses at a time: CPython 3.11 keeps the AST constructor's recursion depth per
+# interpreter, so two threads parsing at once (a bench's runs, --jobs 2) can fail with
+# "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905), and the warnings
+# filters set around a parse are the whole process's.
+_PARSE_LOCK = threading.Lock()
+
+
+def python_tree(text: str) -> ast.Module | None:
+    """The syntax tree of Python source; None when it has none."""
+    with _PARSE_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning on odd escapes is not our concern
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
+            return None
+
+
 def parse_python(text: str) -> ParsedFile:
     """Module docstring, classes, functions and methods, and module-level imports of `text`."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning on odd escapes is not our concern
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = python_tree(text)
+    if tree is None:
         return ParsedFile(language="python", status="syntax_error")
     collector = _PythonCollector(text.splitlines())
     collector.visit_body(tree.body, parent=None, in_class=False)
