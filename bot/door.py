@@ -94,6 +94,16 @@ class _Channel(HTTPChannel):  # type: ignore[misc]
         self.outbuf_lock.release()  # it left bytes behind (the socket was full): send them here
         return True
 
+    def write_soon(self, data: Any) -> int:
+        """waitress's, and a wake of the I/O thread once the buffer is let go, when bytes were
+        left behind: waitress wakes it while this thread still holds the buffer, writable()
+        then says no, and the rest of a large answer waited for the loop's next event or its
+        1 s timeout while the request went on writing."""
+        written = int(super().write_soon(data))
+        if self.total_outbufs_len >= self.adj.send_bytes:  # what waitress woke it for
+            self.server.pull_trigger()
+        return written
+
 
 class _QueueDepthWarning:
     """waitress's "Task queue depth is N" warning, said at most once a minute.

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -228,3 +229,64 @@ def test_a_large_answer_reaches_a_slow_reader_while_its_request_still_writes(
         server.stop()
         thread.join(30)
     assert received > 24 * len(chunk)  # the body and its headers
+
+
+class _WatchedChannel(_Channel):
+    """A connection that notes, each time the I/O thread is woken for it while a request's
+    thread hands part of its answer over, whether that thread still held the buffer."""
+
+    wakes: ClassVar[list[bool]] = []
+
+    def __init__(self, server: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(server, *args, **kwargs)
+        pull = server.pull_trigger
+        lock = self.outbuf_lock  # a Condition: _is_owned() is its own test of its holder
+
+        def watched() -> None:
+            if self.writing:
+                _WatchedChannel.wakes.append(lock._is_owned())  # type: ignore[attr-defined]
+            pull()
+
+        server.pull_trigger = watched
+
+    writing = False
+
+    def write_soon(self, data: Any) -> int:
+        self.writing = True  # a request's thread is handing part of its answer over
+        try:
+            return int(super().write_soon(data))
+        finally:
+            self.writing = False
+
+
+def test_the_io_thread_is_woken_once_a_request_lets_go_of_bytes_it_could_not_send(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request thread that finds the socket full leaves the rest to the I/O thread and wakes
+    it — while still holding the buffer, so the I/O thread passes the connection by; a wake
+    after the buffer is let go is what sends the rest at once rather than at the loop's next
+    event or its 1 s timeout."""
+    chunk = bytes(range(256)) * 4096  # 1 MiB
+
+    def app(environ: dict[str, object], start_response: Callable[..., object]) -> Iterator[bytes]:
+        start_response("200 OK", [("Content-Type", "application/octet-stream"),
+                                  ("Content-Length", str(8 * len(chunk)))])
+        for _ in range(8):
+            yield chunk
+
+    _WatchedChannel.wakes.clear()
+    server, _ = _serve(app, monkeypatch, _WatchedChannel)
+    thread = serve_in_thread(server)
+    try:
+        received = 0
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: cra\r\nConnection: close\r\n\r\n")
+            while data := sock.recv(65536):
+                received += len(data)
+                time.sleep(0.0005) if received < 2 * len(chunk) else None  # a slow start
+    finally:
+        server.stop()
+        thread.join(30)
+    assert received > 8 * len(chunk)
+    assert True in _WatchedChannel.wakes  # the socket was full while the request wrote
+    assert False in _WatchedChannel.wakes, "the I/O thread was woken only while held off"
