@@ -202,21 +202,21 @@ def test_the_io_loop_waits_while_a_request_thread_sends_its_answer(
     assert during < 20, f"{during} turns of the I/O loop in 0.3 s"
 
 
-def test_a_large_answer_reaches_a_slow_reader_while_its_request_still_writes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """What a request's thread could not send at once is sent by the I/O thread while the
-    request goes on writing, past the buffer's high-water mark (16 MiB), where the request
-    waits for it."""
-    chunk = bytes(range(256)) * 4096  # 1 MiB
+MIB = bytes(range(256)) * 4096
+
+
+def _large_answer_to_a_slow_reader(monkeypatch: pytest.MonkeyPatch, mebibytes: int,
+                                   channel: type[_Channel] = _Channel) -> int:
+    """The bytes a client that reads its first 2 MiB slowly receives of a `mebibytes` answer
+    (headers included)."""
 
     def app(environ: dict[str, object], start_response: Callable[..., object]) -> Iterator[bytes]:
         start_response("200 OK", [("Content-Type", "application/octet-stream"),
-                                  ("Content-Length", str(24 * len(chunk)))])
-        for _ in range(24):
-            yield chunk
+                                  ("Content-Length", str(mebibytes * len(MIB)))])
+        for _ in range(mebibytes):
+            yield MIB
 
-    server, _ = _serve(app, monkeypatch)
+    server, _ = _serve(app, monkeypatch, channel)
     thread = serve_in_thread(server)
     try:
         received = 0
@@ -224,11 +224,20 @@ def test_a_large_answer_reaches_a_slow_reader_while_its_request_still_writes(
             sock.sendall(b"GET / HTTP/1.1\r\nHost: cra\r\nConnection: close\r\n\r\n")
             while data := sock.recv(65536):
                 received += len(data)
-                time.sleep(0.0005) if received < 2 * len(chunk) else None
+                time.sleep(0.0005) if received < 2 * len(MIB) else None
     finally:
         server.stop()
         thread.join(30)
-    assert received > 24 * len(chunk)  # the body and its headers
+    return received
+
+
+def test_a_large_answer_reaches_a_slow_reader_while_its_request_still_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a request's thread could not send at once is sent by the I/O thread while the
+    request goes on writing, past the buffer's high-water mark (16 MiB), where the request
+    waits for it."""
+    assert _large_answer_to_a_slow_reader(monkeypatch, 24) > 24 * len(MIB)  # body and headers
 
 
 class _WatchedChannel(_Channel):
@@ -266,27 +275,7 @@ def test_the_io_thread_is_woken_once_a_request_lets_go_of_bytes_it_could_not_sen
     it — while still holding the buffer, so the I/O thread passes the connection by; a wake
     after the buffer is let go is what sends the rest at once rather than at the loop's next
     event or its 1 s timeout."""
-    chunk = bytes(range(256)) * 4096  # 1 MiB
-
-    def app(environ: dict[str, object], start_response: Callable[..., object]) -> Iterator[bytes]:
-        start_response("200 OK", [("Content-Type", "application/octet-stream"),
-                                  ("Content-Length", str(8 * len(chunk)))])
-        for _ in range(8):
-            yield chunk
-
     _WatchedChannel.wakes.clear()
-    server, _ = _serve(app, monkeypatch, _WatchedChannel)
-    thread = serve_in_thread(server)
-    try:
-        received = 0
-        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: cra\r\nConnection: close\r\n\r\n")
-            while data := sock.recv(65536):
-                received += len(data)
-                time.sleep(0.0005) if received < 2 * len(chunk) else None  # a slow start
-    finally:
-        server.stop()
-        thread.join(30)
-    assert received > 8 * len(chunk)
+    assert _large_answer_to_a_slow_reader(monkeypatch, 8, _WatchedChannel) > 8 * len(MIB)
     assert True in _WatchedChannel.wakes  # the socket was full while the request wrote
     assert False in _WatchedChannel.wakes, "the I/O thread was woken only while held off"
