@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from agent.retrieval import treesitter
 from agent.retrieval.index import RepoIndex
-from agent.retrieval.parsing import parse_python, parse_source, split_identifier, terms
+from agent.retrieval.parsing import parse_source, split_identifier, terms
 from tests.retrieval.conftest import make_repo
 
 GO_SOURCE = """package health
@@ -127,14 +126,3 @@ def test_indexed_go_and_javascript_symbols_are_searchable(tmp_path: Path,
     assert stats.symbols == 7
     assert index.search(["slugify"], limit=1)[0][0] == "web/slug.js"
     assert index.search(["new", "server"], limit=1)[0][0] == "health.go"
-
-
-def test_python_files_parsed_in_many_threads_at_once_all_parse() -> None:
-    # CPython 3.11's AST constructor is not safe for threads parsing at once (gh-106905): a
-    # bench's parallel runs indexed their checkouts together and one crashed with SystemError.
-    # The race is rare (this does not reproduce it at will): a guard that parsing stays whole.
-    body = "".join("    " * i + "if x:\n" for i in range(1, 60))
-    nested = "def f():\n" + body + "    " * 60 + "pass\n"
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        parsed = list(pool.map(parse_python, [nested] * 400))
-    assert all(p.status == "parsed" and [s.name for s in p.symbols] == ["f"] for p in parsed)
