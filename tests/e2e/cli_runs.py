@@ -7,6 +7,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+from agent.cli import main
 from agent.store import RunLog
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import TEST_COMMAND, git_in
@@ -49,3 +52,15 @@ def write_config(tmp: Path, server: ScriptedModelServer, testing: str = "", *,
         + f"[testing]\ntest_command = {json.dumps(command)}\ntimeout = 120\n{testing}"
         "[retrieval]\nstages = []\n")
     return config
+
+
+def solve(tmp: Path, server: ScriptedModelServer, task: str, repo: Path,
+          capsys: pytest.CaptureFixture[str], *extra: str, testing: str = "",
+          config: Path | None = None) -> Solve:
+    """`cra solve TASK` on `repo` in-process, its run log under `tmp`, every model on `server`
+    (or `config`)."""
+    data = tmp / "data"
+    config = config or write_config(tmp, server, testing)
+    code = main(["--data-dir", str(data), "solve", task, "--repo", str(repo),
+                 "--config", str(config), *extra])
+    return Solve(code, capsys.readouterr().out, repo, data)

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
-from tests.e2e.cli_runs import Solve, write_config
+from tests.e2e.cli_runs import Solve, solve
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import (
     DEFAULT_CRA_TOML,
@@ -36,11 +35,7 @@ def cra_solve(tmp: Path, server: ScriptedModelServer, task: str, *extra: str,
               bug: bool = True, testing: str = "", config: Path | None = None,
               capsys: pytest.CaptureFixture[str]) -> Solve:
     repo = make_python_project(tmp / "repo", bug=bug, config=DEFAULT_CRA_TOML)
-    data = tmp / "data"
-    config = config or write_config(tmp, server, testing)
-    code = main(["--data-dir", str(data), "solve", task, "--repo", str(repo),
-                 "--config", str(config), *extra])
-    return Solve(code, capsys.readouterr().out, repo, data)
+    return solve(tmp, server, task, repo, capsys, *extra, testing=testing, config=config)
 
 
 def plan_step(description: str, files: list[str], *, changes_tests: bool = False) -> str:

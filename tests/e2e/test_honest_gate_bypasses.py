@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
-from tests.e2e.cli_runs import Solve, write_config
+from tests.e2e.cli_runs import Solve, solve
 from tests.e2e.test_honest_gate import script_plan
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import (
@@ -37,14 +36,6 @@ DOCTEST = "calc/ops.py::calc.ops.mul"
 def server() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer() as srv:
         yield srv
-
-
-def solve(tmp: Path, server: ScriptedModelServer, task: str, repo: Path,
-          capsys: pytest.CaptureFixture[str]) -> Solve:
-    data = tmp / "data"
-    code = main(["--data-dir", str(data), "solve", task, "--repo", str(repo),
-                 "--config", str(write_config(tmp, server))])
-    return Solve(code, capsys.readouterr().out, repo, data)
 
 
 def doctested_project(root: Path) -> Path:

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent.cli import main
-from tests.e2e.cli_runs import Solve, write_config
+from tests.e2e.cli_runs import Solve, solve
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import git_in, init_repo, write_files
 
@@ -126,14 +125,6 @@ def shapes_repo(root: Path, files: dict[str, str] | None = None) -> Path:
     git_in(root, "add", "--all")
     git_in(root, "commit", "--quiet", "-m", "Initial")
     return root
-
-
-def solve(tmp: Path, server: ScriptedModelServer, task: str, repo: Path,
-          capsys: pytest.CaptureFixture[str]) -> Solve:
-    data = tmp / "data"
-    code = main(["--data-dir", str(data), "solve", task, "--repo", str(repo),
-                 "--config", str(write_config(tmp, server))])
-    return Solve(code, capsys.readouterr().out, repo, data)
 
 
 def script_plan(server: ScriptedModelServer, steps: list[dict[str, Any]]) -> None:
