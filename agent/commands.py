@@ -85,11 +85,12 @@ def _dispatch(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> 
 
 
 def data_dir(args: argparse.Namespace, env: Mapping[str, str]) -> Path:
-    """--data-dir, else $CRA_DATA_DIR, else $XDG_DATA_HOME/cra or ~/.local/share/cra."""
+    """--data-dir, else $CRA_DATA_DIR, else $XDG_DATA_HOME/cra or ~/.local/share/cra; made
+    absolute, since git commands run in other folders are given paths inside it."""
     if args.data_dir is not None:
-        return Path(args.data_dir)
+        return Path(args.data_dir).absolute()
     if env.get("CRA_DATA_DIR"):
-        return Path(env["CRA_DATA_DIR"])
+        return Path(env["CRA_DATA_DIR"]).absolute()
     base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local/share")
     return Path(base) / "cra"
 

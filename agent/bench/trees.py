@@ -29,6 +29,7 @@ class SetupError(AgentError):
 @contextmanager
 def checkout(repo: Path, commit: str, work_dir: Path) -> Iterator[Path]:
     """A detached worktree of `commit` under `work_dir`, removed afterwards."""
+    work_dir = work_dir.absolute()  # git runs in `repo`: a relative path would land there
     work_dir.mkdir(parents=True, exist_ok=True)
     # a unique name: git names the worktree's admin dir after it, and tasks run in parallel
     tree = Path(tempfile.mkdtemp(prefix="bench-", dir=work_dir))

@@ -14,6 +14,7 @@ import pytest
 from agent.bench.mine import MineOptions, TestBed, mine
 from agent.bench.statement import added_lines, compose, linked_issue
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks
+from agent.bench.trees import checkout
 from agent.bwrap import build_sandbox
 from agent.config import load_config
 from tests.bench.history import History, build_history
@@ -138,3 +139,14 @@ def test_a_swe_bench_file_with_list_fields_or_a_json_array_is_read(tmp_path: Pat
         assert task.FAIL_TO_PASS == ["a::b"] and task.instance_id == "o__r-1"
 
 
+
+
+def test_a_checkout_under_a_relative_work_folder_lands_there(
+    history: History, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `cra --data-dir data bench mine` once made every worktree inside the repository (git runs
+    # there) and then looked for it here, so that no commit's tests applied
+    monkeypatch.chdir(tmp_path)
+    with checkout(history.repo, "HEAD", Path("work")) as tree:
+        assert tree.is_absolute() and tree.parent == tmp_path / "work"
+        assert any(tree.iterdir())
