@@ -1,11 +1,15 @@
-"""Progress on the terminal: a bar for long counted work, and a solve run's steps as they pass.
+"""Progress for people: a bar redrawn in place on a terminal, occasional plain lines elsewhere,
+and a solve run's steps as they pass.
 
-On a terminal the bar redraws one line in place (done of total, rate, time left); anywhere else
-it writes a few plain lines. Both write to stderr-like streams and never raise.
+On a terminal the bar redraws one line in place (done of total, rate, time left). Anywhere else
+(a file, a pipe, a CI log) it writes a plain line each tenth of the work or every 30 seconds,
+whichever comes first, and the last state it was told — never a carriage return. Both write to
+stderr-like streams and never raise.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
@@ -14,11 +18,30 @@ from agent.models import RunEvent
 
 BAR_WIDTH = 24
 REDRAW_S = 0.1
-PLAIN_STEPS = 4  # plain lines at 25 %, 50 %, 75 % and 100 %
+PLAIN_PARTS = 10  # a plain line each tenth of the work ...
+PLAIN_EVERY_S = 30.0  # ... or after this long without one, whichever comes first
+
+
+class Pace:
+    """When a plain line is due: at each tenth of the work, PLAIN_EVERY_S after the last one,
+    and when the work is done."""
+
+    def __init__(self, started: float) -> None:
+        self.last_line = started  # when the work began, on the clock `due` is given
+        self.part = 0
+
+    def due(self, done: int, total: int, now: float) -> bool:
+        """Whether `done` of `total` at `now` deserves a line; if so, it counts as written."""
+        part = done * PLAIN_PARTS // total if total > 0 else PLAIN_PARTS
+        if part <= self.part and now - self.last_line < PLAIN_EVERY_S:
+            return False
+        self.part, self.last_line = max(part, self.part), now
+        return True
 
 
 class ProgressBar:
-    """`bar(done, total)` after each unit of work; `finish()` ends the line."""
+    """`bar(done, total)` after each unit of work (`detail` adds a few words); `finish()` shows
+    the last state if it was not shown yet, and ends the line on a terminal. Thread-safe."""
 
     def __init__(self, stream: TextIO, label: str, *, unit: str = "files", min_total: int = 0,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -27,40 +50,63 @@ class ProgressBar:
         self.clock = clock
         self.tty = _isatty(stream)
         self.started = clock()  # the work began when the bar was made
+        self.pace = Pace(self.started)
         self.last_draw = float("-inf")
-        self.plain_seen = 0
+        self.pending: tuple[int, int, str, float] | None = None  # told but not yet shown
         self.drawn = False
+        self.lock = threading.Lock()
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, detail: str = "") -> None:
         if total < max(1, self.min_total):
             return
-        now = self.clock()
-        if self.tty:
-            if done == total or now - self.last_draw >= REDRAW_S:
-                self.last_draw = now
-                self._write("\r" + self.line(done, total, now - self.started) + "\x1b[K")
-        else:
-            step = done * PLAIN_STEPS // total
-            if step > self.plain_seen or (done == total and not self.drawn):
-                self.plain_seen = step
-                self._write(f"{self.label}: {done}/{total} {self.unit}\n")
-        self.drawn = True
+        with self.lock:
+            now = self.clock()
+            self.pending = (done, total, detail, now)
+            if self._due(done, total, now):
+                self._show()
 
-    def line(self, done: int, total: int, elapsed: float) -> str:
+    def line(self, done: int, total: int, elapsed: float, detail: str = "") -> str:
         """`label [████░░░░] 120/800 files · 45/s · 15 s left`."""
         filled = BAR_WIDTH * done // total
         bar = "█" * filled + "░" * (BAR_WIDTH - filled)
         text = f"{self.label} [{bar}] {done}/{total} {self.unit}"
+        text += f" · {detail}" if detail else ""
         if elapsed > 0 and done:
             rate = done / elapsed
-            text += f" · {rate:.0f}/s · {(total - done) / rate:.0f} s left"
+            pace = f"{rate:.0f}/s" if rate >= 1 else f"{1 / rate:.0f} s each"
+            text += f" · {pace} · {(total - done) / rate:.0f} s left"
         return text
 
+    def plain(self, done: int, total: int, detail: str = "") -> str:
+        """`label: 120/800 files, detail`."""
+        return f"{self.label}: {done}/{total} {self.unit}" + (f", {detail}" if detail else "")
+
     def finish(self) -> None:
-        """End the bar's line on a terminal."""
-        if self.tty and self.drawn:
-            self._write("\n")
-        self.drawn = False
+        """Show the last state if it was not shown yet; end the bar's line on a terminal."""
+        with self.lock:
+            if self.pending is not None:
+                self._show()
+            if self.tty and self.drawn:
+                self._write("\n")
+            self.drawn = False
+
+    def _due(self, done: int, total: int, now: float) -> bool:
+        if not self.tty:
+            return self.pace.due(done, total, now)
+        if done == total or now - self.last_draw >= REDRAW_S:
+            self.last_draw = now
+            return True
+        return False
+
+    def _show(self) -> None:
+        assert self.pending is not None
+        done, total, detail, now = self.pending
+        self.pending = None
+        if self.tty:
+            self._write("\r" + self.line(done, total, now - self.started, detail) + "\x1b[K")
+        else:
+            self._write(self.plain(done, total, detail) + "\n")
+        self.drawn = True
 
     def _write(self, text: str) -> None:
         try:

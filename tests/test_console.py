@@ -3,8 +3,12 @@ the doctor's rendering, progress lines, the preflight's judgment of a baseline."
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
+import pty
+import tty
 from pathlib import Path
 
 import pytest
@@ -205,14 +209,72 @@ def test_a_progress_bar_redraws_one_line_on_a_terminal() -> None:
     assert text.count("\r") < 100  # redrawn at most every 0.1 s, and at the end
 
 
-def test_a_progress_bar_writes_a_few_plain_lines_elsewhere() -> None:
+def test_a_progress_bar_redraws_in_place_on_a_real_terminal() -> None:
+    leader, follower = pty.openpty()
+    tty.setraw(follower)  # the bytes as written: no "\n" turned into "\r\n" on the way
+    now = [0.0]
+    with open(follower, "w", encoding="utf-8") as stream:
+        bar = ProgressBar(stream, "mining", unit="commits", clock=lambda: now[0])
+        for done in range(1, 21):
+            now[0] = done * 0.05
+            bar(done, 20, f"{done // 4} tasks")
+        bar.finish()
+    seen = b""
+    with contextlib.suppress(OSError):  # EIO once the terminal's other end is closed
+        while chunk := os.read(leader, 4096):
+            seen += chunk
+    os.close(leader)
+    text = seen.decode()
+    assert text.startswith("\rmining [") and text.endswith("\n") and text.count("\n") == 1
+    assert 2 <= text.count("\r") <= 11  # redrawn at most every 0.1 s, and at the end
+    assert "20/20 commits · 5 tasks" in text.rsplit("\r", 1)[1]
+
+
+def test_a_progress_bar_writes_a_plain_line_each_tenth_elsewhere() -> None:
     stream = io.StringIO()
     bar = ProgressBar(stream, "indexing")
     for done in range(1, 1001):
         bar(done, 1000)
     bar.finish()
     assert stream.getvalue().splitlines() == [
-        f"indexing: {n}/1000 files" for n in (250, 500, 750, 1000)]
+        f"indexing: {n}/1000 files" for n in range(100, 1001, 100)]
+
+
+def test_progress_in_a_file_is_a_few_plain_lines_ending_with_the_last_state(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "bench.log"
+    with log.open("w", encoding="utf-8") as stream:
+        bar = ProgressBar(stream, "mining", unit="commits", clock=lambda: 0.0)
+        for done in range(1, 4322):  # the work stops early, short of its total
+            bar(done, 5000, f"{done // 1000} tasks")
+        bar.finish()
+    text = log.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert "\r" not in text and text.endswith("\n") and len(lines) == 9
+    assert lines[0] == "mining: 500/5000 commits, 0 tasks"
+    assert lines[-1] == "mining: 4321/5000 commits, 4 tasks"
+
+
+def test_slow_work_gets_a_plain_line_every_30_seconds_too() -> None:
+    stream, now = io.StringIO(), [0.0]
+    bar = ProgressBar(stream, "mining", unit="commits", clock=lambda: now[0])
+    for done in range(1, 1001):
+        now[0] = float(done)  # a commit a second: a tenth every 100 s
+        bar(done, 1000)
+    bar.finish()
+    shown = [int(line.split()[1].split("/")[0]) for line in stream.getvalue().splitlines()]
+    assert shown[:6] == [30, 60, 90, 100, 130, 160] and shown[-1] == 1000
+    assert len(shown) <= 1000 // 30 + 10 + 1
+
+
+def test_finishing_twice_writes_the_last_state_once() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream, "indexing")
+    bar(1000, 1000)
+    bar.finish()
+    bar.finish()
+    assert stream.getvalue() == "indexing: 1000/1000 files\n"
 
 
 def test_a_small_job_draws_no_bar() -> None:

@@ -17,6 +17,7 @@ from agent.config import ModelConfig, SolveConfig
 from agent.console import EXIT_FAILED, EXIT_OK, UsageError
 from agent.envcache import EnvCache
 from agent.llm.client import ChatModel
+from agent.progress import ProgressBar
 from agent.sandbox import Sandbox
 from agent.store import RunLog
 
@@ -41,12 +42,15 @@ def _mine(args: argparse.Namespace, env: Mapping[str, str], config: SolveConfig,
     bed = TestBed(testing=config.testing, sandbox=sandbox, environ=env,
                   work_dir=data_dir / "bench" / "work", cache=cache)
 
-    def progress(done: int, total: int, mined: Mined) -> None:
-        print(f"\r  mining: {done}/{total} commits, {len(mined.tasks)} tasks", end="",
-              file=sys.stderr, flush=True)
+    bar = ProgressBar(sys.stderr, "  mining", unit="commits")
 
-    mined = mine(args.repo.resolve(), bed, options, progress=progress)
-    print(file=sys.stderr)
+    def progress(done: int, total: int, mined: Mined) -> None:
+        bar(done, total, f"{len(mined.tasks)} tasks")
+
+    try:
+        mined = mine(args.repo.resolve(), bed, options, progress=progress)
+    finally:
+        bar.finish()
     for note in mined.notes:
         print(f"cra: {note}", file=sys.stderr)
     for commit, why, tests in mined.excluded:

@@ -19,6 +19,7 @@ from agent.bench.tasks import BenchTask, read_tasks
 from agent.config import CONFIG_CANDIDATES, ModelConfig, SolveConfig
 from agent.errors import AgentError
 from agent.llm.client import ChatModel
+from agent.progress import Pace
 from bot.bench.reports import BenchReports
 from bot.errors import BotError
 from bot.repo_config import limited_config
@@ -159,8 +160,10 @@ def _tasks(services: Services, request: BenchRequest, mirror: Path, config: Solv
     options = MineOptions(max_commits=request.max_commits, since=request.since,
                           repo_name=request.repository)
 
+    pace = Pace(services.clock())
+
     def mined(done: int, total: int, found: Mined) -> None:
-        if done == total or done % 25 == 0:
+        if pace.due(done, total, services.clock()):
             progress(f"mining: {done}/{total} commits, {len(found.tasks)} tasks")
 
     return mine(mirror, bed, options, progress=mined).tasks

@@ -54,6 +54,7 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[History, Path, Path
     done = cra(tmp, "bench", "mine", "--repo", str(history.repo), "--output", str(tasks))
     assert done.returncode == 0, done.stderr
     assert "3 task(s) from 8 commit(s)" in done.stderr
+    (tmp / "mine.log").write_text(done.stderr)  # what a CI log of the mining holds
     return history, tasks, tmp
 
 
@@ -61,6 +62,14 @@ def cra(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*program("cra"), "--data-dir", str(tmp / "data"), *args],
                           env=clean_env(tmp), capture_output=True, text=True, timeout=600,
                           check=False)
+
+
+def test_mining_into_a_log_writes_plain_lines(mined: tuple[History, Path, Path]) -> None:
+    log = (mined[2] / "mine.log").read_text()
+    assert "\r" not in log
+    progress = [line for line in log.splitlines() if line.startswith("  mining: ")]
+    assert [line.split()[1] for line in progress] == [f"{n}/8" for n in range(1, 9)]
+    assert progress[-1] == "  mining: 8/8 commits, 3 tasks"  # fewer than ten: a line each
 
 
 def test_the_oracle_resolves_every_mined_task(mined: tuple[History, Path, Path],
