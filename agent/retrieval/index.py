@@ -51,7 +51,7 @@ from agent.retrieval.scan import (
     read_file,
 )
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # 3: long assignments are definitions
 _CHUNK = 500
 
 metadata = MetaData()

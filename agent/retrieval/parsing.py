@@ -8,6 +8,7 @@ import re
 import threading
 import warnings
 from pathlib import PurePosixPath
+from typing import cast
 
 from agent.retrieval import treesitter
 from agent.retrieval.symbols import ImportRef, ParsedFile, ParseStatus, Symbol, first_line
@@ -102,7 +103,8 @@ def python_tree(text: str) -> ast.Module | None:
 
 
 def parse_python(text: str) -> ParsedFile:
-    """Module docstring, classes, functions and methods, and module-level imports of `text`."""
+    """Module docstring, classes, functions, methods and long assignments (see
+    LONG_ASSIGNMENT_LINES), and module-level imports of `text`."""
     tree = python_tree(text)
     if tree is None:
         return ParsedFile(language="python", status="syntax_error")
@@ -115,6 +117,11 @@ def parse_python(text: str) -> ParsedFile:
 
 
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+# A module's or class's assignment to one name spanning this many lines or more (a table of
+# keywords, a list of patterns) is a definition of its own: an outline folds it to its first
+# line, a question can ask for it, and its name is searched — otherwise a data module is all
+# module-level code, shown whole or not at all.
+LONG_ASSIGNMENT_LINES = 6
 
 
 class _PythonCollector:
@@ -130,6 +137,8 @@ class _PythonCollector:
         for node in body:
             if isinstance(node, _Def):
                 self._definition(node, parent=parent, in_class=in_class)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                self._assignment(node, parent=parent)
             elif isinstance(node, ast.Import):
                 self.imports.extend(ImportRef(module=a.name) for a in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -158,6 +167,21 @@ class _PythonCollector:
         ))
         if is_class:
             self.visit_body(node.body, parent=qualname, in_class=True)
+
+    def _assignment(self, node: ast.Assign | ast.AnnAssign, *, parent: str | None) -> None:
+        """Record a long assignment to one name: a constant when the name is upper case."""
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        end = node.end_lineno or node.lineno
+        if (node.value is None or end - node.lineno + 1 < LONG_ASSIGNMENT_LINES
+                or not all(isinstance(t, ast.Name) for t in targets)):
+            return
+        name = cast(ast.Name, targets[0]).id
+        self.symbols.append(Symbol(
+            name=name, qualname=f"{parent}.{name}" if parent else name,
+            kind="constant" if name.isupper() else "variable", start=node.lineno, end=end,
+            header_end=node.lineno, signature=self._signature(node.lineno, node.lineno),
+            parent=parent,
+        ))
 
     def _signature(self, first: int, last: int) -> str:
         """The header lines joined on one line, whitespace collapsed, at most 240 characters."""

@@ -7,7 +7,7 @@ import pytest
 from agent.retrieval.outline import MARK, render_outline, truncate
 from agent.retrieval.parsing import parse_source
 from tests.retrieval.conftest import CART_PY
-from tests.retrieval.test_parsing import GO_SOURCE
+from tests.retrieval.test_parsing import DATA_MODULE, GO_SOURCE
 
 
 def outline(source: str, path: str = "m.py", default: str = "signature", **details: str) -> str:
@@ -54,3 +54,12 @@ def test_truncate_says_how_many_lines_it_left_out() -> None:
     assert cut is not None and cut.endswith(f"{MARK} lines 9-100 not shown")
     assert len(cut) <= 80
     assert truncate(text, 10) is None
+
+
+def test_a_data_module_folds_its_tables_and_shows_a_chosen_one_whole() -> None:
+    parsed = parse_source("keywords.py", DATA_MODULE)
+    folded = render_outline(DATA_MODULE, parsed.symbols, {})
+    assert "KEYWORDS = {\n    " + MARK in folded and "'DIV'" not in folded
+    assert "FLAGS = re.IGNORECASE" in folded  # short module-level code stays
+    chosen = render_outline(DATA_MODULE, parsed.symbols, {"KEYWORDS": "full"})
+    assert "    'DIV': 'Operator',\n    'MOD': 'Operator',\n}" in chosen

@@ -69,6 +69,40 @@ def test_python_definitions_under_if_and_try_are_found() -> None:
     assert [i.module for i in parsed.imports] == ["fast"]
 
 
+DATA_MODULE = """\"\"\"Keywords of the lexer.\"\"\"
+import re
+
+FLAGS = re.IGNORECASE
+
+KEYWORDS = {
+    'ABORT': 'Keyword',
+    'ABS': 'Keyword',
+    'DIV': 'Operator',
+    'MOD': 'Operator',
+}
+
+
+class Lexer:
+    PATTERNS: list[str] = [
+        'a',
+        'b',
+        'c',
+        'd',
+    ]
+    short = ['x', 'y']
+"""
+
+
+def test_a_long_assignment_to_one_name_is_a_definition_and_a_short_one_is_not() -> None:
+    parsed = parse_source("keywords.py", DATA_MODULE)
+    found = {s.qualname: (s.kind, s.start, s.end, s.signature) for s in parsed.symbols}
+    assert found == {
+        "KEYWORDS": ("constant", 6, 11, "KEYWORDS = {"),
+        "Lexer": ("class", 14, 21, "class Lexer:"),
+        "Lexer.PATTERNS": ("constant", 15, 20, "PATTERNS: list[str] = ["),
+    }
+
+
 def test_a_language_without_a_grammar_is_text() -> None:
     parsed = parse_source("Main.kt", "fun main() {}\n")
     assert (parsed.language, parsed.status, parsed.symbols) == ("text", "text", [])
