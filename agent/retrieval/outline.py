@@ -23,12 +23,16 @@ _INDENT = re.compile(r"^[ \t]*")
 
 
 def render_outline(text: str, symbols: Sequence[Symbol], details: Mapping[str, SymbolDetail],
-                   default: SymbolDetail = "signature") -> str:
-    """`text` with each definition shown full, as its signature, or omitted (by qualname)."""
+                   default: SymbolDetail = "signature", *, fold_containers: bool = False) -> str:
+    """`text` with each definition shown full, as its signature, or omitted (by qualname).
+    `fold_containers`: a class shown as its signature is its header and docstring's first
+    lines, like a function, not its members and attributes — the file's headlines."""
     lines = text.splitlines()
     children: dict[str | None, list[Symbol]] = defaultdict(list)
     for symbol in sorted(symbols, key=lambda s: (s.start, -s.end)):
         children[symbol.parent].append(symbol)
+    if fold_containers:
+        children = defaultdict(list, {None: children[None]})
     renderer = _Renderer(lines, children, details, default)
     return "\n".join(_collapse(renderer.region(1, len(lines), children[None])))
 

@@ -99,7 +99,8 @@ def _choose(entry: Entry, options: Sequence[tuple[Form, ContextFile]],
 
 
 def forms(entry: Entry, *, whole_file_tokens: int, seed_symbols: Sequence[str]) -> list[Form]:
-    """The ways to show `entry`, richest first: whole, chosen outline, signatures, skeleton."""
+    """The ways to show `entry`, richest first: whole, chosen outline, signatures, headlines,
+    skeleton."""
     whole = Form("full", entry.text)
     if not entry.symbols:
         return [whole]
@@ -115,6 +116,9 @@ def forms(entry: Entry, *, whole_file_tokens: int, seed_symbols: Sequence[str]) 
     if entry.details is not None:
         candidates.append(_outline(entry, {**chosen, **seeds}))
     candidates.append(_outline(entry, {**{k: _lighter(v) for k, v in chosen.items()}, **seeds}))
+    if not (entry.seed or seeds) and any(s.parent for s in entry.symbols):
+        candidates.append(_outline(entry, {s.qualname: "omitted" for s in entry.symbols
+                                           if s.parent}, fold=True))
     if entry.seed or seeds:  # a skeleton of anything else says too little to be worth it
         skeleton = _outline(entry, seeds, default="omitted")
         candidates.append(replace(skeleton, last_resort=not seeds))
@@ -130,9 +134,10 @@ def _lighter(detail: SymbolDetail) -> SymbolDetail:
 
 
 def _outline(entry: Entry, details: dict[str, SymbolDetail],
-             default: SymbolDetail = "signature") -> Form:
-    """An outline form; the recorded details cover every definition of the file."""
-    content = render_outline(entry.text, entry.symbols, details, default)
+             default: SymbolDetail = "signature", *, fold: bool = False) -> Form:
+    """An outline form; the recorded details cover every definition of the file. `fold`: its
+    headlines only (classes folded like functions), for a file whose outline is too long."""
+    content = render_outline(entry.text, entry.symbols, details, default, fold_containers=fold)
     shown = tuple((s.qualname, details.get(s.qualname, default)) for s in entry.symbols)
     return Form("outline", content, tuple(dict(shown).items()))
 

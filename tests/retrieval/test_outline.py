@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from agent.llm.budget import estimate_tokens
 from agent.retrieval.outline import MARK, render_outline, truncate
+from agent.retrieval.packing import Entry, pack
 from agent.retrieval.parsing import parse_source
 from tests.retrieval.conftest import CART_PY
 from tests.retrieval.test_parsing import DATA_MODULE, GO_SOURCE
@@ -63,3 +65,22 @@ def test_a_data_module_folds_its_tables_and_shows_a_chosen_one_whole() -> None:
     assert "FLAGS = re.IGNORECASE" in folded  # short module-level code stays
     chosen = render_outline(DATA_MODULE, parsed.symbols, {"KEYWORDS": "full"})
     assert "    'DIV': 'Operator',\n    'MOD': 'Operator',\n}" in chosen
+
+
+def test_a_file_too_long_for_its_outline_is_shown_by_its_headlines() -> None:
+    members = "".join(f"    def method_{n}(self, value: int) -> int:\n"
+                      f"        \"\"\"Method {n}.\"\"\"\n        return value + {n}\n\n"
+                      for n in range(40))
+    text = f'"""Many methods."""\n\n\nclass Big:\n    """A big class."""\n\n{members}'
+    text += "\n\ndef helper() -> None:\n    pass\n"
+    entry = Entry(path="big.py", text=text, symbols=parse_source("big.py", text).symbols,
+                  reason="rank: search")
+    signatures = render_outline(text, entry.symbols, {})
+    room = estimate_tokens(signatures) // 2
+    [file], dropped = pack([entry], room + 40, whole_file_tokens=100, seed_symbols=[])
+    assert dropped == [] and file.detail == "outline"
+    assert file.content.startswith('"""Many methods."""')
+    assert 'class Big:\n    """A big class."""\n    ' + MARK in file.content
+    assert "def helper() -> None:\n    " + MARK in file.content
+    assert "method_0" not in file.content
+    assert file.symbols["Big.method_0"] == "omitted" and file.symbols["Big"] == "signature"
