@@ -41,12 +41,13 @@ from bot.cli import main as cra_bot_main
 from bot.settings import BotSettings
 from bot.triggers import route
 from bot.webhooks import Event
+from tests.lockfile import parse_export
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 WORKFLOWS = ROOT / ".github" / "workflows"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-RUN_PROGRAMS = {"make", "cra", "cra-bot", "python", "pipx", "apt-get", "sudo"}
+RUN_PROGRAMS = {"make", "cra", "cra-bot", "python", "apt-get", "sudo", "mkdir", "ln", "echo"}
 SUDO_PROGRAMS = {"apt-get", "sysctl"}  # what a workflow may run as root on the runner
 CRA_PERMISSIONS = {"contents": "write", "issues": "write", "pull-requests": "write",
                    "checks": "write"}
@@ -196,12 +197,15 @@ def test_the_image_installs_bubblewrap_for_the_sandbox() -> None:
     assert re.search(r"\bbubblewrap\b", apt) and re.search(r"\bslirp4netns\b", apt)
 
 
-def test_install_line_extras_equal_the_projects_non_dev_extras() -> None:
-    [install] = [args for args in instructions("RUN") if "pip install" in args]
-    assert "--no-cache-dir" in install
-    match = re.search(r"""["']?\.\[([\w,\s-]+)\]["']?""", install)
-    assert match, f"the install line should install the project with extras: {install}"
-    assert {e.strip() for e in match.group(1).split(",")} == non_dev_extras()
+def test_the_image_installs_the_locked_dependencies_of_the_non_dev_extras() -> None:
+    """The hash-checked export of every extra but dev (tests/test_lock.py checks it against
+    uv.lock), then the project without resolving anything else."""
+    deps, project = [args for args in instructions("RUN") if "pip install" in args]
+    assert deps == "pip install --no-cache-dir --require-hashes -r requirements/server.txt"
+    assert "requirements/server.txt" in copied_sources()
+    assert parse_export((ROOT / "requirements" / "server.txt").read_text()).extras == (
+        non_dev_extras())
+    assert project == "pip install --no-cache-dir --no-deps ."
 
 
 def test_entry_point_is_the_cra_bot_console_script() -> None:
@@ -582,6 +586,23 @@ def test_cra_workflow_fallbacks_are_the_settings_defaults() -> None:
     for key, value in fallbacks.items():
         field = BotSettings.model_fields[key.removeprefix("CRA_").lower()]
         assert value == str(field.default), key
+
+
+@pytest.mark.parametrize("job", ["cra", "bench"])
+def test_cra_workflow_installs_cras_locked_dependencies_from_the_same_tag(job: str) -> None:
+    """requirements/server.txt of the tag INSTALL_CRA names, hash-checked, then cra alone."""
+    env = workflow("cra.yml")["env"]
+    source, tag = env["INSTALL_CRA"].split(" @ ")[1].rsplit("@", 1)
+    assert env["INSTALL_CRA"].startswith(f"{PYPROJECT['project']['name']} @ git+")
+    repository = source.removeprefix("git+https://github.com/")
+    assert env["INSTALL_CRA_DEPENDENCIES"] == (
+        f"https://raw.githubusercontent.com/{repository}/{tag}/requirements/server.txt")
+    [step] = [s for s in workflow("cra.yml")["jobs"][job]["steps"]
+              if s.get("name", "").startswith("Install cra")]
+    installs = [c for c in run_commands({"jobs": {job: {"steps": [step]}}}) if "install" in c]
+    venv_pip = ["python", "-m", "pip", "--python", "$RUNNER_TEMP/cra/bin/python", "install"]
+    assert installs == [[*venv_pip, "--require-hashes", "-r", "$INSTALL_CRA_DEPENDENCIES"],
+                        [*venv_pip, "--no-deps", "$INSTALL_CRA"]]
 
 
 def test_cra_workflow_checkout_keeps_no_credentials() -> None:
