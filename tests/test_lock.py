@@ -5,12 +5,16 @@ compared with `packaging`, nothing is resolved.
 
 from __future__ import annotations
 
+import importlib.resources
+import json
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from tests.lockfile import export_disagreements, lock_disagreements, parse_export
 
@@ -166,3 +170,41 @@ def test_make_lock_writes_both_exports() -> None:
     for name in EXPORTS:
         assert f"--output-file {name}" in recipe.group(1)
 
+
+# --- who updates it -----------------------------------------------------------------------------
+
+
+def dependabot_config() -> dict[str, Any]:
+    data = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def dependabot_errors(config: dict[str, Any]) -> list[str]:
+    """Where `config` breaks SchemaStore's schema, as vendored by check-jsonschema (as for the
+    workflows)."""
+    vendor = importlib.resources.files("check_jsonschema.builtin_schemas.vendor")
+    schema = json.loads(vendor.joinpath("dependabot.json").read_text(encoding="utf-8"))
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in validator.iter_errors(config)]
+
+
+def test_dependabot_config_matches_its_schema() -> None:
+    assert dependabot_errors(dependabot_config()) == []
+
+
+def test_the_schema_check_catches_a_broken_dependabot_config() -> None:
+    config = dependabot_config()
+    config["updates"][0]["package-ecosystem"] = "uv-lock"
+    config["updates"][1]["schedule"] = {"interval": "fortnightly"}
+    where = {error.split(":")[0] for error in dependabot_errors(config)}
+    assert where == {"updates/0/package-ecosystem", "updates/1/schedule/interval"}
+
+
+def test_dependabot_updates_the_lock_and_the_actions_but_not_the_exports() -> None:
+    updates = {u["package-ecosystem"]: u for u in dependabot_config()["updates"]}
+    assert set(updates) == {"uv", "github-actions"}
+    assert all(u["directory"] == "/" for u in updates.values())
+    assert updates["uv"]["exclude-paths"] == ["requirements/**"]
+    assert all(name.startswith("requirements/") for name in EXPORTS)
