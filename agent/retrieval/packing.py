@@ -99,8 +99,8 @@ def _choose(entry: Entry, options: Sequence[tuple[Form, ContextFile]],
 
 
 def forms(entry: Entry, *, whole_file_tokens: int, seed_symbols: Sequence[str]) -> list[Form]:
-    """The ways to show `entry`, richest first: whole, chosen outline, signatures, headlines,
-    skeleton."""
+    """The ways to show `entry`, richest first: whole, chosen outline, the chosen bodies alone,
+    signatures, headlines, skeleton."""
     whole = Form("full", entry.text)
     if not entry.symbols:
         return [whole]
@@ -115,6 +115,10 @@ def forms(entry: Entry, *, whole_file_tokens: int, seed_symbols: Sequence[str]) 
         candidates.append(whole)
     if entry.details is not None:
         candidates.append(_outline(entry, {**chosen, **seeds}))
+        # the chosen bodies alone, when the signatures of everything else do not fit too
+        bodies = {k: v for k, v in chosen.items() if v == "full"}
+        if bodies or seeds:
+            candidates.append(_outline(entry, {**bodies, **seeds}, default="omitted"))
     candidates.append(_outline(entry, {**{k: _lighter(v) for k, v in chosen.items()}, **seeds}))
     if not (entry.seed or seeds) and any(s.parent for s in entry.symbols):
         candidates.append(_outline(entry, {s.qualname: "omitted" for s in entry.symbols

@@ -217,7 +217,7 @@ def _precision(run: _Run, entry: Entry) -> None:
             and run.stage_on("precision") and run.classifier and run.calls_left > 0):
         return
     entry.details, asked = choose_details(
-        run.task, entry.path, entry.text, entry.symbols, run.classifier, mode=run.mode,
+        run.task, entry.path, entry.text, entry.symbols, run.classifier,
         max_questions=min(run.config.precision_max_questions, run.calls_left),
         seed_symbols=list(wanted),
     )

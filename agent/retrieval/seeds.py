@@ -87,6 +87,7 @@ def resolve_seeds(task: str, seeds: Seeds, index: RepoIndex, *, root: Path) -> R
         _mine_line_refs(mined, paths, index, text)
         _mine_modules(mined, paths, index, text)
     _seed_symbols(mined, index, _code_names([task, *_backticked(seeds.text)]))
+    _seed_symbols(mined, index, _subjects(index, [*resolved.symbols, *mined.symbols]))
     for path in mined.files[:MAX_MINED_FILES]:
         resolved.add_file(path, mined.reasons[path])
     for name in mined.symbols:
@@ -209,6 +210,22 @@ def _seed_symbols(target: ResolvedSeeds, index: RepoIndex, names: list[str], *,
         if 0 < len(files) <= MAX_FILES_PER_SYMBOL:
             for path in files:
                 target.add_file(path, f"defines {name}")
+
+
+def _subjects(index: RepoIndex, names: list[str]) -> list[str]:
+    """What tests named `test_get_help_option_names` or `TestHelpOption.test_names_order`
+    test, by the convention of naming a test after its subject: the longest head of the name
+    after `test_` (two words at least, or the whole name) that the index defines."""
+    found: list[str] = []
+    for name in names:
+        last = name.rsplit(".", 1)[-1]
+        if not last.startswith("test_"):
+            continue
+        words = last.removeprefix("test_").split("_")
+        heads = ["_".join(words[:n]) for n in range(len(words), 1, -1)] or ["_".join(words)]
+        defined = {s.name for s in index.symbols_named(heads)} if heads[0] else set()
+        found += [h for h in heads if h in defined][:1]
+    return list(dict.fromkeys(found))
 
 
 def _name_forms(candidate: str) -> list[str]:

@@ -4,9 +4,10 @@ definition?), as yes/no questions to the classifier; an unparseable answer means
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from agent.llm.binary import REASK_INSTRUCTION, run_binary_judgment
 from agent.llm.budget import MESSAGE_OVERHEAD_TOKENS, estimate_tokens, prompt_limit
@@ -28,7 +29,6 @@ PRECISION_SYSTEM = (
 )
 TASK_SHARE = 0.45  # of the classifier's prompt room; the item gets the rest
 TASK_TOKENS = 400  # of the task a question shows at most: its title and first lines decide
-Mode = Literal["plan", "implement"]
 
 
 @dataclass(frozen=True)
@@ -71,96 +71,67 @@ def judge_scope(
 
 def choose_details(
     task: str, path: str, text: str, symbols: Sequence[Symbol], llm: LoggedLLMClient, *,
-    mode: Mode, max_questions: int, seed_symbols: Sequence[str],
+    max_questions: int, seed_symbols: Sequence[str],
 ) -> tuple[dict[str, SymbolDetail], int]:
-    """Per definition: full body, signature only, or omitted, level by level from the top.
-
-    First "is X relevant?" (no → omitted); then, in implement mode, "does the task need the
-    full body of X?" (yes → full; no → signature, and a class's members are asked about in
-    turn). Seed symbols are full without a question; past `max_questions` → signature.
+    """Which definitions of a file too large to show whole are shown in full: the seed symbols
+    without a question, then one question each — "does the task need X?", showing X — about
+    the definitions whose names and code share the task's rarer words (see `by_task_words`),
+    at most `max_questions`. Yes → full, no → omitted, not asked: left out of the details
+    (a signature, or omitted when the file must be shown compactly: see packing.forms).
     Returns the details and the number of questions asked.
-    """
+
+    A departure from the seed's level-by-level questions (is the class relevant? its full
+    body? then its members…): in a file of a few large classes those spent the questions on
+    the classes and never reached the method a fix changes."""
     lines = text.splitlines()
-    fit = _Fit(llm, PRECISION_SYSTEM, task)
-    by_parent: dict[str | None, list[Symbol]] = {}
-    for symbol in symbols:
-        by_parent.setdefault(symbol.parent, []).append(symbol)
     wanted = set(seed_symbols)
-    details: dict[str, SymbolDetail] = {
-        s.qualname: "full" for s in symbols if s.name in wanted or s.qualname in wanted
-    }
-    asker = _Asker(llm, fit, path, max_questions, content_version(text))
-    order = _relevance_order(task)
-    level = by_parent.get(None, [])
-    while level:
-        relevant = asker.ask(order([s for s in level if s.qualname not in details]),
-                             _relevance_question, details)
-        if mode == "plan":
-            whole: list[Symbol] = []
-        else:
-            whole = asker.ask(relevant, lambda s: _body_question(s, lines), details)
-        details.update({s.qualname: "full" for s in whole})
-        partial = [s for s in relevant if s not in whole]
-        details.update({s.qualname: "signature" for s in partial})
-        level = [k for s in partial if s.kind in CONTAINER_KINDS
-                 for k in by_parent.get(s.qualname, [])]
-    return details, max_questions - asker.left
+    details: dict[str, SymbolDetail] = {s.qualname: "full" for s in symbols
+                                        if s.name in wanted or s.qualname in wanted}
+    parents = {s.parent for s in symbols if s.parent}
+    units = [s for s in symbols if s.qualname not in details
+             and not (s.kind in CONTAINER_KINDS and s.qualname in parents)]
+    asked = by_task_words(task, units, lines)[: max(0, max_questions)]
+    if not asked:
+        return details, 0
+    fit = _Fit(llm, PRECISION_SYSTEM, task)
+    version = content_version(text)
+    questions = [_body_question(s, lines) for s in asked]
+    judgment = run_binary_judgment(
+        questions, llm=llm, system_prompt=PRECISION_SYSTEM, task_context=fit.task_context,
+        format_item=lambda q: fit.item(f"File: {path}\n{q.shown}", q.ask),
+        item_key=lambda q: q.key, stage=PRECISION_STAGE, default=False,
+        version=lambda _: version,
+    )
+    details.update({s.qualname: "full" if judgment.verdicts.get(s.qualname) else "omitted"
+                    for s in asked})
+    return details, len(asked)
 
 
-class _Asker:
-    """Asks yes/no questions about definitions of one file within a question budget."""
+def by_task_words(task: str, symbols: Sequence[Symbol], lines: Sequence[str]) -> list[Symbol]:
+    """`symbols` ordered by the task's words in them, each weighted by how few of the file's
+    definitions hold it (a word in every method says nothing), a word of the name counting
+    twice; ties in line order."""
+    wanted = set(terms(task))
+    names = [wanted.intersection(terms(s.name)) for s in symbols]
+    bodies = [wanted.intersection(terms(f"{s.doc}\n" + "\n".join(lines[s.start - 1 : s.end])))
+              for s in symbols]
+    counts = Counter(word for found in bodies for word in found)
+    weight = {word: math.log(1 + len(symbols) / n) for word, n in counts.items()}
 
-    def __init__(
-        self, llm: LoggedLLMClient, fit: _Fit, path: str, budget: int, version: str
-    ) -> None:
-        self.llm, self.fit, self.path, self.left = llm, fit, path, budget
-        self.version = version
-
-    def ask(self, symbols: Sequence[Symbol], question: Callable[[Symbol], _Question],
-            details: dict[str, SymbolDetail]) -> list[Symbol]:
-        """The symbols answered yes. Answered no (or unparseable): `omitted`; beyond the
-        budget: `signature`, unasked."""
-        asked, unasked = list(symbols[: self.left]), symbols[self.left :]
-        self.left -= len(asked)
-        details.update({s.qualname: "signature" for s in unasked})
-        if not asked:
-            return []
-        judgment = run_binary_judgment(
-            [question(s) for s in asked], llm=self.llm, system_prompt=PRECISION_SYSTEM,
-            task_context=self.fit.task_context,
-            format_item=lambda q: self.fit.item(f"File: {self.path}\n{q.shown}", q.ask),
-            item_key=lambda q: q.key, stage=PRECISION_STAGE, default=False,
-            version=lambda _: self.version,
-        )
-        yes = [s for s in asked if judgment.verdicts.get(s.qualname)]
-        details.update({s.qualname: "omitted" for s in asked if s not in yes})
-        return yes
+    def score(i: int) -> float:
+        return (sum(weight.get(w, 0.0) for w in names[i]) * 2
+                + sum(weight[w] for w in bodies[i]))
+    order = sorted(range(len(symbols)), key=lambda i: (-score(i), symbols[i].start))
+    return [symbols[i] for i in order]
 
 
-def _relevance_question(symbol: Symbol) -> _Question:
-    """"Is X relevant?", showing the definition's signature and docstring line."""
-    doc = f"\n{symbol.doc}" if symbol.doc else ""
-    return _Question(symbol.qualname, f"Definition ({symbol.kind}) `{symbol.qualname}`:\n"
-                     f"{symbol.signature}{doc}", f"Is `{symbol.qualname}` relevant to the task?")
-
-
-def _body_question(symbol: Symbol, lines: list[str]) -> _Question:
-    """"Does the task need the full body of X?", showing the body."""
+def _body_question(symbol: Symbol, lines: Sequence[str]) -> _Question:
+    """"Does the task need the full body of X?", showing the definition (cut to fit)."""
     body = "\n".join(lines[symbol.start - 1 : symbol.end])
-    return _Question(symbol.qualname, f"```\n{body}\n```",
+    return _Question(symbol.qualname, f"Definition ({symbol.kind}) `{symbol.qualname}`:\n"
+                     f"```\n{body}\n```",
                      f"Does the task need the full body of `{symbol.qualname}` "
                      "(to read it closely or to change it)?")
-
-
-def _relevance_order(task: str) -> Callable[[Sequence[Symbol]], list[Symbol]]:
-    """Sorts definitions by how many task terms their name and docstring share (then line)."""
-    wanted = set(terms(task))
-
-    def order(symbols: Sequence[Symbol]) -> list[Symbol]:
-        def overlap(s: Symbol) -> int:
-            return len(wanted.intersection(terms(f"{s.name} {s.doc}")))
-        return sorted(symbols, key=lambda s: (-overlap(s), s.start))
-    return order
 
 
 class _Fit:

@@ -15,6 +15,7 @@ from agent.retrieval.index import RepoIndex
 from agent.retrieval.packing import Entry, pack
 from agent.retrieval.parsing import parse_source
 from agent.retrieval.pipeline import retrieve
+from agent.retrieval.scan import is_test_path
 from agent.retrieval.seeds import Seeds
 from tests.retrieval.conftest import CART_PY, PRICING_PY, USERS_PY, make_repo
 
@@ -78,7 +79,8 @@ def test_retrieve_never_exceeds_the_budget(files: dict[str, str], budget: int, s
     reasons = {d.path: d.reason for d in package.dropped}
     for seed in seeds:
         assert seed in kept or reasons[seed].startswith("over budget")
-        assert seed in kept or budget < 80 * len(seeds)
+        # a plan pass keeps no room for the tests it names: they come after the sources
+        assert seed in kept or budget < 80 * len(seeds) or (mode == "plan" and is_test_path(seed))
 
 
 DETAILS = st.sampled_from(["full", "signature", "omitted"])

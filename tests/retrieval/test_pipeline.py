@@ -198,9 +198,9 @@ def test_precision_shows_the_chosen_body_and_omits_the_rest(
     pricing_only: Path, index: RepoIndex, classifier: LoggedLLMClient,
     server: ScriptedModelServer, call_log: MemoryCallLog,
 ) -> None:
-    # tax_rate shares task words, so it is asked first: relevant (yes), then apply_discount
-    # (no); then "full body of tax_rate?" (yes).
-    server.script("retrieval_precision", "yes", "no", "yes")
+    # tax_rate shares the task's words, so it is asked about first (yes), then apply_discount
+    # (no): one question each.
+    server.script("retrieval_precision", "yes", "no")
     config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
     package = run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier,
                   config=config, task="The tax rate must be 25 percent.", budget=90)
@@ -211,8 +211,40 @@ def test_precision_shows_the_chosen_body_and_omits_the_rest(
         in pricing.content
     assert "def apply_discount" not in pricing.content and MARK in pricing.content
     assert 'DISCOUNTS = {"SAVE10": 0.10, "HALF": 0.50}' in pricing.content
-    assert "Is `tax_rate` relevant to the task?" in server.requests[0].user_prompt
-    assert [r.stage for r in call_log.records] == ["retrieval_precision"] * 3
+    assert "full body of `tax_rate`" in server.requests[0].user_prompt
+    assert "return 0.2" in server.requests[0].user_prompt  # the question shows the body
+    assert [r.stage for r in call_log.records] == ["retrieval_precision"] * 2
+
+
+def _method(name: str, words: str) -> str:
+    return (f"    def {name}(self, value):\n        \"\"\"{words}.\"\"\"\n"
+            + "".join(f"        value = value + {n}\n" for n in range(12))
+            + "        return value\n\n")
+
+
+def test_precision_asks_first_about_the_method_holding_the_tasks_words_in_a_file_of_classes(
+    tmp_path: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+) -> None:
+    # the words of the task are in one method of the second class; questions about the
+    # classes themselves would be spent before reaching it
+    first = "class Reader:\n" + "".join(_method(f"read_{n}", f"Read part {n}") for n in range(8))
+    second = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}")
+                                          for n in range(7))
+    second += _method("help_option_names", "The help option names, in declaration order")
+    repo = make_repo(tmp_path / "io", {"pkg/io.py": f"{first}\n{second}"})
+    index.update(repo)
+    server.script("retrieval_precision", "yes")
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10,
+                             precision_max_questions=1)
+    package = run(index, repo, files=("pkg/io.py",), classifier=classifier, config=config,
+                  task="Keep the declaration order of help option names", budget=600)
+    [request] = server.requests
+    assert "full body of `Writer.help_option_names`" in request.user_prompt
+    [io] = package.files
+    assert io.symbols["Writer.help_option_names"] == "full"
+    assert "class Writer:" in io.content and "def help_option_names(self, value):" in io.content
+    assert "        value = value + 11" in io.content
 
 
 def test_a_named_file_that_fits_its_share_stays_whole_without_questions(

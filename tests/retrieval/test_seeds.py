@@ -35,6 +35,18 @@ def test_a_named_test_id_seeds_its_file_and_function(shop: Path, shop_index: Rep
     assert found.symbols == ["test_total_applies_discount"]
 
 
+def test_a_failing_tests_subject_seeds_the_file_defining_it(shop: Path,
+                                                            shop_index: RepoIndex) -> None:
+    text = "FAILED tests/test_pricing.py::test_apply_discount_ignores_case - assert 9.0 == 10.0"
+    found = resolve(shop_index, shop, text=text)
+    assert found.files == ["tests/test_pricing.py", "shop/pricing.py"]
+    assert found.reasons["shop/pricing.py"] == "defines apply_discount"
+    assert "apply_discount" in found.symbols
+    # one word is too common a head to be a test's subject
+    found = resolve(shop_index, shop, tests=["tests/test_cart.py::test_total_applies_discount"])
+    assert found.files == ["tests/test_cart.py"]
+
+
 def test_traceback_frames_seed_files_and_functions(shop: Path, shop_index: RepoIndex) -> None:
     found = resolve(shop_index, shop, text=TRACEBACK)
     assert found.files == ["tests/test_cart.py", "shop/cart.py"]
