@@ -1,11 +1,15 @@
 """`cra bench mine` with jobs and a journal: two jobs mine exactly the tasks one job does, in
-the history's order; an interrupted mine resumes, examines only the commits it had not, and
-ends with the same tasks; a journal left with other settings is refused, not mixed in; commits
-that cannot be tasks by their diff are never checked out."""
+the history's order; an interrupted mine (stopped in-process, or its process killed) resumes,
+examines only the commits it had not, and ends with the same tasks; a journal left with other
+settings is refused, not mixed in; commits that cannot be tasks by their diff are never checked
+out."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,10 +17,11 @@ import pytest
 
 from agent.bench.journal import JournalMismatch, journal_path
 from agent.bench.mine import Mined, MineOptions, TestBed, mine
-from agent.bench.tasks import BenchTask, without_timings
+from agent.bench.tasks import BenchTask, read_tasks, without_timings
 from agent.bwrap import build_sandbox
 from agent.config import load_config
 from tests.bench.history import History, build_history
+from tests.e2e.first_hour import clean_env, program
 from tests.fakes.repos import ISOLATED_GIT_ENV, git_in
 from tests.fakes.sandboxes import test_sandbox_kind
 
@@ -98,6 +103,34 @@ def test_an_interrupted_mine_resumes_with_only_the_commits_it_had_not_examined(
     assert steady(resumed.tasks) == steady(one_job.tasks)
     assert tallies(resumed) == tallies(one_job)
     assert len(journal.read_text().splitlines()) == 1 + 4 + 1 + 4
+
+
+def test_a_mine_whose_process_is_killed_resumes_through_the_cli(
+    history: History, one_job: Mined, tmp_path: Path,
+) -> None:
+    tasks, journal = tmp_path / "tasks.jsonl", journal_path(tmp_path / "tasks.jsonl")
+    argv = [*program("cra"), "--data-dir", str(tmp_path / "data"), "bench", "mine", "--repo",
+            str(history.repo), "--output", str(tasks), "--jobs", "2"]
+    proc = subprocess.Popen(argv, env=clean_env(tmp_path), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not (journal.exists() and journal.read_text().count("\n") >= 2):  # settings, 1 commit
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    first = journal.read_text().count("\n") - 1
+    assert 1 <= first < 8 and not tasks.exists()
+
+    done = subprocess.run(argv, env=clean_env(tmp_path), capture_output=True, text=True,
+                          timeout=600, check=False)
+
+    assert done.returncode == 0, done.stderr
+    assert f"resumed: {first} commit(s) examined before" in done.stderr
+    assert f"{8 - first} commit(s) examined in" in done.stderr
+    assert "3 task(s) from 8 commit(s)" in done.stderr
+    assert steady(list(read_tasks(tasks))) == steady(one_job.tasks)
+    assert not journal.exists()
 
 
 def test_a_journal_left_with_other_settings_is_refused_and_kept(history: History,
