@@ -119,6 +119,8 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     mine.add_argument("--repo-name", help="owner/name (default: from the origin remote)")
     mine.add_argument("--github-api", help="read linked issues here, e.g. "
                       "https://api.github.com ($GITHUB_TOKEN if set)")
+    mine.add_argument("--jobs", type=int, help="commits replayed at once (default: the CPUs "
+                      "cra may use)")
     run = steps.add_parser("run", parents=[below], help="solve each task with each model and "
                            "score it")
     run.add_argument("tasks", type=Path, help="a task file (JSON Lines, SWE-bench's format)")

@@ -192,13 +192,15 @@ def _flock(path: Path, mode: int) -> Iterator[None]:
 
 
 def _remove_if_free(entry: Entry) -> bool:
-    """Delete an entry nobody is restoring or building; False when it is busy."""
+    """Delete an entry nobody is restoring or building; False when it is busy or gone."""
     with _lock_path(entry).open("a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
         try:
+            if not entry.exists():  # another run's eviction, listed at the same time, came first
+                return False
             trash = entry.path.with_name(f".trash-{uuid.uuid4().hex}")
             entry.path.rename(trash)  # gone at once for readers, then deleted
             shutil.rmtree(trash, ignore_errors=True)

@@ -14,7 +14,7 @@ import pytest
 
 from agent.bwrap import BwrapSandbox
 from agent.config import TestingConfig
-from agent.envcache import EnvCache, matches_input, repo_id, setup_key
+from agent.envcache import Entry, EnvCache, _remove_if_free, matches_input, repo_id, setup_key
 from agent.environment import Environment, prepare_environment
 from agent.models import EnvironmentReport
 from agent.sandbox import NoSandbox, Sandbox
@@ -313,6 +313,16 @@ def test_an_entry_being_restored_is_never_evicted(tmp_path: Path) -> None:
         assert exists
         assert cache.evict() == [idle]
     assert busy.exists() and not idle.exists()
+
+
+def test_an_entry_another_eviction_removed_first_is_passed_over(tmp_path: Path) -> None:
+    # two runs saving at once (`cra bench mine --jobs 2`) both evict; the one that listed the
+    # entry before the other removed it must pass it over, not crash its run
+    cache = EnvCache(tmp_path / "cache", max_bytes=10_000_000)
+    path = saved(cache, tmp_path, "old", 400, used=1_000)
+    assert _remove_if_free(Entry(path)) is True
+    assert _remove_if_free(Entry(path)) is False
+    assert not path.exists()
 
 
 def test_an_entry_being_saved_is_never_counted_or_evicted(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from agent.bench.mine import Mined, MineOptions, TestBed, mine
+from agent.bench.journal import JournalMismatch, journal_path
+from agent.bench.mine import Mined, MineOptions, TestBed, machine_cores, mine
 from agent.bench.oracle import oracle_factory, parse_label
 from agent.bench.report import report_command
 from agent.bench.results import BenchResult
@@ -41,27 +42,58 @@ def _mine(args: argparse.Namespace, env: Mapping[str, str], config: SolveConfig,
                           github_token=env.get("GITHUB_TOKEN") or env.get("GH_TOKEN"))
     bed = TestBed(testing=config.testing, sandbox=sandbox, environ=env,
                   work_dir=data_dir / "bench" / "work", cache=cache)
-
-    bar = ProgressBar(sys.stderr, "  mining", unit="commits")
-
-    def progress(done: int, total: int, mined: Mined) -> None:
-        bar(done, total, f"{len(mined.tasks)} tasks")
-
-    try:
-        mined = mine(args.repo.resolve(), bed, options, progress=progress)
-    finally:
-        bar.finish()
+    jobs = machine_cores() if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise UsageError(f"--jobs must be 1 or more, not {jobs}")
+    journal = journal_path(args.output)
+    mined = _mined(args.repo.resolve(), bed, options, jobs, journal)
+    if mined.resumed:
+        print(f"cra: resumed: {mined.resumed} commit(s) examined before, read from {journal}",
+              file=sys.stderr)
     for note in mined.notes:
         print(f"cra: {note}", file=sys.stderr)
     for commit, why, tests in mined.excluded:
         print(f"cra: excluded {commit[:12]}: {why}" + (f": {tests}" if tests else ""),
               file=sys.stderr)
     count = write_tasks(args.output, mined.tasks)
+    journal.unlink(missing_ok=True)  # the output holds it all now
     reasons = ", ".join(f"{n} {why}" for why, n in sorted(mined.skipped.items(),
                                                          key=lambda item: -item[1]))
     print(f"cra: {count} task(s) from {mined.examined} commit(s) written to {args.output}"
           + (f"; left out: {reasons}" if reasons else ""), file=sys.stderr)
+    print(f"cra: {throughput(mined, jobs)}", file=sys.stderr)
     return EXIT_OK
+
+
+def throughput(mined: Mined, jobs: int) -> str:
+    """How fast this mine went: commits a minute, and its replays' time against the wall's."""
+    fresh = mined.examined - mined.resumed
+    wall = max(mined.wall_s, 1e-9)
+    return (f"{fresh} commit(s) examined in {mined.wall_s:.1f} s with {jobs} job(s): "
+            f"{fresh * 60 / wall:.1f} commits/min; replays (checkout, setup, tests) "
+            f"took {mined.replay_s:.1f} s in all, {mined.replay_s / wall:.2f}x the wall time")
+
+
+def _mined(repo: Path, bed: TestBed, options: MineOptions, jobs: int, journal: Path) -> Mined:
+    """The mine, its progress shown as it goes; a journal left with other settings is a
+    usage error, and an interrupted mine says how to resume."""
+    bar = ProgressBar(sys.stderr, "  mining", unit="commits")
+
+    def progress(done: int, total: int, mined: Mined) -> None:
+        bar(done, total, f"{len(mined.tasks)} tasks")
+
+    try:
+        return mine(repo, bed, options, progress=progress, jobs=jobs, journal=journal)
+    except JournalMismatch as exc:
+        raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        if journal.exists():
+            bar.finish()
+            print(f"cra: the commits examined so far are in {journal}: the same command "
+                  "resumes", file=sys.stderr)
+        raise
+    finally:
+        bar.finish()
 
 
 def _run(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], config: SolveConfig,

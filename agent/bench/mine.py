@@ -9,17 +9,28 @@ task is kept when some tests of the changed test files go from failing (or not c
 passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times (agent.bench.replay).
 A fix that no run could resolve — it breaks tests that passed (on a second run too), its tests
 pass only sometimes — is excluded by name, with the reason.
+
+A commit that cannot qualify by its diff is left out on git's answers alone, never checked out.
+The others are replayed `jobs` at a time, each in its own checkout and environment directory
+(the environment cache is shared); each outcome goes to the journal (agent.bench.journal) the
+moment it is known, so that an interrupted mine resumes. The tasks come in the history's order
+(newest first) however many jobs ran and whether the mine was resumed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from agent import git
+from agent.bench.journal import Journal, Outcome
 from agent.bench.keep_going import full_run
 from agent.bench.patches import Split, split_commit
 from agent.bench.replay import NO_TASK, REGRESSION, Runs, Verdict, sort_tests
@@ -59,6 +70,19 @@ class Mined:
     skipped: dict[str, int] = field(default_factory=dict)
     excluded: list[tuple[str, str, str]] = field(default_factory=list)  # commit, why, tests
     notes: list[str] = field(default_factory=list)
+    resumed: int = 0  # of the examined, those whose outcome an interrupted mine's journal held
+    replay_s: float = 0.0  # this mine's replays (the resumed one's not), summed
+    wall_s: float = 0.0  # this mine, start to end
+
+    def add(self, outcome: Outcome) -> None:
+        """Count one examined commit's outcome."""
+        self.examined += 1
+        if outcome.task is not None:
+            self.tasks.append(outcome.task)
+        elif outcome.kind == "excluded":
+            self.exclude(outcome.commit, outcome.reason, outcome.detail)
+        else:
+            self.skip(outcome.reason)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -82,6 +106,13 @@ class TestBed:
     cache: EnvCache | None = None
 
 
+def machine_cores() -> int:
+    """The CPUs this process may run on: the default number of mining jobs."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def repo_name(repo: Path, given: str | None = None) -> str:
     """owner/name: given, else from the `origin` remote, else local/<folder>."""
     if given:
@@ -102,61 +133,114 @@ def commits(repo: Path, options: MineOptions) -> list[str]:
     return git.run_git([*argv, options.rev, "--"], repo).split()
 
 
+def settings(repo: Path, bed: TestBed, options: MineOptions, name: str) -> dict[str, str]:
+    """What decides a commit's outcome, as a journal's header records it."""
+    return {"rev": git.resolve_commit(repo, options.rev), "repo-name": name,
+            "max-source-files": str(options.max_source_files),
+            "max-source-lines": str(options.max_source_lines),
+            "github-api": options.github_api or "", "sandbox": bed.sandbox.name,
+            "testing": bed.testing.model_dump_json()}
+
+
 def mine(repo: Path, bed: TestBed, options: MineOptions,
-         progress: Callable[[int, int, Mined], None] | None = None) -> Mined:
+         progress: Callable[[int, int, Mined], None] | None = None, *, jobs: int = 1,
+         journal: Path | None = None, clock: Callable[[], float] = time.monotonic) -> Mined:
     """Every qualifying commit of `repo` as a task (see the module's docstring), its tests
-    run with a command that does not stop at the first failure where that can be had."""
+    run with a command that does not stop at the first failure where that can be had;
+    `progress(examined, candidates, so_far)` after each commit, in this thread."""
+    started = clock()
     full = full_run(bed.testing)
-    mined = Mined(notes=[f"the tests run as: {full.note}"])
     bed = replace(bed, testing=full.testing)
     name = repo_name(repo, options.repo_name)
     candidates = commits(repo, options)
-    for index, commit in enumerate(candidates, 1):
-        mined.examined += 1
-        task = _task(repo, commit, name, bed, options, mined)
-        if task is not None:
-            mined.tasks.append(task)
-        if progress is not None:
-            progress(index, len(candidates), mined)
+    book = None if journal is None else Journal.open(journal, settings(repo, bed, options, name))
+    known = {c: book.outcomes[c] for c in candidates if book is not None and c in book.outcomes}
+    so_far = Mined(resumed=len(known))
+    for outcome in known.values():
+        so_far.add(outcome)
+
+    def examine(commit: str) -> Outcome:
+        return _outcome(repo, commit, name, bed, options, clock)
+
+    todo = [c for c in candidates if c not in known]
+    with contextlib.closing(_examined(todo, examine, jobs)) as outcomes:
+        for outcome in outcomes:
+            if book is not None:
+                book.record(outcome)
+            known[outcome.commit] = outcome
+            so_far.add(outcome)
+            so_far.replay_s += outcome.replay_s
+            if progress is not None:
+                progress(so_far.examined, len(candidates), so_far)
+    mined = Mined(notes=[f"the tests run as: {full.note}"], resumed=so_far.resumed,
+                  replay_s=so_far.replay_s)
+    for commit in candidates:
+        mined.add(known[commit])
+    mined.wall_s = clock() - started
     return mined
 
 
-def _task(repo: Path, commit: str, name: str, bed: TestBed, options: MineOptions,
-          mined: Mined) -> BenchTask | None:
+def _examined(commits: Sequence[str], examine: Callable[[str], Outcome],
+              jobs: int) -> Generator[Outcome, None, None]:
+    """Each commit's outcome the moment it is known, `jobs` commits examined at once."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="cra-mine") as pool:
+        futures = [pool.submit(examine, commit) for commit in commits]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        finally:  # stopped early (interrupted, a replay crashed): start no other commit
+            pool.shutdown(cancel_futures=True)
+
+
+def _outcome(repo: Path, commit: str, name: str, bed: TestBed, options: MineOptions,
+             clock: Callable[[], float]) -> Outcome:
+    """What `commit` makes: judged by its diff first, replayed only when that lets it be a
+    task."""
     try:
         split = split_commit(repo, commit)
     except GitError:
-        mined.skip("no parent")
-        return None
+        return Outcome(commit=commit, kind="skipped", reason="no parent")
     reason = _unfit(split, options)
     if reason is not None:
-        mined.skip(reason)
-        return None
-    try:
-        verdict, output = _replay(repo, split, bed)
-    except SetupError:
-        mined.skip("the setup step failed")
-        return None
-    except GitError:
-        mined.skip("the test changes do not apply to the parent")
-        return None
+        return Outcome(commit=commit, kind="skipped", reason=reason)
+    started = clock()
+    replayed = _replayed(repo, split, bed)
+    seconds = clock() - started
+    if isinstance(replayed, str):
+        return Outcome(commit=commit, kind="skipped", reason=replayed, replay_s=seconds)
+    verdict, output = replayed
+    if verdict.excluded == NO_TASK:
+        return Outcome(commit=commit, kind="skipped", reason=NO_TASK, replay_s=seconds)
     if verdict.excluded is not None:
-        if verdict.excluded == NO_TASK:
-            mined.skip(verdict.excluded)
-        else:
-            mined.exclude(commit, verdict.excluded, verdict.detail)
-        return None
-    fail_to_pass, pass_to_pass = verdict.fail_to_pass, verdict.pass_to_pass
+        return Outcome(commit=commit, kind="excluded", reason=verdict.excluded,
+                       detail=verdict.detail, replay_s=seconds)
+    task = _task(repo, commit, name, split, verdict, output, options)
+    return Outcome(commit=commit, kind="task", task=task, replay_s=seconds)
+
+
+def _replayed(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str] | str:
+    """The replay's verdict and output, or why the commit could not be replayed."""
+    try:
+        return _replay(repo, split, bed)
+    except SetupError:
+        return "the setup step failed"
+    except GitError:
+        return "the test changes do not apply to the parent"
+
+
+def _task(repo: Path, commit: str, name: str, split: Split, verdict: Verdict, output: str,
+          options: MineOptions) -> BenchTask:
+    """The task a replayed fix makes."""
     message = git.run_git(["log", "-1", "--format=%B", commit], repo)
     issue = _issue(message, name, options)
     created = git.run_git(["log", "-1", "--format=%cI", commit], repo).strip()
     return BenchTask(
         instance_id=f"{name.replace('/', '__')}-{commit[:12]}", repo=name,
         base_commit=split.parent, patch=split.patch, test_patch=split.test_patch,
-        problem_statement=compose(message, fail_to_pass, output, split.patch, issue),
+        problem_statement=compose(message, verdict.fail_to_pass, output, split.patch, issue),
         created_at=created or datetime.now(UTC).isoformat(),
         environment_setup_commit=split.parent,
-        FAIL_TO_PASS=fail_to_pass, PASS_TO_PASS=pass_to_pass,
+        FAIL_TO_PASS=verdict.fail_to_pass, PASS_TO_PASS=verdict.pass_to_pass,
     )
 
 

@@ -8,6 +8,7 @@ bring are read whether those two fields are strings or lists.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from agent.errors import AgentError
 
-__all__ = ["BenchTask", "TaskFileError", "read_tasks", "write_tasks"]
+__all__ = ["BenchTask", "TaskFileError", "read_tasks", "without_timings", "write_tasks"]
+
+# a duration as test runners print them: "in 1.66s", "Time: 0.8 s", "(12 ms)"
+DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b")
 
 
 class TaskFileError(AgentError):
@@ -54,6 +58,13 @@ class BenchTask(BaseModel):
         data["FAIL_TO_PASS"] = json.dumps(self.FAIL_TO_PASS)
         data["PASS_TO_PASS"] = json.dumps(self.PASS_TO_PASS)
         return data
+
+
+def without_timings(task: BenchTask) -> BenchTask:
+    """The task with the durations its statement quotes from the test output masked: two mines
+    of one history make tasks that differ in nothing else."""
+    statement = DURATION.sub("<time>", task.problem_statement)
+    return task.model_copy(update={"problem_statement": statement})
 
 
 def read_tasks(path: Path) -> Iterator[BenchTask]:

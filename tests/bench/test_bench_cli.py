@@ -16,6 +16,7 @@ import jsonschema
 import pytest
 
 from agent import git
+from agent.bench.journal import journal_path
 from agent.bench.oracle import oracle_factory
 from agent.bench.report import SCHEMA
 from agent.bench.results import read_results
@@ -51,10 +52,13 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[History, Path, Path
     tmp = tmp_path_factory.mktemp("bench")
     history = build_history(tmp / "repo")
     tasks = tmp / "tasks.jsonl"
-    done = cra(tmp, "bench", "mine", "--repo", str(history.repo), "--output", str(tasks))
+    done = cra(tmp, "bench", "mine", "--repo", str(history.repo), "--output", str(tasks),
+               "--jobs", "2")
     assert done.returncode == 0, done.stderr
     assert "3 task(s) from 8 commit(s)" in done.stderr
     (tmp / "mine.log").write_text(done.stderr)  # what a CI log of the mining holds
+    assert "8 commit(s) examined" in done.stderr and "with 2 job(s)" in done.stderr
+    assert not journal_path(tasks).exists()  # the output holds it all once written
     return history, tasks, tmp
 
 
