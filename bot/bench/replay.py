@@ -170,7 +170,7 @@ def write_outputs(published: Published, repository: str, *, out: Path | None,
                   summary: Path | None) -> None:
     """The report as files (`out`: HTML, JSON, the results) and as a job summary (Markdown)."""
     from agent.bench.report_html import render_html
-    from agent.bench.report_text import render_text
+    from agent.bench.report_text import render_markdown
 
     try:
         if out is not None:
@@ -182,8 +182,7 @@ def write_outputs(published: Published, repository: str, *, out: Path | None,
             if published.results.exists():  # none when no task was found
                 shutil.copyfile(published.results, out / "results.jsonl")
         if summary is not None:
-            text = render_text(published.report).replace("`", "'")  # no fence ends early
             with summary.open("a", encoding="utf-8") as handle:
-                handle.write(f"## cra bench: {repository}\n\n```text\n{text}\n```\n")
+                handle.write(render_markdown(published.report, repository))
     except OSError as exc:
         raise BenchRefused(f"cannot write the report: {exc}") from exc
