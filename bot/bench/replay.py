@@ -43,6 +43,21 @@ class BenchRequest:
     max_commits: int = 500
     since: str | None = None
     jobs: int = 1
+    results: Path | None = None  # default: bench/OWNER/NAME/results.jsonl in the data dir
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A bench ready to run: the repository's mirror and config at `base`, the models, the
+    tasks, and the results file that holds what is done."""
+
+    repository: str
+    installation_id: int | None
+    base: str  # the commit whose cra.toml configures the bench
+    bench: Bench
+    labels: list[str]
+    tasks: list[BenchTask]
+    results: Path
 
 
 @dataclass(frozen=True)
@@ -57,7 +72,15 @@ class Published:
 
 def bench_repository(services: Services, request: BenchRequest,
                      progress: Progress = lambda _: None) -> Published:
-    """Mirror, mine (or read) the tasks, run them with each model, store and publish."""
+    """Mirror, mine (or read) the tasks, run them here with each model, store and publish."""
+    prepared = prepare(services, request, progress)
+    run_here(services, prepared, request.jobs, progress)
+    return publish(services, prepared)
+
+
+def prepare(services: Services, request: BenchRequest, progress: Progress) -> Prepared:
+    """Mirror the repository, read its config at HEAD, check the models, mine or read the
+    tasks."""
     settings, repo = services.settings, request.repository
     env = services.github.git_auth_env(request.installation_id)
     mirror = services.mirrors.sync(repo, services.github.clone_url(repo), env=env)
@@ -66,19 +89,31 @@ def bench_repository(services: Services, request: BenchRequest,
     labels = model_labels(services, config, request.models)
     home = settings.data_dir / "bench" / repo
     tasks = _tasks(services, request, mirror, config, home, progress)
-    results = home / "results.jsonl"
     bench = Bench(repo=mirror, config=config, sandbox=services.sandbox,
                   environ=services.environ, data_dir=home, log=services.runlog,
                   cache=services.env_cache)
+    return Prepared(repository=repo, installation_id=request.installation_id, base=base,
+                    bench=bench, labels=labels, tasks=tasks,
+                    results=request.results or home / "results.jsonl")
 
+
+def run_here(services: Services, prepared: Prepared, jobs: int, progress: Progress) -> None:
+    """Run what the results file lacks in this process, `jobs` tasks at once."""
     def done(result: BenchResult, count: int, total: int) -> None:
         progress(f"[{count}/{total}] {result.instance_id} {result.model}: {result.outcome}")
 
-    run_bench(bench, tasks, labels, results, factory_for=_factories(services, bench),
-              config_for=lambda label: _config_for(config, label), jobs=request.jobs,
-              progress=done)
-    report = build_report(read_results(results), tasks, results_file=str(results))
-    report_id = BenchReports(settings.data_dir / "bench" / "reports").save(repo, report)
+    config = prepared.bench.config
+    run_bench(prepared.bench, prepared.tasks, prepared.labels, prepared.results,
+              factory_for=factories(services, prepared.bench),
+              config_for=lambda label: config_for(config, label), jobs=jobs, progress=done)
+
+
+def publish(services: Services, prepared: Prepared) -> Published:
+    """The report of the results file, stored as a page of this server."""
+    settings, results = services.settings, prepared.results
+    report = build_report(read_results(results), prepared.tasks, results_file=str(results))
+    report_id = BenchReports(settings.data_dir / "bench" / "reports").save(prepared.repository,
+                                                                           report)
     url = f"{(settings.public_url or '').rstrip('/')}/bench/{report_id}"
     return Published(report_id=report_id, url=url, report=report, results=results)
 
@@ -116,14 +151,14 @@ def model_labels(services: Services, config: SolveConfig, asked: Sequence[str]) 
     return list(dict.fromkeys(asked))
 
 
-def _config_for(config: SolveConfig, label: str) -> SolveConfig:
+def config_for(config: SolveConfig, label: str) -> SolveConfig:
     """The configured models as they are for the default label; else every role on `label`."""
     if parse_label(label) is not None or label == config.models.coding.model:
         return config
     return with_model(config, label)
 
 
-def _factories(services: Services, bench: Bench) -> Callable[[str, BenchTask], Factory]:
+def factories(services: Services, bench: Bench) -> Callable[[str, BenchTask], Factory]:
     """Model clients keyed like the server's runs; the oracle wraps them with the gold patch."""
     def factory(model: ModelConfig) -> ChatModel:
         return services.chat_factory(model, _key_for(services, model))
