@@ -225,6 +225,8 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
     from bot.sandboxes import check_sandbox
     from bot.services import build_services
 
+    if args.no_wait and args.queue is None:
+        raise SettingsError("--no-wait goes with --queue (a bench run here always waits)")
     startup.check_worker(settings, queue=False)
     services = build_services(settings)
     say = lambda line: print(f"  {line}", file=sys.stderr)  # noqa: E731
