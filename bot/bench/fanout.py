@@ -50,6 +50,7 @@ class FanOut:
 
         self._redis = Redis.from_url(redis_url, socket_connect_timeout=5, socket_timeout=30)
         self.queue = Queue(bench_queue_name(queue_name), connection=self._redis)
+        self._queue_name = queue_name
         self._job, self._job_timeout = job, job_timeout
         self._poll, self._sleep = poll, sleep
 
@@ -59,7 +60,7 @@ class FanOut:
         `wait`, gather until each has a result there. The jobs still on the queue (0 after
         waiting)."""
         done = finished(results)
-        pending = {bench_job_id(self.queue.name, results, job.task.instance_id, job.label): job
+        pending = {bench_job_id(self._queue_name, results, job.task.instance_id, job.label): job
                    for job in asked if (job.task.instance_id, job.label) not in done}
         gathered = _Gathered(results, progress, total=len(pending))
         enqueued = self._look(pending, gathered)

@@ -76,10 +76,9 @@ def world(tmp_path: Path, redis_url: str) -> Iterator[Bench]:
     with FakeGitHub() as fake, ScriptedModelServer() as models:
         fake.add_repo(REPO, history.repo)
         yield Bench(tmp_path, fake, models, tasks, redis_url, name)
-    connection = Redis.from_url(redis_url)
-    for queue in (Queue(name, connection=connection),
-                  Queue(bench_queue_name(name), connection=connection)):
-        queue.delete(delete_jobs=True)
+    connection = Redis.from_url(redis_url)  # the queues, jobs and the killed workers' marks
+    for key in connection.scan_iter(match=f"rq:*{name}*"):
+        connection.delete(key)
     connection.close()
 
 
