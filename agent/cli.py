@@ -139,6 +139,24 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     report.add_argument("--baseline", type=Path, help="an earlier results file or JSON report")
     report.add_argument("--html", type=Path, help="write the HTML page here")
     report.add_argument("--json", action="store_true", help="print JSON")
+    report.add_argument("--summary", type=Path, help="also append the table as Markdown to "
+                        "this file ($GITHUB_STEP_SUMMARY)")
+    _add_bench_parts(steps, below)
+
+
+def _add_bench_parts(steps: argparse._SubParsersAction[argparse.ArgumentParser],
+                     below: argparse.ArgumentParser) -> None:
+    split = steps.add_parser("split", parents=[below], help="deal a task file into parts, "
+                             "one per parallel runner")
+    split.add_argument("tasks", type=Path, help="a task file (JSON Lines, SWE-bench's format)")
+    split.add_argument("--parts", type=int, required=True, help="how many parts")
+    split.add_argument("--out", type=Path, required=True,
+                       help="write tasks-1.jsonl … tasks-N.jsonl here")
+    merge = steps.add_parser("merge", parents=[below], help="one results file from several: "
+                             "one result per task and model, in order")
+    merge.add_argument("results", type=Path, nargs="+", help="results files (JSON Lines), or "
+                       "folders: every results.jsonl under each")
+    merge.add_argument("--out", type=Path, required=True, help="the merged results file")
 
 
 def _add_sandbox(command: argparse.ArgumentParser) -> None:

@@ -53,6 +53,10 @@ def run_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             from agent.bench.report import report_command
 
             return report_command(args)
+        if args.command == "bench" and args.bench_command in ("split", "merge"):  # files only
+            from agent.bench.parts import parts_command
+
+            return parts_command(args)
         if args.command == "index":  # the index needs no run log
             from agent.progress import ProgressBar
             from agent.retrieval.command import index_repository

@@ -7,11 +7,12 @@ import argparse
 import dataclasses
 import json
 import logging
+import math
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.console import (
     add_version,
@@ -26,6 +27,9 @@ from agent.doctor import render
 from bot.errors import BotError, SettingsError
 from bot.settings import BotSettings, actions_environment, process_environment, unknown_settings
 
+if TYPE_CHECKING:
+    from bot.bench.replay import Prepared
+
 log = logging.getLogger("cra-bot")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -39,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     below = suppressed(common)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_serve(commands, below)
-    worker = commands.add_parser("worker", parents=[below],
-                                 help="an RQ worker executing runs (CRA_QUEUE=rq)")
+    worker = commands.add_parser("worker", parents=[below], help="an RQ worker executing "
+                                 "runs and bench tasks (CRA_QUEUE=rq)")
     worker.add_argument("--burst", action="store_true",
                         help="execute the queued runs, then exit")
     run = commands.add_parser("run", parents=[below], help="solve one issue now, from this "
@@ -81,6 +85,13 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                        "results.jsonl here")
     bench.add_argument("--summary", type=Path, help="append the report as Markdown to this "
                        "file ($GITHUB_STEP_SUMMARY)")
+    bench.add_argument("--results", type=Path, help="the results file (default: "
+                       "bench/OWNER/NAME/results.jsonl in the data dir)")
+    bench.add_argument("--queue", nargs="?", const="", metavar="REDIS_URL", help="fan the "
+                       "tasks out on RQ (this Redis, else CRA_REDIS_URL) to `cra-bot worker`s, "
+                       "gather their results, then publish")
+    bench.add_argument("--no-wait", action="store_true", help="with --queue: enqueue and "
+                       "exit; the same command run again gathers and publishes")
 
 
 def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -140,7 +151,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "worker":
         startup.check_worker(settings)
         _warn_models(settings)
-        from bot.serve import rq_worker
+        from bot.workers import rq_worker
 
         return rq_worker(settings, burst=args.burst)
     if args.command == "migrate":
@@ -206,15 +217,19 @@ def _run_one(
 
 
 def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
-    """`cra-bot bench`: bench a repository here and publish its report as a page."""
+    """`cra-bot bench`: bench a repository here, or on the workers of a queue, and publish its
+    report as a page."""
     from agent.bench.report_text import render_text
     from bot import startup
-    from bot.bench.replay import BenchRequest, bench_repository, write_outputs
+    from bot.bench.replay import BenchRequest, prepare, publish, run_here, write_outputs
     from bot.sandboxes import check_sandbox
     from bot.services import build_services
 
+    if args.no_wait and args.queue is None:
+        raise SettingsError("--no-wait goes with --queue (a bench run here always waits)")
     startup.check_worker(settings, queue=False)
     services = build_services(settings)
+    say = lambda line: print(f"  {line}", file=sys.stderr)  # noqa: E731
     try:
         check_sandbox(settings, services.sandbox)
         installation = args.installation
@@ -222,9 +237,15 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
             installation = services.github.installation_for(repo)
         request = BenchRequest(repository=repo, installation_id=installation,
                                models=args.model, tasks=args.tasks, max_commits=args.max,
-                               since=args.since, jobs=args.jobs)
-        published = bench_repository(services, request,
-                                     lambda line: print(f"  {line}", file=sys.stderr))
+                               since=args.since, jobs=args.jobs, results=args.results)
+        prepared = prepare(services, request, say)
+        if args.queue is None:
+            run_here(services, prepared, request.jobs, say)
+        elif left := _fan_out(settings, args, prepared, say):
+            print(f"cra-bot: {left} job(s) on the queue; run the same command again to gather "
+                  f"their results into {prepared.results} and publish the report")
+            return EXIT_OK
+        published = publish(services, prepared)
     finally:
         services.close()
     write_outputs(published, repo, out=args.out, summary=args.summary)
@@ -234,6 +255,26 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
         print(f"\nreport: {where}")
     print(f"results: {published.results}" + (f"\nwritten to: {args.out}" if args.out else ""))
     return EXIT_OK
+
+
+def _fan_out(settings: BotSettings, args: argparse.Namespace, prepared: Prepared,
+             say: Callable[[str], None]) -> int:
+    """The bench's tasks on the queue's workers; the jobs left there (none once gathered)."""
+    from bot.bench.fanout import FanOut, bench_jobs
+
+    url = args.queue or settings.redis_url
+    if not url:
+        raise SettingsError("--queue needs Redis: --queue redis://HOST:6379/0, or CRA_REDIS_URL")
+    fan_out = FanOut(url, settings.queue_name,
+                     job_timeout=math.ceil(settings.max_run_minutes * 60 + settings.stale_after))
+    try:
+        return fan_out.run(prepared.results, bench_jobs(prepared), say, wait=not args.no_wait)
+    except KeyboardInterrupt:
+        print("cra-bot: stopped waiting; the jobs go on on the workers: run the same command "
+              "again to gather their results", file=sys.stderr)
+        raise
+    finally:
+        fan_out.close()
 
 
 def _action() -> int:

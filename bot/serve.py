@@ -1,4 +1,4 @@
-"""Serving: the webhook app behind the door (waitress; or Flask's dev server) and the RQ worker."""
+"""Serving: the webhook app behind the door (waitress; or Flask's dev server)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from agent.errors import AgentError
 from agent.workspace import remove_abandoned
 from bot.app import create_app
 from bot.door import make_door
-from bot.errors import SettingsError
 from bot.liveness import Reaper, recover
 from bot.queue import INTERRUPTED, ThreadQueue
 from bot.replying import report_ended
@@ -125,17 +124,3 @@ def stop_runs(services: Services, *, grace: float = STOP_GRACE,
             thread.join(report_wait)
     return ended
 
-
-def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
-    """An RQ worker executing `bot.jobs.execute_run_job` jobs from CRA_REDIS_URL
-    (bot.startup.check_worker first: the sandbox, the key, the database, Redis)."""
-    if settings.queue != "rq" or not settings.redis_url:
-        raise SettingsError("cra-bot worker needs CRA_QUEUE=rq and CRA_REDIS_URL")
-    from redis import Redis
-    from rq import Queue, Worker
-
-    connection = Redis.from_url(settings.redis_url)
-    worker = Worker([Queue(settings.queue_name, connection=connection)],
-                    connection=connection)
-    worker.work(burst=burst, with_scheduler=False)
-    return 0

@@ -153,11 +153,11 @@ def steps(flow: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 def run_commands(flow: dict[str, Any]) -> Iterator[list[str]]:
     """Each simple command of every `run:` block, split at `&&`, `||`, `;` and `|` (an
-    `exec` before it dropped)."""
+    `exec` before it and an output redirection after it dropped)."""
     for step in steps(flow):
         for line in step.get("run", "").replace("\\\n", " ").splitlines():
             for part in re.split(r"&&|\|\||;|\|", line):
-                words = shlex.split(part, comments=True)
+                words = shlex.split(re.sub(r"\s>>?\s*\S+\s*$", "", part), comments=True)
                 if words[:1] == ["exec"]:  # the shell becomes the command
                     words = words[1:]
                 if words:
@@ -484,22 +484,45 @@ def test_a_dispatch_without_an_issue_number_asks_nothing_of_the_solve_job() -> N
     assert route(event, label="cra") is None
 
 
-def test_the_bench_input_runs_the_bench_job_and_not_the_solve_job() -> None:
+BENCH_JOBS = ("bench-tasks", "bench", "bench-report")
+
+
+def test_the_bench_input_runs_the_bench_jobs_and_not_the_solve_job() -> None:
     jobs = workflow("cra.yml")["jobs"]
     assert "!inputs.bench" in jobs["cra"]["if"]
-    assert jobs["bench"]["if"] == "github.event_name == 'workflow_dispatch' && inputs.bench"
+    for name in ("bench-tasks", "bench"):
+        assert jobs[name]["if"] == "github.event_name == 'workflow_dispatch' && inputs.bench"
+    assert jobs["bench"]["needs"] == "bench-tasks"
+    # the report waits for every part, and comes when some failed too (not when cancelled)
+    assert jobs["bench-report"]["needs"] == ["bench-tasks", "bench"]
+    assert jobs["bench-report"]["if"] == (
+        "${{ !cancelled() && needs.bench-tasks.result == 'success' }}")
 
 
-def test_the_bench_job_only_reads_and_uses_the_solve_jobs_models() -> None:
+def test_the_bench_jobs_only_read_and_use_the_solve_jobs_models() -> None:
     flow = workflow("cra.yml")
-    assert flow["jobs"]["bench"]["permissions"] == {"contents": "read"}
+    for name in BENCH_JOBS:
+        assert flow["jobs"][name]["permissions"] == {"contents": "read"}
     assert bench_step(flow)["env"] == cra_step(flow)["env"]
     args = shlex.split(bench_step(flow)["run"])
     assert args[:3] == ["cra-bot", "bench", "--actions"]
-    assert "--summary" in args and "$GITHUB_STEP_SUMMARY" in args
+    report = [c for c in run_commands(flow) if c[:3] == ["cra", "bench", "report"]]
+    assert any("--summary" in c and "$GITHUB_STEP_SUMMARY" in c for c in report)
 
 
-def test_the_bench_job_uploads_what_it_writes() -> None:
+def test_the_bench_matrix_runs_every_part_the_split_deals() -> None:
+    flow = workflow("cra.yml")
+    [split] = [c for c in run_commands(flow) if c[:3] == ["cra", "bench", "split"]]
+    parts = int(split[split.index("--parts") + 1])
+    matrix = flow["jobs"]["bench"]["strategy"]["matrix"]
+    assert matrix == {"part": list(range(1, parts + 1))}
+    assert flow["jobs"]["bench"]["strategy"]["fail-fast"] is False
+    args = shlex.split(bench_step(flow)["run"])
+    assert args[args.index("--tasks") + 1] == (
+        split[split.index("--out") + 1] + "/tasks-${{ matrix.part }}.jsonl")
+
+
+def test_the_bench_part_jobs_upload_what_they_write() -> None:
     flow = workflow("cra.yml")
     args = shlex.split(bench_step(flow)["run"])
     out = args[args.index("--out") + 1]
@@ -507,7 +530,116 @@ def test_the_bench_job_uploads_what_it_writes() -> None:
                 if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert out == "$RUNNER_TEMP/cra-bench"
     assert upload["with"]["path"].rstrip("/") == "${{ runner.temp }}/cra-bench"
+    assert upload["with"]["name"] == "cra-bench-part-${{ matrix.part }}"
     assert upload["if"] == "always()"
+
+
+# --- the bench's jobs, run here: artifacts are folders, the bench of a part is faked -----------
+
+
+class Runners:
+    """The bench's three jobs on throwaway runners: each job gets a runner temp of its own,
+    artifacts pass between them as GitHub's upload and download actions pass them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.artifacts, self.jobs = root, root / "artifacts", 0
+        self.flow = workflow("cra.yml")
+
+    def runner(self) -> Path:
+        self.jobs += 1
+        temp = self.root / f"runner-{self.jobs}"
+        temp.mkdir()
+        return temp
+
+    @staticmethod
+    def expand(text: str, temp: Path, part: int | None = None) -> str:
+        text = text.replace("${{ runner.temp }}", str(temp))
+        return text if part is None else text.replace("${{ matrix.part }}", str(part))
+
+    def download(self, job: str, temp: Path, part: int | None = None) -> None:
+        """The job's download steps (a pattern's artifacts land in a folder each)."""
+        for given in self._artifact_steps(job, "actions/download-artifact"):
+            path = Path(self.expand(given["path"], temp, part))
+            if "pattern" in given:
+                for found in sorted(self.artifacts.glob(given["pattern"])):
+                    shutil.copytree(found, path / found.name)
+            else:
+                shutil.copytree(self.artifacts / given["name"], path)
+
+    def upload(self, job: str, temp: Path, part: int | None = None) -> None:
+        """The job's upload steps (nothing when the path is missing)."""
+        for given in self._artifact_steps(job, "actions/upload-artifact"):
+            path = Path(self.expand(given["path"], temp, part))
+            if path.exists():
+                shutil.copytree(path, self.artifacts / self.expand(given["name"], temp, part))
+
+    def _artifact_steps(self, job: str, action: str) -> Iterator[dict[str, str]]:
+        for step in self.flow["jobs"][job]["steps"]:
+            if str(step.get("uses", "")).startswith(action):
+                yield step["with"]
+
+    def run(self, job: str, temp: Path, *, leave_out: str = "") -> None:
+        """The job's `run:` blocks as the runner's bash runs them, but for `leave_out` lines."""
+        env = {**os.environ, "RUNNER_TEMP": str(temp),
+               "GITHUB_STEP_SUMMARY": str(temp / "summary.md"),
+               "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+        for step in self.flow["jobs"][job]["steps"]:
+            block = "\n".join(line for line in step.get("run", "").splitlines()
+                              if not (leave_out and line.startswith(leave_out)))
+            if block and not block.startswith(("sudo ", "python -m pip", "python -m venv",
+                                               "pipx ", "cra-bot ")):
+                done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                                       block], env=env, capture_output=True, text=True,
+                                      timeout=120, check=False)
+                assert done.returncode == 0, done.stderr
+
+
+def test_the_bench_jobs_split_the_tasks_and_merge_every_parts_results(tmp_path: Path) -> None:
+    """Mining and the parts' benches are stood in for: mining by a task file where it writes
+    one, a part's `cra-bot bench` by a results file for its tasks where `--out` puts it; part 3
+    fails and uploads nothing. Split, merge and report run as the workflow runs them."""
+    from agent.bench.results import BenchResult, read_results
+    from agent.bench.tasks import BenchTask, read_tasks, write_tasks
+
+    runners, names = Runners(tmp_path), [f"octo__calc-{n}" for n in range(1, 10)]
+    temp = runners.runner()
+    [mine] = [c for c in run_commands(runners.flow) if c[:3] == ["cra", "bench", "mine"]]
+    write_tasks(Path(mine[mine.index("--output") + 1].replace("$RUNNER_TEMP", str(temp))),
+                [BenchTask(instance_id=name, repo="octo/calc", base_commit="a" * 40, patch="",
+                           test_patch="", problem_statement=name, FAIL_TO_PASS=["t"])
+                 for name in names])
+    runners.run("bench-tasks", temp, leave_out="cra bench mine")
+    runners.upload("bench-tasks", temp)
+    bench = shlex.split(bench_step(runners.flow)["run"])
+    for part in runners.flow["jobs"]["bench"]["strategy"]["matrix"]["part"]:
+        temp = runners.runner()
+        runners.download("bench", temp, part)
+        tasks = Path(runners.expand(bench[bench.index("--tasks") + 1], temp, part)
+                     .replace("$RUNNER_TEMP", str(temp)))
+        out = Path(bench[bench.index("--out") + 1].replace("$RUNNER_TEMP", str(temp)))
+        if part == 3:
+            continue  # its runner died
+        out.mkdir()
+        (out / "results.jsonl").write_text("".join(
+            BenchResult(instance_id=t.instance_id, model="oracle", outcome="resolved")
+            .model_dump_json() + "\n" for t in read_tasks(tasks)), encoding="utf-8")
+        runners.upload("bench", temp, part)
+    temp = runners.runner()
+    runners.download("bench-report", temp)
+    runners.run("bench-report", temp)
+    runners.upload("bench-report", temp)
+
+    out = tmp_path / "artifacts" / "cra-bench"
+    merged = [r.instance_id for r in read_results(out / "results.jsonl")]
+    part_3 = names[2::4]
+    assert sorted(merged) == sorted(set(names) - set(part_3))
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    cells = {row["instance_id"]: row["cells"]["oracle"] for row in report["tasks"]}
+    assert set(cells) == set(names)  # every task in the grid: part 3's as not run
+    assert [name for name, cell in cells.items() if cell is None] == part_3
+    assert (out / "report.html").exists()
+    summary = (temp / "summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("## cra bench: octo/calc\n") and "7/7" in summary
 
 
 def test_cra_workflow_asks_for_the_minimal_permissions() -> None:
@@ -588,7 +720,7 @@ def test_cra_workflow_fallbacks_are_the_settings_defaults() -> None:
         assert value == str(field.default), key
 
 
-@pytest.mark.parametrize("job", ["cra", "bench"])
+@pytest.mark.parametrize("job", ["cra", "bench-tasks", "bench", "bench-report"])
 def test_cra_workflow_installs_cras_locked_dependencies_from_the_same_tag(job: str) -> None:
     """requirements/server.txt of the tag INSTALL_CRA names, hash-checked, then cra alone."""
     env = workflow("cra.yml")["env"]

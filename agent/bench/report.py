@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.bench.report_html import render_html
-from agent.bench.report_text import render_text
+from agent.bench.report_text import render_markdown, render_text
 from agent.bench.results import read_results
 from agent.bench.scores import (
     BaselineError,
@@ -48,8 +48,8 @@ SCHEMA = Path(__file__).with_name(SCHEMA_FILE)  # the file; schema() reads it as
 
 
 def report_command(args: argparse.Namespace) -> int:
-    """`cra bench report RESULTS [--tasks] [--baseline] [--html PATH] [--json]`; 0, or 2 with
-    one line when a file is wrong."""
+    """`cra bench report RESULTS [--tasks] [--baseline] [--html PATH] [--summary PATH] [--json]`;
+    0, or 2 with one line when a file is wrong."""
     try:
         report = report_from_files(args.results, tasks=args.tasks, baseline=args.baseline)
     except (BaselineError, TaskFileError, ReportFileError) as exc:
@@ -63,6 +63,13 @@ def report_command(args: argparse.Namespace) -> int:
             print(f"cra: cannot write the HTML report {args.html}: {exc.strerror}",
                   file=sys.stderr)
             return 2
+    if args.summary is not None:
+        try:
+            with args.summary.open("a", encoding="utf-8") as handle:
+                handle.write(render_markdown(report, _repository(args.tasks)))
+        except OSError as exc:
+            print(f"cra: cannot append to {args.summary}: {exc.strerror}", file=sys.stderr)
+            return 2
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
@@ -70,6 +77,11 @@ def report_command(args: argparse.Namespace) -> int:
         if args.html is not None:
             print(f"\nHTML report: {args.html}")
     return 0
+
+
+def _repository(tasks: Path | None) -> str:
+    """The repository the task file names (its first task's), for the summary's heading."""
+    return next((task.repo for task in read_tasks(tasks)), "") if tasks is not None else ""
 
 
 class ReportFileError(ValueError):

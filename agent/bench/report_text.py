@@ -22,6 +22,14 @@ def render_text(report: BenchReport) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def render_markdown(report: BenchReport, repository: str = "") -> str:
+    """The text report as a Markdown section (a job summary): a heading naming the repository,
+    the table in a fence that no backtick of a task's id or title can end early."""
+    text = render_text(report).replace("`", "'")
+    heading = f"## cra bench: {clean(repository)}" if repository else "## cra bench"
+    return f"{heading}\n\n```text\n{text}\n```\n"
+
+
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
     """Columns padded to their widest cell; the columns in `right` aligned right."""
     header, rows = [clean(c) for c in header], [[clean(c) for c in r] for r in rows]

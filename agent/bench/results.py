@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["BenchResult", "Outcome", "append_result", "finished", "read_results"]
+__all__ = ["BenchResult", "Outcome", "append_result", "finished", "harness_error", "read_results"]
 
 # resolved: every FAIL_TO_PASS test passes and every PASS_TO_PASS test still passes, decided by the
 # bench after re-applying the task's test_patch; unresolved: the run ended but the tests say no;
@@ -53,6 +54,12 @@ class BenchResult(BaseModel):
     @property
     def resolved(self) -> bool:
         return self.outcome == "resolved"
+
+
+def harness_error(instance_id: str, model: str, error: str) -> BenchResult:
+    """The result of a task the bench could not run at all (no run, nothing scored)."""
+    return BenchResult(instance_id=instance_id, model=model, outcome="error", error=error,
+                       finished_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
 
 def append_result(path: Path, result: BenchResult) -> None:

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,8 +104,7 @@ def run_bench(
     jobs: int = 1, progress: Callable[[BenchResult, int, int], None] | None = None,
 ) -> list[BenchResult]:
     """Solve and score every (task, label) not in `results` yet; append each result there."""
-    prepare_clone(bench)
-    _clear_leftovers(bench)
+    prepare_bench(bench)
     done = finished(results)
     todo = [(task, label) for task in tasks for label in labels
             if (task.instance_id, label) not in done]
@@ -112,16 +112,8 @@ def run_bench(
     made: list[BenchResult] = []
 
     def one(task: BenchTask, label: str) -> BenchResult:
-        started = time.monotonic()
-        try:
-            with lock:
-                start = start_commit(bench, task)
-            return run_one(bench, task, label, start, factory_for(label, task),
-                           config_for(label))
-        except Exception as exc:  # one task's crash is its result, not the end of the bench
-            _log.exception("bench: %s with %s crashed", task.instance_id, label)
-            return _result(task, label, "error", started,
-                           error=f"cra crashed: {type(exc).__name__}: {exc}")
+        return bench_task(bench, task, label, factory_for=factory_for, config_for=config_for,
+                          guard=lock)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(one, task, label) for task, label in todo]
@@ -135,11 +127,32 @@ def run_bench(
     return made
 
 
-def _clear_leftovers(bench: Bench) -> None:
-    """The worktrees a killed bench's runs left (their process is gone), so that a resumed
-    task can check its branch out again; a live bench's are left alone."""
-    remove_abandoned(bench.work_dir)
+def prepare_bench(bench: Bench) -> None:
+    """The bench's clone, fetched, without the worktrees a killed bench's runs left (their
+    process is gone: their runs are failed in the log), so that a task run again can check its
+    branch out again; a live bench's are left alone."""
+    prepare_clone(bench)
+    for gone in remove_abandoned(bench.work_dir):
+        bench.log.abandon_run(gone.run_id, "interrupted: its bench process is gone")
     git.run_git(["worktree", "prune"], bench.clone)
+
+
+def bench_task(bench: Bench, task: BenchTask, label: str, *,
+               factory_for: Callable[[str, BenchTask], Factory],
+               config_for: Callable[[str], SolveConfig],
+               guard: AbstractContextManager[object]) -> BenchResult:
+    """One task solved by one configuration and scored; a crash of the harness is the task's
+    error result, not the end of the bench. `guard` is held while the task's starting commit is
+    made (the benches sharing the clone take turns)."""
+    started = time.monotonic()
+    try:
+        with guard:
+            start = start_commit(bench, task)
+        return run_one(bench, task, label, start, factory_for(label, task), config_for(label))
+    except Exception as exc:  # one task's crash is its result, not the end of the bench
+        _log.exception("bench: %s with %s crashed", task.instance_id, label)
+        return _result(task, label, "error", started,
+                       error=f"cra crashed: {type(exc).__name__}: {exc}")
 
 
 def run_one(bench: Bench, task: BenchTask, label: str, start: str, factory: Factory,

@@ -99,7 +99,8 @@ def _lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
 
 
 def write_tasks(path: Path, tasks: Iterable[BenchTask]) -> int:
-    """Write tasks as JSON Lines; returns how many were written."""
+    """Write tasks as JSON Lines (its folder made if needed); returns how many were written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
     with path.open("w", encoding="utf-8") as out:
         for task in tasks:

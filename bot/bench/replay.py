@@ -44,6 +44,21 @@ class BenchRequest:
     max_commits: int = 500
     since: str | None = None
     jobs: int = 1
+    results: Path | None = None  # default: bench/OWNER/NAME/results.jsonl in the data dir
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A bench ready to run: the repository's mirror and config at `base`, the models, the
+    tasks, and the results file that holds what is done."""
+
+    repository: str
+    installation_id: int | None
+    base: str  # the commit whose cra.toml configures the bench
+    bench: Bench
+    labels: list[str]
+    tasks: list[BenchTask]
+    results: Path
 
 
 @dataclass(frozen=True)
@@ -58,7 +73,15 @@ class Published:
 
 def bench_repository(services: Services, request: BenchRequest,
                      progress: Progress = lambda _: None) -> Published:
-    """Mirror, mine (or read) the tasks, run them with each model, store and publish."""
+    """Mirror, mine (or read) the tasks, run them here with each model, store and publish."""
+    prepared = prepare(services, request, progress)
+    run_here(services, prepared, request.jobs, progress)
+    return publish(services, prepared)
+
+
+def prepare(services: Services, request: BenchRequest, progress: Progress) -> Prepared:
+    """Mirror the repository, read its config at HEAD, check the models, mine or read the
+    tasks."""
     settings, repo = services.settings, request.repository
     env = services.github.git_auth_env(request.installation_id)
     mirror = services.mirrors.sync(repo, services.github.clone_url(repo), env=env)
@@ -67,19 +90,31 @@ def bench_repository(services: Services, request: BenchRequest,
     labels = model_labels(services, config, request.models)
     home = settings.data_dir / "bench" / repo
     tasks = _tasks(services, request, mirror, config, home, progress)
-    results = home / "results.jsonl"
     bench = Bench(repo=mirror, config=config, sandbox=services.sandbox,
                   environ=services.environ, data_dir=home, log=services.runlog,
                   cache=services.env_cache)
+    return Prepared(repository=repo, installation_id=request.installation_id, base=base,
+                    bench=bench, labels=labels, tasks=tasks,
+                    results=request.results or home / "results.jsonl")
 
+
+def run_here(services: Services, prepared: Prepared, jobs: int, progress: Progress) -> None:
+    """Run what the results file lacks in this process, `jobs` tasks at once."""
     def done(result: BenchResult, count: int, total: int) -> None:
         progress(f"[{count}/{total}] {result.instance_id} {result.model}: {result.outcome}")
 
-    run_bench(bench, tasks, labels, results, factory_for=_factories(services, bench),
-              config_for=lambda label: _config_for(config, label), jobs=request.jobs,
-              progress=done)
-    report = build_report(read_results(results), tasks, results_file=str(results))
-    report_id = BenchReports(settings.data_dir / "bench" / "reports").save(repo, report)
+    config = prepared.bench.config
+    run_bench(prepared.bench, prepared.tasks, prepared.labels, prepared.results,
+              factory_for=factories(services, prepared.bench),
+              config_for=lambda label: config_for(config, label), jobs=jobs, progress=done)
+
+
+def publish(services: Services, prepared: Prepared) -> Published:
+    """The report of the results file, stored as a page of this server."""
+    settings, results = services.settings, prepared.results
+    report = build_report(read_results(results), prepared.tasks, results_file=str(results))
+    report_id = BenchReports(settings.data_dir / "bench" / "reports").save(prepared.repository,
+                                                                           report)
     url = f"{(settings.public_url or '').rstrip('/')}/bench/{report_id}"
     return Published(report_id=report_id, url=url, report=report, results=results)
 
@@ -117,14 +152,14 @@ def model_labels(services: Services, config: SolveConfig, asked: Sequence[str]) 
     return list(dict.fromkeys(asked))
 
 
-def _config_for(config: SolveConfig, label: str) -> SolveConfig:
+def config_for(config: SolveConfig, label: str) -> SolveConfig:
     """The configured models as they are for the default label; else every role on `label`."""
     if parse_label(label) is not None or label == config.models.coding.model:
         return config
     return with_model(config, label)
 
 
-def _factories(services: Services, bench: Bench) -> Callable[[str, BenchTask], Factory]:
+def factories(services: Services, bench: Bench) -> Callable[[str, BenchTask], Factory]:
     """Model clients keyed like the server's runs; the oracle wraps them with the gold patch."""
     def factory(model: ModelConfig) -> ChatModel:
         return services.chat_factory(model, _key_for(services, model))
@@ -173,7 +208,7 @@ def write_outputs(published: Published, repository: str, *, out: Path | None,
                   summary: Path | None) -> None:
     """The report as files (`out`: HTML, JSON, the results) and as a job summary (Markdown)."""
     from agent.bench.report_html import render_html
-    from agent.bench.report_text import render_text
+    from agent.bench.report_text import render_markdown
 
     try:
         if out is not None:
@@ -185,8 +220,7 @@ def write_outputs(published: Published, repository: str, *, out: Path | None,
             if published.results.exists():  # none when no task was found
                 shutil.copyfile(published.results, out / "results.jsonl")
         if summary is not None:
-            text = render_text(published.report).replace("`", "'")  # no fence ends early
             with summary.open("a", encoding="utf-8") as handle:
-                handle.write(f"## cra bench: {repository}\n\n```text\n{text}\n```\n")
+                handle.write(render_markdown(published.report, repository))
     except OSError as exc:
         raise BenchRefused(f"cannot write the report: {exc}") from exc

@@ -42,7 +42,8 @@ def write(path: Path, results: list[BenchResult]) -> Path:
 
 def args(results: Path, **given: object) -> argparse.Namespace:
     return argparse.Namespace(**{"results": results, "tasks": None, "baseline": None,
-                                 "html": None, "json": False, **given})
+                                 "html": None, "summary": None, "json": False,
+                                 **given})
 
 
 # --- the interval ----------------------------------------------------------------------------
