@@ -100,7 +100,9 @@ def _choose(entry: Entry, options: Sequence[tuple[Form, ContextFile]],
 
 def forms(entry: Entry, *, whole_file_tokens: int, seed_symbols: Sequence[str]) -> list[Form]:
     """The ways to show `entry`, richest first: whole, chosen outline, the chosen bodies alone,
-    signatures, headlines, skeleton."""
+    signatures, headlines, skeleton — each with the seed symbols in full, then (when a seed
+    symbol is a class) with the named classes shown by their members instead: a task that
+    names `Command` must not cost the planner a file of 3,000 lines."""
     whole = Form("full", entry.text)
     if not entry.symbols:
         return [whole]
@@ -108,24 +110,29 @@ def forms(entry: Entry, *, whole_file_tokens: int, seed_symbols: Sequence[str]) 
     seeds: dict[str, SymbolDetail] = {
         s.qualname: "full" for s in entry.symbols if s.name in wanted or s.qualname in wanted
     }
+    parents = {s.parent for s in entry.symbols if s.parent}
+    lean = {k: v for k, v in seeds.items() if k not in parents}
     chosen = entry.details or {}
+    bodies = {k: v for k, v in chosen.items() if v == "full"}
+    lighter = {k: _lighter(v) for k, v in chosen.items()}
     small = estimate_tokens(entry.text) <= whole_file_tokens
     candidates = []
     if small or (entry.details is None and entry.seed):  # a large file: a seed's, whole
         candidates.append(whole)
     if entry.details is not None:
         candidates.append(_outline(entry, {**chosen, **seeds}))
-        # the chosen bodies alone, when the signatures of everything else do not fit too
-        bodies = {k: v for k, v in chosen.items() if v == "full"}
-        if bodies or seeds:
-            candidates.append(_outline(entry, {**bodies, **seeds}, default="omitted"))
-    candidates.append(_outline(entry, {**{k: _lighter(v) for k, v in chosen.items()}, **seeds}))
-    if not (entry.seed or seeds) and any(s.parent for s in entry.symbols):
-        candidates.append(_outline(entry, {s.qualname: "omitted" for s in entry.symbols
-                                           if s.parent}, fold=True))
+    for named in [seeds, lean] if lean != seeds else [seeds]:
+        if entry.details is not None and (bodies or named):  # when the rest's signatures
+            candidates.append(_outline(entry, {**bodies, **named}, default="omitted"))
+        candidates.append(_outline(entry, {**lighter, **named}))
+    if not entry.seed and parents and not parents.intersection(
+            s.parent for s in entry.symbols if s.qualname in lean):
+        candidates.append(_outline(entry, {**{s.qualname: "omitted" for s in entry.symbols
+                                              if s.parent}, **lean}, fold=True))
     if entry.seed or seeds:  # a skeleton of anything else says too little to be worth it
-        skeleton = _outline(entry, seeds, default="omitted")
-        candidates.append(replace(skeleton, last_resort=not seeds))
+        for named in [seeds, lean] if lean != seeds else [seeds]:
+            skeleton = _outline(entry, named, default="omitted")
+            candidates.append(replace(skeleton, last_resort=not named))
     unique: dict[str, Form] = {}
     for form in candidates:
         unique.setdefault(form.content, form)

@@ -84,3 +84,17 @@ def test_a_file_too_long_for_its_outline_is_shown_by_its_headlines() -> None:
     assert "def helper() -> None:\n    " + MARK in file.content
     assert "method_0" not in file.content
     assert file.symbols["Big.method_0"] == "omitted" and file.symbols["Big"] == "signature"
+
+
+def test_a_named_class_too_large_to_show_is_shown_by_its_named_member() -> None:
+    members = "".join(f"    def method_{n}(self, value: int) -> int:\n"
+                      f"        return value + {n}\n\n" for n in range(60))
+    text = f"class Big:\n{members}\n\ndef other() -> None:\n    pass\n"
+    entry = Entry(path="big.py", text=text, symbols=parse_source("big.py", text).symbols,
+                  reason="seed: defines Big")
+    room = estimate_tokens(text) // 3
+    [file], dropped = pack([entry], room, whole_file_tokens=100,
+                           seed_symbols=["Big", "method_7"])
+    assert dropped == []
+    assert "    def method_7(self, value: int) -> int:\n        return value + 7" in file.content
+    assert file.content.startswith("class Big:") and "method_8" not in file.content
