@@ -89,7 +89,7 @@ def test_bench_report_grid_and_hostile_text_in_chromium(
     results, tasks, evil_id = write_bench(tmp_path, hits.url)
     page = tmp_path / "report.html"
     assert report_command(argparse.Namespace(results=results, tasks=tasks, baseline=None,
-                                             html=page, json=False)) == 0
+                                             html=page, summary=None, json=False)) == 0
     with Browser(tools.chromedriver, tools.chromium, tmp_path / "profile") as browser:
         browser.open(page.as_uri())
         browser.find("#grid")
