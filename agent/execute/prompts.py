@@ -336,11 +336,20 @@ def build_plan_prompt(
     return system, user
 
 
+MORE_FILES = ("Files ranked for this task that did not fit above (a step that names one "
+              "is shown it whole):\n")
+MAX_MORE_FILES = 12
+
+
 def plan_sections(
     context: ContextPackage, task: str, material: PlanMaterial, caps: Caps
 ) -> list[str]:
     """The user prompt sections of a planner pass, each present only when it has content."""
-    sections = [f"<files>\n{context.to_prompt_text()}\n</files>", f"<task>\n{task}\n</task>"]
+    sections = [f"<files>\n{context.to_prompt_text()}\n</files>"]
+    crowded = [d.path for d in context.dropped if d.reason.startswith("over budget")]
+    if crowded:  # a planner's room is small: what ranked next is named, so a step can ask
+        sections.append(tagged("more_files", MORE_FILES + "\n".join(crowded[:MAX_MORE_FILES])))
+    sections.append(f"<task>\n{task}\n</task>")
     if material.completed_steps:
         sections.append(tagged("completed_steps", format_step_list(material.completed_steps)))
     if material.remaining_steps:

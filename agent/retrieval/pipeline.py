@@ -203,9 +203,11 @@ def _precision(run: _Run, entry: Entry) -> None:
     """Choose the detail per definition of a large file an implement pass names (asked, or
     carried over): a named file too large to show whole in its share of the budget. Other
     files are shown whole when small (a seed while it fits), else as outlines, unasked."""
-    wanted: dict[str, SymbolDetail] = {
+    parents = {s.parent for s in entry.symbols if s.parent}
+    wanted: dict[str, SymbolDetail] = {  # a named class: its members are chosen, not it whole
         s.qualname: "full" for s in entry.symbols
-        if s.name in run.seeds.symbols or s.qualname in run.seeds.symbols
+        if (s.name in run.seeds.symbols or s.qualname in run.seeds.symbols)
+        and s.qualname not in parents
     }
     if entry.details is not None:
         entry.details.update(wanted)

@@ -85,9 +85,11 @@ def choose_details(
     the classes and never reached the method a fix changes."""
     lines = text.splitlines()
     wanted = set(seed_symbols)
-    details: dict[str, SymbolDetail] = {s.qualname: "full" for s in symbols
-                                        if s.name in wanted or s.qualname in wanted}
     parents = {s.parent for s in symbols if s.parent}
+    # a class the task names is no body to show whole: its members are asked about
+    details: dict[str, SymbolDetail] = {s.qualname: "full" for s in symbols
+                                        if (s.name in wanted or s.qualname in wanted)
+                                        and s.qualname not in parents}
     units = [s for s in symbols if s.qualname not in details
              and not (s.kind in CONTAINER_KINDS and s.qualname in parents)]
     asked = by_task_words(task, units, lines)[: max(0, max_questions)]

@@ -335,3 +335,23 @@ def test_indexed_context_refreshes_after_a_commit(shop: Path, shop_index: RepoIn
     package = source.gather("`shipping_cost` is too high", mode="implement", files=(),
                             failure=None, budget_tokens=2000, classifier=None)
     assert paths(package)[0] == "shop/shipping.py"
+
+
+def test_a_named_class_in_a_large_named_file_is_shown_by_its_members(
+    tmp_path: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+) -> None:
+    # the task names the class and one of its methods: the method is shown whole without a
+    # question, the class by its header, not its every member
+    body = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}")
+                                       for n in range(20))
+    repo = make_repo(tmp_path / "io", {"pkg/io.py": body})
+    index.update(repo)
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10,
+                             precision_max_questions=0)
+    package = run(index, repo, files=("pkg/io.py",), classifier=classifier, config=config,
+                  task="`Writer.write_3` writes part 3 twice (see `Writer`)", budget=500)
+    [io] = package.files
+    assert io.symbols["Writer.write_3"] == "full" and io.symbols["Writer.write_4"] != "full"
+    assert "        value = value + 11" in io.content and "def write_5" not in io.content
+    assert server.requests == []
