@@ -338,7 +338,7 @@ def build_plan_prompt(
 
 MORE_FILES = ("Files ranked for this task that did not fit above (a step that names one "
               "is shown it whole):\n")
-MAX_MORE_FILES = 12
+MAX_MORE_FILES = 20
 
 
 def plan_sections(

@@ -33,6 +33,8 @@ from agent.treefiles import read_in_tree
 
 Mode = Literal["plan", "implement"]
 NOT_IN_REPOSITORY = "not in the repository (a step may create it)"
+RANKED_BELOW = "over budget (ranked below the {} files considered)"
+MORE_RANKED = 12  # files ranked below those considered that a plan pass still names
 
 
 @dataclass
@@ -99,7 +101,11 @@ def _retrieve(
     ranked = rank(f"{task}\n{seeds.text}", index, resolved, limit=config.search_limit,
                   prefer_source=prefer_source)
     why = {c.path: "rank: " + ", ".join(c.reasons) for c in ranked}
-    pool = [c.path for c in ranked if c.path not in carried][: config.top_k]
+    order = [c.path for c in ranked if c.path not in carried]
+    pool = order[: config.top_k]
+    # named to a planner by path after the files that did not fit (a path costs little)
+    more = order[config.top_k : config.top_k + MORE_RANKED] if mode == "plan" else []
+    below = [DroppedFile(path=p, reason=RANKED_BELOW.format(config.top_k)) for p in more]
     # Only the files the pass names are shown whole whatever their size (cut short before
     # they are dropped); what the texts mention comes next, whole only when small.
     first, tests_last = _seed_order(resolved, mode)
@@ -116,7 +122,7 @@ def _retrieve(
     files, over = pack(entries, budget_tokens, whole_file_tokens=config.whole_file_tokens,
                        seed_symbols=resolved.symbols)
     return ContextPackage(
-        task=task, files=files, dropped=run.dropped + over, budget_tokens=budget_tokens,
+        task=task, files=files, dropped=run.dropped + over + below, budget_tokens=budget_tokens,
         used_tokens=sum(f.tokens for f in files), mode=mode, seed_files=resolved.files,
         seed_symbols=resolved.symbols,
     )

@@ -355,3 +355,15 @@ def test_a_named_class_in_a_large_named_file_is_shown_by_its_members(
     assert io.symbols["Writer.write_3"] == "full" and io.symbols["Writer.write_4"] != "full"
     assert "        value = value + 11" in io.content and "def write_5" not in io.content
     assert server.requests == []
+
+
+def test_a_plan_pass_records_the_files_ranked_below_those_it_considered(
+    shop: Path, shop_index: RepoIndex,
+) -> None:
+    config = RetrievalConfig(stages=[], top_k=1)
+    plan = run(shop_index, shop, config=config, mode="plan")
+    below = [d for d in plan.dropped if "ranked below the 1 files considered" in d.reason]
+    assert below and all(d.reason.startswith("over budget") for d in below)
+    assert plan.dropped[-len(below):] == below  # after the files that did not fit
+    implement = run(shop_index, shop, config=config)
+    assert not [d for d in implement.dropped if "ranked below" in d.reason]
