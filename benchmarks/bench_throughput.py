@@ -43,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the fake GitHub lives in tests/
 
+from mining import clone  # noqa: E402  (benchmarks/mining.py, beside this script)
 from redis import Redis  # noqa: E402
 from rq import Queue, Worker  # noqa: E402
 
@@ -88,15 +89,6 @@ def plain_env() -> dict[str, str]:
     """This environment without cra's settings, git's user config left out."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRA_", "GITHUB_"))}
     return {**env, **ISOLATED_GIT_ENV}
-
-
-def clone(source: Path, work: Path) -> Path:
-    """A clone of `source` sharing its objects: the benches' worktrees are registered here."""
-    target = work / "repo.git"
-    if not target.exists():
-        subprocess.run(["git", "clone", "--quiet", "--mirror", "--shared", str(source),
-                        str(target)], check=True)
-    return target
 
 
 def configured(repo: Path, rev: str, config: Path, work: Path) -> Path:

@@ -64,7 +64,8 @@ def mine(work: Path, repo: Path, config: Path, args: argparse.Namespace,
 
 
 def clone(source: Path, work: Path) -> Path:
-    """A clone of `source` sharing its objects: the mine's worktrees are registered here."""
+    """A clone of `source` sharing its objects: the worktrees a mine or a bench adds are
+    registered here, not in `source`."""
     target = work / "repo.git"
     if not target.exists():
         subprocess.run(["git", "clone", "--quiet", "--mirror", "--shared", str(source),
