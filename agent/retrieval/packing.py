@@ -119,11 +119,11 @@ def forms(entry: Entry, *, whole_file_tokens: int, seed_symbols: Sequence[str]) 
     candidates = []
     if small or (entry.details is None and entry.seed):  # a large file: a seed's, whole
         candidates.append(whole)
-    if entry.details is not None:
-        candidates.append(_outline(entry, {**chosen, **seeds}))
     for named in [seeds, lean] if lean != seeds else [seeds]:
-        if entry.details is not None and (bodies or named):  # when the rest's signatures
-            candidates.append(_outline(entry, {**bodies, **named}, default="omitted"))
+        if entry.details is not None:
+            candidates.append(_outline(entry, {**chosen, **named}))
+            if bodies or named:  # the chosen bodies alone, when the rest's signatures do not fit
+                candidates.append(_outline(entry, {**bodies, **named}, default="omitted"))
         candidates.append(_outline(entry, {**lighter, **named}))
     if not entry.seed and parents and not parents.intersection(
             s.parent for s in entry.symbols if s.qualname in lean):
