@@ -377,11 +377,19 @@ class ContextFile(Record):
         return f'<file path="{self.path}"{label}>\n{self.content}\n</file>'
 
 
+OVER_BUDGET = "over budget"  # how the reason of a file left out for want of room begins
+
+
 class DroppedFile(Record):
     """A candidate left out of a context package, and why."""
 
     path: str
     reason: str
+
+    @property
+    def crowded_out(self) -> bool:
+        """Left out for want of room (it would have been shown in a larger context)."""
+        return self.reason.startswith(OVER_BUDGET)
 
 
 class ContextPackage(Record):

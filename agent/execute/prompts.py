@@ -346,7 +346,7 @@ def plan_sections(
 ) -> list[str]:
     """The user prompt sections of a planner pass, each present only when it has content."""
     sections = [f"<files>\n{context.to_prompt_text()}\n</files>"]
-    crowded = [d.path for d in context.dropped if d.reason.startswith("over budget")]
+    crowded = [d.path for d in context.dropped if d.crowded_out]
     if crowded:  # a planner's room is small: what ranked next is named, so a step can ask
         sections.append(tagged("more_files", MORE_FILES + "\n".join(crowded[:MAX_MORE_FILES])))
     sections.append(f"<task>\n{task}\n</task>")

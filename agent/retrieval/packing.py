@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from agent.llm.budget import estimate_tokens
-from agent.models import ContextFile, DroppedFile, SymbolDetail
+from agent.models import OVER_BUDGET, ContextFile, DroppedFile, SymbolDetail
 from agent.retrieval.outline import chars_for, render_outline, truncate
 from agent.retrieval.symbols import Symbol
 
@@ -75,7 +75,7 @@ def pack(
         if chosen is None:
             smallest = min(f.tokens for _, f in options[i])
             dropped.append(DroppedFile(
-                path=entry.path, reason=f"over budget (needs {smallest} tokens, {max(room, 0)} "
+                path=entry.path, reason=f"{OVER_BUDGET} (needs {smallest} tokens, {max(room, 0)} "
                                         "left)"))
             continue
         packed.append(chosen)

@@ -15,7 +15,14 @@ from typing import Literal
 from agent.config import RetrievalConfig
 from agent.llm.budget import estimate_tokens
 from agent.llm.logged import LoggedLLMClient
-from agent.models import ContextFile, ContextPackage, DroppedFile, RefinementRequest, SymbolDetail
+from agent.models import (
+    OVER_BUDGET,
+    ContextFile,
+    ContextPackage,
+    DroppedFile,
+    RefinementRequest,
+    SymbolDetail,
+)
 from agent.retrieval.index import RepoIndex
 from agent.retrieval.packing import Entry, block_tokens, pack
 from agent.retrieval.parsing import language_of, parse_source
@@ -33,7 +40,7 @@ from agent.treefiles import read_in_tree
 
 Mode = Literal["plan", "implement"]
 NOT_IN_REPOSITORY = "not in the repository (a step may create it)"
-RANKED_BELOW = "over budget (ranked below the {} files considered)"
+RANKED_BELOW = OVER_BUDGET + " (ranked below the {} files considered)"
 MORE_RANKED = 12  # files ranked below those considered that a plan pass still names
 
 
@@ -291,7 +298,7 @@ def _add_file(package: ContextPackage, root: Path, rel: str) -> None:
     file = ContextFile(path=rel, content=text)
     tokens = block_tokens(file)
     if package.used_tokens + tokens > package.budget_tokens:
-        package.dropped.append(DroppedFile(path=rel, reason=f"over budget ({tokens} tokens)"))
+        package.dropped.append(DroppedFile(path=rel, reason=f"{OVER_BUDGET} ({tokens} tokens)"))
         return
     package.files.append(file.model_copy(update={"tokens": tokens}))
     package.used_tokens += tokens
