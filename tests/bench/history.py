@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.bench.mine import TestBed
+from agent.bwrap import build_sandbox
+from agent.config import load_config
 from tests.fakes.repos import TEST_COMMAND, git_in, init_repo, write_files
+from tests.fakes.sandboxes import test_sandbox_kind
 
 SOURCE = '''def double(x):
     """Twice x."""
@@ -106,3 +111,11 @@ def build_history(root: Path) -> History:
     }, "Ship the data file")
     return History(repo, fix_double, tests_pass_already, never_passes, only_tests,
                    docs_and_fix, fix_inc, data_only)
+
+
+def bed(repo: Path, tmp: Path) -> TestBed:
+    """What mining `repo` runs its tests with: its config, the tests' sandbox, this process's
+    environment, work folders under `tmp`."""
+    config = load_config(repo)
+    return TestBed(testing=config.testing, sandbox=build_sandbox(test_sandbox_kind()),
+                   environ=dict(os.environ), work_dir=tmp / "work")

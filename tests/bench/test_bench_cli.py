@@ -38,11 +38,7 @@ from tests.e2e.first_hour import clean_env, program
 from tests.fakes.repos import ISOLATED_GIT_ENV, git_in
 from tests.fakes.sandboxes import test_sandbox_kind
 
-
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 @pytest.fixture(scope="module")

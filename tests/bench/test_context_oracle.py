@@ -30,10 +30,7 @@ CONFIG = (f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\ntimeout = 120\
           "[budget]\nreserved_tokens = 512\n[retrieval]\nstages = []\n")
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 def cra(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:

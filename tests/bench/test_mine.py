@@ -5,22 +5,17 @@ instance schema."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from agent.bench.mine import MineOptions, TestBed, mine
+from agent.bench.mine import MineOptions, mine
 from agent.bench.statement import added_lines, compose, linked_issue
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks
 from agent.bench.trees import checkout
-from agent.bwrap import build_sandbox
-from agent.config import load_config
-from tests.bench.history import History, build_history
+from tests.bench.history import History, bed
 from tests.fakes.github_server import FakeGitHub
-from tests.fakes.repos import ISOLATED_GIT_ENV
-from tests.fakes.sandboxes import test_sandbox_kind
 
 # SWE-bench's instance fields and the types its datasets give them (test lists: JSON strings).
 SWE_BENCH_FIELDS = {
@@ -30,22 +25,7 @@ SWE_BENCH_FIELDS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> History:
-    os.environ.update(ISOLATED_GIT_ENV)
-    return build_history(tmp_path_factory.mktemp("history") / "repo")
-
-
-def bed(repo: Path, tmp: Path) -> TestBed:
-    config = load_config(repo)
-    return TestBed(testing=config.testing, sandbox=build_sandbox(test_sandbox_kind()),
-                   environ=dict(os.environ), work_dir=tmp / "work")
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ out."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -16,14 +15,11 @@ from pathlib import Path
 import pytest
 
 from agent.bench.journal import JournalMismatch, journal_path
-from agent.bench.mine import Mined, MineOptions, TestBed, mine
+from agent.bench.mine import Mined, MineOptions, mine
 from agent.bench.tasks import BenchTask, read_tasks, without_timings
-from agent.bwrap import build_sandbox
-from agent.config import load_config
-from tests.bench.history import History, build_history
+from tests.bench.history import History, bed
 from tests.e2e.first_hour import clean_env, program
-from tests.fakes.repos import ISOLATED_GIT_ENV, git_in
-from tests.fakes.sandboxes import test_sandbox_kind
+from tests.fakes.repos import git_in
 
 Progress = Callable[[int, int, Mined], None]
 
@@ -32,22 +28,7 @@ class Stop(Exception):
     """Raised by a progress callback: the mine is interrupted there."""
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in ISOLATED_GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> History:
-    os.environ.update(ISOLATED_GIT_ENV)
-    return build_history(tmp_path_factory.mktemp("history") / "repo")
-
-
-def bed(repo: Path, tmp: Path) -> TestBed:
-    config = load_config(repo)
-    return TestBed(testing=config.testing, sandbox=build_sandbox(test_sandbox_kind()),
-                   environ=dict(os.environ), work_dir=tmp / "work")
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 @pytest.fixture(scope="module")
