@@ -360,3 +360,35 @@ def test_the_method_asked_about_in_a_class_the_task_names_keeps_its_body(
     assert io.content.startswith("class Writer:")
     assert "    def write_trailer(self, value):" in io.content
     assert "        value = value + 11" in io.content
+
+
+def test_a_named_class_in_a_large_named_file_is_shown_by_its_members(
+    tmp_path: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+) -> None:
+    # the task names the class and one of its methods: the method is shown whole without a
+    # question, the class by its header, not its every member
+    body = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}")
+                                       for n in range(20))
+    repo = make_repo(tmp_path / "io", {"pkg/io.py": body})
+    index.update(repo)
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10,
+                             precision_max_questions=0)
+    package = run(index, repo, files=("pkg/io.py",), classifier=classifier, config=config,
+                  task="`Writer.write_3` writes part 3 twice (see `Writer`)", budget=500)
+    [io] = package.files
+    assert io.symbols["Writer.write_3"] == "full" and io.symbols["Writer.write_4"] != "full"
+    assert "        value = value + 11" in io.content and "def write_5" not in io.content
+    assert server.requests == []
+
+
+def test_a_plan_pass_records_the_files_ranked_below_those_it_considered(
+    shop: Path, shop_index: RepoIndex,
+) -> None:
+    config = RetrievalConfig(stages=[], top_k=1)
+    plan = run(shop_index, shop, config=config, mode="plan")
+    below = [d for d in plan.dropped if "ranked below the 1 files considered" in d.reason]
+    assert below and all(d.reason.startswith("over budget") for d in below)
+    assert plan.dropped[-len(below):] == below  # after the files that did not fit
+    implement = run(shop_index, shop, config=config)
+    assert not [d for d in implement.dropped if "ranked below" in d.reason]
