@@ -1,5 +1,5 @@
 """The door under siege: N stalled connections against cra's app, under the old set-up (gunicorn,
-one gthread worker with 8 threads) and under `cra-bot serve`'s (bot.door: waitress with header
+one gthread worker with 8 threads) and under `cra-bot serve`'s (bot.web.door: waitress with header
 and read timeouts).
 
 For each: open N connections that send part of a request and stall, then ask /healthz R times
@@ -29,9 +29,9 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from bot.app import create_app  # noqa: E402
-from bot.door import make_door, serve_in_thread  # noqa: E402
 from bot.settings import BotSettings  # noqa: E402
+from bot.web.app import create_app  # noqa: E402
+from bot.web.door import make_door, serve_in_thread  # noqa: E402
 
 STALL = (b"POST /webhook HTTP/1.1\r\nHost: cra\r\nContent-Type: application/json\r\n"
          b"Content-Length: 5000\r\n\r\n{\"action\"")
@@ -141,7 +141,7 @@ def main() -> int:
             return siege(port, args.stalled, args.requests)
 
         results = {"gunicorn gthread (8 threads)": with_gunicorn(env, run),
-                   "cra-bot serve (bot.door)": with_door(run)}
+                   "cra-bot serve (bot.web.door)": with_door(run)}
     print(f"{args.stalled} stalled connections, {args.requests} /healthz requests (2 s timeout)")
     for name, r in results.items():
         print(f"  {name:30} answered {int(r['answered']):3}/{args.requests}  "

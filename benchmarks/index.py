@@ -25,7 +25,7 @@ import time
 import warnings
 from pathlib import Path
 
-from agent.git import run_git
+from agent.git.repo import run_git
 from agent.retrieval.index import IndexStats, RepoIndex
 
 GIT_ENV = {

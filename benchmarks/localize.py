@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.git import run_git
+from agent.git.repo import run_git
 from agent.retrieval.index import RepoIndex
 from agent.retrieval.parsing import CODE_LANGUAGES, language_of
 from agent.retrieval.ranking import query_terms, rank

@@ -38,14 +38,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
 
-from agent.bwrap import build_sandbox  # noqa: E402
-from agent.config import parse_config  # noqa: E402
+from agent.config.files import parse_config  # noqa: E402
 from agent.llm.client import HTTPChatModel  # noqa: E402
 from agent.llm.router import ModelRouter  # noqa: E402
 from agent.models import OrchestratorResult  # noqa: E402
-from agent.orchestrator import solve  # noqa: E402
-from agent.runtime import Runtime  # noqa: E402
-from agent.store import RunLog  # noqa: E402
+from agent.run.orchestrator import solve  # noqa: E402
+from agent.run.runtime import Runtime  # noqa: E402
+from agent.runlog.store import RunLog  # noqa: E402
+from agent.sandbox.bwrap import build_sandbox  # noqa: E402
 from tests.fakes.model_server import Reply, ScriptedModelServer  # noqa: E402
 from tests.fakes.repos import ISOLATED_GIT_ENV, MUL_FIX, make_python_project  # noqa: E402
 

@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))  # the fakes live in tests/
 
 import httpx  # noqa: E402
 
-from bot.store import BotStore  # noqa: E402
-from bot.webhooks import sign  # noqa: E402
+from bot.intake.webhooks import sign  # noqa: E402
+from bot.store.runs import BotStore  # noqa: E402
 from tests.e2e.first_hour import clean_env, closed_port, program  # noqa: E402
 from tests.fakes.github_server import FakeGitHub  # noqa: E402
 from tests.fakes.model_server import RecordedRequest, Reply, ScriptedModelServer  # noqa: E402

@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
 
-from agent.store import RunLog  # noqa: E402
+from agent.runlog.store import RunLog  # noqa: E402
 from tests.fakes.model_server import (  # noqa: E402
     RecordedRequest,
     Reply,
@@ -127,7 +127,7 @@ def solve_imports(work: Path, child: dict[str, str], root: Path = ROOT) -> tuple
         config.write_text(scripted_config(server.url))
         began = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", "agent.cli", "--data-dir",
+            [sys.executable, "-X", "importtime", "-m", "agent.cli.main", "--data-dir",
              str(work / "data"), "solve", "Add a function", "--repo", str(repo), "--config",
              str(config), "--sandbox", "none"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
@@ -194,7 +194,7 @@ def measure(child: dict[str, str]) -> tuple[Imports, Imports, Imports, tuple[Imp
 
 def measure_cra(child: dict[str, str], root: Path) -> tuple[Imports, tuple[Imports, int]]:
     """`cra --help` and `cra solve` of the checkout at `root`."""
-    helps = run_python(["-m", "agent.cli", "--help"], child, root)
+    helps = run_python(["-m", "agent.cli.main", "--help"], child, root)
     with tempfile.TemporaryDirectory(prefix="cra-startup-") as folder:
         solve = solve_imports(Path(folder), child, root)
     return helps, solve

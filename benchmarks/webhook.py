@@ -5,7 +5,8 @@ from the same client (benchmarks/webhook_load.py: 32 keep-alive connections by d
 `issues.labeled` with the label (each its own issue), half `issues.opened` (nothing triggers),
 and a share sent twice with the same delivery id (GitHub's redelivery). Targets:
 
-- cra   — cra's app behind the door, as `cra-bot serve` runs it (bot.door: waitress, CRA_* server
+- cra   — cra's app behind the door, as `cra-bot serve` runs it (bot.web.door: waitress, CRA_*
+  server
           settings); runs are stored and enqueued, never executed: its one worker is busy with
           the first run, as during a burst (--idle-workers: it takes each run and does nothing);
 - min   — the minimal Flask app (verify HMAC, parse, insert the delivery, WAL) behind the same door;
@@ -50,7 +51,7 @@ from webhook_targets import (  # noqa: E402
     running,
 )
 
-from bot.webhooks import sign  # noqa: E402
+from bot.intake.webhooks import sign  # noqa: E402
 from tests.fixtures import webhook_bytes  # noqa: E402
 
 SECRET = "benchmark-secret"

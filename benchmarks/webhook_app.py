@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE))
 
 from webhook import LABEL, SECRET, Delivery, deliveries  # noqa: E402
 
-from bot.webhooks import sign  # noqa: E402
+from bot.intake.webhooks import sign  # noqa: E402
 
 App = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 

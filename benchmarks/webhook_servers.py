@@ -1,5 +1,5 @@
 """The servers benchmarks/webhook.py starts: cra's app and a minimal Flask app, each behind the
-door (bot.door: waitress, as `cra-bot serve` runs) or under gunicorn.
+door (bot.web.door: waitress, as `cra-bot serve` runs) or under gunicorn.
 
 The minimal app is the floor for a Python webhook receiver: verify the HMAC, parse the JSON,
 insert the delivery id (deduplicated by the primary key) into SQLite (WAL) or PostgreSQL, answer.
@@ -41,8 +41,8 @@ def cra_app() -> Any:
     at once and does nothing with it — a regime no server meets under load (a thousand runs
     finished per second), which charges every delivery with a thread's hand-off.
     """
-    from bot.app import create_app
     from bot.settings import BotSettings
+    from bot.web.app import create_app
 
     if os.environ.get("BENCH_IDLE_WORKERS") == "1":
         return create_app(BotSettings(), execute=lambda run_id: None)
@@ -111,8 +111,8 @@ def serve_door(which: str, port: int) -> None:
     import logging
     import signal
 
-    from bot.door import make_door
     from bot.settings import BotSettings
+    from bot.web.door import make_door
 
     if which == "cra":  # as `cra-bot` configures it: a line per delivery (to the server's log)
         logging.basicConfig(level=logging.INFO,

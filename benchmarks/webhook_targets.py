@@ -67,7 +67,7 @@ class Database:
         if self.postgres_url is None:
             yield f"sqlite:///{self.work / f'{uuid.uuid4().hex[:8]}.db'}"
             return
-        from tests.test_store import postgres_schema_url  # the tests' fresh-schema helper
+        from tests.runlog.test_store import postgres_schema_url  # the tests' fresh-schema helper
 
         yield from postgres_schema_url(self.postgres_url)
 
@@ -148,7 +148,7 @@ def running(target: Target, url: str, work: Path, args: argparse.Namespace, secr
             label: str) -> Iterator[Server]:  # fmt: skip
     """The target serving on a loopback port until the block ends; always stopped."""
     if target.kind == "cra":
-        from bot.store import BotStore
+        from bot.store.runs import BotStore
 
         BotStore.open(url).close()  # migrate first, as `cra-bot serve` does before serving
     port = free_port()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.runner import execute_run
+from bot.run.runner import execute_run
 from bot.services import build_services
 from bot.settings import BotSettings
 

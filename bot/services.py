@@ -7,27 +7,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.config import ModelConfig, SolveConfig
-from agent.context import ContextSource
-from agent.envcache import EnvCache
+from agent.config.files import ModelConfig, SolveConfig
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
-from agent.sandbox import Sandbox
-from agent.store import RunLog
+from agent.run.sources import ContextSource
+from agent.runlog.store import RunLog
+from agent.sandbox.base import Sandbox
+from agent.sandbox.envcache import EnvCache
 from bot.errors import SettingsError
 from bot.github.api import GitHubAPI
 from bot.github.app_key import load_private_key
 from bot.github.tokens import AppTokens, Generations, StaticToken, TokenProvider
-from bot.installation_store import Installations
-from bot.mirrors import MirrorCache
-from bot.queue import RunQueue, build_queue, check_health
-from bot.run_progress import Progress, ProgressChatModel
-from bot.sandboxes import build_bot_sandbox, build_env_cache
+from bot.queue.queues import RunQueue, build_queue, check_health
+from bot.queue.run_progress import Progress, ProgressChatModel
+from bot.run.mirrors import MirrorCache
+from bot.run.sandboxes import build_bot_sandbox, build_env_cache
 from bot.settings import ROLES, BotSettings, repository_environment
-from bot.store import BotStore
+from bot.store.installations import Installations
+from bot.store.runs import BotStore
 
 ContextFactory = Callable[[Path], ContextSource]
-Execute = Callable[[int, "Services"], object]  # e.g. bot.runner.execute_run, from the caller
+Execute = Callable[[int, "Services"], object]  # e.g. bot.run.runner.execute_run, from the caller
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Services:
 
     def router(self, config: SolveConfig, *, progress: Progress | None = None) -> ModelRouter:
         """Model clients for a run's effective config, keys from the server's settings; each
-        call's start and end told to `progress` when given (bot.run_progress)."""
+        call's start and end told to `progress` when given (bot.queue.run_progress)."""
         keys = {id(getattr(config.models, role)): self.settings.api_key_for(role)
                 for role in ROLES}
 

@@ -19,11 +19,11 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agent.config import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig, check_endpoint
-from agent.console import unknown_variables
-from agent.netblock import AllowedNetwork
-from agent.sandbox import SandboxLimits, hidden_paths
-from agent.wording import plain_errors
+from agent.cli.console import unknown_variables
+from agent.config.files import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig, check_endpoint
+from agent.config.wording import plain_errors
+from agent.sandbox.base import SandboxLimits, hidden_paths
+from agent.sandbox.netblock import AllowedNetwork
 from bot.errors import SettingsError
 
 Role = Literal["reasoning", "coding", "classifier"]
@@ -191,7 +191,7 @@ class BotSettings(BaseSettings):
         default=None,
         description="Bearer token /metrics asks for; without it /metrics answers loopback only.",
     )
-    # Operator limits: a repository's cra.toml may lower them, never raise them (bot.limits).
+    # Operator limits: a repository's cra.toml may lower them, never raise them (bot.run.limits).
     max_tokens_per_run: int = Field(
         default=1_000_000, gt=0, description="Most model tokens one run may use."
     )
@@ -211,7 +211,7 @@ class BotSettings(BaseSettings):
     max_runs_per_repository: int | None = Field(
         default=None, gt=0, description="Most runs at once per repository (unset: no limit)."
     )
-    # The door: slow or stalled clients never hold the server (bot.door).
+    # The door: slow or stalled clients never hold the server (bot.web.door).
     server_threads: int = Field(default=8, ge=1, description="Threads answering requests.")
     header_timeout: float = Field(
         default=10.0, gt=0, description="Seconds a client has to send a request's headers."
@@ -442,9 +442,9 @@ def process_environment() -> dict[str, str]:
 
 def repository_environment(allowed: Sequence[str] = ()) -> dict[str, str]:
     """What of the process environment the repository's commands may see: the base variables
-    and those CRA_TEST_ENV allows, without secret-looking names (agent.validation). A
+    and those CRA_TEST_ENV allows, without secret-looking names (agent.gate.validation). A
     repository's `testing.env` chooses among these, never from the server's whole environment
     (its cloud credentials, its database URL)."""
-    from agent.validation import scrubbed_env
+    from agent.gate.validation import scrubbed_env
 
     return scrubbed_env(os.environ, allowed)

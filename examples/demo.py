@@ -47,8 +47,8 @@ import httpx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from agent.config import ROLE_DEFAULTS  # noqa: E402
-from bot.webhooks import sign  # noqa: E402
+from agent.config.files import ROLE_DEFAULTS  # noqa: E402
+from bot.intake.webhooks import sign  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
 PAYLOAD = ROOT / "tests" / "fixtures" / "github-webhooks" / "issues" / "labeled.payload.json"
@@ -306,7 +306,7 @@ def sandbox_line(tmp: Path) -> str:
 def cra_bot() -> list[str]:
     """The `cra-bot` command of this environment."""
     script = Path(sys.executable).parent / "cra-bot"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "bot.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "bot.cli.main"]
 
 
 def start_bot(procs: Processes, env: dict[str, str]) -> tuple[str, str]:

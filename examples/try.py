@@ -35,7 +35,7 @@ ROLES = ("reasoning", "coding", "classifier")
 def cra_command() -> list[str]:
     """The `cra` of this environment."""
     script = Path(sys.executable).parent / "cra"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "agent.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "agent.cli.main"]
 
 
 def write_config(path: Path, url: str, provider: str, names: dict[str, str]) -> None:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     if url:
         provider = os.environ.get("CRA_MODEL_PROVIDER", "ollama")
         name = os.environ.get("CRA_MODEL_NAME", "").strip()
-        from agent.config import ROLE_DEFAULTS
+        from agent.config.files import ROLE_DEFAULTS
 
         names = {role: name or str(ROLE_DEFAULTS[role]["model"]) for role in ROLES}
         return solve(args.dir, url, provider, names)

@@ -8,8 +8,8 @@ from logging.config import fileConfig
 from alembic import context
 from sqlalchemy import Connection, create_engine, pool
 
-from agent.tables import Base
-from bot.tables import BotBase
+from agent.runlog.tables import Base
+from bot.store.tables import BotBase
 
 config = context.config
 target_metadata = [Base.metadata, BotBase.metadata]  # the run log and the bot share a database

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.bwrap import BwrapSandbox, build_sandbox
-from agent.sandbox import SandboxLimits
+from agent.sandbox.base import SandboxLimits
+from agent.sandbox.bwrap import BwrapSandbox, build_sandbox
 from tests.fakes.repos import ISOLATED_GIT_ENV
 from tests.fakes.sandboxes import bwrap_installed
 

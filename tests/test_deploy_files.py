@@ -34,13 +34,13 @@ import pytest
 import yaml
 from werkzeug.serving import make_server
 
-from agent.cli import build_parser as cra_parser
-from bot.app import create_app
-from bot.cli import build_parser as cra_bot_parser
-from bot.cli import main as cra_bot_main
+from agent.cli.main import build_parser as cra_parser
+from bot.cli.main import build_parser as cra_bot_parser
+from bot.cli.main import main as cra_bot_main
+from bot.intake.triggers import route
+from bot.intake.webhooks import Event
 from bot.settings import BotSettings
-from bot.triggers import route
-from bot.webhooks import Event
+from bot.web.app import create_app
 from tests.lockfile import parse_export
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -211,7 +211,7 @@ def test_the_image_installs_the_locked_dependencies_of_the_non_dev_extras() -> N
 def test_entry_point_is_the_cra_bot_console_script() -> None:
     program, *args = cmd()
     assert program == "cra-bot"
-    assert PYPROJECT["project"]["scripts"]["cra-bot"] == "bot.cli:main"
+    assert PYPROJECT["project"]["scripts"]["cra-bot"] == "bot.cli.main:main"
     parsed = cra_bot_parser().parse_args(args)
     assert parsed.command == "serve" and parsed.host == "0.0.0.0" and not parsed.dev
 
@@ -316,7 +316,7 @@ def test_dockerignore_keeps_secrets_history_and_the_venv_out() -> None:
     patterns = dockerignore()
     for path in (".git", ".venv", ".env", "app.pem", "tests/conftest.py", "x/__pycache__/y.pyc"):
         assert ignored(path, patterns), path
-    for path in ("migrations/env.py", "app.yml", "README.md", "pyproject.toml", "bot/cli.py"):
+    for path in ("migrations/env.py", "app.yml", "README.md", "pyproject.toml", "bot/cli/main.py"):
         assert not ignored(path, patterns), path
 
 
@@ -774,7 +774,7 @@ def test_ci_runs_the_sandbox_tests_again_as_an_unprivileged_user() -> None:
     recipe = re.search(r"^test-unprivileged:.*\n\t(.*)", makefile, re.M)
     files = re.search(r"^SANDBOX_TESTS := ((?:.*\\\n)*.*)", makefile, re.M)
     assert recipe and recipe[1] == ".ci/sandbox-unprivileged $(SANDBOX_TESTS)"
-    assert files and "tests/test_sandbox.py" in files[1].split()
+    assert files and "tests/sandbox/test_sandbox.py" in files[1].split()
     assert all((ROOT / name).is_file() for name in files[1].replace("\\", " ").split())
     assert re.search(r"^  make test-unprivileged$", (ROOT / ".ci" / "run").read_text(), re.M)
     assert ["make", "test-unprivileged"] in list(run_commands(workflow("ci.yml")))

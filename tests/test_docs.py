@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agent.cli import build_parser as cra_parser
-from agent.config import SolveConfig
-from bot.cli import build_parser as cra_bot_parser
-from bot.register import _parser as register_parser
+from agent.cli.main import build_parser as cra_parser
+from agent.config.files import SolveConfig
+from bot.cli.main import build_parser as cra_bot_parser
+from bot.cli.register import _parser as register_parser
 from bot.settings import BotSettings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -106,8 +106,8 @@ def test_agent_never_imports_bot() -> None:
 
 def test_the_graph_covers_both_packages() -> None:
     graph = import_graph(ROOT)
-    assert "agent.orchestrator" in graph and "bot.app" in graph
-    assert "agent.models" in graph["agent.orchestrator"]
+    assert "agent.run.orchestrator" in graph and "bot.web.app" in graph
+    assert "agent.models" in graph["agent.run.orchestrator"]
 
 
 def _write(root: Path, files: dict[str, str]) -> None:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent.store import RunLog
+from agent.runlog.store import RunLog
 from tests.fakes.model_server import (
     RecordedRequest,
     Reply,
@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)$", re.MULTILINE)
 
 NOT_FOR_HELP = (
-    "agent.commands", "agent.config", "agent.store", "sqlalchemy", "pydantic", "httpx",
+    "agent.cli.commands", "agent.config.files", "agent.runlog.store", "sqlalchemy", "pydantic",
+    "httpx",
     "importlib.metadata",  # the version is looked up only for --version
 )
 NOT_BEFORE_THE_FIRST_CALL = (
@@ -33,7 +34,8 @@ NOT_BEFORE_THE_FIRST_CALL = (
     "sqlalchemy.dialects.postgresql",  # the run log is a SQLite file
     "sqlalchemy.orm",  # the run log is written and read with Core statements
     "bot", "flask", "github", "jinja2", "yaml",  # cra-bot's
-    "agent.bench", "agent.render", "agent.run_details", "agent.single_pass", "agent.planning",
+    "agent.bench", "agent.cli.render", "agent.runlog.details", "agent.run.single_pass",
+    "agent.run.planning",
     "agent.retrieval.command",  # other commands' (bench, runs, solve --plan, plan, index)
     "agent.execute.patch", "agent.execute.implement", "agent.execute.decomposed_adjustment",
     "click", "pygments",  # httpx's command-line client, which cra never runs
@@ -51,7 +53,7 @@ def below(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 def test_help_imports_none_of_the_libraries() -> None:
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "agent.cli", "--help"],
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "agent.cli.main", "--help"],
                           capture_output=True, text=True, cwd=ROOT, check=True, timeout=60)
     assert "solve" in done.stdout
     assert below(imported(done.stderr), NOT_FOR_HELP) == []
@@ -61,7 +63,7 @@ def test_solve_imports_nothing_a_later_pass_or_other_command_needs_before_its_fi
     tmp_path: Path,
 ) -> None:
     modules = solve_until_the_first_call(tmp_path)
-    assert {"agent.orchestrator", "agent.execute.plan", "sqlalchemy", "httpx"} <= modules
+    assert {"agent.run.orchestrator", "agent.execute.plan", "sqlalchemy", "httpx"} <= modules
     assert below(modules, NOT_BEFORE_THE_FIRST_CALL) == []
 
 
@@ -82,7 +84,7 @@ def solve_until_the_first_call(tmp: Path) -> set[str]:
         config = tmp / "cra.toml"
         config.write_text(scripted_config(server.url))
         running.append(subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", "agent.cli", "--data-dir",
+            [sys.executable, "-X", "importtime", "-m", "agent.cli.main", "--data-dir",
              str(tmp / "data"), "solve", "Add a function", "--repo", str(repo), "--config",
              str(config), "--sandbox", "none"],
             stdout=subprocess.DEVNULL, stderr=sink, cwd=ROOT,

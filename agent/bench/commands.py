@@ -1,4 +1,4 @@
-"""The `cra bench` commands: mine, run and report (agent.cli parses their arguments)."""
+"""The `cra bench` commands: mine, run and report (agent.cli.main parses their arguments)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from agent.bench.report import report_command
 from agent.bench.results import BenchResult
 from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks
-from agent.config import ModelConfig, SolveConfig
-from agent.console import EXIT_FAILED, EXIT_OK, UsageError
-from agent.envcache import EnvCache
+from agent.cli.console import EXIT_FAILED, EXIT_OK, UsageError
+from agent.cli.progress import ProgressBar
+from agent.config.files import ModelConfig, SolveConfig
 from agent.llm.client import ChatModel
-from agent.progress import ProgressBar
-from agent.sandbox import Sandbox
-from agent.store import RunLog
+from agent.runlog.store import RunLog
+from agent.sandbox.base import Sandbox
+from agent.sandbox.envcache import EnvCache
 
 
 def bench_command(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], *,

@@ -15,7 +15,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from agent.config import TestingConfig
+from agent.config.files import TestingConfig
 
 _SHELL = re.compile(r"[;&|<>`$(){}\n]")  # anything but one plain command
 _PYTEST_STOPS = {"-x", "--exitfirst", "--sw", "--stepwise", "--sw-skip", "--stepwise-skip"}

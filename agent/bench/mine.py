@@ -29,7 +29,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent import git
 from agent.bench.journal import Journal, Outcome
 from agent.bench.keep_going import full_run
 from agent.bench.patches import Split, split_commit
@@ -37,11 +36,12 @@ from agent.bench.replay import NO_TASK, REGRESSION, Runs, Verdict, sort_tests
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
 from agent.bench.trees import SetupError, checkout, outcomes, run_tests
-from agent.config import TestingConfig
-from agent.envcache import EnvCache
+from agent.config.files import TestingConfig
 from agent.errors import GitError
+from agent.git import repo as git
 from agent.models import ValidationResult
-from agent.sandbox import Sandbox
+from agent.sandbox.base import Sandbox
+from agent.sandbox.envcache import EnvCache
 
 OWNER_NAME = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 

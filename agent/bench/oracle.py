@@ -35,7 +35,7 @@ from agent.bench.sight import (
     shown_files,
 )
 from agent.bench.tasks import BenchTask
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.execute.groups import MAX_GROUP_STEPS
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage

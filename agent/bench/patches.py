@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from agent import gate, git
+from agent.gate import verdict as gate
+from agent.git import repo as git
 
 # Files whose change is code (counted against the 1–N source files of a task).
 CODE_SUFFIXES = frozenset({

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from agent import gate
+from agent.gate import verdict as gate
 from agent.models import TestOutcome
 
 FAILED: frozenset[TestOutcome] = frozenset({"failed", "error"})

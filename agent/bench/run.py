@@ -23,25 +23,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent import gate, git
 from agent.bench.keep_going import full_run
 from agent.bench.patches import is_test_change, parse_patch
 from agent.bench.results import BenchResult, append_result, finished
 from agent.bench.seen import Seen, run_calls, seen_fields, what_was_seen
 from agent.bench.tasks import BenchTask
 from agent.bench.trees import SetupError, checkout, outcomes, run_tests
-from agent.config import ModelConfig, SolveConfig
-from agent.context import IndexedFactory
-from agent.envcache import EnvCache
+from agent.config.files import ModelConfig, SolveConfig
 from agent.errors import AgentError, GitError
+from agent.gate import verdict as gate
+from agent.git import repo as git
+from agent.git.workspace import remove_abandoned
 from agent.llm.client import ChatModel
 from agent.llm.router import ModelRouter
 from agent.models import OrchestratorResult
-from agent.orchestrator import solve
-from agent.runtime import Runtime
-from agent.sandbox import Sandbox
-from agent.store import RunLog
-from agent.workspace import remove_abandoned
+from agent.run.orchestrator import solve
+from agent.run.runtime import Runtime
+from agent.run.sources import IndexedFactory
+from agent.runlog.store import RunLog
+from agent.sandbox.base import Sandbox
+from agent.sandbox.envcache import EnvCache
 
 _log = logging.getLogger(__name__)
 

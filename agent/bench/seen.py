@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from agent.bench.patches import FilePatch, is_test_change, parse_patch
 from agent.models import LLMCallRecord
-from agent.store import RunLog
+from agent.runlog.store import RunLog
 
 STAGE_GROUPS = ("retrieval", "planning", "implementing", "adjusting", "gate", "reasks")
 _PLANNING = ("meta_plan", "part_plan")

@@ -10,14 +10,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from agent import git
-from agent.config import TestingConfig
-from agent.envcache import EnvCache
-from agent.environment import prepare_environment
+from agent.config.files import TestingConfig
 from agent.errors import AgentError
+from agent.gate.validation import run_validation
+from agent.git import repo as git
 from agent.models import TestOutcome, ValidationResult
-from agent.sandbox import Sandbox
-from agent.validation import run_validation
+from agent.sandbox.base import Sandbox
+from agent.sandbox.envcache import EnvCache
+from agent.sandbox.environment import prepare_environment
 
 _WORKTREES = threading.Lock()  # one `git worktree` change at a time in this process
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
-from agent.config import SolveConfig
+from agent.config.files import SolveConfig
 from agent.errors import AdjustmentFailed
 from agent.execute.groups import MAX_GROUP_STEPS, as_units, unit_verdicts
 from agent.execute.parsers import Plan

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.config import DEFAULT_PROTECTED
+from agent.config.files import DEFAULT_PROTECTED
 from agent.errors import PatchRejected, UnsafePath
 from agent.execute.lines import split_lines
 from agent.execute.matching import replace_once

@@ -9,10 +9,10 @@ import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from agent.config import DEFAULT_PROTECTED
+from agent.config.files import DEFAULT_PROTECTED
 from agent.errors import GitError, UnsafePath
-from agent.gate import is_cra_config
-from agent.git import run_git
+from agent.gate.verdict import is_cra_config
+from agent.git.repo import run_git
 from agent.models import PatchEdit
 
 _DRIVE = re.compile(r"[A-Za-z]:")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.execute.prompts import (
     ADJUSTMENT_SYSTEM,
     DATA_NOTE,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import PromptTooLarge
 from agent.llm.budget import check_prompt_fits, context_room
 from agent.models import ContextPackage, PartPlan, PlanStep, StepResult, ValidationResult

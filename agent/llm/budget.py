@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import BudgetExhausted, PromptTooLarge
 from agent.models import Usage
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import certifi
 import httpx
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import LLMError
 from agent.llm.budget import estimate_prompt_tokens, estimate_tokens
 from agent.llm.deadline import deadline, with_deadlines

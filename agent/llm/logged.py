@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
 from agent.llm.budget import TaskBudget, check_prompt_fits, estimate_prompt_tokens
 from agent.llm.client import ChatModel

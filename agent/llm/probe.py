@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.llm.client import tls_context
 from agent.llm.deadline import deadline, with_deadlines
 

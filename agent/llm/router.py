@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from agent.config import ModelConfig, ModelsConfig
+from agent.config.files import ModelConfig, ModelsConfig
 from agent.errors import ConfigError
 from agent.llm.client import ChatModel
 from agent.models import Role

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.config import load_config
+from agent.config.files import load_config
 from agent.errors import ConfigError
-from agent.git import is_work_tree
+from agent.git.repo import is_work_tree
 from agent.retrieval.index import IndexStats, Progress, RepoIndex, default_index_path
 
 

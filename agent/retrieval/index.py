@@ -37,8 +37,8 @@ from sqlalchemy import (
     select,
 )
 
-from agent.config import RetrievalConfig
-from agent.git import run_git
+from agent.config.files import RetrievalConfig
+from agent.git.repo import run_git
 from agent.models import Record
 from agent.retrieval.links import resolve_edges
 from agent.retrieval.parsing import terms

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agent.config import RetrievalConfig
+from agent.config.files import RetrievalConfig
+from agent.git.treefiles import read_in_tree
 from agent.llm.budget import estimate_tokens
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
@@ -36,7 +37,6 @@ from agent.retrieval.stages import (
     judge_scope,
     scope_summary,
 )
-from agent.treefiles import read_in_tree
 
 Mode = Literal["plan", "implement"]
 NOT_IN_REPOSITORY = "not in the repository (a step may create it)"
@@ -240,7 +240,7 @@ def _precision(run: _Run, entry: Entry) -> None:
 
 
 class IndexedContext:
-    """A context source over a repository index (the shape of agent.context.ContextSource)."""
+    """A context source over a repository index (the shape of agent.run.sources.ContextSource)."""
 
     def __init__(self, index: RepoIndex, root: Path, config: RetrievalConfig) -> None:
         self._index = index

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from agent.git import run_git
+from agent.git.repo import run_git
+from agent.git.treefiles import read_in_tree
 from agent.llm.budget import estimate_tokens
 from agent.retrieval.parsing import language_of, parse_source
 from agent.retrieval.symbols import ParsedFile
-from agent.treefiles import read_in_tree
 
 FileStatus = Literal["parsed", "text", "syntax_error", "capped", "binary"]
 BINARY_SNIFF_BYTES = 8192

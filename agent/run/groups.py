@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agent import git
 from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
 from agent.execute.groups import group_id, merged_step
 from agent.execute.prompts import last_chars
+from agent.git import repo as git
 from agent.models import (
     AttemptRecord,
     GroupOutcome,
@@ -28,8 +28,8 @@ from agent.models import (
     ValidationResult,
 )
 from agent.run.blame import implicated
-from agent.run_context import RunContext, StepState
-from agent.steps import (
+from agent.run.context import RunContext, StepState
+from agent.run.steps import (
     allowed_test_changes,
     apply_attempt,
     commit_edits,

@@ -21,7 +21,7 @@ from agent.bench.results import BenchResult, harness_error
 from agent.bench.run import Bench, bench_task, prepare_bench
 from agent.bench.tasks import BenchTask
 from bot.bench.replay import BenchRefused, config_for, factories, model_labels, repository_config
-from bot.liveness import worker_name
+from bot.queue.liveness import worker_name
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 

@@ -8,9 +8,9 @@ from flask.typing import ResponseReturnValue
 from markupsafe import Markup
 
 from agent.bench.report_html import render_body, stylesheet
-from bot import signin
+from bot.access import signin
 from bot.bench.reports import BenchReports
-from bot.state import current_state
+from bot.web.state import current_state
 
 blueprint = Blueprint("bench", __name__, template_folder="../templates")
 

@@ -9,20 +9,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent import git
 from agent.bench.mine import Mined, MineOptions, TestBed, mine
 from agent.bench.oracle import oracle_factory, parse_label
 from agent.bench.results import BenchResult, read_results
 from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
 from agent.bench.scores import BenchReport, build_report
 from agent.bench.tasks import BenchTask, read_tasks
-from agent.config import CONFIG_CANDIDATES, ModelConfig, SolveConfig
+from agent.cli.progress import Pace
+from agent.config.files import CONFIG_CANDIDATES, ModelConfig, SolveConfig
 from agent.errors import AgentError
+from agent.git import repo as git
 from agent.llm.client import ChatModel
-from agent.progress import Pace
 from bot.bench.reports import BenchReports
 from bot.errors import BotError
-from bot.repo_config import limited_config
+from bot.run.repo_config import limited_config
 from bot.services import Services
 from bot.settings import ROLES
 

@@ -6,6 +6,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from agent.cli.render import group_rounds, tests_after_steps
+from agent.gate.validation import compare_to_baseline
 from agent.models import (
     AdjustmentRecord,
     AdjustmentVerdicts,
@@ -14,8 +16,6 @@ from agent.models import (
     StepOutcome,
     ValidationResult,
 )
-from agent.render import group_rounds, tests_after_steps
-from agent.validation import compare_to_baseline
 from bot.render import markdown as md
 from bot.render.fit import LINE_MAX, Caps, bounded, cut_to_size, size, tail, verbatim_lines
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.bench.mine import TestBed
-from agent.bwrap import build_sandbox
-from agent.config import load_config
+from agent.config.files import load_config
+from agent.sandbox.bwrap import build_sandbox
 from tests.fakes.repos import TEST_COMMAND, git_in, init_repo, write_files
 from tests.fakes.sandboxes import test_sandbox_kind
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from agent import git
 from agent.bench.journal import journal_path
 from agent.bench.oracle import oracle_factory
 from agent.bench.report import SCHEMA
@@ -30,9 +29,10 @@ from agent.bench.run import (
     start_commit,
 )
 from agent.bench.tasks import BenchTask, read_tasks
-from agent.bwrap import build_sandbox
-from agent.config import load_config
-from agent.store import RunLog
+from agent.config.files import load_config
+from agent.git import repo as git
+from agent.runlog.store import RunLog
+from agent.sandbox.bwrap import build_sandbox
 from tests.bench.history import History, build_history
 from tests.e2e.first_hour import clean_env, program
 from tests.fakes.repos import ISOLATED_GIT_ENV, git_in

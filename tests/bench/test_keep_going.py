@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent.bench.keep_going import full_run
-from agent.config import TestingConfig
+from agent.config.files import TestingConfig
 
 
 def rewritten(command: str) -> str | None:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from agent.bench.mine import Mined, MineOptions, TestBed, mine
-from agent.bwrap import build_sandbox
-from agent.config import load_config
+from agent.config.files import load_config
+from agent.sandbox.bwrap import build_sandbox
 from tests.bench.history import commit, replace
 from tests.fakes.repos import ISOLATED_GIT_ENV, init_repo
 from tests.fakes.sandboxes import test_sandbox_kind

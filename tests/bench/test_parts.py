@@ -10,7 +10,7 @@ import pytest
 
 from agent.bench.results import BenchResult, read_results
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks
-from agent.cli import main
+from agent.cli.main import main
 
 
 def task(number: int) -> BenchTask:

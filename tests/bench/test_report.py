@@ -303,7 +303,7 @@ def test_cra_bench_report_through_the_real_cli(tmp_path: Path) -> None:
 
     results = write(tmp_path / "r.jsonl", [result("a", "m", "resolved", run_id="run-a")])
     page = tmp_path / "report.html"
-    proc = subprocess.run([sys.executable, "-m", "agent.cli", "bench", "report", str(results),
+    proc = subprocess.run([sys.executable, "-m", "agent.cli.main", "bench", "report", str(results),
                            "--html", str(page), "--json"], capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.store import BotStore
-from tests.test_store import postgres_schema_url
+from bot.store.runs import BotStore
+from tests.runlog.test_store import postgres_schema_url
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -10,12 +10,12 @@ from typing import Any
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from bot.app import create_app
-from bot.runner import execute_run
+from bot.intake.webhooks import sign
+from bot.run.runner import execute_run
 from bot.services import Services, build_services
 from bot.settings import BotSettings
-from bot.store import Run
-from bot.webhooks import sign
+from bot.store.runs import Run
+from bot.web.app import create_app
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.repos import TEST_COMMAND, commit_file, make_python_project

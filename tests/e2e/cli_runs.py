@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
-from agent.store import RunLog
+from agent.cli.main import main
+from agent.runlog.store import RunLog
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import TEST_COMMAND, git_in
 

@@ -33,11 +33,11 @@ class Done:
 
 
 def program(name: str) -> list[str]:
-    """The installed console script, else the module (`cra` → agent.cli)."""
+    """The installed console script, else the module (`cra` → agent.cli.main)."""
     script = BIN / name
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "agent.cli" if name == "cra" else "bot.cli"]
+    return [sys.executable, "-m", "agent.cli.main" if name == "cra" else "bot.cli.main"]
 
 
 def clean_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:

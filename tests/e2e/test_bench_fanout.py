@@ -25,7 +25,7 @@ from rq import Queue, Worker
 from rq.job import Job
 
 from agent.bench.results import BenchResult, read_results
-from agent.store import RunLog
+from agent.runlog.store import RunLog
 from bot.bench.jobs import WORKER_META, bench_queue_name
 from tests.bench.history import build_history
 from tests.e2e.first_hour import clean_env, program

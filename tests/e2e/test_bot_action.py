@@ -73,7 +73,8 @@ def test_action_mode_opens_a_pull_request_with_the_job_token(tmp_path: Path) -> 
         script(models)
 
         proc = subprocess.run(
-            [sys.executable, "-m", "bot.cli", "action"], env=action_env(tmp_path, fake, models),
+            [sys.executable, "-m", "bot.cli.main", "action"],
+            env=action_env(tmp_path, fake, models),
             capture_output=True, text=True, timeout=300, check=False,
         )
 
@@ -89,7 +90,7 @@ def test_action_mode_opens_a_pull_request_with_the_job_token(tmp_path: Path) -> 
 
 def start_action(tmp: Path, fake: FakeGitHub, models: ScriptedModelServer
                  ) -> subprocess.Popen[str]:  # fmt: skip
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "action"],
+    return subprocess.Popen([sys.executable, "-m", "bot.cli.main", "action"],
                             env=action_env(tmp, fake, models), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
 
@@ -187,7 +188,7 @@ def test_a_signal_while_github_is_waited_for_still_ends_the_run_and_tells_the_is
 
 def test_action_mode_outside_actions_is_a_clear_usage_error() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    proc = subprocess.run([sys.executable, "-m", "bot.cli", "action"], env=env,
+    proc = subprocess.run([sys.executable, "-m", "bot.cli.main", "action"], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2
     assert "GITHUB_EVENT_NAME" in proc.stderr
@@ -195,7 +196,7 @@ def test_action_mode_outside_actions_is_a_clear_usage_error() -> None:
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["register", "--help"]])
 def test_cra_bot_commands_show_help(argv: list[str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "bot.cli", *argv], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "bot.cli.main", *argv], capture_output=True,
                           text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "usage" in proc.stdout.lower()

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from flask.testing import FlaskClient
 
-from bot.app import create_app
 from bot.services import build_services
 from bot.settings import BotSettings
+from bot.web.app import create_app
 from tests.bench.history import build_history
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import ScriptedModelServer
@@ -67,7 +67,7 @@ def test_cra_bot_bench_mines_runs_and_publishes_a_page_only_readers_see(tmp_path
         env = settings_env(tmp_path, fake, models)
 
         proc = subprocess.run(
-            [sys.executable, "-m", "bot.cli", "bench", "--repo", REPO, "--model", "oracle"],
+            [sys.executable, "-m", "bot.cli.main", "bench", "--repo", REPO, "--model", "oracle"],
             env=env, capture_output=True, text=True, timeout=600, check=False,
         )
 
@@ -116,7 +116,7 @@ def test_cra_bot_bench_in_actions_writes_the_report_files_and_the_job_summary(
         summary, out = tmp_path / "summary.md", tmp_path / "runner" / "cra-bench"
 
         proc = subprocess.run(
-            [sys.executable, "-m", "bot.cli", "bench", "--actions", "--model", "oracle",
+            [sys.executable, "-m", "bot.cli.main", "bench", "--actions", "--model", "oracle",
              "--out", str(out), "--summary", str(summary)],
             env=env, capture_output=True, text=True, timeout=600, check=False,
         )

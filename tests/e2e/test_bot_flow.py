@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.store import Run
+from bot.store.runs import Run
 from tests.e2e.bot_world import OWNER, REPO, BotWorld, edit
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import RecordedRequest, Reply, ScriptedModelServer
@@ -279,7 +279,7 @@ def test_labeled_issue_through_rq_on_real_redis(
             queue = Queue("cra", connection=connection)
             assert queue.count == 1
             worker = subprocess.run(
-                [sys.executable, "-m", "bot.cli", "worker", "--burst"],
+                [sys.executable, "-m", "bot.cli.main", "worker", "--burst"],
                 env={**os.environ, **settings_env(world)}, capture_output=True, text=True,
                 timeout=300, check=False,
             )
@@ -298,7 +298,7 @@ def test_labeled_issue_through_rq_on_real_redis(
 def test_cra_bot_run_solves_an_issue_from_the_terminal(
     world: BotWorld, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from bot.cli import main
+    from bot.cli.main import main
 
     world.script_fix()
     for key, value in settings_env(world).items():

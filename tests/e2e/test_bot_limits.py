@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from bot.store import Run
-from bot.triggers import Trigger
+from bot.intake.triggers import Trigger
+from bot.store.runs import Run
 from tests.e2e.bot_world import REPO, BotWorld
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import ScriptedModelServer

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
-from agent.store import RunLog
+from agent.cli.main import main
+from agent.runlog.store import RunLog
 from tests.e2e.first_hour import clean_env, program
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.repos import (

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
+from agent.cli.main import main
 from tests.e2e.test_honest_gate import script_plan
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import git_in, init_repo, write_files

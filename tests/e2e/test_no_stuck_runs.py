@@ -23,11 +23,11 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.liveness import MAX_REQUEUES
-from bot.replying import report_ended
-from bot.store import Run
-from bot.triggers import Trigger
-from bot.webhooks import sign
+from bot.intake.triggers import Trigger
+from bot.intake.webhooks import sign
+from bot.queue.liveness import MAX_REQUEUES
+from bot.run.replying import report_ended
+from bot.store.runs import Run
 from tests.e2e.bot_world import OWNER, REPO, SECRET, BotWorld
 from tests.e2e.first_hour import clean_env, closed_port, program
 from tests.fakes.model_server import Reply

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from werkzeug.serving import make_server
 
-from bot.app import create_app
+from bot.web.app import create_app
 from tests.e2e.bot_world import OWNER, REPO, BotWorld
 from tests.e2e.webdriver import Browser
 from tests.fakes.github_server import FakeGitHub

@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from agent.bwrap import build_sandbox
-from agent.cli import main
-from agent.config import parse_config
+from agent.cli.main import main
+from agent.config.files import parse_config
 from agent.llm.client import HTTPChatModel
 from agent.llm.router import ModelRouter
 from agent.models import OrchestratorResult, RunEvent
-from agent.orchestrator import solve
-from agent.runtime import Runtime
-from agent.sandbox import hidden_paths
-from agent.store import RunLog
+from agent.run.orchestrator import solve
+from agent.run.runtime import Runtime
+from agent.runlog.store import RunLog
+from agent.sandbox.base import hidden_paths
+from agent.sandbox.bwrap import build_sandbox
 from tests.fakes.model_server import Reply, ScriptedModelServer
 from tests.fakes.repos import (
     FAILING_TEST,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
-from agent.store import RunLog
+from agent.cli.main import main
+from agent.runlog.store import RunLog
 from tests.fakes.model_server import ScriptedModelServer, garbage
 from tests.fakes.repos import (
     FAILING_TEST,
@@ -273,7 +273,7 @@ def test_cra_entry_point_runs_as_a_subprocess(
     write_config(workspace, server.url)
     server.script("implement", edit(MUL_BUG, MUL_FIX))
     proc = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "--data-dir", str(workspace["data"]), "solve",
+        [sys.executable, "-m", "agent.cli.main", "--data-dir", str(workspace["data"]), "solve",
          "Fix mul", "--repo", str(workspace["repo"]), "--plan", str(workspace["plan"]),
          "--config", str(workspace["config"])],
         env={**os.environ, **ISOLATED_GIT_ENV}, capture_output=True, text=True, timeout=120,

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from agent.bwrap import BwrapSandbox
-from agent.config import parse_config
-from agent.envcache import EnvCache
+from agent.config.files import parse_config
 from agent.llm.client import HTTPChatModel
 from agent.llm.router import ModelRouter
 from agent.models import OrchestratorResult
-from agent.orchestrator import solve
-from agent.runtime import Runtime
-from agent.sandbox import SandboxLimits, hidden_paths
-from agent.store import RunLog
+from agent.run.orchestrator import solve
+from agent.run.runtime import Runtime
+from agent.runlog.store import RunLog
+from agent.sandbox.base import SandboxLimits, hidden_paths
+from agent.sandbox.bwrap import BwrapSandbox
+from agent.sandbox.envcache import EnvCache
 from tests.e2e.test_solve_orchestrator import adjustment, edit, meta, part, step
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.package_index import PackageIndex, build_wheel

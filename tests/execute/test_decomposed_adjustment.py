@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.config import ModelConfig, SolveConfig, parse_config
+from agent.config.files import ModelConfig, SolveConfig, parse_config
 from agent.errors import AdjustmentFailed, ParseError, PlanInvalid, PromptTooLarge
 from agent.execute.decomposed_adjustment import (
     MESSAGE_CAP_CHARS,

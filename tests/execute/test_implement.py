@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import PromptTooLarge
 from agent.execute.implement import execute_implement
 from agent.execute.prompts import IMPLEMENT_SYSTEM, build_implement_prompt

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import ParseError, PlanInvalid, PromptTooLarge
 from agent.execute.parsers import PassType
 from agent.execute.plan import execute_plan, plan_schema, plan_to_artifact, reask_note

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import PromptTooLarge
 from agent.execute.plan_prompts import SYSTEM_PROMPTS
 from agent.execute.prompts import (

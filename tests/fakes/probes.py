@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.bwrap import BwrapSandbox
-from agent.config import TestingConfig
-from agent.validation import run_command
+from agent.config.files import TestingConfig
+from agent.gate.validation import run_command
+from agent.sandbox.bwrap import BwrapSandbox
 from tests.fakes.repos import git_in, make_python_project
 from tests.fakes.sandboxes import host_address, slirp_installed
 

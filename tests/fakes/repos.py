@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-# For monkeypatch.setenv in tests that call agent.git: the user's git config stays out.
+# For monkeypatch.setenv in tests that call agent.git.repo: the user's git config stays out.
 ISOLATED_GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,
     "GIT_CONFIG_NOSYSTEM": "1",

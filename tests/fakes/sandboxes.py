@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agent import netblock
-from agent.sandbox import SandboxKind
+from agent.sandbox import netblock
+from agent.sandbox.base import SandboxKind
 
 
 def _installed(program: str, package: str) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.llm.client import HTTPChatModel
 from tests.fakes.model_server import (
     NO_SCRIPTED_REPLY,

@@ -11,8 +11,8 @@ import pytest
 from agent.errors import UnsafePath
 from agent.execute.patch import apply_edits, check_path
 from agent.models import PatchEdit
-from bot.repo_config import effective_config
-from tests.bot.test_runner_parts import settings, write
+from bot.run.repo_config import effective_config
+from tests.bot.run.test_runner_parts import settings, write
 
 
 def edit_of(path: str, search: str, replacement: str) -> PatchEdit:

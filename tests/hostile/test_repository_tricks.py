@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from agent import git
-from agent.validation import run_command
-from agent.workspace import close_workspace, open_workspace, scratch_tree
+from agent.gate.validation import run_command
+from agent.git import repo as git
+from agent.git.workspace import close_workspace, open_workspace, scratch_tree
 from tests.fakes.probes import PATH, MakeBwrap
 from tests.fakes.repos import MUL_BUG, MUL_FIX, git_in, make_python_project, write_files
-from tests.test_submodules import with_submodule
+from tests.git.test_submodules import with_submodule
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -37,7 +37,7 @@ HOSTILE_GIT_DIR = textwrap.dedent("""\
 def test_attack_repointing_the_worktrees_git_at_a_hostile_git_dir_is_refused(
     bwrap: MakeBwrap, tmp_path: Path
 ) -> None:
-    from agent import git
+    from agent.git import repo as git
 
     source = make_python_project(tmp_path / "source", bug=False)
     tree = tmp_path / "tree"
@@ -65,8 +65,8 @@ def test_attack_repointing_the_worktrees_git_at_a_hostile_git_dir_is_refused(
 def test_attack_submodule_repointed_at_a_hostile_git_dir_never_runs_its_filter(
     bwrap: MakeBwrap, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent import git
-    from agent.workspace import open_workspace
+    from agent.git import repo as git
+    from agent.git.workspace import open_workspace
 
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     lib = make_python_project(tmp_path / "lib", bug=False)
@@ -102,8 +102,8 @@ def test_attack_unchecked_out_submodule_given_a_hostile_git_dir_never_runs_its_f
     command link that file into the gitlink's empty folder (a hard link keeps the checkout's
     owner, which git's ownership check asks for); `git add --all` would run `git status` in
     there, outside the sandbox, and with it the filter."""
-    from agent import git
-    from agent.workspace import open_workspace
+    from agent.git import repo as git
+    from agent.git.workspace import open_workspace
 
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     marker = tmp_path / "marker"

@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from agent.sandbox import NoSandbox, SandboxLimits, hidden_paths
-from agent.validation import run_command, run_validation
+from agent.gate.validation import run_command, run_validation
+from agent.sandbox.base import NoSandbox, SandboxLimits, hidden_paths
 from tests.fakes.probes import (
     PATH,
     PY,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import TestingConfig
-from agent.validation import run_validation, scrubbed_env
+from agent.config.files import TestingConfig
+from agent.gate.validation import run_validation, scrubbed_env
 from bot.settings import BotSettings, repository_environment
 from tests.e2e.first_hour import clean_env, models_toml
 from tests.e2e.test_untrusted_repo_config import (
@@ -23,7 +23,7 @@ from tests.e2e.test_untrusted_repo_config import (
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.probes import MakeBwrap
 from tests.fakes.repos import make_python_project
-from tests.test_validation import ENVIRON, SECRET_VALUES
+from tests.gate.test_validation import ENVIRON, SECRET_VALUES
 
 
 def test_attack_testing_env_naming_every_variable_passes_no_secret() -> None:

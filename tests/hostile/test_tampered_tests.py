@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
+from agent.cli.main import main
 from tests.e2e.cli_runs import Solve, write_config
 from tests.e2e.test_honest_gate import cra_solve, script_plan
 from tests.e2e.test_honest_gate_bypasses import (

@@ -15,17 +15,17 @@ from typing import Any
 import pytest
 from werkzeug.test import TestResponse
 
+from bot.intake.webhooks import sign
 from bot.render.fit import PR_BODY_LIMIT
 from bot.render.pr import compose_pr_body
-from bot.webhooks import sign
-from tests.bot.test_command_line import routed_comment
-from tests.bot.test_pr import DIFF, ctx, markup_problems, result, validation
+from tests.bot.intake.test_command_line import routed_comment
+from tests.bot.render.test_pr import DIFF, ctx, markup_problems, result, validation
 from tests.e2e.bot_world import REPO, SECRET, BotWorld
 from tests.e2e.test_honest_gate import cra_solve
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import Reply, ScriptedModelServer, garbage
 from tests.fakes.repos import git_in
-from tests.test_store import postgres_schema_url
+from tests.runlog.test_store import postgres_schema_url
 
 Change = Callable[[dict[str, Any]], None]
 

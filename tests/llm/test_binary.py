@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import BudgetExhausted, LLMError
 from agent.llm.binary import parse_yes_no, run_binary_judgment
 from agent.llm.budget import TaskBudget

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import LLMError
 from agent.llm.client import (
     BACKOFF_CAP_S,

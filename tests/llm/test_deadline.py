@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import LLMError
 from agent.llm.client import HTTPChatModel
 from agent.llm.deadline import deadline, with_deadlines

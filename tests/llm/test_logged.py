@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
 from agent.llm.budget import TaskBudget
 from agent.llm.client import HTTPChatModel

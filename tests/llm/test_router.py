@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent.config import ModelConfig, ModelsConfig
+from agent.config.files import ModelConfig, ModelsConfig
 from agent.errors import ConfigError
 from agent.llm.router import ModelRouter
 from agent.models import LLMResponse, Usage

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import ModelConfig
+from agent.config.files import ModelConfig
 from agent.llm.client import HTTPChatModel
 from agent.llm.logged import LoggedLLMClient
 from agent.retrieval.index import RepoIndex

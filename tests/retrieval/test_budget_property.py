@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.config import RetrievalConfig
+from agent.config.files import RetrievalConfig
 from agent.llm.budget import estimate_tokens
 from agent.models import ContextPackage
 from agent.retrieval.index import RepoIndex

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent import git
-from agent.cli import main
-from agent.config import RetrievalConfig
+from agent.cli.main import main
+from agent.config.files import RetrievalConfig
+from agent.git import repo as git
 from agent.retrieval.index import RepoIndex, default_index_path
 from tests.fakes.repos import git_in, write_files
 from tests.retrieval.conftest import SHOP_FILES, commit_all, make_repo

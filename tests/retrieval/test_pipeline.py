@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import RetrievalConfig
+from agent.config.files import RetrievalConfig
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextPackage, RefinementRequest
 from agent.retrieval.index import RepoIndex

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.models import ValidationResult
-from agent.steps import task_target_tests
+from agent.run.steps import task_target_tests
 
 BASELINE = ValidationResult(success=False, failing_tests=[
     "tests/test_fixtures.py::test_valid[spec-table-7]",

@@ -1,0 +1,178 @@
+"""Test outcomes and counts from TAP and from node's spec reporter (`node --test`).
+
+Node 20 writes TAP when its output is captured, and the spec reporter on request; a C or shell
+harness may print plain TAP. Test ids are the test's name, after the names of the suites and
+parent tests around it (`ints > deep > add`), so that two `add` tests in different suites stay
+apart; a name that still repeats gets an ordinal (`add #2`) in the order the output lists it.
+Pure functions: lines in, data out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.models import TestCounts, TestOutcome
+
+# between a suite's or parent test's name and its test's (agent.gate.verdict.names)
+SEPARATOR = " > "
+
+# TAP: `ok 1 - add`, `not ok 2 - mul # TODO later`, a subtest indented by 4 spaces per level.
+_TAP_TEST = re.compile(
+    r"^(?P<indent>(?:    )*)(?P<not>not )?ok\b(?: +\d+)?(?: +-)?(?: +(?P<desc>.*?))?\s*$"
+)
+_TAP_PLAN = re.compile(r"^1\.\.(?P<n>\d+)\b")
+_TAP_BAIL = re.compile(r"^Bail out!")
+_DIRECTIVE = re.compile(r"(?:^|\s)#\s*(?P<word>skip|todo)\S*(?:\s.*)?$", re.IGNORECASE)
+# Node marks a describe() block's line as a suite in its YAML block; node counts no suite.
+_SUITE = "type: 'suite'"
+# Node's summary, in TAP (`# tests 5`) and in the spec reporter (`ℹ tests 5`).
+_NODE_SUMMARY = re.compile(r"^(?:#|ℹ) (?P<key>tests|pass|fail|cancelled|skipped|todo) (?P<n>\d+)$")
+_TESTS_RAN = re.compile(r"^(?:#|ℹ) tests \d+$")
+# The spec reporter: `▶ suite`, then `  ✔ add (0.6ms)`, `  ✖ mul (1ms)`, `  ﹣ div (0.1ms) # SKIP`,
+# 2 spaces per level; the closing line of a suite or parent test repeats its name.
+_SPEC_GROUP = re.compile(r"^(?P<indent>(?:  )*)▶ (?P<name>.+)$")
+_SPEC_TEST = re.compile(
+    r"^(?P<indent>(?:  )*)(?P<mark>[✔✖﹣]) (?P<name>.+?) \([\d.]+ms\)(?P<directive> # .*)?$"
+)
+_SPEC_END = "✖ failing tests:"  # the failures again, without their suites: not read
+
+
+@dataclass(frozen=True)
+class _Line:
+    """One test line: its nesting depth, name and outcome."""
+
+    depth: int
+    name: str
+    outcome: TestOutcome
+    suite: bool = False
+
+
+def is_tap(lines: Sequence[str]) -> bool:
+    """True when the output is a TAP stream: a plan line (`1..N`) or node's `# tests N`, at the
+    top level — an `ok` or `not ok` line in some other runner's captured output is not TAP."""
+    return any(_TAP_PLAN.match(line) or _TESTS_RAN.match(line) for line in lines)
+
+
+def is_node_spec(lines: Sequence[str]) -> bool:
+    """True when the output ends with the summary of node's spec reporter (`ℹ tests N`)."""
+    return any(_TESTS_RAN.match(line) and line.startswith("ℹ") for line in lines)
+
+
+def node_counts(lines: Sequence[str]) -> TestCounts | None:
+    """Counts of node's last summary, TAP or spec. A todo test runs, but its verdict does not
+    count: it is counted skipped; a cancelled test (its file or parent failed) failed."""
+    found: dict[str, int] = {}
+    for line in lines:
+        match = _NODE_SUMMARY.match(line)
+        if match:
+            found[match["key"]] = int(match["n"])
+    if "tests" not in found:
+        return None
+    return TestCounts(
+        passed=found.get("pass", 0),
+        failed=found.get("fail", 0) + found.get("cancelled", 0),
+        skipped=found.get("skipped", 0) + found.get("todo", 0),
+    )
+
+
+def _tap_outcome(ok: bool, description: str) -> tuple[str, TestOutcome]:
+    """A TAP test's name and outcome: `# SKIP` is skipped; a `# TODO` test is skipped too —
+    it runs, but TAP does not count its verdict (a failing TODO test is no failure)."""
+    directive = _DIRECTIVE.search(description)  # `\#` (an escaped #) has no space before it
+    if directive:
+        return _unescape(description[: directive.start()].rstrip()), "skipped"
+    return _unescape(description), "passed" if ok else "failed"
+
+
+def _unescape(name: str) -> str:
+    return name.replace("\\#", "#").replace("\\\\", "\\")
+
+
+def _tap_lines(lines: Sequence[str]) -> list[_Line]:
+    """Every TAP test line, marked a suite when node's YAML block under it says so; the text of
+    a YAML block (an error message may quote TAP) is not read for tests."""
+    found: list[_Line] = []
+    block: str | None = None  # the indentation of the YAML block being read
+    for line in lines:
+        if block is not None:
+            if line == block + _SUITE:
+                found[-1] = _Line(found[-1].depth, found[-1].name, found[-1].outcome, True)
+            block = None if line == block + "..." else block
+        elif match := _TAP_TEST.match(line):
+            name, outcome = _tap_outcome(not match["not"], match["desc"] or "")
+            found.append(_Line(len(match["indent"]) // 4, name, outcome))
+        elif found and line == " " * (4 * found[-1].depth + 2) + "---":
+            block = line[:-3]
+    return found
+
+
+def _ids(tests: Sequence[_Line]) -> dict[str, TestOutcome]:
+    """Outcomes by test id. A subtest comes before the line of its parent (TAP 14, node), so
+    the parents of a line are the last lines of lower depth after it: read from the end."""
+    parents: list[str] = []
+    named: list[tuple[str, TestOutcome]] = []
+    for test in reversed(tests):
+        del parents[test.depth :]
+        if not test.suite:
+            named.append((SEPARATOR.join([*parents, test.name]), test.outcome))
+        parents.append(test.name)
+    return _numbered(named[::-1])
+
+
+def _numbered(named: Sequence[tuple[str, TestOutcome]]) -> dict[str, TestOutcome]:
+    """Outcomes by id, a repeated id numbered from its second time on (`add #2`)."""
+    outcomes: dict[str, TestOutcome] = {}
+    seen: dict[str, int] = {}
+    for test_id, outcome in named:
+        seen[test_id] = seen.get(test_id, 0) + 1
+        outcomes[test_id if seen[test_id] == 1 else f"{test_id} #{seen[test_id]}"] = outcome
+    return outcomes
+
+
+def tap_outcomes(lines: Sequence[str]) -> dict[str, TestOutcome]:
+    """Every test a TAP stream names (not node's suites), with its outcome."""
+    return _ids(_tap_lines(lines))
+
+
+def tap_incomplete(lines: Sequence[str]) -> str | None:
+    """Why a TAP stream stopped before its end (`Bail out!`, fewer tests than its plan), or
+    None."""
+    if any(_TAP_BAIL.match(line) for line in lines):
+        return "the TAP stream bailed out: the tests after it did not run"
+    plans = [int(m["n"]) for line in lines if (m := _TAP_PLAN.match(line))]
+    ran = sum(1 for test in _tap_lines(lines) if test.depth == 0)
+    if plans and ran < plans[-1]:
+        return f"the TAP plan announced {plans[-1]} tests, {ran} reported a result"
+    return None
+
+
+def spec_outcomes(lines: Sequence[str]) -> dict[str, TestOutcome]:
+    """Every test node's spec reporter names, with its outcome. The spec reporter does not
+    tell a suite from a parent test: neither is named (node's summary counts a parent test)."""
+    groups: list[str] = []
+    named: list[tuple[str, TestOutcome]] = []
+    for line in lines:
+        if line == _SPEC_END:
+            break
+        if group := _SPEC_GROUP.match(line):
+            del groups[len(group["indent"]) // 2 :]
+            groups.append(group["name"])
+        elif test := _SPEC_TEST.match(line):
+            depth = len(test["indent"]) // 2
+            del groups[depth + 1 :]
+            if len(groups) > depth and groups[depth] == test["name"]:  # a group's closing line
+                del groups[depth:]
+                continue
+            del groups[depth:]
+            named.append((SEPARATOR.join([*groups, test["name"]]), _spec_outcome(test)))
+    return _numbered(named)
+
+
+def _spec_outcome(test: re.Match[str]) -> TestOutcome:
+    """`﹣` is skipped; `✔` or `✖` with a directive (`# TODO`, `# <todo reason>`) is a todo test,
+    whose verdict does not count: skipped."""
+    if test["mark"] == "﹣" or test["directive"]:
+        return "skipped"
+    return "passed" if test["mark"] == "✔" else "failed"

@@ -1,0 +1,90 @@
+"""What the passes of one run share (RunContext), and one plan step's working set (StepState)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agent.config.files import SolveConfig
+from agent.gate.validation import attempt_timeout
+from agent.git.workspace import Workspace
+from agent.llm.budget import TaskBudget
+from agent.llm.judgments import JudgmentCache
+from agent.llm.logged import LoggedLLMClient
+from agent.models import AttemptRecord, PartPlan, PlanStep, Role, Usage, ValidationResult
+from agent.run.runtime import Runtime
+from agent.run.sources import ContextSource
+
+
+@dataclass
+class RunContext:
+    """What every pass of one run shares: workspace, baseline, run budget, usage by role."""
+
+    task: str
+    run_id: str
+    runtime: Runtime
+    config: SolveConfig
+    ws: Workspace
+    baseline: ValidationResult
+    context: ContextSource
+    run_budget: TaskBudget
+    usage_by_role: dict[str, Usage] = field(default_factory=dict)
+    reference: ValidationResult | None = None  # the accepted state: baseline, then each pass
+    test_timeout: float = field(init=False)  # of every test run after the baseline
+    judgments: JudgmentCache = field(default_factory=JudgmentCache)
+
+    def __post_init__(self) -> None:
+        self.reference = self.reference or self.baseline
+        self.test_timeout = attempt_timeout(self.baseline, self.config.testing)
+
+    @property
+    def accepted(self) -> ValidationResult:
+        """The test run of the last accepted state (the baseline before any step passed)."""
+        return self.reference or self.baseline
+
+    def client(
+        self, role: Role, *, task_run_id: int, budgets: Sequence[TaskBudget] = ()
+    ) -> LoggedLLMClient:
+        """A logged client for `role`, bound to a task run, charged to the run budget too."""
+        return LoggedLLMClient(
+            self.runtime.models.client(role), self.runtime.log, role=role,
+            reserved_tokens=self.config.budget.reserved_tokens, task_run_id=task_run_id,
+            budgets=[*budgets, self.run_budget],
+            judgments=self.judgments if self.config.orchestrator.cache_judgments else None,
+        )
+
+    def account(self, *clients: LoggedLLMClient | None) -> Usage:
+        """Add the clients' usage to the run's usage by role; returns their sum."""
+        total = Usage()
+        for c in clients:
+            if c is not None and (c.usage.calls or c.usage.latency_ms):
+                self.usage_by_role[c.role] = self.usage_by_role.get(c.role, Usage()) + c.usage
+                total = total + c.usage
+        return total
+
+    @property
+    def usage(self) -> Usage:
+        """Everything the run's model calls cost so far."""
+        total = Usage()
+        for usage in self.usage_by_role.values():
+            total = total + usage
+        return total
+
+
+@dataclass
+class StepState:
+    """The per-step working set."""
+
+    rc: RunContext
+    step: PlanStep
+    part_id: str
+    plan: PartPlan | None
+    cumulative_diff: str
+    task_run_id: int
+    coding: LoggedLLMClient
+    classifier: LoggedLLMClient | None
+    base: str
+    targets: Sequence[str] = ()
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    judge_clients: list[LoggedLLMClient] = field(default_factory=list)
+    landing: str | None = None  # what the implementer is told of the steps it lands with

@@ -1,0 +1,352 @@
+"""solve(): the deterministic pass sequencer: baseline, meta-plan, parts, steps, adjustments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.config.files import SolveConfig
+from agent.errors import AgentError, Interrupted
+from agent.execute.groups import (
+    blocked_group,
+    group_id,
+    landing_order,
+    merged_step,
+    pop_unit,
+)
+from agent.execute.parsers import topological_order
+from agent.gate.validation import run_validation
+from agent.git.workspace import Workspace, apply_in_place, close_workspace, open_workspace
+from agent.llm.budget import TaskBudget
+from agent.models import (
+    EnvironmentReport,
+    MetaPlan,
+    MetaPlanPart,
+    OrchestratorResult,
+    PartPlan,
+    PlanStep,
+    RunEventKind,
+    StepOutcome,
+)
+from agent.run.context import RunContext
+from agent.run.groups import as_one_step, run_group
+from agent.run.passes import Cancelled, PassRecorder, StopRun
+from agent.run.plan_passes import PlanPasses
+from agent.run.preflight import require_test_command_started
+from agent.run.result import Tally, run_result
+from agent.run.runtime import Runtime
+from agent.run.sources import ContextFactory, SeededFiles
+from agent.run.steps import run_step, task_target_tests
+from agent.sandbox.environment import Environment, SetupFailed, open_environment
+
+
+def solve(
+    task: str,
+    repo: Path,
+    config: SolveConfig,
+    runtime: Runtime,
+    *,
+    context_factory: ContextFactory = SeededFiles,
+    in_place: bool = False,
+    base: str | None = None,
+    branch: str | None = None,
+) -> OrchestratorResult:
+    """Run the whole orchestrator on `repo` in a worktree — of `base` (default HEAD), on
+    `branch` (default a fresh `cra/<slug>`); never raises for a failing pass: the result says
+    what passed, what failed and why."""
+    config.require_test_command()
+    repo = repo.resolve()
+    run_id = runtime.new_id()
+    seq = _Sequencer(task, run_id, repo, config, runtime, context_factory)
+    seq.base, seq.branch = base, branch
+    try:
+        seq.open()
+        seq.run()
+    except Cancelled:
+        seq.tally.status_note = "cancelled"
+    except Interrupted as exc:  # SIGINT or SIGTERM to `cra`: end the run cleanly, then say so
+        seq.tally.status_note, seq.tally.error = "cancelled", f"interrupted by {exc.name}"
+    except StopRun as exc:
+        seq.tally.budget_exhausted, seq.tally.error = exc.budget, str(exc)
+    except AgentError as exc:
+        seq.tally.error = str(exc)
+    return seq.finish(in_place=in_place)
+
+
+class _Sequencer:
+    """The state of one orchestrator run, advanced pass by pass and persisted after each."""
+
+    def __init__(
+        self,
+        task: str,
+        run_id: str,
+        repo: Path,
+        config: SolveConfig,
+        runtime: Runtime,
+        context_factory: ContextFactory,
+    ) -> None:
+        self.task, self.run_id, self.repo = task, run_id, repo
+        self.config, self.runtime, self.log = config, runtime, runtime.log
+        self.context_factory = context_factory
+        self.started = runtime.clock()
+        self.passes = PassRecorder(task, run_id, repo, runtime)
+        self.ws: Workspace | None = None
+        self.env: Environment | None = None  # the run's environment directory, once set up
+        self.env_report = EnvironmentReport(sandbox=runtime.sandbox.name,
+                                            isolated=runtime.sandbox.isolated)
+        self.rc: RunContext | None = None
+        self.planner: PlanPasses | None = None
+        self.head: str | None = None
+        self.base: str | None = None
+        self.branch: str | None = None
+        self.cumulative_diff = ""
+        self.tally = Tally()
+
+    # --- setup ---------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Create the worktree, run the baseline, build the run context."""
+        self.passes.emit("run_started", message=self.task)
+        self.ws = open_workspace(self.repo, work_dir=self.runtime.work_dir, run_id=self.run_id,
+                                 branch_hint=self.task, base=self.base, branch=self.branch)
+        run_budget = TaskBudget("run", max_tokens=self.config.budget.max_tokens_per_run,
+                                max_calls=None, tokens_label="max_tokens_per_run")
+        baseline_run = self.passes.open_pass("baseline", "baseline",
+                                             config_json=self.config.model_dump_json())
+        try:
+            self.runtime, self.env = open_environment(
+                self.runtime, self.ws.worktree, self.repo, self.config.testing,
+                run_id=self.run_id, task_run_id=baseline_run, notes=self.ws.notes)
+        except SetupFailed as exc:
+            self.env_report = exc.report
+            self.passes.close_pass(baseline_run, "failed")
+            raise
+        baseline = run_validation(self.ws.worktree, self.config.testing,
+                                  environ=self.runtime.environ, sandbox=self.runtime.sandbox)
+        self.log.record_validation(baseline_run, baseline, attempt_id=None, kind="baseline")
+        self.passes.close_pass(baseline_run, "complete")
+        require_test_command_started(baseline, self.config.testing.test_command)
+        context = self.context_factory(self.ws.worktree)
+        self.rc = RunContext(self.task, self.run_id, self.runtime, self.config, self.ws,
+                             baseline, context, run_budget)
+        self.planner = PlanPasses(self.rc, self.passes)
+        self.head = self.ws.base
+
+    @property
+    def ctx(self) -> RunContext:
+        assert self.rc is not None, "open() first"
+        return self.rc
+
+    @property
+    def plans(self) -> PlanPasses:
+        assert self.planner is not None, "open() first"
+        return self.planner
+
+    # --- the sequence --------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Meta-plan, then every part in dependency order."""
+        self.tally.meta = self.meta_plan()
+        parts = topological_order(self.tally.meta.parts)
+        self.log.update_orchestrator_run(self.passes.orch_id, total_parts=len(parts))
+        unfinished: set[str] = set()
+        for index, part in enumerate(parts):
+            if blockers := [dep for dep in part.depends_on if dep in unfinished]:
+                # its plan would be made against code the part it needs never delivered
+                unfinished.add(part.id)
+                self.tally.parts_failed += 1
+                why = (f"part {part.id} skipped: it depends on {', '.join(blockers)}, "
+                       "which did not complete")
+                self.log.set_state(self.run_id, f"part_skipped:{part.id}", {"reason": why})
+                self.tally.error = self.tally.error or why
+                continue
+            self.passes.progress(index, 0, "running")
+            failed_before = self.tally.parts_failed
+            self.run_part(index, part, last=index == len(parts) - 1)
+            if self.tally.parts_failed > failed_before:
+                unfinished.add(part.id)
+
+    def meta_plan(self) -> MetaPlan:
+        """The meta-plan pass; a run without one fails."""
+        plan = self.plans.plan("meta_plan", "meta_plan", task=self.task, files=(),
+                               cumulative_diff=self.cumulative_diff)
+        assert isinstance(plan, MetaPlan)
+        self.log.set_state(self.run_id, "meta_plan", plan)
+        return plan
+
+    def run_part(self, index: int, part: MetaPlanPart, *, last: bool) -> None:
+        """The part plan, then its steps, each followed by an adjustment."""
+        try:
+            plan = self.plans.plan("part_plan", f"part_plan:{part.id}", task=part.description,
+                                   files=part.affected_files, part_id=part.id,
+                                   cumulative_diff=self.cumulative_diff)
+        except (Cancelled, StopRun):
+            raise
+        except AgentError as exc:
+            self.tally.parts_failed += 1
+            self.tally.error = f"part {part.id}: {exc}"
+            return
+        assert isinstance(plan, PartPlan)
+        self.tally.part_plans.append(plan)
+        self.log.set_state(self.run_id, f"part_plan:{part.id}", plan)
+        self.passes.emit("plan_made", part_id=part.id, message=part.description,
+                         steps=plan.steps)
+        self.run_steps(index, part, plan, last=last)
+
+    def run_steps(
+        self, part_index: int, part: MetaPlanPart, plan: PartPlan, *, last: bool
+    ) -> None:
+        """Steps in order, each group of steps that land together as one; the remaining ones
+        replaced by each adjustment (none after the part's last step passed: nothing is left
+        to revise). The run's last planned step (or group) must also make the tests the task
+        names pass."""
+        remaining = landing_order(plan.steps)
+        done: list[PlanStep] = []
+        failed = 0
+        not_passed: set[str] = set()
+        limit = self.config.orchestrator.max_steps_per_part
+        while remaining and len(done) < limit:
+            unit = pop_unit(remaining)
+            if blockers := blocked_group(unit, not_passed):
+                for step in unit:
+                    self.skip(part, step, blockers)
+                failed += len(unit)
+                not_passed.update(s.id for s in unit)
+                continue
+            self.passes.progress(part_index, len(done), "running")
+            finishing = last and not remaining
+            if len(unit) == 1:
+                step, outcome = unit[0], self.step_pass(part, plan, unit[0], finishing=finishing)
+            else:
+                step, outcome = merged_step(unit), self.group_pass(part, plan, unit,
+                                                                   finishing=finishing)
+            done.extend(unit)
+            failed += outcome.status != "passed"
+            if outcome.status != "passed":
+                not_passed.update(s.id for s in unit)
+            if outcome.budget_exhausted == "max_tokens_per_run":
+                raise StopRun("max_tokens_per_run", outcome.error or "run budget exhausted")
+            if remaining or outcome.status != "passed":  # else: nothing left to revise
+                remaining = landing_order(self.adjust(part, step, outcome, remaining, done))
+        for step in remaining:
+            self.tally.outcomes.append(StepOutcome(
+                part_id=part.id, step_id=step.id, description=step.description,
+                status="skipped", error=f"over orchestrator.max_steps_per_part ({limit})",
+            ))
+        clean = failed == 0 and not remaining
+        self.tally.parts_completed += int(clean)
+        self.tally.parts_failed += int(not clean)
+
+    def skip(self, part: MetaPlanPart, step: PlanStep, blockers: list[str]) -> None:
+        """A step not run because a step it depends on did not pass: recorded with why."""
+        why = f"skipped: it depends on {', '.join(blockers)}, which did not pass"
+        outcome = StepOutcome(part_id=part.id, step_id=step.id, description=step.description,
+                              status="skipped", error=why)
+        self.tally.outcomes.append(outcome)
+        self.log.set_state(self.run_id, f"step_result:{part.id}:{step.id}", outcome)
+        self.passes.emit("step_failed", part_id=part.id, step_id=step.id, message=why,
+                         status="skipped")
+
+    def step_pass(
+        self, part: MetaPlanPart, plan: PartPlan, step: PlanStep, *, finishing: bool
+    ) -> StepOutcome:
+        """One step as a pass of its own: its task run, attempts, commit, state."""
+        self.passes.check_cancel()
+        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{step.id}", part.id,
+                                         step.id)
+        targets = task_target_tests(self.ctx.baseline, self.task) if finishing else []
+        outcome = run_step(self.ctx, step, part_id=part.id, plan=plan,
+                           cumulative_diff=self.cumulative_diff, task_run_id=task_run,
+                           extra_targets=targets, base=self.head)
+        self.tally.outcomes.append(outcome)
+        states: dict[str, object] = {}
+        if outcome.status == "passed" and outcome.commit:
+            self.head = outcome.commit
+            self.ctx.context.refresh()
+            self.cumulative_diff += outcome.diff
+            states["cumulative_diff"] = self.cumulative_diff
+        states[f"step_result:{part.id}:{step.id}"] = outcome
+        self.passes.close_pass(task_run, "complete" if outcome.status == "passed" else "failed",
+                               usage=outcome.usage, error=outcome.error, diff=outcome.diff,
+                               states=states, steps_completed=self.tally.steps_passed)
+        kind: RunEventKind = "step_passed" if outcome.status == "passed" else "step_failed"
+        self.passes.emit(kind, part_id=part.id, step_id=step.id, message=step.description,
+                         status=outcome.status)
+        return outcome
+
+    def group_pass(
+        self, part: MetaPlanPart, plan: PartPlan, steps: list[PlanStep], *, finishing: bool
+    ) -> StepOutcome:
+        """Steps that land together as one pass: one task run, one gate, one commit; the
+        group's outcome as one step's (what the adjustment sees)."""
+        self.passes.check_cancel()
+        gid = group_id(steps)
+        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{gid}", part.id, gid)
+        targets = task_target_tests(self.ctx.baseline, self.task) if finishing else []
+        assert self.head is not None, "open() first"
+        run = run_group(self.ctx, steps, part_id=part.id, plan=plan, base=self.head,
+                        cumulative_diff=self.cumulative_diff, task_run_id=task_run,
+                        extra_targets=targets)
+        self.tally.outcomes += run.steps
+        self.tally.groups.append(run.group)
+        states: dict[str, object] = {f"group_result:{part.id}:{gid}": run.group}
+        if run.passed and run.group.commit:
+            self.head = run.group.commit
+            self.ctx.context.refresh()
+            self.cumulative_diff += run.group.diff
+            states["cumulative_diff"] = self.cumulative_diff
+        for outcome in run.steps:
+            states[f"step_result:{part.id}:{outcome.step_id}"] = outcome
+        outcome = as_one_step(run, merged_step(steps))
+        self.passes.close_pass(task_run, "complete" if run.passed else "failed",
+                               usage=outcome.usage, error=outcome.error, diff=run.group.diff,
+                               states=states, steps_completed=self.tally.steps_passed)
+        kind: RunEventKind = "step_passed" if run.passed else "step_failed"
+        self.passes.emit(kind, part_id=part.id, step_id=gid, message=outcome.description,
+                         status=outcome.status)
+        return outcome
+
+    def adjust(
+        self,
+        part: MetaPlanPart,
+        step: PlanStep,
+        outcome: StepOutcome,
+        remaining: list[PlanStep],
+        done: list[PlanStep],
+    ) -> list[PlanStep]:
+        """The adjustment pass after a step (see PlanPasses.adjust), kept in the tally."""
+        record, remaining = self.plans.adjust(part, step, outcome, remaining, done,
+                                              cumulative_diff=self.cumulative_diff)
+        if record is not None:
+            self.tally.adjustments.append(record)
+        return remaining
+
+    # --- the end -------------------------------------------------------------------------
+
+    def finish(self, *, in_place: bool) -> OrchestratorResult:
+        """Judge the run, record its end, hand back the branch (or apply in place)."""
+        wall_ms = int((self.runtime.clock() - self.started) * 1000)
+        result = run_result(self.tally, task=self.task, run_id=self.run_id,
+                            orch_id=self.passes.orch_id, ws=self.ws, rc=self.rc, wall_ms=wall_ms)
+        report = self.env.report if self.env is not None else self.env_report
+        result = result.model_copy(update={"environment": report})
+        keep_branch = result.commit is not None
+        if self.ws is not None and in_place and keep_branch:
+            error = apply_in_place(self.ws, result.diff)
+            keep_branch = error is not None
+            result = result.model_copy(update={"error": error or result.error})
+        if not keep_branch:
+            result = result.model_copy(update={"branch": None})
+        self.passes.progress(-1, -1, result.status)
+        self.log.update_orchestrator_run(
+            self.passes.orch_id, status=result.status, parts_completed=result.parts_completed,
+            steps_completed=result.steps_completed, total_steps=len(self.tally.outcomes),
+            completed=True,
+        )
+        if self.rc is not None:
+            self.rc.context.close()
+        if self.ws is not None:
+            close_workspace(self.ws, keep_branch=keep_branch)
+        if self.env is not None:
+            self.env.close()
+        self.passes.emit("run_finished", status=result.status, message=result.error or "")
+        return result

@@ -1,0 +1,116 @@
+"""An orchestrator run judged: what it did (its Tally) as an OrchestratorResult."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agent.gate import verdict as gate
+from agent.git import repo as git
+from agent.git.workspace import Workspace
+from agent.models import (
+    AdjustmentRecord,
+    GroupOutcome,
+    MetaPlan,
+    OrchestratorResult,
+    PartPlan,
+    StepOutcome,
+    Usage,
+    ValidationResult,
+)
+from agent.run.context import RunContext
+from agent.run.steps import task_target_tests
+
+RunStatus = Literal["complete", "partial", "failed", "cancelled"]
+
+
+@dataclass
+class Tally:
+    """What a run has done so far: plans, step outcomes, adjustments, and why it stopped."""
+
+    meta: MetaPlan | None = None
+    part_plans: list[PartPlan] = field(default_factory=list)
+    outcomes: list[StepOutcome] = field(default_factory=list)
+    groups: list[GroupOutcome] = field(default_factory=list)
+    adjustments: list[AdjustmentRecord] = field(default_factory=list)
+    parts_failed: int = 0
+    parts_completed: int = 0
+    error: str | None = None
+    budget_exhausted: str | None = None
+    status_note: str | None = None
+
+    @property
+    def steps_passed(self) -> int:
+        return sum(o.status == "passed" for o in self.outcomes)
+
+
+def run_result(
+    tally: Tally,
+    *,
+    task: str,
+    run_id: str,
+    orch_id: int,
+    ws: Workspace | None,
+    rc: RunContext | None,
+    wall_ms: int,
+) -> OrchestratorResult:
+    """The OrchestratorResult of the run as it stands."""
+    head = git.head_commit(ws.worktree) if ws is not None and ws.worktree.exists() else None
+    commit = head if ws is not None and head != ws.base else None
+    diff, stats = "", None
+    if ws is not None and commit:
+        diff, stats = git.diff_with_stats(ws.worktree, ws.base, commit)
+    final = next((o.validation for o in reversed(tally.outcomes)
+                  if o.status == "passed"), rc.baseline if rc else None)
+    return OrchestratorResult(
+        task_id=run_id, status=judge(tally, rc, task, final), orchestrator_run_id=orch_id,
+        branch=ws.branch if ws is not None and commit else None,
+        base_commit=ws.base if ws is not None else None, commit=commit, diff=diff,
+        files_changed=stats.files if stats else [], baseline=rc.baseline if rc else None,
+        final_validation=final, meta_plan=tally.meta, part_plans=tally.part_plans,
+        steps=tally.outcomes, groups=tally.groups, adjustments=tally.adjustments,
+        parts_completed=tally.parts_completed, steps_completed=tally.steps_passed,
+        steps_failed=sum(o.status != "passed" for o in tally.outcomes),
+        usage=rc.usage if rc else Usage(), usage_by_role=rc.usage_by_role if rc else {},
+        budget_exhausted=tally.budget_exhausted,
+        error=tally.error or first_cause(tally, unmet_targets(tally, rc, task, final)),
+        wall_ms=wall_ms,
+    )
+
+
+def judge(
+    tally: Tally, rc: RunContext | None, task: str, final: ValidationResult | None
+) -> RunStatus:
+    """complete: every step passed and the task's named tests pass; partial: some did."""
+    if tally.status_note == "cancelled":
+        return "cancelled"
+    if tally.steps_passed == 0:
+        return "failed"
+    clean = (tally.parts_failed == 0 and not tally.budget_exhausted
+             and tally.steps_passed == len(tally.outcomes) and tally.error is None)
+    return "complete" if clean and not unmet_targets(tally, rc, task, final) else "partial"
+
+
+def first_cause(tally: Tally, consequence: str | None) -> str | None:
+    """The run's error with its first cause first: a model call that failed for good (it timed
+    out, its server went away) before what followed from it (the tests still fail)."""
+    cause = next((o.error for o in tally.outcomes if o.model_failed and o.error), None)
+    if cause is None:
+        return consequence
+    return cause if consequence is None else f"{cause} (and so {consequence})"
+
+
+def unmet_targets(
+    tally: Tally, rc: RunContext | None, task: str, final: ValidationResult | None
+) -> str | None:
+    """The task's named failing tests that still fail at the end, as an error text."""
+    if rc is None or final is None or not tally.outcomes:
+        return None
+    targets = task_target_tests(rc.baseline, task)
+    changes = [*(c for o in tally.outcomes for c in o.tests_changed),
+               *(c for g in tally.groups for c in g.tests_changed)]
+    changed = {t for c in changes for t in c.tests}
+    if not targets or gate.judge(final, final, baseline=rc.baseline, targets=targets,
+                                 allowed=changed.__contains__).passed:
+        return None
+    return "the tests the task names still fail: " + ", ".join(targets)

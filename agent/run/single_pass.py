@@ -1,0 +1,158 @@
+"""The single pass: one step built from a plan file, implemented with retries in a worktree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.config.files import SolveConfig
+from agent.errors import AgentError, Interrupted
+from agent.gate.validation import run_validation
+from agent.git import repo as git
+from agent.git.workspace import Workspace, apply_in_place, close_workspace, open_workspace
+from agent.llm.budget import TaskBudget
+from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
+from agent.retrieval.scan import is_test_path
+from agent.run.context import RunContext
+from agent.run.preflight import require_test_command_started
+from agent.run.runtime import Runtime
+from agent.run.sources import ContextFactory, ContextSource, SeededFiles
+from agent.run.steps import run_step, task_target_tests
+from agent.sandbox.environment import open_environment
+
+
+def run_single_pass(
+    task: str,
+    repo: Path,
+    plan: PlanArtifact,
+    config: SolveConfig,
+    runtime: Runtime,
+    *,
+    in_place: bool = False,
+    context_factory: ContextFactory = SeededFiles,
+) -> OrchestratorResult:
+    """Implement `plan` in a worktree on a new branch: test, retry with the failure, commit."""
+    config.require_test_command()
+    repo = repo.resolve()
+    task_id = runtime.new_id()
+    started = runtime.clock()
+    task_run_id = runtime.log.start_task_run(
+        task_id=task_id, repo_path=str(repo), task_description=task, mode="single_pass",
+        config_json=config.model_dump_json(),
+    )
+    result = OrchestratorResult(task_id=task_id, status="failed", task_run_id=task_run_id)
+    ws: Workspace | None = None
+    try:
+        ws = open_workspace(repo, work_dir=runtime.work_dir, run_id=task_id,
+                            branch_hint=plan.task_summary or task)
+        context = context_factory(ws.worktree)
+        try:
+            result = _solve(task, task_id, task_run_id, plan, config, runtime, ws, context)
+        finally:
+            context.close()
+    except AgentError as exc:
+        result = result.model_copy(update={"status": "failed", "error": str(exc)})
+    except Interrupted as exc:  # SIGINT or SIGTERM to `cra`: end the run cleanly, then say so
+        result = result.model_copy(update={"status": "cancelled",
+                                           "error": f"interrupted by {exc.name}"})
+    finally:
+        result = _finish(result, ws, runtime, in_place=in_place, started=started)
+    return result
+
+
+def _solve(
+    task: str,
+    task_id: str,
+    task_run_id: int,
+    plan: PlanArtifact,
+    config: SolveConfig,
+    runtime: Runtime,
+    ws: Workspace,
+    context: ContextSource,
+) -> OrchestratorResult:
+    runtime, env = open_environment(runtime, ws.worktree, ws.repo, config.testing,
+                                    run_id=task_id, task_run_id=task_run_id, notes=ws.notes)
+    try:
+        baseline = run_validation(ws.worktree, config.testing, environ=runtime.environ,
+                                  sandbox=runtime.sandbox)
+        runtime.log.record_validation(task_run_id, baseline, attempt_id=None, kind="baseline")
+        require_test_command_started(baseline, config.testing.test_command)
+        run_budget = TaskBudget("run", max_tokens=config.budget.max_tokens_per_run,
+                                max_calls=None, tokens_label="max_tokens_per_run")
+        rc = RunContext(task, task_id, runtime, config, ws, baseline, context, run_budget)
+        outcome = run_step(
+            rc, step_from_plan(task, plan), part_id="single", plan=None, cumulative_diff="",
+            task_run_id=task_run_id, extra_targets=task_target_tests(baseline, task),
+        )
+    finally:
+        env.close()
+    runtime.log.set_state(task_id, "step_result:single:s1", outcome)
+    result = _result(task_id, task_run_id, ws, outcome, rc)
+    return result.model_copy(update={"environment": env.report})
+
+
+def _result(
+    task_id: str,
+    task_run_id: int,
+    ws: Workspace,
+    outcome: StepOutcome,
+    rc: RunContext,
+) -> OrchestratorResult:
+    passed = outcome.status == "passed"
+    return OrchestratorResult(
+        task_id=task_id, task_run_id=task_run_id, status="complete" if passed else "failed",
+        branch=ws.branch if passed else None, base_commit=ws.base, commit=outcome.commit,
+        diff=git.diff(ws.worktree, ws.base, outcome.commit) if outcome.commit else "",
+        attempts=outcome.attempts, baseline=rc.baseline,
+        final_validation=outcome.validation if passed else rc.baseline, steps=[outcome],
+        steps_completed=int(passed), steps_failed=int(not passed), parts_completed=int(passed),
+        usage=rc.usage, usage_by_role=rc.usage_by_role, budget_exhausted=outcome.budget_exhausted,
+        error=outcome.error,
+    )
+
+
+READ_ROLES = frozenset({"read", "context", "reference", "create"})
+
+
+def step_from_plan(task: str, plan: PlanArtifact) -> PlanStep:
+    """The one step a plan file describes: its summary, its files and their changes."""
+    changes = "\n".join(
+        f"- {f.path} ({f.role}): {f.changes}".rstrip(": ") for f in plan.affected_files
+    )
+    description = "\n".join(filter(None, [plan.task_summary or task, changes, plan.rationale]))
+    changes_tests = any(is_test_path(f.path) and f.role.strip().lower() not in READ_ROLES
+                        for f in plan.affected_files)
+    return PlanStep(
+        id="s1", description=description, target_files=[f.path for f in plan.affected_files],
+        changes_existing_tests=changes_tests,
+    )
+
+
+def _finish(
+    result: OrchestratorResult,
+    ws: Workspace | None,
+    runtime: Runtime,
+    *,
+    in_place: bool,
+    started: float,
+) -> OrchestratorResult:
+    """Record the end, apply in place if asked, remove the worktree, keep a carrying branch."""
+    update: dict[str, object] = {"wall_ms": int((runtime.clock() - started) * 1000)}
+    keep_branch = result.commit is not None
+    if ws is not None and in_place and result.commit is not None:
+        error = apply_in_place(ws, result.diff)
+        keep_branch = error is not None
+        update["error"] = error
+    if not keep_branch:
+        update["branch"] = None
+    result = result.model_copy(update=update)
+    assert result.task_run_id is not None
+    runtime.log.set_state(result.task_id, "orchestrator_progress", {"status": result.status})
+    runtime.log.set_state(result.task_id, "cumulative_diff", result.diff)
+    runtime.log.finish_task_run(
+        result.task_run_id, status=result.status, success=result.status == "complete",
+        usage=result.usage, final_diff=result.diff or None, branch=result.branch,
+        error=result.error,
+    )
+    if ws is not None:
+        close_workspace(ws, keep_branch=keep_branch)
+    return result

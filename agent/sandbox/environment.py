@@ -1,0 +1,189 @@
+"""A run's environment: its directory (HOME, $CRA_ENV), the setup step, the cache behind it.
+
+`testing.setup_command` runs once per run, before the baseline, in the run's sandbox, with the
+network when `testing.setup_network` allows it. It installs into $CRA_ENV (a virtualenv, say)
+or into git-ignored paths of the worktree (node_modules). With a cache and a sandbox, the result
+is saved under the hash of the dependency files, and the next run of the repository restores it
+instead of running the command again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from agent.config.files import TestingConfig
+from agent.errors import AgentError
+from agent.gate.validation import run_command, scrubbed_env
+from agent.git import repo as git
+from agent.git.treefiles import symlinked_folder
+from agent.models import CommandResult, EnvironmentReport, ValidationResult
+from agent.run.runtime import Runtime
+from agent.sandbox.base import Sandbox
+from agent.sandbox.envcache import Entry, EnvCache, UnsafeCopy, copy_path, repo_id, setup_key
+
+
+class SetupFailed(AgentError):
+    """The setup step failed: the repository's environment could not be built."""
+
+    def __init__(self, result: CommandResult, report: EnvironmentReport) -> None:
+        state = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+        super().__init__(f"the setup step ({result.command}) {state}; see its output")
+        self.result, self.report = result, report
+
+
+@dataclass
+class Environment:
+    """The run's environment directory and what happened to build it."""
+
+    path: Path
+    report: EnvironmentReport
+    setup: CommandResult | None = None
+    tree_paths: list[str] = field(default_factory=list)  # what the setup left in the worktree
+
+    def attach(self, worktree: Path, tree: Path) -> None:
+        """Give another tree of the same commit (a scratch tree) the setup's worktree files;
+        never through a symlink of that tree's."""
+        for rel in self.tree_paths:
+            source, target = worktree / rel, tree / rel
+            if (source.exists() and not os.path.lexists(target)
+                    and symlinked_folder(tree, rel) is None):
+                copy_path(source, target)
+
+    def close(self) -> None:
+        """Delete the directory (the cache keeps its own copy)."""
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def as_validation(self) -> ValidationResult | None:
+        """The setup step as a run log record, like a test run (None when there was none)."""
+        if self.setup is None:
+            return None
+        r = self.setup
+        return ValidationResult(success=r.exit_code == 0 and not r.timed_out,
+                                test_output=r.output, exit_code=r.exit_code,
+                                timed_out=r.timed_out, duration_ms=r.duration_ms)
+
+
+def prepare_environment(
+    worktree: Path, repo: Path, testing: TestingConfig, *, sandbox: Sandbox,
+    environ: Mapping[str, str], env_dir: Path, cache: EnvCache | None,
+) -> Environment:
+    """Make `env_dir` and run (or restore) the setup step for `worktree`, a checkout of `repo`.
+
+    A failed setup is returned (report.setup == "failed"), for the caller to record and stop.
+    """
+    (env_dir / "home").mkdir(parents=True, exist_ok=True)
+    report = EnvironmentReport(sandbox=sandbox.name, isolated=sandbox.isolated)
+    env = Environment(env_dir, report)
+    if not testing.setup_command:
+        return env
+    command_env = scrubbed_env(environ, testing.env)
+    if cache is None or not sandbox.isolated:  # unsandboxed, paths differ run to run
+        if cache is not None:
+            report.notes.append("the environment cache needs the bwrap sandbox")
+        return _run_setup(env, worktree, testing, sandbox, command_env)
+    key = setup_key(worktree, testing.setup_command, testing.setup_inputs, command_env)
+    report.cache_key = key
+    entry = cache.entry(repo_id(repo), key)
+    with cache.reading(entry) as cached:
+        restored = _restored(env, entry, worktree) if cached else None
+    if not cached:
+        with cache.building(entry) as cached:
+            if cached:  # another run of this repository built it while we waited
+                restored = _restored(env, entry, worktree)
+            else:
+                _run_setup(env, worktree, testing, sandbox, command_env)
+                if report.setup == "ran" and not report.notes:
+                    meta = {"command": testing.setup_command, "created": time.time(),
+                            "setup_ms": env.setup.duration_ms if env.setup else 0,
+                            "tree_paths": env.tree_paths}
+                    cache.save(entry, env_dir, worktree, env.tree_paths, meta)
+                return env
+    if restored is None:  # the entry could not be restored safely: set up afresh, uncached
+        return _run_setup(env, worktree, testing, sandbox, command_env)
+    return restored
+
+
+def _restored(env: Environment, entry: Entry, worktree: Path) -> Environment | None:
+    """The environment restored from `entry`; None, with a note and nothing copied, when the
+    worktree has a symlink where the entry's files go (a copy would write through it, outside
+    the sandbox)."""
+    started = time.monotonic()
+    try:
+        env.tree_paths = entry.restore(env.path, worktree)
+    except UnsafeCopy as exc:
+        env.report.notes.append(f"the environment cache was not used: {exc}")
+        return None
+    env.report.setup = "cached"
+    ms = int((time.monotonic() - started) * 1000)
+    output = (f"[cra] restored from the environment cache (key {env.report.cache_key}); "
+              f"the setup command did not run\n")
+    env.setup = CommandResult(command="(environment cache)", exit_code=0, output=output,
+                              duration_ms=ms)
+    return env
+
+
+def _run_setup(
+    env: Environment, worktree: Path, testing: TestingConfig, sandbox: Sandbox,
+    command_env: Mapping[str, str],
+) -> Environment:
+    assert testing.setup_command is not None
+    result = run_command(testing.setup_command, worktree, sandbox=sandbox.with_env(env.path),
+                         timeout=testing.setup_timeout, env=command_env,
+                         max_output_chars=testing.max_output_chars,
+                         network=testing.setup_network)
+    ok = result.exit_code == 0 and not result.timed_out
+    env.report.setup = "ran" if ok else "failed"
+    if ok:
+        notes = _inspect_worktree(env, worktree)
+        if notes:
+            result = result.model_copy(update={"output": result.output + "".join(
+                f"[cra] {note}\n" for note in notes)})
+    env.setup = result
+    return env
+
+
+def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:
+    """Record the ignored files the setup made; notes on what would not survive a reset."""
+    entries = git.status_entries(worktree)
+    changed = [path for code, path in entries if code not in ("??", "!!")]
+    untracked = [path for code, path in entries if code == "??"]
+    env.tree_paths = [path.rstrip("/") for code, path in entries if code == "!!"]
+    notes: list[str] = []
+    if changed:
+        notes.append(f"the setup step changed tracked files ({', '.join(changed[:5])}); its "
+                     "result is not cached: use a command that leaves the repository as it is "
+                     "(npm ci, not npm install)")
+    if untracked:
+        notes.append(f"the setup step left untracked files that are not git-ignored "
+                     f"({', '.join(untracked[:5])}): resetting an attempt deletes them; "
+                     "install into $CRA_ENV or ignore them; the result is not cached")
+    env.report.notes += notes
+    return notes
+
+
+def open_environment(
+    runtime: Runtime, worktree: Path, repo: Path, testing: TestingConfig, *, run_id: str,
+    task_run_id: int, notes: Sequence[str] = (),
+) -> tuple[Runtime, Environment]:
+    """The run's environment, its setup recorded under `task_run_id` (like a test run); the
+    runtime whose sandbox mounts it. SetupFailed (recorded first) when the setup failed.
+    `notes` on the worktree (submodules left out) lead its report's notes."""
+    env = prepare_environment(
+        worktree, repo, testing, sandbox=runtime.sandbox, environ=runtime.environ,
+        env_dir=runtime.work_dir / "envs" / run_id, cache=runtime.env_cache,
+    )
+    env.report.notes[:0] = notes
+    runtime.log.set_state(run_id, "environment", env.report)
+    record = env.as_validation()
+    if record is not None:
+        runtime.log.record_validation(task_run_id, record, attempt_id=None, kind="setup")
+    if env.report.setup == "failed":
+        assert env.setup is not None
+        env.close()
+        raise SetupFailed(env.setup, env.report)
+    return replace(runtime, sandbox=runtime.sandbox.with_env(env.path)), env

@@ -1,0 +1,3 @@
+"""`cra-bot`, the server's command line: `main` (serve, worker, run, action, bench, register,
+doctor), `doctor` (the server's set-up checked line by line), `register` (the App created through
+GitHub's manifest flow) and `startup` (what serve, worker and run check before they start)."""

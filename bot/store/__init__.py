@@ -1,0 +1,3 @@
+"""The bot's records beside the run log: `runs` (webhook deliveries, deduplicated, and runs, one
+per trigger), `installations` (the App's installations as webhooks told of them) and `tables`
+(their SQLAlchemy Core tables)."""

@@ -1,0 +1,13 @@
+"""agent.cli.render: the words `cra` prints about a test run."""
+
+from __future__ import annotations
+
+from agent.cli.render import verdict
+from agent.models import ValidationResult
+
+
+def test_an_exit_code_of_0_with_failures_reported_is_not_called_passed() -> None:
+    hidden = ValidationResult(success=True, exit_code=0, failing_tests=["t.py::test_a"])
+    assert verdict(hidden) == "test command exited 0, yet tests failed (t.py::test_a)"
+    assert verdict(ValidationResult(success=True, exit_code=0)) == "tests passed"
+    assert verdict(None) == "tests not run"
