@@ -57,12 +57,14 @@ def _client(api_key: str | None) -> httpx.Client:
     return with_deadlines(httpx.Client(timeout=timeout, headers=headers, verify=tls_context()))
 
 
-def probe_server(provider: str, base_url: str, api_key: str | None = None) -> ServerState:
-    """Ask the server for its model list: connect within 2 s or it counts as down."""
+def probe_server(provider: str, base_url: str, api_key: str | None = None, *,
+                 total_timeout: float = TOTAL_TIMEOUT_S) -> ServerState:
+    """Ask the server for its model list: connect within 2 s or it counts as down; the whole
+    list within `total_timeout` seconds or it counts as silent."""
     url = list_url(provider, base_url)
     state = ServerState(url=base_url, provider=provider, reachable=False)
     try:
-        with _client(api_key) as http, deadline(TOTAL_TIMEOUT_S):
+        with _client(api_key) as http, deadline(total_timeout):
             response = http.get(url)
     except httpx.TimeoutException:
         return state.model_copy(update={"problem": f"no answer from {url} within the timeout"})

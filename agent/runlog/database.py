@@ -58,10 +58,11 @@ class ServerClock:
     stamped by one host and judged stale by another's reaper compare on one clock, whatever
     the hosts' clocks say. The offset from this host's clock is measured (`SELECT now()`,
     halfway through the round trip) at the first reading and every `refresh` seconds after;
-    a database that cannot answer keeps the last offset (zero before the first)."""
+    a database that cannot answer keeps the last offset (zero before the first). `host` is
+    this host's clock, the one corrected."""
 
-    def __init__(self, engine: Engine, *, refresh: float = 300.0) -> None:
-        self._engine, self._refresh = engine, refresh
+    def __init__(self, engine: Engine, *, refresh: float = 300.0, host: Clock = utc_now) -> None:
+        self._engine, self._refresh, self._host = engine, refresh, host
         self._offset = timedelta(0)
         self._measured: float | None = None
         self._lock = threading.Lock()
@@ -72,15 +73,15 @@ class ServerClock:
             with self._lock:
                 if self._measured is None or mono - self._measured >= self._refresh:
                     self._measure()
-        return utc_now() + self._offset
+        return self._host() + self._offset
 
     def _measure(self) -> None:
         self._measured = time.monotonic()  # a database that cannot answer is asked again later
         try:
             with self._engine.connect() as connection:
-                before = utc_now()
+                before = self._host()
                 server = connection.execute(text("SELECT now()")).scalar_one()
-                after = utc_now()
+                after = self._host()
         except DBAPIError:
             return
         if isinstance(server, datetime) and server.tzinfo is not None:
@@ -243,19 +244,20 @@ def _lock_for_migration(connection: Connection) -> None:
 class Database:
     """A migrated database: the engine, the clock (this host's for a SQLite file, the
     server's for a database hosts share: ServerClock), a session factory for ORM readers;
-    closed once."""
+    closed once. `clock` replaces that choice; `host_clock` is this host's clock within it."""
 
-    def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
+    def __init__(self, engine: Engine, *, clock: Clock | None = None,
+                 host_clock: Clock = utc_now) -> None:
         self._engine = engine
-        self._clock = clock or (utc_now if engine.dialect.name == "sqlite" else
-                                ServerClock(engine))  # fmt: skip
+        self._clock = clock or (host_clock if engine.dialect.name == "sqlite" else
+                                ServerClock(engine, host=host_clock))  # fmt: skip
         self._writer = writer_lock(engine)
         self._held: Any = None  # a SQLite file's raw writer connection, kept between writes
         self._batches = threading.local()  # per thread: an open batch(), a kept connection
         self._kept: list[Any] = []  # the writers' own server connections (closed by close())
 
     @classmethod
-    def open(cls, url: str, *, clock: Clock | None = None) -> Self:
+    def open(cls, url: str, *, clock: Clock | None = None, host_clock: Clock = utc_now) -> Self:
         """Connect to the database at `url` and migrate it to the newest schema."""
         engine = build_engine(url)
         try:
@@ -264,7 +266,7 @@ class Database:
         except BaseException:
             engine.dispose()
             raise
-        return cls(engine, clock=clock)
+        return cls(engine, clock=clock, host_clock=host_clock)
 
     @property
     def engine(self) -> Engine:

@@ -23,10 +23,12 @@ from typing import Any
 import httpx
 import pytest
 
+from bot.github.api import GitHubAPI, IssueInfo, Reaction
 from bot.intake.triggers import Trigger
 from bot.intake.webhooks import sign
 from bot.queue.liveness import MAX_REQUEUES
 from bot.run.replying import report_ended
+from bot.services import token_provider
 from bot.store.runs import Run
 from tests.e2e.bot_world import OWNER, REPO, SECRET, BotWorld
 from tests.e2e.first_hour import clean_env, closed_port, program
@@ -64,13 +66,40 @@ def trigger(repository: str = REPO, number: int = 1, installation_id: int | None
 # --- whatever a job raises, the run ends ------------------------------------------------------
 
 
-def test_a_job_that_raises_anything_ends_failed_and_says_so(
-    world: BotWorld, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def broken(*args: object, **kwargs: object) -> None:
+def use_github(world: BotWorld, client: type[GitHubAPI]) -> None:
+    """The world's runs reach its fake GitHub through `client`, built as the bot builds its own."""
+    s = world.settings
+    world.services.github = client(s.github_api_url, s.github_url, token_provider(s))
+
+
+class IssueRaises(GitHubAPI):
+    """Reading the issue raises what no BotError covers."""
+
+    def issue(self, repo: str, number: int, *, installation_id: int | None) -> IssueInfo:
         raise KeyError("not a BotError")
 
-    monkeypatch.setattr(world.services.github, "issue", broken)
+
+class ReportsRaise(GitHubAPI):
+    """Reading the issue and every way of reporting raise what no BotError covers."""
+
+    def issue(self, repo: str, number: int, *, installation_id: int | None) -> IssueInfo:
+        raise ValueError("GitHub is down in some odd way")
+
+    def comment(self, repo: str, issue_number: int, body: str, *,
+                installation_id: int | None) -> int:
+        raise ValueError("GitHub is down in some odd way")
+
+    def edit_comment(self, repo: str, comment_id: int, body: str, *,
+                     installation_id: int | None) -> None:
+        raise ValueError("GitHub is down in some odd way")
+
+    def react(self, repo: str, issue_number: int, content: Reaction, *,
+              comment_id: int | None = None, installation_id: int | None) -> None:
+        raise ValueError("GitHub is down in some odd way")
+
+
+def test_a_job_that_raises_anything_ends_failed_and_says_so(world: BotWorld) -> None:
+    use_github(world, IssueRaises)
 
     run = world.run(world.label_issue())
 
@@ -91,14 +120,8 @@ def test_a_run_on_a_malformed_repository_name_ends_failed(world: BotWorld, name:
     assert ended.finished_at is not None and ended.error
 
 
-def test_a_run_whose_reports_all_fail_still_ends(
-    world: BotWorld, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def down(*args: object, **kwargs: object) -> None:
-        raise ValueError("GitHub is down in some odd way")
-
-    for name in ("issue", "comment", "edit_comment", "react"):
-        monkeypatch.setattr(world.services.github, name, down)
+def test_a_run_whose_reports_all_fail_still_ends(world: BotWorld) -> None:
+    use_github(world, ReportsRaise)
 
     run = world.run(world.label_issue())
 

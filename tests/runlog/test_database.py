@@ -6,7 +6,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -140,16 +140,18 @@ def test_a_raw_transaction_after_raw_statements_is_still_all_or_nothing(store: B
     assert _kept_ids(store) == ["d-1", "d-3", "d-4", "d-5"]
 
 
+def slow_clock() -> datetime:
+    """The clock of a host 3 minutes behind."""
+    return database.utc_now() - timedelta(minutes=3)
+
+
 @pytest.mark.postgres
-def test_a_server_database_keeps_time_on_the_servers_clock(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_server_database_keeps_time_on_the_servers_clock(request: pytest.FixtureRequest) -> None:
     """A host whose clock is 3 minutes slow stamps heartbeats on the database's clock: another
     host's reaper would otherwise take its live run for dead."""
     real = database.utc_now
-    monkeypatch.setattr(database, "utc_now", lambda: real() - timedelta(minutes=3))
     for url in postgres_schema_url(request.getfixturevalue("postgres_url")):
-        with BotStore.open(url) as store:
+        with BotStore.open(url, host_clock=slow_clock) as store:
             assert abs(store.now() - real()) < timedelta(seconds=5)
             run = store.create_run(trigger())
             assert store.claim_run(run.id, worker="slow:1")
@@ -165,11 +167,7 @@ def test_a_server_clock_that_cannot_reach_its_database_keeps_the_hosts_time() ->
     engine.dispose()
 
 
-def test_a_sqlite_database_keeps_the_hosts_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_sqlite_database_keeps_the_hosts_time(tmp_path: Path) -> None:
     """A SQLite file has one host: its clock is the host's, whatever it says."""
-    real = database.utc_now
-    monkeypatch.setattr(database, "utc_now", lambda: real() - timedelta(minutes=3))
-    with BotStore.open(f"sqlite:///{tmp_path / 'cra.db'}") as store:
-        assert abs(store.now() - (real() - timedelta(minutes=3))) < timedelta(seconds=5)
+    with BotStore.open(f"sqlite:///{tmp_path / 'cra.db'}", host_clock=slow_clock) as store:
+        assert abs(store.now() - slow_clock()) < timedelta(seconds=5)

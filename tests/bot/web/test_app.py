@@ -6,6 +6,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -276,19 +277,21 @@ def test_cancel_asks_the_active_run_to_stop_and_queues_a_reply(
     assert cancel.reply_text is not None and f"#{active.id}" in cancel.reply_text
 
 
-def test_a_cancel_that_arrives_as_the_run_ends_says_it_had_ended(
-    client: FlaskClient, services: TestServices, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    active = the_run(services, label(client))
-    services.store.claim_run(active.id)
-    asked = services.store.request_cancel
+class RunEndsFirst(BotStore):
+    """A store whose run's worker finishes it just before each cancel request reaches it."""
 
-    def ends_first(run_id: int, **kw: Any) -> bool:  # the run's worker finished just before
-        services.store.finish_run(run_id, "succeeded")
-        return asked(run_id, **kw)
+    def request_cancel(self, run_id: int, *, stale_before: datetime | None = None) -> bool:
+        self.finish_run(run_id, "succeeded")
+        return super().request_cancel(run_id, stale_before=stale_before)
 
-    monkeypatch.setattr(services.store, "request_cancel", ends_first)
-    cancel = the_run(services, deliver(client, "issue_comment", comment_body("/cra cancel")))
+
+def test_a_cancel_that_arrives_as_the_run_ends_says_it_had_ended(settings: BotSettings) -> None:
+    with RunEndsFirst.open(settings.database_url) as store:
+        services = TestServices(store)
+        client = create_app(settings, services).test_client()
+        active = the_run(services, label(client))
+        services.store.claim_run(active.id)
+        cancel = the_run(services, deliver(client, "issue_comment", comment_body("/cra cancel")))
     assert cancel.reply_text is not None
     assert f"run #{active.id} had already ended (succeeded): there was nothing left to cancel" \
         in cancel.reply_text, cancel.reply_text
