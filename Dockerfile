@@ -1,4 +1,4 @@
-# cra-bot, the GitHub App server: `docker build -t cra .`, then see README.md → Docker.
+# cra-bot, the GitHub App server: `docker build -t cra .`, then see docs/deploying.md → Docker.
 # The tests of the repositories cra works on run inside this container, in its bubblewrap
 # sandbox: build your own image FROM this one with their toolchain (Node.js, …) installed, or
 # let each repository's testing.setup_command install its dependencies.
@@ -11,7 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # git: mirrors, worktrees, commits and pushes (cra runs git as a subprocess).
 # bubblewrap: the sandbox of every repository command (setup, tests, lint, type check); it
 # needs `docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined
-# --security-opt systempaths=unconfined` (README → Sandbox); prlimit and setpriv come with
+# --security-opt systempaths=unconfined` (docs/sandbox.md); prlimit and setpriv come with
 # util-linux, already in the base image. slirp4netns: the network of the setup step, its own
 # (outbound only), without this container's loopback, where the bot's services may listen.
 RUN apt-get update \

@@ -1,4 +1,4 @@
-# make test: lint, types and the test suite.  make demo: the bot end to end, offline.
+# make test: lint, the docs, types and the test suite.  make demo: the bot end to end, offline.
 # make try: `cra solve` on the bundled sample with scripted answers, offline, again and again.
 # Each target bootstraps .venv itself.
 PYTHON ?= python3
@@ -10,7 +10,7 @@ EXTRAS := dev,postgres,redis,treesitter
 SERVER_EXTRAS := postgres,redis,treesitter
 comma := ,
 
-.PHONY: test test-unprivileged lint types pytest demo try bench lock clean
+.PHONY: test test-unprivileged lint docs types pytest demo try bench lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,13 +37,20 @@ lock:
 lint: $(STAMP)
 	$(BIN)/ruff check agent bot tests benchmarks examples
 
+# The documentation site (mkdocs.yml, docs/) into site/, strict: a broken link or anchor, or a
+# page missing from the nav or the nav naming a missing page, fails it. Quiet unless it fails
+# (mkdocs's own --quiet would also hide the warnings --strict counts).
+docs: $(STAMP)
+	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict > $(VENV)/mkdocs.log 2>&1 \
+	  || { cat $(VENV)/mkdocs.log; exit 1; }
+
 types: $(STAMP)
 	$(BIN)/mypy --strict agent bot
 
 pytest: $(STAMP)
 	$(BIN)/pytest -n auto  # tests are isolated (own ports, temp dirs, schemas, queue names)
 
-test: lint types pytest
+test: lint docs types pytest
 
 # The sandbox tests again as an unprivileged user, from root (as CI runs): bubblewrap through an
 # unprivileged user namespace, the path of a non-root worker, which root's never takes.
@@ -64,4 +71,4 @@ try: $(STAMP)
 	$(BIN)/python examples/try.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache site

@@ -1,7 +1,9 @@
-"""README.md stays true: its tables equal the code's settings, its commands exist.
+"""The README and the pages of docs/ stay true: their tables equal the code's settings, their
+commands exist.
 
 The environment table is rendered from `BotSettings.model_fields`; print the expected tables with
-`.venv/bin/python -m tests.test_docs` and paste them between the README's markers.
+`.venv/bin/python -m tests.test_docs` and paste them between the markers, on whichever page holds
+them (docs/configuration.md).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from bot.settings import BotSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 ENV_MARKERS = ("<!-- BEGIN env-table", "<!-- END env-table -->")
 TOML_MARKERS = ("<!-- BEGIN cra-toml-table", "<!-- END cra-toml-table -->")
 SHELL_LANGS = {"sh", "bash", "shell", "console", ""}
@@ -44,7 +47,7 @@ def cell(text: str) -> str:
 
 
 def env_default(value: Any) -> str:
-    """A BotSettings default as the README shows it: blank when there is none."""
+    """A BotSettings default as the table shows it: blank when there is none."""
     if value is None or value == []:
         return ""
     if isinstance(value, bool):
@@ -53,7 +56,7 @@ def env_default(value: Any) -> str:
 
 
 def render_env_table() -> str:
-    """The README's environment-variable table, one row per BotSettings field."""
+    """The environment-variable table, one row per BotSettings field."""
     rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
     for name, field in BotSettings.model_fields.items():
         default = env_default(field.get_default(call_default_factory=True))
@@ -73,7 +76,7 @@ def toml_value(value: Any) -> str:
 
 
 def toml_default(value: Any) -> str:
-    """A SolveConfig default as the README's table cell shows it."""
+    """A SolveConfig default as the cra.toml table's cell shows it."""
     return "(unset)" if value is None else f"`{toml_value(value)}`"
 
 
@@ -100,19 +103,31 @@ def generic(key: str) -> str:
     return ".".join([parts[0], ROLE, *parts[2:]]) if parts[0] == "models" else key
 
 
-# --- reading the README -------------------------------------------------------------------------
+# --- reading the pages --------------------------------------------------------------------------
 
 
-def readme() -> str:
-    return README.read_text(encoding="utf-8")
+def pages() -> list[Path]:
+    """The README and every page of the documentation site."""
+    return [README, *sorted(DOCS.glob("*.md"))]
 
 
-def between(text: str, markers: tuple[str, str]) -> str:
+def page_name(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
+def between(text: str, markers: tuple[str, str], where: str = "the page") -> str:
     """The text between a BEGIN marker line and its END marker."""
     begin, end = markers
-    assert text.count(begin) == 1 and text.count(end) == 1, f"README needs one {begin} … {end}"
+    assert text.count(begin) == 1 and text.count(end) == 1, f"{where} needs one {begin} … {end}"
     after = text.split(begin, 1)[1].split("\n", 1)[1]
     return after.split(end, 1)[0].strip()
+
+
+def marked_table(markers: tuple[str, str]) -> str:
+    """The table between `markers`, on the one page that holds them."""
+    holding = [page for page in pages() if markers[0] in page.read_text(encoding="utf-8")]
+    assert len(holding) == 1, f"{markers[0]} is on {len(holding)} pages: {holding}"
+    return between(holding[0].read_text(encoding="utf-8"), markers, page_name(holding[0]))
 
 
 def split_row(line: str) -> list[str]:
@@ -170,9 +185,15 @@ def invocations(block: str) -> list[list[str]]:
     return found
 
 
-def readme_commands() -> list[list[str]]:
-    """Every invocation shown in the README's shell blocks."""
-    return [words for block in code_blocks(readme()) for words in invocations(block)]
+def commands_of(page: Path) -> list[list[str]]:
+    """Every invocation shown in a page's shell blocks."""
+    text = page.read_text(encoding="utf-8")
+    return [words for block in code_blocks(text) for words in invocations(block)]
+
+
+def shown_commands() -> list[tuple[str, list[str]]]:
+    """(page, invocation) for every invocation on every page."""
+    return [(page_name(page), words) for page in pages() for words in commands_of(page)]
 
 
 def makefile_targets() -> set[str]:
@@ -180,7 +201,8 @@ def makefile_targets() -> set[str]:
     return set(re.findall(r"^([A-Za-z][\w.-]*)\s*:(?!=)", text, re.M))
 
 
-def parse_or_fail(parser: argparse.ArgumentParser, args: list[str], shown: str) -> None:
+def parse_or_fail(parser: argparse.ArgumentParser, args: list[str], shown: str,
+                  where: str) -> None:
     """Parse `args` as the program would; fail the test with argparse's complaint."""
     stderr = io.StringIO()
     try:
@@ -188,22 +210,23 @@ def parse_or_fail(parser: argparse.ArgumentParser, args: list[str], shown: str) 
             parser.parse_args(args)
     except SystemExit as exc:
         if exc.code not in (0, None):
-            pytest.fail(f"README shows `{shown}`, which the program rejects:\n{stderr.getvalue()}")
+            pytest.fail(f"{where} shows `{shown}`, which the program rejects:\n"
+                        f"{stderr.getvalue()}")
 
 
-def check_command(words: list[str], targets: set[str]) -> None:
+def check_command(words: list[str], targets: set[str], where: str = "README.md") -> None:
     program, args, shown = words[0], words[1:], " ".join(words)
     if program == "make":
         wanted = [a for a in args if not a.startswith("-") and "=" not in a]
-        assert wanted, f"README shows `{shown}` without a target"
+        assert wanted, f"{where} shows `{shown}` without a target"
         for target in wanted:
-            assert target in targets, f"README shows `{shown}` but the Makefile has no {target}"
+            assert target in targets, f"{where} shows `{shown}` but the Makefile has no {target}"
     elif program == "cra":
-        parse_or_fail(cra_parser(), args, shown)
+        parse_or_fail(cra_parser(), args, shown, where)
     elif args[:1] == ["register"]:
-        parse_or_fail(register_parser(), args[1:], shown)
+        parse_or_fail(register_parser(), args[1:], shown, where)
     else:
-        parse_or_fail(cra_bot_parser(), args, shown)
+        parse_or_fail(cra_bot_parser(), args, shown, where)
 
 
 def subcommands(parser: argparse.ArgumentParser) -> set[str]:
@@ -215,14 +238,14 @@ def subcommands(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_env_table_equals_the_bot_settings_fields() -> None:
-    assert between(readme(), ENV_MARKERS) == render_env_table(), (
-        "README's environment table differs from BotSettings; the table should be:\n"
+    assert marked_table(ENV_MARKERS) == render_env_table(), (
+        "the environment table differs from BotSettings; the table should be:\n"
         + render_env_table()
     )
 
 
 def test_env_table_names_every_variable_once() -> None:
-    names = [row[0].strip("`") for row in table_rows(between(readme(), ENV_MARKERS))]
+    names = [row[0].strip("`") for row in table_rows(marked_table(ENV_MARKERS))]
     expected = [f"CRA_{name.upper()}" for name in BotSettings.model_fields]
     assert names == expected
 
@@ -233,7 +256,7 @@ def test_env_table_defaults_are_what_an_empty_environment_gives(
     for name in BotSettings.model_fields:
         monkeypatch.delenv(f"CRA_{name.upper()}", raising=False)
     settings = BotSettings()
-    for row in table_rows(between(readme(), ENV_MARKERS)):
+    for row in table_rows(marked_table(ENV_MARKERS)):
         name = row[0].strip("`").removeprefix("CRA_").lower()
         if name in ("data_dir", "database_url"):  # shown unexpanded: `~`, <data_dir>
             continue
@@ -245,42 +268,48 @@ def test_env_table_defaults_are_what_an_empty_environment_gives(
 # --- the .github/cra.toml reference -------------------------------------------------------------
 
 
-def readme_config_rows() -> dict[str, tuple[str, str]]:
-    rows = table_rows(between(readme(), TOML_MARKERS))
+def config_rows() -> dict[str, tuple[str, str]]:
+    rows = table_rows(marked_table(TOML_MARKERS))
     keys = [row[0].strip("`") for row in rows]
     assert len(keys) == len(set(keys)), "a key is listed twice in the cra.toml reference"
     return {row[0].strip("`"): (row[1], row[2]) for row in rows}
 
 
 def test_config_reference_lists_every_solve_config_key_with_its_default() -> None:
-    shown = readme_config_rows()
+    shown = config_rows()
     for key, default in actual_config_keys().items():
         row = shown.get(key) or shown.get(generic(key))
         assert row is not None, f"the cra.toml reference lacks {key}"
-        assert row[0] == default, f"{key}: README says {row[0]}, SolveConfig says {default}"
+        assert row[0] == default, f"{key}: the reference says {row[0]}, SolveConfig {default}"
 
 
 def test_config_reference_lists_no_key_that_does_not_exist() -> None:
     actual = actual_config_keys()
     generics = {generic(key) for key in actual}
-    for key in readme_config_rows():
-        assert key in actual or key in generics, f"README lists {key}, SolveConfig has no such key"
+    for key in config_rows():
+        assert key in actual or key in generics, f"the reference lists {key}, SolveConfig lacks it"
 
 
 def test_config_reference_explains_every_key() -> None:
-    for key, (_, meaning) in readme_config_rows().items():
+    for key, (_, meaning) in config_rows().items():
         assert len(meaning) > 10, f"{key} has no explanation"
 
 
 # --- commands -----------------------------------------------------------------------------------
 
 
-def test_every_command_in_the_readme_exists() -> None:
-    commands = readme_commands()
+def test_every_command_on_every_page_exists() -> None:
+    commands = shown_commands()
     assert len(commands) >= 10, commands
     targets = makefile_targets()
-    for words in commands:
-        check_command(words, targets)
+    for where, words in commands:
+        check_command(words, targets, where)
+
+
+def test_every_page_is_read_for_commands() -> None:
+    names = {page_name(page) for page in pages()}
+    assert {"README.md", "docs/cli.md", "docs/configuration.md"} <= names
+    assert {where for where, _ in shown_commands()} >= {"README.md", "docs/cli.md"}
 
 
 def subcommand_of(words: list[str]) -> tuple[str, str]:
@@ -293,16 +322,36 @@ def subcommand_of(words: list[str]) -> tuple[str, str]:
         return program, str(parser.parse_args(args).command)
 
 
-def test_readme_shows_every_subcommand_of_both_programs() -> None:
-    shown = {subcommand_of(w) for w in readme_commands() if w[0] != "make"}
+def test_the_pages_show_every_subcommand_of_both_programs() -> None:
+    shown = {subcommand_of(w) for _, w in shown_commands() if w[0] != "make"}
     for program, parser in (("cra", cra_parser()), ("cra-bot", cra_bot_parser())):
         for name in subcommands(parser):
-            assert (program, name) in shown, f"README never shows `{program} {name}`"
+            assert (program, name) in shown, f"no page shows `{program} {name}`"
 
 
-def test_readme_shows_the_two_commands() -> None:
-    shown = {" ".join(w) for w in readme_commands()}
+def test_the_readme_shows_the_first_five_minutes() -> None:
+    shown = {" ".join(w) for w in commands_of(README)}
     assert {"make demo", "make test"} <= shown
+    assert {"cra doctor", "cra-bot register", "cra-bot serve"} <= {
+        " ".join(subcommand_of(w)) for w in commands_of(README) if w[0] != "make"}
+
+
+# --- the site -----------------------------------------------------------------------------------
+
+
+def test_make_test_builds_the_site_strictly() -> None:
+    """CI's `make test` runs `make docs`, whose strict build fails on a broken link or anchor.
+    Not with mkdocs's --quiet, which hides the warnings --strict counts."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    test_rule = re.search(r"^test:(.*)$", makefile, re.M)
+    recipe = re.search(r"^docs:.*\n\t(.*)", makefile, re.M)
+    assert test_rule and "docs" in test_rule[1].split()
+    assert recipe and "mkdocs build --strict" in recipe[1] and "--quiet" not in recipe[1]
+
+
+def test_the_nav_lists_every_page_once() -> None:
+    nav = re.findall(r"^\s+- .*?(\S+\.md)$", (ROOT / "mkdocs.yml").read_text("utf-8"), re.M)
+    assert sorted(nav) == sorted(page.name for page in DOCS.glob("*.md"))
 
 
 def test_a_command_the_program_rejects_is_caught() -> None:

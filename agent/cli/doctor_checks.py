@@ -103,7 +103,7 @@ def check_variables(
         if nearest:
             yield fail("variables", line, f"rename it {nearest}")
         else:
-            yield warn("variables", line, "remove it, or see the README's variables table")
+            yield warn("variables", line, "remove it, or see the variables table in docs/configuration.md")
     if not unknown:
         count = sum(name.startswith("CRA_") for name in environ)
         yield ok("variables", f"{count} CRA_ variable(s), each read by {program}")

@@ -67,7 +67,7 @@ def check_unknown(environ: Mapping[str, str], env_file: Path | None) -> Iterable
         hint = f"; did you mean {nearest}?" if nearest else ""
         line = f"cra-bot reads no setting {name}{hint}"
         yield (fail("variables", line, f"rename it {nearest}") if nearest else
-               warn("variables", line, "remove it, or see the README's variables table"))
+               warn("variables", line, "remove it, or see the variables table in docs/configuration.md"))
     if not unknown:
         yield ok("variables", "every CRA_ variable is a setting cra-bot reads")
 

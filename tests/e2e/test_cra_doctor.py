@@ -1,5 +1,6 @@
 """`cra doctor` as a process: a good set-up passes, and each broken part is one ✗ line with the
-fix (and a row of the README's troubleshooting table); --json says the same for scripts."""
+fix (and a row of the troubleshooting table, docs/troubleshooting.md); --json says the same for
+scripts."""
 
 from __future__ import annotations
 
@@ -17,20 +18,20 @@ from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import TEST_COMMAND, git_in, make_python_project
 from tests.fakes.sandboxes import bwrap_installed, slirp_installed
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+TROUBLESHOOTING = Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md"
 
 
 def troubleshooting_rows() -> list[re.Pattern[str]]:
-    """The doctor lines of the README's troubleshooting table, `…` standing for anything."""
-    section = README.read_text(encoding="utf-8").split("## Troubleshooting", 1)[1]
+    """The doctor lines of the troubleshooting table, `…` standing for anything."""
+    section = TROUBLESHOOTING.read_text(encoding="utf-8")
     shown = re.findall(r"^\| `([✗!] [^`]+)` \|", section, re.M)
     return [re.compile(".*".join(re.escape(part) for part in line.split("…"))) for line in shown]
 
 
 def assert_documented(line: str) -> None:
-    """A ✗ or ! line the doctor printed matches a row of the README's table."""
+    """A ✗ or ! line the doctor printed matches a row of the troubleshooting table."""
     assert any(row.match(line) for row in troubleshooting_rows()), (
-        f"the README's troubleshooting table has no row for: {line}")
+        f"the troubleshooting table has no row for: {line}")
 
 
 def lines_of(done: Done, mark: str) -> list[str]:

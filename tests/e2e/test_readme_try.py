@@ -1,8 +1,8 @@
-"""The README's `make try` and `cra runs` examples are what the programs print: this test runs
-the console blocks' commands (`make try` as examples/try.py) and compares their output.
+"""The documentation's `make try` and `cra runs` examples are what the programs print: this test
+runs the console blocks' commands (`make try` as examples/try.py) and compares their output.
 
 Ids, dates, token counts and timings differ from run to run and are compared as placeholders;
-a `…` line in the README stands for any number of lines.
+a `…` line on a page stands for any number of lines.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import pytest
 from tests.e2e.first_hour import clean_env, program
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
-SHOWN_DIR = "/tmp/cra-try"  # where the README's examples ran
+# `make try` (Getting started), then `cra runs` on its run (Using the agent alone): in that order
+PAGES = (ROOT / "docs" / "getting-started.md", ROOT / "docs" / "cli.md")
+SHOWN_DIR = "/tmp/cra-try"  # where the pages' examples ran
 VOLATILE = (
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<id>"),
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d"), "<date>"),
@@ -32,10 +33,10 @@ VOLATILE = (
 
 
 def console_blocks() -> list[tuple[str, list[str]]]:
-    """(command, output lines) of each `$ ` line of the README's console blocks."""
+    """(command, output lines) of each `$ ` line of the pages' console blocks."""
     found: list[tuple[str, list[str]]] = []
-    for match in re.finditer(r"^([ \t]*)```console\n(.*?)^[ \t]*```", README.read_text("utf-8"),
-                             re.M | re.S):
+    text = "\n".join(page.read_text("utf-8") for page in PAGES)
+    for match in re.finditer(r"^([ \t]*)```console\n(.*?)^[ \t]*```", text, re.M | re.S):
         indent = len(match.group(1))
         for line in match.group(2).splitlines():
             line = line[indent:]
@@ -54,7 +55,7 @@ def normal(line: str, tmp: Path) -> str:
 
 
 def assert_matches(shown: list[str], printed: list[str], tmp: Path, command: str) -> None:
-    """Every README line appears in order; `…` skips lines, anything else must be the next."""
+    """Every line shown appears in order; `…` skips lines, anything else must be the next."""
     actual = [normal(line, tmp) for line in printed]
     position, skipping = 0, False
     for expected in (normal(line, tmp) for line in shown):
@@ -63,14 +64,14 @@ def assert_matches(shown: list[str], printed: list[str], tmp: Path, command: str
             continue
         rest = actual[position:] if skipping else actual[position:position + 1]
         assert expected in rest, (
-            f"README shows, after `{command}`:\n  {expected}\nbut it printed:\n"
+            f"the docs show, after `{command}`:\n  {expected}\nbut it printed:\n"
             + "\n".join(actual))
         position += rest.index(expected) + 1
         skipping = False
 
 
 def argv_of(command: str, tmp: Path, run_id: str) -> list[str]:
-    """The argv a README command stands for, in this test's directory."""
+    """The argv a command on a page stands for, in this test's directory."""
     if command == "make try":
         return [sys.executable, str(ROOT / "examples" / "try.py"), "--dir", str(tmp)]
     words = command.replace(SHOWN_DIR, str(tmp)).split()
@@ -79,7 +80,7 @@ def argv_of(command: str, tmp: Path, run_id: str) -> list[str]:
 
 
 @pytest.mark.timeout(240)
-def test_the_readme_examples_of_make_try_and_cra_runs_are_what_they_print(tmp_path: Path) -> None:
+def test_the_examples_of_make_try_and_cra_runs_are_what_they_print(tmp_path: Path) -> None:
     blocks = console_blocks()
     assert [command for command, _ in blocks][:1] == ["make try"]
     assert sum(command.split()[-2:-1] == ["runs"] or command.endswith(" runs")
