@@ -55,7 +55,7 @@ test: lint docs types pytest
 # The sandbox tests again as an unprivileged user, from root (as CI runs): bubblewrap through an
 # unprivileged user namespace, the path of a non-root worker, which root's never takes.
 SANDBOX_TESTS := tests/sandbox/test_sandbox.py tests/hostile/test_sandbox_escapes.py \
-                 tests/hostile/test_repository_tricks.py tests/bot/run/test_sandboxes.py \
+                 tests/hostile/test_repository_tricks.py tests/bot/test_sandboxes.py \
                  tests/sandbox/test_environment.py \
                  tests/gate/test_validation.py
 test-unprivileged:

@@ -26,11 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the package index and repo builders live in tests/fakes
 
 from agent.config.files import TestingConfig  # noqa: E402
-from agent.gate.validation import run_command, run_validation  # noqa: E402
+from agent.gate.validation import run_validation  # noqa: E402
+from agent.run.environment import prepare_environment  # noqa: E402
 from agent.sandbox.base import NoSandbox, Sandbox  # noqa: E402
 from agent.sandbox.bwrap import build_sandbox  # noqa: E402
+from agent.sandbox.commands import run_command  # noqa: E402
 from agent.sandbox.envcache import EnvCache  # noqa: E402
-from agent.sandbox.environment import prepare_environment  # noqa: E402
 from tests.fakes.package_index import PackageIndex, build_wheel  # noqa: E402
 from tests.fakes.repos import ISOLATED_GIT_ENV, commit_file, make_python_project  # noqa: E402
 

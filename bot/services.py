@@ -18,10 +18,10 @@ from bot.errors import SettingsError
 from bot.github.api import GitHubAPI
 from bot.github.app_key import load_private_key
 from bot.github.tokens import AppTokens, Generations, StaticToken, TokenProvider
+from bot.mirrors import MirrorCache
 from bot.queue.queues import RunQueue, build_queue, check_health
 from bot.queue.run_progress import Progress, ProgressChatModel
-from bot.run.mirrors import MirrorCache
-from bot.run.sandboxes import build_bot_sandbox, build_env_cache
+from bot.sandboxes import build_bot_sandbox, build_env_cache
 from bot.settings import ROLES, BotSettings, repository_environment
 from bot.store.installations import Installations
 from bot.store.runs import BotStore

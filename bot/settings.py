@@ -19,9 +19,9 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agent.cli.console import unknown_variables
 from agent.config.files import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig, check_endpoint
 from agent.config.wording import plain_errors
+from agent.console import unknown_variables
 from agent.sandbox.base import SandboxLimits, hidden_paths
 from agent.sandbox.netblock import AllowedNetwork
 from bot.errors import SettingsError
@@ -445,6 +445,6 @@ def repository_environment(allowed: Sequence[str] = ()) -> dict[str, str]:
     and those CRA_TEST_ENV allows, without secret-looking names (agent.gate.validation). A
     repository's `testing.env` chooses among these, never from the server's whole environment
     (its cloud credentials, its database URL)."""
-    from agent.gate.validation import scrubbed_env
+    from agent.sandbox.commands import scrubbed_env
 
     return scrubbed_env(os.environ, allowed)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli.console import version
+from agent.console import version
 from tests.e2e.first_hour import clean_env, models_toml
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import TEST_COMMAND, make_python_project

@@ -14,10 +14,10 @@ from agent.bench.report import report_command
 from agent.bench.results import BenchResult
 from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks
-from agent.cli.console import EXIT_FAILED, EXIT_OK, UsageError
-from agent.cli.progress import ProgressBar
 from agent.config.files import ModelConfig, SolveConfig
+from agent.console import EXIT_FAILED, EXIT_OK, UsageError
 from agent.llm.client import ChatModel
+from agent.progress import ProgressBar
 from agent.runlog.store import RunLog
 from agent.sandbox.base import Sandbox
 from agent.sandbox.envcache import EnvCache

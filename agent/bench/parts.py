@@ -22,7 +22,7 @@ from pathlib import Path
 from agent.bench.results import BenchResult, read_results
 from agent.bench.scores import latest
 from agent.bench.tasks import TaskFileError, read_tasks, write_tasks
-from agent.cli.console import EXIT_OK, EXIT_USAGE
+from agent.console import EXIT_OK, EXIT_USAGE
 from agent.errors import AgentError
 
 __all__ = ["Merged", "PartsError", "merge_results", "part_path", "parts_command", "split_tasks"]

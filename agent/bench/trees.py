@@ -15,9 +15,9 @@ from agent.errors import AgentError
 from agent.gate.validation import run_validation
 from agent.git import repo as git
 from agent.models import TestOutcome, ValidationResult
+from agent.run.environment import prepare_environment
 from agent.sandbox.base import Sandbox
 from agent.sandbox.envcache import EnvCache
-from agent.sandbox.environment import prepare_environment
 
 _WORKTREES = threading.Lock()  # one `git worktree` change at a time in this process
 

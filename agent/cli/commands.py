@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from agent.cli.console import (
+from agent.console import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -59,7 +59,7 @@ def run_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
             return parts_command(args)
         if args.command == "index":  # the index needs no run log
-            from agent.cli.progress import ProgressBar
+            from agent.progress import ProgressBar
             from agent.retrieval.command import index_repository
 
             bar = ProgressBar(sys.stderr, "indexing")
@@ -185,8 +185,8 @@ def _preflight(loaded: RepoConfig, env: Mapping[str, str], *, plans: bool,
                implements: bool) -> None:
     """Before the first model call: each role the command uses has a server that answers (and,
     said as a warning, the model it names)."""
-    from agent.cli.doctor_checks import in_config, roles_used
-    from agent.run.preflight import require_model_servers
+    from agent.doctor.checks import in_config, roles_used
+    from agent.doctor.preflight import require_model_servers
 
     config = loaded.config
     where = in_config(config.source or ".github/cra.toml", loaded.endpoints_in)
@@ -199,8 +199,8 @@ def _runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
              env: Mapping[str, str], run_id: str | None = None) -> Runtime:
     from dataclasses import replace
 
-    from agent.cli.progress import StepPrinter
     from agent.llm.router import ModelRouter
+    from agent.progress import StepPrinter
     from agent.run.runtime import Runtime
     from agent.sandbox.envcache import EnvCache
 
@@ -247,8 +247,8 @@ def _announce(run_id: str, args: argparse.Namespace) -> None:
 def _solve(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
     import uuid
 
-    from agent.cli.progress import ProgressBar
-    from agent.run.interrupts import interruptible
+    from agent.interrupts import interruptible
+    from agent.progress import ProgressBar
     from agent.run.sources import IndexedFactory
 
     repo, loaded = _repo_and_config(args, env)
@@ -323,8 +323,8 @@ def _interrupted(result: OrchestratorResult, repo: Path, code: int, *, keep: boo
 
 
 def _plan(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
-    from agent.cli.progress import ProgressBar
-    from agent.run.interrupts import interruptible
+    from agent.interrupts import interruptible
+    from agent.progress import ProgressBar
     from agent.run.planning import plan_task
     from agent.run.sources import IndexedFactory
 
@@ -377,8 +377,8 @@ def _is_bare(path: Path) -> bool:
 
 def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """`cra doctor`: one line per check; 0 only when none failed."""
-    from agent.cli.doctor import render
-    from agent.cli.doctor_checks import local_report
+    from agent.doctor.checks import local_report
+    from agent.doctor.report import render
 
     report = local_report(Path(args.repo).resolve(), args.config, data_dir(args, env), env,
                           known_variables=CRA_VARIABLES, trust_flag=args.trust_repo_config,

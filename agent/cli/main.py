@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agent.cli.console import (
+from agent.console import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
-from agent.cli.console import did_you_mean
+from agent.console import did_you_mean
 
 INPUT_CHARS = 60
 _EXPECTED = {

@@ -117,7 +117,7 @@ def remove_abandoned(work_dir: Path) -> list[Abandoned]:
                 shutil.rmtree(worktree, ignore_errors=True)
         run_id = str(info.get("run_id", ""))
         if run_id and run_id == Path(run_id).name and run_id not in (".", ".."):
-            # agent.sandbox.environment
+            # agent.run.environment
             shutil.rmtree(work_dir / "envs" / run_id, ignore_errors=True)
         owner.unlink(missing_ok=True)
         removed.append(Abandoned(run_id, worktree, deleted, branch))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.config.files import SolveConfig
+from agent.doctor.preflight import require_test_command_started
 from agent.errors import AgentError, Interrupted
 from agent.execute.groups import (
     blocked_group,
@@ -28,15 +29,14 @@ from agent.models import (
     StepOutcome,
 )
 from agent.run.context import RunContext
+from agent.run.environment import Environment, SetupFailed, open_environment
 from agent.run.groups import as_one_step, run_group
 from agent.run.passes import Cancelled, PassRecorder, StopRun
 from agent.run.plan_passes import PlanPasses
-from agent.run.preflight import require_test_command_started
 from agent.run.result import Tally, run_result
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, SeededFiles
 from agent.run.steps import run_step, task_target_tests
-from agent.sandbox.environment import Environment, SetupFailed, open_environment
 
 
 def solve(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.config.files import SolveConfig
+from agent.doctor.preflight import require_test_command_started
 from agent.errors import AgentError, Interrupted
 from agent.gate.validation import run_validation
 from agent.git import repo as git
@@ -13,11 +14,10 @@ from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
 from agent.retrieval.scan import is_test_path
 from agent.run.context import RunContext
-from agent.run.preflight import require_test_command_started
+from agent.run.environment import open_environment
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, ContextSource, SeededFiles
 from agent.run.steps import run_step, task_target_tests
-from agent.sandbox.environment import open_environment
 
 
 def run_single_pass(

@@ -9,7 +9,6 @@ from pathlib import Path
 from agent.errors import BudgetExhausted, LLMError, PromptTooLarge, UnsafePath
 from agent.execute.paths import commit_refusal, repository_path
 from agent.execute.prompts import build_implement_prompt
-from agent.gate.step import changed_gate_files, file_diffs, gate_attempt
 from agent.gate.validation import run_validation
 from agent.gate.verdict import (
     file_of_test,
@@ -31,6 +30,7 @@ from agent.models import (
 )
 from agent.retrieval.scan import is_test_path
 from agent.run.context import RunContext, StepState
+from agent.run.step_gate import changed_gate_files, file_diffs, gate_attempt
 from agent.runlog.store import ValidationKind
 
 AUTHOR_NAME = "cra"

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 
-from agent.gate.validation import run_command
 from agent.sandbox import netblock
 from agent.sandbox.base import Sandbox, SandboxUnavailable, describe_sandbox
 from agent.sandbox.bwrap import BwrapSandbox
+from agent.sandbox.commands import run_command
 
 CONTAINER_HINT = (
     "in Docker, run the container with --security-opt seccomp=unconfined --security-opt "

@@ -15,11 +15,11 @@ from agent.bench.results import BenchResult, read_results
 from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
 from agent.bench.scores import BenchReport, build_report
 from agent.bench.tasks import BenchTask, read_tasks
-from agent.cli.progress import Pace
 from agent.config.files import CONFIG_CANDIDATES, ModelConfig, SolveConfig
 from agent.errors import AgentError
 from agent.git import repo as git
 from agent.llm.client import ChatModel
+from agent.progress import Pace
 from bot.bench.reports import BenchReports
 from bot.errors import BotError
 from bot.run.repo_config import limited_config

@@ -19,9 +19,9 @@ from github import Auth
 from sqlalchemy import create_engine, make_url, pool
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
-from agent.cli.console import shown_url
-from agent.cli.doctor import Check, Finding, Report, fail, ok, run_checks, warn
-from agent.cli.doctor_checks import check_directory, check_git, check_sandbox
+from agent.console import shown_url
+from agent.doctor.checks import check_directory, check_git, check_sandbox
+from agent.doctor.report import Check, Finding, Report, fail, ok, run_checks, warn
 from agent.runlog.database import migrations_location
 from agent.sandbox.base import Sandbox
 from bot.cli.startup import queue_problem, server_model_findings
@@ -29,7 +29,7 @@ from bot.errors import GitHubError, SettingsError
 from bot.github.app_key import load_private_key
 from bot.github.calls import Retrier, bare_client
 from bot.github.tokens import AppTokens
-from bot.run.sandboxes import build_bot_sandbox
+from bot.sandboxes import build_bot_sandbox
 from bot.settings import BotSettings, unknown_settings
 
 MIGRATE = "run `cra-bot migrate` (serve and worker also migrate when they start)"
@@ -67,7 +67,8 @@ def check_unknown(environ: Mapping[str, str], env_file: Path | None) -> Iterable
         hint = f"; did you mean {nearest}?" if nearest else ""
         line = f"cra-bot reads no setting {name}{hint}"
         yield (fail("variables", line, f"rename it {nearest}") if nearest else
-               warn("variables", line, "remove it, or see the variables table in docs/configuration.md"))
+               warn("variables", line,
+                    "remove it, or see the variables table in docs/configuration.md"))
     if not unknown:
         yield ok("variables", "every CRA_ variable is a setting cra-bot reads")
 

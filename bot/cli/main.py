@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.cli.console import (
+from agent.console import (
     add_version,
     configure_logging,
     describe_unknown,
@@ -23,7 +23,7 @@ from agent.cli.console import (
     shown_url,
     suppressed,
 )
-from agent.cli.doctor import render
+from agent.doctor.report import render
 from bot.errors import BotError, SettingsError
 from bot.settings import BotSettings, actions_environment, process_environment, unknown_settings
 
@@ -151,7 +151,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "worker":
         startup.check_worker(settings)
         _warn_models(settings)
-        from bot.queue.workers import rq_worker
+        from bot.cli.workers import rq_worker
 
         return rq_worker(settings, burst=args.burst)
     if args.command == "migrate":
@@ -199,7 +199,7 @@ def _run_one(
 ) -> int:
     """`cra-bot run`: store a run started from the server's terminal and execute it here."""
     from bot.intake.triggers import Trigger
-    from bot.run.sandboxes import check_sandbox
+    from bot.sandboxes import check_sandbox
     from bot.services import build_services
 
     services = build_services(settings)
@@ -222,7 +222,7 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
     from agent.bench.report_text import render_text
     from bot.bench.replay import BenchRequest, prepare, publish, run_here, write_outputs
     from bot.cli import startup
-    from bot.run.sandboxes import check_sandbox
+    from bot.sandboxes import check_sandbox
     from bot.services import build_services
 
     if args.no_wait and args.queue is None:
@@ -281,7 +281,7 @@ def _action() -> int:
     """`cra-bot action`: the workflow's event through the same triggers, executed in this job."""
     from bot.intake.triggers import route
     from bot.intake.webhooks import event_from_payload
-    from bot.run.sandboxes import check_sandbox
+    from bot.sandboxes import check_sandbox
     from bot.services import build_services
 
     env = actions_environment()
@@ -313,7 +313,7 @@ def _execute(services: Any, run_id: int) -> int:
     """Execute a run in this process, SIGINT and SIGTERM ending it cleanly (Actions cancels a
     job with SIGINT, then SIGTERM, then SIGKILL): recorded cancelled, its issue and check told;
     exit 130 or 143 then."""
-    from agent.run.interrupts import interruptible
+    from agent.interrupts import interruptible
     from bot.run.runner import execute_run
 
     with interruptible() as interrupts:

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from agent.cli.console import shown_url
-from agent.cli.doctor import Finding
-from agent.cli.doctor_checks import check_models
 from agent.config.files import ModelsConfig
+from agent.console import shown_url
+from agent.doctor.checks import check_models
+from agent.doctor.report import Finding
 from agent.runlog.store import RunLog
 from bot.errors import SettingsError
-from bot.run.sandboxes import startup_check
+from bot.sandboxes import startup_check
 from bot.services import token_provider
 from bot.settings import ROLES, BotSettings
 from bot.store.runs import BotStore

@@ -1,4 +1,3 @@
 """The GitHub side of the bot, on PyGithub: `api` (the REST calls a run makes, as typed answers),
 `calls` (one call made safely: errors as bot.errors, retries), `tokens` (a static token or the
-App's installation tokens), `installations` (what an installation event makes stale) and `app_key`
-(the App's private key, checked at start)."""
+App's installation tokens) and `app_key` (the App's private key, checked at start)."""

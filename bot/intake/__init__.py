@@ -1,5 +1,4 @@
-"""From a webhook delivery to a recorded run: `webhooks` (the signature check and the parsing of a
-delivery into an Event, sans I/O), `triggers` (the Event routed to the Trigger it asks for),
+"""What a webhook delivery asks for, sans I/O: `webhooks` (the signature check and the parsing of
+a delivery into an Event), `triggers` (the Event routed to the Trigger it asks for),
 `command_line` (the `/cra` line a reader sees), `task` (the task text, built from untrusted issue
-text that stays data) and `admit` (a delivery admitted in one transaction: deduplicated, its run or
-its busy reply)."""
+text that stays data) and `installations` (what an installation event makes stale)."""

@@ -11,8 +11,8 @@ from agent.errors import AgentError, GitError, Interrupted
 from agent.git import remotes
 from agent.git import repo as git
 from agent.git.workspace import remove_abandoned
+from agent.interrupts import received
 from agent.models import OrchestratorResult, RunEvent
-from agent.run.interrupts import received
 from agent.run.orchestrator import solve
 from agent.run.planning import plan_task
 from agent.run.runtime import Runtime

@@ -7,7 +7,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from agent.runlog.database import Database
-from bot.github.installations import InstallationChange, Status
+from bot.intake.installations import InstallationChange, Status
 from bot.store.tables import InstallationRow
 
 

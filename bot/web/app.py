@@ -18,9 +18,8 @@ from pydantic import SecretStr
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.access import signin
-from bot.bench.pages import blueprint as bench_pages
 from bot.errors import BotError, MalformedDelivery
-from bot.github.installations import InstallationChange, installation_change
+from bot.intake.installations import InstallationChange, installation_change
 from bot.intake.triggers import Command, Trigger, route
 from bot.intake.webhooks import Event, delivery_event, verify_signature
 from bot.queue.queues import RunQueue, build_queue, check_health
@@ -30,6 +29,7 @@ from bot.services import Services, app_mode, build_services
 from bot.settings import BotSettings
 from bot.store.runs import ActiveRunExists, BotStore, Run
 from bot.web import security_headers
+from bot.web.bench_pages import blueprint as bench_pages
 from bot.web.runs import blueprint as run_pages
 from bot.web.state import EXTENSION, AppServices, AppState, current_state
 

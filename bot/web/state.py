@@ -8,9 +8,9 @@ from typing import Protocol, cast
 
 from flask import current_app
 
-from bot.intake.admit import Intake
 from bot.queue.queues import RunQueue
 from bot.settings import BotSettings
+from bot.store.admit import Intake
 from bot.store.installations import Installations
 from bot.store.runs import BotStore
 

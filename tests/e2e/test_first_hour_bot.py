@@ -159,7 +159,7 @@ def test_a_start_says_where_it_serves_which_models_are_down_and_nothing_else(
     proc.terminate()
     _, err = proc.communicate(timeout=30)
     lines = err.splitlines()
-    assert "INFO bot.run.sandboxes sandbox: repository commands run in the " in lines[0], err
+    assert "INFO bot.sandboxes sandbox: repository commands run in the " in lines[0], err
     assert [line.split(":")[:2] for line in lines[1:4]] == [
         ["cra-bot", " warning"]] * 3, err  # no model server here: it starts, and says so
     assert "CRA_CODING_BASE_URL" in lines[2] and "refused the connection" in lines[2]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli.console import version
+from agent.console import version
 from tests.e2e.first_hour import (
     Done,
     assert_plain,

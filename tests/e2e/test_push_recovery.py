@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent.run.steps import AUTHOR_EMAIL, AUTHOR_NAME
+from bot.mirrors import MirrorCache
 from bot.run import publish
-from bot.run.mirrors import MirrorCache
 from tests.e2e.bot_world import REPO, BotWorld
 from tests.fakes.repos import git_env, git_in
 

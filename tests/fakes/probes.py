@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from agent.config.files import TestingConfig
-from agent.gate.validation import run_command
 from agent.sandbox.bwrap import BwrapSandbox
+from agent.sandbox.commands import run_command
 from tests.fakes.repos import git_in, make_python_project
 from tests.fakes.sandboxes import host_address, slirp_installed
 

@@ -17,17 +17,11 @@ import pytest
 
 from agent.config.files import TestingConfig
 from agent.errors import Interrupted, ValidationError
-from agent.gate.validation import (
-    attempt_timeout,
-    cap_output,
-    compare_to_baseline,
-    run_command,
-    run_validation,
-    scrubbed_env,
-)
+from agent.gate.validation import attempt_timeout, compare_to_baseline, run_validation
+from agent.interrupts import interruptible
 from agent.models import ValidationResult
-from agent.run.interrupts import interruptible
 from agent.sandbox.base import Launch, NoSandbox, Sandbox
+from agent.sandbox.commands import cap_output, run_command, scrubbed_env
 from tests.fakes.repos import (
     FAILING_TEST,
     ISOLATED_GIT_ENV,

@@ -61,7 +61,7 @@ def test_a_live_processs_worktree_is_not_abandoned(tmp_path: Path) -> None:
 
 def test_a_worktree_whose_process_id_was_reused_is_abandoned(tmp_path: Path) -> None:
     worktree = owned_worktree(tmp_path, started="1")  # this pid, but not this process
-    env = tmp_path / "work" / "envs" / "r1234567"  # its environment (agent.sandbox.environment)
+    env = tmp_path / "work" / "envs" / "r1234567"  # its environment (agent.run.environment)
     (env / "home").mkdir(parents=True)
 
     [gone] = remove_abandoned(tmp_path / "work")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.gate.validation import run_command
 from agent.git import repo as git
 from agent.git.workspace import close_workspace, open_workspace, scratch_tree
+from agent.sandbox.commands import run_command
 from tests.fakes.probes import PATH, MakeBwrap
 from tests.fakes.repos import MUL_BUG, MUL_FIX, git_in, make_python_project, write_files
 from tests.git.test_submodules import with_submodule

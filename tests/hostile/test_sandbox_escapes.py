@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from agent.gate.validation import run_command, run_validation
+from agent.gate.validation import run_validation
 from agent.sandbox.base import NoSandbox, SandboxLimits, hidden_paths
+from agent.sandbox.commands import run_command
 from tests.fakes.probes import (
     PATH,
     PY,

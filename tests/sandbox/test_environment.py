@@ -1,4 +1,4 @@
-"""agent.sandbox.environment and agent.sandbox.envcache: the setup step and the cache that skips
+"""agent.run.environment and agent.sandbox.envcache: the setup step and the cache that skips
 it."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 from agent.config.files import TestingConfig
 from agent.gate.validation import run_validation
 from agent.models import EnvironmentReport
+from agent.run.environment import Environment, prepare_environment
 from agent.sandbox.base import NoSandbox, Sandbox
 from agent.sandbox.bwrap import BwrapSandbox
 from agent.sandbox.envcache import (
@@ -26,7 +27,6 @@ from agent.sandbox.envcache import (
     repo_id,
     setup_key,
 )
-from agent.sandbox.environment import Environment, prepare_environment
 from tests.fakes.package_index import PackageIndex, build_wheel
 from tests.fakes.repos import commit_file, git_in, make_python_project
 

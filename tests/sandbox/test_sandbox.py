@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent.config.files import TestingConfig
-from agent.gate.validation import run_command, run_validation
+from agent.gate.validation import run_validation
 from agent.git.workspace import scratch_tree
 from agent.sandbox import netblock
 from agent.sandbox.base import (
@@ -29,6 +29,7 @@ from agent.sandbox.base import (
     limit_note,
 )
 from agent.sandbox.bwrap import build_sandbox
+from agent.sandbox.commands import run_command
 from agent.sandbox.slirp import Slirp
 from tests.fakes.probes import (
     PATH,

@@ -19,7 +19,7 @@ from agent.bench.results import BenchResult, append_result, read_results
 from agent.bench.tasks import BenchTask
 from bot.bench.fanout import FanOut
 from bot.bench.jobs import BENCH_JOB, BenchJob, bench_job_id, bench_queue_name
-from bot.queue.workers import build_worker
+from bot.cli.workers import build_worker
 from bot.settings import BotSettings
 
 RAN: list[str] = []  # "instance_id label" of each job the worker ran, in order

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
-from agent.cli.console import shown_url
+from agent.console import shown_url
 from bot.cli.startup import require_free_port
 from bot.errors import SettingsError
 from bot.github.app_key import load_private_key

@@ -14,7 +14,7 @@ from werkzeug.test import TestResponse
 
 from bot.web.app import create_app
 from tests.bot.access.test_signin import PRIVATE, PUBLIC, Services, Site, site, text
-from tests.bot.bench.test_bench_page import publish
+from tests.bot.web.test_bench_page import publish
 
 __all__ = ["site"]  # the fixture
 

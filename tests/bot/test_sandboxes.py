@@ -1,4 +1,4 @@
-"""bot.run.sandboxes: the bot's sandbox from its settings, failing closed, proven at start-up."""
+"""bot.sandboxes: the bot's sandbox from its settings, failing closed, proven at start-up."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli.doctor_checks import check_sandbox as doctor_sandbox
+from agent.doctor.checks import check_sandbox as doctor_sandbox
 from agent.sandbox import netblock
 from agent.sandbox.base import NoSandbox, SandboxLimits
 from agent.sandbox.bwrap import BwrapSandbox
 from agent.sandbox.check import OWN_NETWORK, SHARED_NETWORK
 from bot.cli.main import main
 from bot.errors import SettingsError
-from bot.run.sandboxes import build_bot_sandbox, build_env_cache, check_sandbox
+from bot.sandboxes import build_bot_sandbox, build_env_cache, check_sandbox
 from bot.settings import BotSettings
 from tests.fakes.sandboxes import fence_closing, host_address, slirp_installed
 

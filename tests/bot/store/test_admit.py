@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from sqlalchemy import make_url
 
-from bot.intake.admit import Admission, Intake
 from bot.intake.triggers import Trigger
 from bot.intake.webhooks import Event
+from bot.store.admit import Admission, Intake
 from bot.store.runs import BotStore
 from tests.bot.conftest import ManualClock
 from tests.bot.store.test_store import trigger

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from agent.config.files import TestingConfig
 from agent.errors import AgentError
-from agent.gate.validation import run_command, scrubbed_env
 from agent.git import repo as git
 from agent.git.treefiles import symlinked_folder
 from agent.models import CommandResult, EnvironmentReport, ValidationResult
 from agent.run.runtime import Runtime
 from agent.sandbox.base import Sandbox
+from agent.sandbox.commands import run_command, scrubbed_env
 from agent.sandbox.envcache import Entry, EnvCache, UnsafeCopy, copy_path, repo_id, setup_key
 
 

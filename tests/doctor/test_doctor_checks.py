@@ -1,10 +1,10 @@
-"""agent.cli.doctor_checks: what a finding tells the user to fix names a key that exists, in the
+"""agent.doctor.checks: what a finding tells the user to fix names a key that exists, in the
 file that sets it."""
 
 from __future__ import annotations
 
-from agent.cli.doctor_checks import in_config, model_finding
 from agent.config.files import ModelConfig
+from agent.doctor.checks import in_config, model_finding
 from agent.llm.probe import ModelState, ServerState
 from bot.cli.startup import in_environment
 

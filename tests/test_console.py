@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli.console import did_you_mean, run_main, unknown_variables
-from agent.cli.doctor import Report, fail, ok, render, run_checks, warn
-from agent.cli.doctor_checks import first_program, roles_used
 from agent.cli.main import build_parser
-from agent.cli.progress import ProgressBar, describe_event
 from agent.config.files import SolveConfig, parse_config
+from agent.console import did_you_mean, run_main, unknown_variables
+from agent.doctor.checks import first_program, roles_used
+from agent.doctor.preflight import PreflightFailed, require_test_command_started
+from agent.doctor.report import Report, fail, ok, render, run_checks, warn
 from agent.errors import ConfigError
 from agent.llm.probe import ServerState, _models, find_model, list_url, same_model
 from agent.models import PlanStep, RunEvent, ValidationResult
-from agent.run.preflight import PreflightFailed, require_test_command_started
+from agent.progress import ProgressBar, describe_event
 
 
 class Terminal(io.StringIO):

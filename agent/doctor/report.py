@@ -1,6 +1,6 @@
 """The doctor: checks of a set-up, each one small function, one ✓ / ✗ line each with the fix.
 
-`cra doctor` runs the checks of a local checkout (agent.cli.doctor_checks); `cra-bot doctor` adds
+`cra doctor` runs the checks of a local checkout (agent.doctor.checks); `cra-bot doctor` adds
 the
 server's (bot.cli.doctor). A check returns findings and never raises on purpose; one that does is
 reported as failed, so that one broken check never hides the others.

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from agent.cli.doctor_checks import Where, model_finding
 from agent.config.files import ModelConfig, ModelsConfig
+from agent.doctor.checks import Where, model_finding
 from agent.errors import PreflightFailed as PreflightFailed  # raised here; lives in errors
 from agent.llm.probe import ServerState, find_model, probe_server
 from agent.models import ValidationResult

@@ -14,8 +14,6 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from agent.cli.console import describe_unknown, unknown_variables
-from agent.cli.doctor import Check, Finding, Report, fail, ok, run_checks, warn
 from agent.config.files import (
     ENDPOINT_KEYS,
     ModelConfig,
@@ -25,12 +23,14 @@ from agent.config.files import (
     resolve_api_key,
 )
 from agent.config.trust import RepoConfig, load_repo_config
+from agent.console import describe_unknown, unknown_variables
+from agent.doctor.report import Check, Finding, Report, fail, ok, run_checks, warn
 from agent.errors import ConfigError, GitError
-from agent.gate.validation import scrubbed_env
 from agent.git import repo as git
 from agent.llm.probe import ModelState, ServerState, find_model, probe_server
 from agent.sandbox.base import Sandbox, SandboxUnavailable
 from agent.sandbox.check import SHARED_NETWORK, self_check
+from agent.sandbox.commands import scrubbed_env
 
 MIN_GIT = (2, 31)  # GIT_CONFIG_COUNT (the token's header reaches git only through it)
 SHELL_WORDS = frozenset({
@@ -103,7 +103,8 @@ def check_variables(
         if nearest:
             yield fail("variables", line, f"rename it {nearest}")
         else:
-            yield warn("variables", line, "remove it, or see the variables table in docs/configuration.md")
+            yield warn("variables", line,
+                       "remove it, or see the variables table in docs/configuration.md")
     if not unknown:
         count = sum(name.startswith("CRA_") for name in environ)
         yield ok("variables", f"{count} CRA_ variable(s), each read by {program}")

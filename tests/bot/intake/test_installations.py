@@ -17,7 +17,7 @@ from werkzeug.test import TestResponse
 from bot.access.oauth import AccessCache
 from bot.access.signin import EXTENSION as SIGNIN
 from bot.errors import NotFound, PermissionDenied
-from bot.github.installations import InstallationChange
+from bot.intake.installations import InstallationChange
 from bot.intake.webhooks import sign
 from bot.queue.queues import check_health
 from bot.services import Services, build_services
