@@ -24,8 +24,9 @@ from agent.cli.console import (
     suppressed,
 )
 from agent.cli.doctor import render
+from bot.environment import actions_environment, process_environment, unknown_settings
 from bot.errors import BotError, SettingsError
-from bot.settings import BotSettings, actions_environment, process_environment, unknown_settings
+from bot.settings import BotSettings
 
 if TYPE_CHECKING:
     from bot.bench.replay import Prepared
