@@ -1,3 +1,3 @@
-"""The bot's records beside the run log: `runs` (webhook deliveries, deduplicated, and runs, one
-per trigger), `installations` (the App's installations as webhooks told of them) and `tables`
-(their SQLAlchemy Core tables)."""
+"""The bot's records beside the run log: `runs` (runs, one per trigger, and BotStore),
+`deliveries` (webhook delivery ids, deduplicated), `installations` (the App's installations as
+webhooks told of them) and `tables` (their SQLAlchemy Core tables)."""
