@@ -297,7 +297,7 @@ def _action() -> int:
         return EXIT_OK
     services = build_services(settings)
     try:
-        from bot.web.app import store_run
+        from bot.intake.record import store_run
 
         check_sandbox(settings, services.sandbox)
         run = store_run(services.store, trigger, public_url=settings.public_url,
