@@ -10,8 +10,9 @@ from agent.sandbox.base import Sandbox, SandboxUnavailable
 from agent.sandbox.bwrap import build_sandbox
 from agent.sandbox.check import self_check
 from agent.sandbox.envcache import EnvCache
+from bot.environment import process_environment
 from bot.errors import SettingsError
-from bot.settings import BotSettings, process_environment
+from bot.settings import BotSettings
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from agent.run.sources import ContextSource
 from agent.runlog.store import RunLog
 from agent.sandbox.base import Sandbox
 from agent.sandbox.envcache import EnvCache
+from bot.environment import repository_environment
 from bot.errors import SettingsError
 from bot.github.api import GitHubAPI
 from bot.github.app_key import load_private_key
@@ -22,7 +23,7 @@ from bot.mirrors import MirrorCache
 from bot.queue.queues import RunQueue, build_queue, check_health
 from bot.queue.run_progress import Progress, ProgressChatModel
 from bot.sandboxes import build_bot_sandbox, build_env_cache
-from bot.settings import ROLES, BotSettings, repository_environment
+from bot.settings import ROLES, BotSettings
 from bot.store.installations import Installations
 from bot.store.runs import BotStore
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from dotenv import dotenv_values
 from pydantic import (
     BaseModel,
     Field,
@@ -21,7 +19,6 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent.config.files import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig, check_endpoint
 from agent.config.wording import plain_errors
-from agent.console import unknown_variables
 from agent.sandbox.base import SandboxLimits, hidden_paths
 from agent.sandbox.netblock import AllowedNetwork
 from bot.errors import SettingsError
@@ -32,8 +29,6 @@ ROLES: tuple[Role, ...] = ("reasoning", "coding", "classifier")
 DEFAULT_DATA_DIR = Path("~/.local/share/cra-bot")
 DEFAULT_DATABASE_URL = "sqlite:///<data_dir>/cra.db"
 DEFAULT_WINDOW = 16384
-READ_ELSEWHERE = ("CRA_APP_SLUG",)  # written by `cra-bot register` for people, read by nothing
-OTHER_TOOLS = ("CRA_TEST_", "CRA_MODEL_")  # read by the test suite, the demo, the workflow
 
 
 def _provider(role: str) -> Any:
@@ -70,7 +65,7 @@ def _limit(name: str, description: str) -> Any:
 
 
 class BotSettings(BaseSettings):
-    """Everything the server is told by its environment; the only reader of os.environ."""
+    """Everything the server is told by its CRA_ variables (bot.environment reads the rest)."""
 
     model_config = SettingsConfigDict(
         env_prefix="CRA_", env_file=None, extra="ignore", validate_default=True
@@ -383,23 +378,6 @@ def settings_problems(exc: ValidationError) -> str:
     return "\n".join(plain_errors(exc.errors(), BotSettings, name=variable))
 
 
-def setting_variables() -> list[str]:
-    """Every CRA_ variable BotSettings reads."""
-    return [f"CRA_{name.upper()}" for name in BotSettings.model_fields]
-
-
-def unknown_settings(
-    environ: Mapping[str, str], env_file: Path | None = None
-) -> list[tuple[str, str | None]]:
-    """CRA_ variables of the environment (and the .env file) that no setting reads, each with
-    its nearest setting when it looks like a typo of one."""
-    names = dict(environ)
-    if env_file is not None and env_file.is_file():
-        names.update({k: v or "" for k, v in dotenv_values(env_file).items()})
-    return unknown_variables(names, [*setting_variables(), *READ_ELSEWHERE],
-                             ignore=OTHER_TOOLS)
-
-
 def _check_role(role: str) -> None:
     """ValueError unless `role` is one of the three model roles."""
     if role not in ROLES:
@@ -417,34 +395,3 @@ class ActionsEnvironment(BaseModel):
     repository: str
     run_id: str = ""
     temp_dir: str | None = None
-
-
-def actions_environment(environ: Mapping[str, str] | None = None) -> ActionsEnvironment:
-    """The Actions variables `cra-bot action` needs; SettingsError naming what is missing."""
-    env = os.environ if environ is None else environ
-    wanted = {"event_name": "GITHUB_EVENT_NAME", "event_path": "GITHUB_EVENT_PATH",
-              "token": "GITHUB_TOKEN", "repository": "GITHUB_REPOSITORY"}
-    missing = [var for var in wanted.values() if not env.get(var)]
-    if missing:
-        raise SettingsError(f"not inside GitHub Actions? missing {', '.join(missing)}")
-    return ActionsEnvironment(
-        **{key: env[var] for key, var in wanted.items()},
-        api_url=env.get("GITHUB_API_URL", "https://api.github.com"),
-        server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
-        run_id=env.get("GITHUB_RUN_ID", ""), temp_dir=env.get("RUNNER_TEMP"),
-    )
-
-
-def process_environment() -> dict[str, str]:
-    """The process environment (the settings' checks read it whole)."""
-    return dict(os.environ)
-
-
-def repository_environment(allowed: Sequence[str] = ()) -> dict[str, str]:
-    """What of the process environment the repository's commands may see: the base variables
-    and those CRA_TEST_ENV allows, without secret-looking names (agent.gate.validation). A
-    repository's `testing.env` chooses among these, never from the server's whole environment
-    (its cloud credentials, its database URL)."""
-    from agent.sandbox.commands import scrubbed_env
-
-    return scrubbed_env(os.environ, allowed)

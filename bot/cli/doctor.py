@@ -25,12 +25,13 @@ from agent.doctor.report import Check, Finding, Report, fail, ok, run_checks, wa
 from agent.runlog.database import migrations_location
 from agent.sandbox.base import Sandbox
 from bot.cli.startup import queue_problem, server_model_findings
+from bot.environment import unknown_settings
 from bot.errors import GitHubError, SettingsError
 from bot.github.app_key import load_private_key
 from bot.github.calls import Retrier, bare_client
 from bot.github.tokens import AppTokens
 from bot.sandboxes import build_bot_sandbox
-from bot.settings import BotSettings, unknown_settings
+from bot.settings import BotSettings
 
 MIGRATE = "run `cra-bot migrate` (serve and worker also migrate when they start)"
 

@@ -24,8 +24,9 @@ from agent.console import (
     suppressed,
 )
 from agent.doctor.report import render
+from bot.environment import actions_environment, process_environment, unknown_settings
 from bot.errors import BotError, SettingsError
-from bot.settings import BotSettings, actions_environment, process_environment, unknown_settings
+from bot.settings import BotSettings
 
 if TYPE_CHECKING:
     from bot.bench.replay import Prepared
@@ -296,7 +297,7 @@ def _action() -> int:
         return EXIT_OK
     services = build_services(settings)
     try:
-        from bot.web.app import store_run
+        from bot.store.record import store_run
 
         check_sandbox(settings, services.sandbox)
         run = store_run(services.store, trigger, public_url=settings.public_url,

@@ -17,7 +17,8 @@ from bot.render import replies
 from bot.run.checks import CHECK_CONCLUSION, best_effort
 from bot.run.limits import Refusal
 from bot.services import Services
-from bot.store.runs import STALE_CANCEL, BotStore, Run, RunStatus
+from bot.store.record import cancel_reply
+from bot.store.runs import STALE_CANCEL, Run, RunStatus
 
 log = logging.getLogger(__name__)
 REPLIES = ("help", "refuse", "busy", "cancel")
@@ -77,18 +78,6 @@ def permission_refusal(run: Run, services: Services) -> Refusal | None:
     text = replies.refusal_text("permission_unchecked", user=actor, why=access.problem)
     why = f"could not check {actor}'s permission on {repo}: {access.problem}; try again"
     return Refusal(text=text, error=why)
-
-
-def cancel_reply(store: BotStore, active: Run, asked: bool) -> tuple[str, str]:
-    """What a cancel did, as (reply kind, the run's status now): "already_ended" when the run
-    ended before the cancel reached it (`asked` false), "cancelled_now" when the cancel ended
-    a running run at once (its worker was gone), else "cancelled" (its worker will stop)."""
-    now = store.get_run(active.id)
-    status = now.status if now is not None else "gone"
-    if not asked:
-        return "already_ended", status
-    ended = active.status == "running" and status == "cancelled"
-    return ("cancelled_now" if ended else "cancelled"), status
 
 
 def _report_cancelled_now(job: ReplyingJob) -> None:

@@ -1,15 +1,14 @@
-"""The bot's store: webhook deliveries (dedupe) and runs (one per trigger), beside the run log;
-its tables are bot.store.tables."""
+"""The bot's runs, one per trigger, beside the run log: the Run record and BotStore, which also
+remembers deliveries (bot.store.deliveries); its tables are bot.store.tables."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import (
     ColumnElement,
-    delete,
     func,
     insert,
     select,
@@ -18,11 +17,11 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from agent.models import Record
-from agent.runlog.database import Database
 from agent.runlog.tables import LLMCallRow
 from bot.errors import BotError
 from bot.intake.triggers import Trigger
-from bot.store.tables import DeliveryRow, RunRow
+from bot.store.deliveries import Deliveries
+from bot.store.tables import RunRow
 
 RunStatus = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled", "rejected"]
 RUN_STATUSES: tuple[RunStatus, ...] = (
@@ -31,7 +30,6 @@ RUN_STATUSES: tuple[RunStatus, ...] = (
 ACTIVE_STATUSES: tuple[RunStatus, ...] = ("queued", "running")
 STALE_CANCEL = "cancelled; its worker had stopped"  # the error of a run a cancel ended at once
 ACTIVE_COMMANDS = ("solve", "plan")  # help, cancel and busy runs only reply
-DELIVERY_RETENTION = timedelta(days=7)  # GitHub redelivers with the same id for days
 Sign = Literal["heartbeat", "progress"]  # its worker's heartbeat, or the run's own progress
 
 
@@ -133,74 +131,13 @@ def _run(row: RunRow) -> Run:
 # --- the store -------------------------------------------------------------------------------
 
 
-class BotStore(Database):
-    """Reads and writes deliveries and runs; every write is its own short transaction."""
+class BotStore(Deliveries):
+    """Reads and writes runs (and deliveries); every write is its own short transaction."""
 
     def ping(self) -> None:
         """Run a trivial query; raises the driver's error when the database is unreachable."""
         with self._engine.connect() as connection:
             connection.execute(select(1))
-
-    # --- deliveries --------------------------------------------------------------------------
-
-    def record_delivery(
-        self, delivery_id: str, event: str, action: str | None, outcome: str | None = None
-    ) -> bool:
-        """Remember a delivery id; False when it was seen before (atomic on the primary key)."""
-        row = {
-            "delivery_id": delivery_id,
-            "event": event,
-            "action": action,
-            "outcome": outcome,
-            "received_at": self._clock(),
-        }
-        try:
-            with self._write() as connection:
-                connection.execute(insert(DeliveryRow), row)
-        except IntegrityError:
-            return False
-        return True
-
-    def set_delivery_outcome(self, delivery_id: str, outcome: str) -> None:
-        """Record what became of a delivery (ignored, solve, busy, …)."""
-        statement = (
-            update(DeliveryRow)
-            .where(DeliveryRow.delivery_id == delivery_id)
-            .values(outcome=outcome)
-        )
-        with self._write() as connection:
-            connection.execute(statement)
-
-    def delivery_outcome(self, delivery_id: str) -> str | None:
-        """The recorded outcome of a delivery (None if unknown or not yet decided)."""
-        query = select(DeliveryRow.outcome).where(DeliveryRow.delivery_id == delivery_id)
-        with self._sessions() as session:
-            return session.scalar(query)
-
-    def has_delivery(self, delivery_id: str) -> bool:
-        """Whether a delivery id is recorded."""
-        query = select(DeliveryRow.delivery_id).where(DeliveryRow.delivery_id == delivery_id)
-        with self._sessions() as session:
-            return session.scalar(query) is not None
-
-    def count_deliveries(self) -> int:
-        """How many delivery ids are recorded."""
-        with self._sessions() as session:
-            return session.scalar(select(func.count()).select_from(DeliveryRow)) or 0
-
-    def forget_delivery(self, delivery_id: str) -> None:
-        """Drop a delivery id (its handling failed), so that GitHub's redelivery is accepted."""
-        with self._write() as connection:
-            connection.execute(delete(DeliveryRow).where(DeliveryRow.delivery_id == delivery_id))
-
-    def prune_deliveries(self, older_than: timedelta = DELIVERY_RETENTION) -> int:
-        """Drop delivery ids received before now − older_than (at least 7 days); how many."""
-        if older_than < DELIVERY_RETENTION:
-            raise ValueError("delivery ids are kept at least 7 days (GitHub redelivers them)")
-        cutoff = self._clock() - older_than
-        with self._write() as connection:
-            result = connection.execute(delete(DeliveryRow).where(DeliveryRow.received_at < cutoff))
-        return int(getattr(result, "rowcount", 0))
 
     # --- runs --------------------------------------------------------------------------------
 

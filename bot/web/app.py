@@ -1,20 +1,17 @@
-"""The Flask app: POST /webhook, GET /healthz, GET /metrics; nothing slow inside a request."""
+"""The Flask app: POST /webhook, GET /healthz (GET /metrics: bot.web.metrics); nothing slow inside
+a request."""
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import logging
-import math
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, get_args
 
 import orjson
 from flask import Flask, Response, jsonify, request
 from flask.typing import ResponseReturnValue
-from pydantic import SecretStr
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.access import signin
@@ -23,21 +20,19 @@ from bot.intake.installations import InstallationChange, installation_change
 from bot.intake.triggers import Command, Trigger, route
 from bot.intake.webhooks import Event, delivery_event, verify_signature
 from bot.queue.queues import RunQueue, build_queue, check_health
-from bot.render.replies import refusal_text, run_page_url
-from bot.run.replying import cancel_reply
 from bot.services import Services, app_mode, build_services
 from bot.settings import BotSettings
-from bot.store.runs import ActiveRunExists, BotStore, Run
+from bot.store.record import busy_text, store_run
+from bot.store.runs import BotStore, Run
 from bot.web import security_headers
 from bot.web.bench_pages import blueprint as bench_pages
+from bot.web.metrics import metrics
 from bot.web.runs import blueprint as run_pages
 from bot.web.state import EXTENSION, AppServices, AppState, current_state
 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
-DURATION_BUCKETS = (10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)
-PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 # Metric label values come from these fixed sets (anything else counts as "other"): the event
 # name of a signed delivery is still chosen by whoever holds the secret.
 METRIC_EVENTS = frozenset({
@@ -47,7 +42,6 @@ METRIC_EVENTS = frozenset({
 })
 METRIC_OUTCOMES = frozenset({"unauthorized", "malformed", "no_installation", "duplicate", "ping",
                              "installation", "ignored", "busy", *get_args(Command)})
-FORWARDING_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-IP")
 MACHINE_PATHS = ("/webhook", "/healthz", "/metrics")  # no cookie session: no person calls them
 
 
@@ -172,45 +166,6 @@ def healthz() -> ResponseReturnValue:
     return jsonify(checks), 200 if healthy else 503
 
 
-def metrics() -> ResponseReturnValue:
-    """Prometheus text: deliveries, runs by status, run durations, model tokens by role."""
-    state = current_state()
-    refused = _metrics_refusal(state.settings.metrics_token)
-    if refused is not None:
-        return refused
-    store = state.services.store
-    text = render_metrics(
-        deliveries=state.deliveries.snapshot(),
-        runs=store.counts_by_status(),
-        durations=store.run_durations(),
-        tokens=store.model_tokens_by_role(),
-    )
-    return text, 200, {"Content-Type": PROMETHEUS_TEXT}
-
-
-def _metrics_refusal(token: SecretStr | None) -> ResponseReturnValue | None:
-    """None when this request may read /metrics: it carries the bearer token CRA_METRICS_TOKEN,
-    or, without one set, it comes straight from loopback (not through a proxy)."""
-    if token is not None and token.get_secret_value():
-        sent = request.headers.get("Authorization", "")
-        wanted = f"Bearer {token.get_secret_value()}"
-        if hmac.compare_digest(sent.encode(), wanted.encode()):
-            return None
-        answer = jsonify(error="/metrics needs `Authorization: Bearer <CRA_METRICS_TOKEN>`")
-        return answer, 401, {"WWW-Authenticate": 'Bearer realm="cra metrics"'}
-    if _from_loopback() and not any(request.headers.get(h) for h in FORWARDING_HEADERS):
-        return None
-    return jsonify(error="/metrics answers loopback only; set CRA_METRICS_TOKEN to read it "
-                         "from elsewhere"), 403
-
-
-def _from_loopback() -> bool:
-    try:
-        return ipaddress.ip_address(request.remote_addr or "").is_loopback
-    except ValueError:
-        return False
-
-
 def _label(value: str, known: frozenset[str]) -> str:
     """A metric label value from a fixed set: `value` if known, else "other"."""
     return value if value in known else "other"
@@ -296,114 +251,3 @@ def _enqueue(queue: RunQueue, run_id: int) -> None:
         queue.enqueue(run_id)
     except Exception:
         log.exception("could not enqueue run %s; it stays queued until recovery", run_id)
-
-
-def store_run(
-    store: BotStore, trigger: Trigger, *, public_url: str | None = None,
-    stale_after: float | None = None,
-) -> Run | None:
-    """The queued run for a trigger: the run itself, a cancel, or the one "busy" reply to the
-    run already active on the issue (None when that reply exists: replies coalesce).
-
-    A cancel ends a run at once when it is queued, or when its worker has been silent for
-    `stale_after` seconds (nobody is left to read the request)."""
-    if trigger.command == "cancel":
-        return _store_cancel(store, trigger, stale_after)
-    try:
-        return store.create_run(trigger)
-    except ActiveRunExists as busy:
-        return store.create_busy_reply(trigger, busy.run_id, busy_text(busy.run_id, public_url))
-
-
-def _store_cancel(store: BotStore, trigger: Trigger, stale_after: float | None) -> Run:
-    """Ask the active run to stop, and store the "cancel" run that answers the comment."""
-    active = store.active_run(trigger.repository, trigger.issue_number)
-    if active is None:
-        return store.create_run(trigger, reply_text=refusal_text("nothing_to_cancel"))
-    if trigger.actor != active.actor:  # someone else: the worker checks their permission first
-        return store.create_run(trigger, related_run_id=active.id)
-    asked = store.request_cancel(active.id, stale_before=stale_cutoff(store, stale_after))
-    kind, status = cancel_reply(store, active, asked)
-    text = refusal_text(kind, user=trigger.actor, run_id=active.id, status=status)
-    return store.create_run(trigger, reply_text=text, related_run_id=active.id)
-
-
-def stale_cutoff(store: BotStore, stale_after: float | None) -> datetime | None:
-    """The time before which a running run's last heartbeat means its worker is gone."""
-    return None if stale_after is None else store.now() - timedelta(seconds=stale_after)
-
-
-def busy_text(active_id: int, public_url: str | None) -> str:
-    """The reply to a second solve or plan while a run is active on the same issue."""
-    return refusal_text("busy", run_id=active_id, run_url=run_page_url(public_url, active_id))
-
-
-# --- Prometheus text -------------------------------------------------------------------------
-
-
-def render_metrics(
-    *,
-    deliveries: Mapping[tuple[str, str], int],
-    runs: Mapping[str, int],
-    durations: Iterable[float],
-    tokens: Mapping[str, int],
-) -> str:
-    """The metrics in Prometheus text exposition format 0.0.4."""
-    lines = _family(
-        "cra_webhook_deliveries_total",
-        "counter",
-        "Webhook deliveries by event and outcome (this process).",
-        [({"event": e, "outcome": o}, n) for (e, o), n in sorted(deliveries.items())],
-    )
-    lines += _family(
-        "cra_runs", "gauge", "Runs by status.", [({"status": s}, n) for s, n in runs.items()]
-    )
-    lines += _histogram(
-        "cra_run_duration_seconds", "Start-to-finish time of finished solve and plan runs.",
-        sorted(durations),
-    )  # fmt: skip
-    lines += _family(
-        "cra_model_tokens_total",
-        "counter",
-        "Prompt and completion tokens of recorded model calls, by role.",
-        [({"role": r}, n) for r, n in sorted(tokens.items())],
-    )
-    return "\n".join(lines) + "\n"
-
-
-def _family(
-    name: str, kind: str, help_: str, samples: list[tuple[dict[str, str], float]]
-) -> list[str]:
-    """One metric family: HELP, TYPE and a line per labelled sample."""
-    head = [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
-    return head + [f"{name}{_labels(labels)} {_number(value)}" for labels, value in samples]
-
-
-def _histogram(name: str, help_: str, values: list[float]) -> list[str]:
-    """A histogram family with cumulative buckets, sum and count."""
-    samples: list[tuple[dict[str, str], float]] = [
-        ({"le": _number(bound)}, sum(1 for v in values if v <= bound)) for bound in DURATION_BUCKETS
-    ]
-    samples.append(({"le": "+Inf"}, len(values)))
-    lines = _family(name, "histogram", help_, [])
-    lines += [f"{name}_bucket{_labels(labels)} {_number(n)}" for labels, n in samples]
-    return [*lines, f"{name}_sum {_number(sum(values))}", f"{name}_count {len(values)}"]
-
-
-def _labels(labels: Mapping[str, str]) -> str:
-    """`{a="x",b="y"}` with the values escaped, or nothing."""
-    if not labels:
-        return ""
-    return "{" + ",".join(f'{key}="{_escape(value)}"' for key, value in labels.items()) + "}"
-
-
-def _escape(value: str) -> str:
-    """A label value escaped for the text format (backslash, quote, newline)."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    """A sample value: integers without a fraction, infinities as +Inf/-Inf."""
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return str(int(value)) if float(value).is_integer() else repr(float(value))

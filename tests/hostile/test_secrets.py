@@ -11,7 +11,8 @@ import pytest
 from agent.config.files import TestingConfig
 from agent.gate.validation import run_validation
 from agent.sandbox.commands import scrubbed_env
-from bot.settings import BotSettings, repository_environment
+from bot.environment import repository_environment
+from bot.settings import BotSettings
 from tests.e2e.first_hour import clean_env, models_toml
 from tests.e2e.test_untrusted_repo_config import (
     IGNORED,

@@ -12,9 +12,10 @@ from pydantic import SecretStr
 
 from agent.console import shown_url
 from bot.cli.startup import require_free_port
+from bot.environment import unknown_settings
 from bot.errors import SettingsError
 from bot.github.app_key import load_private_key
-from bot.settings import BotSettings, unknown_settings
+from bot.settings import BotSettings
 from tests.e2e.first_hour import ec_pem, rsa_pem
 
 
