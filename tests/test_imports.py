@@ -1,4 +1,6 @@
-"""The import graph of agent/ and bot/ stays acyclic, and agent never imports bot.
+"""The import graph of agent/ and bot/ stays acyclic, between modules and between the rooms they
+stand in (agent.gate, bot.web, …: no package imports one that imports it back), and agent never
+imports bot.
 
 Every import counts: at module level, inside functions and under `if TYPE_CHECKING:`. A lazy or
 type-only import still ties two modules' concepts together, so it may not close a circle either.
@@ -94,6 +96,22 @@ def test_no_import_cycle_between_modules() -> None:
     assert tangles(import_graph(ROOT)) == []
 
 
+def rooms(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph between rooms: a top-level package's subpackage or module (agent.gate,
+    bot.settings), each importing the rooms its modules import."""
+    def room(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    between: dict[str, set[str]] = {room(module): set() for module in graph}
+    for module, targets in graph.items():
+        between[room(module)] |= {room(t) for t in targets if room(t) != room(module)}
+    return between
+
+
+def test_no_import_cycle_between_packages() -> None:
+    assert tangles(rooms(import_graph(ROOT))) == []
+
+
 def test_agent_never_imports_bot() -> None:
     offenders = sorted(
         f"{module} imports {name}"
@@ -115,6 +133,19 @@ def _write(root: Path, files: dict[str, str]) -> None:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+
+
+def test_a_cycle_between_two_packages_is_found_though_their_modules_have_none(
+        tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "pkg/__init__.py": "", "pkg/low/__init__.py": "", "pkg/high/__init__.py": "",
+        "pkg/low/a.py": "from pkg.high.b import thing\n",
+        "pkg/high/b.py": "thing = 1\n",
+        "pkg/high/c.py": "from pkg.low.a import thing\n",
+    })
+    graph = import_graph(tmp_path, ("pkg",))
+    assert tangles(graph) == []
+    assert tangles(rooms(graph)) == [["pkg.high", "pkg.low"]]
 
 
 def test_a_cycle_through_a_type_checking_import_is_found(tmp_path: Path) -> None:
