@@ -14,16 +14,8 @@ import httpx
 import pytest
 from dotenv import dotenv_values
 
-from bot.cli.register import (
-    AppCredentials,
-    RegisterError,
-    exchange_code,
-    manifest_from_app_yml,
-    register_main,
-    render_form,
-    run_register,
-    write_env,
-)
+from bot.cli.manifest import RegisterError, exchange_code, manifest_from_app_yml, render_form
+from bot.cli.register import AppCredentials, register_main, run_register, write_env
 from bot.errors import GitHubError
 from bot.settings import BotSettings
 
