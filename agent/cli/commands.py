@@ -165,8 +165,9 @@ def _trusted_config(repo: Path, args: argparse.Namespace, env: Mapping[str, str]
 def _note_uncommitted(repo: Path) -> None:
     """Say so when the checkout holds changes the run will not see: it starts from HEAD."""
     from agent.git import repo as git
+    from agent.git import worktrees
 
-    changed = [path for code, path in git.status_entries(repo) if code != "!!"]
+    changed = [path for code, path in worktrees.status_entries(repo) if code != "!!"]
     if changed:
         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
         print(f"cra: note: the run starts from HEAD ({git.head_commit(repo)[:12]}); uncommitted "
