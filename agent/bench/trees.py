@@ -14,6 +14,7 @@ from agent.config.files import TestingConfig
 from agent.errors import AgentError
 from agent.gate.validation import run_validation
 from agent.git import repo as git
+from agent.git import worktrees
 from agent.models import TestOutcome, ValidationResult
 from agent.run.environment import prepare_environment
 from agent.sandbox.base import Sandbox
@@ -39,7 +40,7 @@ def checkout(repo: Path, commit: str, work_dir: Path) -> Iterator[Path]:
         yield tree
     finally:
         with _WORKTREES:
-            git.remove_worktree(repo, tree)
+            worktrees.remove_worktree(repo, tree)
 
 
 def run_tests(

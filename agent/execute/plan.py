@@ -18,8 +18,9 @@ from agent.execute.parsers import (
     topological_order,
     validate_plan,
 )
+from agent.execute.plan_material import build_plan_prompt
 from agent.execute.plan_rules import send_back_problems, split_steps
-from agent.execute.prompts import PlanPassType, build_plan_prompt
+from agent.execute.prompts import PlanPassType
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
     AffectedFile,

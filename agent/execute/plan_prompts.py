@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent.config.files import ModelConfig
+from agent.execute.plan_material import format_step_list, prior_changes, steps_json
 from agent.execute.prompts import (
     ADJUSTMENT_SYSTEM,
     DATA_NOTE,
@@ -13,11 +14,8 @@ from agent.execute.prompts import (
     PART_PLAN_SYSTEM,
     Caps,
     fit_user_prompt,
-    format_step_list,
     last_chars,
-    prior_changes,
     shrink_caps,
-    steps_json,
     tagged,
 )
 from agent.models import AdjustmentVerdicts, ContextPackage, FailureSignal, PlanStep

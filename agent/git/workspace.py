@@ -15,6 +15,7 @@ from pathlib import Path
 
 from agent.errors import AgentError, GitError
 from agent.git import repo as git
+from agent.git import worktrees
 from agent.git.submodules import check_out_submodules
 from agent.git.treefiles import symlinked_folder
 
@@ -58,7 +59,7 @@ def open_workspace(
         "pid": os.getpid(), "started": process_start(os.getpid()), "host": socket.gethostname(),
         "run_id": run_id, "repo": str(repo), "branch": name, "base": start,
     }), encoding="utf-8")
-    git.add_worktree(repo, worktree, commit=start, branch=name, force=branch is not None)
+    worktrees.add_worktree(repo, worktree, commit=start, branch=name, force=branch is not None)
     notes = check_out_submodules(repo, worktree)
     return Workspace(repo=repo, worktree=worktree, branch=name, base=start, notes=tuple(notes))
 
@@ -66,7 +67,7 @@ def open_workspace(
 def close_workspace(ws: Workspace, *, keep_branch: bool) -> None:
     """Remove the worktree; delete the branch unless it carries the result."""
     if ws.worktree.exists():
-        git.remove_worktree(ws.repo, ws.worktree)
+        worktrees.remove_worktree(ws.repo, ws.worktree)
     if not keep_branch and git.branch_exists(ws.repo, ws.branch):
         git.delete_branch(ws.repo, ws.branch)
     _owner_file(ws.worktree).unlink(missing_ok=True)
@@ -106,9 +107,9 @@ def remove_abandoned(work_dir: Path) -> list[Abandoned]:
         deleted = False
         try:
             if worktree.exists():
-                git.remove_worktree(repo, worktree)
+                worktrees.remove_worktree(repo, worktree)
             else:  # its folder went first: the registration left would still hold the branch
-                git.prune_worktrees(repo)
+                worktrees.prune_worktrees(repo)
             if git.branch_exists(repo, branch) and git.resolve_commit(repo, branch) == base:
                 git.delete_branch(repo, branch)  # nothing committed: only its name was left
                 deleted = True

@@ -7,7 +7,8 @@ from pathlib import Path
 from agent.config.files import load_config
 from agent.errors import ConfigError
 from agent.git.repo import is_work_tree
-from agent.retrieval.index import IndexStats, Progress, RepoIndex, default_index_path
+from agent.retrieval.index import Progress, RepoIndex, default_index_path
+from agent.retrieval.index_records import IndexStats
 
 
 def index_repository(repo: Path, data_dir: Path, *, config: Path | None = None,

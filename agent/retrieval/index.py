@@ -16,7 +16,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pydantic import Field
 from sqlalchemy import (
     URL,
     Boolean,
@@ -39,7 +38,7 @@ from sqlalchemy import (
 
 from agent.config.files import RetrievalConfig
 from agent.git.repo import run_git
-from agent.models import Record
+from agent.retrieval.index_records import FileInfo, IndexStats, SymbolInfo
 from agent.retrieval.links import resolve_edges
 from agent.retrieval.parsing import terms
 from agent.retrieval.scan import (
@@ -109,46 +108,6 @@ _INSERTS = {
 _PARSE_BATCH = 200
 Progress = Callable[[int, int], None]  # (files read, files to read)
 _Rows = dict[str, list[tuple[Any, ...]]]
-
-
-class IndexStats(Record):
-    """One update: totals of the index after it, and what this update parsed, reused, removed."""
-
-    files: int = 0
-    parsed: int = 0
-    reused: int = 0
-    removed: int = 0
-    symbols: int = 0
-    languages: dict[str, int] = Field(default_factory=dict)
-    skipped: dict[str, int] = Field(default_factory=dict)
-    syntax_errors: int = 0
-    capped: int = 0
-    seconds: float = 0.0
-
-
-class FileInfo(Record):
-    """One indexed file."""
-
-    path: str
-    language: str
-    status: str
-    size: int
-    tokens: int
-    is_test: bool
-    doc: str = ""
-
-
-class SymbolInfo(Record):
-    """One indexed definition (lines 1-based, inclusive)."""
-
-    path: str
-    name: str
-    qualname: str
-    kind: str
-    start_line: int
-    end_line: int
-    signature: str
-    doc: str = ""
 
 
 def scan_rules(config: RetrievalConfig) -> ScanRules:

@@ -7,7 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from agent.retrieval.index import FileInfo, RepoIndex
+from agent.retrieval.index import RepoIndex
+from agent.retrieval.index_records import FileInfo
 from agent.retrieval.parsing import CODE_LANGUAGES, terms
 from agent.retrieval.scan import is_test_path, test_subject
 from agent.retrieval.seeds import ResolvedSeeds

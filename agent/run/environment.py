@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agent.config.files import TestingConfig
 from agent.errors import AgentError
-from agent.git import repo as git
+from agent.git import worktrees
 from agent.git.treefiles import symlinked_folder
 from agent.models import CommandResult, EnvironmentReport, ValidationResult
 from agent.run.runtime import Runtime
@@ -149,7 +149,7 @@ def _run_setup(
 
 def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:
     """Record the ignored files the setup made; notes on what would not survive a reset."""
-    entries = git.status_entries(worktree)
+    entries = worktrees.status_entries(worktree)
     changed = [path for code, path in entries if code not in ("??", "!!")]
     untracked = [path for code, path in entries if code == "??"]
     env.tree_paths = [path.rstrip("/") for code, path in entries if code == "!!"]

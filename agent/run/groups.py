@@ -16,6 +16,7 @@ from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
 from agent.execute.groups import group_id, merged_step
 from agent.execute.prompts import last_chars
 from agent.git import repo as git
+from agent.git import worktrees
 from agent.models import (
     AttemptRecord,
     GroupOutcome,
@@ -111,7 +112,7 @@ def run_group(
         run = _failed(group, str(exc))
     _account(group, run)
     if not run.passed:
-        git.reset_clean(rc.ws.worktree, base)
+        worktrees.reset_clean(rc.ws.worktree, base)
     elif run.group.validation is not None:
         rc.reference = run.group.validation
     return run
@@ -123,7 +124,7 @@ def _rounds(group: _Group) -> GroupRun:
     redo = {p.step.id for p in group.pieces}
     for number in range(1, group.rc.config.orchestrator.max_retries_per_step + 2):
         if number > 1:  # back to the accepted state: the group is retried whole
-            git.reset_clean(group.rc.ws.worktree, group.whole.base)
+            worktrees.reset_clean(group.rc.ws.worktree, group.whole.base)
         attempt, redone, broken = _apply_pieces(group, number, failure, redo)
         group.rounds.append(GroupRound(number=number, redone=redone, attempt=attempt))
         if broken is not None:  # a piece's answer could not be used: retry that piece

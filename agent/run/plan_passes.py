@@ -11,7 +11,8 @@ from typing import Literal
 from agent.errors import AgentError, BudgetExhausted
 from agent.execute.parsers import topological_order
 from agent.execute.plan import execute_plan
-from agent.execute.prompts import PlanPassType, plan_context_room
+from agent.execute.plan_material import plan_context_room
+from agent.execute.prompts import PlanPassType
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
     AdjustmentRecord,

@@ -8,7 +8,7 @@ from typing import Literal
 from agent.config.files import SolveConfig
 from agent.errors import AgentError, Interrupted
 from agent.execute.plan import execute_plan, plan_to_artifact
-from agent.execute.prompts import plan_context_room
+from agent.execute.plan_material import plan_context_room
 from agent.llm.budget import TaskBudget
 from agent.llm.logged import LoggedLLMClient
 from agent.models import MetaPlan, PlanArtifact, Role

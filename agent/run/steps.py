@@ -14,6 +14,7 @@ from agent.gate.verdict import (
     file_of_test,
 )
 from agent.git import repo as git
+from agent.git import worktrees
 from agent.llm.budget import TaskBudget, context_room, estimate_tokens, prompt_limit
 from agent.models import (
     AttemptRecord,
@@ -59,7 +60,7 @@ def run_step(
     outcome = _attempts(st)
     outcome.usage = rc.account(st.coding, st.classifier, *st.judge_clients)
     if outcome.status != "passed":
-        git.reset_clean(rc.ws.worktree, st.base)
+        worktrees.reset_clean(rc.ws.worktree, st.base)
     elif outcome.validation is not None:
         rc.reference = outcome.validation
     return outcome
@@ -93,7 +94,7 @@ def _attempts(st: StepState) -> StepOutcome:
     try:
         for number in range(1, st.rc.config.orchestrator.max_retries_per_step + 2):
             if number > 1:  # a step starts clean: its caller committed or reset the last one
-                git.reset_clean(st.rc.ws.worktree, st.base)
+                worktrees.reset_clean(st.rc.ws.worktree, st.base)
             attempt = _attempt(st, number, failure)
             if _passed(attempt):
                 return _commit(st, attempt)

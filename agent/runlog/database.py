@@ -1,132 +1,31 @@
-"""The database under the run log: engine, migrations, column types and the Database base."""
+"""The database under the run log: its engine and the Database through which it is written.
+
+Its clock is agent.runlog.clock, its column types agent.runlog.columns, its migrations
+agent.runlog.migrate.
+"""
 
 from __future__ import annotations
 
-import json
-import re
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext, suppress
-from datetime import UTC, datetime, timedelta
-from functools import cache, cached_property
-from importlib import resources
+from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from sqlalchemy import (
-    Connection,
-    DateTime,
-    Dialect,
-    Engine,
-    Text,
-    TypeDecorator,
-    create_engine,
-    event,
-    make_url,
-    text,
-)
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import Connection, Dialect, Engine, create_engine, event, make_url
 
 from agent.errors import ConnectionLost
+from agent.runlog.clock import Clock, ServerClock, utc_now
+from agent.runlog.migrate import at_head, upgrade
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-Clock = Callable[[], datetime]
-
-_ALEMBIC_IN_USE = threading.Lock()  # alembic's `context` and `op` are process-wide proxies
 _SQLITE_WRITERS: dict[str, threading.RLock] = {}  # SQLite file → the lock its writers take
 _SQLITE_WRITERS_GUARD = threading.Lock()
-MIGRATION_LOCK = 0x63726120  # PostgreSQL advisory lock key held while migrating ("cra ")
-NAMING = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-
-def utc_now() -> datetime:
-    """The current time, timezone-aware UTC."""
-    return datetime.now(UTC)
-
-
-class ServerClock:
-    """The database server's clock, for a database that several hosts share: a heartbeat
-    stamped by one host and judged stale by another's reaper compare on one clock, whatever
-    the hosts' clocks say. The offset from this host's clock is measured (`SELECT now()`,
-    halfway through the round trip) at the first reading and every `refresh` seconds after;
-    a database that cannot answer keeps the last offset (zero before the first). `host` is
-    this host's clock, the one corrected."""
-
-    def __init__(self, engine: Engine, *, refresh: float = 300.0, host: Clock = utc_now) -> None:
-        self._engine, self._refresh, self._host = engine, refresh, host
-        self._offset = timedelta(0)
-        self._measured: float | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self) -> datetime:
-        mono = time.monotonic()
-        if self._measured is None or mono - self._measured >= self._refresh:
-            with self._lock:
-                if self._measured is None or mono - self._measured >= self._refresh:
-                    self._measure()
-        return self._host() + self._offset
-
-    def _measure(self) -> None:
-        self._measured = time.monotonic()  # a database that cannot answer is asked again later
-        try:
-            with self._engine.connect() as connection:
-                before = self._host()
-                server = connection.execute(text("SELECT now()")).scalar_one()
-                after = self._host()
-        except DBAPIError:
-            return
-        if isinstance(server, datetime) and server.tzinfo is not None:
-            self._offset = server - (before + (after - before) / 2)
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timestamp stored as UTC and read back timezone-aware on every dialect."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to the run log; use an aware UTC clock")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-class JSONText(TypeDecorator[Any]):
-    """A JSON value stored as TEXT, the same on every dialect."""
-
-    impl = Text()
-    cache_ok = True
-
-    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
-        return None if value is None else json.dumps(value)
-
-    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
-        return None if value is None else json.loads(value)
-
-
-def migrations_location() -> str:
-    """The Alembic script directory: shipped as `agent._migrations`, else the checkout's."""
-    try:
-        return str(resources.files("agent._migrations"))
-    except ModuleNotFoundError:  # an editable install made before the mapping existed
-        return str(Path(__file__).resolve().parent.parent / "migrations")
 
 
 def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -183,62 +82,6 @@ def _committing(connection: Any) -> Iterator[Any]:
     except BaseException:
         connection.rollback()
         raise
-
-
-REVISION_LINE = re.compile(r"^(down_revision|revision)\b[^=]*=(.*)$", re.MULTILINE)
-
-
-@cache
-def migration_heads() -> frozenset[str] | None:
-    """The newest revisions of the shipped migrations, read from their files without importing
-    Alembic (about a third of a second of every `cra` start); None when a file cannot be read
-    that way (then Alembic decides)."""
-    revisions: set[str] = set()
-    parents: set[str] = set()
-    for script in (Path(migrations_location()) / "versions").glob("*.py"):
-        found = dict((key, re.findall(r"[\"']([^\"']+)[\"']", value))
-                     for key, value in REVISION_LINE.findall(script.read_text()))  # fmt: skip
-        if len(found.get("revision", [])) != 1:
-            if script.name == "__init__.py":
-                continue
-            return None
-        revisions.update(found["revision"])
-        parents.update(found.get("down_revision", []))
-    return frozenset(revisions - parents) or None
-
-
-def at_head(engine: Engine) -> bool:
-    """Whether the database's schema is at the newest shipped migration (one query)."""
-    heads = migration_heads()
-    if heads is None:
-        return False
-    try:
-        with engine.connect() as connection:
-            rows = connection.exec_driver_sql("SELECT version_num FROM alembic_version")
-            return frozenset(row[0] for row in rows) == heads
-    except DBAPIError:  # no alembic_version table yet: a new database
-        return False
-
-
-def upgrade(engine: Engine) -> None:
-    """Bring the schema to the newest migration (no alembic.ini needed)."""
-    from alembic import command  # imported only when a migration may be due
-    from alembic.config import Config
-
-    config = Config()
-    config.set_main_option("script_location", migrations_location())
-    with _ALEMBIC_IN_USE, engine.begin() as connection:
-        _lock_for_migration(connection)
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
-
-
-def _lock_for_migration(connection: Connection) -> None:
-    """Serialise concurrent upgrades (workers starting together) until the transaction ends."""
-    if connection.dialect.name == "sqlite":
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-    elif connection.dialect.name == "postgresql":
-        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
 
 
 class Database:

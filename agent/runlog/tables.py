@@ -24,7 +24,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from agent.runlog.database import NAMING, JSONText, UTCDateTime
+from agent.runlog.columns import NAMING, JSONText, UTCDateTime
 
 if TYPE_CHECKING:
     from sqlalchemy.sql.elements import ColumnClause

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from agent.git import repo as git
+from agent.git import worktrees
 from agent.git.treefiles import symlink_in_the_way
 
 CACHE_FORMAT = "1"  # bump when the layout or the mounts change: old entries stop matching
@@ -56,7 +56,7 @@ def setup_key(
         digest.update(part.encode() + b"\0")
     for name in sorted(env):
         digest.update(f"{name}={env[name]}".encode() + b"\0")
-    for path, blob in sorted(git.tracked_blobs(worktree)):
+    for path, blob in sorted(worktrees.tracked_blobs(worktree)):
         if matches_input(path, inputs):
             digest.update(f"{path}\0{blob}\0".encode())
     return digest.hexdigest()[:32]

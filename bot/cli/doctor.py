@@ -22,7 +22,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from agent.console import shown_url
 from agent.doctor.checks import check_directory, check_git, check_sandbox
 from agent.doctor.report import Check, Finding, Report, fail, ok, run_checks, warn
-from agent.runlog.database import migrations_location
+from agent.runlog.migrate import migrations_location
 from agent.sandbox.base import Sandbox
 from bot.cli.startup import queue_problem, server_model_findings
 from bot.environment import unknown_settings

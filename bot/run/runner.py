@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agent.config.files import CONFIG_CANDIDATES, SolveConfig
 from agent.errors import AgentError, GitError, Interrupted
-from agent.git import remotes
+from agent.git import remotes, worktrees
 from agent.git import repo as git
 from agent.git.workspace import remove_abandoned
 from agent.interrupts import received
@@ -245,7 +245,7 @@ class _Job(RunReport):
         runtime = self.runtime(config)
         with tempfile.TemporaryDirectory(prefix="cra-plan-") as tmp:
             worktree = Path(tmp) / "tree"
-            git.add_worktree(mirror, worktree, commit=base, branch=f"cra/plan-{self.run.id}",
+            worktrees.add_worktree(mirror, worktree, commit=base, branch=f"cra/plan-{self.run.id}",
                              force=True)
             try:
                 context = self.contexts(config)(worktree)
@@ -255,7 +255,7 @@ class _Job(RunReport):
                     context.close()
             finally:
                 runtime.models.close()
-                git.remove_worktree(mirror, worktree, branch=f"cra/plan-{self.run.id}")
+                worktrees.remove_worktree(mirror, worktree, branch=f"cra/plan-{self.run.id}")
         self.finish_with_comment("succeeded", replies.plan_comment(artifact))
 
     # --- delivery ------------------------------------------------------------------------

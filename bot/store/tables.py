@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from sqlalchemy import BigInteger, Boolean, Index, Integer, MetaData, Text, false, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from agent.runlog.database import NAMING, UTCDateTime
+from agent.runlog.columns import NAMING, UTCDateTime
 
 ONE_ACTIVE_RUN = "status IN ('queued', 'running') AND command IN ('solve', 'plan')"
 ONE_BUSY_REPLY = "command = 'busy'"  # one "busy" reply per active run, however many deliveries

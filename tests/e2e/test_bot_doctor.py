@@ -12,7 +12,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from agent.runlog.database import build_engine, migrations_location
+from agent.runlog.database import build_engine
+from agent.runlog.migrate import migrations_location
 from tests.e2e.first_hour import Done, clean_env, closed_port, rsa_pem, run
 from tests.e2e.test_cra_doctor import assert_documented, lines_of
 from tests.fakes.github_server import FakeGitHub

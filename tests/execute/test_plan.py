@@ -13,7 +13,7 @@ from agent.config.files import ModelConfig
 from agent.errors import ParseError, PlanInvalid, PromptTooLarge
 from agent.execute.parsers import PassType
 from agent.execute.plan import execute_plan, plan_schema, plan_to_artifact, reask_note
-from agent.execute.prompts import REASK_NOTE_TOKENS
+from agent.execute.plan_material import REASK_NOTE_TOKENS
 from agent.llm.budget import estimate_tokens
 from agent.llm.client import HTTPChatModel
 from agent.llm.logged import LoggedLLMClient

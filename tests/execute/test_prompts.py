@@ -9,14 +9,9 @@ import pytest
 
 from agent.config.files import ModelConfig
 from agent.errors import PromptTooLarge
+from agent.execute.plan_material import ERROR_INFO_CAP_CHARS, build_plan_prompt
 from agent.execute.plan_prompts import SYSTEM_PROMPTS
-from agent.execute.prompts import (
-    DIFF_CAP_CHARS,
-    ERROR_INFO_CAP_CHARS,
-    IMPLEMENT_SYSTEM,
-    PlanPassType,
-    build_plan_prompt,
-)
+from agent.execute.prompts import DIFF_CAP_CHARS, IMPLEMENT_SYSTEM, PlanPassType
 from agent.llm.budget import estimate_prompt_tokens, estimate_tokens
 from agent.models import (
     ContextFile,

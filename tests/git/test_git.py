@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.errors import CredentialsInUrl, GitError
-from agent.git import remotes
+from agent.git import remotes, worktrees
 from agent.git import repo as git
 from tests.fakes.repos import (
     ISOLATED_GIT_ENV,
@@ -34,7 +34,7 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def worktree(project: Path, tmp_path: Path) -> Path:
-    return git.add_worktree(project, tmp_path / "wt", commit=git.head_commit(project),
+    return worktrees.add_worktree(project, tmp_path / "wt", commit=git.head_commit(project),
                             branch="cra/work")
 
 
@@ -68,7 +68,7 @@ def test_worktree_from_a_checkout_leaves_the_users_tree_index_and_head_alone(
     git_in(project, "add", "notes.txt")
     before, before_branches = snapshot(project), branches(project)
 
-    wt = git.add_worktree(project, tmp_path / "wt", commit=git.head_commit(project),
+    wt = worktrees.add_worktree(project, tmp_path / "wt", commit=git.head_commit(project),
                           branch="cra/fix-mul")
     replace_in(wt / "calc" / "ops.py", MUL_BUG, MUL_FIX)
     git.commit_all(wt, "Fix mul", author_name="cra", author_email="cra@example.com")
@@ -85,9 +85,9 @@ def test_worktree_of_an_existing_branch_is_a_git_error_unless_forced(
     base = git.head_commit(project)
     git_in(project, "branch", "taken")
     with pytest.raises(GitError, match="already exists"):
-        git.add_worktree(project, tmp_path / "wt", commit=base, branch="taken")
+        worktrees.add_worktree(project, tmp_path / "wt", commit=base, branch="taken")
 
-    git.add_worktree(project, tmp_path / "wt2", commit=base, branch="taken", force=True)
+    worktrees.add_worktree(project, tmp_path / "wt2", commit=base, branch="taken", force=True)
     assert git.current_branch(tmp_path / "wt2") == "taken"
 
 
@@ -96,7 +96,7 @@ def test_worktree_from_a_mirror_of_a_file_remote(tmp_path: Path) -> None:
     mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "mirrors" / "calc.git")
     base = git.resolve_commit(mirror, "main")
 
-    wt = git.add_worktree(mirror, tmp_path / "wt", commit=base, branch="cra/issue-1")
+    wt = worktrees.add_worktree(mirror, tmp_path / "wt", commit=base, branch="cra/issue-1")
 
     assert git.head_commit(wt) == base == git_in(remote, "rev-parse", "main").strip()
     assert (wt / "calc" / "ops.py").is_file()
@@ -109,7 +109,7 @@ def test_mirror_sync_fetches_new_commits_and_spares_branches_checked_out_in_work
     source = make_python_project(tmp_path / "source")
     remote = make_bare_remote(tmp_path, source)
     mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
-    wt = git.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
+    wt = worktrees.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
                           branch="cra/issue-1")
     (wt / "new.txt").write_text("work in progress\n")
     ours = git.commit_all(wt, "WIP", author_name="cra", author_email="cra@example.com")
@@ -126,7 +126,7 @@ def test_push_branch_from_a_mirror_worktree_pushes_only_that_branch(tmp_path: Pa
     remote = make_bare_remote(tmp_path)
     before = git_in(remote, "for-each-ref")
     mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
-    wt = git.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
+    wt = worktrees.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
                           branch="cra/issue-7")
     (wt / "new.txt").write_text("fix\n")
     sha = git.commit_all(wt, "Fix", author_name="cra", author_email="cra@example.com")
@@ -145,7 +145,7 @@ def _pushed_twice(tmp_path: Path) -> tuple[Path, Path]:
     """A remote and a mirror worktree on cra/issue-7 with a commit to push."""
     remote = make_bare_remote(tmp_path)
     mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
-    wt = git.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
+    wt = worktrees.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
                           branch="cra/issue-7")
     (wt / "new.txt").write_text("fix\n")
     git.commit_all(wt, "Fix", author_name="cra", author_email="cra@example.com")
@@ -257,7 +257,7 @@ def test_reset_clean_removes_untracked_files_but_keeps_ignored_ones(worktree: Pa
     (worktree / ".venv").mkdir()
     (worktree / ".venv" / "marker").write_text("keep me\n")
 
-    git.reset_clean(worktree, base)
+    worktrees.reset_clean(worktree, base)
 
     assert MUL_BUG in (worktree / "calc" / "ops.py").read_text()
     assert not (worktree / "scratch.py").exists()
@@ -269,12 +269,12 @@ def test_remove_worktree_deletes_the_dir_and_only_a_named_branch(
     project: Path, tmp_path: Path
 ) -> None:
     base = git.head_commit(project)
-    kept = git.add_worktree(project, tmp_path / "kept", commit=base, branch="cra/kept")
-    gone = git.add_worktree(project, tmp_path / "gone", commit=base, branch="cra/gone")
+    kept = worktrees.add_worktree(project, tmp_path / "kept", commit=base, branch="cra/kept")
+    gone = worktrees.add_worktree(project, tmp_path / "gone", commit=base, branch="cra/gone")
     (kept / "dirty.txt").write_text("uncommitted\n")
 
-    git.remove_worktree(project, kept)
-    git.remove_worktree(project, gone, branch="cra/gone")
+    worktrees.remove_worktree(project, kept)
+    worktrees.remove_worktree(project, gone, branch="cra/gone")
 
     assert not kept.exists() and not gone.exists()
     assert git.branch_exists(project, "cra/kept")
@@ -286,14 +286,14 @@ def test_prune_worktrees_forgets_vanished_ones_and_deletes_stale_dirs(tmp_path: 
     mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "old.git")
     parent = tmp_path / "worktrees"
     base = git.resolve_commit(mirror, "main")
-    live = git.add_worktree(mirror, parent / "live", commit=base, branch="live")
-    vanished = git.add_worktree(mirror, parent / "vanished", commit=base, branch="vanished")
-    orphan = git.add_worktree(mirror, parent / "orphan", commit=base, branch="orphan")
+    live = worktrees.add_worktree(mirror, parent / "live", commit=base, branch="live")
+    vanished = worktrees.add_worktree(mirror, parent / "vanished", commit=base, branch="vanished")
+    orphan = worktrees.add_worktree(mirror, parent / "orphan", commit=base, branch="orphan")
     (parent / "unrelated").mkdir()
     shutil.rmtree(vanished)
     (mirror / "worktrees" / "orphan").rename(tmp_path / "admin-moved-away")
 
-    removed = git.prune_worktrees(mirror, parent)
+    removed = worktrees.prune_worktrees(mirror, parent)
 
     assert removed == [orphan]
     assert live.is_dir() and (parent / "unrelated").is_dir() and not orphan.exists()
@@ -482,7 +482,7 @@ def test_git_error_carries_argv_exit_code_and_stderr(project: Path) -> None:
 
 def test_a_ref_that_looks_like_an_option_is_refused(project: Path, tmp_path: Path) -> None:
     with pytest.raises(GitError, match="invalid"):
-        git.add_worktree(project, tmp_path / "wt", commit="--orphan", branch="x")
+        worktrees.add_worktree(project, tmp_path / "wt", commit="--orphan", branch="x")
     with pytest.raises(GitError, match="invalid"):
         git.resolve_commit(project, "--all")
 
@@ -544,6 +544,6 @@ def test_crlf_and_lone_cr_survive_a_diff_and_its_apply(project: Path, tmp_path: 
     head = git.head_commit(project)
     assert git.read_file(project, head, "data.toml") == 'a = 1\r\nb = "x\rin"\r\n'
     diff = git.diff(project, base, head)
-    tree = git.add_worktree(project, tmp_path / "wt", commit=base, branch="cra/crlf")
+    tree = worktrees.add_worktree(project, tmp_path / "wt", commit=base, branch="cra/crlf")
     git.apply_diff(tree, diff)
     assert (tree / "data.toml").read_bytes() == b'a = 1\r\nb = "x\rin"\r\n'

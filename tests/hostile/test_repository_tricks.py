@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.git import repo as git
+from agent.git import worktrees
 from agent.git.workspace import close_workspace, open_workspace, scratch_tree
 from agent.sandbox.commands import run_command
 from tests.fakes.probes import PATH, MakeBwrap
@@ -58,7 +59,7 @@ def test_attack_repointing_the_worktrees_git_at_a_hostile_git_dir_is_refused(
     assert refused == ["rewrite refused", "removal refused", "move refused"]
     assert (tree / ".git").read_text() == admin
     (tree / "calc" / "ops.py").write_text("# changed\n")
-    git.status_entries(tree), git.diff(tree, "HEAD"), git.reset_clean(tree, "HEAD")
+    worktrees.status_entries(tree), git.diff(tree, "HEAD"), worktrees.reset_clean(tree, "HEAD")
     assert not marker.exists()
 
 
@@ -88,9 +89,9 @@ def test_attack_submodule_repointed_at_a_hostile_git_dir_never_runs_its_filter(
 
     assert result.exit_code == 0, result.output
     assert "calc/ops.py" in git.diff(tree, ws.base)  # the worktree's diff, via `git add --all`
-    git.status_entries(tree), git.diff_stats(tree, ws.base)
+    worktrees.status_entries(tree), git.diff_stats(tree, ws.base)
     git.commit_all(tree, "all", author_name="a", author_email="a@example.com")
-    git.reset_clean(tree, ws.base)
+    worktrees.reset_clean(tree, ws.base)
     assert not marker.exists()
 
 
@@ -149,13 +150,13 @@ def test_attack_repository_hooks_never_run(tmp_path: Path) -> None:
     for name in names:
         (hooks / name).write_text(f"#!/bin/sh\ntouch {marks}/{name}\n")
         (hooks / name).chmod(0o755)
-    worktree = git.add_worktree(project, tmp_path / "wt", commit=git.head_commit(project),
+    worktree = worktrees.add_worktree(project, tmp_path / "wt", commit=git.head_commit(project),
                                 branch=git.unique_branch(project, "cra/hooks"))
     ops = worktree / "calc" / "ops.py"
     ops.write_text(ops.read_text().replace(MUL_BUG, MUL_FIX))
     assert git.commit_all(worktree, "Fix", author_name="a", author_email="a@x") is not None
-    git.reset_clean(worktree, git.head_commit(project))
-    git.remove_worktree(project, worktree)
+    worktrees.reset_clean(worktree, git.head_commit(project))
+    worktrees.remove_worktree(project, worktree)
     git.delete_branch(project, "cra/hooks")
 
     assert sorted(p.name for p in marks.iterdir()) == []

@@ -16,10 +16,10 @@ from agent.llm.client import (
     RETRY_AFTER_CAP_S,
     HTTPChatModel,
     backoff_delay,
-    chat_url,
     parse_retry_after,
 )
 from agent.llm.thinking import strip_thinking
+from agent.llm.wire import chat_url
 from tests.fakes.model_server import (
     Reply,
     ScriptedModelServer,

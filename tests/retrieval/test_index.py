@@ -8,6 +8,7 @@ from pathlib import Path
 from agent.cli.main import main
 from agent.config.files import RetrievalConfig
 from agent.git import repo as git
+from agent.git import worktrees
 from agent.retrieval.index import RepoIndex, default_index_path
 from tests.fakes.repos import git_in, write_files
 from tests.retrieval.conftest import SHOP_FILES, commit_all, make_repo
@@ -131,7 +132,7 @@ def test_changed_skip_rules_rebuild_the_index(shop: Path, tmp_path: Path) -> Non
 
 
 def test_worktrees_of_one_repository_share_an_index_file(shop: Path, tmp_path: Path) -> None:
-    worktree = git.add_worktree(shop, tmp_path / "wt", commit=git.head_commit(shop),
+    worktree = worktrees.add_worktree(shop, tmp_path / "wt", commit=git.head_commit(shop),
                                 branch="cra/x")
     data = tmp_path / "data"
     assert default_index_path(data, worktree) == default_index_path(data, shop)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine
 
-from agent.runlog import database
+from agent.runlog.clock import ServerClock, utc_now
 from agent.runlog.database import writer_lock
 from bot.store.runs import BotStore
 from tests.bot.store.test_store import trigger
@@ -51,7 +51,7 @@ def test_the_heads_read_from_the_migration_files_are_alembics() -> None:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from agent.runlog.database import migration_heads, migrations_location
+    from agent.runlog.migrate import migration_heads, migrations_location
 
     config = Config()
     config.set_main_option("script_location", migrations_location())
@@ -69,7 +69,8 @@ def test_a_database_at_the_newest_migration_opens_without_alembic(tmp_path: Path
 
 
 def test_a_database_behind_the_newest_migration_is_upgraded(tmp_path: Path) -> None:
-    from agent.runlog.database import at_head, build_engine
+    from agent.runlog.database import build_engine
+    from agent.runlog.migrate import at_head
 
     url = f"sqlite:///{tmp_path / 'cra.db'}"
     BotStore.open(url).close()
@@ -142,14 +143,14 @@ def test_a_raw_transaction_after_raw_statements_is_still_all_or_nothing(store: B
 
 def slow_clock() -> datetime:
     """The clock of a host 3 minutes behind."""
-    return database.utc_now() - timedelta(minutes=3)
+    return utc_now() - timedelta(minutes=3)
 
 
 @pytest.mark.postgres
 def test_a_server_database_keeps_time_on_the_servers_clock(request: pytest.FixtureRequest) -> None:
     """A host whose clock is 3 minutes slow stamps heartbeats on the database's clock: another
     host's reaper would otherwise take its live run for dead."""
-    real = database.utc_now
+    real = utc_now
     for url in postgres_schema_url(request.getfixturevalue("postgres_url")):
         with BotStore.open(url, host_clock=slow_clock) as store:
             assert abs(store.now() - real()) < timedelta(seconds=5)
@@ -162,8 +163,8 @@ def test_a_server_database_keeps_time_on_the_servers_clock(request: pytest.Fixtu
 
 def test_a_server_clock_that_cannot_reach_its_database_keeps_the_hosts_time() -> None:
     engine = create_engine("postgresql+psycopg://u@127.0.0.1:1/none")
-    clock = database.ServerClock(engine)
-    assert abs(clock() - database.utc_now()) < timedelta(seconds=5)
+    clock = ServerClock(engine)
+    assert abs(clock() - utc_now()) < timedelta(seconds=5)
     engine.dispose()
 
 

@@ -9,7 +9,8 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import text
 
-from agent.runlog.database import build_engine, migrations_location
+from agent.runlog.database import build_engine
+from agent.runlog.migrate import migrations_location
 
 
 def test_repeated_busy_replies_are_kept_as_busy_repeat(tmp_path: Path) -> None:

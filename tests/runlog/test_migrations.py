@@ -21,7 +21,8 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, inspect
 
-from agent.runlog.database import build_engine, migrations_location, upgrade
+from agent.runlog.database import build_engine
+from agent.runlog.migrate import migrations_location, upgrade
 from agent.runlog.store import RunLog
 from agent.runlog.tables import Base
 from bot.store.tables import BotBase

@@ -14,7 +14,7 @@ import responses
 
 from agent.errors import GitError
 from agent.git.remotes import mirror_sync, push_branch
-from agent.git.repo import add_worktree
+from agent.git.worktrees import add_worktree
 from bot.errors import GitHubError, NotFound, PermissionDenied
 from bot.github.api import GitHubAPI, IssueInfo, PullInfo, RunAccess
 from bot.github.tokens import AppTokens, StaticToken

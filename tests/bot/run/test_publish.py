@@ -11,7 +11,7 @@ import pytest
 
 from agent.errors import GitError
 from agent.git.remotes import mirror_sync, push_rejection
-from agent.git.repo import add_worktree
+from agent.git.worktrees import add_worktree
 from bot.github.api import GitHubAPI
 from bot.github.tokens import StaticToken
 from bot.run import publish

@@ -1,0 +1,162 @@
+"""Validation: commands run, test reports, the gate's verdict and failure signals."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from agent.models.base import Record
+
+
+class CommandResult(Record):
+    """One command run in the worktree: exit code, capped output, timing."""
+
+    command: str
+    exit_code: int | None
+    output: str
+    timed_out: bool = False
+    duration_ms: int = 0
+    truncated: bool = False
+
+
+TestOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+
+
+class TestCounts(Record):
+    """Tests of one run by outcome."""
+
+    __test__ = False  # not a pytest class
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+
+    @property
+    def collected(self) -> int:
+        """Every test the runner reported, whatever its outcome."""
+        return (self.passed + self.failed + self.errors + self.skipped + self.xfailed
+                + self.xpassed)
+
+    @property
+    def not_run(self) -> int:
+        """Tests reported but not run to a verdict: skipped or expected to fail."""
+        return self.skipped + self.xfailed
+
+
+class TestReport(Record):
+    """What a test run said about its tests, and where cra read it.
+
+    `source`: "junit" (pytest's XML report), "summary" (a runner's summary line), "names" (every
+    test listed with its outcome) or "none" (the runner was not recognised: only the exit code
+    counts). `outcomes` maps test ids to outcomes, as far as the source names them.
+    `incomplete` says why the output shows the runner stopped before running every test (plain
+    `cargo test` stopping at its first failing test target, a TAP `Bail out!` or unmet plan):
+    the counts and outcomes then miss the tests that did not run. None: it ran to its end, as
+    far as the output shows.
+    """
+
+    __test__ = False  # not a pytest class
+
+    source: Literal["junit", "summary", "names", "none"] = "none"
+    runner: str | None = None
+    counts: TestCounts | None = None
+    outcomes: dict[str, TestOutcome] = Field(default_factory=dict)
+    incomplete: str | None = None
+
+    @property
+    def reported(self) -> bool:
+        """True when the runner reported its results (counts are known)."""
+        return self.counts is not None
+
+
+class ValidationResult(Record):
+    """Test (the gate), lint and type-check outcome of one attempt."""
+
+    success: bool
+    test_output: str | None = None
+    lint_output: str | None = None
+    type_check_output: str | None = None
+    failing_tests: list[str] = Field(default_factory=list)
+    passing_tests: list[str] = Field(default_factory=list)
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_ms: int = 0
+    report: TestReport = Field(default_factory=TestReport)
+    timeout_s: float | None = None
+
+    @field_validator("report", mode="before")
+    @classmethod
+    def _no_report(cls, value: object) -> object:
+        """A validation recorded before reports were kept has none."""
+        return TestReport() if value is None else value
+
+
+class GateVerdict(Record):
+    """Whether a test run passes the gate; why not; which declared test changes it allowed."""
+
+    passed: bool
+    problems: list[str] = Field(default_factory=list)
+    changed_tests: list[str] = Field(default_factory=list)
+    original_rerun: bool = False  # the base commit's test files were also run
+    weakened: bool = False  # a problem is with the tests themselves (gone, skipped, silenced)
+
+
+class TestChange(Record):
+    """Existing tests a step changed, declared by its plan and asked for by the task: shown in
+    the pull request, never hidden."""
+
+    __test__ = False  # not a pytest class
+
+    path: str
+    tests: list[str] = Field(default_factory=list)
+    diff: str = ""
+    reason: str = ""
+    step: str = ""
+
+
+class EnvironmentReport(Record):
+    """Where a run's repository commands ran, and how its setup step went."""
+
+    sandbox: Literal["bwrap", "none"]
+    isolated: bool
+    setup: Literal["none", "ran", "cached", "failed"] = "none"
+    cache_key: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class BaselineComparison(Record):
+    """How a validation differs from the baseline run before any edit."""
+
+    newly_failing: list[str] = Field(default_factory=list)
+    newly_passing: list[str] = Field(default_factory=list)
+    still_failing: list[str] = Field(default_factory=list)
+
+
+class DiffStats(Record):
+    """The size of a diff: files changed, lines inserted and deleted."""
+
+    files_changed: int = 0
+    insertions: int = 0
+    deletions: int = 0
+    files: list[str] = Field(default_factory=list)
+
+
+class FailureSignal(Record):
+    """A single categorised failure extracted from a step result."""
+
+    category: Literal["compile_error", "test_failure", "patch_failure", "runtime_error", "unknown"]
+    message: str
+    source: str
+
+
+class AdjustmentVerdicts(Record):
+    """Aggregated yes/no verdicts of the decomposed adjustment."""
+
+    step_viability: dict[str, bool]
+    root_causes: dict[str, list[int]]
+    new_steps_needed: list[int]
+    failure_signals: list[FailureSignal]
