@@ -21,7 +21,7 @@ def migrations_location() -> str:
     try:
         return str(resources.files("agent._migrations"))
     except ModuleNotFoundError:  # an editable install made before the mapping existed
-        return str(Path(__file__).resolve().parent.parent / "migrations")
+        return str(Path(__file__).resolve().parents[2] / "migrations")
 
 
 REVISION_LINE = re.compile(r"^(down_revision|revision)\b[^=]*=(.*)$", re.MULTILINE)
