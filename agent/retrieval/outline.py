@@ -2,7 +2,9 @@
 
 An outline keeps the file's own lines (module-level code, class headers, chosen bodies) and
 replaces what it leaves out with a line holding only `⋮`, so every shown line is exact text
-the implementer can quote in a search block.
+the implementer can quote in a search block. A body shown full keeps the few lines bordering it
+(the tail of the definition before, the head of the one after), as a diff's context does, so an
+edit at a body's edge can be anchored on what stands around it.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ from agent.retrieval.symbols import Symbol
 
 MARK = "⋮"
 MAX_SHOWN_DOCSTRING_LINES = 6
+BORDER_LINES = 3  # git's context lines around a change
 _INDENT = re.compile(r"^[ \t]*")
 
 
 def render_outline(text: str, symbols: Sequence[Symbol], details: Mapping[str, SymbolDetail],
-                   default: SymbolDetail = "signature", *, fold_containers: bool = False) -> str:
+                   default: SymbolDetail = "signature", *, fold_containers: bool = False,
+                   borders: bool = True) -> str:
     """`text` with each definition shown full, as its signature, or omitted (by qualname).
     `fold_containers`: a class shown as its signature is its header and docstring's first
-    lines, like a function, not its members and attributes — the file's headlines."""
+    lines, like a function, not its members and attributes — the file's headlines.
+    `borders`: a full body keeps the lines bordering it (BORDER_LINES each side)."""
     lines = text.splitlines()
     children: dict[str | None, list[Symbol]] = defaultdict(list)
     for symbol in sorted(symbols, key=lambda s: (s.start, -s.end)):
@@ -34,7 +39,39 @@ def render_outline(text: str, symbols: Sequence[Symbol], details: Mapping[str, S
     if fold_containers:
         children = defaultdict(list, {None: children[None]})
     renderer = _Renderer(lines, children, details, default)
-    return "\n".join(_collapse(renderer.region(1, len(lines), children[None])))
+    shown = renderer.region(1, len(lines), children[None])
+    full = renderer.full if borders else []
+    return "\n".join(_collapse(_with_borders(shown, lines, full)))
+
+
+# A rendered line: its text and, for a marker, the span (1-based, inclusive) of the lines it hides.
+_Line = tuple[str, tuple[int, int] | None]
+
+
+def _with_borders(shown: list[_Line], lines: list[str], full: list[tuple[int, int]]) -> list[str]:
+    """The rendered lines, with the lines of a hidden span that border a body shown full
+    (BORDER_LINES above its start, below its end) taken out of the marker and shown."""
+    near: set[int] = set()
+    for start, end in full:
+        near.update(range(start - BORDER_LINES, start))
+        near.update(range(end + 1, end + 1 + BORDER_LINES))
+    out: list[str] = []
+    for text, span in shown:
+        if span is None:
+            out.append(text)
+            continue
+        first, last = span
+        head = first
+        while head <= last and head in near:
+            head += 1
+        tail = last
+        while tail >= head and tail in near:
+            tail -= 1
+        out += lines[first - 1 : head - 1]
+        if head <= tail:
+            out.append(text)
+        out += lines[tail : last]
+    return out
 
 
 class _Renderer:
@@ -46,35 +83,43 @@ class _Renderer:
         self.children = children
         self.details = details
         self.default = default
+        self.full: list[tuple[int, int]] = []  # the spans of the bodies shown full
 
-    def region(self, first: int, last: int, nodes: Sequence[Symbol]) -> list[str]:
+    def kept(self, first: int, last: int) -> list[_Line]:
+        """Lines `first`..`last` (1-based, inclusive) as they stand."""
+        return [(line, None) for line in self.lines[first - 1 : last]]
+
+    def region(self, first: int, last: int, nodes: Sequence[Symbol]) -> list[_Line]:
         """Lines `first`..`last` (1-based, inclusive), with `nodes` rendered by their detail."""
-        out: list[str] = []
+        out: list[_Line] = []
         cursor = first
         for node in nodes:
             if node.start < cursor or node.end > last:
                 continue  # overlapping spans: the first one wins
-            out += self.lines[cursor - 1 : node.start - 1]
+            out += self.kept(cursor, node.start - 1)
             out += self.node(node)
             cursor = node.end + 1
-        return out + self.lines[cursor - 1 : last]
+        return out + self.kept(cursor, last)
 
-    def node(self, node: Symbol) -> list[str]:
+    def node(self, node: Symbol) -> list[_Line]:
         """One definition at its effective detail."""
         detail = self.detail(node)
         if detail == "full":
-            return self.lines[node.start - 1 : node.end]
+            self.full.append((node.start, node.end))
+            return self.kept(node.start, node.end)
         if detail == "omitted":
-            return [self.indent(node.start) + MARK]
-        header = self.lines[node.start - 1 : node.header_end]
+            return [(self.indent(node.start) + MARK, (node.start, node.end))]
+        header_end = node.header_end
         kids = self.children.get(node.qualname, [])
         if kids and node.kind in CONTAINER_KINDS:
-            return header + self.region(node.header_end + 1, node.end, kids)
+            return self.kept(node.start, header_end) + self.region(header_end + 1, node.end, kids)
         body_indent = self.body_indent(node)
-        shown_doc = node.doc_end - node.header_end
-        if node.doc_end and shown_doc <= MAX_SHOWN_DOCSTRING_LINES:
-            header = self.lines[node.start - 1 : node.doc_end]
-        return [*header, body_indent + MARK] if node.end > len(header) + node.start - 1 else header
+        if node.doc_end and node.doc_end - header_end <= MAX_SHOWN_DOCSTRING_LINES:
+            header_end = node.doc_end
+        header = self.kept(node.start, header_end)
+        if node.end > header_end:
+            return [*header, (body_indent + MARK, (header_end + 1, node.end))]
+        return header
 
     def detail(self, node: Symbol) -> SymbolDetail:
         """The chosen detail; an omitted container with a visible member shows its signature."""

@@ -121,18 +121,18 @@ def forms(entry: Entry, *, whole_file_tokens: int, seed_symbols: Sequence[str]) 
         candidates.append(whole)
     for named in [seeds, lean] if lean != seeds else [seeds]:
         if entry.details is not None:
-            candidates.append(_outline(entry, {**chosen, **named}))
+            candidates += _outlines(entry, {**chosen, **named})
             if bodies or named:  # the chosen bodies alone, when the rest's signatures do not fit
-                candidates.append(_outline(entry, {**bodies, **named}, default="omitted"))
-        candidates.append(_outline(entry, {**lighter, **named}))
+                candidates += _outlines(entry, {**bodies, **named}, default="omitted")
+        candidates += _outlines(entry, {**lighter, **named})
     if not entry.seed and parents and not parents.intersection(
             s.parent for s in entry.symbols if s.qualname in lean):
-        candidates.append(_outline(entry, {**{s.qualname: "omitted" for s in entry.symbols
-                                              if s.parent}, **lean}, fold=True))
+        candidates += _outlines(entry, {**{s.qualname: "omitted" for s in entry.symbols
+                                           if s.parent}, **lean}, fold=True)
     if entry.seed or seeds:  # a skeleton of anything else says too little to be worth it
         for named in [seeds, lean] if lean != seeds else [seeds]:
-            skeleton = _outline(entry, named, default="omitted")
-            candidates.append(replace(skeleton, last_resort=not named))
+            candidates += [replace(skeleton, last_resort=not named)
+                           for skeleton in _outlines(entry, named, default="omitted")]
     unique: dict[str, Form] = {}
     for form in candidates:
         unique.setdefault(form.content, form)
@@ -144,13 +144,16 @@ def _lighter(detail: SymbolDetail) -> SymbolDetail:
     return "signature" if detail == "full" else detail
 
 
-def _outline(entry: Entry, details: dict[str, SymbolDetail],
-             default: SymbolDetail = "signature", *, fold: bool = False) -> Form:
-    """An outline form; the recorded details cover every definition of the file. `fold`: its
-    headlines only (classes folded like functions), for a file whose outline is too long."""
-    content = render_outline(entry.text, entry.symbols, details, default, fold_containers=fold)
+def _outlines(entry: Entry, details: dict[str, SymbolDetail],
+              default: SymbolDetail = "signature", *, fold: bool = False) -> list[Form]:
+    """An outline form with the lines bordering its full bodies, then the same without them;
+    the recorded details cover every definition of the file. `fold`: its headlines only
+    (classes folded like functions), for a file whose outline is too long."""
     shown = tuple((s.qualname, details.get(s.qualname, default)) for s in entry.symbols)
-    return Form("outline", content, tuple(dict(shown).items()))
+    recorded = tuple(dict(shown).items())
+    return [Form("outline", render_outline(entry.text, entry.symbols, details, default,
+                                           fold_containers=fold, borders=borders), recorded)
+            for borders in (True, False)]
 
 
 def cut_short(entry: Entry, room: int, text: str) -> ContextFile | None:

@@ -44,10 +44,25 @@ def test_an_omitted_class_with_a_shown_method_keeps_its_header() -> None:
 
 def test_go_outline_shows_signatures() -> None:
     pytest.importorskip("tree_sitter_go")
-    text = outline(GO_SOURCE, "health.go", NewServer="full")
+    text = outline(GO_SOURCE, "health.go")
     assert "func (s *Server) Health() bool {\n\t" + MARK in text
-    assert "return &Server{}" in text
-    assert "return s.ready" not in text
+    assert "func NewServer() *Server {\n\t" + MARK in text
+    assert "return s.ready" not in text and "return &Server{}" not in text
+
+
+def test_a_full_body_keeps_the_lines_bordering_it_as_a_diff_context_does() -> None:
+    def function(name: str) -> str:
+        return f"def {name}(x):\n" + "".join(f"    x = x + {n}  # {name}\n" for n in range(8))
+    source = "\n".join(function(name) for name in ("before", "chosen", "after"))
+    text = outline(source, chosen="full")
+    # three lines each side: before's last two and the blank line; the blank line, after's
+    # header and its first line
+    assert f"    {MARK}\n    x = x + 6  # before\n    x = x + 7  # before\n\n{function('chosen')}"\
+           f"\ndef after(x):\n    x = x + 0  # after\n    {MARK}" in text
+    assert "x = x + 5  # before" not in text and "x = x + 1  # after" not in text
+    plain = render_outline(source, parse_source("m.py", source).symbols, {"chosen": "full"},
+                           borders=False)
+    assert "# before" not in plain and "# after" not in plain and function("chosen") in plain
 
 
 def test_truncate_says_how_many_lines_it_left_out() -> None:
@@ -97,4 +112,4 @@ def test_a_named_class_too_large_to_show_is_shown_by_its_named_member() -> None:
                            seed_symbols=["Big", "method_7"])
     assert dropped == []
     assert "    def method_7(self, value: int) -> int:\n        return value + 7" in file.content
-    assert file.content.startswith("class Big:") and "method_8" not in file.content
+    assert file.content.startswith("class Big:") and "method_9" not in file.content
