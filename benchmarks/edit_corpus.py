@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.edits import Case
+from benchmarks.edit_case import Case
 
 SKIP_PARTS = {"test", "tests", "site-packages", "idlelib", "lib2to3", "__pycache__"}
 FORBIDDEN = ("```", "<edit", "</search>", "<search>", "</replacement>", "<replacement>")

@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from agent.errors import ParseError, PatchRejected
 from agent.execute.parsers import parse_implement_response
 from agent.execute.patch import apply_edits, replace_once
+from benchmarks.edit_case import Case
 
 CORPUS = Path(__file__).resolve().parent / "data" / "edits"
 Outcome = Literal["applied_correctly", "rejected_correctly", "missed", "wrong_application"]
@@ -33,24 +32,6 @@ OUTCOMES: tuple[Outcome, ...] = (
     "applied_correctly", "rejected_correctly", "missed", "wrong_application",
 )
 Snapshot = dict[str, bytes | str]
-
-
-class Case(BaseModel):
-    """One corpus case: a repository, a model answer and what must come of it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    shape: str
-    description: str = ""
-    files: dict[str, str] = Field(default_factory=dict)
-    binary_files: dict[str, str] = Field(default_factory=dict)  # base64
-    symlinks: dict[str, str] = Field(default_factory=dict)  # link path -> target
-    outside_files: dict[str, str] = Field(default_factory=dict)  # beside the repository
-    answer: str
-    expect: Literal["apply", "reject"]
-    expected_files: dict[str, str] = Field(default_factory=dict)
-    reason: str = ""  # a substring of the expected rejection reason
 
 
 @dataclass(frozen=True)
