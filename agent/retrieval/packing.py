@@ -146,14 +146,16 @@ def _lighter(detail: SymbolDetail) -> SymbolDetail:
 
 def _outlines(entry: Entry, details: dict[str, SymbolDetail],
               default: SymbolDetail = "signature", *, fold: bool = False) -> list[Form]:
-    """An outline form with the lines bordering its full bodies, then the same without them;
+    """An outline form with the lines bordering its full bodies, then the same without them
+    (one form where no body is full: borders would change nothing);
     the recorded details cover every definition of the file. `fold`: its headlines only
     (classes folded like functions), for a file whose outline is too long."""
     shown = tuple((s.qualname, details.get(s.qualname, default)) for s in entry.symbols)
     recorded = tuple(dict(shown).items())
+    bordered = (True, False) if "full" in (default, *details.values()) else (False,)
     return [Form("outline", render_outline(entry.text, entry.symbols, details, default,
                                            fold_containers=fold, borders=borders), recorded)
-            for borders in (True, False)]
+            for borders in bordered]
 
 
 def cut_short(entry: Entry, room: int, text: str) -> ContextFile | None:
