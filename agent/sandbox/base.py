@@ -144,6 +144,24 @@ class Launch:
             else:
                 signal.pidfd_send_signal(self._init, signal.SIGKILL)
 
+    def end_init(self, wait: float) -> None:
+        """SIGKILL the sandbox's init once the command is over, and wait up to `wait` seconds
+        until it has ended: bwrap reports the command's exit before its init has ended, and
+        what the command left running inside dies only with that init."""
+        self.kill_init()
+        if self._init is None:
+            return
+        deadline = time.monotonic() + wait
+        if not self._init_is_pid:  # a pidfd turns readable once its process has ended
+            select.select([self._init], [], [], wait)
+            return
+        while time.monotonic() < deadline:
+            try:
+                os.kill(self._init, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.01)
+
     def release(self) -> None:
         """Close what the launch still holds (once the command is over)."""
         if self.info_fd is not None:

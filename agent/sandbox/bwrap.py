@@ -107,7 +107,7 @@ class BwrapSandbox:
                             allowed=self.allow_addresses, fence=self.fence)
         # bwrap reports its child (the sandbox's init) there: a signal that ends cra while the
         # sandbox starts must reach that child too, which is in a session of its own and binds
-        # its life to bwrap's only once set up (agent.gate.validation kills it by this pid).
+        # its life to bwrap's only once set up (agent.sandbox.commands kills it by this pid).
         info_read, info_write = os.pipe()
         argv = [self.tools.bwrap,
                 *self._namespaces(shared_network=network and not linked),

@@ -126,6 +126,7 @@ def _stop_group(proc: subprocess.Popen[bytes], reader: threading.Thread, grace: 
         _kill(proc, launch)
         reader.join(grace)
     proc.wait()
+    launch.end_init(grace)
     return not reader.is_alive()
 
 
@@ -181,6 +182,7 @@ def _wait(
         reader.join(grace)
         if not reader.is_alive():
             _signal_group(proc.pid, signal.SIGTERM)  # daemons that closed their output
+            launch.end_init(grace)  # and, in a sandbox, all it left running inside
             return exit_code, notes
         notes.append("[cra] stopped processes the command left running")
     if not _stop_group(proc, reader, grace, launch):
