@@ -8,10 +8,11 @@ the harness absorbs.
 
 `oracle:context` answers only from what each prompt shows: a plan names only the fix's files
 whose path or code the prompt shows (else the shown file closest to them), an edit is written
-only for a hunk whose lines the implement prompt shows (else it asks for the file once, then
-gives up), and a retrieval question is answered yes only about a file of the fix or a definition
-it changes. Its rate is the ceiling the clean room puts on any model; its gap to the plain
-oracle's is what retrieval loses. It combines with a noise mode: `oracle:context+edits@0.3`.
+only for a hunk whose changed lines the implement prompt shows in its file, anchored on the
+lines of git's context shown beside them (else it asks for the file once, then gives up), and a
+retrieval question is answered yes only about a file of the fix or a definition it changes. Its
+rate is the ceiling the clean room puts on any model; its gap to the plain oracle's is what
+retrieval loses. It combines with a noise mode: `oracle:context+edits@0.3`.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from agent.bench.sight import (
     closest,
     file_shown,
     honest_yes,
-    hunk_shown,
     shown_files,
+    writable,
 )
 from agent.bench.tasks import BenchTask
 from agent.config.files import ModelConfig
@@ -200,10 +201,11 @@ class OracleModel:
         file = next((f for f in self.files if f"Files: {f.path}" in user), None)
         if file is None:  # a step on a file the fix does not change: nothing to write
             return CANNOT_SEE
-        shown = [h for h in file.hunks if hunk_shown(user, h)]
+        before = self.before.get(file.path, "")
+        shown = [h for h in (writable(user, file.path, before, h) for h in file.hunks) if h]
         if shown:
             visible = FilePatch(path=file.path, new_file=file.new_file, hunks=shown)
-            return oracle_edits(self.before.get(file.path, ""), visible)
+            return oracle_edits(before, visible)
         return CANNOT_SEE if refined else f"<need_context>{file.path}</need_context>"
 
     def _spoil(self, kind: str, text: str) -> str:

@@ -14,6 +14,8 @@ from agent.retrieval.parsing import parse_source
 _FILE_BLOCK = re.compile(r'<file path="([^"]+)"')
 _SCOPE_FILE = re.compile(r"^File: (\S+) \(", re.M)
 _PRECISION_SYMBOL = re.compile(r"(?:^Is|full body of) `([\w.]+)`", re.M)
+# a hunk: its first line before the fix, its lines before (git's context with them), after
+Hunk = tuple[int, list[str], list[str]]
 
 
 def shown_files(prompt: str) -> list[str]:
@@ -21,16 +23,49 @@ def shown_files(prompt: str) -> list[str]:
     return list(dict.fromkeys(_FILE_BLOCK.findall(prompt)))
 
 
-def old_text(hunk: tuple[int, list[str], list[str]]) -> str:
+def old_text(hunk: Hunk) -> str:
     """A hunk's lines before the fix, as one block."""
     return "\n".join(hunk[1]).strip("\n")
 
 
-def hunk_shown(prompt: str, hunk: tuple[int, list[str], list[str]]) -> bool:
+def hunk_shown(prompt: str, hunk: Hunk) -> bool:
     """Whether every line a hunk changes or keeps around its change stands in the prompt, in
     order (a hunk of a new file has nothing to see)."""
     text = old_text(hunk)
     return not text or text in prompt
+
+
+def writable(prompt: str, path: str, before: str, hunk: Hunk) -> Hunk | None:
+    """The part of a hunk a model shown `prompt` can write as an edit: the whole hunk when its
+    old lines stand in the prompt (hunk_shown); else the widest run of them, shown in the
+    file's own blocks and found once in the file, that still holds every line the hunk removes
+    — or, for a hunk that only adds lines, that borders the place it adds them. Git's three
+    lines of context are the diff's, not the fix's: a model anchors its edit on whichever of
+    them it is shown. None when the prompt shows no such run."""
+    start, old, new = hunk
+    if hunk_shown(prompt, hunk):
+        return hunk
+    shown = "\n".join(m.group(1) for m in _blocks(path).finditer(prompt))
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while (tail < min(len(old), len(new)) - head
+           and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]):
+        tail += 1
+    runs = sorted(((a, b) for a in range(head + 1) for b in range(len(old) - tail, len(old) + 1)),
+                  key=lambda run: run[0] - run[1])  # the widest first
+    for a, b in runs:
+        text = "\n".join(old[a:b]).strip("\n")
+        if text.strip() and text in shown and before.count(text) == 1:
+            return start + a, old[a:b], [*old[a:head], *new[head:len(new) - tail],
+                                         *old[len(old) - tail:b]]
+    return None
+
+
+def _blocks(path: str) -> re.Pattern[str]:
+    """The file blocks of `path` in a prompt, their text as group 1."""
+    return re.compile(rf'<file path="{re.escape(path)}"[^>]*>\n(.*?)\n</file>', re.S)
 
 
 def file_shown(prompt: str, file: FilePatch) -> bool:
