@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ PRECISION_SYSTEM = (
 )
 TASK_SHARE = 0.45  # of the classifier's prompt room; the item gets the rest
 TASK_TOKENS = 400  # of the task a question shows at most: its title and first lines decide
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")  # a name called (or defined: no matter here)
 
 
 @dataclass(frozen=True)
@@ -75,9 +77,10 @@ def choose_details(
 ) -> tuple[dict[str, SymbolDetail], int]:
     """Which definitions of a file too large to show whole are shown in full: the seed symbols
     without a question, then one question each — "does the task need X?", showing X — about
-    the definitions whose names and code share the task's rarer words (see `by_task_words`),
-    at most `max_questions`. Yes → full, no → omitted, not asked: left out of the details
-    (a signature, or omitted when the file must be shown compactly: see packing.forms).
+    the definitions the shown bodies call, then those whose names and code share the task's
+    rarer words (see `callees_first`, `by_task_words`), at most `max_questions`. Yes → full,
+    no → omitted, not asked: left out of the details (a signature, or omitted when the file
+    must be shown compactly: see packing.forms).
     Returns the details and the number of questions asked.
 
     A departure from the seed's level-by-level questions (is the class relevant? its full
@@ -92,7 +95,8 @@ def choose_details(
                                         and s.qualname not in parents}
     units = [s for s in symbols if s.qualname not in details
              and not (s.kind in CONTAINER_KINDS and s.qualname in parents)]
-    asked = by_task_words(task, units, lines)[: max(0, max_questions)]
+    shown = [s for s in symbols if details.get(s.qualname) == "full"]
+    asked = callees_first(by_task_words(task, units, lines), shown, lines)[: max(0, max_questions)]
     if not asked:
         return details, 0
     fit = _Fit(llm, PRECISION_SYSTEM, task)
@@ -125,6 +129,18 @@ def by_task_words(task: str, symbols: Sequence[Symbol], lines: Sequence[str]) ->
                 + sum(weight[w] for w in bodies[i]))
     order = sorted(range(len(symbols)), key=lambda i: (-score(i), symbols[i].start))
     return [symbols[i] for i in order]
+
+
+def callees_first(
+    ordered: Sequence[Symbol], shown: Sequence[Symbol], lines: Sequence[str]
+) -> list[Symbol]:
+    """`ordered` with the definitions that the bodies shown in full call (by name: `f(`,
+    `self.f(`) moved to the front, in their order: a body the task names is read with the
+    helpers it calls — the task's words are often in the one and the fix in the other."""
+    called = {name for s in shown
+              for name in _CALL.findall("\n".join(lines[s.start - 1 : s.end]))}
+    callees = [s for s in ordered if s.name in called]
+    return [*callees, *(s for s in ordered if s.name not in called)]
 
 
 def _body_question(symbol: Symbol, lines: Sequence[str]) -> _Question:

@@ -247,6 +247,32 @@ def test_precision_asks_first_about_the_method_holding_the_tasks_words_in_a_file
     assert "        value = value + 11" in io.content
 
 
+def test_precision_asks_first_about_what_the_named_definitions_body_calls(
+    tmp_path: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+) -> None:
+    # the task names `style`, shown in full unasked; the helper it calls holds none of the
+    # task's words, the decoys hold them all — the helper is still asked about first
+    def function(name: str, doc: str, call: str = "") -> str:
+        return (f"def {name}(value):\n    \"\"\"{doc}.\"\"\"\n"
+                + "".join(f"    value = value + {n}\n" for n in range(12))
+                + (f"    value = {call}(value)\n" if call else "") + "    return value\n\n\n")
+    decoys = "".join(function(f"black_colour_{n}", "Validate a black colour value")
+                     for n in range(4))
+    source = decoys + function("_code", "A number for the terminal") + function(
+        "style", "Style the text", call="_code")
+    repo = make_repo(tmp_path / "term", {"pkg/term.py": source})
+    index.update(repo)
+    server.script("retrieval_precision", "yes")
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10,
+                             precision_max_questions=1)
+    package = run(index, repo, files=("pkg/term.py",), classifier=classifier, config=config,
+                  task="`style` must validate a black colour value", budget=600)
+    [request] = server.requests
+    assert "full body of `_code`" in request.user_prompt
+    assert package.files[0].symbols["_code"] == "full"
+
+
 def test_a_named_file_that_fits_its_share_stays_whole_without_questions(
     pricing_only: Path, index: RepoIndex, classifier: LoggedLLMClient,
     server: ScriptedModelServer,
