@@ -177,7 +177,7 @@ class RetrievalConfig(Section):
     max_classifier_calls: int = Field(default=12, ge=0)
     plan_context_tokens: int = Field(default=3000, gt=0)
     implement_context_tokens: int = Field(default=8000, gt=0)
-    implement_extra_tokens: int = Field(default=2000, ge=0)
+    implement_extra_tokens: int = Field(default=1500, ge=0)
     max_file_bytes: int = Field(default=512_000, gt=0)
     skip_dirs: list[str] = Field(
         default_factory=lambda: [
