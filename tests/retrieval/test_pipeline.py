@@ -222,6 +222,24 @@ def _method(name: str, words: str) -> str:
             + "        return value\n\n")
 
 
+def ask_once(
+    root: Path, path: str, source: str, index: RepoIndex, classifier: LoggedLLMClient,
+    server: ScriptedModelServer, *, task: str, budget: int,
+) -> tuple[str, ContextPackage]:
+    """Retrieval for an implement pass naming `path`, the one file of a repository at `root`,
+    with one precision question allowed and answered yes: that question's prompt, and the
+    package."""
+    repo = make_repo(root, {path: source})
+    index.update(repo)
+    server.script("retrieval_precision", "yes")
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10,
+                             precision_max_questions=1)
+    package = run(index, repo, files=(path,), classifier=classifier, config=config, task=task,
+                  budget=budget)
+    [request] = server.requests
+    return request.user_prompt, package
+
+
 def test_precision_asks_first_about_the_method_holding_the_tasks_words_in_a_file_of_classes(
     tmp_path: Path, index: RepoIndex, classifier: LoggedLLMClient,
     server: ScriptedModelServer,
@@ -232,15 +250,10 @@ def test_precision_asks_first_about_the_method_holding_the_tasks_words_in_a_file
     second = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}")
                                           for n in range(7))
     second += _method("help_option_names", "The help option names, in declaration order")
-    repo = make_repo(tmp_path / "io", {"pkg/io.py": f"{first}\n{second}"})
-    index.update(repo)
-    server.script("retrieval_precision", "yes")
-    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10,
-                             precision_max_questions=1)
-    package = run(index, repo, files=("pkg/io.py",), classifier=classifier, config=config,
-                  task="Keep the declaration order of help option names", budget=600)
-    [request] = server.requests
-    assert "full body of `Writer.help_option_names`" in request.user_prompt
+    asked, package = ask_once(tmp_path / "io", "pkg/io.py", f"{first}\n{second}", index,
+                              classifier, server, budget=600,
+                              task="Keep the declaration order of help option names")
+    assert "full body of `Writer.help_option_names`" in asked
     [io] = package.files
     assert io.symbols["Writer.help_option_names"] == "full"
     assert "class Writer:" in io.content and "def help_option_names(self, value):" in io.content
@@ -261,15 +274,10 @@ def test_precision_asks_first_about_what_the_named_definitions_body_calls(
                      for n in range(4))
     source = decoys + function("_code", "A number for the terminal") + function(
         "style", "Style the text", call="_code")
-    repo = make_repo(tmp_path / "term", {"pkg/term.py": source})
-    index.update(repo)
-    server.script("retrieval_precision", "yes")
-    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10,
-                             precision_max_questions=1)
-    package = run(index, repo, files=("pkg/term.py",), classifier=classifier, config=config,
-                  task="`style` must validate a black colour value", budget=600)
-    [request] = server.requests
-    assert "full body of `_code`" in request.user_prompt
+    asked, package = ask_once(tmp_path / "term", "pkg/term.py", source, index, classifier,
+                              server, budget=600,
+                              task="`style` must validate a black colour value")
+    assert "full body of `_code`" in asked
     assert package.files[0].symbols["_code"] == "full"
 
 
@@ -372,15 +380,10 @@ def test_the_method_asked_about_in_a_class_the_task_names_keeps_its_body(
     body = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}")
                                        for n in range(20))
     body += _method("write_trailer", "Write the trailer")
-    repo = make_repo(tmp_path / "io", {"pkg/io.py": body})
-    index.update(repo)
-    server.script("retrieval_precision", "yes")
-    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10,
-                             precision_max_questions=1)
-    package = run(index, repo, files=("pkg/io.py",), classifier=classifier, config=config,
-                  task="`Writer` writes the trailer twice", budget=250)
-    [request] = server.requests
-    assert "full body of `Writer.write_trailer`" in request.user_prompt
+    asked, package = ask_once(tmp_path / "io", "pkg/io.py", body, index, classifier, server,
+                              budget=250,
+                              task="`Writer` writes the trailer twice")
+    assert "full body of `Writer.write_trailer`" in asked
     [io] = package.files
     assert io.symbols["Writer.write_trailer"] == "full" and io.symbols["Writer"] != "full"
     assert io.content.startswith("class Writer:")
