@@ -144,17 +144,17 @@ class Launch:
             else:
                 signal.pidfd_send_signal(self._init, signal.SIGKILL)
 
-    def end_init(self, wait: float) -> None:
-        """SIGKILL the sandbox's init once the command is over, and wait up to `wait` seconds
-        until it has ended: bwrap reports the command's exit before its init has ended, and
-        what the command left running inside dies only with that init."""
+    def _end_init(self, wait: float) -> None:
+        """SIGKILL the sandbox's init and wait up to `wait` seconds until it has ended: bwrap
+        reports the command's exit before its init has ended, and what the command left running
+        inside dies only with that init."""
         self.kill_init()
         if self._init is None:
             return
-        deadline = time.monotonic() + wait
         if not self._init_is_pid:  # a pidfd turns readable once its process has ended
             select.select([self._init], [], [], wait)
             return
+        deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             try:
                 os.kill(self._init, 0)
@@ -162,8 +162,10 @@ class Launch:
                 return
             time.sleep(0.01)
 
-    def release(self) -> None:
-        """Close what the launch still holds (once the command is over)."""
+    def release(self, *, wait: float) -> None:
+        """Once the command is over: end the sandbox's init and all it still holds (waiting up
+        to `wait` seconds for it to end), then close what the launch holds."""
+        self._end_init(wait)
         if self.info_fd is not None:
             os.close(self.info_fd)
             self.info_fd = None

@@ -126,7 +126,6 @@ def _stop_group(proc: subprocess.Popen[bytes], reader: threading.Thread, grace: 
         _kill(proc, launch)
         reader.join(grace)
     proc.wait()
-    launch.end_init(grace)
     return not reader.is_alive()
 
 
@@ -182,7 +181,6 @@ def _wait(
         reader.join(grace)
         if not reader.is_alive():
             _signal_group(proc.pid, signal.SIGTERM)  # daemons that closed their output
-            launch.end_init(grace)  # and, in a sandbox, all it left running inside
             return exit_code, notes
         notes.append("[cra] stopped processes the command left running")
     if not _stop_group(proc, reader, grace, launch):
@@ -204,8 +202,8 @@ def execute(
                             outputs=outputs, read_only=read_only)
     try:
         exit_code, notes = _run(command, launch, capture, timeout, kill_grace)
-    finally:
-        launch.release()
+    finally:  # in a sandbox, what the command left running inside ends here
+        launch.release(wait=kill_grace)
     notes[:0] = launch.notes
     full = capture.text()
     output, truncated = cap_output(full, max_output_chars, dropped=capture.total - len(full))

@@ -1,5 +1,5 @@
-"""agent.sandbox.base.Launch: holding on to the sandbox's init from its report, and ending it once
-the command is over (with a real process standing in for bwrap's init)."""
+"""agent.sandbox.base.Launch: holding on to the sandbox's init from its report, and ending it when
+released once the command is over (with a real process standing in for bwrap's init)."""
 
 from __future__ import annotations
 
@@ -21,25 +21,22 @@ def _reported(pid: int, tmp_path: Path) -> Launch:
     return launch
 
 
-def test_end_init_kills_the_init_and_returns_once_it_has_ended(tmp_path: Path) -> None:
+def test_release_kills_the_init_and_returns_once_it_has_ended(tmp_path: Path) -> None:
     init = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     launch = _reported(init.pid, tmp_path)
-    launch.end_init(wait=30)
-    launch.release()
-    # it had ended when end_init returned, not merely been signalled: reaping it does not block
+    launch.release(wait=30)
+    # it had ended when release returned, not merely been signalled: reaping it does not block
     assert init.poll() == -9
 
 
-def test_end_init_without_a_report_does_nothing(tmp_path: Path) -> None:
+def test_release_without_a_report_has_no_init_to_end(tmp_path: Path) -> None:
     launch = Launch(argv=["true"], env={}, cwd=tmp_path)
     launch.watch_init(wait=0.1)
-    launch.end_init(wait=5)
-    launch.release()
+    launch.release(wait=5)
 
 
-def test_end_init_of_an_init_already_gone_is_harmless(tmp_path: Path) -> None:
+def test_release_of_an_init_already_gone_is_harmless(tmp_path: Path) -> None:
     init = subprocess.Popen([sys.executable, "-c", "pass"])
     launch = _reported(init.pid, tmp_path)
     init.wait()
-    launch.end_init(wait=30)  # nothing to signal, nothing to wait for
-    launch.release()
+    launch.release(wait=30)  # nothing to signal, nothing to wait for
