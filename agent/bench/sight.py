@@ -46,13 +46,8 @@ def writable(prompt: str, path: str, before: str, hunk: Hunk) -> Hunk | None:
     if hunk_shown(prompt, hunk):
         return hunk
     shown = "\n".join(m.group(1) for m in _blocks(path).finditer(prompt))
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while (tail < min(len(old), len(new)) - head
-           and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]):
-        tail += 1
+    head = _shared_head(old, new)  # the unchanged lines before the change, and after it
+    tail = _shared_head(old[head:][::-1], new[head:][::-1])
     runs = sorted(((a, b) for a in range(head + 1) for b in range(len(old) - tail, len(old) + 1)),
                   key=lambda run: run[0] - run[1])  # the widest first
     for a, b in runs:
@@ -61,6 +56,12 @@ def writable(prompt: str, path: str, before: str, hunk: Hunk) -> Hunk | None:
             return start + a, old[a:b], [*old[a:head], *new[head:len(new) - tail],
                                          *old[len(old) - tail:b]]
     return None
+
+
+def _shared_head(a: Sequence[str], b: Sequence[str]) -> int:
+    """How many items `a` and `b` begin with in common."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                min(len(a), len(b)))
 
 
 def _blocks(path: str) -> re.Pattern[str]:
@@ -82,8 +83,7 @@ def closest(candidates: Sequence[str], targets: Sequence[str]) -> str | None:
         best = (0, 0)
         for target in targets:
             a, b = PurePosixPath(path).parts, PurePosixPath(target).parts
-            shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
-                          min(len(a), len(b)))
+            shared = _shared_head(a, b)
             stem = int(PurePosixPath(path).stem.strip("_") == PurePosixPath(target).stem.strip("_"))
             best = max(best, (shared, stem))
         return best
