@@ -56,6 +56,10 @@ def render_result(result: OrchestratorResult) -> str:
                  f"{_counted(result.final_validation)}")
     if result.original_tests_rerun:
         lines.append("original tests: re-run against the new code (a step changed test files)")
+    if runs := result.rerun_for_time:
+        lines.append(f"re-run for time: {len(runs)} test run(s) timed out under the limit "
+                     f"derived from the baseline ({runs[0].rerun_for_time_s:g} s) and ran again "
+                     f"under the configured timeout ({runs[0].timeout_s or 0:g} s)")
     lines += _tests_changed(result)
     lines.append(_usage_line(result))
     lines.append(f"wall time: {result.wall_ms / 1000:.1f} s")

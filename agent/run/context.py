@@ -30,12 +30,23 @@ class RunContext:
     run_budget: TaskBudget
     usage_by_role: dict[str, Usage] = field(default_factory=dict)
     reference: ValidationResult | None = None  # the accepted state: baseline, then each pass
-    test_timeout: float = field(init=False)  # of every test run after the baseline
     judgments: JudgmentCache = field(default_factory=JudgmentCache)
+    passing_ms: int | None = None  # the longest full passing test run of the run so far
 
     def __post_init__(self) -> None:
         self.reference = self.reference or self.baseline
-        self.test_timeout = attempt_timeout(self.baseline, self.config.testing)
+
+    @property
+    def test_timeout(self) -> float:
+        """The limit of every test run after the baseline: derived from the baseline's
+        duration, and from a full passing run's once one is known."""
+        return attempt_timeout(self.baseline, self.config.testing, self.passing_ms)
+
+    def timed(self, validation: ValidationResult) -> ValidationResult:
+        """`validation`, its duration kept when it is a full passing run (for test_timeout)."""
+        if validation.success:
+            self.passing_ms = max(self.passing_ms or 0, validation.duration_ms)
+        return validation
 
     @property
     def accepted(self) -> ValidationResult:

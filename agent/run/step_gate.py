@@ -140,9 +140,10 @@ def _run_original(st: StepState, changes: Sequence[GateChange],
     worktree = st.rc.ws.worktree
     files = {c.path: _original(worktree, st.base, c) for c in changes}
     with scratch_tree(worktree, files, parent=st.rc.runtime.work_dir / "scratch") as tree:
-        original = run_validation(tree, st.rc.config.testing, environ=st.rc.runtime.environ,
-                                  timeout=st.rc.test_timeout, extras=False,
-                                  sandbox=st.rc.runtime.sandbox, read_only=[worktree])
+        original = st.rc.timed(run_validation(
+            tree, st.rc.config.testing, environ=st.rc.runtime.environ,
+            timeout=st.rc.test_timeout, extras=False, sandbox=st.rc.runtime.sandbox,
+            read_only=[worktree]))
     st.rc.runtime.log.record_validation(st.task_run_id, original, attempt_id=attempt_id,
                                         kind="original")
     return original

@@ -145,10 +145,10 @@ def implement_attempt(st: StepState, number: int,
 
 def run_tests(st: StepState, attempt_id: int, kind: ValidationKind) -> ValidationResult:
     """The test command on the worktree as it is, recorded under the attempt as `kind`."""
-    validation = run_validation(
+    validation = st.rc.timed(run_validation(
         st.rc.ws.worktree, st.rc.config.testing, environ=st.rc.runtime.environ,
         timeout=st.rc.test_timeout, sandbox=st.rc.runtime.sandbox,
-    )
+    ))
     st.rc.runtime.log.record_validation(st.task_run_id, validation, attempt_id=attempt_id,
                                         kind=kind)
     return validation

@@ -146,6 +146,7 @@ class ValidationRow(Base):
     duration_ms = _int()
     report = _json(null=True)
     timeout_s = _float(null=True)
+    rerun_for_time_s = _float(null=True)
     created_at = _time()
 
 

@@ -243,6 +243,16 @@ def _rerun_line(result: OrchestratorResult) -> str:
     return "- Original tests re-run: not needed — no step changed test files or test config."
 
 
+def _time_lines(result: OrchestratorResult) -> list[str]:
+    runs = result.rerun_for_time
+    if not runs:
+        return []
+    first, again = runs[0].rerun_for_time_s or 0, runs[0].timeout_s or 0
+    return [f"- Re-run for time: {md.plural(len(runs), 'test run')} outgrew the limit derived "
+            f"from the baseline ({first:g} s) and ran again under the configured timeout "
+            f"({again:g} s); each was judged on that run, not counted against the model."]
+
+
 def tests_sentence(result: OrchestratorResult) -> str:
     base, final = result.baseline, result.final_validation
     if final is None:
@@ -289,6 +299,7 @@ def tests_section(result: OrchestratorResult) -> str:
             f"- Newly failing ({len(cmp.newly_failing):,}): {md.names(cmp.newly_failing)}",
             f"- Still failing ({len(cmp.still_failing):,}): {md.names(cmp.still_failing)}",
             _rerun_line(result),
+            *_time_lines(result),
         ]))
     return "\n\n".join(parts)
 

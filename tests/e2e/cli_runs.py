@@ -42,14 +42,14 @@ class Solve:
 
 
 def write_config(tmp: Path, server: ScriptedModelServer, testing: str = "", *,
-                 command: str = TEST_COMMAND) -> Path:
+                 command: str = TEST_COMMAND, timeout: float = 120) -> Path:
     """A cra config with every role on `server` and no retrieval stages; `testing` is more of
     the [testing] section (or sections after it)."""
     config = tmp / "cra-config.toml"
     config.write_text("".join(
         f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
         for role in ("reasoning", "coding", "classifier"))
-        + f"[testing]\ntest_command = {json.dumps(command)}\ntimeout = 120\n{testing}"
+        + f"[testing]\ntest_command = {json.dumps(command)}\ntimeout = {timeout:g}\n{testing}"
         "[retrieval]\nstages = []\n")
     return config
 

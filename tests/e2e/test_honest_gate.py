@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.cli_runs import Solve, solve
+from tests.e2e.cli_runs import Solve, solve, write_config
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import (
     DEFAULT_CRA_TOML,
     MUL_BUG,
+    TEST_COMMAND,
+    git_in,
     make_python_project,
 )
 from tests.hostile.answers import FIX, TEST_FILE, WEAKENINGS, edit
@@ -120,12 +122,47 @@ def test_a_hanging_attempt_is_stopped_after_a_timeout_derived_from_the_baseline(
     server.script("implement", hang)
     server.script("implement_retry", FIX)
 
-    run = cra_solve(tmp_path, server, "Fix mul", capsys=capsys,
-                    testing="timeout_factor = 1.0\ntimeout_margin = 3.0\n")
+    # the derived limit (the baseline's duration and 3 s) is outgrown, the run again under the
+    # configured 8 s too: the code's own timeout, told to the model
+    config = write_config(tmp_path, server, "timeout_factor = 1.0\ntimeout_margin = 3.0\n",
+                          timeout=8)
+    run = cra_solve(tmp_path, server, "Fix mul", config=config, capsys=capsys)
 
     assert run.code == 0, run.out
     retry = next(r for r in server.requests if r.stage == "implement_retry")
-    assert "timed out after" in retry.user_prompt
+    assert "timed out after 8 s" in retry.user_prompt
+
+
+SLOW_TEST = "import time\n\n\ndef test_the_whole_suite_takes_a_while():\n    time.sleep(4)\n"
+
+
+def test_a_fix_whose_suite_outgrows_a_limit_derived_from_a_fast_failing_baseline_passes(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script_plan(server, "Fix mul", ["calc/ops.py"])
+    server.script("implement", FIX)
+    repo = make_python_project(tmp_path / "repo", config=None)
+    (repo / "tests" / "test_slow.py").write_text(SLOW_TEST)  # after test_ops.py, which fails
+    git_in(repo, "add", "--all")
+    git_in(repo, "commit", "--quiet", "-m", "A slow test")
+    config = write_config(tmp_path, server, "timeout_factor = 1.0\ntimeout_margin = 1.0\n",
+                          command=f"{TEST_COMMAND} -x")  # the baseline stops at test_mul
+
+    run = solve(tmp_path, server, "Fix mul", repo, capsys, config=config)
+
+    assert run.code == 0, run.out
+    assert "status: complete" in run.out and "re-run for time: 1 test run(s)" in run.out
+    assert [r.stage for r in server.requests].count("implement_retry") == 0
+    with run.log() as log:
+        [orchestrated] = log.list_orchestrator_runs()
+        detail = log.get_orchestrator_run(orchestrated.task_id)
+        assert detail is not None
+        implement = next(p for p in detail.passes if p.pass_type == "implement")
+        task_run = log.get_task_run(implement.task_run_id)
+    assert task_run is not None
+    [attempt] = task_run.attempts
+    [validation] = attempt.validations
+    assert validation.result.success and validation.result.rerun_for_time_s is not None
 
 
 # --- `cra solve --plan` (the single pass) ----------------------------------------------------

@@ -399,3 +399,24 @@ def test_the_timeout_given_never_exceeds_the_configured_one(
     validation = run_validation(tmp_path, testing, environ=ENVIRON, kill_grace=0.2, timeout=30,
                                 sandbox=sandbox)
     assert validation.timed_out and validation.timeout_s == 0.5
+    assert validation.rerun_for_time_s is None  # the configured limit is the code's: judged
+
+
+def test_a_full_passing_run_lengthens_the_derived_limit() -> None:
+    testing = TestingConfig(test_command="t", timeout=600, timeout_factor=3, timeout_margin=30)
+    stopped_at_first_failure = ValidationResult(success=False, duration_ms=2_000)
+    assert attempt_timeout(stopped_at_first_failure, testing, passing_ms=None) == 36
+    assert attempt_timeout(stopped_at_first_failure, testing, passing_ms=20_000) == 90
+    assert attempt_timeout(stopped_at_first_failure, testing, passing_ms=1_000) == 36
+    assert attempt_timeout(stopped_at_first_failure, testing, passing_ms=400_000) == 600
+
+
+def test_a_run_that_outgrows_the_derived_limit_is_judged_on_a_run_under_the_configured_one(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    slow_pass = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(1.5)'"
+    testing = TestingConfig(test_command=slow_pass, timeout=30)
+    validation = run_validation(tmp_path, testing, environ=ENVIRON, kill_grace=0.2,
+                                timeout=0.5, sandbox=sandbox)
+    assert validation.success and not validation.timed_out
+    assert validation.rerun_for_time_s == 0.5 and validation.timeout_s == 30

@@ -84,6 +84,8 @@ def test_a_database_behind_the_newest_migration_is_upgraded(tmp_path: Path) -> N
         connection.exec_driver_sql("DROP TABLE installations")  # 0008's
         connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN progress_at")  # 0009's
         connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN progress")
+        connection.exec_driver_sql(  # 0010's
+            "ALTER TABLE validation_results DROP COLUMN rerun_for_time_s")
     assert not at_head(engine)
     BotStore.open(url).close()
     assert at_head(engine)

@@ -28,7 +28,7 @@ from agent.runlog.tables import Base
 from bot.store.tables import BotBase
 from tests.runlog.test_store import TABLES, postgres_schema_url
 
-HEAD = "0009"
+HEAD = "0010"
 BOT_TABLES = {"deliveries", "runs", "installations"}
 METADATA = [Base.metadata, BotBase.metadata]
 

@@ -595,6 +595,18 @@ def test_tests_table_counts_tests_by_outcome_before_and_after() -> None:
     assert "Original tests re-run: not needed" in body
 
 
+def test_a_test_run_judged_on_its_re_run_for_time_is_said_so() -> None:
+    again = ValidationResult(success=True, exit_code=0, timeout_s=600, rerun_for_time_s=43.5)
+    attempt = AttemptRecord(attempt=1, validation=again)
+    body = compose_pr_body(ctx(result(
+        baseline=counted(5, 2), final_validation=counted(7, 0),
+        steps=[step("p1", "s1", "passed", commit="0123456789abcdef", attempts=[attempt])])))
+    assert ("Re-run for time: 1 test run outgrew the limit derived from the baseline (43.5 s) "
+            "and ran again under the configured timeout (600 s)") in body
+    plain = compose_pr_body(ctx(result(baseline=counted(5, 2), final_validation=counted(7, 0))))
+    assert "Re-run for time" not in plain
+
+
 def test_changed_tests_are_shown_with_their_diff_and_reason() -> None:
     body = compose_pr_body(ctx(changed_result()))
     assert "### Tests changed (1 file)" in body

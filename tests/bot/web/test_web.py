@@ -15,6 +15,7 @@ from flask.testing import FlaskClient
 from agent.models import (
     AdjustmentRecord,
     AdjustmentVerdicts,
+    AttemptRecord,
     EnvironmentReport,
     FailureSignal,
     LLMCallRecord,
@@ -52,6 +53,7 @@ class Site:
     rejected: int
     decomposed: int
     unsandboxed: int
+    retimed: int
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +86,9 @@ def _populate(world: BotWorld) -> Site:
     store.update_run(rejected.id, reply_text="Only collaborators with write access can ask me.")
     decomposed = _record_decomposed_run(store, world.services.runlog)
     unsandboxed = _record_unsandboxed_setup_run(store, world.services.runlog)
+    retimed = _record_run_rerun_for_time(store, world.services.runlog)
     return Site(world.client, world, finished, queued.id, running.id, rejected.id, decomposed,
-                unsandboxed)
+                unsandboxed, retimed)
 
 
 def _script_fix(models: ScriptedModelServer) -> None:
@@ -292,6 +295,32 @@ def test_an_unsandboxed_run_says_so_and_shows_its_setup_output_first(site: Site)
     labels = [" ".join(s.split("<span")[0].split()) for s in summaries]
     assert labels == ["✅ setup (testing.setup_command)", "✅ baseline (before any edit)"]
     assert "SETUP-OUTPUT" in tests
+
+
+def _record_run_rerun_for_time(store: BotStore, log: RunLog) -> int:
+    """A run whose one attempt's tests outgrew the limit derived from the baseline."""
+    run = store.create_run(_trigger("octo/slow", 10, "d-slow"))
+    orchestrated = log.start_orchestrator_run(task_id="orch-slow", repo_path="/r",
+                                              task_description="t")
+    task_run = log.start_task_run(task_id="orch-slow:p1:s1", repo_path="/r",
+                                  task_description="t", mode="implement")
+    log.record_pass(orchestrator_run_id=orchestrated, task_run_id=task_run,
+                    pass_type="implement", sequence_order=1, part_id="p1", step_id="s1")
+    attempt = log.record_attempt(task_run, AttemptRecord(attempt=1, patch_applied=True))
+    log.record_validation(task_run, ValidationResult(
+        success=True, test_output="3 passed", exit_code=0, duration_ms=61_000, timeout_s=600,
+        rerun_for_time_s=43.5), attempt_id=attempt, kind="attempt")
+    log.finish_task_run(task_run, status="complete", success=True, usage=Usage())
+    store.update_run(run.id, orchestrator_task_id="orch-slow", status="succeeded", finished=True)
+    return run.id
+
+
+def test_a_test_run_judged_on_its_re_run_for_time_says_so(site: Site) -> None:
+    tests = section(html(site, f"/runs/{site.retimed}"), "tests")
+
+    assert ("re-run for time (the first run timed out after 43.5 s, the limit derived from "
+            "the baseline)") in tests
+    assert "re-run for time" not in section(html(site, f"/runs/{site.finished.id}"), "tests")
 
 
 def test_diff_lines_are_coloured_by_kind(site: Site) -> None:
