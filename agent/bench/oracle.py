@@ -1,7 +1,9 @@
 """The oracle: a model that answers every call of cra's normal plan/edit path with the gold
 patch. One part, one step per changed file, the files landing together as one change (as a
-planner is asked to plan a fix across files), edit blocks made from the patch's hunks, "yes" to
-retrieval questions. On a healthy install it resolves every mined task, which checks the
+planner is asked to plan a fix across files), a step declaring `changes_existing_tests` where
+its gold edits change tests the gate counts (doctest examples) and "yes" to the gate's question
+about those changes, edit blocks made from the patch's hunks for the file the step names (by
+whole path), "yes" to retrieval questions. On a healthy install it resolves every mined task, which checks the
 harness on real code before any model is blamed. With a noise mode (`oracle:edits`, …) its
 answers are spoiled with a small model's typical mistakes at a rate, to measure how much of that
 the harness absorbs.
@@ -26,18 +28,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.bench import noise
-from agent.bench.patches import FilePatch, is_code, is_test_change, oracle_edits, parse_patch
+from agent.bench.patches import (
+    FilePatch,
+    after_patch,
+    is_code,
+    is_test_change,
+    oracle_edits,
+    parse_patch,
+)
 from agent.bench.sight import (
     changed_symbols,
     closest,
     file_shown,
     honest_yes,
+    names_path,
     shown_files,
+    step_files,
     writable,
 )
 from agent.bench.tasks import BenchTask
 from agent.config.files import ModelConfig
 from agent.execute.groups import MAX_GROUP_STEPS
+from agent.gate.verdict import gate_changes
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
 
@@ -100,6 +112,7 @@ class OracleModel:
         self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"
         self.spec = spec or OracleSpec()
         self.symbols = changed_symbols(self.files, before) if self.spec.context else set()
+        self.changes_tests = _changing_tests(self.files, before)
         self.rng = random.Random(f"{task.instance_id}:{seed}")
         self._lock = threading.Lock()
 
@@ -142,8 +155,9 @@ class OracleModel:
             return "json", json.dumps({"revised_steps": _remaining(user),
                                        "rationale": "the plan stands", "changes_made": []},
                                       indent=2)
-        if stage == "gate_test_change":
-            return "yes_no", "no"
+        if stage == "gate_test_change":  # the fix's own test changes are what the task asks
+            asked = any(f"diff --git a/{path} b/" in user for path in self.changes_tests)
+            return "yes_no", "yes" if asked else "no"
         if self.spec.context and not honest_yes(stage, user, [f.path for f in self.files],
                                                 self.symbols):
             return "yes_no", "no"
@@ -180,14 +194,15 @@ class OracleModel:
                           "depends_on": [f"s{n - 1}"] if n > 1 else [],
                           "lands_with": [f"s{m}" for m in range(1, MAX_GROUP_STEPS + 1)
                                          if m != n and m <= len(paths)] if together else [],
-                          "changes_existing_tests": False})
+                          "changes_existing_tests": path in self.changes_tests})
         return steps
 
-    def _named(self, user: str, marker: str) -> FilePatch:
-        """The changed file a prompt is about: the one its step or part names (`marker` + the
-        path), else the first whose path it mentions at all."""
-        for candidates in ([f for f in self.files if f"{marker}{f.path}" in user],
-                           [f for f in self.files if f.path in user]):
+    def _named(self, user: str) -> FilePatch:
+        """The changed file an implement prompt is about: the first its step names, else the
+        first whose path it names at all (whole paths: `pkg/mod.py` is not `pkg/mod.pyi`)."""
+        named = step_files(user)
+        for candidates in ([f for f in self.files if f.path in named],
+                           [f for f in self.files if names_path(user, f.path)]):
             if candidates:
                 return candidates[0]
         return self.files[0]
@@ -196,9 +211,10 @@ class OracleModel:
         """The gold edits of the file the step names; context-honest, only of the hunks the
         prompt shows — none shown: a request for the file, or (shown it already) no edit."""
         if not self.spec.context:
-            named = self._named(user, "Files: ")
+            named = self._named(user)
             return oracle_edits(self.before.get(named.path, ""), named)
-        file = next((f for f in self.files if f"Files: {f.path}" in user), None)
+        named_files = step_files(user)
+        file = next((f for f in self.files if f.path in named_files), None)
         if file is None:  # a step on a file the fix does not change: nothing to write
             return CANNOT_SEE
         before = self.before.get(file.path, "")
@@ -215,6 +231,14 @@ class OracleModel:
         if kind != spoils_kind or self.rng.random() >= self.spec.rate:
             return text
         return self.rng.choice(list(spoilers.values()))(text, self.rng)
+
+
+def _changing_tests(files: list[FilePatch], before: dict[str, str]) -> set[str]:
+    """The files whose gold edits change tests the gate counts (doctest examples, a Rust
+    file's test items): their step declares `changes_existing_tests`, as a planner would."""
+    changed = {f.path: (before.get(f.path), after_patch(before.get(f.path, ""), f))
+               for f in files if not f.new_file and not f.deleted}
+    return {c.path for c in gate_changes(changed, None, lambda _: True) if c.role == "test"}
 
 
 def _remaining(user: str) -> list[Any]:

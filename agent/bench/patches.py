@@ -139,7 +139,7 @@ def oracle_edits(before: str, file: FilePatch) -> str:
             if before.count(text) == 1 and "".join(search).strip():
                 break
             if first - lead <= 0 and first + len(old) + trail >= len(lines):
-                return _block(file.path, before.rstrip("\n"), _whole_after(before, file))
+                return _block(file.path, before.rstrip("\n"), after_patch(before, file))
             lead, trail = lead + (first - lead > 0), trail + 1
         replacement = [*lines[first - lead:first], *new,
                        *lines[first + len(old):first + len(old) + trail]]
@@ -147,8 +147,9 @@ def oracle_edits(before: str, file: FilePatch) -> str:
     return "\n".join(blocks)
 
 
-def _whole_after(before: str, file: FilePatch) -> str:
-    """The whole file after the patch (the fallback when no hunk can be made unique)."""
+def after_patch(before: str, file: FilePatch) -> str:
+    """The whole file after the patch (also the oracle's fallback when no hunk can be made
+    unique), without its final newlines."""
     lines = before.split("\n")
     for start, old, new in reversed(file.hunks):
         first = max(start - 1, 0)

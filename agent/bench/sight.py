@@ -18,6 +18,20 @@ _PRECISION_SYMBOL = re.compile(r"(?:^Is|full body of) `([\w.]+)`", re.M)
 Hunk = tuple[int, list[str], list[str]]
 
 
+def names_path(text: str, path: str) -> bool:
+    """Whether `text` names `path` whole: not as the head of a longer path (`pkg/mod.py` in
+    `pkg/mod.pyi`) nor as the tail of one (`mod.py` in `pkg/mod.py`)."""
+    return re.search(rf"(?<![\w./-]){re.escape(path)}(?![\w/-]|\.\w)", text) is not None
+
+
+def step_files(prompt: str) -> list[str]:
+    """The files an implement prompt's step names (its `Files: a, b` line), in order."""
+    after_task = prompt.rpartition("</task>")[2] or prompt  # a task's text is not the step
+    step = re.search(r"<step>\n(.*?)\n</step>", after_task, re.S)
+    line = re.search(r"^Files: (.*)$", step.group(1) if step else "", re.M)
+    return [p for p in line.group(1).split(", ") if p] if line else []
+
+
 def shown_files(prompt: str) -> list[str]:
     """The paths of the file blocks a prompt holds, in order."""
     return list(dict.fromkeys(_FILE_BLOCK.findall(prompt)))
@@ -71,7 +85,7 @@ def _blocks(path: str) -> re.Pattern[str]:
 
 def file_shown(prompt: str, file: FilePatch) -> bool:
     """Whether the prompt names the file's path or shows one of its hunks' code."""
-    if file.path in prompt:
+    if names_path(prompt, file.path):
         return True
     return any(old_text(h) and hunk_shown(prompt, h) for h in file.hunks)
 

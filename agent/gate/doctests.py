@@ -68,9 +68,12 @@ def changed_examples(path: str, before: str | None, after: str | None) -> list[s
 
 def with_examples_of(path: str, code: str, tests: str) -> str | None:
     """`code`'s file with the docstrings that hold examples in `tests` (the same file at
-    another commit) as `tests` has them; a text file is all examples, so `tests` itself. None
-    when that cannot be had exactly: an owner is gone, a file is unreadable, `code` changes
-    docstrings at run time, or it is Rust (whose doc comments are not put back)."""
+    another commit) as `tests` has them, wherever their owner is still defined; a text file is
+    all examples, so `tests` itself. The examples of an owner that `code` no longer defines
+    (a function removed with its doctests) cannot run against it: they stay out, the code's
+    other changes stay in, and the run that takes this file sees those tests gone. None when
+    it cannot be had exactly: a file is unreadable, `code` changes docstrings at run time, or
+    it is Rust (whose doc comments are not put back)."""
     if path.endswith(".rs"):
         return None
     if not path.endswith(".py"):
@@ -79,14 +82,13 @@ def with_examples_of(path: str, code: str, tests: str) -> str | None:
     if new is None or old is None:
         return None
     wanted = {owner for owner, found in (examples(path, tests) or {}).items() if found}
-    if not wanted <= new.keys():
-        return None
+    gone = wanted - new.keys()
     data, source = code.encode("utf-8", "surrogatepass"), tests.encode("utf-8", "surrogatepass")
-    spans = sorted(((new[owner][0], old[owner][0]) for owner in wanted), reverse=True)
+    spans = sorted(((new[owner][0], old[owner][0]) for owner in wanted - gone), reverse=True)
     for (start, end), (old_start, old_end) in spans:
         data = data[:start] + source[old_start:old_end] + data[end:]
     spliced = data.decode("utf-8", "surrogatepass")
-    return None if changed_examples(path, tests, spliced) else spliced
+    return None if set(changed_examples(path, tests, spliced)) - gone else spliced
 
 
 def _owned(texts: dict[str, str]) -> dict[str, list[Example]]:

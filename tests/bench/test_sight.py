@@ -1,13 +1,13 @@
-"""agent.bench.sight.writable: the part of a fix's hunk the context-honest oracle can write from
-what a prompt shows — its changed lines, anchored on whichever lines of git's context stand
-beside them in the file's own block."""
+"""agent.bench.sight: the part of a fix's hunk the context-honest oracle can write from what a
+prompt shows — its changed lines, anchored on whichever lines of git's context stand beside
+them in the file's own block — and the paths a prompt names, whole."""
 
 from __future__ import annotations
 
 import re
 
 from agent.bench.patches import FilePatch, oracle_edits
-from agent.bench.sight import Hunk, writable
+from agent.bench.sight import Hunk, names_path, step_files, writable
 
 BEFORE = """class Box:
     def open(self):
@@ -82,3 +82,18 @@ def test_an_anchor_found_twice_in_the_file_is_not_enough() -> None:
 def test_lines_shown_only_in_another_files_block_do_not_count() -> None:
     prompt = block('    def close(self):\n        self.state = "closed"', path="other.py")
     assert writable(prompt, "box.py", BEFORE, CHANGE) is None
+
+
+def test_a_path_is_named_whole_not_as_the_head_or_tail_of_another() -> None:
+    assert names_path("Files: pkg/mod.py, pkg/mod.pyi", "pkg/mod.pyi")
+    assert not names_path("Files: pkg/mod.pyi", "pkg/mod.py")
+    assert not names_path("see src/pkg/mod.py", "pkg/mod.py")
+    assert names_path("the bug is in pkg/mod.py.", "pkg/mod.py")
+    assert names_path('<file path="pkg/mod.py">', "pkg/mod.py")
+
+
+def test_the_step_names_its_files_on_its_own_line() -> None:
+    prompt = ("<task>\n<step>\nFiles: decoy.py\n</step>\n</task>\n"
+              "<step>\nApply the fix\nFiles: pkg/mod.py, pkg/mod.pyi\n</step>")
+    assert step_files(prompt) == ["pkg/mod.py", "pkg/mod.pyi"]
+    assert step_files("<task>\nt\n</task>\n<step>\nno files\n</step>") == []

@@ -1,0 +1,140 @@
+"""The oracle on fixes a planner would plan by whole paths and declared test changes: a module
+and its type stub changed together (`pkg/mod.py` is a prefix of `pkg/mod.pyi`), and a fix that
+removes a function together with the doctest examples in its docstring, which the tests run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from agent.bench.oracle import OracleModel
+from agent.bench.patches import parse_patch
+from agent.bench.results import read_results
+from agent.bench.tasks import BenchTask, read_tasks
+from agent.config.files import ModelConfig
+from tests.bench.history import commit, replace
+from tests.bench.test_bench_cli import cra
+from tests.fakes.repos import ISOLATED_GIT_ENV, TEST_COMMAND, init_repo
+
+pytestmark = pytest.mark.usefixtures("isolated_git")
+
+MOD = '''"""Shapes."""
+
+
+def area(w, h):
+    return w * h + 1
+
+
+def perimeter(w, h):
+    return 2 * (w + h) + 1
+
+
+def old_area(w, h):
+    """The area, the old way (deprecated).
+
+    >>> old_area(2, 3)
+    6
+    """
+    return w * h
+'''
+STUB = '''def area(w: int, h: int) -> int: ...
+def perimeter(w: int, h: int) -> int: ...
+def old_area(w: int, h: int) -> int: ...
+'''
+TESTS = "from pkg.mod import old_area\n\n\ndef test_old_area():\n    assert old_area(1, 1) == 1\n"
+
+
+@pytest.fixture(scope="module")
+def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A repository with the two fixes, and its tasks mined through the CLI."""
+    os.environ.update(ISOLATED_GIT_ENV)
+    tmp = tmp_path_factory.mktemp("oracle-paths")
+    repo = init_repo(tmp / "repo")
+    command = f"{TEST_COMMAND} --doctest-modules pkg tests"
+    commit(repo, {"cra.toml": f"[testing]\ntest_command = {json.dumps(command)}\n"
+                  "timeout = 120\n", "pkg/__init__.py": "", "pkg/mod.py": MOD,
+                  "pkg/mod.pyi": STUB, "tests/__init__.py": "", "tests/test_mod.py": TESTS},
+           "Initial")
+    commit(repo, {  # the module and its stub together
+        "pkg/mod.py": replace(repo, "pkg/mod.py", "def area(w, h):\n    return w * h + 1",
+                              "def area(w, h, scale=1):\n    return w * h * scale"),
+        "pkg/mod.pyi": replace(repo, "pkg/mod.pyi", "def area(w: int, h: int) -> int: ...",
+                               "def area(w: int, h: int, scale: int = 1) -> int: ..."),
+        "tests/test_area.py": "from pkg.mod import area\n\n\ndef test_area():\n"
+                              "    assert area(2, 3) == 6 and area(2, 3, scale=2) == 12\n",
+    }, "Fix area, and let it scale")
+    old_area = MOD[MOD.index("\n\ndef old_area"):]
+    commit(repo, {  # a doctested function removed with its examples, and a fix beside it
+        "pkg/mod.py": replace(repo, "pkg/mod.py", old_area, "\n").replace(
+            "2 * (w + h) + 1", "2 * (w + h)"),
+        "pkg/mod.pyi": replace(repo, "pkg/mod.pyi", "def old_area(w: int, h: int) -> int: ...\n",
+                               ""),
+        "tests/test_mod.py": "from pkg.mod import perimeter\n\n\ndef test_perimeter():\n"
+                             "    assert perimeter(1, 2) == 6\n",
+    }, "Drop old_area, and fix perimeter")
+    tasks = tmp / "tasks.jsonl"
+    done = cra(tmp, "bench", "mine", "--repo", str(repo), "--output", str(tasks), "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    assert "2 task(s) from 3 commit(s)" in done.stderr, done.stderr
+    return repo, tasks, tmp
+
+
+def test_the_oracle_resolves_a_module_and_its_stub_and_a_removed_doctested_function(
+    mined: tuple[Path, Path, Path], tmp_path: Path,
+) -> None:
+    repo, tasks, _ = mined
+    results = tmp_path / "results.jsonl"
+
+    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(repo),
+               "--results", str(results), "--jobs", "1")
+
+    assert done.returncode == 0, done.stderr
+    found = {r.instance_id: r for r in read_results(results)}
+    assert len(found) == 2 and all(r.resolved for r in found.values()), found
+
+
+def test_a_step_on_the_stub_gets_the_stubs_edits(mined: tuple[Path, Path, Path]) -> None:
+    _, tasks, _ = mined
+    task = next(t for t in read_tasks(tasks) if _scales(t))
+    oracle = _oracle(task)
+    answer = oracle.complete("", "<task>\nFix area\n</task>\n<step>\nApply the fix to "
+                             "pkg/mod.pyi\nFiles: pkg/mod.pyi\n</step>", stage="implement")
+    assert '<edit file="pkg/mod.pyi">' in answer.text and "pkg/mod.py\"" not in answer.text
+
+
+def test_a_step_whose_gold_edits_remove_doctest_examples_declares_it(
+    mined: tuple[Path, Path, Path],
+) -> None:
+    _, tasks, _ = mined
+    task = next(t for t in read_tasks(tasks) if not _scales(t))
+    oracle = _oracle(task)
+    plan = json.loads(oracle.complete("", "<task>\nt\n</task>", stage="part_plan").text)
+    declared = {s["target_files"][0]: s["changes_existing_tests"] for s in plan["steps"]}
+    assert declared == {"pkg/mod.py": True, "pkg/mod.pyi": False}
+    asked = oracle.complete("", "diff --git a/pkg/mod.py b/pkg/mod.py\n", stage="gate_test_change")
+    other = oracle.complete("", "diff --git a/pkg/other.py b/pkg/other.py\n",
+                            stage="gate_test_change")
+    assert (asked.text, other.text) == ("yes", "no")
+
+
+def _oracle(task: BenchTask) -> OracleModel:
+    before = {f.path: _before(task, f.path) for f in parse_patch(task.patch)}
+    return OracleModel(ModelConfig(model="oracle"), task, before)
+
+
+def _before(task: BenchTask, path: str) -> str:
+    """The file at the task's base, rebuilt from the module text above (no checkout needed)."""
+    return {"pkg/mod.py": MOD, "pkg/mod.pyi": STUB}[path] if _scales(task) else {
+        "pkg/mod.py": MOD.replace("def area(w, h):\n    return w * h + 1",
+                                  "def area(w, h, scale=1):\n    return w * h * scale"),
+        "pkg/mod.pyi": STUB.replace("def area(w: int, h: int) -> int: ...",
+                                    "def area(w: int, h: int, scale: int = 1) -> int: ..."),
+    }[path]
+
+
+def _scales(task: BenchTask) -> bool:
+    """Whether the task is the fix of the module and its stub (the first)."""
+    return "+def area(w, h, scale=1):" in task.patch
