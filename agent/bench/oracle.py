@@ -3,8 +3,8 @@ patch. One part, one step per changed file, the files landing together as one ch
 planner is asked to plan a fix across files), a step declaring `changes_existing_tests` where
 its gold edits change tests the gate counts (doctest examples) and "yes" to the gate's question
 about those changes, edit blocks made from the patch's hunks for the file the step names (by
-whole path), "yes" to retrieval questions. On a healthy install it resolves every mined task, which checks the
-harness on real code before any model is blamed. With a noise mode (`oracle:edits`, …) its
+whole path), "yes" to retrieval questions. On a healthy install it resolves every mined task,
+which checks the harness on real code before any model is blamed. With a noise mode (`oracle:edits`, …) its
 answers are spoiled with a small model's typical mistakes at a rate, to measure how much of that
 the harness absorbs.
 
