@@ -14,9 +14,10 @@ CRA_SANDBOX=none runs them unsandboxed instead, and the demo says so.
 With CRA_MODEL_URL set, a real model answers instead of the script: CRA_MODEL_PROVIDER (ollama |
 openai, default ollama), and CRA_MODEL_NAME or CRA_REASONING_MODEL / CRA_CODING_MODEL /
 CRA_CLASSIFIER_MODEL name the models (CRA_<ROLE>_API_KEY and CRA_<ROLE>_CONTEXT_WINDOW pass
-through). When the run ends, the pull request (Markdown) and the run page (HTML) are written to
---output (default $TMPDIR/cra-demo-output), and both pages stay served until Ctrl-C (--no-wait
-ends at once). Nothing else is written outside the temporary directory (removed unless --keep).
+through). When the run ends, the pull request (Markdown) and the run page (HTML, one file that
+opens from disk) are written to --output (default $TMPDIR/cra-demo-output), and both pages stay
+served until Ctrl-C (--no-wait ends at once). Nothing else is written outside the temporary
+directory (removed unless --keep).
 """
 
 from __future__ import annotations
@@ -538,13 +539,15 @@ def _run(procs: Processes, choice: ModelChoice, args: argparse.Namespace) -> int
 
 
 def keep(output: Path, pull: dict[str, Any], run_url: str) -> None:
-    """Write the pull request (Markdown) and the run page (HTML) where they outlive the demo."""
+    """Write the pull request (Markdown) and the run page (HTML, as one file that opens from
+    disk) where they outlive the demo."""
     output.mkdir(parents=True, exist_ok=True)
     pr_file = output / f"pull-{pull['number']}.md"
     pr_file.write_text(f"# {pull['title']}\n\n{pull['html_url']}\n\n{pull.get('body') or ''}\n",
                        encoding="utf-8")
     run_file = output / f"run-{run_url.rsplit('/', 1)[-1]}.html"
-    run_file.write_text(httpx.get(run_url, timeout=10.0).text, encoding="utf-8")
+    kept = httpx.get(run_url, params={"format": "file"}, timeout=10.0)
+    run_file.write_bytes(kept.raise_for_status().content)
     say(f"\nKept for after the demo: {pr_file}\n                         {run_file}")
 
 

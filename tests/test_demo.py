@@ -72,7 +72,9 @@ def test_demo_turns_the_sample_issue_into_a_pull_request(tmp_path: Path) -> None
     assert list(tmp_path.iterdir()) == [output]
     assert sorted(p.name for p in output.iterdir()) == ["pull-2.md", "run-1.html"]
     assert "Round page\\_count up" in (output / "pull-2.md").read_text()
-    assert "page_count" in (output / "run-1.html").read_text()
+    kept = (output / "run-1.html").read_text()
+    assert "page_count" in kept and "<style>" in kept  # it opens from disk, styled
+    assert 'rel="stylesheet"' not in kept
     assert f"Kept for after the demo: {output / 'pull-2.md'}" in out
 
 

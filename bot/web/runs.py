@@ -1,5 +1,5 @@
-"""The run pages: GET /runs and GET /runs/<id>, read-only views of the database (HTML or JSON);
-the page of one run is built by bot.web.run_page."""
+"""The run pages: GET /runs and GET /runs/<id>, read-only views of the database (HTML, JSON, or
+the page as one file to keep); the page of one run is built by bot.web.run_page."""
 
 # Who may see a run is bot.access.signin's business (CRA_RUN_PAGES: private behind GitHub
 # sign-in, or
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
-from flask import Blueprint, abort, jsonify, render_template, request
+from flask import Blueprint, Response, abort, current_app, jsonify, render_template, request
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, SecretStr
 
@@ -21,7 +22,8 @@ from agent.runlog.store import RunLog
 from bot.access import signin
 from bot.settings import BotSettings
 from bot.store.runs import RUN_STATUSES
-from bot.web.run_page import build_page
+from bot.web.kept_page import attachment, inline_style
+from bot.web.run_page import RunPage, build_page
 from bot.web.state import current_state
 
 REFRESH_SECONDS = 5
@@ -29,6 +31,7 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 MASK = "[redacted]"
 MIN_SECRET_CHARS = 8  # shorter values would mask ordinary words
+STYLESHEET = "cra.css"  # in the app's static folder
 
 blueprint = Blueprint("runs", __name__, template_folder="../templates")
 
@@ -108,8 +111,19 @@ def run_page(run_id: int) -> ResponseReturnValue:
                    secret_values(state.settings))
     if _wants_json():
         return jsonify(page.model_dump(mode="json"))
+    if request.args.get("format") == "file":
+        return _kept(page)
     return render_template("run_page.html", page=page,
                            refresh=REFRESH_SECONDS if page.live else None)
+
+
+def _kept(page: RunPage) -> Response:
+    """The page as one file to keep, a download: its stylesheet inline, no refresh."""
+    stylesheet = Path(current_app.static_folder or "", STYLESHEET).read_text(encoding="utf-8")
+    body = render_template("run_page.html", page=page, refresh=None,
+                           kept=inline_style(stylesheet))
+    return Response(body, mimetype="text/html",
+                    headers={"Content-Disposition": attachment(f"run-{page.run.id}.html")})
 
 
 @blueprint.app_template_filter("cra_when")

@@ -2,7 +2,8 @@
 
 # A run page shows text a model wrote and, to a signed-in maintainer, a sign-out form: no
 # script may run in it, and no other site may frame it. The pages need no script at all, and
-# take their style from the server's own stylesheets.
+# take their style from the server's own stylesheets. (A run page kept as one file carries its
+# stylesheet inline under a policy of its own: bot.web.kept_page.)
 
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def test_run_page_shows_only_to_a_signed_in_reader_in_chromium(
     assert CONTENT in dom and "Add square to calc/ops.py" in dom  # the plan
     assert "mul fixed; square next" in dom  # an adjustment's rationale
     assert '<td class="mono">meta_plan</td><td>reasoning</td>' in dom  # a model call
-    assert '<span class="d-add">+    return a * b</span>' in dom  # the diff
+    assert '<span class="d-add">+    return a * b\n</span>' in dom  # the diff
     assert 'http-equiv="refresh"' not in dom
     assert f'<span id="viewer">{OWNER}</span>' in dom
     assert_rendered(png)

@@ -101,7 +101,7 @@ def text(response: TestResponse) -> str:
 # --- signed out ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/runs", "/runs/1", "/runs/999"])
+@pytest.mark.parametrize("path", ["/runs", "/runs/1", "/runs/999", "/runs/1?format=file"])
 def test_signed_out_gets_the_sign_in_page_and_no_content(site: Site, path: str) -> None:
     response = site.client().get(path)
     assert response.status_code == 401
@@ -155,6 +155,15 @@ def test_a_reader_of_the_repository_sees_its_run(site: Site) -> None:
     page = client.get(f"/runs/{run.id}")
     assert page.status_code == 200 and SECRET_TASK in text(page)
     assert f'<span id="viewer">{OWNER}</span>' in text(page)
+
+
+def test_a_readers_copy_of_a_run_page_to_keep_has_no_sign_out_form(site: Site) -> None:
+    client = site.client()
+    run = site.runs[PRIVATE]
+    sign_in(site, client, OWNER)
+    kept = client.get(f"/runs/{run.id}?format=file")
+    assert kept.status_code == 200 and SECRET_TASK in text(kept)
+    assert 'id="sign-out"' not in text(kept) and 'id="viewer"' not in text(kept)
 
 
 def test_anyone_signed_in_reads_runs_of_a_public_repository(site: Site) -> None:

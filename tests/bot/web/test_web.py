@@ -326,10 +326,10 @@ def test_a_test_run_judged_on_its_re_run_for_time_says_so(site: Site) -> None:
 def test_diff_lines_are_coloured_by_kind(site: Site) -> None:
     diff = section(html(site, f"/runs/{site.finished.id}"), "diff")
 
-    assert '<span class="d-file">diff --git a/calc/ops.py b/calc/ops.py</span>' in diff
-    assert re.search(r'<span class="d-hunk">@@ [^<]+@@</span>', diff)
-    assert '<span class="d-del">-    return a * b + 1</span>' in diff
-    assert '<span class="d-add">+    return a * b</span>' in diff
+    assert '<span class="d-file">diff --git a/calc/ops.py b/calc/ops.py\n</span>' in diff
+    assert re.search(r'<span class="d-hunk">@@ [^<]+@@\n</span>', diff)
+    assert '<span class="d-del">-    return a * b + 1\n</span>' in diff
+    assert '<span class="d-add">+    return a * b\n</span>' in diff
 
 
 def test_every_model_call_shows_stage_role_model_tokens_latency_and_folds_its_texts(
