@@ -4,9 +4,9 @@ planner is asked to plan a fix across files), a step declaring `changes_existing
 its gold edits change tests the gate counts (doctest examples) and "yes" to the gate's question
 about those changes, edit blocks made from the patch's hunks for the file the step names (by
 whole path), "yes" to retrieval questions. On a healthy install it resolves every mined task,
-which checks the harness on real code before any model is blamed. With a noise mode (`oracle:edits`, …) its
-answers are spoiled with a small model's typical mistakes at a rate, to measure how much of that
-the harness absorbs.
+which checks the harness on real code before any model is blamed. With a noise mode
+(`oracle:edits`, …) its answers are spoiled with a small model's typical mistakes at a rate, to
+measure how much of that the harness absorbs.
 
 `oracle:context` answers only from what each prompt shows: a plan names only the fix's files
 whose path or code the prompt shows (else the shown file closest to them), an edit is written
