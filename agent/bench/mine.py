@@ -73,6 +73,7 @@ class Mined:
     resumed: int = 0  # of the examined, those whose outcome an interrupted mine's journal held
     replay_s: float = 0.0  # this mine's replays (the resumed one's not), summed
     wall_s: float = 0.0  # this mine, start to end
+    jobs: int = 1  # commits replayed at once
 
     def add(self, outcome: Outcome) -> None:
         """Count one examined commit's outcome."""
@@ -111,6 +112,21 @@ def machine_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0)) or 1
     return os.cpu_count() or 1
+
+
+def mine_jobs(asked: int | None) -> int:
+    """The commits a mine replays at once: `asked`, else every CPU this process may use (the
+    default of `cra bench mine --jobs` and of `cra-bot bench --jobs` alike)."""
+    return machine_cores() if asked is None else asked
+
+
+def throughput(mined: Mined) -> str:
+    """How fast a mine went: commits a minute, and its replays' time against the wall's."""
+    fresh = mined.examined - mined.resumed
+    wall = max(mined.wall_s, 1e-9)
+    return (f"{fresh} commit(s) examined in {mined.wall_s:.1f} s with {mined.jobs} job(s): "
+            f"{fresh * 60 / wall:.1f} commits/min; replays (checkout, setup, tests) "
+            f"took {mined.replay_s:.1f} s in all, {mined.replay_s / wall:.2f}x the wall time")
 
 
 def repo_name(repo: Path, given: str | None = None) -> str:
@@ -173,7 +189,7 @@ def mine(repo: Path, bed: TestBed, options: MineOptions,
             if progress is not None:
                 progress(so_far.examined, len(candidates), so_far)
     mined = Mined(notes=[f"the tests run as: {full.note}"], resumed=so_far.resumed,
-                  replay_s=so_far.replay_s)
+                  replay_s=so_far.replay_s, jobs=jobs)
     for commit in candidates:
         mined.add(known[commit])
     mined.wall_s = clock() - started

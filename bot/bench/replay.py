@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.bench.mine import Mined, MineOptions, TestBed, mine
+from agent.bench.mine import Mined, MineOptions, TestBed, mine, throughput
 from agent.bench.oracle import oracle_factory, parse_label
 from agent.bench.results import BenchResult, read_results
 from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
@@ -201,7 +201,9 @@ def _tasks(services: Services, request: BenchRequest, mirror: Path, config: Solv
         if pace.due(done, total, services.clock()):
             progress(f"mining: {done}/{total} commits, {len(found.tasks)} tasks")
 
-    return mine(mirror, bed, options, progress=mined).tasks
+    found = mine(mirror, bed, options, progress=mined)
+    progress(f"mined: {throughput(found)}")
+    return found.tasks
 
 
 def write_outputs(published: Published, repository: str, *, out: Path | None,
