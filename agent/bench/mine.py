@@ -13,8 +13,9 @@ pass only sometimes — is excluded by name, with the reason.
 A commit that cannot qualify by its diff is left out on git's answers alone, never checked out.
 The others are replayed `jobs` at a time, each in its own checkout and environment directory
 (the environment cache is shared); each outcome goes to the journal (agent.bench.journal) the
-moment it is known, so that an interrupted mine resumes. The tasks come in the history's order
-(newest first) however many jobs ran and whether the mine was resumed.
+moment it is known, so that an interrupted mine resumes; the checkouts a killed mine left are
+removed first (agent.bench.trees.remove_left: only those whose process is gone). The tasks come
+in the history's order (newest first) however many jobs ran and whether the mine was resumed.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from agent.bench.patches import Split, split_commit
 from agent.bench.replay import NO_TASK, REGRESSION, Runs, Verdict, sort_tests
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
-from agent.bench.trees import SetupError, checkout, outcomes, run_tests
+from agent.bench.trees import SetupError, checkout, outcomes, remove_left, run_tests
 from agent.config.files import TestingConfig
 from agent.errors import GitError
 from agent.git import repo as git
@@ -165,6 +166,7 @@ def mine(repo: Path, bed: TestBed, options: MineOptions,
     run with a command that does not stop at the first failure where that can be had;
     `progress(examined, candidates, so_far)` after each commit, in this thread."""
     started = clock()
+    remove_left(bed.work_dir)
     full = full_run(bed.testing)
     bed = replace(bed, testing=full.testing)
     name = repo_name(repo, options.repo_name)
