@@ -23,15 +23,17 @@ RUN groupadd --gid 10001 cra \
     && useradd --uid 10001 --gid cra --create-home --shell /usr/sbin/nologin cra
 
 WORKDIR /opt/cra
-# The locked dependencies of every extra but dev (`make lock` writes them), hash-checked; then
-# cra itself without them. A layer of its own: a change to the code does not reinstall them.
+# The locked dependencies of every extra but dev and the build backend (`make lock` writes
+# them), hash-checked; then cra itself without them, built with that backend rather than one
+# pip's build isolation would fetch unpinned. A layer of its own: a change to the code does not
+# reinstall them.
 COPY requirements/server.txt ./requirements/
 RUN pip install --no-cache-dir --require-hashes -r requirements/server.txt
 COPY pyproject.toml README.md app.yml ./
 COPY agent ./agent
 COPY bot ./bot
 COPY migrations ./migrations
-RUN pip install --no-cache-dir --no-deps .
+RUN pip install --no-cache-dir --no-deps --no-build-isolation .
 
 # The database (SQLite by default), repository mirrors and worktrees.
 ENV CRA_DATA_DIR=/data

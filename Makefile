@@ -24,9 +24,10 @@ $(STAMP): pyproject.toml requirements/dev.txt | $(BIN)/python
 	touch $(STAMP)
 
 # uv.lock from pyproject.toml (versions kept unless pyproject asks otherwise; `uv lock --upgrade`
-# first to take newer ones), then pip's requirements files from it. Needs uv (`pipx install uv`).
-# tests/test_lock.py fails when these and pyproject.toml disagree.
-EXPORT := uv export --frozen --format requirements-txt --no-emit-project --quiet
+# first to take newer ones), then pip's requirements files from it, each with the build backend
+# (the group `build`: what installs from them builds cra with --no-build-isolation). Needs uv
+# (`pipx install uv`). tests/test_lock.py fails when these and pyproject.toml disagree.
+EXPORT := uv export --frozen --format requirements-txt --no-emit-project --group build --quiet
 lock:
 	uv lock
 	$(EXPORT) $(foreach e,$(subst $(comma), ,$(EXTRAS)),--extra $(e)) \

@@ -30,10 +30,12 @@ class Pin:
 
 @dataclass(frozen=True)
 class Export:
-    """An exported requirements file: the extras it was exported with, and its pins."""
+    """An exported requirements file: the extras and dependency groups it was exported with,
+    and its pins."""
 
     extras: frozenset[str]
     pins: tuple[Pin, ...]
+    groups: frozenset[str] = frozenset()
 
 
 def requirement_key(requirement: Requirement, extra: str | None = None) -> str:
@@ -56,6 +58,21 @@ def declared(pyproject: dict[str, Any]) -> dict[str, tuple[Requirement, str | No
         for requirement in map(Requirement, lines):
             found[requirement_key(requirement, extra)] = (requirement, extra)
     return found
+
+
+def declared_groups(pyproject: dict[str, Any]) -> dict[str, list[Requirement]]:
+    """pyproject's dependency groups (PEP 735): each group's requirements."""
+    return {group: list(map(Requirement, lines))
+            for group, lines in pyproject.get("dependency-groups", {}).items()}
+
+
+def locked_groups(lock: dict[str, Any], name: str) -> dict[str, set[str]]:
+    """The keys of each dependency group's requirements that uv.lock records for project
+    `name`."""
+    requires_dev = project_entry(lock, name).get("metadata", {}).get("requires-dev", {})
+    return {group: {requirement_key(Requirement(entry["name"] + entry.get("specifier", "")))
+                    for entry in entries}
+            for group, entries in requires_dev.items()}
 
 
 def locked_inputs(lock: dict[str, Any], name: str) -> set[str]:
@@ -93,8 +110,8 @@ def locked_versions(lock: dict[str, Any]) -> dict[NormalizedName, dict[Version, 
 
 
 def lock_disagreements(pyproject: dict[str, Any], lock: dict[str, Any]) -> list[str]:
-    """How uv.lock differs from pyproject.toml: its recorded inputs, Python range and extras,
-    and any locked version outside pyproject's range."""
+    """How uv.lock differs from pyproject.toml: its recorded inputs, Python range, extras and
+    dependency groups, and any locked version outside pyproject's range."""
     project = pyproject["project"]
     wanted, recorded = declared(pyproject), locked_inputs(lock, project["name"])
     problems = [f"pyproject.toml requires {key}, uv.lock was not locked with it"
@@ -108,16 +125,23 @@ def lock_disagreements(pyproject: dict[str, Any], lock: dict[str, Any]) -> list[
     if set(project_entry(lock, project["name"]).get("metadata", {}).get("provides-extras",
                                                                          [])) != extras:
         problems.append(f"uv.lock's extras differ from pyproject.toml's {sorted(extras)}")
-    return problems + out_of_range(wanted.values(), locked_versions(lock))
+    groups = declared_groups(pyproject)
+    if {g: {requirement_key(r) for r in rs} for g, rs in groups.items()} != locked_groups(
+            lock, project["name"]):
+        problems.append(f"uv.lock was not locked with pyproject.toml's dependency groups "
+                        f"{sorted(groups)} as they are")
+    where = [(r, f"extra {extra}" if extra else "dependencies") for r, extra in wanted.values()]
+    where += [(r, f"group {group}") for group, rs in groups.items() for r in rs]
+    return problems + out_of_range(where, locked_versions(lock))
 
 
-def out_of_range(requirements: Iterable[tuple[Requirement, str | None]],
+def out_of_range(requirements: Iterable[tuple[Requirement, str]],
                  versions: dict[NormalizedName, dict[Version, frozenset[str]]]) -> list[str]:
-    """Each requirement whose package uv.lock lacks, or locks at a version it excludes."""
+    """Each requirement (with where pyproject lists it) whose package uv.lock lacks, or locks
+    at a version it excludes."""
     problems = []
-    for requirement, extra in requirements:
+    for requirement, where in requirements:
         name = canonicalize_name(requirement.name)
-        where = f"extra {extra}" if extra else "dependencies"
         if name not in versions:
             problems.append(f"{name} ({where} in pyproject.toml) is not in uv.lock")
         problems += [f"uv.lock has {name} {version}, outside pyproject.toml's "
@@ -128,13 +152,15 @@ def out_of_range(requirements: Iterable[tuple[Requirement, str | None]],
 
 
 def parse_export(text: str) -> Export:
-    """An exported requirements file: the `--extra`s of the command in its header, and its
-    `name==version` lines with their hashes (markers ignored: pip evaluates them)."""
+    """An exported requirements file: the `--extra`s and `--group`s of the command in its
+    header, and its `name==version` lines with their hashes (markers ignored: pip evaluates
+    them)."""
     command = re.search(r"^#\s+(uv export .*)$", text, re.M)
     if command is None:
         raise ValueError("no `uv export` command in the file's header: not written by make lock")
     words = shlex.split(command.group(1))
     extras = frozenset(words[i + 1] for i, word in enumerate(words) if word == "--extra")
+    groups = frozenset(words[i + 1] for i, word in enumerate(words) if word == "--group")
     pins = []
     for entry in re.sub(r"\\\n", " ", text).splitlines():
         entry = entry.split("#", 1)[0].strip()
@@ -146,13 +172,13 @@ def parse_export(text: str) -> Export:
             raise ValueError(f"not a pinned, hashed requirement: {entry}")
         pins.append(Pin(canonicalize_name(pin.group(1)), Version(pin.group(2)),
                         frozenset(h.removeprefix("--hash=") for h in pin.group(3).split())))
-    return Export(extras, tuple(pins))
+    return Export(extras, tuple(pins), groups)
 
 
 def export_disagreements(name: str, export: Export, pyproject: dict[str, Any],
                          lock: dict[str, Any]) -> list[str]:
     """How export `name` differs from uv.lock (a version or a hash), or misses a requirement
-    of pyproject's for the extras it was exported with."""
+    of pyproject's for the extras and groups it was exported with."""
     versions = locked_versions(lock)
     problems = []
     for pin in export.pins:
@@ -168,4 +194,9 @@ def export_disagreements(name: str, export: Export, pyproject: dict[str, Any],
                  for r, extra in declared(pyproject).values()
                  if (extra is None or extra in export.extras)
                  and canonicalize_name(r.name) not in pinned]
+    problems += [f"{name} lacks {canonicalize_name(r.name)}, which pyproject.toml's group "
+                 f"{group} need"
+                 for group, requirements in declared_groups(pyproject).items()
+                 if group in export.groups for r in requirements
+                 if canonicalize_name(r.name) not in pinned]
     return problems

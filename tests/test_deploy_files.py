@@ -32,6 +32,8 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from werkzeug.serving import make_server
 
 from agent.cli.main import build_parser as cra_parser
@@ -205,7 +207,19 @@ def test_the_image_installs_the_locked_dependencies_of_the_non_dev_extras() -> N
     assert "requirements/server.txt" in copied_sources()
     assert parse_export((ROOT / "requirements" / "server.txt").read_text()).extras == (
         non_dev_extras())
-    assert project == "pip install --no-cache-dir --no-deps ."
+    assert project.startswith("pip install --no-cache-dir --no-deps ")
+
+
+def test_the_image_builds_cra_with_the_locked_build_backend() -> None:
+    """pip's build isolation would fetch [build-system]'s requirements unpinned; the image
+    builds with the locked ones, which the hash-checked install put there first."""
+    deps, project = [args for args in instructions("RUN") if "pip install" in args]
+    assert project == "pip install --no-cache-dir --no-deps --no-build-isolation ."
+    [installed] = re.findall(r"-r (\S+)", deps)
+    pinned = {pin.name for pin in parse_export((ROOT / installed).read_text()).pins}
+    backend = {canonicalize_name(Requirement(r).name)
+               for r in PYPROJECT["build-system"]["requires"]}
+    assert backend == {"setuptools", "wheel"} and backend <= pinned
 
 
 def test_entry_point_is_the_cra_bot_console_script() -> None:

@@ -72,6 +72,17 @@ def test_the_dev_export_has_every_extra_the_server_export_every_extra_but_dev() 
     assert parse_export(export_text("requirements/server.txt")).extras == extras - {"dev"}
 
 
+def test_the_build_group_is_the_build_systems_requirements() -> None:
+    data = pyproject()
+    assert data["dependency-groups"]["build"] == data["build-system"]["requires"]
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+def test_each_export_carries_the_build_backend(name: str) -> None:
+    """Both are installed before cra is built with --no-build-isolation (make, the image)."""
+    assert parse_export(export_text(name)).groups == {"build"}
+
+
 # --- a disagreement is found --------------------------------------------------------------------
 
 
@@ -103,6 +114,15 @@ def test_a_dependency_moved_to_another_extra_is_found() -> None:
                   'redis = ["redis>=5.0", "rq>=1.16", "gunicorn>=22.0"]')
     assert ("pyproject.toml requires gunicorn>=22.0; extra == \"redis\", uv.lock was not locked "
             "with it") in lock_disagreements(pyproject(text), lock())
+
+
+def test_a_dependency_group_changed_but_not_locked_is_found() -> None:
+    text = edited(PYPROJECT_TEXT, 'build = ["setuptools>=77", "wheel"]',
+                  'build = ["setuptools>=99", "wheel"]')
+    assert lock_disagreements(pyproject(text), lock()) == [
+        "uv.lock was not locked with pyproject.toml's dependency groups ['build'] as they are",
+        f"uv.lock has setuptools {locked_version('setuptools')}, outside pyproject.toml's "
+        ">=99 (group build)"]
 
 
 def test_a_new_python_range_is_found() -> None:
@@ -138,6 +158,15 @@ def test_an_export_missing_an_extras_requirements_is_found() -> None:
     problems = export_disagreements("requirements/server.txt", parse_export(text), pyproject(),
                                     lock())
     assert "requirements/server.txt lacks pytest, which pyproject.toml's extra dev need" in problems
+
+
+def test_an_export_missing_a_groups_requirement_is_found() -> None:
+    text = export_text("requirements/server.txt")
+    [entry] = re.findall(r"^setuptools==.*\n(?:    .*\n)*", text, re.M)
+    without = parse_export(edited(text, entry, ""))
+    problems = export_disagreements("requirements/server.txt", without, pyproject(), lock())
+    assert problems == ["requirements/server.txt lacks setuptools, which pyproject.toml's group "
+                        "build need"]
 
 
 def test_a_hand_written_requirements_file_is_refused() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from agent.bench.journal import JournalMismatch, journal_path
-from agent.bench.mine import Mined, MineOptions, TestBed, machine_cores, mine
+from agent.bench.mine import Mined, MineOptions, TestBed, mine, mine_jobs, throughput
 from agent.bench.oracle import oracle_factory, parse_label
 from agent.bench.report import report_command
 from agent.bench.results import BenchResult
@@ -42,7 +42,7 @@ def _mine(args: argparse.Namespace, env: Mapping[str, str], config: SolveConfig,
                           github_token=env.get("GITHUB_TOKEN") or env.get("GH_TOKEN"))
     bed = TestBed(testing=config.testing, sandbox=sandbox, environ=env,
                   work_dir=data_dir / "bench" / "work", cache=cache)
-    jobs = machine_cores() if args.jobs is None else args.jobs
+    jobs = mine_jobs(args.jobs)
     if jobs < 1:
         raise UsageError(f"--jobs must be 1 or more, not {jobs}")
     journal = journal_path(args.output)
@@ -61,17 +61,8 @@ def _mine(args: argparse.Namespace, env: Mapping[str, str], config: SolveConfig,
                                                          key=lambda item: -item[1]))
     print(f"cra: {count} task(s) from {mined.examined} commit(s) written to {args.output}"
           + (f"; left out: {reasons}" if reasons else ""), file=sys.stderr)
-    print(f"cra: {throughput(mined, jobs)}", file=sys.stderr)
+    print(f"cra: {throughput(mined)}", file=sys.stderr)
     return EXIT_OK
-
-
-def throughput(mined: Mined, jobs: int) -> str:
-    """How fast this mine went: commits a minute, and its replays' time against the wall's."""
-    fresh = mined.examined - mined.resumed
-    wall = max(mined.wall_s, 1e-9)
-    return (f"{fresh} commit(s) examined in {mined.wall_s:.1f} s with {jobs} job(s): "
-            f"{fresh * 60 / wall:.1f} commits/min; replays (checkout, setup, tests) "
-            f"took {mined.replay_s:.1f} s in all, {mined.replay_s / wall:.2f}x the wall time")
 
 
 def _mined(repo: Path, bed: TestBed, options: MineOptions, jobs: int, journal: Path) -> Mined:

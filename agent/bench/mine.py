@@ -13,8 +13,9 @@ pass only sometimes — is excluded by name, with the reason.
 A commit that cannot qualify by its diff is left out on git's answers alone, never checked out.
 The others are replayed `jobs` at a time, each in its own checkout and environment directory
 (the environment cache is shared); each outcome goes to the journal (agent.bench.journal) the
-moment it is known, so that an interrupted mine resumes. The tasks come in the history's order
-(newest first) however many jobs ran and whether the mine was resumed.
+moment it is known, so that an interrupted mine resumes; the checkouts a killed mine left are
+removed first (agent.bench.trees.remove_left: only those whose process is gone). The tasks come
+in the history's order (newest first) however many jobs ran and whether the mine was resumed.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from agent.bench.patches import Split, split_commit
 from agent.bench.replay import NO_TASK, REGRESSION, Runs, Verdict, sort_tests
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
-from agent.bench.trees import SetupError, checkout, outcomes, run_tests
+from agent.bench.trees import SetupError, checkout, outcomes, remove_left, run_tests
 from agent.config.files import TestingConfig
 from agent.errors import GitError
 from agent.git import repo as git
@@ -73,6 +74,7 @@ class Mined:
     resumed: int = 0  # of the examined, those whose outcome an interrupted mine's journal held
     replay_s: float = 0.0  # this mine's replays (the resumed one's not), summed
     wall_s: float = 0.0  # this mine, start to end
+    jobs: int = 1  # commits replayed at once
 
     def add(self, outcome: Outcome) -> None:
         """Count one examined commit's outcome."""
@@ -113,6 +115,21 @@ def machine_cores() -> int:
     return os.cpu_count() or 1
 
 
+def mine_jobs(asked: int | None) -> int:
+    """The commits a mine replays at once: `asked`, else every CPU this process may use (the
+    default of `cra bench mine --jobs` and of `cra-bot bench --jobs` alike)."""
+    return machine_cores() if asked is None else asked
+
+
+def throughput(mined: Mined) -> str:
+    """How fast a mine went: commits a minute, and its replays' time against the wall's."""
+    fresh = mined.examined - mined.resumed
+    wall = max(mined.wall_s, 1e-9)
+    return (f"{fresh} commit(s) examined in {mined.wall_s:.1f} s with {mined.jobs} job(s): "
+            f"{fresh * 60 / wall:.1f} commits/min; replays (checkout, setup, tests) "
+            f"took {mined.replay_s:.1f} s in all, {mined.replay_s / wall:.2f}x the wall time")
+
+
 def repo_name(repo: Path, given: str | None = None) -> str:
     """owner/name: given, else from the `origin` remote, else local/<folder>."""
     if given:
@@ -149,6 +166,7 @@ def mine(repo: Path, bed: TestBed, options: MineOptions,
     run with a command that does not stop at the first failure where that can be had;
     `progress(examined, candidates, so_far)` after each commit, in this thread."""
     started = clock()
+    remove_left(bed.work_dir)
     full = full_run(bed.testing)
     bed = replace(bed, testing=full.testing)
     name = repo_name(repo, options.repo_name)
@@ -173,7 +191,7 @@ def mine(repo: Path, bed: TestBed, options: MineOptions,
             if progress is not None:
                 progress(so_far.examined, len(candidates), so_far)
     mined = Mined(notes=[f"the tests run as: {full.note}"], resumed=so_far.resumed,
-                  replay_s=so_far.replay_s)
+                  replay_s=so_far.replay_s, jobs=jobs)
     for commit in candidates:
         mined.add(known[commit])
     mined.wall_s = clock() - started

@@ -1,20 +1,34 @@
 """Checkouts for the bench: a detached worktree of any commit, and the repository's tests run
-in it through the same sandbox, setup step and test report as every cra run."""
+in it through the same sandbox, setup step and test report as every cra run.
+
+Each checkout is a folder `bench-*` of the work dir with an owner record beside it
+(`bench-*.owner`: the process, its start, the host, the repository), and its environments are
+named after it (`envs/bench-*-*`). A process killed mid-checkout leaves all three;
+`remove_left` removes them once that process is gone. The work dir is shared by every mine and
+bench of a data dir, which may run at once: a live process's checkouts, another host's, and any
+folder without an owner record are never touched.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from pydantic import BaseModel, ValidationError
+
 from agent.config.files import TestingConfig
-from agent.errors import AgentError
+from agent.errors import AgentError, GitError
 from agent.gate.validation import run_validation
 from agent.git import repo as git
 from agent.git import worktrees
+from agent.git.workspace import process_alive, process_start
 from agent.models import TestOutcome, ValidationResult
 from agent.run.environment import prepare_environment
 from agent.sandbox.base import Sandbox
@@ -27,20 +41,84 @@ class SetupError(AgentError):
     """The repository's setup step failed: the commit cannot be tested here."""
 
 
+class Owner(BaseModel):
+    """Who made a checkout: a process of a host (its start, so that a later process given the
+    same id does not pass for it), and the repository the checkout is a worktree of."""
+
+    pid: int
+    started: str | None
+    host: str
+    repo: str
+
+
 @contextmanager
 def checkout(repo: Path, commit: str, work_dir: Path) -> Iterator[Path]:
-    """A detached worktree of `commit` under `work_dir`, removed afterwards."""
+    """A detached worktree of `commit` under `work_dir`, with its owner record; both removed
+    afterwards."""
     work_dir = work_dir.absolute()  # git runs in `repo`: a relative path would land there
     work_dir.mkdir(parents=True, exist_ok=True)
     # a unique name: git names the worktree's admin dir after it, and tasks run in parallel
     tree = Path(tempfile.mkdtemp(prefix="bench-", dir=work_dir))
-    with _WORKTREES:
-        git.run_git(["worktree", "add", "--quiet", "--detach", str(tree), commit], repo)
+    owner = Owner(pid=os.getpid(), started=process_start(os.getpid()),
+                  host=socket.gethostname(), repo=str(repo.absolute()))
+    _owner_file(tree).write_text(owner.model_dump_json(), encoding="utf-8")
+    try:
+        with _WORKTREES:
+            git.run_git(["worktree", "add", "--quiet", "--detach", str(tree), commit], repo)
+    except GitError:
+        _remove(tree, owner, work_dir)
+        raise
     try:
         yield tree
     finally:
         with _WORKTREES:
             worktrees.remove_worktree(repo, tree)
+        _owner_file(tree).unlink(missing_ok=True)
+
+
+def env_dir(work_dir: Path, tree: Path) -> Path:
+    """A new environment folder for a test run in the checkout `tree`, named after it."""
+    return work_dir / "envs" / f"{tree.name}-{uuid.uuid4().hex}"
+
+
+def remove_left(work_dir: Path) -> list[Path]:
+    """Remove the checkouts under `work_dir` whose process died on this host, with their
+    environments and owner records; the checkouts removed."""
+    work_dir = work_dir.absolute()  # git runs in the repository: a relative path would land there
+    removed = []
+    host = socket.gethostname()
+    for record in sorted(work_dir.glob("bench-*.owner")):
+        try:
+            owner = Owner.model_validate_json(record.read_text(encoding="utf-8"))
+        except (OSError, ValidationError):
+            continue
+        if not abandoned(owner, host, process_alive):
+            continue
+        tree = record.with_name(record.name.removesuffix(".owner"))
+        _remove(tree, owner, work_dir)
+        record.unlink(missing_ok=True)  # last: a removal cut short is done again next time
+        removed.append(tree)
+    return removed
+
+
+def abandoned(owner: Owner, host: str, alive: Callable[[int, object], bool]) -> bool:
+    """Whether a checkout's process is gone: it ran on this `host` and is not `alive`."""
+    return owner.host == host and not alive(owner.pid, owner.started)
+
+
+def _remove(tree: Path, owner: Owner, work_dir: Path) -> None:
+    """The checkout `tree` and its environments, gone; git told (its worktree forgotten)."""
+    for env in (work_dir / "envs").glob(f"{tree.name}-*"):
+        shutil.rmtree(env, ignore_errors=True)
+    try:
+        with _WORKTREES:
+            worktrees.remove_worktree(Path(owner.repo), tree)
+    except GitError:  # not (or no longer) a worktree of its repository, or the repository gone
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+def _owner_file(tree: Path) -> Path:
+    return tree.with_name(tree.name + ".owner")
 
 
 def run_tests(
@@ -50,7 +128,7 @@ def run_tests(
     """The test command in `tree`, after the repository's setup step (restored from the cache
     when it can be), in the sandbox; no lint or type check."""
     env = prepare_environment(tree, repo, testing, sandbox=sandbox, environ=environ,
-                              env_dir=work_dir / "envs" / uuid.uuid4().hex, cache=cache)
+                              env_dir=env_dir(work_dir, tree), cache=cache)
     try:
         if env.report.setup == "failed":
             output = env.setup.output[-2000:] if env.setup else ""

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.bench.mine import Mined, MineOptions, TestBed, mine
+from agent.bench.mine import Mined, MineOptions, TestBed, mine, mine_jobs, throughput
 from agent.bench.oracle import oracle_factory, parse_label
 from agent.bench.results import BenchResult, read_results
 from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
@@ -43,8 +43,13 @@ class BenchRequest:
     tasks: Path | None = None  # a task file instead of mining the default branch
     max_commits: int = 500
     since: str | None = None
-    jobs: int = 1
+    jobs: int | None = None  # None: each step's own default (mine_jobs, solve_jobs)
     results: Path | None = None  # default: bench/OWNER/NAME/results.jsonl in the data dir
+
+    @property
+    def solve_jobs(self) -> int:
+        """The tasks solved at once: as asked, else one (as `cra bench run`)."""
+        return 1 if self.jobs is None else self.jobs
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ def bench_repository(services: Services, request: BenchRequest,
                      progress: Progress = lambda _: None) -> Published:
     """Mirror, mine (or read) the tasks, run them here with each model, store and publish."""
     prepared = prepare(services, request, progress)
-    run_here(services, prepared, request.jobs, progress)
+    run_here(services, prepared, request.solve_jobs, progress)
     return publish(services, prepared)
 
 
@@ -201,7 +206,9 @@ def _tasks(services: Services, request: BenchRequest, mirror: Path, config: Solv
         if pace.due(done, total, services.clock()):
             progress(f"mining: {done}/{total} commits, {len(found.tasks)} tasks")
 
-    return mine(mirror, bed, options, progress=mined).tasks
+    found = mine(mirror, bed, options, progress=mined, jobs=mine_jobs(request.jobs))
+    progress(f"mined: {throughput(found)}")
+    return found.tasks
 
 
 def write_outputs(published: Published, repository: str, *, out: Path | None,

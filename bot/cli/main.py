@@ -78,7 +78,8 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                        "mining the default branch")
     bench.add_argument("--max", type=int, default=500, help="commits to examine when mining")
     bench.add_argument("--since", help="only commits after this date (git's --since)")
-    bench.add_argument("--jobs", type=int, default=1, help="tasks solved at once")
+    bench.add_argument("--jobs", type=int, help="commits replayed at once when mining "
+                       "(default: the CPUs cra may use) and tasks solved at once (default: 1)")
     bench.add_argument("--installation", type=int, help="the App installation id")
     bench.add_argument("--actions", action="store_true", help="inside GitHub Actions: the "
                        "job's token and repository, a throwaway data dir")
@@ -228,6 +229,8 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
 
     if args.no_wait and args.queue is None:
         raise SettingsError("--no-wait goes with --queue (a bench run here always waits)")
+    if args.jobs is not None and args.jobs < 1:
+        raise SettingsError(f"--jobs must be 1 or more, not {args.jobs}")
     startup.check_worker(settings, queue=False)
     services = build_services(settings)
     say = lambda line: print(f"  {line}", file=sys.stderr)  # noqa: E731
@@ -241,7 +244,7 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
                                since=args.since, jobs=args.jobs, results=args.results)
         prepared = prepare(services, request, say)
         if args.queue is None:
-            run_here(services, prepared, request.jobs, say)
+            run_here(services, prepared, request.solve_jobs, say)
         elif left := _fan_out(settings, args, prepared, say):
             print(f"cra-bot: {left} job(s) on the queue; run the same command again to gather "
                   f"their results into {prepared.results} and publish the report")

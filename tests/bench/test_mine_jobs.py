@@ -1,8 +1,8 @@
 """`cra bench mine` with jobs and a journal: two jobs mine exactly the tasks one job does, in
 the history's order; an interrupted mine (stopped in-process, or its process killed) resumes,
-examines only the commits it had not, and ends with the same tasks; a journal left with other
-settings is refused, not mixed in; commits that cannot be tasks by their diff are never checked
-out."""
+examines only the commits it had not, removes the checkouts the killed one left, and ends with
+the same tasks; a journal left with other settings is refused, not mixed in; commits that cannot
+be tasks by their diff are never checked out."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from agent.bench.journal import JournalMismatch, journal_path
 from agent.bench.mine import Mined, MineOptions, mine
 from agent.bench.tasks import BenchTask, read_tasks, without_timings
 from tests.bench.history import History, bed
+from tests.bench.leftovers import killed_checkout
 from tests.e2e.first_hour import clean_env, program
 from tests.fakes.repos import git_in
 
@@ -86,6 +87,24 @@ def test_an_interrupted_mine_resumes_with_only_the_commits_it_had_not_examined(
     assert len(journal.read_text().splitlines()) == 1 + 4 + 1 + 4
 
 
+def test_a_resumed_mine_removes_the_checkouts_a_killed_mine_left(
+    history: History, one_job: Mined, tmp_path: Path,
+) -> None:
+    journal, test_bed = journal_path(tmp_path / "tasks.jsonl"), bed(history.repo, tmp_path)
+    checkouts = git_in(history.repo, "worktree", "list")
+    with pytest.raises(Stop):
+        mine(history.repo, test_bed, MineOptions(), stop_after(2), journal=journal)
+    left = killed_checkout(history.repo, test_bed.work_dir)  # killed mid-replay: all stays
+    assert str(left) in git_in(history.repo, "worktree", "list")
+
+    resumed = mine(history.repo, test_bed, MineOptions(), journal=journal)
+
+    assert resumed.resumed == 2 and steady(resumed.tasks) == steady(one_job.tasks)
+    assert sorted(p.name for p in test_bed.work_dir.iterdir()) == ["envs"]
+    assert list((test_bed.work_dir / "envs").iterdir()) == []
+    assert git_in(history.repo, "worktree", "list") == checkouts
+
+
 def test_a_mine_whose_process_is_killed_resumes_through_the_cli(
     history: History, one_job: Mined, tmp_path: Path,
 ) -> None:
@@ -112,6 +131,7 @@ def test_a_mine_whose_process_is_killed_resumes_through_the_cli(
     assert "3 task(s) from 8 commit(s)" in done.stderr
     assert steady(list(read_tasks(tasks))) == steady(one_job.tasks)
     assert not journal.exists()
+    assert not list((tmp_path / "data" / "bench" / "work").glob("bench-*"))  # nor its checkouts
 
 
 def test_a_journal_left_with_other_settings_is_refused_and_kept(history: History,

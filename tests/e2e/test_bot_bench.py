@@ -16,6 +16,7 @@ import httpx
 import pytest
 from flask.testing import FlaskClient
 
+from agent.bench.mine import machine_cores
 from bot.services import build_services
 from bot.settings import BotSettings
 from bot.web.app import create_app
@@ -93,6 +94,24 @@ def test_cra_bot_bench_mines_runs_and_publishes_a_page_only_readers_see(tmp_path
             assert stranger.get(page).status_code == 404
         finally:
             services.close()
+
+
+def test_cra_bot_bench_mines_with_as_many_jobs_as_cra_bench_mine(tmp_path: Path) -> None:
+    history = build_history(tmp_path / "source")
+    with FakeGitHub() as fake, ScriptedModelServer() as models:
+        fake.add_repo(REPO, history.repo)
+        env = settings_env(tmp_path, fake, models)
+
+        proc = subprocess.run(
+            [sys.executable, "-m", "bot.cli.main", "bench", "--repo", REPO, "--model", "oracle",
+             "--max", "2"],
+            env=env, capture_output=True, text=True, timeout=600, check=False,
+        )
+
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # `cra bench mine`'s default: every CPU cra may use (this test's process may use the same)
+    assert "2 commit(s) examined in" in proc.stderr, proc.stderr
+    assert f"with {machine_cores()} job(s)" in proc.stderr, proc.stderr
 
 
 def test_cra_bot_bench_in_actions_writes_the_report_files_and_the_job_summary(
