@@ -22,6 +22,7 @@ __all__ = ["BenchResult", "Outcome", "append_result", "finished", "harness_error
 # bench after re-applying the task's test_patch; unresolved: the run ended but the tests say no;
 # error: the harness could not score the task (setup failed, the run crashed), not the model.
 Outcome = Literal["resolved", "unresolved", "error"]
+TestsSetting = Literal["given", "hidden"]  # cra bench run --tests
 
 
 class BenchResult(BaseModel):
@@ -32,6 +33,9 @@ class BenchResult(BaseModel):
     instance_id: str
     model: str  # the configuration's label, as given to --model
     outcome: Outcome
+    # whether the run had the fix's tests in its tree (given) or met them only at scoring
+    # (hidden, as a user's issue comes: prose and a traceback, no failing test)
+    tests: TestsSetting = "given"
     run_id: str | None = None  # the cra run, so `cra runs RUN_ID` shows its trace
     run_status: str | None = None  # what the run itself said (complete, failed, …)
     calls: int = 0
