@@ -184,6 +184,18 @@ def test_a_comment_elision_with_words_is_recognised() -> None:
                                     "result[key] = value\n        print(key)\n")
 
 
+def test_a_comment_elision_with_its_words_against_the_dots_is_recognised() -> None:
+    search = "    result = {}\n    # ...existing code...\n    return result"
+    replacement = "    result: dict[str, str] = {}\n    # ...existing code...\n    return result"
+    assert replace_once(ELIDED, search, replacement) == ELIDED.replace(
+        "result = {}", "result: dict[str, str] = {}")
+
+
+def test_an_elision_closing_the_search_only_is_refused_as_it_may_stand_for_a_deletion() -> None:
+    with pytest.raises(PatchRejected, match="does not leave out the same places"):
+        replace_once(ELIDED, "def parse(text):\n    ...", "def parse(text: str):\n    return {}")
+
+
 def test_an_elision_the_replacement_drops_is_refused() -> None:
     with pytest.raises(PatchRejected, match="does not leave out the same places"):
         replace_once(ELIDED, "    result = {}\n    ...\n    return result", "    return {}")
@@ -209,12 +221,14 @@ def test_a_literal_ellipsis_in_the_file_is_matched_as_code_first() -> None:
 
 
 @pytest.mark.parametrize("line", ["...", "    # ...", "// ... rest unchanged ...", "…",
-                                  "/* ... */", "# ... existing code"])
+                                  "/* ... */", "# ... existing code", "# ...existing code...",
+                                  "// ...existing code...", "<!-- …rest of the list… -->"])
 def test_elision_lines(line: str) -> None:
     assert is_elision(line)
 
 
-@pytest.mark.parametrize("line", ["...rest,", "x = ...", "# see the docs...", "print('...')"])
+@pytest.mark.parametrize("line", ["...rest,", "x = ...", "# see the docs...", "print('...')",
+                                  "...existing code...", "# ...; x = f(a) + [1]"])
 def test_code_with_dots_is_not_an_elision(line: str) -> None:
     assert not is_elision(line)
 
