@@ -286,6 +286,41 @@ def blank_trail(rng: random.Random, src: Source) -> Case | None:
     return applies("blank_trail", src, change, change.old, new, trail="\n")
 
 
+def _paragraph(rng: random.Random, src: Source) -> Change | None:
+    """A blank line added inside a block, never at its edges (a blank there could mirror the
+    search's own): before or after a new line, or before a code line that is also edited."""
+    picked = pick_block(rng, src, rng.randint(2, 6))
+    if picked is None:
+        return None
+    start, block = picked
+    at = rng.choice([i for i, line in enumerate(block[:-1]) if line.strip()])
+    added = f"{indent(block[at])}_trace({at})"
+    after = block[at + 1]
+    pair = rng.choice((["", added], [added, ""], ["", f"{after.rstrip()}  # checked"]
+                       if after.strip() else ["", added]))
+    rest = block[at + 2 :] if pair[-1].endswith("# checked") else block[at + 1 :]
+    return Change(start, block, [*block[: at + 1], *pair, *rest], at, "add")
+
+
+def blank_lead_search_only(rng: random.Random, src: Source) -> Case | None:
+    """The search opens with a blank line the file does not have there; the replacement does
+    not, and adds a blank line of its own inside."""
+    change = _paragraph(rng, src)
+    if change is None or change.start == 0 or not src.lines[change.start - 1].strip():
+        return None
+    return applies("blank_lead_search_only", src, change, change.old, change.new, lead="\n")
+
+
+def blank_trail_search_only(rng: random.Random, src: Source) -> Case | None:
+    """The search closes with a blank line the file does not have there; the replacement does
+    not, and adds a blank line of its own inside."""
+    change = _paragraph(rng, src)
+    end = change.start + len(change.old) if change else 0
+    if change is None or end >= len(src.lines) or not src.lines[end].strip():
+        return None
+    return applies("blank_trail_search_only", src, change, change.old, change.new, trail="\n")
+
+
 def stray_blank(rng: random.Random, src: Source) -> Case | None:
     """The model's copy has a blank line inside the block where the file has none."""
     change = _change(rng, src, 3, 7)
@@ -427,6 +462,9 @@ SHAPES: dict[str, Maker] = {
     "crlf": crlf, "deletion": deletion, "wrong_search": wrong_search,
     "missing_line": missing_line, "ambiguous_exact": ambiguous_exact,
     "ambiguous_flexible": ambiguous_flexible,
+    # after the older shapes, so that a seed draws the same cases of those as before
+    "blank_lead_search_only": blank_lead_search_only,
+    "blank_trail_search_only": blank_trail_search_only,
 }
 
 

@@ -1,6 +1,7 @@
 """The forgiving matcher: lines compared without their indentation, trailing spaces or blank
 lines, `...` elisions placed piece by piece; used only when the match is unique and the
-indentation maps consistently, and the file's own lines kept wherever the model kept its."""
+indentation maps consistently, and the file's own lines kept wherever the model kept its.
+Blank lines at a block's edges that the file lacks there are no part of the match (`edges`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.errors import PatchRejected
+from agent.execute.edges import blank_run, settle_edges
 from agent.execute.lines import (
     ambiguous,
     block_lines,
@@ -25,7 +27,10 @@ _MAX_CANDIDATES = 400  # windows per elided piece considered when placing the pi
 
 @dataclass(frozen=True)
 class Window:
-    """A match: file lines [start, end) and (search line, file line) for every code line."""
+    """A match: file lines [start, end) and (search line, file line) for every code line.
+
+    Lines of the window before its first code line and after its last are blank lines of the
+    file that the search quotes at its edges."""
 
     start: int
     end: int
@@ -120,6 +125,7 @@ def replace_lines(text: str, search: str, replacement: str, eol: str) -> str:
         pieces = [Piece(_unique(windows, bare, text, search), needle, new)]
     else:
         pieces = place_elided(codes, bare, needle, new, text, search)
+    pieces = settled(pieces, codes)
     indent = indent_map([(indent_of(bare[f]), indent_of(p.needle[j]))
                          for p in pieces for j, f in p.window.pairs])
     if indent is None:
@@ -144,6 +150,23 @@ def _unique(windows: list[Window], bare: list[str], text: str, search: str) -> W
     return windows[0]
 
 
+def settled(pieces: list[Piece], codes: Sequence[str]) -> list[Piece]:
+    """The pieces with their edge blank lines settled: the file's own ones (never another
+    piece's) taken into the window, the ones the file lacks cut from search and replacement."""
+    out: list[Piece] = []
+    for k, piece in enumerate(pieces):
+        window = piece.window
+        floor = out[-1].window.end if out else 0
+        ceiling = pieces[k + 1].window.start if k + 1 < len(pieces) else len(codes)
+        edges = settle_edges(piece.needle, piece.replacement,
+                             blank_run(codes, range(window.start - 1, floor - 1, -1)),
+                             blank_run(codes, range(window.end, ceiling)))
+        pairs = tuple((j - edges.cut, f) for j, f in window.pairs)
+        moved = Window(window.start - edges.lead, window.end + edges.trail, pairs)
+        out.append(Piece(moved, edges.needle, edges.replacement))
+    return out
+
+
 # --- rewriting one window --------------------------------------------------------------------
 
 
@@ -166,9 +189,13 @@ def rewrite(lines: list[str], piece: Piece, indent: Indent, eol: str) -> list[st
 
 
 def _owners(piece: Piece) -> dict[int, int]:
-    """file line → search line: the code lines, and blank lines where both sides have as many."""
-    pairs = piece.window.pairs
-    owner = {f: j for j, f in pairs}
+    """file line → search line: the code lines, the blank lines the search quotes at its edges,
+    and blank lines between code lines where both sides have as many."""
+    window, pairs = piece.window, piece.window.pairs
+    (j_first, f_first), (j_last, f_last) = pairs[0], pairs[-1]
+    owner = {f: j_first - (f_first - f) for f in range(window.start, f_first)}
+    owner.update({f: j_last + (f - f_last) for f in range(f_last + 1, window.end)})
+    owner.update({f: j for j, f in pairs})
     for (j1, f1), (j2, f2) in itertools.pairwise(pairs):
         if j2 - j1 == f2 - f1:
             owner.update({f1 + t: j1 + t for t in range(1, f2 - f1)})

@@ -13,6 +13,7 @@ _MIN_SIMILARITY = 0.5
 _COMMENT_OPEN = ("#", "//", "/*", "<!--", "--", ";")
 _COMMENT_CLOSE = ("*/", "-->")
 _ELISION_TEXT = re.compile(r"(?:\.\.\.|…)(?:\s[\w\s.…,()'-]*)?")
+_ELISION_COMMENT = re.compile(r"(?:\.\.\.|…)[\w\s.…,()'-]*")
 
 
 def line_ending(text: str) -> str:
@@ -46,16 +47,19 @@ def with_eol(text: str, eol: str) -> str:
 
 
 def is_elision(line: str) -> bool:
-    """True for a line that only says "lines left out here" (`...`, `# ... existing code`).
+    """True for a line that only says "lines left out here" (`...`, `# ... existing code`,
+    `// ...existing code...`).
 
-    `...rest,` (a spread) is code: the dots must stand alone or be followed by a space.
+    `...rest,` (a spread) is code: outside a comment the dots must stand alone or be followed
+    by a space; inside one, words may follow them directly.
     """
     text = line.strip()
     opener = next((m for m in _COMMENT_OPEN if text.startswith(m)), "")
     text = text[len(opener) :].strip()
     closer = next((m for m in _COMMENT_CLOSE if text.endswith(m)), "")
     text = text[: len(text) - len(closer)].strip()
-    return _ELISION_TEXT.fullmatch(text) is not None and len(text) <= 60
+    shape = _ELISION_COMMENT if opener else _ELISION_TEXT
+    return shape.fullmatch(text) is not None and len(text) <= 60
 
 
 def ambiguous(count: int, numbers: Sequence[int], lines: Sequence[str], how: str) -> PatchRejected:

@@ -68,6 +68,37 @@ def test_a_replacement_ending_in_a_blank_line_keeps_it() -> None:
     assert replace_once(text, "x = 1\n\ny = 2", "x = 1\n") == "x = 1\n\nz = 3\n"
 
 
+def test_a_stray_blank_opening_the_search_only_never_costs_the_replacement_a_blank_line() -> None:
+    search, replacement = "\n    count = 0\n    while n:", "    count = 0\n\n    while n:"
+    assert replace_once(LOOP, search, replacement) == LOOP.replace(
+        "    count = 0\n", "    count = 0\n\n")
+
+
+def test_a_stray_blank_closing_the_search_only_never_costs_the_replacement_a_blank_line() -> None:
+    search, replacement = "    while n:\n        n //= 10\n", "    while n:\n\n        n //= 5"
+    assert replace_once(LOOP, search, replacement) == LOOP.replace(
+        "    while n:\n        n //= 10", "    while n:\n\n        n //= 5")
+
+
+def test_stray_blanks_around_search_and_replacement_are_dropped_from_both() -> None:
+    search = "\n    while n:\n        n //= 10\n"
+    replacement = "\n    while n:\n\n        n //= 5\n"
+    assert replace_once(LOOP, search, replacement) == LOOP.replace(
+        "    while n:\n        n //= 10", "    while n:\n\n        n //= 5")
+
+
+def test_a_stray_closing_blank_in_both_keeps_a_line_added_after_a_new_blank_in_place() -> None:
+    search = "        n //= 10\n        count += 1\n"
+    replacement = "        n //= 10\n        count += 1\n\n    assert n == 0\n"
+    assert replace_once(LOOP, search, replacement) == LOOP.replace(
+        "        count += 1\n", "        count += 1\n\n    assert n == 0\n")
+
+
+def test_a_blank_the_file_has_where_a_forgiven_search_opens_is_the_files_to_delete() -> None:
+    text = "a = 1\n\nb = 2  \nc = 3\n"  # trailing spaces: the forgiving matcher, not the exact one
+    assert replace_once(text, "\nb = 2", "b = 3") == "a = 1\nb = 3\nc = 3\n"
+
+
 # --- indentation -----------------------------------------------------------------------------
 
 
@@ -153,6 +184,18 @@ def test_a_comment_elision_with_words_is_recognised() -> None:
                                     "result[key] = value\n        print(key)\n")
 
 
+def test_a_comment_elision_with_its_words_against_the_dots_is_recognised() -> None:
+    search = "    result = {}\n    # ...existing code...\n    return result"
+    replacement = "    result: dict[str, str] = {}\n    # ...existing code...\n    return result"
+    assert replace_once(ELIDED, search, replacement) == ELIDED.replace(
+        "result = {}", "result: dict[str, str] = {}")
+
+
+def test_an_elision_closing_the_search_only_is_refused_as_it_may_stand_for_a_deletion() -> None:
+    with pytest.raises(PatchRejected, match="does not leave out the same places"):
+        replace_once(ELIDED, "def parse(text):\n    ...", "def parse(text: str):\n    return {}")
+
+
 def test_an_elision_the_replacement_drops_is_refused() -> None:
     with pytest.raises(PatchRejected, match="does not leave out the same places"):
         replace_once(ELIDED, "    result = {}\n    ...\n    return result", "    return {}")
@@ -178,12 +221,14 @@ def test_a_literal_ellipsis_in_the_file_is_matched_as_code_first() -> None:
 
 
 @pytest.mark.parametrize("line", ["...", "    # ...", "// ... rest unchanged ...", "…",
-                                  "/* ... */", "# ... existing code"])
+                                  "/* ... */", "# ... existing code", "# ...existing code...",
+                                  "// ...existing code...", "<!-- …rest of the list… -->"])
 def test_elision_lines(line: str) -> None:
     assert is_elision(line)
 
 
-@pytest.mark.parametrize("line", ["...rest,", "x = ...", "# see the docs...", "print('...')"])
+@pytest.mark.parametrize("line", ["...rest,", "x = ...", "# see the docs...", "print('...')",
+                                  "...existing code...", "# ...; x = f(a) + [1]"])
 def test_code_with_dots_is_not_an_elision(line: str) -> None:
     assert not is_elision(line)
 
