@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `benchmarks` as a package
+
 from agent.errors import ParseError, PatchRejected
 from agent.execute.parsers import parse_implement_response
 from agent.execute.patch import apply_edits, replace_once
