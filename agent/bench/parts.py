@@ -5,8 +5,8 @@ Split deals the tasks round-robin (task 1 to part 1, task 2 to part 2, …), so 
 tasks from the whole history, and always writes every part, empty or not, so that each runner of
 a fixed matrix finds its file. Merge takes files, or folders holding results.jsonl files (a
 workflow's downloaded artifacts, however many parts left one), and keeps one result per
-(instance_id, model) — the last one written wins, as in `cra bench report` — in the order each
-pair first appears; a torn line (a runner killed mid-write) is left out, as when the report
+(instance_id, model, tests setting) — the last one written wins, as in `cra bench report` — in the
+order each first appears; a torn line (a runner killed mid-write) is left out, as when the report
 reads it. Neither touches a repository, a model or the run log.
 """
 

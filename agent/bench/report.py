@@ -20,6 +20,7 @@ from agent.bench.results import read_results
 from agent.bench.scores import (
     BaselineError,
     BenchReport,
+    SettingsMismatch,
     build_report,
     load_baseline,
     wilson_interval,
@@ -31,6 +32,7 @@ __all__ = [
     "BaselineError",
     "BenchReport",
     "ReportFileError",
+    "SettingsMismatch",
     "build_report",
     "generated_schema",
     "load_baseline",
@@ -48,10 +50,12 @@ SCHEMA = Path(__file__).with_name(SCHEMA_FILE)  # the file; schema() reads it as
 
 
 def report_command(args: argparse.Namespace) -> int:
-    """`cra bench report RESULTS [--tasks] [--baseline] [--html PATH] [--summary PATH] [--json]`;
-    0, or 2 with one line when a file is wrong."""
+    """`cra bench report RESULTS [--tasks] [--baseline [--across-settings]] [--html PATH]
+    [--summary PATH] [--json]`; 0, or 2 with one line when a file is wrong or the baseline ran
+    in another setting."""
     try:
-        report = report_from_files(args.results, tasks=args.tasks, baseline=args.baseline)
+        report = report_from_files(args.results, tasks=args.tasks, baseline=args.baseline,
+                                   across_settings=args.across_settings)
     except (BaselineError, TaskFileError, ReportFileError) as exc:
         print(f"cra: {exc}", file=sys.stderr)
         return 2
@@ -89,9 +93,11 @@ class ReportFileError(ValueError):
 
 
 def report_from_files(
-    results: Path, *, tasks: Path | None = None, baseline: Path | None = None
-) -> BenchReport:
-    """The report of a results file, with a task file's statements and a baseline."""
+    results: Path, *, tasks: Path | None = None, baseline: Path | None = None,
+    across_settings: bool = False,
+) -> BenchReport:  # fmt: skip
+    """The report of a results file, with a task file's statements and a baseline (compared
+    across settings only when `across_settings`)."""
     if results.is_dir() or (not results.exists() and tasks is None):
         raise ReportFileError(f"no results file {results} (`cra bench run` writes it)")
     try:
@@ -100,7 +106,8 @@ def report_from_files(
         raise ReportFileError(f"cannot read the results file {results}: {exc}") from exc
     given = list(read_tasks(tasks)) if tasks is not None else []
     earlier = load_baseline(baseline) if baseline is not None else None
-    return build_report(found, given, results_file=str(results), baseline=earlier)
+    return build_report(found, given, results_file=str(results), baseline=earlier,
+                        across_settings=across_settings)
 
 
 def schema() -> dict[str, Any]:
@@ -113,5 +120,5 @@ def schema() -> dict[str, Any]:
 def generated_schema() -> dict[str, Any]:
     """The schema as the models define it (the shipped file must equal it)."""
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "urn:cra:bench-report:1",
+            "$id": "urn:cra:bench-report:2",
             **BenchReport.model_json_schema(mode="serialization")}

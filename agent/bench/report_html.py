@@ -12,15 +12,17 @@ from collections.abc import Callable
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from agent.bench.report_data import BenchReport
 from agent.bench.report_text import (
     CLEAN_ROOM_HEADER,
     HEADER,
     MARKS,
+    NUMERIC_FROM,
     clean_room_rows,
     percent,
+    points,
     summary_rows,
 )
-from agent.bench.scores import BenchReport
 
 RunLink = Callable[[str], str | None]
 
@@ -30,6 +32,7 @@ def _environment() -> Environment:
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       undefined=StrictUndefined, keep_trailing_newline=True)
     env.filters["percent"] = percent
+    env.filters["points"] = points
     return env
 
 
@@ -40,7 +43,8 @@ def _no_link(_: str) -> str | None:
 def _render(name: str, report: BenchReport, repository: str | None, run_link: RunLink) -> str:
     template = _environment().get_template(name)
     return template.render(report=report, repository=repository, header=HEADER,
-                           summary_rows=summary_rows(report.models), marks=MARKS,
+                           numeric_from=NUMERIC_FROM, summary_rows=summary_rows(report.models),
+                           marks=MARKS,
                            run_link=run_link, clean_header=CLEAN_ROOM_HEADER,
                            clean_rows=clean_room_rows(report.models),
                            clean_room=any(m.calls_by_stage for m in report.models))

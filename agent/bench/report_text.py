@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from agent.bench.scores import BenchReport, Cell, Comparison, ModelSummary
+from agent.bench.report_data import BenchReport, Cell, Comparison, ModelSummary, configuration
 
 MARKS = {"resolved": "✓", "unresolved": "✗", "error": "E"}
 NOT_RUN = "·"
@@ -67,16 +67,19 @@ def number(value: float | None, digits: int = 0) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
-HEADER = ("model", "tasks", "resolved", "rate", "95% CI (Wilson)", "errors", "tokens/resolved",
-          "time/resolved", "tokens/task", "time/task", "calls")
+HEADER = ("model", "tests", "tasks", "resolved", "rate", "95% CI (Wilson)", "false successes",
+          "false-success rate (of scored)", "errors", "tokens/resolved", "time/resolved",
+          "tokens/task", "time/task", "calls")
+NUMERIC_FROM = 2  # the summary's columns from this one on are numbers, aligned right
 
 
 def summary_rows(models: Sequence[ModelSummary]) -> list[list[str]]:
-    """The summary table's cells, model by model (shared with the HTML page)."""
-    return [[m.model, str(m.tasks), f"{m.resolved}/{m.resolved + m.unresolved}", percent(m.rate),
-             interval(m), str(m.errors), number(m.tokens_per_resolved),
-             seconds(m.wall_s_per_resolved), number(m.tokens_per_task),
-             seconds(m.wall_s_per_task), str(m.calls)] for m in models]
+    """The summary table's cells, row by row (shared with the HTML page)."""
+    return [[m.model, m.tests, str(m.tasks), f"{m.resolved}/{m.scored}", percent(m.rate),
+             interval(m), f"{m.false_successes}/{m.scored}", percent(m.false_success_rate),
+             str(m.errors), number(m.tokens_per_resolved), seconds(m.wall_s_per_resolved),
+             number(m.tokens_per_task), seconds(m.wall_s_per_task), str(m.calls)]
+            for m in models]
 
 
 def seconds(value: float | None) -> str:
@@ -92,7 +95,7 @@ def seconds(value: float | None) -> str:
 def _summary(models: Sequence[ModelSummary]) -> str:
     if not models:
         return "no model has a result yet"
-    return table(HEADER, summary_rows(models), right=set(range(1, len(HEADER))))
+    return table(HEADER, summary_rows(models), right=set(range(NUMERIC_FROM, len(HEADER))))
 
 
 CLEAN_ROOM_HEADER = ("model", "calls/task", "prompt tokens/task", "largest prompt",
@@ -104,7 +107,7 @@ def clean_room_rows(models: Sequence[ModelSummary]) -> list[list[str]]:
     """What each model's calls cost and saw, per task (shared with the HTML page): calls,
     prompt tokens, the largest prompt, the share of the fixes' files a planner was shown and
     of their hunks an implement call saw, and the calls of each stage group."""
-    return [[m.model, number(m.calls_per_task, 1), number(m.prompt_tokens_per_task),
+    return [[m.column, number(m.calls_per_task, 1), number(m.prompt_tokens_per_task),
              f"{m.largest_prompt:,}", percent(m.gold_files_seen), percent(m.gold_hunks_seen),
              *(number(m.calls_by_stage.get(g, 0.0), 1) for g in (
                  "retrieval", "planning", "implementing", "adjusting", "reasks"))]
@@ -121,8 +124,11 @@ def _clean_room(models: Sequence[ModelSummary]) -> str:
 
 def _legend() -> str:
     return ("rate = resolved / (resolved + unresolved); errors are harness errors, counted "
-            "apart and left out of the rate.\ngrid: ✓ resolved  ✗ unresolved  E harness error  "
-            "· not run; `cra runs RUN_ID` shows a run's trace.")
+            "apart and left out of the rate.\nfalse successes: runs that ended complete (a pull "
+            "request saying the tests pass) whose scored tests say unresolved, of the scored "
+            "tasks.\ntests: given, the fix's tests were in the tree during the run; hidden, "
+            "they were applied only to score it.\ngrid: ✓ resolved  ✗ unresolved  "
+            "E harness error  · not run; `cra runs RUN_ID` shows a run's trace.")
 
 
 def cell_text(cell: Cell | None) -> str:
@@ -138,7 +144,7 @@ def cell_text(cell: Cell | None) -> str:
 def _grid(report: BenchReport) -> str:
     if not report.tasks:
         return ""
-    models = [m.model for m in report.models]
+    models = [m.column for m in report.models]
     rows = [[row.instance_id, *(cell_text(row.cells.get(m)) for m in models)]
             for row in report.tasks]
     return table(["task", *models], rows, right=set())
@@ -147,23 +153,37 @@ def _grid(report: BenchReport) -> str:
 def _comparison(comparison: Sequence[Comparison], source: str) -> str:
     lines = [f"against {clean(source)}:"]
     for c in comparison:
+        name = clean(configuration(c.model, c.tests))
         if not c.in_current:
-            lines.append(f"  {clean(c.model)}: only in the baseline "
-                         f"(rate {percent(c.baseline_rate)})")
+            lines.append(f"  {name}: only in the baseline (rate {percent(c.baseline_rate)}, "
+                         f"false successes {percent(c.baseline_false_success_rate)})")
         elif not c.in_baseline:
-            lines.append(f"  {clean(c.model)}: not in the baseline")
+            lines.append(f"  {name}: not in the baseline")
         else:
-            delta = "–" if c.rate_delta is None else f"{100 * c.rate_delta:+.1f} points"
-            lines.append(f"  {clean(c.model)}: {percent(c.baseline_rate)} → {percent(c.rate)} "
-                         f"({delta}); {len(c.gained)} gained, {len(c.lost)} lost of "
-                         f"{c.compared} compared")
-            if c.calls_per_task is not None and c.baseline_calls_per_task is not None:
-                lines.append(f"    calls per task {number(c.baseline_calls_per_task, 1)} → "
-                             f"{number(c.calls_per_task, 1)}; prompt tokens per task "
-                             f"{number(c.baseline_prompt_tokens_per_task)} → "
-                             f"{number(c.prompt_tokens_per_task)}")
-            lines += _ids("gained", c.gained) + _ids("lost", c.lost)
+            lines += _compared(name, c)
     return "\n".join(lines)
+
+
+def _compared(name: str, c: Comparison) -> list[str]:
+    across = (f" against its tests-{c.baseline_tests} row"
+              if c.baseline_tests not in (None, c.tests) else "")
+    lines = [f"  {name}{across}: {percent(c.baseline_rate)} → {percent(c.rate)} "
+             f"({points(c.rate_delta)}); {len(c.gained)} gained, {len(c.lost)} lost of "
+             f"{c.compared} compared",
+             f"    false successes (of scored) {c.baseline_false_successes} → "
+             f"{c.false_successes}, {percent(c.baseline_false_success_rate)} → "
+             f"{percent(c.false_success_rate)} ({points(c.false_success_delta)})"]
+    if c.calls_per_task is not None and c.baseline_calls_per_task is not None:
+        lines.append(f"    calls per task {number(c.baseline_calls_per_task, 1)} → "
+                     f"{number(c.calls_per_task, 1)}; prompt tokens per task "
+                     f"{number(c.baseline_prompt_tokens_per_task)} → "
+                     f"{number(c.prompt_tokens_per_task)}")
+    return lines + _ids("gained", c.gained) + _ids("lost", c.lost)
+
+
+def points(delta: float | None) -> str:
+    """A change of rate as "+12.5 points"; "–" when either side has no rate."""
+    return "–" if delta is None else f"{100 * delta:+.1f} points"
 
 
 def _ids(word: str, ids: Sequence[str]) -> list[str]:

@@ -16,7 +16,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["BenchResult", "Outcome", "append_result", "finished", "harness_error", "read_results"]
+from agent.models import RunStatus
+
+__all__ = [
+    "BenchResult",
+    "Outcome",
+    "append_result",
+    "false_success",
+    "finished",
+    "harness_error",
+    "read_results",
+]
 
 # resolved: every FAIL_TO_PASS test passes and every PASS_TO_PASS test still passes, decided by the
 # bench after re-applying the task's test_patch; unresolved: the run ended but the tests say no;
@@ -58,6 +68,16 @@ class BenchResult(BaseModel):
     @property
     def resolved(self) -> bool:
         return self.outcome == "resolved"
+
+
+CLAIMS_A_FIX: RunStatus = "complete"  # the status whose pull request says the tests pass
+
+
+def false_success(outcome: Outcome, run_status: str | None) -> bool:
+    """Whether a run claimed a fix the bench's scoring denies: it ended complete (cra would open a
+    pull request saying the tests pass) and the fix's tests say unresolved. An unresolved run that
+    ended failed or partial said so itself; an error was never scored."""
+    return run_status == CLAIMS_A_FIX and outcome == "unresolved"
 
 
 def harness_error(instance_id: str, model: str, error: str) -> BenchResult:

@@ -1,10 +1,11 @@
-"""The numbers of a bench's results, per model and per task, and against a baseline.
+"""The numbers of a bench's results, per configuration (model and setting) and per task.
 
 Rates count only the tasks the bench could score: a result whose outcome is `error` (the harness
 could not set the task up or score it) is neither a success nor a failure of the model; it is
 counted in its own column and left out of the rate and its interval. The interval is Wilson's
 score interval at 95%, which stays inside [0, 1] and behaves at 0/n and n/n, where the normal
-approximation does not.
+approximation does not. A false success (agent.bench.results.false_success) is a run that ended
+complete, claiming a fix, whose scored tests say unresolved; its rate is of the scored tasks too.
 """
 
 from __future__ import annotations
@@ -14,135 +15,41 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from agent.bench.results import BenchResult, Outcome, read_results
+from agent.bench.baseline import Baseline, BaselineError, SettingsMismatch, compare, from_report
+from agent.bench.report_data import (
+    SCHEMA_VERSION,
+    BenchReport,
+    Cell,
+    Comparison,
+    ModelSummary,
+    TaskRow,
+    configuration,
+)
+from agent.bench.results import BenchResult, TestsSetting, false_success, read_results
 from agent.bench.tasks import BenchTask
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Baseline",
     "BaselineError",
     "BenchReport",
     "Cell",
     "Comparison",
     "ModelSummary",
+    "SettingsMismatch",
     "TaskRow",
     "build_report",
     "compare",
+    "latest",
     "load_baseline",
     "wilson_interval",
 ]
 
-SCHEMA_VERSION: Literal[1] = 1
-CONFIDENCE = 0.95
 Z_95 = 1.959963984540054  # the standard normal quantile at 0.975
 TITLE_CHARS = 200
-
-
-class BaselineError(ValueError):
-    """A --baseline file that is neither a results file nor a report."""
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ModelSummary(_Frozen):
-    """How one model configuration did over the tasks it was given."""
-
-    model: str
-    tasks: int = Field(description="tasks with a result for this model (errors included)")
-    resolved: int
-    unresolved: int
-    scored: int = Field(description="resolved + unresolved: the rate's denominator")
-    errors: int = Field(description="harness errors: left out of the rate and its interval")
-    rate: float | None = Field(description="resolved / (resolved + unresolved); null when 0/0")
-    ci_low: float | None = Field(description="Wilson 95% score interval, lower bound")
-    ci_high: float | None = Field(description="Wilson 95% score interval, upper bound")
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    wall_s: float
-    tokens_per_task: float | None
-    wall_s_per_task: float | None
-    tokens_per_resolved: float | None = Field(
-        description="all tokens spent (every task) divided by the tasks resolved")
-    wall_s_per_resolved: float | None
-    calls_per_task: float | None = None
-    prompt_tokens_per_task: float | None = None
-    largest_prompt: int = Field(default=0, description="the largest prompt of any call, tokens")
-    calls_by_stage: dict[str, float] = Field(
-        default_factory=dict, description="stage group -> calls per task (agent.bench.seen)")
-    prompt_tokens_by_stage: dict[str, float] = Field(
-        default_factory=dict, description="stage group -> prompt tokens per task")
-    gold_files_seen: float | None = Field(
-        default=None, description="share of the fixes' files shown whole or outlined to a planner")
-    gold_hunks_seen: float | None = Field(
-        default=None, description="share of the fixes' hunks whose lines an implement call saw")
-
-
-class Cell(_Frozen):
-    """One model on one task: its outcome and the run that holds its trace."""
-
-    outcome: Outcome
-    run_id: str | None = None
-    run_status: str | None = None
-    error: str | None = None
-    tokens: int = 0
-    wall_s: float = 0.0
-    calls: int = 0
-    prompt_tokens: int = 0
-    largest_prompt: int = 0
-    files_seen: int = 0
-    files: int = 0
-    hunks_seen: int = 0
-    hunks: int = 0
-    unseen_hunks: list[str] = Field(default_factory=list,
-                                    description="hunks of the fix no implement call saw")
-
-
-class TaskRow(_Frozen):
-    """One task of the grid: its id, the first line of its statement, each model's cell."""
-
-    instance_id: str
-    title: str = ""
-    cells: dict[str, Cell | None] = Field(description="model -> cell; null: not run")
-
-
-class Comparison(_Frozen):
-    """One model now against the baseline."""
-
-    model: str
-    in_baseline: bool
-    in_current: bool = True
-    rate: float | None = None
-    baseline_rate: float | None = None
-    rate_delta: float | None = None
-    gained: list[str] = Field(default_factory=list,
-                              description="resolved now, unresolved in the baseline")
-    lost: list[str] = Field(default_factory=list,
-                            description="resolved in the baseline, unresolved now")
-    compared: int = Field(default=0, description="tasks both scored (no error on either side)")
-    calls_per_task: float | None = None
-    baseline_calls_per_task: float | None = None
-    prompt_tokens_per_task: float | None = None
-    baseline_prompt_tokens_per_task: float | None = None
-
-
-class BenchReport(_Frozen):
-    """The whole report: per-model summaries, the per-task grid, the baseline comparison."""
-
-    schema_version: Literal[1] = SCHEMA_VERSION
-    generated_at: str
-    results_file: str
-    interval: Literal["wilson"] = "wilson"
-    confidence: float = CONFIDENCE
-    models: list[ModelSummary]
-    tasks: list[TaskRow]
-    baseline_file: str | None = None
-    comparison: list[Comparison] | None = None
 
 
 # --- numbers ---------------------------------------------------------------------------------
@@ -161,23 +68,27 @@ def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def latest(results: Iterable[BenchResult]) -> dict[tuple[str, str], BenchResult]:
-    """One result per (instance_id, model): the last one written wins."""
-    return {(r.instance_id, r.model): r for r in results}
+def latest(results: Iterable[BenchResult]) -> dict[tuple[str, str, TestsSetting], BenchResult]:
+    """One result per (instance_id, model, tests): the last one written wins."""
+    return {(r.instance_id, r.model, r.tests): r for r in results}
 
 
-def summarise(model: str, results: Sequence[BenchResult]) -> ModelSummary:
-    """A model's counts, rate with its interval, and costs."""
+def summarise(
+    model: str, results: Sequence[BenchResult], tests: TestsSetting = "given"
+) -> ModelSummary:
+    """A configuration's counts, rates (resolved with its interval, false successes) and costs."""
     resolved = sum(r.outcome == "resolved" for r in results)
     unresolved = sum(r.outcome == "unresolved" for r in results)
     scored = resolved + unresolved
+    claimed = sum(false_success(r.outcome, r.run_status) for r in results)
     interval = wilson_interval(resolved, scored)
     tokens = sum(r.prompt_tokens + r.completion_tokens for r in results)
     wall = sum(r.wall_s for r in results)
     return ModelSummary(
-        model=model, tasks=len(results), resolved=resolved, unresolved=unresolved, scored=scored,
-        errors=len(results) - scored, rate=resolved / scored if scored else None,
+        model=model, tests=tests, tasks=len(results), resolved=resolved, unresolved=unresolved,
+        scored=scored, errors=len(results) - scored, rate=_per(resolved, scored),
         ci_low=interval[0] if interval else None, ci_high=interval[1] if interval else None,
+        false_successes=claimed, false_success_rate=_per(claimed, scored),
         calls=sum(r.calls for r in results),
         prompt_tokens=sum(r.prompt_tokens for r in results),
         completion_tokens=sum(r.completion_tokens for r in results), wall_s=wall,
@@ -233,36 +144,31 @@ def _cell(result: BenchResult) -> Cell:
 def build_report(
     results: Iterable[BenchResult], tasks: Iterable[BenchTask] = (), *,
     results_file: str = "", baseline: Baseline | None = None, now: datetime | None = None,
+    across_settings: bool = False,
 ) -> BenchReport:  # fmt: skip
-    """The report of `results`; `tasks` add statements and the tasks no model ran yet."""
+    """The report of `results`, a row per (model, setting) in order of first result; `tasks` add
+    statements and the tasks no model ran yet. SettingsMismatch when the baseline's row of a
+    model ran in another setting, unless `across_settings`."""
     found = latest(results)
-    models = list(dict.fromkeys(model for _, model in found))
+    grouped: dict[tuple[str, TestsSetting], list[BenchResult]] = {}
+    for (_, model, tests), result in found.items():
+        grouped.setdefault((model, tests), []).append(result)
     titles = {t.instance_id: title_of(t.problem_statement) for t in tasks}
-    ids = list(dict.fromkeys([*titles, *(instance for instance, _ in found)]))
-    rows = [TaskRow(instance_id=i, title=titles.get(i, ""),
-                    cells={m: _cell(found[i, m]) if (i, m) in found else None for m in models})
-            for i in ids]
-    summaries = [summarise(m, [r for (_, model), r in found.items() if model == m])
-                 for m in models]
+    ids = list(dict.fromkeys([*titles, *(instance for instance, _, _ in found)]))
+    rows = [TaskRow(instance_id=i, title=titles.get(i, ""), cells={
+                configuration(m, t): _cell(found[i, m, t]) if (i, m, t) in found else None
+                for m, t in grouped}) for i in ids]  # fmt: skip
+    summaries = [summarise(m, runs, t) for (m, t), runs in grouped.items()]
     when = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return BenchReport(
         generated_at=when, results_file=results_file, models=summaries, tasks=rows,
         baseline_file=baseline.source if baseline else None,
-        comparison=compare(summaries, rows, baseline) if baseline else None,
+        comparison=compare(summaries, rows, baseline, across_settings=across_settings)
+        if baseline else None,
     )  # fmt: skip
 
 
 # --- the baseline ----------------------------------------------------------------------------
-
-
-class Baseline(_Frozen):
-    """An earlier bench: each model's rate and each (task, model)'s outcome."""
-
-    source: str
-    rates: dict[str, float | None]
-    outcomes: dict[str, dict[str, Outcome]]  # model -> instance_id -> outcome
-    calls: dict[str, float | None] = Field(default_factory=dict)  # model -> calls per task
-    prompt_tokens: dict[str, float | None] = Field(default_factory=dict)  # per task
 
 
 def load_baseline(path: Path) -> Baseline:
@@ -277,63 +183,11 @@ def load_baseline(path: Path) -> Baseline:
         whole = None
     if isinstance(whole, dict) and "models" in whole and "tasks" in whole:
         try:
-            return _from_report(str(path), BenchReport.model_validate(whole))
+            return from_report(str(path), BenchReport.model_validate(whole))
         except ValidationError as exc:
             raise BaselineError(f"{path} is not a report of this version of cra: "
                                 f"{exc.error_count()} fields are wrong") from exc
     found = list(read_results(path))
     if not found:
         raise BaselineError(f"{path} holds no bench results and is not a bench report")
-    report = build_report(found)
-    return _from_report(str(path), report)
-
-
-def _from_report(source: str, report: BenchReport) -> Baseline:
-    outcomes: dict[str, dict[str, Outcome]] = {m.model: {} for m in report.models}
-    for row in report.tasks:
-        for model, cell in row.cells.items():
-            if cell is not None:
-                outcomes.setdefault(model, {})[row.instance_id] = cell.outcome
-    return Baseline(source=source, rates={m.model: m.rate for m in report.models},
-                    outcomes=outcomes, calls={m.model: m.calls_per_task for m in report.models},
-                    prompt_tokens={m.model: m.prompt_tokens_per_task for m in report.models})
-
-
-def compare(
-    models: Sequence[ModelSummary], rows: Sequence[TaskRow], baseline: Baseline
-) -> list[Comparison]:
-    """Per model: tasks gained and lost against the baseline, and the rate's change.
-
-    Only tasks both benches scored are compared; a task with an error on either side, or run on
-    one side only, is neither gained nor lost. Models only the baseline has come last.
-    """
-    found: list[Comparison] = []
-    for summary in models:
-        then = baseline.outcomes.get(summary.model)
-        if then is None:
-            found.append(Comparison(model=summary.model, in_baseline=False, rate=summary.rate))
-            continue
-        now = {row.instance_id: cell.outcome for row in rows
-               if (cell := row.cells.get(summary.model)) is not None}
-        both = [i for i in now if _scored(now[i]) and _scored(then.get(i))]
-        before = baseline.rates.get(summary.model)
-        delta = summary.rate - before if summary.rate is not None and before is not None else None
-        found.append(Comparison(
-            model=summary.model, in_baseline=True, rate=summary.rate, baseline_rate=before,
-            rate_delta=delta, compared=len(both), calls_per_task=summary.calls_per_task,
-            baseline_calls_per_task=baseline.calls.get(summary.model),
-            prompt_tokens_per_task=summary.prompt_tokens_per_task,
-            baseline_prompt_tokens_per_task=baseline.prompt_tokens.get(summary.model),
-            gained=[i for i in both if now[i] == "resolved" and then[i] != "resolved"],
-            lost=[i for i in both if now[i] != "resolved" and then[i] == "resolved"],
-        ))  # fmt: skip
-    current = {m.model for m in models}
-    found += [Comparison(model=m, in_baseline=True, in_current=False,
-                         baseline_rate=baseline.rates.get(m))
-              for m in baseline.outcomes if m not in current]
-    return found
-
-
-def _scored(outcome: Outcome | None) -> bool:
-    return outcome in ("resolved", "unresolved")
-
+    return from_report(str(path), build_report(found))

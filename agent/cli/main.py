@@ -137,6 +137,8 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     report.add_argument("results", type=Path)
     report.add_argument("--tasks", type=Path)
     report.add_argument("--baseline", type=Path, help="an earlier results file or JSON report")
+    report.add_argument("--across-settings", action="store_true", help="compare with a baseline "
+                        "whose rows ran with the fix's tests in the other setting (given/hidden)")
     report.add_argument("--html", type=Path, help="write the HTML page here")
     report.add_argument("--json", action="store_true", help="print JSON")
     report.add_argument("--summary", type=Path, help="also append the table as Markdown to "

@@ -19,6 +19,7 @@ from agent.bench.report import (
     schema,
     wilson_interval,
 )
+from agent.bench.report_data import configuration
 from agent.bench.report_text import render_text
 from agent.bench.results import BenchResult, append_result
 from agent.bench.tasks import BenchTask, write_tasks
@@ -43,7 +44,7 @@ def write(path: Path, results: list[BenchResult]) -> Path:
 def args(results: Path, **given: object) -> argparse.Namespace:
     return argparse.Namespace(**{"results": results, "tasks": None, "baseline": None,
                                  "html": None, "summary": None, "json": False,
-                                 **given})
+                                 "across_settings": False, **given})
 
 
 # --- the interval ----------------------------------------------------------------------------
@@ -100,7 +101,7 @@ def test_a_model_with_only_errors_has_no_rate_and_no_interval() -> None:
 def test_the_last_result_of_a_task_and_model_wins() -> None:
     report = build_report([result("a", "m", "error"), result("a", "m", "resolved", run_id="r2")])
     assert report.models[0].resolved == 1 and report.models[0].tasks == 1
-    cell = report.tasks[0].cells["m"]
+    cell = report.tasks[0].cells[configuration("m", "given")]
     assert cell is not None and cell.run_id == "r2"
 
 
@@ -112,8 +113,9 @@ def test_grid_has_a_cell_per_model_and_none_where_a_model_did_not_run() -> None:
     grid = {row.instance_id: row for row in report.tasks}
     assert list(grid) == ["a", "b", "c"]
     assert grid["c"].title == "Title of c"
-    assert grid["a"].cells["m1"] is not None and grid["a"].cells["m1"].run_id == "run-a"
-    assert grid["a"].cells["m2"] is None and grid["c"].cells == {"m1": None, "m2": None}
+    m1, m2 = configuration("m1", "given"), configuration("m2", "given")
+    assert grid["a"].cells[m1] is not None and grid["a"].cells[m1].run_id == "run-a"
+    assert grid["a"].cells[m2] is None and grid["c"].cells == {m1: None, m2: None}
 
 
 def test_empty_results_make_an_empty_report() -> None:
@@ -157,7 +159,8 @@ def test_what_the_calls_cost_and_saw_is_summed_per_task_and_compared(tmp_path: P
     assert model.largest_prompt == 140 and model.calls_by_stage == {"retrieval": 10,
                                                                     "implementing": 2}
     assert model.gold_files_seen == 1.0 and model.gold_hunks_seen == pytest.approx(2 / 3)
-    [cell] = [row.cells["m"] for row in report.tasks if row.instance_id == "b"]
+    [cell] = [row.cells[configuration("m", "given")] for row in report.tasks
+              if row.instance_id == "b"]
     assert cell is not None and (cell.hunks_seen, cell.hunks) == (1, 2)
     assert cell.unseen_hunks == ["a.py:9-9"]
     text = render_text(report)
@@ -176,7 +179,8 @@ def test_a_model_missing_from_either_side_is_named_not_compared(tmp_path: Path) 
     assert found["old"].in_current is False and found["old"].baseline_rate == 1.0
     assert found["both"].lost == ["a"] and found["both"].rate_delta == -1.0
     text = render_text(report)
-    assert "new: not in the baseline" in text and "old: only in the baseline" in text
+    assert "new (tests given): not in the baseline" in text
+    assert "old (tests given): only in the baseline" in text
 
 
 def test_an_earlier_json_report_serves_as_baseline(tmp_path: Path) -> None:
@@ -238,7 +242,7 @@ def test_json_of_empty_results_validates_too(
 
 def test_the_schema_rejects_a_report_with_a_wrong_outcome() -> None:
     report = json.loads(build_report([result("a", "m", "resolved")]).model_dump_json())
-    report["tasks"][0]["cells"]["m"]["outcome"] = "maybe"
+    report["tasks"][0]["cells"][configuration("m", "given")]["outcome"] = "maybe"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(schema()).validate(report)
 

@@ -89,14 +89,15 @@ def test_bench_report_grid_and_hostile_text_in_chromium(
     results, tasks, evil_id = write_bench(tmp_path, hits.url)
     page = tmp_path / "report.html"
     assert report_command(argparse.Namespace(results=results, tasks=tasks, baseline=None,
-                                             html=page, summary=None, json=False)) == 0
+                                             html=page, summary=None, json=False,
+                                             across_settings=False)) == 0
     with Browser(tools.chromedriver, tools.chromium, tmp_path / "profile") as browser:
         browser.open(page.as_uri())
         browser.find("#grid")
         assert browser.script("return document.title;") == "cra bench report"
         # models in order of first result: qwen, then oracle; tasks in the task file's order
         assert [browser.text(f"#grid thead th:nth-child({i})") for i in (2, 3)] == [
-            "qwen", "oracle"]
+            "qwen (tests given)", "oracle (tests given)"]
         expected = {
             (0, 0): ("resolved", "run-q1"), (0, 1): ("resolved", "run-o1"),
             (1, 0): ("unresolved", "run-q2"), (1, 1): ("error", None),
@@ -112,7 +113,7 @@ def test_bench_report_grid_and_hostile_text_in_chromium(
         assert "setup failed" in browser.text("#cell-1-1")
         assert browser.text("#task-2 .task-id") == evil_id
         assert browser.text("#task-2 .task-title") == hostile(hits.url)
-        assert browser.text("#model-0 td:nth-child(4)") == "66.7%"  # qwen: 2 of 3 resolved
+        assert browser.text("#model-0 td:nth-child(5)") == "66.7%"  # qwen: 2 of 3 resolved
         counts = browser.script(
             "return [document.scripts.length, document.images.length,"
             " performance.getEntriesByType('resource').length];")

@@ -3,6 +3,7 @@ GitHub's real OAuth: readers of the repository see it, nobody else learns it exi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jsonschema
@@ -75,3 +76,25 @@ def test_ids_that_name_paths_are_never_read(site: Site, tmp_path: Path) -> None:
     (site.settings.data_dir / "bench").mkdir(parents=True, exist_ok=True)
     (site.settings.data_dir / "bench" / "x.json").write_text("{}", encoding="utf-8")
     assert reports.get("../x") is None and reports.get("x") is None
+
+
+def test_a_report_published_before_settings_still_shows_its_cells(site: Site) -> None:
+    """A version 1 report on disk (every row given, cells keyed by the model) is upgraded as read:
+    its grid still shows each cell, its rows say given, its false successes are counted."""
+    report_id = publish(site, PUBLIC)
+    path = site.settings.data_dir / "bench" / "reports" / f"{report_id}.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    old = record["report"]
+    old["schema_version"] = 1
+    for model in old["models"]:
+        for field in ("tests", "false_successes", "false_success_rate"):
+            model.pop(field)
+    for row in old["tasks"]:
+        row["cells"] = {"qwen": row["cells"]["qwen (tests given)"]}
+    path.write_text(json.dumps(record), encoding="utf-8")
+    client = site.client(run_pages="public")
+    body = text(client.get(f"/bench/{report_id}"))
+    assert 'data-outcome="resolved"' in body and 'data-outcome="error"' in body
+    assert 'data-tests="given"' in body
+    jsonschema.Draft202012Validator(schema()).validate(
+        client.get(f"/bench/{report_id}?format=json").get_json())
