@@ -139,3 +139,49 @@ def test_a_wrong_edit_applies_and_is_repeated_on_most_retries() -> None:
         assert after not in (BEFORE, BEFORE.replace("x * 3", "x * 2", 1))
         repeated += model.complete("", IMPLEMENT, stage="implement_retry").text == first
     assert repeated / 200 > 0.6  # redrawn 0.3 of the time, and then not always different
+
+
+TWO_PLACES = """diff --git a/pkg/mod.py b/pkg/mod.py
+--- a/pkg/mod.py
++++ b/pkg/mod.py
+@@ -1,2 +1,2 @@
+ def scale(x):
+-    return x * 3
++    return x * 2
+@@ -5,2 +5,2 @@
+ def triple(x):
+-    return x * 3
++    return x + x + x
+"""
+TEST_PATCH = """diff --git a/tests/test_mod.py b/tests/test_mod.py
+new file mode 100644
+--- /dev/null
++++ b/tests/test_mod.py
+@@ -0,0 +1,2 @@
++def test_scale():
++    assert scale(4) == 8
+"""
+
+
+def test_a_partial_fix_edits_one_of_its_two_places() -> None:
+    task = BenchTask(instance_id="o__r-1", repo="o/r", base_commit="a" * 40, patch=TWO_PLACES,
+                     test_patch="", problem_statement="Fix", FAIL_TO_PASS=["t::a"])
+    model = OracleModel(ModelConfig(model="oracle"), task, {"pkg/mod.py": BEFORE},
+                        parse_label("oracle:partial-edits@1.0"))
+    edits = parse_implement_response(model.complete("", IMPLEMENT, stage="implement").text)
+    assert len(edits) == 1
+    plain = OracleModel(ModelConfig(model="oracle"), task, {"pkg/mod.py": BEFORE})
+    assert len(parse_implement_response(plain.complete("", IMPLEMENT, stage="implement").text)) \
+        == 2
+
+
+def test_a_stage_asking_for_a_test_gets_the_fix_s_test_spoiled() -> None:
+    task = BenchTask(instance_id="o__r-1", repo="o/r", base_commit="a" * 40, patch=PATCH,
+                     test_patch=TEST_PATCH, problem_statement="Fix", FAIL_TO_PASS=["t::a"])
+    wrong = OracleModel(ModelConfig(model="oracle"), task, {"pkg/mod.py": BEFORE},
+                        parse_label("oracle:wrong-tests@1.0"))
+    right = OracleModel(ModelConfig(model="oracle"), task, {"pkg/mod.py": BEFORE})
+    [gold] = parse_implement_response(right.complete("", "Write a test", stage="reproduce").text)
+    [edit] = parse_implement_response(wrong.complete("", "Write a test", stage="write_test").text)
+    assert gold.replacement == "def test_scale():\n    assert scale(4) == 8"
+    assert edit.file_path == "tests/test_mod.py" and edit.replacement != gold.replacement
