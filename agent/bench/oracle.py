@@ -15,6 +15,12 @@ lines of git's context shown beside them (else it asks for the file once, then g
 retrieval question is answered yes only about a file of the fix or a definition it changes. Its
 rate is the ceiling the clean room puts on any model; its gap to the plain oracle's is what
 retrieval loses. It combines with a noise mode: `oracle:context+edits@0.3`.
+
+Mistake modes (`wrong-judgments`, `wrong-plans`, `wrong-edits`, `partial-edits`, `wrong-tests`,
+or `small` for all of them at calibrated rates) make it wrong about substance, not format: the
+mistakes come from mistakes.py, which of them a task holds from its misconceptions
+(misconceptions.py), so a retry repeats a mistake more often than not. They combine with
+`context`, with each other and with one noise mode: `oracle:context+wrong-edits@0.5`.
 """
 
 from __future__ import annotations
@@ -23,11 +29,14 @@ import json
 import random
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from agent.bench import noise
+from agent.bench import misconceptions, noise
+from agent.bench.misconceptions import Misconceptions, Rates, mode_rates
+from agent.bench.mistakes import left_out, spoiled_test, wrong_edit, wrong_plan
 from agent.bench.patches import (
     FilePatch,
     after_patch,
@@ -37,11 +46,13 @@ from agent.bench.patches import (
     parse_patch,
 )
 from agent.bench.sight import (
+    Hunk,
     changed_symbols,
     closest,
     file_shown,
     honest_yes,
     names_path,
+    question_subject,
     shown_files,
     step_files,
     writable,
@@ -57,36 +68,46 @@ ORACLE = "oracle"
 CONTEXT = "context"  # answer only from what the prompt shows
 DEFAULT_RATE = 0.3
 CANNOT_SEE = "I cannot see the code this step must change, so I cannot write an edit for it."
+NO_CHANGE = "This file needs no change for this fix."
+# Stages that ask for a test (the reproduction step a later issue adds): wrong-tests spoils them.
+TEST_STAGES = ("reproduce", "write_test")
 
 
 @dataclass(frozen=True)
 class OracleSpec:
-    """An oracle label read: context-honest or not, its noise mode ("" for none) and rate."""
+    """An oracle label read: context-honest or not, its noise mode ("" for none) and rate, the
+    rates of its substantive mistakes (none by default)."""
 
     context: bool = False
     mode: str = ""
     rate: float = DEFAULT_RATE
+    mistakes: Rates = field(default_factory=Rates)
 
 
 def parse_label(label: str) -> OracleSpec | None:
-    """The spec of "oracle", "oracle:<mode>[@rate]" or "oracle:context[+<mode>][@rate]"; None
-    for a real model. ValueError for an unknown mode."""
+    """The spec of "oracle" or "oracle:<mode>[+<mode>…][@rate]" — `context`, at most one noise
+    mode, any mistake modes (misconceptions.mode_rates reads their rates); None for a real
+    model. ValueError for an unknown mode."""
     if label != ORACLE and not label.startswith(ORACLE + ":"):
         return None
     rest = label.removeprefix(ORACLE).removeprefix(":")
     modes, _, rate = rest.partition("@")
     parts = [m for m in modes.split("+") if m]
     context = CONTEXT in parts
-    noisy = [m for m in parts if m != CONTEXT]
-    known = f"{', '.join(sorted(noise.MODES))}, alone or after {CONTEXT}+"
-    unknown = [m for m in noisy if m not in noise.MODES]
+    noisy = [m for m in parts if m in noise.MODES]
+    wrong = [m for m in parts if m in misconceptions.MODES or m == misconceptions.SMALL]
+    known = (f"{', '.join(sorted(noise.MODES))}, alone or after {CONTEXT}+; mistakes "
+             f"{', '.join([*misconceptions.MODES, misconceptions.SMALL])}, joined by +")
+    unknown = [m for m in parts if m != CONTEXT and m not in noisy and m not in wrong]
     if unknown:
         raise ValueError(f"unknown oracle noise mode {unknown[0]!r}; known: {known}")
     if len(noisy) > 1:
         raise ValueError(f"more than one oracle noise mode ({'+'.join(noisy)}): give at most "
                          f"one of {known}")
+    given = float(rate) if rate else None
     return OracleSpec(context=context, mode=noisy[0] if noisy else "",
-                      rate=float(rate) if rate else DEFAULT_RATE)
+                      rate=DEFAULT_RATE if given is None else given,
+                      mistakes=mode_rates(wrong, given))
 
 
 def oracle_factory(label: str, task: BenchTask,
@@ -111,9 +132,13 @@ class OracleModel:
         self.before = before  # each changed file before the fix
         self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"
         self.spec = spec or OracleSpec()
-        self.symbols = changed_symbols(self.files, before) if self.spec.context else set()
+        judged = self.spec.context or self.spec.mistakes.false_no or self.spec.mistakes.false_yes
+        self.symbols = changed_symbols(self.files, before) if judged else set()
         self.changes_tests = _changing_tests(self.files, before)
+        self.tests = [f for f in parse_patch(task.test_patch) if not f.deleted]
         self.rng = random.Random(f"{task.instance_id}:{seed}")
+        self.mistakes = Misconceptions(f"{task.instance_id}:{seed}", self.spec.mistakes)
+        self._asked: Counter[str] = Counter()  # how often each call was made: its retries
         self._lock = threading.Lock()
 
     @property
@@ -135,9 +160,11 @@ class OracleModel:
 
     def _answer(self, stage: str, user: str) -> tuple[str, str]:
         if stage.startswith("implement"):
-            return "edit", self._edits(user, refined=stage.endswith("_refined"))
+            return "edit", self._edits(user, stage)
+        if _first_try(stage) in TEST_STAGES:
+            return "edit", self._tests_written(stage)
         if stage == "meta_plan":
-            paths = self._planned(user)
+            paths = self._misplanned(self._planned(user), user, stage)
             parts = [{"id": "p1", "description": "Change " + ", ".join(paths),
                       "affected_files": paths, "depends_on": []}]
             return "json", json.dumps({"task_summary": self.summary, "rationale": "the fix",
@@ -147,7 +174,8 @@ class OracleModel:
             return "json", json.dumps({"part_id": part.group(1) if part else "p1",
                                        "task_summary": self.summary,
                                        "rationale": "one step per file, landing together",
-                                       "steps": self._steps(self._part_files(user))},
+                                       "steps": self._steps(self._misplanned(
+                                           self._part_files(user), user, stage))},
                                       indent=2)
         if stage in ("adjustment_root_cause", "adjustment_new_step"):
             return "yes_no", "no"  # the gold plan caused nothing and needs nothing new
@@ -158,10 +186,40 @@ class OracleModel:
         if stage == "gate_test_change":  # the fix's own test changes are what the task asks
             asked = any(f"diff --git a/{path} b/" in user for path in self.changes_tests)
             return "yes_no", "yes" if asked else "no"
-        if self.spec.context and not honest_yes(stage, user, [f.path for f in self.files],
-                                                self.symbols):
-            return "yes_no", "no"
-        return "yes_no", "yes"
+        relevant = honest_yes(stage, user, [f.path for f in self.files], self.symbols)
+        answer = "no" if self.spec.context and not relevant else "yes"
+        return "yes_no", self._misjudged(stage, user, answer, relevant)
+
+    def _attempt(self, call: str, stage: str) -> int:
+        """How many times `call` was made before (a retry stage counts as at least the
+        second), counting this one."""
+        made = self._asked[call]
+        self._asked[call] += 1
+        return max(made, int(_first_try(stage) != stage))
+
+    def _misjudged(self, stage: str, user: str, answer: str, relevant: bool) -> str:
+        """A relevance answer as the task's misconceptions hold it: about the fix, "no" at the
+        false-no rate; about something else, "yes" at the false-yes rate."""
+        rates, subject = self.spec.mistakes, question_subject(stage, user)
+        if subject is None or not (rates.false_no or rates.false_yes):
+            return answer
+        concept = f"judge:{subject}"
+        rate = rates.false_no if relevant else rates.false_yes
+        if self.mistakes.mistaken(concept, rate, self._attempt(concept, stage)) is None:
+            return answer
+        return "no" if relevant else "yes"
+
+    def _misplanned(self, paths: list[str], user: str, stage: str) -> list[str]:
+        """A plan's files as the task's misconceptions hold them (mistakes.wrong_plan)."""
+        rate = self.spec.mistakes.wrong_plan
+        if not rate:
+            return paths
+        part = re.search(r'"?part_id"?\s*[:=]\s*"?(p\d+)', user)
+        call = f"{stage}:{part.group(1) if part else ''}"
+        pick = self.mistakes.mistaken("plan", rate, self._attempt(call, stage))
+        if pick is None:
+            return paths
+        return wrong_plan(paths, [f.path for f in self.files], shown_files(user), pick) or paths
 
     def _planned(self, user: str) -> list[str]:
         """The files the meta-plan names: every file of the fix; context-honest, only those
@@ -207,22 +265,69 @@ class OracleModel:
                 return candidates[0]
         return self.files[0]
 
-    def _edits(self, user: str, *, refined: bool) -> str:
+    def _edits(self, user: str, stage: str) -> str:
         """The gold edits of the file the step names; context-honest, only of the hunks the
-        prompt shows — none shown: a request for the file, or (shown it already) no edit."""
+        prompt shows — none shown: a request for the file, or (shown it already) no edit. With
+        mistakes, as the task's misconceptions spoil them (_mistaken)."""
+        named_files = step_files(user)
         if not self.spec.context:
             named = self._named(user)
-            return oracle_edits(self.before.get(named.path, ""), named)
-        named_files = step_files(user)
+            if not self.spec.mistakes.any:
+                return oracle_edits(self.before.get(named.path, ""), named)
+            if self.spec.mistakes.wrong_plan and named_files and named.path not in named_files:
+                return NO_CHANGE  # a step the plan got wrong: no edit of the fix belongs here
+            return self._written(named, list(enumerate(named.hunks)), stage)
         file = next((f for f in self.files if f.path in named_files), None)
         if file is None:  # a step on a file the fix does not change: nothing to write
             return CANNOT_SEE
         before = self.before.get(file.path, "")
-        shown = [h for h in (writable(user, file.path, before, h) for h in file.hunks) if h]
+        shown = [(n, h) for n, h in ((n, writable(user, file.path, before, h))
+                                     for n, h in enumerate(file.hunks)) if h]
         if shown:
-            visible = FilePatch(path=file.path, new_file=file.new_file, hunks=shown)
-            return oracle_edits(before, visible)
+            return self._written(file, shown, stage)
+        refined = stage.endswith("_refined")
         return CANNOT_SEE if refined else f"<need_context>{file.path}</need_context>"
+
+    def _written(self, file: FilePatch, hunks: list[tuple[int, Hunk]], stage: str) -> str:
+        """Edit blocks of a file's hunks (each with its index in the file), spoiled by the
+        task's misconceptions when it has any."""
+        before = self.before.get(file.path, "")
+        if self.spec.mistakes.any:
+            hunks = self._mistaken(file, before, hunks,
+                                   self._attempt(f"implement:{file.path}", stage))
+            if not hunks:
+                return NO_CHANGE
+        written = FilePatch(path=file.path, new_file=file.new_file, hunks=[h for _, h in hunks])
+        return oracle_edits(before, written)
+
+    def _mistaken(self, file: FilePatch, before: str, hunks: list[tuple[int, Hunk]],
+                  attempt: int) -> list[tuple[int, Hunk]]:
+        """The hunks as the task's misconceptions hold them at this attempt: the place a
+        partial fix leaves out dropped, each hunk believed wrong replaced by its wrong variant
+        (mistakes.left_out, mistakes.wrong_edit)."""
+        rates = self.spec.mistakes
+        pick = self.mistakes.mistaken("partial", rates.partial_edit, attempt)
+        gone = left_out(self.files, pick) if pick is not None else None
+        kept = []
+        for n, hunk in hunks:
+            if (file.path, n) == gone:
+                continue
+            pick = self.mistakes.mistaken(f"edit:{file.path}:{n}", rates.wrong_edit, attempt)
+            wrong = wrong_edit(before, hunk, pick) if pick is not None else None
+            kept.append((n, wrong or hunk))
+        return kept
+
+    def _tests_written(self, stage: str) -> str:
+        """The fix's own tests as edit blocks, a test the misconceptions hold wrong spoiled
+        (mistakes.spoiled_test): the answer of a stage asking for a test (TEST_STAGES)."""
+        blocks = []
+        for file in self.tests:
+            call = f"test:{file.path}"
+            pick = self.mistakes.mistaken(call, self.spec.mistakes.wrong_test,
+                                          self._attempt(call, stage))
+            written = spoiled_test(file, pick) if pick is not None else file
+            blocks.append(oracle_edits(self.before.get(file.path, ""), written))
+        return "\n".join(blocks) or NO_CHANGE
 
     def _spoil(self, kind: str, text: str) -> str:
         if not self.spec.mode:
@@ -231,6 +336,13 @@ class OracleModel:
         if kind != spoils_kind or self.rng.random() >= self.spec.rate:
             return text
         return self.rng.choice(list(spoilers.values()))(text, self.rng)
+
+
+def _first_try(stage: str) -> str:
+    """A stage's name without the suffixes of a retry or a refinement."""
+    while stage.endswith(("_retry", "_refined")):
+        stage = stage.removesuffix("_retry").removesuffix("_refined")
+    return stage
 
 
 def _changing_tests(files: list[FilePatch], before: dict[str, str]) -> set[str]:

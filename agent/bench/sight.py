@@ -119,13 +119,22 @@ def changed_symbols(files: Sequence[FilePatch], before: Mapping[str, str]) -> se
     return found | {".".join(q.split(".")[:n]) for q in found for n in range(1, q.count(".") + 1)}
 
 
+def question_subject(stage: str, prompt: str) -> str | None:
+    """What a relevance question asks about: the file of a scope question, the definition of a
+    precision one (the last named: the question's own); None for other questions."""
+    if stage.startswith("retrieval_scope"):
+        paths = _SCOPE_FILE.findall(prompt)
+        return paths[-1] if paths else ""
+    if stage.startswith("retrieval_precision"):
+        named = _PRECISION_SYMBOL.findall(prompt)
+        return named[-1] if named else ""
+    return None
+
+
 def honest_yes(stage: str, prompt: str, gold: Sequence[str], symbols: set[str]) -> bool:
     """A yes/no question answered from the fix: a file is needed when it is one of the fix's,
     a definition when the fix changes it (or something inside it); other questions: yes."""
-    if stage.startswith("retrieval_scope"):
-        paths = _SCOPE_FILE.findall(prompt)  # the question's file is the last one named
-        return bool(paths) and paths[-1] in gold
-    if stage.startswith("retrieval_precision"):
-        named = _PRECISION_SYMBOL.findall(prompt)
-        return bool(named) and named[-1] in symbols
-    return True
+    subject = question_subject(stage, prompt)
+    if subject is None:
+        return True
+    return bool(subject) and subject in (gold if stage.startswith("retrieval_scope") else symbols)

@@ -109,6 +109,23 @@ def test_a_noise_mode_runs_and_is_scored(mined: tuple[History, Path, Path],
     assert all(r.model == "oracle:edits@1.0" for r in found)
 
 
+def test_a_mistake_mode_runs_and_is_scored_and_its_wrong_edits_resolve_nothing(
+    mined: tuple[History, Path, Path], tmp_path: Path
+) -> None:
+    history, tasks, _ = mined
+    results = tmp_path / "results.jsonl"
+
+    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
+               "--results", str(results), "--model", "oracle:wrong-edits@1.0", "--jobs", "2")
+
+    assert done.returncode == 0, done.stderr
+    found = list(read_results(results))
+    assert len(found) == 3 and all(r.model == "oracle:wrong-edits@1.0" for r in found)
+    # every edit applies and is wrong (a constant off by one): scored, and none resolved
+    assert {r.outcome for r in found} == {"unresolved"}, found
+    assert all(r.calls > 0 for r in found)
+
+
 def test_an_unknown_noise_mode_is_a_usage_error(mined: tuple[History, Path, Path],
                                                 tmp_path: Path) -> None:
     history, tasks, _ = mined
