@@ -60,10 +60,11 @@ class BenchResult(BaseModel):
         return self.outcome == "resolved"
 
 
-def harness_error(instance_id: str, model: str, error: str) -> BenchResult:
+def harness_error(instance_id: str, model: str, error: str, *,
+                  tests: TestsSetting = "given") -> BenchResult:
     """The result of a task the bench could not run at all (no run, nothing scored)."""
     return BenchResult(instance_id=instance_id, model=model, outcome="error", error=error,
-                       finished_at=datetime.now(UTC).isoformat(timespec="seconds"))
+                       tests=tests, finished_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
 
 def append_result(path: Path, result: BenchResult) -> None:
