@@ -10,8 +10,9 @@ Default: hukkin/tomli at 920e20b (pure Python, no dependencies, a 1-second test 
 
 Run: .venv/bin/python benchmarks/bench.py /work/.mirror/hukkin+tomli/repo
      [--rev 920e20b] [--max 300] [--modes oracle:edits,oracle:plans,oracle:judgments]
-     [--rate 0.3] [--jobs 2] [--tasks TASKS.jsonl] [--keep DIR]
-(`oracle:context` among the modes runs the context-honest oracle, without noise.) For each
+     [--rate 0.3] [--jobs 2] [--tasks TASKS.jsonl] [--keep DIR] [--tests hidden|given]
+(`oracle:context` among the modes runs the context-honest oracle, without noise; `--tests`
+is `cra bench run --tests`: the fix's tests hidden from each run, the default, or given.) For each
 configuration it also prints what the calls cost and saw: calls and prompt tokens per task, the
 largest prompt, the share of the fixes' files a planner was shown and of their hunks an implement
 call saw, and the calls by stage.
@@ -58,6 +59,8 @@ def main() -> int:
     parser.add_argument("--modes", default="oracle:edits,oracle:plans,oracle:judgments")
     parser.add_argument("--rate", type=float, default=0.3)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--tests", choices=("hidden", "given"), default="hidden",
+                        help="the fix's tests hidden from each run (as SWE-bench), or given")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (tasks, "
                         "results, the run log: `cra --data-dir KEEP/data runs RUN_ID`)")
     parser.add_argument("--tasks", type=Path, help="run these mined tasks instead of mining "
@@ -87,11 +90,11 @@ def main() -> int:
                               for m in args.modes.split(",") if m)]
         rows = {}
         for label in labels:
-            results = tmp / f"results-{label.replace(':', '-')}.jsonl"
+            results = tmp / f"results-{args.tests}-{label.replace(':', '-')}.jsonl"
             started = time.monotonic()
             done = cra(data, "bench", "run", str(tasks), "--repo", str(args.repo), "--config",
                 str(config), "--model", label, "--results", str(results),
-                "--jobs", str(args.jobs))
+                "--jobs", str(args.jobs), "--tests", args.tests)
             wall = time.monotonic() - started
             written = len(list(read_results(results)))
             if written != len(mined):
@@ -101,7 +104,7 @@ def main() -> int:
             [row] = build_report(read_results(results)).models
             rows[label] = row
             scored = row.resolved + row.unresolved
-            print(f"{label:<28} resolved {row.resolved}/{scored} "
+            print(f"{label:<28} tests {args.tests}, resolved {row.resolved}/{scored} "
                   f"({row.rate or 0:.0%}, 95% {row.ci_low or 0:.0%}–{row.ci_high or 0:.0%}), "
                   f"errors {row.errors}, {wall / len(mined):.1f} s per task")
             print(f"{'':<28} {row.calls_per_task or 0:.1f} calls and "

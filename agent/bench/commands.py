@@ -12,7 +12,7 @@ from agent.bench.mine import Mined, MineOptions, TestBed, mine, mine_jobs, throu
 from agent.bench.oracle import oracle_factory, parse_label
 from agent.bench.report import report_command
 from agent.bench.results import BenchResult
-from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
+from agent.bench.run import Bench, Factory, MixedSettings, files_before, run_bench, with_model
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks
 from agent.config.files import ModelConfig, SolveConfig
 from agent.console import EXIT_FAILED, EXIT_OK, UsageError
@@ -100,7 +100,7 @@ def _run(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], config: 
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     bench = Bench(repo=args.repo.resolve(), config=config, sandbox=sandbox, environ=env,
-                  data_dir=data_dir, log=log, cache=cache)
+                  data_dir=data_dir, log=log, cache=cache, tests=args.tests)
 
     def factory_for(label: str, task: BenchTask) -> Factory:
         if parse_label(label) is None:
@@ -116,8 +116,11 @@ def _run(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], config: 
         print(f"  [{done}/{total}] {result.instance_id} {result.model}: {result.outcome} "
               f"({result.wall_s:.0f} s, run {result.run_id})", file=sys.stderr, flush=True)
 
-    results = run_bench(bench, tasks, labels, args.results, factory_for=factory_for,
-                        config_for=config_for, jobs=args.jobs, progress=progress)
+    try:
+        results = run_bench(bench, tasks, labels, args.results, factory_for=factory_for,
+                            config_for=config_for, jobs=args.jobs, progress=progress)
+    except MixedSettings as exc:
+        raise UsageError(str(exc)) from None
     resolved = sum(r.resolved for r in results)
     errors = sum(r.outcome == "error" for r in results)
     print(f"cra: {len(results)} result(s) appended to {args.results}: {resolved} resolved, "

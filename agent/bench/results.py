@@ -80,10 +80,11 @@ def false_success(outcome: Outcome, run_status: str | None) -> bool:
     return run_status == CLAIMS_A_FIX and outcome == "unresolved"
 
 
-def harness_error(instance_id: str, model: str, error: str) -> BenchResult:
+def harness_error(instance_id: str, model: str, error: str, *,
+                  tests: TestsSetting = "given") -> BenchResult:
     """The result of a task the bench could not run at all (no run, nothing scored)."""
     return BenchResult(instance_id=instance_id, model=model, outcome="error", error=error,
-                       finished_at=datetime.now(UTC).isoformat(timespec="seconds"))
+                       tests=tests, finished_at=datetime.now(UTC).isoformat(timespec="seconds"))
 
 
 def append_result(path: Path, result: BenchResult) -> None:

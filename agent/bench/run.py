@@ -1,13 +1,16 @@
 """`cra bench run`: every task × model configuration solved by cra, and scored by the bench.
 
 Each task gets a commit of its own in the bench's clone of the repository: the base commit with
-the task's test changes applied (the fix's new tests are there, failing, as the gate's target).
-cra's normal orchestrator solves the problem statement from it, in the sandbox. The score is the
-bench's, not the run's: on the run's last commit, every test file, conftest and runner config
-the run changed or added is put back as the task's tests have it, the test command runs (told
-not to stop early, as mining ran it), and the task is resolved only when every FAIL_TO_PASS test
-passes and every PASS_TO_PASS test still passes. A result is appended the moment it is known;
-a re-run skips what the file holds.
+the task's test changes applied. With the tests hidden (the default, as a user's issue comes:
+prose and maybe a traceback, no failing test) the run starts from the base commit and a statement
+without the tests (`hidden_statement`); with them given it starts from that commit, the fix's
+new tests there, failing, as the gate's target. cra's normal orchestrator solves the statement,
+in the sandbox. The score is the bench's, not the run's: on the run's last commit, every test
+file, conftest and runner config the run changed or added, and every file of the test patch, is
+put back as the task's tests have it, the test command runs (told not to stop early, as mining
+ran it), and the task is resolved only when every FAIL_TO_PASS test passes and every
+PASS_TO_PASS test still passes. A result is appended the moment it is known; a re-run skips what
+the file holds, and a file holding results of the other setting is refused.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from pathlib import Path
 
 from agent.bench.keep_going import full_run
 from agent.bench.patches import is_test_change, parse_patch
-from agent.bench.results import BenchResult, append_result, finished
+from agent.bench.results import BenchResult, TestsSetting, append_result, finished, read_results
 from agent.bench.seen import Seen, run_calls, seen_fields, what_was_seen
+from agent.bench.statement import hidden_statement
 from agent.bench.tasks import BenchTask
 from agent.bench.trees import SetupError, checkout, outcomes, run_tests
 from agent.config.files import ModelConfig, SolveConfig
@@ -60,6 +64,7 @@ class Bench:
     data_dir: Path
     log: RunLog
     cache: EnvCache | None = None
+    tests: TestsSetting = "hidden"  # whether a run starts with the fix's tests in its tree
 
     @property
     def clone(self) -> Path:
@@ -83,8 +88,52 @@ def prepare_clone(bench: Bench) -> Path:
     return clone
 
 
-def start_commit(bench: Bench, task: BenchTask) -> str:
-    """The task's starting commit: its base with its test changes applied (made once)."""
+class MixedSettings(AgentError):
+    """A results file that holds results run in the other tests setting."""
+
+    def __init__(self, results: Path, asked: TestsSetting, found: set[TestsSetting]) -> None:
+        other = ", ".join(sorted(found))
+        super().__init__(f"{results} holds results run with the tests {other}; this bench runs "
+                         f"them {asked}: give another --results file (or --tests {other})")
+        self.results, self.asked, self.found = results, asked, found
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a task's run starts, and the commit whose tests score it."""
+
+    commit: str
+    tests: str  # the base commit with the task's test changes applied
+
+
+def start_of(setting: TestsSetting, base: str, tests: str) -> str:
+    """The commit a run starts from: with the fix's tests given, the base with them applied;
+    hidden, the base alone."""
+    return tests if setting == "given" else base
+
+
+def statement_for(task: BenchTask, setting: TestsSetting) -> str:
+    """What the run is asked: the mined statement with the tests given; without a word of
+    them when they are hidden."""
+    return task.problem_statement if setting == "given" else hidden_statement(task)
+
+
+def check_setting(results: Path, setting: TestsSetting) -> None:
+    """Refuse a results file that holds results of the other setting: a re-run would skip
+    their tasks, and one file would mix two measurements."""
+    found = {result.tests for result in read_results(results)} - {setting}
+    if found:
+        raise MixedSettings(results, setting, found)
+
+
+def start_commit(bench: Bench, task: BenchTask) -> Start:
+    """The task's start in the bench's setting (its tests commit made once)."""
+    tests = tests_commit(bench, task)
+    return Start(commit=start_of(bench.tests, task.base_commit, tests), tests=tests)
+
+
+def tests_commit(bench: Bench, task: BenchTask) -> str:
+    """The task's base with its test changes applied (made once)."""
     ref = f"refs/bench/{_slug(task.instance_id)}"
     try:
         return git.resolve_commit(bench.clone, ref)
@@ -105,6 +154,7 @@ def run_bench(
     jobs: int = 1, progress: Callable[[BenchResult, int, int], None] | None = None,
 ) -> list[BenchResult]:
     """Solve and score every (task, label) not in `results` yet; append each result there."""
+    check_setting(results, bench.tests)
     prepare_bench(bench)
     done = finished(results)
     todo = [(task, label) for task in tasks for label in labels
@@ -152,30 +202,31 @@ def bench_task(bench: Bench, task: BenchTask, label: str, *,
         return run_one(bench, task, label, start, factory_for(label, task), config_for(label))
     except Exception as exc:  # one task's crash is its result, not the end of the bench
         _log.exception("bench: %s with %s crashed", task.instance_id, label)
-        return _result(task, label, "error", started,
+        return _result(task, label, "error", started, bench.tests,
                        error=f"cra crashed: {type(exc).__name__}: {exc}")
 
 
-def run_one(bench: Bench, task: BenchTask, label: str, start: str, factory: Factory,
+def run_one(bench: Bench, task: BenchTask, label: str, start: Start, factory: Factory,
             config: SolveConfig) -> BenchResult:
     """One task solved by one configuration, then scored."""
-    started = time.monotonic()
+    started, setting = time.monotonic(), bench.tests
     router = ModelRouter(config.models, factory=factory)
     runtime = Runtime(log=bench.log, models=router, environ=bench.environ,
                       work_dir=bench.work_dir, sandbox=bench.sandbox, env_cache=bench.cache)
     branch = f"bench/{_slug(task.instance_id)}/{_slug(label)}"
+    sources = IndexedFactory(bench.data_dir / "bench", config.retrieval)
     try:
-        run = solve(task.problem_statement, bench.clone, config, runtime, base=start,
-                    branch=branch, context_factory=IndexedFactory(bench.data_dir / "bench",
-                                                                  config.retrieval))
+        run = solve(statement_for(task, setting), bench.clone, config, runtime,
+                    base=start.commit, branch=branch, context_factory=sources)
     except (AgentError, GitError) as exc:
-        return _result(task, label, "error", started, error=f"the run could not start: {exc}")
+        return _result(task, label, "error", started, setting,
+                       error=f"the run could not start: {exc}")
     finally:
         router.close()
     try:
-        scored = score(bench, task, run.commit or start, start)
+        scored = score(bench, task, run.commit or start.commit, start.commit, start.tests)
     except (SetupError, GitError) as exc:
-        return _result(task, label, "error", started, run=run, error=str(exc))
+        return _result(task, label, "error", started, setting, run=run, error=str(exc))
     finally:
         if git.branch_exists(bench.clone, branch):
             git.delete_branch(bench.clone, branch)
@@ -183,23 +234,25 @@ def run_one(bench: Bench, task: BenchTask, label: str, start: str, factory: Fact
     p2p = {t: scored.get(t, "missing") for t in task.PASS_TO_PASS}
     resolved = all(v == "passed" for v in (*f2p.values(), *p2p.values()))
     seen = what_was_seen(run_calls(bench.log, run.task_id), task.patch)
-    return _result(task, label, "resolved" if resolved else "unresolved", started, run=run,
-                   f2p=f2p, p2p=p2p, seen=seen)
+    return _result(task, label, "resolved" if resolved else "unresolved", started, setting,
+                   run=run, f2p=f2p, p2p=p2p, seen=seen)
 
 
-def score(bench: Bench, task: BenchTask, head: str, start: str) -> dict[str, str]:
-    """Test outcomes of `head` with the task's tests put back over whatever the run did to
-    test files, conftests and runner configs."""
+def score(bench: Bench, task: BenchTask, head: str, start: str,
+          tests: str | None = None) -> dict[str, str]:
+    """Test outcomes of `head` with the task's tests (as commit `tests` has them; default
+    `start`, where the run had them) put back over whatever the run did to test files,
+    conftests and runner configs."""
+    tests = tests or start
     with checkout(bench.clone, head, bench.work_dir) as tree:
-        restored = git.run_git(["diff", "--no-renames", "--name-status", start, head], tree)
-        for line in restored.splitlines():
-            status, _, path = line.partition("\t")
-            if not (is_test_change(path) or gate.gate_role(path) is not None):
-                continue
-            if status.startswith("A"):
-                (tree / path).unlink(missing_ok=True)
+        changed = git.run_git(["diff", "--no-renames", "--name-only", start, head], tree)
+        theirs = git.run_git(["diff", "--no-renames", "--name-only", start, tests], tree)
+        kept = set(git.run_git(["ls-tree", "-r", "--name-only", tests], tree).splitlines())
+        for path in put_back(changed.splitlines(), theirs.splitlines()):
+            if path in kept:
+                git.run_git(["checkout", tests, "--", path], tree)
             else:
-                git.run_git(["checkout", start, "--", path], tree)
+                (tree / path).unlink(missing_ok=True)
         # the score must see every test: told not to stop early, as mining was
         testing = full_run(bench.config.testing).testing
         result = run_tests(tree, bench.clone, testing, sandbox=bench.sandbox,
@@ -207,14 +260,23 @@ def score(bench: Bench, task: BenchTask, head: str, start: str) -> dict[str, str
     return dict(outcomes(result))
 
 
-def _result(task: BenchTask, label: str, outcome: str, started: float, *,
+def put_back(changed: Sequence[str], test_patch: Sequence[str]) -> list[str]:
+    """The paths the score sets as the task's tests have them: the test files, conftests and
+    runner configs the run changed, and every file the test patch changes (hidden from the
+    run, they were never there)."""
+    ours = [p for p in changed if is_test_change(p) or gate.gate_role(p) is not None]
+    return list(dict.fromkeys([*ours, *test_patch]))
+
+
+def _result(task: BenchTask, label: str, outcome: str, started: float,
+            tests: TestsSetting, *,
             run: OrchestratorResult | None = None, error: str | None = None,
             f2p: dict[str, str] | None = None, p2p: dict[str, str] | None = None,
             seen: Seen | None = None) -> BenchResult:
     usage = run.usage if run is not None else None
     return BenchResult.model_validate({
         **(seen_fields(seen) if seen is not None else {}),
-        "instance_id": task.instance_id, "model": label, "outcome": outcome,
+        "instance_id": task.instance_id, "model": label, "outcome": outcome, "tests": tests,
         "run_id": run.task_id if run is not None else None,
         "run_status": run.status if run is not None else None,
         "calls": usage.calls if usage else 0,

@@ -1,16 +1,28 @@
 """The problem statement of a mined task: the linked issue when the commit names one and the
 API can read it, else the commit message with the failing tests and their output. Never the
-fix: any line of the statement that the patch adds is dropped."""
+fix: any line of the statement that the patch adds is dropped.
+
+With the fix's tests hidden (`cra bench run --tests hidden`) the run gets `hidden_statement`,
+made from the task's fields alone: what a user would report — the issue, or the commit message
+and the error with its traceback — without the failing tests' list, any line the fix or its
+tests add, or any line naming a test only the test patch adds.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import httpx
 
+from agent.bench.tasks import BenchTask
+
 ISSUE_REF = re.compile(r"(?<![\w/&])#(\d{1,7})\b")
 OUTPUT_CHARS = 3000
+LISTED = "\n\nThese tests fail and should pass:\n"  # how `compose` lays a statement out
+OUTPUT = "\n\nTheir output:\n```\n"
+# a definition's name in a diff line: Python, Rust, Go, JavaScript
+DEFINED = re.compile(r"^[+ -]\s*(?:async\s+)?(?:def|class|fn|func|function)\s+(\w+)")
 
 
 def linked_issue(message: str) -> int | None:
@@ -50,8 +62,7 @@ def compose(message: str, failing: Sequence[str], output: str, patch: str,
     else:
         listing = "\n".join(f"- {test}" for test in failing)
         tail = output[-OUTPUT_CHARS:].strip()
-        text = (f"{message.strip()}\n\nThese tests fail and should pass:\n{listing}\n\n"
-                f"Their output:\n```\n{tail}\n```")
+        text = (f"{message.strip()}{LISTED}{listing}{OUTPUT}{tail}\n```")
     return scrub(text, patch)
 
 
@@ -67,3 +78,74 @@ def scrub(text: str, patch: str) -> str:
     added = added_lines(patch)
     kept = [line for line in text.split("\n") if line.strip() not in added]
     return "\n".join(kept)
+
+
+def hidden_statement(task: BenchTask) -> str:
+    """The statement a run with the fix's tests hidden gets: the issue, or the commit message
+    and the failure's output as a user would report it; no line the fix or its tests add, none
+    naming a test only the test patch adds."""
+    message, output = _parts(task.problem_statement)
+    text = message.strip()
+    if output is not None and output.strip():
+        text += f"\n\nWhat goes wrong:\n```\n{output.strip(chr(10))}\n```"
+    added = added_lines(task.patch) | added_lines(task.test_patch)
+    marks = new_test_marks(task.test_patch, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
+    kept = [line for line in text.split("\n")
+            if _quoted(line) not in added and not _names_any(line, marks)]
+    return "\n".join(kept)
+
+
+def _parts(statement: str) -> tuple[str, str | None]:
+    """A statement `compose` made split into its message and its tests' output (None for an
+    issue's text, or a statement from elsewhere)."""
+    message, listed, rest = statement.partition(LISTED)
+    if not listed:
+        return statement, None
+    _, shown, output = rest.partition(OUTPUT)
+    if not shown:
+        return message, None
+    return message, output.rstrip().removesuffix("```")
+
+
+def _quoted(line: str) -> str:
+    """A line as a traceback quotes source: stripped, without pytest's `>` marker."""
+    stripped = line.strip()
+    return stripped[1:].strip() if stripped.startswith(">") else stripped
+
+
+def new_test_marks(test_patch: str, test_ids: Iterable[str]) -> list[re.Pattern[str]]:
+    """What names a test only the test patch adds: a file it creates, a test function or class
+    it defines anew (one a test id names, or named test*), a test id in either."""
+    files, added, kept = _new_files_and_names(test_patch)
+    components = {part for test in test_ids for part in _id_parts(test)}
+    names = {n for n in added - kept if n in components or n.lower().startswith("test")}
+    ids = [t for t in test_ids if t.split("::")[0] in files or names & set(_id_parts(t))]
+    return [*(re.compile(re.escape(text)) for text in [*files, *ids]),
+            *(re.compile(rf"(?<!\w){re.escape(name)}(?!\w)") for name in names)]
+
+
+def _new_files_and_names(test_patch: str) -> tuple[set[str], set[str], set[str]]:
+    """The files a patch creates, the names its '+' lines define, and those its other lines
+    define (a test that was there before keeps its name)."""
+    files: set[str] = set()
+    added: set[str] = set()
+    kept: set[str] = set()
+    created = False
+    for line in test_patch.splitlines():
+        if line.startswith("--- "):
+            created = line == "--- /dev/null"
+        elif line.startswith("+++ "):
+            if created and line.startswith("+++ b/"):
+                files.add(line[len("+++ b/"):])
+        elif (match := DEFINED.match(line)) is not None:
+            (added if line.startswith("+") else kept).add(match.group(1))
+    return files, added, kept
+
+
+def _id_parts(test_id: str) -> list[str]:
+    """The names in a test id (`tests/test_x.py::TestY::test_z[1]` → TestY, test_z)."""
+    return [re.sub(r"\[.*$", "", part) for part in test_id.split("::")[1:]] or [test_id]
+
+
+def _names_any(line: str, marks: Sequence[re.Pattern[str]]) -> bool:
+    return any(mark.search(line) for mark in marks)

@@ -132,6 +132,9 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     run.add_argument("--results", type=Path, default=Path("results.jsonl"))
     run.add_argument("--jobs", type=int, default=1, help="tasks solved at once")
     run.add_argument("--only", action="append", help="only this instance id (repeatable)")
+    run.add_argument("--tests", choices=("hidden", "given"), default="hidden", help="hidden "
+                     "(default): each run starts without the fix's tests and is asked as a "
+                     "user would ask; given: with them in its tree and its statement")
     report = steps.add_parser("report", parents=[below], help="the results as a table, "
                               "JSON or an HTML page")
     report.add_argument("results", type=Path)

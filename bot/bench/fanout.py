@@ -118,7 +118,7 @@ class FanOut:
 def bench_jobs(prepared: Prepared) -> list[BenchJob]:
     """A job per task and model of a prepared bench."""
     return [BenchJob(repository=prepared.repository, installation_id=prepared.installation_id,
-                     base=prepared.base, label=label, task=task)
+                     base=prepared.base, label=label, task=task, tests=prepared.bench.tests)
             for task in prepared.tasks for label in prepared.labels]
 
 
@@ -166,4 +166,5 @@ def _result_of(job: Job, asked: BenchJob, status: str) -> BenchResult:
         lines = (latest.exc_string or "").strip().splitlines() if latest is not None else []
         why = lines[-1] if lines else f"the job ended {status}"
     return harness_error(asked.task.instance_id, asked.label,
-                         f"no worker could run it ({RETRIES + 1} tries at most): {why}")
+                         f"no worker could run it ({RETRIES + 1} tries at most): {why}",
+                         tests=asked.tests)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.bench.results import BenchResult, harness_error
+from agent.bench.results import BenchResult, TestsSetting, harness_error
 from agent.bench.run import Bench, bench_task, prepare_bench
 from agent.bench.tasks import BenchTask
 from bot.bench.replay import BenchRefused, config_for, factories, model_labels, repository_config
@@ -39,6 +39,7 @@ class BenchJob(BaseModel):
     base: str  # the commit whose cra.toml configures the bench, as the submitter read it
     label: str
     task: BenchTask
+    tests: TestsSetting = "hidden"  # the fix's tests hidden from the run, or given to it
 
 
 def bench_queue_name(queue_name: str) -> str:
@@ -77,10 +78,10 @@ def run_bench_job(services: Services, job: BenchJob) -> BenchResult:
         [label] = model_labels(services, config, [job.label])
     except BenchRefused as exc:
         return harness_error(job.task.instance_id, job.label,
-                             f"the worker {worker_name()} refused it: {exc}")
+                             f"the worker {worker_name()} refused it: {exc}", tests=job.tests)
     bench = Bench(repo=mirror, config=config, sandbox=services.sandbox,
                   environ=services.environ, data_dir=services.settings.data_dir / "bench" / repo,
-                  log=services.runlog, cache=services.env_cache)
+                  log=services.runlog, cache=services.env_cache, tests=job.tests)
     with services.mirrors.locked(repo):  # the workers sharing this data dir take turns
         prepare_bench(bench)
     return bench_task(bench, job.task, label, factory_for=factories(services, bench),

@@ -11,8 +11,16 @@ from pathlib import Path
 
 from agent.bench.mine import Mined, MineOptions, TestBed, mine, mine_jobs, throughput
 from agent.bench.oracle import oracle_factory, parse_label
-from agent.bench.results import BenchResult, read_results
-from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
+from agent.bench.results import BenchResult, TestsSetting, read_results
+from agent.bench.run import (
+    Bench,
+    Factory,
+    MixedSettings,
+    check_setting,
+    files_before,
+    run_bench,
+    with_model,
+)
 from agent.bench.scores import BenchReport, build_report
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config.files import CONFIG_CANDIDATES, ModelConfig, SolveConfig
@@ -45,6 +53,7 @@ class BenchRequest:
     since: str | None = None
     jobs: int | None = None  # None: each step's own default (mine_jobs, solve_jobs)
     results: Path | None = None  # default: bench/OWNER/NAME/results.jsonl in the data dir
+    tests: TestsSetting = "hidden"  # the fix's tests hidden from each run, or given to it
 
     @property
     def solve_jobs(self) -> int:
@@ -97,10 +106,14 @@ def prepare(services: Services, request: BenchRequest, progress: Progress) -> Pr
     tasks = _tasks(services, request, mirror, config, home, progress)
     bench = Bench(repo=mirror, config=config, sandbox=services.sandbox,
                   environ=services.environ, data_dir=home, log=services.runlog,
-                  cache=services.env_cache)
+                  cache=services.env_cache, tests=request.tests)
+    results = request.results or home / "results.jsonl"
+    try:
+        check_setting(results, request.tests)
+    except MixedSettings as exc:
+        raise BenchRefused(str(exc)) from None
     return Prepared(repository=repo, installation_id=request.installation_id, base=base,
-                    bench=bench, labels=labels, tasks=tasks,
-                    results=request.results or home / "results.jsonl")
+                    bench=bench, labels=labels, tasks=tasks, results=results)
 
 
 def run_here(services: Services, prepared: Prepared, jobs: int, progress: Progress) -> None:

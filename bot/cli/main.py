@@ -89,6 +89,9 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                        "file ($GITHUB_STEP_SUMMARY)")
     bench.add_argument("--results", type=Path, help="the results file (default: "
                        "bench/OWNER/NAME/results.jsonl in the data dir)")
+    bench.add_argument("--tests", choices=("hidden", "given"), default="hidden", help="hidden "
+                       "(default): each run starts without the fix's tests and is asked as a "
+                       "user would ask; given: with them in its tree and its statement")
     bench.add_argument("--queue", nargs="?", const="", metavar="REDIS_URL", help="fan the "
                        "tasks out on RQ (this Redis, else CRA_REDIS_URL) to `cra-bot worker`s, "
                        "gather their results, then publish")
@@ -241,7 +244,8 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
             installation = services.github.installation_for(repo)
         request = BenchRequest(repository=repo, installation_id=installation,
                                models=args.model, tasks=args.tasks, max_commits=args.max,
-                               since=args.since, jobs=args.jobs, results=args.results)
+                               since=args.since, jobs=args.jobs, results=args.results,
+                               tests=args.tests)
         prepared = prepare(services, request, say)
         if args.queue is None:
             run_here(services, prepared, request.solve_jobs, say)

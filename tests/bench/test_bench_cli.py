@@ -1,7 +1,8 @@
-"""`cra bench` end to end through the real CLI: the oracle resolves every mined task, a run
-that edits the tests instead of the source is scored unresolved, a bench killed midway resumes
-without repeating finished tasks, a task that crashes the harness is recorded as its error and
-the others still run, and the report's JSON matches its schema."""
+"""`cra bench` end to end through the real CLI: the oracle resolves every mined task with the
+fix's tests hidden or given, a run that edits the tests instead of the source is scored
+unresolved, a bench killed midway resumes without repeating finished tasks, a task that crashes
+the harness is recorded as its error and the others still run, and the report's JSON matches its
+schema."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ import pytest
 from agent.bench.journal import journal_path
 from agent.bench.oracle import oracle_factory
 from agent.bench.report import SCHEMA
-from agent.bench.results import read_results
+from agent.bench.results import TestsSetting, append_result, harness_error, read_results
 from agent.bench.run import (
     Bench,
     Factory,
+    MixedSettings,
+    check_setting,
     files_before,
     prepare_clone,
     run_bench,
@@ -72,17 +75,19 @@ def test_mining_into_a_log_writes_plain_lines(mined: tuple[History, Path, Path])
     assert progress[-1] == "  mining: 8/8 commits, 3 tasks"  # fewer than ten: a line each
 
 
+@pytest.mark.parametrize("tests", ["hidden", "given"])
 def test_the_oracle_resolves_every_mined_task(mined: tuple[History, Path, Path],
-                                              tmp_path: Path) -> None:
+                                              tmp_path: Path, tests: str) -> None:
     history, tasks, _ = mined
     results = tmp_path / "results.jsonl"
 
     done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
-               "--results", str(results), "--jobs", "2")
+               "--results", str(results), "--jobs", "2", "--tests", tests)
 
     assert done.returncode == 0, done.stderr
     found = list(read_results(results))
     assert len(found) == 3 and all(r.resolved for r in found), found
+    assert all(r.tests == tests for r in found)
     assert all(r.calls > 0 and r.run_id for r in found)
     with RunLog.open(f"sqlite:///{tmp_path / 'data' / 'cra.db'}") as log:
         for result in found:  # every result links to its trace
@@ -107,6 +112,7 @@ def test_a_noise_mode_runs_and_is_scored(mined: tuple[History, Path, Path],
     found = list(read_results(results))
     assert {r.outcome for r in found} <= {"resolved", "unresolved"} and len(found) == 3
     assert all(r.model == "oracle:edits@1.0" for r in found)
+    assert all(r.tests == "hidden" for r in found)  # the default, as SWE-bench runs
 
 
 def test_a_mistake_mode_runs_and_is_scored_and_its_wrong_edits_resolve_nothing(
@@ -162,29 +168,101 @@ def test_a_bench_killed_midway_resumes_without_repeating(mined: tuple[History, P
     assert f"[1/{3 - len(first)}]" in done.stderr
 
 
+@pytest.mark.parametrize("tests", ["hidden", "given"])
 def test_a_run_that_edits_the_tests_instead_of_the_source_is_unresolved(
-    mined: tuple[History, Path, Path], tmp_path: Path,
+    mined: tuple[History, Path, Path], tmp_path: Path, tests: TestsSetting,
 ) -> None:
     history, tasks, _ = mined
     task = next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
     config = load_config(history.repo)
     with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
         bench = Bench(repo=history.repo, config=config, environ=dict(os.environ), log=log,
-                      sandbox=build_sandbox(test_sandbox_kind()), data_dir=tmp_path / "data")
+                      sandbox=build_sandbox(test_sandbox_kind()), data_dir=tmp_path / "data",
+                      tests=tests)
         prepare_clone(bench)
         start = start_commit(bench, task)
         # what a green but dishonest run leaves: the test weakened, a conftest that passes all
         tree = tmp_path / "cheat"
-        git.run_git(["worktree", "add", "--quiet", "--detach", str(tree), start], bench.clone)
+        git.run_git(["worktree", "add", "--quiet", "--detach", str(tree), start.commit],
+                    bench.clone)
         (tree / "tests" / "test_double.py").write_text("def test_double():\n    assert True\n")
         (tree / "conftest.py").write_text("import pytest\n")
         cheat = git.commit_all(tree, "make it green", author_name="m", author_email="m@x")
         assert cheat is not None
         git_in(tree, "log", "-1")
 
-        outcomes = score(bench, task, cheat, start)
+        outcomes = score(bench, task, cheat, start.commit, start.tests)
 
     assert outcomes["tests/test_double.py::test_double"] == "failed"
+
+
+def test_a_hidden_run_starts_without_the_fix_s_tests_and_is_scored_with_them(
+    mined: tuple[History, Path, Path], tmp_path: Path,
+) -> None:
+    history, tasks, _ = mined
+    task = next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
+    with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
+        bench = Bench(repo=history.repo, config=load_config(history.repo), log=log,
+                      environ=dict(os.environ), sandbox=build_sandbox(test_sandbox_kind()),
+                      data_dir=tmp_path / "data")  # hidden: the default
+        prepare_clone(bench)
+        start = start_commit(bench, task)
+
+        untouched = score(bench, task, start.commit, start.commit, start.tests)
+
+    assert start.commit == task.base_commit
+    assert not git.run_git(["ls-tree", "--name-only", start.commit, "tests/test_double.py"],
+                           bench.clone).strip()
+    assert untouched["tests/test_double.py::test_double"] == "failed"  # there, not missing
+
+
+@pytest.mark.parametrize("tests", ["hidden", "given"])
+def test_the_run_meets_the_fix_s_tests_only_when_they_are_given(
+    mined: tuple[History, Path, Path], tmp_path: Path, tests: TestsSetting,
+) -> None:
+    history, tasks, _ = mined
+    task = next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
+    config = load_config(history.repo)
+    with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
+        bench = Bench(repo=history.repo, config=config, environ=dict(os.environ), log=log,
+                      sandbox=build_sandbox(test_sandbox_kind()), data_dir=tmp_path / "data",
+                      tests=tests)
+
+        def factory_for(label: str, task: BenchTask) -> Factory:
+            oracle = oracle_factory(label, task, files_before(bench, task))
+            assert oracle is not None
+            return oracle
+
+        [result] = run_bench(bench, [task], ["oracle"], tmp_path / "results.jsonl",
+                             factory_for=factory_for, config_for=lambda label: config)
+        run = log.get_orchestrator_run(result.run_id or "")
+        assert run is not None
+        first = log.get_task_run(run.passes[0].task_run_id)
+        assert first is not None and run.passes[0].pass_type == "baseline"
+        [baseline] = first.baseline
+
+    met = [t for t in baseline.result.report.outcomes if t.startswith("tests/test_double.py")]
+    asked = "tests/test_double.py" in run.task_description
+    assert (bool(met), asked) == ((True, True) if tests == "given" else (False, False))
+    assert (run.task_description == task.problem_statement) == (tests == "given")
+    assert result.tests == tests and result.resolved
+    assert result.fail_to_pass == {"tests/test_double.py::test_double": "passed"}
+
+
+def test_a_results_file_of_the_other_setting_is_refused(
+    mined: tuple[History, Path, Path], tmp_path: Path,
+) -> None:
+    history, tasks, _ = mined
+    results = tmp_path / "results.jsonl"
+    append_result(results, harness_error("some-task", "oracle", "no run", tests="given"))
+
+    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
+               "--results", str(results))
+
+    assert done.returncode == 2 and "run with the tests given" in done.stderr
+    with pytest.raises(MixedSettings):
+        check_setting(results, "hidden")
+    check_setting(results, "given")
 
 
 def test_a_task_that_crashes_the_harness_is_its_error_result_and_the_bench_goes_on(

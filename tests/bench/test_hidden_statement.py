@@ -1,0 +1,100 @@
+"""The statement a run gets with the fix's tests hidden: the message and the error as a user
+would report it, without the tests' list, any line the fix or its tests add, or a line naming
+a test only the test patch adds; built from an already mined task's fields."""
+
+from __future__ import annotations
+
+from agent.bench.statement import added_lines, compose, hidden_statement
+from agent.bench.tasks import BenchTask
+
+PATCH = """diff --git a/pkg/mathx.py b/pkg/mathx.py
+--- a/pkg/mathx.py
++++ b/pkg/mathx.py
+@@ -1,3 +1,3 @@
+ def double(x):
+     \"\"\"Twice x.\"\"\"
+-    return x * 3
++    return x * 2  # twice, not thrice
+"""
+TEST_PATCH = """diff --git a/tests/test_double.py b/tests/test_double.py
+new file mode 100644
+--- /dev/null
++++ b/tests/test_double.py
+@@ -0,0 +1,9 @@
++from pkg.mathx import double
++
++
++def test_double_of_four():
++    assert double(4) == 8
++
++
++def test_double_of_zero():
++    assert double(0) == 0
+diff --git a/tests/test_mathx.py b/tests/test_mathx.py
+--- a/tests/test_mathx.py
++++ b/tests/test_mathx.py
+@@ -3,3 +3,3 @@ from pkg.mathx import neg
+ def test_neg():
+-    assert neg(2) == -2
++    assert neg(2) == -2 and neg(-2) == 2
+"""
+OUTPUT = """.F.                                                                      [100%]
+=================================== FAILURES ===================================
+_____________________________ test_double_of_four ______________________________
+
+    def test_double_of_four():
+>       assert double(4) == 8
+E       assert 12 == 8
+E        +  where 12 = double(4)
+
+tests/test_double.py:5: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_double.py::test_double_of_four - assert 12 == 8
+1 failed, 2 passed in 0.05s
+"""
+F2P = ["tests/test_double.py::test_double_of_four"]
+P2P = ["tests/test_double.py::test_double_of_zero", "tests/test_mathx.py::test_neg"]
+
+
+def mined(statement: str) -> BenchTask:
+    return BenchTask(instance_id="local__mathx-abc", repo="local/mathx", base_commit="abc",
+                     patch=PATCH, test_patch=TEST_PATCH, problem_statement=statement,
+                     FAIL_TO_PASS=F2P, PASS_TO_PASS=P2P)
+
+
+def from_a_commit() -> BenchTask:
+    return mined(compose("Fix double: it tripled\n\nSeen in the report totals.", F2P, OUTPUT,
+                         PATCH))
+
+
+def test_the_hidden_statement_holds_no_line_the_tests_add() -> None:
+    statement = hidden_statement(from_a_commit())
+    for line in added_lines(TEST_PATCH) | added_lines(PATCH):
+        assert line not in statement, line
+    assert "assert double(4) == 8" not in statement  # quoted by the traceback, marker and all
+
+
+def test_the_hidden_statement_names_no_test_the_test_patch_adds() -> None:
+    statement = hidden_statement(from_a_commit())
+    assert "test_double_of_four" not in statement and "test_double_of_zero" not in statement
+    assert "tests/test_double.py" not in statement
+    assert "These tests fail and should pass" not in statement
+
+
+def test_the_hidden_statement_keeps_the_message_and_the_error() -> None:
+    statement = hidden_statement(from_a_commit())
+    assert statement.startswith("Fix double: it tripled\n\nSeen in the report totals.\n")
+    assert "E       assert 12 == 8" in statement
+    assert "E        +  where 12 = double(4)" in statement
+
+
+def test_an_issue_statement_is_kept_but_for_the_lines_the_fix_adds() -> None:
+    issue = compose("Fix double (#3)", F2P, OUTPUT, PATCH,
+                    ("double triples", "double(4) gives 12.\nreturn x * 2  # twice, not thrice"))
+    assert hidden_statement(mined(issue)) == "double triples\n\ndouble(4) gives 12."
+
+
+def test_a_test_that_was_there_before_may_be_named() -> None:
+    task = mined(compose("Fix neg", ["tests/test_mathx.py::test_neg"],
+                         "FAILED tests/test_mathx.py::test_neg - assert 2 == -2\n", PATCH))
+    assert "FAILED tests/test_mathx.py::test_neg - assert 2 == -2" in hidden_statement(task)
