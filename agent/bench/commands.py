@@ -105,7 +105,7 @@ def _run(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], config: 
     def factory_for(label: str, task: BenchTask) -> Factory:
         if parse_label(label) is None:
             return factory
-        oracle = oracle_factory(label, task, files_before(bench, task))
+        oracle = oracle_factory(label, task, files_before(bench, task), tests=bench.tests)
         assert oracle is not None
         return oracle
 

@@ -1,5 +1,6 @@
 """The oracle: a model that answers every call of cra's normal plan/edit path with the gold
-patch. One part, one step per changed file, the files landing together as one change (as a
+patch (with the fix's tests hidden, also its changes to the existing tests that pinned the
+behaviour it changes, as its commit made them). One part, one step per changed file, the files landing together as one change (as a
 planner is asked to plan a fix across files), a step declaring `changes_existing_tests` where
 its gold edits change tests the gate counts (doctest examples) and "yes" to the gate's question
 about those changes, edit blocks made from the patch's hunks for the file the step names (by
@@ -44,7 +45,9 @@ from agent.bench.patches import (
     is_test_change,
     oracle_edits,
     parse_patch,
+    pinning_changes,
 )
+from agent.bench.results import TestsSetting
 from agent.bench.sight import (
     Hunk,
     changed_symbols,
@@ -110,24 +113,29 @@ def parse_label(label: str) -> OracleSpec | None:
                       mistakes=mode_rates(wrong, given))
 
 
-def oracle_factory(label: str, task: BenchTask,
-                   before: dict[str, str]) -> Callable[[ModelConfig], OracleModel] | None:
+def oracle_factory(label: str, task: BenchTask, before: dict[str, str], *,
+                   tests: TestsSetting = "given") -> Callable[[ModelConfig], OracleModel] | None:
     """A factory of the oracle a label names for one task (`before`: the fix's files before
-    it), or None when the label names a real model; ValueError for an unknown mode."""
+    it, its tests' too), or None when the label names a real model; ValueError for an unknown
+    mode. With the tests `hidden` it also changes the existing tests the fix changes."""
     spec = parse_label(label)
     if spec is None:
         return None
-    return lambda model: OracleModel(model, task, before, spec)
+    hidden = tests == "hidden"
+    return lambda model: OracleModel(model, task, before, spec, hidden=hidden)
 
 
 class OracleModel:
     """A ChatModel answering from a task's gold patch (see the module's docstring)."""
 
     def __init__(self, config: ModelConfig, task: BenchTask, before: dict[str, str],
-                 spec: OracleSpec | None = None, *, seed: int = 0) -> None:
+                 spec: OracleSpec | None = None, *, seed: int = 0, hidden: bool = False) -> None:
         self._config = config
-        # every file the fix changes outside the tests (configs and docs too): code first
+        # every file the fix changes outside the tests (configs and docs too): code first; with
+        # the tests hidden, also the existing tests it changes (they pin the behaviour the fix
+        # changes, and its commit changes them with it), not the tests it adds
         files = [f for f in parse_patch(task.patch) if not is_test_change(f.path)]
+        files += pinning_changes(task.test_patch) if hidden else []
         self.files: list[FilePatch] = sorted(files, key=lambda f: not is_code(f.path))
         self.before = before  # each changed file before the fix
         self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"

@@ -8,6 +8,7 @@ perfect model would answer, used by the oracle.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -160,3 +161,22 @@ def after_patch(before: str, file: FilePatch) -> str:
 def _block(path: str, search: str, replacement: str) -> str:
     return (f'<edit file="{path}">\n<search>\n{search}\n</search>\n'
             f"<replacement>\n{replacement}\n</replacement>\n</edit>")
+
+
+def pinning_changes(test_patch: str) -> list[FilePatch]:
+    """The hunks of a test patch that change or remove lines of existing test code (a test
+    that pinned the behaviour a fix changes), without those that only add tests."""
+    found = []
+    for file in parse_patch(test_patch):
+        if file.new_file or file.deleted or not is_code(file.path):
+            continue
+        hunks = [h for h in file.hunks if _changes_lines(h[1], h[2])]
+        if hunks:
+            found.append(FilePatch(path=file.path, hunks=hunks))
+    return found
+
+
+def _changes_lines(old: list[str], new: list[str]) -> bool:
+    """Whether a hunk changes or removes a line, rather than only adding lines."""
+    opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    return any(tag in ("replace", "delete") for tag, *_ in opcodes)

@@ -293,7 +293,7 @@ def files_before(bench: Bench, task: BenchTask) -> dict[str, str]:
     """The files the gold patch changes, as they were at the task's base commit (what the
     oracle answers against)."""
     return {f.path: git.read_file(bench.clone, task.base_commit, f.path) or ""
-            for f in parse_patch(task.patch)}
+            for f in parse_patch(task.patch + task.test_patch)}
 
 
 def with_model(config: SolveConfig, model: str) -> SolveConfig:

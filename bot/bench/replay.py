@@ -185,7 +185,7 @@ def factories(services: Services, bench: Bench) -> Callable[[str, BenchTask], Fa
     def factory_for(label: str, task: BenchTask) -> Factory:
         if parse_label(label) is None:
             return factory
-        oracle = oracle_factory(label, task, files_before(bench, task))
+        oracle = oracle_factory(label, task, files_before(bench, task), tests=bench.tests)
         assert oracle is not None
         return oracle
 

@@ -1,6 +1,8 @@
 """The oracle on fixes a planner would plan by whole paths and declared test changes: a module
-and its type stub changed together (`pkg/mod.py` is a prefix of `pkg/mod.pyi`), and a fix that
-removes a function together with the doctest examples in its docstring, which the tests run."""
+and its type stub changed together (`pkg/mod.py` is a prefix of `pkg/mod.pyi`), a fix that
+removes a function together with the doctest examples in its docstring, which the tests run,
+and — with the fix's tests hidden — a change of behaviour that an existing test pinned, which
+the fix's commit changes with it."""
 
 from __future__ import annotations
 
@@ -44,6 +46,9 @@ STUB = '''def area(w: int, h: int) -> int: ...
 def perimeter(w: int, h: int) -> int: ...
 def old_area(w: int, h: int) -> int: ...
 '''
+AREA_TESTS = ("from pkg.mod import area\n\n\ndef test_area():\n"
+              "    assert area(2, 3) == 6 and area(2, 3, scale=2) == 12\n\n\n"
+              "def test_area_fractional():\n    assert area(2, 3, scale=0.5) == 3\n")
 TESTS = "from pkg.mod import old_area\n\n\ndef test_old_area():\n    assert old_area(1, 1) == 1\n"
 
 
@@ -63,8 +68,7 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
                               "def area(w, h, scale=1):\n    return w * h * scale"),
         "pkg/mod.pyi": replace(repo, "pkg/mod.pyi", "def area(w: int, h: int) -> int: ...",
                                "def area(w: int, h: int, scale: int = 1) -> int: ..."),
-        "tests/test_area.py": "from pkg.mod import area\n\n\ndef test_area():\n"
-                              "    assert area(2, 3) == 6 and area(2, 3, scale=2) == 12\n",
+        "tests/test_area.py": AREA_TESTS,
     }, "Fix area, and let it scale")
     old_area = MOD[MOD.index("\n\ndef old_area"):]
     commit(repo, {  # a doctested function removed with its examples, and a fix beside it
@@ -75,25 +79,32 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
         "tests/test_mod.py": "from pkg.mod import perimeter\n\n\ndef test_perimeter():\n"
                              "    assert perimeter(1, 2) == 6\n",
     }, "Drop old_area, and fix perimeter")
+    commit(repo, {  # a change of behaviour an existing test pinned: the test changes with it
+        "pkg/mod.py": replace(repo, "pkg/mod.py", "return w * h * scale",
+                              "return w * h * int(scale)"),
+        "tests/test_area.py": AREA_TESTS.replace("scale=0.5) == 3", "scale=0.5) == 0"),
+    }, "area takes whole scales only")
     tasks = tmp / "tasks.jsonl"
     done = cra(tmp, "bench", "mine", "--repo", str(repo), "--output", str(tasks), "--jobs", "1")
     assert done.returncode == 0, done.stderr
-    assert "2 task(s) from 3 commit(s)" in done.stderr, done.stderr
+    assert "3 task(s) from 4 commit(s)" in done.stderr, done.stderr
     return repo, tasks, tmp
 
 
-def test_the_oracle_resolves_a_module_and_its_stub_and_a_removed_doctested_function(
-    mined: tuple[Path, Path, Path], tmp_path: Path,
+@pytest.mark.parametrize("tests", ["hidden", "given"])
+def test_the_oracle_resolves_a_stub_a_removed_doctested_function_and_a_pinned_behaviour(
+    tests: str, mined: tuple[Path, Path, Path], tmp_path: Path,
 ) -> None:
     repo, tasks, _ = mined
     results = tmp_path / "results.jsonl"
 
     done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(repo),
-               "--results", str(results), "--jobs", "1")
+               "--results", str(results), "--jobs", "1", "--tests", tests)
 
     assert done.returncode == 0, done.stderr
     found = {r.instance_id: r for r in read_results(results)}
-    assert len(found) == 2 and all(r.resolved for r in found.values()), found
+    assert len(found) == 3 and all(r.resolved for r in found.values()), found
+    assert {r.tests for r in found.values()} == {tests}
 
 
 def test_a_step_on_the_stub_gets_the_stubs_edits(mined: tuple[Path, Path, Path]) -> None:
@@ -109,7 +120,7 @@ def test_a_step_whose_gold_edits_remove_doctest_examples_declares_it(
     mined: tuple[Path, Path, Path],
 ) -> None:
     _, tasks, _ = mined
-    task = next(t for t in read_tasks(tasks) if not _scales(t))
+    task = next(t for t in read_tasks(tasks) if "-def old_area" in t.patch)
     oracle = _oracle(task)
     plan = json.loads(oracle.complete("", "<task>\nt\n</task>", stage="part_plan").text)
     declared = {s["target_files"][0]: s["changes_existing_tests"] for s in plan["steps"]}
