@@ -1,7 +1,8 @@
 """The oracle: a model that answers every call of cra's normal plan/edit path with the gold
 patch (with the fix's tests hidden, also its changes to the existing tests that pinned the
-behaviour it changes, as its commit made them). One part, one step per changed file, the files landing together as one change (as a
-planner is asked to plan a fix across files), a step declaring `changes_existing_tests` where
+behaviour it changes, as its commit made them). One part, one step per changed file, the files
+landing together as one change (as a planner is asked to plan a fix across files), a step
+declaring `changes_existing_tests` where
 its gold edits change tests the gate counts (doctest examples) and "yes" to the gate's question
 about those changes, edit blocks made from the patch's hunks for the file the step names (by
 whole path), "yes" to retrieval questions. On a healthy install it resolves every mined task,
