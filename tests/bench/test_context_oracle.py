@@ -64,7 +64,7 @@ def benched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     mined = cra(tmp, "bench", "mine", "--repo", str(repo), "--output", str(tasks))
     assert mined.returncode == 0 and "2 task(s)" in mined.stderr, mined.stderr
     ran = cra(tmp, "bench", "run", str(tasks), "--repo", str(repo), "--results", str(results),
-              "--model", "oracle:context", "--jobs", "2")
+              "--model", "oracle:context", "--jobs", "2", "--tests", "given")
     assert ran.returncode == 0, ran.stderr
     return results, fixes
 

@@ -73,7 +73,7 @@ def test_cra_bot_bench_mines_runs_and_publishes_a_page_only_readers_see(tmp_path
         )
 
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert re.search(r"oracle\s+3\s+3/3\s+100\.0%", proc.stdout), proc.stdout
+        assert re.search(r"oracle\s+hidden\s+3\s+3/3\s+100\.0%", proc.stdout), proc.stdout
         found = re.search(r"report: http://cra\.test/bench/(\S+)", proc.stdout)
         assert found is not None, proc.stdout
         assert models.requests == []  # the oracle answered; no model was asked
@@ -145,7 +145,7 @@ def test_cra_bot_bench_in_actions_writes_the_report_files_and_the_job_summary(
         assert {r.token for r in fake.requests if r.token} == {token}
         written = summary.read_text(encoding="utf-8")
         assert written.startswith(f"## cra bench: {REPO}\n\n```text\n")
-        assert re.search(r"oracle\s+3\s+3/3\s+100\.0%", written)
+        assert re.search(r"oracle\s+hidden\s+3\s+3/3\s+100\.0%", written)
         assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json",
                                                           "results.jsonl"]
         assert (out / "report.html").read_text(encoding="utf-8").count(
