@@ -164,7 +164,8 @@ def test_two_workers_finish_a_task_file_with_the_results_of_jobs_2(
     assert all((world.tmp / w / "bench" / REPO / "bench" / "repo").is_dir()  # both worked
                for w in ("worker-1", "worker-2")), queued.stderr
     assert first.poll() is None and second.poll() is None  # and wait for more
-    assert re.search(r"oracle\s+hidden\s+3\s+3/3\s+100\.0%", queued.stdout), queued.stdout  # published
+    published = re.search(r"oracle\s+hidden\s+3\s+3/3\s+100\.0%", queued.stdout)
+    assert published, queued.stdout
     again = subprocess.run(world.bench("queued", "--queue"), env=world.env("submitter"),
                            capture_output=True, text=True, timeout=300, check=False)
     assert again.returncode == 0 and "0 job(s) enqueued" in again.stderr, again.stderr
