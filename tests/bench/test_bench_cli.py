@@ -61,6 +61,13 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[History, Path, Path
     return history, tasks, tmp
 
 
+def bench_of(history: History, log: RunLog, tmp: Path, tests: TestsSetting = "hidden") -> Bench:
+    """A bench of the history's repository in `tmp`, the fix's tests hidden or given."""
+    return Bench(repo=history.repo, config=load_config(history.repo), environ=dict(os.environ),
+                 log=log, sandbox=build_sandbox(test_sandbox_kind()), data_dir=tmp / "data",
+                 tests=tests)
+
+
 def cra(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*program("cra"), "--data-dir", str(tmp / "data"), *args],
                           env=clean_env(tmp), capture_output=True, text=True, timeout=600,
@@ -174,11 +181,8 @@ def test_a_run_that_edits_the_tests_instead_of_the_source_is_unresolved(
 ) -> None:
     history, tasks, _ = mined
     task = next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
-    config = load_config(history.repo)
     with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
-        bench = Bench(repo=history.repo, config=config, environ=dict(os.environ), log=log,
-                      sandbox=build_sandbox(test_sandbox_kind()), data_dir=tmp_path / "data",
-                      tests=tests)
+        bench = bench_of(history, log, tmp_path, tests)
         prepare_clone(bench)
         start = start_commit(bench, task)
         # what a green but dishonest run leaves: the test weakened, a conftest that passes all
@@ -202,9 +206,7 @@ def test_a_hidden_run_starts_without_the_fix_s_tests_and_is_scored_with_them(
     history, tasks, _ = mined
     task = next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
     with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
-        bench = Bench(repo=history.repo, config=load_config(history.repo), log=log,
-                      environ=dict(os.environ), sandbox=build_sandbox(test_sandbox_kind()),
-                      data_dir=tmp_path / "data")  # hidden: the default
+        bench = bench_of(history, log, tmp_path)  # hidden: the default
         prepare_clone(bench)
         start = start_commit(bench, task)
 
@@ -224,9 +226,7 @@ def test_the_run_meets_the_fix_s_tests_only_when_they_are_given(
     task = next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
     config = load_config(history.repo)
     with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
-        bench = Bench(repo=history.repo, config=config, environ=dict(os.environ), log=log,
-                      sandbox=build_sandbox(test_sandbox_kind()), data_dir=tmp_path / "data",
-                      tests=tests)
+        bench = bench_of(history, log, tmp_path, tests)
 
         def factory_for(label: str, task: BenchTask) -> Factory:
             oracle = oracle_factory(label, task, files_before(bench, task))

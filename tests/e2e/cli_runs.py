@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli.main import main
+from agent.runlog.details import TaskRunDetail
 from agent.runlog.store import RunLog
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import TEST_COMMAND, git_in
@@ -39,6 +40,17 @@ class Solve:
 
     def log(self) -> RunLog:
         return RunLog.open(f"sqlite:///{self.data / 'cra.db'}")
+
+    def implement_run(self) -> TaskRunDetail:
+        """The task run of the (one) orchestrated run's first implement pass."""
+        with self.log() as log:
+            [orchestrated] = log.list_orchestrator_runs()
+            detail = log.get_orchestrator_run(orchestrated.task_id)
+            assert detail is not None
+            implement = next(p for p in detail.passes if p.pass_type == "implement")
+            task_run = log.get_task_run(implement.task_run_id)
+        assert task_run is not None
+        return task_run
 
 
 def write_config(tmp: Path, server: ScriptedModelServer, testing: str = "", *,

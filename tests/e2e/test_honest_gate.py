@@ -64,14 +64,7 @@ def test_the_rejected_attempt_is_recorded_with_the_gate_verdict(
 
     run = cra_solve(tmp_path, server, "Fix mul", capsys=capsys)
 
-    with run.log() as log:
-        [orchestrated] = log.list_orchestrator_runs()
-        detail = log.get_orchestrator_run(orchestrated.task_id)
-        assert detail is not None
-        implement = next(p for p in detail.passes if p.pass_type == "implement")
-        task_run = log.get_task_run(implement.task_run_id)
-    assert task_run is not None
-    first, second = task_run.attempts
+    first, second = run.implement_run().attempts
     assert first.error_info is not None and "original test files" in first.error_info
     assert [v.kind for v in first.validations] == ["attempt", "original"]
     assert first.validations[1].result.failing_tests == ["tests/test_ops.py::test_mul"]
@@ -153,14 +146,7 @@ def test_a_fix_whose_suite_outgrows_a_limit_derived_from_a_fast_failing_baseline
     assert run.code == 0, run.out
     assert "status: complete" in run.out and "re-run for time: 1 test run(s)" in run.out
     assert [r.stage for r in server.requests].count("implement_retry") == 0
-    with run.log() as log:
-        [orchestrated] = log.list_orchestrator_runs()
-        detail = log.get_orchestrator_run(orchestrated.task_id)
-        assert detail is not None
-        implement = next(p for p in detail.passes if p.pass_type == "implement")
-        task_run = log.get_task_run(implement.task_run_id)
-    assert task_run is not None
-    [attempt] = task_run.attempts
+    [attempt] = run.implement_run().attempts
     [validation] = attempt.validations
     assert validation.result.success and validation.result.rerun_for_time_s is not None
 

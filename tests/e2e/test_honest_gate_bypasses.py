@@ -53,14 +53,7 @@ def doctested_project(root: Path) -> Path:
 
 def first_attempt_error(run: Solve) -> tuple[str, list[str]]:
     """The refused first attempt of the run's implement pass: its error and its test runs."""
-    with run.log() as log:
-        [orchestrated] = log.list_orchestrator_runs()
-        detail = log.get_orchestrator_run(orchestrated.task_id)
-        assert detail is not None
-        implement = next(p for p in detail.passes if p.pass_type == "implement")
-        task_run = log.get_task_run(implement.task_run_id)
-    assert task_run is not None
-    first = task_run.attempts[0]
+    first = run.implement_run().attempts[0]
     assert first.error_info is not None
     return first.error_info, [v.kind for v in first.validations]
 
