@@ -137,7 +137,9 @@ class OracleModel:
         # changes, and its commit changes them with it), not the tests it adds
         files = [f for f in parse_patch(task.patch) if not is_test_change(f.path)]
         files += pinning_changes(task.test_patch) if hidden else []
-        self.files: list[FilePatch] = sorted(files, key=lambda f: not is_code(f.path))
+        # code first, tests last: a test the fix changes runs against the fix whole
+        self.files: list[FilePatch] = sorted(
+            files, key=lambda f: (is_test_change(f.path), not is_code(f.path)))
         self.before = before  # each changed file before the fix
         self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"
         self.spec = spec or OracleSpec()

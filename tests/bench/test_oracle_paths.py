@@ -149,3 +149,21 @@ def _before(task: BenchTask, path: str) -> str:
 def _scales(task: BenchTask) -> bool:
     """Whether the task is the fix of the module and its stub (the first)."""
     return "+def area(w, h, scale=1):" in task.patch
+
+
+def test_with_the_tests_hidden_the_tests_the_fix_changes_land_last() -> None:
+    patch = ("diff --git a/pkg/data.toml b/pkg/data.toml\n--- a/pkg/data.toml\n"
+             "+++ b/pkg/data.toml\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
+             "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
+             "@@ -1 +1 @@\n-X = 1\n+X = 2\n")
+    test_patch = ("diff --git a/tests/test_mod.py b/tests/test_mod.py\n--- a/tests/test_mod.py\n"
+                  "+++ b/tests/test_mod.py\n@@ -1 +1 @@\n-assert X == 1\n+assert X == 2\n")
+    task = BenchTask(instance_id="t", repo="r", base_commit="b", patch=patch,
+                     test_patch=test_patch, problem_statement="X must be 2", FAIL_TO_PASS=[])
+    before = {"pkg/data.toml": "a = 1\n", "pkg/mod.py": "X = 1\n",
+              "tests/test_mod.py": "assert X == 1\n"}
+    oracle = OracleModel(ModelConfig(model="oracle"), task, before, hidden=True)
+    plan = json.loads(oracle.complete("", "<task>\nt\n</task>", stage="part_plan").text)
+    assert [s["target_files"][0] for s in plan["steps"]] == [
+        "pkg/mod.py", "pkg/data.toml", "tests/test_mod.py"]
+    assert [s["changes_existing_tests"] for s in plan["steps"]] == [False, False, True]
