@@ -16,12 +16,14 @@ from collections.abc import Iterable, Sequence
 import httpx
 
 from agent.bench.tasks import BenchTask
+from agent.gate.verdict import gate_role
 
 ISSUE_REF = re.compile(r"(?<![\w/&])#(\d{1,7})\b")
 OUTPUT_CHARS = 3000
 LISTED = "\n\nThese tests fail and should pass:\n"  # how `compose` lays a statement out
 OUTPUT = "\n\nTheir output:\n```\n"
 # a definition's name in a diff line: Python, Rust, Go, JavaScript
+_PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.\w+)(?=::|:\d|[\s,)\]]|$)")
 DEFINED = re.compile(r"^[+ -]\s*(?:async\s+)?(?:def|class|fn|func|function)\s+(\w+)")
 
 
@@ -83,11 +85,15 @@ def scrub(text: str, patch: str) -> str:
 def hidden_statement(task: BenchTask) -> str:
     """The statement a run with the fix's tests hidden gets: the issue, or the commit message
     and the failure's output as a user would report it; no line the fix or its tests add, none
-    naming a test only the test patch adds."""
+    naming a test only the test patch adds, and no output line about another test file (a
+    failure beside the fix's, before and after it: not what a user reports, and a test file the
+    run would take for the task's)."""
     message, output = _parts(task.problem_statement)
     text = message.strip()
     if output is not None and output.strip():
-        text += f"\n\nWhat goes wrong:\n```\n{output.strip(chr(10))}\n```"
+        own = {test.split("::")[0] for test in task.FAIL_TO_PASS}
+        shown = [line for line in output.strip("\n").split("\n") if not _other_tests(line, own)]
+        text += "\n\nWhat goes wrong:\n```\n" + "\n".join(shown) + "\n```"
     added = added_lines(task.patch) | added_lines(task.test_patch)
     marks = new_test_marks(task.test_patch, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
     kept = [line for line in text.split("\n")
@@ -105,6 +111,11 @@ def _parts(statement: str) -> tuple[str, str | None]:
     if not shown:
         return message, None
     return message, output.rstrip().removesuffix("```")
+
+
+def _other_tests(line: str, own: set[str]) -> bool:
+    """Whether an output line names a test file other than those of the fix's failing tests."""
+    return any(gate_role(path) == "test" and path not in own for path in _PATH.findall(line))
 
 
 def _quoted(line: str) -> str:

@@ -56,10 +56,10 @@ F2P = ["tests/test_double.py::test_double_of_four"]
 P2P = ["tests/test_double.py::test_double_of_zero", "tests/test_mathx.py::test_neg"]
 
 
-def mined(statement: str) -> BenchTask:
+def mined(statement: str, f2p: list[str] = F2P) -> BenchTask:
     return BenchTask(instance_id="local__mathx-abc", repo="local/mathx", base_commit="abc",
                      patch=PATCH, test_patch=TEST_PATCH, problem_statement=statement,
-                     FAIL_TO_PASS=F2P, PASS_TO_PASS=P2P)
+                     FAIL_TO_PASS=f2p, PASS_TO_PASS=P2P)
 
 
 def from_a_commit() -> BenchTask:
@@ -95,6 +95,17 @@ def test_an_issue_statement_is_kept_but_for_the_lines_the_fix_adds() -> None:
 
 
 def test_a_test_that_was_there_before_may_be_named() -> None:
-    task = mined(compose("Fix neg", ["tests/test_mathx.py::test_neg"],
-                         "FAILED tests/test_mathx.py::test_neg - assert 2 == -2\n", PATCH))
+    neg = ["tests/test_mathx.py::test_neg"]
+    task = mined(compose("Fix neg", neg, "FAILED tests/test_mathx.py::test_neg - assert 2 == -2\n",
+                         PATCH), neg)
     assert "FAILED tests/test_mathx.py::test_neg - assert 2 == -2" in hidden_statement(task)
+
+
+def test_the_hidden_statement_leaves_out_failures_of_other_test_files() -> None:
+    beside = OUTPUT.replace(
+        "1 failed, 2 passed in 0.05s\n",
+        "ERROR tests/test_basic.py - pytest.PytestRemovedIn10Warning: Passing a non-Collection\n"
+        "tests/test_basic.py:876: in <module>\n1 failed, 2 passed, 1 error in 0.05s\n")
+    statement = hidden_statement(mined(compose("Fix double: it tripled", F2P, beside, PATCH)))
+    assert "test_basic" not in statement  # it fails before and after: not the task's
+    assert "E       assert 12 == 8" in statement and "1 failed, 2 passed, 1 error" in statement
