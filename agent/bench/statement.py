@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import PurePosixPath
 
 import httpx
 
+from agent.bench.patches import CODE_SUFFIXES
 from agent.bench.tasks import BenchTask
 from agent.gate.verdict import gate_role
 
@@ -115,7 +117,8 @@ def _parts(statement: str) -> tuple[str, str | None]:
 
 def _other_tests(line: str, own: set[str]) -> bool:
     """Whether an output line names a test file other than those of the fix's failing tests."""
-    return any(gate_role(path) == "test" and path not in own for path in _PATH.findall(line))
+    return any(PurePosixPath(path).suffix.lower() in CODE_SUFFIXES and gate_role(path) == "test"
+               and path not in own for path in _PATH.findall(line))
 
 
 def _quoted(line: str) -> str:

@@ -109,3 +109,10 @@ def test_the_hidden_statement_leaves_out_failures_of_other_test_files() -> None:
     statement = hidden_statement(mined(compose("Fix double: it tripled", F2P, beside, PATCH)))
     assert "test_basic" not in statement  # it fails before and after: not the task's
     assert "E       assert 12 == 8" in statement and "1 failed, 2 passed, 1 error" in statement
+
+
+def test_a_dotted_name_is_no_test_file() -> None:
+    output = OUTPUT.replace("    def test_double_of_four():\n",
+                            "self = <tests.test_mathx.TestMath testMethod=test_neg>\n")
+    statement = hidden_statement(mined(compose("Fix double: it tripled", F2P, output, PATCH)))
+    assert "self = <tests.test_mathx.TestMath testMethod=test_neg>" in statement
