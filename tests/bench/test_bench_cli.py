@@ -61,6 +61,11 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[History, Path, Path
     return history, tasks, tmp
 
 
+def fix_double_task(history: History, tasks: Path) -> BenchTask:
+    """The mined task of the history's fix of double()."""
+    return next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
+
+
 def bench_of(history: History, log: RunLog, tmp: Path, tests: TestsSetting = "hidden") -> Bench:
     """A bench of the history's repository in `tmp`, the fix's tests hidden or given."""
     return Bench(repo=history.repo, config=load_config(history.repo), environ=dict(os.environ),
@@ -180,7 +185,7 @@ def test_a_run_that_edits_the_tests_instead_of_the_source_is_unresolved(
     mined: tuple[History, Path, Path], tmp_path: Path, tests: TestsSetting,
 ) -> None:
     history, tasks, _ = mined
-    task = next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
+    task = fix_double_task(history, tasks)
     with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
         bench = bench_of(history, log, tmp_path, tests)
         prepare_clone(bench)
@@ -204,7 +209,7 @@ def test_a_hidden_run_starts_without_the_fix_s_tests_and_is_scored_with_them(
     mined: tuple[History, Path, Path], tmp_path: Path,
 ) -> None:
     history, tasks, _ = mined
-    task = next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
+    task = fix_double_task(history, tasks)
     with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
         bench = bench_of(history, log, tmp_path)  # hidden: the default
         prepare_clone(bench)
@@ -223,7 +228,7 @@ def test_the_run_meets_the_fix_s_tests_only_when_they_are_given(
     mined: tuple[History, Path, Path], tmp_path: Path, tests: TestsSetting,
 ) -> None:
     history, tasks, _ = mined
-    task = next(t for t in read_tasks(tasks) if t.instance_id.endswith(history.fix_double[:12]))
+    task = fix_double_task(history, tasks)
     config = load_config(history.repo)
     with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
         bench = bench_of(history, log, tmp_path, tests)
