@@ -37,6 +37,7 @@ lock:
 
 lint: $(STAMP)
 	$(BIN)/ruff check agent bot tests benchmarks examples
+	$(BIN)/ruff format --check agent bot tests benchmarks examples
 
 # The documentation site (mkdocs.yml, docs/) into site/, strict: a broken link or anchor, or a
 # page missing from the nav or the nav naming a missing page, fails it. Quiet unless it fails

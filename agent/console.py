@@ -42,10 +42,17 @@ def global_options(*, env_file: bool = False) -> argparse.ArgumentParser:
     subcommand is not reset by the subcommand's parser.
     """
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("-v", "--verbose", action="store_true",
-                        help="show the libraries' log lines too (migrations, HTTP requests)")
-    parent.add_argument("--debug", action="store_true",
-                        help="log everything and show the traceback of an unexpected error")
+    parent.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the libraries' log lines too (migrations, HTTP requests)",
+    )
+    parent.add_argument(
+        "--debug",
+        action="store_true",
+        help="log everything and show the traceback of an unexpected error",
+    )
     if env_file:
         parent.add_argument("--env-file", type=Path, help="a .env file beneath the environment")
     return parent
@@ -55,8 +62,11 @@ def suppressed(parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """A copy of `parent` whose options default to SUPPRESS (for use under a subcommand)."""
     copy = argparse.ArgumentParser(add_help=False)
     for action in parent._actions:
-        kwargs: dict[str, object] = {"dest": action.dest, "default": argparse.SUPPRESS,
-                                     "help": action.help}
+        kwargs: dict[str, object] = {
+            "dest": action.dest,
+            "default": argparse.SUPPRESS,
+            "help": action.help,
+        }
         if action.nargs == 0:
             kwargs["action"] = "store_true"
         else:
@@ -75,14 +85,24 @@ def add_version(parser: argparse.ArgumentParser, program: str) -> None:
 class _Version(argparse.Action):
     """argparse's version action, but the version is read only when `--version` is given."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, *,
-                 program: str, help: str = "show program's version number and exit",
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str = argparse.SUPPRESS,
+        *,
+        program: str,
+        help: str = "show program's version number and exit",
+    ) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
         self.program = program
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: object, option_string: str | None = None) -> None:  # fmt: skip
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
         print(f"{self.program} {version()}")
         parser.exit()
 
@@ -121,9 +141,11 @@ def run_main(program: str, body: Callable[[], int], *, debug: bool) -> int:
         if debug:
             traceback.print_exc()
         else:
-            print(f"{program}: unexpected error: {type(exc).__name__}: {exc}\n"
-                  f"{program}: run again with --debug to see where it happened",
-                  file=sys.stderr)
+            print(
+                f"{program}: unexpected error: {type(exc).__name__}: {exc}\n"
+                f"{program}: run again with --debug to see where it happened",
+                file=sys.stderr,
+            )
         return EXIT_FAILED
 
 
@@ -137,16 +159,21 @@ def _silence_stdout() -> None:
 
 def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.7) -> str | None:
     """The choice closest to `word` when one is close enough (a typo), else None."""
-    found = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=1,
-                                      cutoff=cutoff)
+    found = difflib.get_close_matches(
+        word.lower(), [c.lower() for c in choices], n=1, cutoff=cutoff
+    )
     if not found:
         return None
     return next(c for c in choices if c.lower() == found[0])
 
 
 def unknown_variables(
-    environ: Mapping[str, str], known: Sequence[str], *, prefix: str = "CRA_",
-    near_misses_only: bool = False, ignore: Sequence[str] = (),
+    environ: Mapping[str, str],
+    known: Sequence[str],
+    *,
+    prefix: str = "CRA_",
+    near_misses_only: bool = False,
+    ignore: Sequence[str] = (),
 ) -> list[tuple[str, str | None]]:
     """(name, nearest known name or None) of each `prefix` variable that nothing reads.
 

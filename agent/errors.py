@@ -101,10 +101,14 @@ class GitError(AgentError):
         git's last `fatal:`/`error:` lines (hints and the paths of the argv left out)."""
         said = [line.strip() for line in self.stderr.splitlines() if line.strip()]
         key = [line for line in said if line.startswith(("fatal:", "error:"))] or [
-            line for line in said if not line.startswith("hint:")]
+            line for line in said if not line.startswith("hint:")
+        ]
         reason = " ".join(key[-2:]) if key else f"exit status {self.returncode}"
-        return f"git {self.subcommand} failed: {reason}" if self.subcommand else (
-            f"git failed: {reason}")
+        return (
+            f"git {self.subcommand} failed: {reason}"
+            if self.subcommand
+            else (f"git failed: {reason}")
+        )
 
     @property
     def subcommand(self) -> str:

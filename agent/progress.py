@@ -43,8 +43,15 @@ class ProgressBar:
     """`bar(done, total)` after each unit of work (`detail` adds a few words); `finish()` shows
     the last state if it was not shown yet, and ends the line on a terminal. Thread-safe."""
 
-    def __init__(self, stream: TextIO, label: str, *, unit: str = "files", min_total: int = 0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        label: str,
+        *,
+        unit: str = "files",
+        min_total: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream, self.label, self.unit = stream, label, unit
         self.min_total = min_total
         self.clock = clock
@@ -141,8 +148,11 @@ class StepPrinter:
             pass
 
 
-_PASS_NAMES = {"baseline": "running the tests once (the baseline)",
-               "meta_plan": "planning (meta-plan)", "part_plan": "planning the part"}
+_PASS_NAMES = {
+    "baseline": "running the tests once (the baseline)",
+    "meta_plan": "planning (meta-plan)",
+    "part_plan": "planning the part",
+}
 
 
 def describe_event(event: RunEvent) -> str | None:

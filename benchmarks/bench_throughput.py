@@ -57,8 +57,9 @@ from tests.fakes.repos import ISOLATED_GIT_ENV  # noqa: E402
 
 PIN = "920e20b"
 REPO = "bench/throughput"  # the name the fake GitHub serves the clone under
-TEST_COMMAND = (f"PYTHONPATH=src {shlex.quote(sys.executable)} -m pytest -q "
-                "-p no:cacheprovider tests")
+TEST_COMMAND = (
+    f"PYTHONPATH=src {shlex.quote(sys.executable)} -m pytest -q -p no:cacheprovider tests"
+)
 BIN = ROOT / ".venv" / "bin"
 
 
@@ -96,15 +97,28 @@ def configured(repo: Path, rev: str, config: Path, work: Path) -> Path:
     cra.toml: what the fake GitHub serves."""
     source = work / "served"
     shutil.rmtree(source, ignore_errors=True)
-    git = ["git", "-c", "user.name=cra bench", "-c", "user.email=bench@cra.invalid", "-C",
-           str(source)]
-    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(repo),
-                    str(source)], check=True, env=plain_env())
+    git = [
+        "git",
+        "-c",
+        "user.name=cra bench",
+        "-c",
+        "user.email=bench@cra.invalid",
+        "-C",
+        str(source),
+    ]
+    subprocess.run(
+        ["git", "clone", "--quiet", "--shared", "--no-checkout", str(repo), str(source)],
+        check=True,
+        env=plain_env(),
+    )
     subprocess.run([*git, "checkout", "--quiet", "-b", "main", rev], check=True, env=plain_env())
     shutil.copyfile(config, source / "cra.toml")
     subprocess.run([*git, "add", "cra.toml"], check=True, env=plain_env())
-    subprocess.run([*git, "commit", "--quiet", "-m", "cra.toml: the bench's test command"],
-                   check=True, env=plain_env())
+    subprocess.run(
+        [*git, "commit", "--quiet", "-m", "cra.toml: the bench's test command"],
+        check=True,
+        env=plain_env(),
+    )
     return source
 
 
@@ -121,14 +135,27 @@ def mine(args: argparse.Namespace, work: Path, repo: Path, config: Path) -> Path
     tasks = work / "tasks.jsonl"
     tasks.unlink(missing_ok=True)
     started = time.monotonic()
-    done = cra(plain_env(), work / "mining", "bench", "mine", "--repo", str(repo), "--config",
-               str(config), "--rev", args.rev, "--max", str(args.max), "--output", str(tasks))
+    done = cra(
+        plain_env(),
+        work / "mining",
+        "bench",
+        "mine",
+        "--repo",
+        str(repo),
+        "--config",
+        str(config),
+        "--rev",
+        args.rev,
+        "--max",
+        str(args.max),
+        "--output",
+        str(tasks),
+    )
     if done.returncode != 0:
         print(done.stderr[-4000:], file=sys.stderr)
         raise SystemExit(f"cra bench mine failed ({done.returncode})")
     print(f"mined at {args.rev} in {time.monotonic() - started:.0f} s")
-    print("  " + "\n  ".join(line for line in done.stderr.splitlines()
-                              if line.startswith("cra:")))
+    print("  " + "\n  ".join(line for line in done.stderr.splitlines() if line.startswith("cra:")))
     return tasks
 
 
@@ -138,8 +165,10 @@ def resolved(results: Path, setup: Setup, what: str, output: str) -> frozenset[s
     found = list(read_results(results)) if results.exists() else []
     if len(found) != setup.count:
         print(output[-4000:], file=sys.stderr)
-        raise SystemExit(f"{what} wrote {len(found)} results for {setup.count} tasks: it "
-                         "stopped early (its output is above)")
+        raise SystemExit(
+            f"{what} wrote {len(found)} results for {setup.count} tasks: it "
+            "stopped early (its output is above)"
+        )
     return frozenset(r.instance_id for r in found if r.resolved)
 
 
@@ -149,24 +178,49 @@ def run_here(setup: Setup, jobs: int) -> Run:
     results.unlink(missing_ok=True)
     shutil.rmtree(data, ignore_errors=True)
     started = time.monotonic()
-    done = cra(setup.env, data, "bench", "run", str(setup.tasks), "--repo", str(setup.clone),
-               "--config", str(setup.config), "--model", setup.model, "--results",
-               str(results), "--jobs", str(jobs), "--sandbox", setup.sandbox)
+    done = cra(
+        setup.env,
+        data,
+        "bench",
+        "run",
+        str(setup.tasks),
+        "--repo",
+        str(setup.clone),
+        "--config",
+        str(setup.config),
+        "--model",
+        setup.model,
+        "--results",
+        str(results),
+        "--jobs",
+        str(jobs),
+        "--sandbox",
+        setup.sandbox,
+    )
     wall = time.monotonic() - started
-    return Run(wall, resolved(results, setup, f"cra bench run --jobs {jobs}",
-                              done.stdout + done.stderr))
+    return Run(
+        wall, resolved(results, setup, f"cra bench run --jobs {jobs}", done.stdout + done.stderr)
+    )
 
 
 def bot_env(setup: Setup, fake: FakeGitHub, redis: str, home: Path) -> dict[str, str]:
     """cra-bot's settings: the App on the fake GitHub, this run's database and queue."""
-    return {**setup.env,
-            "CRA_APP_ID": str(fake.app_id), "CRA_PRIVATE_KEY": fake.private_key_pem,
-            "CRA_GITHUB_API_URL": fake.api_url, "CRA_GITHUB_URL": fake.git_url,
-            "CRA_CLIENT_ID": fake.client_id, "CRA_CLIENT_SECRET": fake.client_secret,
-            "CRA_WEBHOOK_SECRET": "bench", "CRA_PUBLIC_URL": "http://cra.test",
-            "CRA_DATABASE_URL": f"sqlite:///{home / 'bot.db'}", "CRA_SANDBOX": setup.sandbox,
-            "CRA_QUEUE": "rq", "CRA_REDIS_URL": redis,
-            "CRA_QUEUE_NAME": f"bench-throughput-{home.name}-{uuid.uuid4().hex[:8]}"}
+    return {
+        **setup.env,
+        "CRA_APP_ID": str(fake.app_id),
+        "CRA_PRIVATE_KEY": fake.private_key_pem,
+        "CRA_GITHUB_API_URL": fake.api_url,
+        "CRA_GITHUB_URL": fake.git_url,
+        "CRA_CLIENT_ID": fake.client_id,
+        "CRA_CLIENT_SECRET": fake.client_secret,
+        "CRA_WEBHOOK_SECRET": "bench",
+        "CRA_PUBLIC_URL": "http://cra.test",
+        "CRA_DATABASE_URL": f"sqlite:///{home / 'bot.db'}",
+        "CRA_SANDBOX": setup.sandbox,
+        "CRA_QUEUE": "rq",
+        "CRA_REDIS_URL": redis,
+        "CRA_QUEUE_NAME": f"bench-throughput-{home.name}-{uuid.uuid4().hex[:8]}",
+    }
 
 
 class Workers:
@@ -183,14 +237,21 @@ class Workers:
         for index in range(1, count + 1):
             data = self.home / ("workers" if shared else f"worker-{index}")
             with (self.home / f"worker-{index}.log").open("wb") as log:
-                self.procs.append(subprocess.Popen(
-                    [str(BIN / "cra-bot"), "worker"], env={**self.env, "CRA_DATA_DIR": str(data)},
-                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+                self.procs.append(
+                    subprocess.Popen(
+                        [str(BIN / "cra-bot"), "worker"],
+                        env={**self.env, "CRA_DATA_DIR": str(data)},
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
         deadline = time.monotonic() + 300
         while not self._idle():
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
-                raise SystemExit(f"the workers did not start: see {self.home}/worker-*.log\n"
-                                 + self.logs())
+                raise SystemExit(
+                    f"the workers did not start: see {self.home}/worker-*.log\n" + self.logs()
+                )
             time.sleep(0.1)
 
     def _idle(self) -> bool:
@@ -198,8 +259,10 @@ class Workers:
         return all(p.pid in pids for p in self.procs)
 
     def logs(self) -> str:
-        return "\n".join(log.read_text(errors="replace")[-2000:]
-                         for log in sorted(self.home.glob("worker-*.log")))
+        return "\n".join(
+            log.read_text(errors="replace")[-2000:]
+            for log in sorted(self.home.glob("worker-*.log"))
+        )
 
     def stop(self) -> None:
         """End the workers (their process groups), then forget the queue's keys in Redis."""
@@ -238,10 +301,24 @@ def run_queued(setup: Setup, fake: FakeGitHub, args: argparse.Namespace, count: 
     with workers(env, home, count, shared=args.shared_data_dir) as ready:
         started = time.monotonic()
         done = subprocess.run(
-            [str(BIN / "cra-bot"), "bench", "--repo", REPO, "--tasks", str(setup.tasks),
-             "--model", setup.model, "--results", str(results), "--queue"],
-            env={**env, "CRA_DATA_DIR": str(home / "submitter")}, capture_output=True,
-            text=True, check=False)
+            [
+                str(BIN / "cra-bot"),
+                "bench",
+                "--repo",
+                REPO,
+                "--tasks",
+                str(setup.tasks),
+                "--model",
+                setup.model,
+                "--results",
+                str(results),
+                "--queue",
+            ],
+            env={**env, "CRA_DATA_DIR": str(home / "submitter")},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         wall = time.monotonic() - started
     what = f"cra-bot bench --queue with {count} worker(s)"
     if done.returncode != 0:
@@ -261,12 +338,16 @@ def measure(setup: Setup, args: argparse.Namespace, counts: list[int]) -> dict[s
         fake.add_repo(REPO, configured(setup.clone, args.rev, setup.config, setup.work))
         for count in counts:
             here = runs[f"--jobs {count}"] = run_here(setup, count)
-            print(f"{f'cra bench run --jobs {count}':<36} {rate(here, setup.count)}, "
-                  f"resolved {len(here.resolved)}/{setup.count}")
+            print(
+                f"{f'cra bench run --jobs {count}':<36} {rate(here, setup.count)}, "
+                f"resolved {len(here.resolved)}/{setup.count}"
+            )
             queued = runs[f"queue, {count} worker(s)"] = run_queued(setup, fake, args, count)
-            print(f"{f'cra-bot bench --queue, {count} worker(s)':<36} "
-                  f"{rate(queued, setup.count)}, resolved {len(queued.resolved)}/{setup.count} "
-                  f"(workers ready in {queued.ready:.1f} s before)")
+            print(
+                f"{f'cra-bot bench --queue, {count} worker(s)':<36} "
+                f"{rate(queued, setup.count)}, resolved {len(queued.resolved)}/{setup.count} "
+                f"(workers ready in {queued.ready:.1f} s before)"
+            )
     return runs
 
 
@@ -276,17 +357,26 @@ def report(runs: dict[str, Run], counts: list[int]) -> int:
     one_here, one_queued = runs["--jobs 1"], runs["queue, 1 worker(s)"]
     for count in counts[1:]:
         here, queued = runs[f"--jobs {count}"], runs[f"queue, {count} worker(s)"]
-        print(f"{count} workers: here {one_here.wall / max(here.wall, 1e-9):.2f}x --jobs 1, "
-              f"queued {one_queued.wall / max(queued.wall, 1e-9):.2f}x one worker")
-    differ = {name: run.resolved ^ one_here.resolved for name, run in runs.items()
-              if run.resolved != one_here.resolved}
+        print(
+            f"{count} workers: here {one_here.wall / max(here.wall, 1e-9):.2f}x --jobs 1, "
+            f"queued {one_queued.wall / max(queued.wall, 1e-9):.2f}x one worker"
+        )
+    differ = {
+        name: run.resolved ^ one_here.resolved
+        for name, run in runs.items()
+        if run.resolved != one_here.resolved
+    }
     if not differ:
-        print(f"same resolved set as --jobs 1 in every configuration: yes "
-              f"({len(one_here.resolved)} tasks)")
+        print(
+            f"same resolved set as --jobs 1 in every configuration: yes "
+            f"({len(one_here.resolved)} tasks)"
+        )
         return 0
     for name, tasks in differ.items():
-        print(f"SAME RESOLVED SET: NO — {name} differs from --jobs 1 on "
-              f"{', '.join(sorted(tasks)[:5])}")
+        print(
+            f"SAME RESOLVED SET: NO — {name} differs from --jobs 1 on "
+            f"{', '.join(sorted(tasks)[:5])}"
+        )
     return 1
 
 
@@ -305,17 +395,23 @@ def main() -> int:
     parser.add_argument("--model", default="oracle", help="oracle or oracle:<mode>[@rate]")
     parser.add_argument("--workers", help="worker counts, e.g. 1,2,4 (default: 1,2,<cores>)")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--shared-data-dir", action="store_true", help="the queue's workers "
-                        "share one data dir, as on one machine (default: one each)")
+    parser.add_argument(
+        "--shared-data-dir",
+        action="store_true",
+        help="the queue's workers share one data dir, as on one machine (default: one each)",
+    )
     parser.add_argument("--test-command", default=TEST_COMMAND)
-    parser.add_argument("--sandbox", choices=["bwrap", "none"],
-                        default="bwrap" if shutil.which("bwrap") else "none")
+    parser.add_argument(
+        "--sandbox", choices=["bwrap", "none"], default="bwrap" if shutil.which("bwrap") else "none"
+    )
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
     args = parser.parse_args()
     try:
         if parse_label(args.model) is None:
-            parser.error("--model: only the oracle's labels (a model needs its server set up "
-                         "alike for cra and for the workers)")
+            parser.error(
+                "--model: only the oracle's labels (a model needs its server set up "
+                "alike for cra and for the workers)"
+            )
     except ValueError as exc:
         parser.error(f"--model: {exc}")
     counts = worker_counts(args.workers)
@@ -323,9 +419,11 @@ def main() -> int:
         work = Path(tmp_name) if args.keep is None else args.keep.absolute()
         work.mkdir(parents=True, exist_ok=True)
         setup = prepare(args, work)
-        print(f"bench throughput: {args.repo} at {args.rev}, {setup.count} tasks, model "
-              f"{args.model}, workers {','.join(map(str, counts))}, {machine_cores()} cores, "
-              f"sandbox {args.sandbox}, Redis {args.redis}")
+        print(
+            f"bench throughput: {args.repo} at {args.rev}, {setup.count} tasks, model "
+            f"{args.model}, workers {','.join(map(str, counts))}, {machine_cores()} cores, "
+            f"sandbox {args.sandbox}, Redis {args.redis}"
+        )
         if setup.count == 0:
             return 1
         return report(measure(setup, args, counts), counts)
@@ -334,13 +432,19 @@ def main() -> int:
 def prepare(args: argparse.Namespace, work: Path) -> Setup:
     """The config file, the clone and the task file every configuration uses."""
     config = work / "cra.toml"
-    config.write_text(f"[testing]\ntest_command = {json.dumps(args.test_command)}\n"
-                      "timeout = 300\n")
+    config.write_text(f"[testing]\ntest_command = {json.dumps(args.test_command)}\ntimeout = 300\n")
     repo = clone(args.repo, work)
     tasks = mine(args, work, repo, config)
-    return Setup(work=work, clone=repo, config=config, tasks=tasks,
-                 count=len(list(read_tasks(tasks))), model=args.model, sandbox=args.sandbox,
-                 env=plain_env())
+    return Setup(
+        work=work,
+        clone=repo,
+        config=config,
+        tasks=tasks,
+        count=len(list(read_tasks(tasks))),
+        model=args.model,
+        sandbox=args.sandbox,
+        env=plain_env(),
+    )
 
 
 if __name__ == "__main__":

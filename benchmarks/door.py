@@ -33,8 +33,10 @@ from bot.settings import BotSettings  # noqa: E402
 from bot.web.app import create_app  # noqa: E402
 from bot.web.door import make_door, serve_in_thread  # noqa: E402
 
-STALL = (b"POST /webhook HTTP/1.1\r\nHost: cra\r\nContent-Type: application/json\r\n"
-         b"Content-Length: 5000\r\n\r\n{\"action\"")
+STALL = (
+    b"POST /webhook HTTP/1.1\r\nHost: cra\r\nContent-Type: application/json\r\n"
+    b'Content-Length: 5000\r\n\r\n{"action"'
+)
 CLOSE_WAIT_S = 15.0
 
 
@@ -91,11 +93,25 @@ def count_closed(socks: list[socket.socket]) -> int:
 
 def with_gunicorn(env: dict[str, str], run: Callable[[int], dict[str, float]]) -> dict[str, float]:
     port = free_port()
-    argv = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-            "--threads", "8", "--worker-class", "gthread", "--timeout", "30",
-            "benchmarks.door:bench_app()"]
-    proc = subprocess.Popen(argv, cwd=HERE.parent, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "1",
+        "--threads",
+        "8",
+        "--worker-class",
+        "gthread",
+        "--timeout",
+        "30",
+        "benchmarks.door:bench_app()",
+    ]
+    proc = subprocess.Popen(
+        argv, cwd=HERE.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         _wait_up(port)
         return run(port)
@@ -105,8 +121,15 @@ def with_gunicorn(env: dict[str, str], run: Callable[[int], dict[str, float]]) -
 
 
 def with_door(run: Callable[[int], dict[str, float]]) -> dict[str, float]:
-    server = make_door(bench_app(), host="127.0.0.1", port=0, threads=8, header_timeout=10.0,
-                       read_timeout=5.0, max_connections=500)
+    server = make_door(
+        bench_app(),
+        host="127.0.0.1",
+        port=0,
+        threads=8,
+        header_timeout=10.0,
+        read_timeout=5.0,
+        max_connections=500,
+    )
     thread = serve_in_thread(server)
     try:
         _wait_up(server.port)
@@ -133,22 +156,34 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cra-door-bench-") as tmp:
-        os.environ.update({"CRA_WEBHOOK_SECRET": "bench", "CRA_DATA_DIR": tmp,
-                           "CRA_DATABASE_URL": f"sqlite:///{tmp}/cra.db"})
+        os.environ.update(
+            {
+                "CRA_WEBHOOK_SECRET": "bench",
+                "CRA_DATA_DIR": tmp,
+                "CRA_DATABASE_URL": f"sqlite:///{tmp}/cra.db",
+            }
+        )
         env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
 
         def run(port: int) -> dict[str, float]:
             return siege(port, args.stalled, args.requests)
 
-        results = {"gunicorn gthread (8 threads)": with_gunicorn(env, run),
-                   "cra-bot serve (bot.web.door)": with_door(run)}
+        results = {
+            "gunicorn gthread (8 threads)": with_gunicorn(env, run),
+            "cra-bot serve (bot.web.door)": with_door(run),
+        }
     print(f"{args.stalled} stalled connections, {args.requests} /healthz requests (2 s timeout)")
     for name, r in results.items():
-        print(f"  {name:30} answered {int(r['answered']):3}/{args.requests}  "
-              f"slowest {r['slowest_s']:.2f} s  stalled closed {int(r['closed'])}/{args.stalled}")
+        print(
+            f"  {name:30} answered {int(r['answered']):3}/{args.requests}  "
+            f"slowest {r['slowest_s']:.2f} s  stalled closed {int(r['closed'])}/{args.stalled}"
+        )
     old, new = (r["answered"] for r in results.values())
-    print(f"  answer rate, door / gunicorn: {new / old:.1f}x" if old else
-          "  answer rate, door / gunicorn: gunicorn answered none")
+    print(
+        f"  answer rate, door / gunicorn: {new / old:.1f}x"
+        if old
+        else "  answer rate, door / gunicorn: gunicorn answered none"
+    )
     return 0
 
 

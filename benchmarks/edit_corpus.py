@@ -108,19 +108,24 @@ class Change:
         return i + {"edit": 0, "add": 1, "drop": -1}[self.kind]
 
 
-def pick_block(rng: random.Random, src: Source, size: int, *, unique: bool = True
-               ) -> tuple[int, list[str]] | None:
+def pick_block(
+    rng: random.Random, src: Source, size: int, *, unique: bool = True
+) -> tuple[int, list[str]] | None:
     """An indented block of `size` lines starting and ending with code, unique in the file."""
     lines = src.lines
     for _ in range(40):
         start = rng.randrange(0, max(1, len(lines) - size))
         block = lines[start : start + size]
-        if (len(block) < size or not block[0].strip() or not block[-1].strip()
-                or block[0][:1] not in (" ", "\t") or any(f in "\n".join(block) for f in FORBIDDEN)
-                or len(codes(block)) < min(2, size)):
+        if (
+            len(block) < size
+            or not block[0].strip()
+            or not block[-1].strip()
+            or block[0][:1] not in (" ", "\t")
+            or any(f in "\n".join(block) for f in FORBIDDEN)
+            or len(codes(block)) < min(2, size)
+        ):
             continue
-        if unique and (count_whole_lines(lines, block) != 1
-                       or count_code_runs(lines, block) != 1):
+        if unique and (count_whole_lines(lines, block) != 1 or count_code_runs(lines, block) != 1):
             continue
         return start, block
     return None
@@ -148,13 +153,24 @@ def expected_text(src: Source, change: Change, eol: str = "\n") -> str:
     return "".join(line + eol for line in out)
 
 
-def answer(path: str, search: list[str], replacement: list[str], *, lead: str = "",
-           trail: str = "", eol: str = "\n") -> str:
+def answer(
+    path: str,
+    search: list[str],
+    replacement: list[str],
+    *,
+    lead: str = "",
+    trail: str = "",
+    eol: str = "\n",
+) -> str:
     """The model's edit block."""
+
     def body(lines: list[str]) -> str:
         return eol.join(lines)
-    return (f'<edit file="{path}">{eol}<search>{eol}{lead}{body(search)}{trail}{eol}</search>'
-            f"{eol}<replacement>{eol}{body(replacement)}{eol}</replacement>{eol}</edit>")
+
+    return (
+        f'<edit file="{path}">{eol}<search>{eol}{lead}{body(search)}{trail}{eol}</search>'
+        f"{eol}<replacement>{eol}{body(replacement)}{eol}</replacement>{eol}</edit>"
+    )
 
 
 # --- the shapes --------------------------------------------------------------------------------
@@ -162,19 +178,40 @@ def answer(path: str, search: list[str], replacement: list[str], *, lead: str = 
 Maker = Callable[[random.Random, Source], "Case | None"]
 
 
-def applies(shape: str, src: Source, change: Change, search: list[str], replacement: list[str],
-            *, file_text: str | None = None, expected: str | None = None, **kw: str) -> Case:
+def applies(
+    shape: str,
+    src: Source,
+    change: Change,
+    search: list[str],
+    replacement: list[str],
+    *,
+    file_text: str | None = None,
+    expected: str | None = None,
+    **kw: str,
+) -> Case:
     """A case that must apply and leave exactly the intended file."""
-    return Case(name="", shape=shape, files={src.path: file_text or src.text},
-                answer=answer(src.path, search, replacement, **kw), expect="apply",
-                expected_files={src.path: expected or expected_text(src, change)})
+    return Case(
+        name="",
+        shape=shape,
+        files={src.path: file_text or src.text},
+        answer=answer(src.path, search, replacement, **kw),
+        expect="apply",
+        expected_files={src.path: expected or expected_text(src, change)},
+    )
 
 
-def rejects(shape: str, src: Source, search: list[str], replacement: list[str], reason: str
-            ) -> Case:
+def rejects(
+    shape: str, src: Source, search: list[str], replacement: list[str], reason: str
+) -> Case:
     """A case that must be refused for `reason`, leaving the file as it was."""
-    return Case(name="", shape=shape, files={src.path: src.text},
-                answer=answer(src.path, search, replacement), expect="reject", reason=reason)
+    return Case(
+        name="",
+        shape=shape,
+        files={src.path: src.text},
+        answer=answer(src.path, search, replacement),
+        expect="reject",
+        reason=reason,
+    )
 
 
 def _change(rng: random.Random, src: Source, low: int = 2, high: int = 6) -> Change | None:
@@ -195,11 +232,17 @@ def trailing_ws_dropped(rng: random.Random, src: Source) -> Case | None:
     start, block = picked
     spaced = [line + "  " if line.strip() and rng.random() < 0.6 else line for line in block]
     lines = src.lines
-    dirty = Source(src.path, "".join(f"{x}\n" for x in [*lines[:start], *spaced,
-                                                         *lines[start + len(block):]]))
+    dirty = Source(
+        src.path, "".join(f"{x}\n" for x in [*lines[:start], *spaced, *lines[start + len(block) :]])
+    )
     change = intend(rng, start, spaced)
-    return applies("trailing_ws_dropped", dirty, change, [x.rstrip() for x in change.old],
-                   [x.rstrip() for x in change.new])
+    return applies(
+        "trailing_ws_dropped",
+        dirty,
+        change,
+        [x.rstrip() for x in change.old],
+        [x.rstrip() for x in change.new],
+    )
 
 
 def trailing_ws_added(rng: random.Random, src: Source) -> Case | None:
@@ -208,8 +251,10 @@ def trailing_ws_added(rng: random.Random, src: Source) -> Case | None:
     if change is None:
         return None
     drifted = {x for x in change.old if x.strip() and rng.random() < 0.6}
+
     def drift(lines: list[str]) -> list[str]:
         return [x + " " if x in drifted else x for x in lines]
+
     return applies("trailing_ws_added", src, change, drift(change.old), drift(change.new))
 
 
@@ -223,8 +268,13 @@ def indent_dedented(rng: random.Random, src: Source) -> Case | None:
     if change is None:
         return None
     cut = min(len(indent(x)) for x in change.old if x.strip())
-    return applies("indent_dedented", src, change, _reindent(change.old, lambda x: x[cut:]),
-                   _reindent(change.new, lambda x: x[cut:]))
+    return applies(
+        "indent_dedented",
+        src,
+        change,
+        _reindent(change.old, lambda x: x[cut:]),
+        _reindent(change.new, lambda x: x[cut:]),
+    )
 
 
 def indent_over(rng: random.Random, src: Source) -> Case | None:
@@ -232,20 +282,25 @@ def indent_over(rng: random.Random, src: Source) -> Case | None:
     change = _change(rng, src)
     if change is None:
         return None
-    return applies("indent_over", src, change, _reindent(change.old, lambda x: "    " + x),
-                   _reindent(change.new, lambda x: "    " + x))
+    return applies(
+        "indent_over",
+        src,
+        change,
+        _reindent(change.old, lambda x: "    " + x),
+        _reindent(change.new, lambda x: "    " + x),
+    )
 
 
 def to_tabs(line: str) -> str:
     """Leading groups of four spaces as tabs."""
     lead = indent(line)
-    return "\t" * (len(lead) // 4) + " " * (len(lead) % 4) + line[len(lead):]
+    return "\t" * (len(lead) // 4) + " " * (len(lead) % 4) + line[len(lead) :]
 
 
 def to_spaces(line: str) -> str:
     """Leading tabs as four spaces each."""
     lead = indent(line)
-    return lead.replace("\t", "    ") + line[len(lead):]
+    return lead.replace("\t", "    ") + line[len(lead) :]
 
 
 def tabs_for_spaces(rng: random.Random, src: Source) -> Case | None:
@@ -253,8 +308,13 @@ def tabs_for_spaces(rng: random.Random, src: Source) -> Case | None:
     change = _change(rng, src)
     if change is None:
         return None
-    return applies("tabs_for_spaces", src, change, _reindent(change.old, to_tabs),
-                   _reindent(change.new, to_tabs))
+    return applies(
+        "tabs_for_spaces",
+        src,
+        change,
+        _reindent(change.old, to_tabs),
+        _reindent(change.new, to_tabs),
+    )
 
 
 def spaces_for_tabs(rng: random.Random, src: Source) -> Case | None:
@@ -263,8 +323,13 @@ def spaces_for_tabs(rng: random.Random, src: Source) -> Case | None:
     change = _change(rng, tabbed)
     if change is None:
         return None
-    return applies("spaces_for_tabs", tabbed, change, _reindent(change.old, to_spaces),
-                   _reindent(change.new, to_spaces))
+    return applies(
+        "spaces_for_tabs",
+        tabbed,
+        change,
+        _reindent(change.old, to_spaces),
+        _reindent(change.new, to_spaces),
+    )
 
 
 def blank_lead(rng: random.Random, src: Source) -> Case | None:
@@ -296,8 +361,13 @@ def _paragraph(rng: random.Random, src: Source) -> Change | None:
     at = rng.choice([i for i, line in enumerate(block[:-1]) if line.strip()])
     added = f"{indent(block[at])}_trace({at})"
     after = block[at + 1]
-    pair = rng.choice((["", added], [added, ""], ["", f"{after.rstrip()}  # checked"]
-                       if after.strip() else ["", added]))
+    pair = rng.choice(
+        (
+            ["", added],
+            [added, ""],
+            ["", f"{after.rstrip()}  # checked"] if after.strip() else ["", added],
+        )
+    )
     rest = block[at + 2 :] if pair[-1].endswith("# checked") else block[at + 1 :]
     return Change(start, block, [*block[: at + 1], *pair, *rest], at, "add")
 
@@ -326,14 +396,22 @@ def stray_blank(rng: random.Random, src: Source) -> Case | None:
     change = _change(rng, src, 3, 7)
     if change is None:
         return None
-    spots = [p for p in range(1, len(change.old)) if change.old[p - 1].strip()
-             and change.old[p].strip() and change.changed not in (p - 1, p)]
+    spots = [
+        p
+        for p in range(1, len(change.old))
+        if change.old[p - 1].strip() and change.old[p].strip() and change.changed not in (p - 1, p)
+    ]
     if not spots:
         return None
     p = rng.choice(spots)
     q = change.moved(p)
-    return applies("stray_blank", src, change, [*change.old[:p], "", *change.old[p:]],
-                   [*change.new[:q], "", *change.new[q:]])
+    return applies(
+        "stray_blank",
+        src,
+        change,
+        [*change.old[:p], "", *change.old[p:]],
+        [*change.new[:q], "", *change.new[q:]],
+    )
 
 
 def dropped_blank(rng: random.Random, src: Source) -> Case | None:
@@ -341,14 +419,22 @@ def dropped_blank(rng: random.Random, src: Source) -> Case | None:
     change = _change(rng, src, 4, 9)
     if change is None:
         return None
-    spots = [p for p in range(1, len(change.old) - 1) if not change.old[p].strip()
-             and abs(change.changed - p) > 1]
+    spots = [
+        p
+        for p in range(1, len(change.old) - 1)
+        if not change.old[p].strip() and abs(change.changed - p) > 1
+    ]
     if not spots:
         return None
     p = rng.choice(spots)
     q = change.moved(p)
-    return applies("dropped_blank", src, change, [*change.old[:p], *change.old[p + 1:]],
-                   [*change.new[:q], *change.new[q + 1:]])
+    return applies(
+        "dropped_blank",
+        src,
+        change,
+        [*change.old[:p], *change.old[p + 1 :]],
+        [*change.new[:q], *change.new[q + 1 :]],
+    )
 
 
 def elision(rng: random.Random, src: Source) -> Case | None:
@@ -366,8 +452,9 @@ def elision(rng: random.Random, src: Source) -> Case | None:
         return None
     marker = indent(block[a]) + rng.choice(MARKERS)
     qa, qb = change.moved(a), change.moved(b)
-    return applies("elision", src, change, [*head, marker, *tail],
-                   [*change.new[:qa], marker, *change.new[qb:]])
+    return applies(
+        "elision", src, change, [*head, marker, *tail], [*change.new[:qa], marker, *change.new[qb:]]
+    )
 
 
 def crlf(rng: random.Random, src: Source) -> Case | None:
@@ -377,8 +464,16 @@ def crlf(rng: random.Random, src: Source) -> Case | None:
         return None
     text = src.text.replace("\n", "\r\n")
     eol = "\r\n" if rng.random() < 0.5 else "\n"
-    return applies("crlf", src, change, change.old, change.new, file_text=text,
-                   expected=expected_text(src, change, "\r\n"), eol=eol)
+    return applies(
+        "crlf",
+        src,
+        change,
+        change.old,
+        change.new,
+        file_text=text,
+        expected=expected_text(src, change, "\r\n"),
+        eol=eol,
+    )
 
 
 def deletion(rng: random.Random, src: Source) -> Case | None:
@@ -399,7 +494,7 @@ def wrong_search(rng: random.Random, src: Source) -> Case | None:
     i, k = rng.choice(spots)
     line = change.old[i]
     swapped = "x" if line[k] != "x" else "y"
-    search = [*change.old[:i], line[:k] + swapped + line[k + 1:], *change.old[i + 1:]]
+    search = [*change.old[:i], line[:k] + swapped + line[k + 1 :], *change.old[i + 1 :]]
     if count_code_runs(src.lines, search) or "\n".join(search) in src.text:
         return None
     return rejects("wrong_search", src, search, change.new, "search text not found")
@@ -410,12 +505,13 @@ def missing_line(rng: random.Random, src: Source) -> Case | None:
     change = _change(rng, src, 4, 8)
     if change is None:
         return None
-    spots = [p for p in range(1, len(change.old) - 1) if change.old[p].strip()
-             and p != change.changed]
+    spots = [
+        p for p in range(1, len(change.old) - 1) if change.old[p].strip() and p != change.changed
+    ]
     if not spots:
         return None
     p = rng.choice(spots)
-    search = [*change.old[:p], *change.old[p + 1:]]
+    search = [*change.old[:p], *change.old[p + 1 :]]
     if count_code_runs(src.lines, search):
         return None
     return rejects("missing_line", src, search, change.new, "search text not found")
@@ -427,9 +523,12 @@ def _repeated(rng: random.Random, src: Source, size: int) -> list[str] | None:
     for _ in range(60):
         start = rng.randrange(0, max(1, len(lines) - size))
         block = lines[start : start + size]
-        if (len(codes(block)) == size and all(len(x.strip()) >= 12 for x in block)
-                and not any(f in "\n".join(block) for f in FORBIDDEN)
-                and count_code_runs(lines, block) > 1):
+        if (
+            len(codes(block)) == size
+            and all(len(x.strip()) >= 12 for x in block)
+            and not any(f in "\n".join(block) for f in FORBIDDEN)
+            and count_code_runs(lines, block) > 1
+        ):
             return block
     return None
 
@@ -439,8 +538,9 @@ def ambiguous_exact(rng: random.Random, src: Source) -> Case | None:
     block = _repeated(rng, src, rng.randint(1, 2))
     if block is None or count_whole_lines(src.lines, block) < 2:
         return None
-    return rejects("ambiguous_exact", src, block, [*block, indent(block[-1]) + "_trace(0)"],
-                   "ambiguous")
+    return rejects(
+        "ambiguous_exact", src, block, [*block, indent(block[-1]) + "_trace(0)"], "ambiguous"
+    )
 
 
 def ambiguous_flexible(rng: random.Random, src: Source) -> Case | None:
@@ -454,13 +554,23 @@ def ambiguous_flexible(rng: random.Random, src: Source) -> Case | None:
 
 
 SHAPES: dict[str, Maker] = {
-    "exact": exact, "trailing_ws_dropped": trailing_ws_dropped,
-    "trailing_ws_added": trailing_ws_added, "indent_dedented": indent_dedented,
-    "indent_over": indent_over, "tabs_for_spaces": tabs_for_spaces,
-    "spaces_for_tabs": spaces_for_tabs, "blank_lead": blank_lead, "blank_trail": blank_trail,
-    "stray_blank": stray_blank, "dropped_blank": dropped_blank, "elision": elision,
-    "crlf": crlf, "deletion": deletion, "wrong_search": wrong_search,
-    "missing_line": missing_line, "ambiguous_exact": ambiguous_exact,
+    "exact": exact,
+    "trailing_ws_dropped": trailing_ws_dropped,
+    "trailing_ws_added": trailing_ws_added,
+    "indent_dedented": indent_dedented,
+    "indent_over": indent_over,
+    "tabs_for_spaces": tabs_for_spaces,
+    "spaces_for_tabs": spaces_for_tabs,
+    "blank_lead": blank_lead,
+    "blank_trail": blank_trail,
+    "stray_blank": stray_blank,
+    "dropped_blank": dropped_blank,
+    "elision": elision,
+    "crlf": crlf,
+    "deletion": deletion,
+    "wrong_search": wrong_search,
+    "missing_line": missing_line,
+    "ambiguous_exact": ambiguous_exact,
     "ambiguous_flexible": ambiguous_flexible,
     # after the older shapes, so that a seed draws the same cases of those as before
     "blank_lead_search_only": blank_lead_search_only,
@@ -477,8 +587,9 @@ def generate(sources: list[Source], *, per_shape: int = 34, seed: int = 12) -> l
     return cases
 
 
-def _draw(rng: random.Random, sources: list[Source], shape: str, make: Maker, count: int
-          ) -> Iterator[Case]:
+def _draw(
+    rng: random.Random, sources: list[Source], shape: str, make: Maker, count: int
+) -> Iterator[Case]:
     made = 0
     for _ in range(count * 60):
         src = rng.choice(sources)
@@ -498,8 +609,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-shape", type=int, default=34)
     parser.add_argument("--seed", type=int, default=12)
     args = parser.parse_args(argv)
-    cases = generate(load_sources(args.source or stdlib_dir()), per_shape=args.per_shape,
-                     seed=args.seed)
+    cases = generate(
+        load_sources(args.source or stdlib_dir()), per_shape=args.per_shape, seed=args.seed
+    )
     for shape in SHAPES:
         print(f"{shape:<22}{sum(c.shape == shape for c in cases):>5}")
     print(f"{'total':<22}{len(cases):>5}")

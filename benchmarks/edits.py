@@ -31,7 +31,10 @@ from benchmarks.edit_case import Case
 CORPUS = Path(__file__).resolve().parent / "data" / "edits"
 Outcome = Literal["applied_correctly", "rejected_correctly", "missed", "wrong_application"]
 OUTCOMES: tuple[Outcome, ...] = (
-    "applied_correctly", "rejected_correctly", "missed", "wrong_application",
+    "applied_correctly",
+    "rejected_correctly",
+    "missed",
+    "wrong_application",
 )
 Snapshot = dict[str, bytes | str]
 
@@ -132,6 +135,7 @@ def run_case(case: Case, base: Path) -> CaseResult:
 
 def _judge(case: Case, applied: bool, detail: str, before: Snapshot, after: Snapshot) -> CaseResult:
     """The outcome of one case from what happened to its tree."""
+
     def outcome(kind: Outcome, why: str = "") -> CaseResult:
         return CaseResult(case.name, case.shape, kind, why)
 
@@ -197,8 +201,10 @@ def format_report(report: Report, *, verbose: bool = False) -> str:
             f"{c['rejected_correctly']:>10}{c['missed']:>8}{c['wrong_application']:>7}"
         )
     n = len(report.results)
-    lines.append(f"\ntime: {n} cases in {report.seconds:.2f} s "
-                 f"({1000 * report.seconds / max(n, 1):.1f} ms per case, parse + apply + checks)")
+    lines.append(
+        f"\ntime: {n} cases in {report.seconds:.2f} s "
+        f"({1000 * report.seconds / max(n, 1):.1f} ms per case, parse + apply + checks)"
+    )
     exact, normalised = report.timing.get("exact", 0.0), report.timing.get("normalised", 0.0)
     if exact and normalised:
         lines.append(
@@ -227,8 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--repeats", type=int, default=20, help="replace_once calls per timing")
-    parser.add_argument("--source", type=Path, default=None,
-                        help="real programs to generate cases from (default: the stdlib)")
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=None,
+        help="real programs to generate cases from (default: the stdlib)",
+    )
     parser.add_argument("--per-shape", type=int, default=34, help="0: no generated cases")
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per case")
@@ -236,8 +246,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     wrong = 0
     sections = [("hand-written corpus", load_corpus(args.corpus))]
     if args.per_shape:
-        sections.append((f"generated from real programs (seed {args.seed})",
-                         generated_cases(args.source, args.per_shape, args.seed)))
+        sections.append(
+            (
+                f"generated from real programs (seed {args.seed})",
+                generated_cases(args.source, args.per_shape, args.seed),
+            )
+        )
     for title, cases in sections:
         report = run_benchmark(cases)
         report.timing = measure_matching(cases, args.repeats)

@@ -59,27 +59,38 @@ def project(root: Path, names: list[str]) -> Path:
 
 def testing(index: PackageIndex) -> TestingConfig:
     python = shlex.quote(sys.executable)
-    setup = (f'{python} -m venv "$CRA_ENV" && "$CRA_ENV/bin/pip" install --quiet '
-             f"--disable-pip-version-check {index.pip_args} -r requirements.txt")
+    setup = (
+        f'{python} -m venv "$CRA_ENV" && "$CRA_ENV/bin/pip" install --quiet '
+        f"--disable-pip-version-check {index.pip_args} -r requirements.txt"
+    )
     # pytest comes from this interpreter (no wheel of it here); the packages from the venv
     site = '$(echo "$CRA_ENV"/lib/python3*/site-packages)'
     tests = f'PYTHONPATH="{site}" {python} -m pytest -q -p no:cacheprovider'
     return TestingConfig(setup_command=setup, test_command=tests, timeout=300)
 
 
-def one_round(tmp: Path, repo: Path, config: TestingConfig, sandbox: Sandbox) -> tuple[float,
-                                                                                       float]:
+def one_round(
+    tmp: Path, repo: Path, config: TestingConfig, sandbox: Sandbox
+) -> tuple[float, float]:
     """Seconds of the first (setup) and the second (cached) preparation; both must pass."""
     cache = EnvCache(tmp / "cache", max_bytes=1 << 34)
     seconds = []
     for name, expected in (("first", "ran"), ("second", "cached")):
         started = time.perf_counter()
-        env = prepare_environment(repo, repo, config, sandbox=sandbox,
-                                  environ=dict(os.environ), env_dir=tmp / name, cache=cache)
+        env = prepare_environment(
+            repo,
+            repo,
+            config,
+            sandbox=sandbox,
+            environ=dict(os.environ),
+            env_dir=tmp / name,
+            cache=cache,
+        )
         seconds.append(time.perf_counter() - started)
         assert env.report.setup == expected, (env.report, env.setup)
-        result = run_validation(repo, config, environ=dict(os.environ),
-                                sandbox=sandbox.with_env(env.path))
+        result = run_validation(
+            repo, config, environ=dict(os.environ), sandbox=sandbox.with_env(env.path)
+        )
         assert result.success, result.test_output
         env.close()
     return seconds[0], seconds[1]
@@ -90,8 +101,14 @@ def command_cost(tmp: Path, sandbox: Sandbox, n: int = 20) -> float:
     times = []
     for _ in range(n):
         started = time.perf_counter()
-        run_command("true", tmp, sandbox=sandbox, timeout=30, env={"PATH": "/usr/bin:/bin"},
-                    max_output_chars=1000)
+        run_command(
+            "true",
+            tmp,
+            sandbox=sandbox,
+            timeout=30,
+            env={"PATH": "/usr/bin:/bin"},
+            max_output_chars=1000,
+        )
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
@@ -118,13 +135,17 @@ def main() -> int:
                 seconds.append(second)
         bwrap_cost, none_cost = command_cost(tmp, sandbox), command_cost(tmp, NoSandbox())
     first, second = statistics.median(firsts), statistics.median(seconds)
-    print(f"setup: venv + pip install of {args.packages} packages × {args.modules} modules "
-          f"from a local index; {args.repeat} rounds, medians")
+    print(
+        f"setup: venv + pip install of {args.packages} packages × {args.modules} modules "
+        f"from a local index; {args.repeat} rounds, medians"
+    )
     print(f"  first run (setup runs)        {first:7.2f} s")
     print(f"  second run (cache restored)   {second:7.2f} s")
     print(f"  ratio first / second          {first / second:7.1f} ×")
-    print(f"sandbox cost per command (true): bwrap {bwrap_cost * 1000:.0f} ms, "
-          f"none {none_cost * 1000:.0f} ms")
+    print(
+        f"sandbox cost per command (true): bwrap {bwrap_cost * 1000:.0f} ms, "
+        f"none {none_cost * 1000:.0f} ms"
+    )
     return 0
 
 

@@ -30,9 +30,12 @@ from agent.retrieval.index import RepoIndex
 from agent.retrieval.index_records import IndexStats
 
 GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
 }
 COLD_TARGET, WARM_TARGET_S = 2.0, 0.5
 SKIP_PARTS = {"site-packages", "__pycache__"}
@@ -83,8 +86,9 @@ def cold_and_warm(root: Path, db: Path) -> tuple[IndexStats, IndexStats]:
 def one_change(root: Path, db: Path, round_number: int) -> IndexStats:
     """An update after one committed edit of one file."""
     target = root / "json" / "__init__.py"
-    target.write_text(target.read_text(encoding="utf-8") + f"\n# round {round_number}\n",
-                      encoding="utf-8")
+    target.write_text(
+        target.read_text(encoding="utf-8") + f"\n# round {round_number}\n", encoding="utf-8"
+    )
     git(root, "commit", "--quiet", "--no-verify", "-am", f"round {round_number}")
     with RepoIndex.open(db) as index:
         return index.update(root)
@@ -112,21 +116,32 @@ def main(argv: list[str] | None = None) -> int:
         return report(args.lib, paths, cold, floors, colds, warms, ones)
 
 
-def report(lib: Path, paths: list[str], stats: IndexStats, floors: list[float],
-           colds: list[float], warms: list[float], ones: list[float]) -> int:
+def report(
+    lib: Path,
+    paths: list[str],
+    stats: IndexStats,
+    floors: list[float],
+    colds: list[float],
+    warms: list[float],
+    ones: list[float],
+) -> int:
     """Print medians, ratios and the verdict on each target."""
     f, c, w, o = (statistics.median(x) for x in (floors, colds, warms, ones))
     print(f"repository: {len(paths)} .py files from {lib}")
-    print(f"index: {stats.files} files, {stats.symbols} symbols, {stats.syntax_errors} syntax "
-          f"errors (indexed as text), {stats.capped} capped, skipped {stats.skipped}")
+    print(
+        f"index: {stats.files} files, {stats.symbols} symbols, {stats.syntax_errors} syntax "
+        f"errors (indexed as text), {stats.capped} capped, skipped {stats.skipped}"
+    )
     print(f"runs: {len(floors)} (median; min in brackets)")
     print(f"floor (read + ast.parse) {f:7.2f} s [{min(floors):.2f}]")
     print(f"cold index               {c:7.2f} s [{min(colds):.2f}]  {c / f:.2f}x floor")
     print(f"warm, nothing changed    {w:7.3f} s [{min(warms):.3f}]  {w / f:.3f}x floor")
     print(f"one file changed         {o:7.3f} s [{min(ones):.3f}]  {o / f:.3f}x floor")
     cold_ok, warm_ok = c / f <= COLD_TARGET, w <= WARM_TARGET_S
-    print(f"target cold <= {COLD_TARGET:g}x floor: {'met' if cold_ok else 'MISSED'}; "
-          f"target warm <= {WARM_TARGET_S:g} s: {'met' if warm_ok else 'MISSED'}")
+    print(
+        f"target cold <= {COLD_TARGET:g}x floor: {'met' if cold_ok else 'MISSED'}; "
+        f"target warm <= {WARM_TARGET_S:g} s: {'met' if warm_ok else 'MISSED'}"
+    )
     return 0 if cold_ok and warm_ok else 1
 
 

@@ -63,9 +63,12 @@ def mine(clone: Path, *, all_messages: bool, limit: int) -> tuple[int, list[Case
         message = git(clone, "log", "-1", "--format=%B", sha).strip()
         if len(parents) != 1 or not (all_messages or FIX_MESSAGE.search(message)):
             continue
-        changes = [line.split("\t") for line in git(
-            clone, "diff-tree", "--no-commit-id", "-r", "--name-status", "--no-renames", sha
-        ).splitlines()]
+        changes = [
+            line.split("\t")
+            for line in git(
+                clone, "diff-tree", "--no-commit-id", "-r", "--name-status", "--no-renames", sha
+            ).splitlines()
+        ]
         source = [(s, p) for s, p in changes if _is_source(p)]
         gold = tuple(p for s, p in source if s == "M")
         if 1 <= len(source) <= 3 and gold:
@@ -111,8 +114,10 @@ class ContentBM25:
             return []
         by_id = {rowid: path for path, (rowid, _) in self.rows.items()}
         match = " OR ".join(f'"{w}"' for w in words)
-        found = self.db.execute("SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), "
-                                "rowid LIMIT ?", (match, limit)).fetchall()
+        found = self.db.execute(
+            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid LIMIT ?",
+            (match, limit),
+        ).fetchall()
         return [by_id[r] for (r,) in found]
 
     def close(self) -> None:
@@ -142,19 +147,26 @@ def evaluate(clone: Path, cases: list[Case], db: Path, verbose: bool) -> dict[st
                 git(clone, "checkout", "--quiet", "--force", "--detach", case.parent)
                 index.update(clone)
                 seeds = resolve_seeds(case.message, Seeds(), index, root=clone)
-                ranked = [c.path for c in rank(case.message, index, seeds, limit=100,
-                                               prefer_source=True)]
+                ranked = [
+                    c.path for c in rank(case.message, index, seeds, limit=100, prefer_source=True)
+                ]
                 ours = list(dict.fromkeys([*seeds.files, *ranked]))
                 baseline.sync(clone, {f.path for f in index.files()})
                 theirs = baseline.search(query_terms(case.message), limit=100)
-                lists = {"cra": ours, "bm25": theirs, "cra/code": code_only(ours),
-                         "bm25/code": code_only(theirs)}
+                lists = {
+                    "cra": ours,
+                    "bm25": theirs,
+                    "cra/code": code_only(ours),
+                    "bm25/code": code_only(theirs),
+                }
                 for name, found in lists.items():
                     for k in KS:
                         scores[f"{name}@{k}"].append(recall(found, case.gold, k))
                 if verbose:
-                    print(f"{case.sha[:10]} gold={list(case.gold)} cra={ours[:3]} "
-                          f"bm25={theirs[:3]} :: {case.message.splitlines()[0][:70]}")
+                    print(
+                        f"{case.sha[:10]} gold={list(case.gold)} cra={ours[:3]} "
+                        f"bm25={theirs[:3]} :: {case.message.splitlines()[0][:70]}"
+                    )
     finally:
         baseline.close()
     return scores
@@ -164,12 +176,13 @@ def measure(repo: Path, args: argparse.Namespace) -> dict[str, list[float]]:
     """Mine and evaluate one repository in a temporary clone."""
     with tempfile.TemporaryDirectory(prefix="cra-localize-") as tmp:
         clone = Path(tmp) / "clone"
-        git(Path(tmp), "clone", "--quiet", "--no-checkout", "--", str(repo.resolve()),
-            str(clone))
+        git(Path(tmp), "clone", "--quiet", "--no-checkout", "--", str(repo.resolve()), str(clone))
         examined, cases = mine(clone, all_messages=args.all_messages, limit=args.max_commits)
-        print(f"{repo}: {examined} commits examined, {len(cases)} qualify "
-              f"({'any message' if args.all_messages else 'fix/bug/issue messages'}, "
-              "1-3 non-test source files)")
+        print(
+            f"{repo}: {examined} commits examined, {len(cases)} qualify "
+            f"({'any message' if args.all_messages else 'fix/bug/issue messages'}, "
+            "1-3 non-test source files)"
+        )
         if not cases:
             return {}
         return evaluate(clone, cases, Path(tmp) / "index.sqlite", args.verbose)
@@ -179,8 +192,10 @@ def table(scores: dict[str, list[float]]) -> str:
     """Recall rows per ranking, and cra's ratio to bm25 at each k."""
     lines = [f"{'':11}" + "".join(f"{f'recall@{k}':>11}" for k in KS)]
     for name in NAMES:
-        lines.append(f"{name:11}" + "".join(
-            f"{sum(v) / len(v):>11.3f}" for v in (scores[f"{name}@{k}"] for k in KS)))
+        lines.append(
+            f"{name:11}"
+            + "".join(f"{sum(v) / len(v):>11.3f}" for v in (scores[f"{name}@{k}"] for k in KS))
+        )
     for view in ("", "/code"):
         ratios = []
         for k in KS:
@@ -195,8 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repos", type=Path, nargs="+")
     parser.add_argument("--max-commits", type=int, default=300)
-    parser.add_argument("--all-messages", action="store_true",
-                        help="any commit message, not only fixes (for short histories)")
+    parser.add_argument(
+        "--all-messages",
+        action="store_true",
+        help="any commit message, not only fixes (for short histories)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     pooled: dict[str, list[float]] = {}

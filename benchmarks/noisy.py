@@ -50,24 +50,62 @@ from tests.fakes.model_server import RecordedRequest, ScriptedModelServer  # noq
 from tests.fakes.repos import ISOLATED_GIT_ENV, git_in, init_repo, write_files  # noqa: E402
 
 GRID = [(r, g, b) for r in (0.0, 0.25, 0.9) for g in (0.1, 0.5) for b in (0.0, 0.7, 1.0)]
-TEXTS = ["  hello\n    world\n", "\tone\n\ttwo", "a  b   c", "The quick brown fox jumps",
-         "x = 'it''s'", "say \"hi\" now", "", "  lead and trail  "]
+TEXTS = [
+    "  hello\n    world\n",
+    "\tone\n\ttwo",
+    "a  b   c",
+    "The quick brown fox jumps",
+    "x = 'it''s'",
+    'say "hi" now',
+    "",
+    "  lead and trail  ",
+]
 INPUTS: dict[str, dict[str, list[tuple[Any, ...]]]] = {
-    "colorsys": {name: GRID for name in ("rgb_to_hsv", "hsv_to_rgb", "rgb_to_hls",
-                                         "hls_to_rgb", "rgb_to_yiq", "yiq_to_rgb")},
-    "calendar": {"isleap": [(y,) for y in range(1890, 2110, 5)],
-                 "leapdays": [(a, b) for a in (1800, 1899, 1900, 1996) for b in (2000, 2024)]},
-    "textwrap": {"dedent": [(t,) for t in TEXTS],
-                 "shorten": [(t, w) for t in TEXTS[3:] for w in (10, 15, 30)]},
+    "colorsys": {
+        name: GRID
+        for name in (
+            "rgb_to_hsv",
+            "hsv_to_rgb",
+            "rgb_to_hls",
+            "hls_to_rgb",
+            "rgb_to_yiq",
+            "yiq_to_rgb",
+        )
+    },
+    "calendar": {
+        "isleap": [(y,) for y in range(1890, 2110, 5)],
+        "leapdays": [(a, b) for a in (1800, 1899, 1900, 1996) for b in (2000, 2024)],
+    },
+    "textwrap": {
+        "dedent": [(t,) for t in TEXTS],
+        "shorten": [(t, w) for t in TEXTS[3:] for w in (10, 15, 30)],
+    },
     "shlex": {"quote": [(t,) for t in TEXTS], "split": [(t,) for t in TEXTS[2:6]]},
     "string": {"capwords": [(t,) for t in TEXTS]},
-    "statistics": {name: [([3, 1, 2],), ([4, 1, 3, 2],), ([5.5, 2.5],), ([7],)]
-                   for name in ("median", "median_low", "median_high")},
+    "statistics": {
+        name: [([3, 1, 2],), ([4, 1, 3, 2],), ([5.5, 2.5],), ([7],)]
+        for name in ("median", "median_low", "median_high")
+    },
 }
-MUTATIONS = [(" <= ", " < "), (" < ", " <= "), (" >= ", " > "), (" > ", " >= "),
-             (" == ", " != "), (" != ", " == "), (" + ", " - "), (" - ", " + "),
-             (" * ", " + "), (" // ", " / "), (" % ", " // "), ("1.0", "2.0"), (" 2", " 3"),
-             (" and ", " or "), (" or ", " and "), ("[0]", "[1]"), ("[-1]", "[0]")]
+MUTATIONS = [
+    (" <= ", " < "),
+    (" < ", " <= "),
+    (" >= ", " > "),
+    (" > ", " >= "),
+    (" == ", " != "),
+    (" != ", " == "),
+    (" + ", " - "),
+    (" - ", " + "),
+    (" * ", " + "),
+    (" // ", " / "),
+    (" % ", " // "),
+    ("1.0", "2.0"),
+    (" 2", " 3"),
+    (" and ", " or "),
+    (" or ", " and "),
+    ("[0]", "[1]"),
+    ("[-1]", "[0]"),
+]
 
 
 @dataclass(frozen=True)
@@ -86,8 +124,10 @@ class Task:
 
     @property
     def text(self) -> str:
-        return (f"test_{self.function} fails: {self.function}() in {self.path} returns wrong "
-                "results for some inputs. Fix the bug.")
+        return (
+            f"test_{self.function} fails: {self.function}() in {self.path} returns wrong "
+            "results for some inputs. Fix the bug."
+        )
 
     def lines(self, fixed: bool) -> list[str]:
         lines = self.source.split("\n")
@@ -126,20 +166,30 @@ def make_tasks(rng: random.Random) -> Iterator[Task]:
         source = (stdlib / f"{module}.py").read_text("utf-8")
         tree = ast.parse(source)
         for function, cases in functions.items():
-            node = next(n for n in tree.body if isinstance(n, ast.FunctionDef)
-                        and n.name == function)
+            node = next(
+                n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function
+            )
             task = _mutate(rng, module, function, source, node, cases)
             if task is not None:
                 yield task
 
 
-def _mutate(rng: random.Random, module: str, function: str, source: str, node: ast.FunctionDef,
-            cases: list[tuple[Any, ...]]) -> Task | None:
+def _mutate(
+    rng: random.Random,
+    module: str,
+    function: str,
+    source: str,
+    node: ast.FunctionDef,
+    cases: list[tuple[Any, ...]],
+) -> Task | None:
     """The first mutation of the function's body that changes its outputs."""
     lines = source.split("\n")
     expected = outputs(load(source, module), function, cases)
-    body = [i for i in range(node.body[0].lineno - 1, node.end_lineno or 0)
-            if lines[i].strip() and not lines[i].lstrip().startswith(("while", "for", "#", '"'))]
+    body = [
+        i
+        for i in range(node.body[0].lineno - 1, node.end_lineno or 0)
+        if lines[i].strip() and not lines[i].lstrip().startswith(("while", "for", "#", '"'))
+    ]
     sites = [(i, a, b) for i in body for a, b in MUTATIONS if a in lines[i]]
     rng.shuffle(sites)
     for i, old, new in sites:
@@ -157,19 +207,32 @@ def make_repo(base: Path, task: Task) -> Path:
     """The repository: the broken module and its test, committed."""
     fixed_ns = load(task.source, task.module)
     cases = INPUTS[task.module][task.function]
-    expected = [[list(args), out] for args, out in
-                zip(cases, json.loads(outputs(fixed_ns, task.function, cases)), strict=True)]
-    test = (f"import json\n\nfrom lib.{task.module} import {task.function}\n\n"
-            f"CASES = json.loads({json.dumps(json.dumps(expected))})\n\n\n"
-            f"def test_{task.function}():\n    for args, expected in CASES:\n"
-            f"        try:\n            got = json.loads(json.dumps({task.function}(*args)))\n"
-            "        except Exception as exc:\n"
-            "            got = f'raised {type(exc).__name__}'\n"
-            "        assert got == expected, args\n")
+    expected = [
+        [list(args), out]
+        for args, out in zip(
+            cases, json.loads(outputs(fixed_ns, task.function, cases)), strict=True
+        )
+    ]
+    test = (
+        f"import json\n\nfrom lib.{task.module} import {task.function}\n\n"
+        f"CASES = json.loads({json.dumps(json.dumps(expected))})\n\n\n"
+        f"def test_{task.function}():\n    for args, expected in CASES:\n"
+        f"        try:\n            got = json.loads(json.dumps({task.function}(*args)))\n"
+        "        except Exception as exc:\n"
+        "            got = f'raised {type(exc).__name__}'\n"
+        "        assert got == expected, args\n"
+    )
     repo = init_repo(base / "repo")
-    write_files(repo, {"lib/__init__.py": "", task.path: "\n".join(task.lines(fixed=False)),
-                       "tests/__init__.py": "", f"tests/test_{task.module}.py": test,
-                       ".gitignore": "__pycache__/\n"})
+    write_files(
+        repo,
+        {
+            "lib/__init__.py": "",
+            task.path: "\n".join(task.lines(fixed=False)),
+            "tests/__init__.py": "",
+            f"tests/test_{task.module}.py": test,
+            ".gitignore": "__pycache__/\n",
+        },
+    )
     git_in(repo, "add", "--all")
     git_in(repo, "commit", "--quiet", "--no-verify", "-m", f"Add {task.module}")
     return repo
@@ -202,15 +265,32 @@ class Model:
 
     def plan(self, stage: str) -> str | None:
         """The JSON answer of a planning stage, or None for a yes/no question."""
-        step = {"id": "s1", "description": f"Fix {self.task.function} in {self.task.path}",
-                "target_files": [self.task.path], "target_symbols": [self.task.function],
-                "depends_on": []}
+        step = {
+            "id": "s1",
+            "description": f"Fix {self.task.function} in {self.task.path}",
+            "target_files": [self.task.path],
+            "target_symbols": [self.task.function],
+            "depends_on": [],
+        }
         answers = {
-            "meta_plan": {"task_summary": self.task.text, "rationale": "one bug", "parts": [
-                {"id": "p1", "description": self.task.text, "affected_files": [self.task.path],
-                 "depends_on": []}]},
-            "part_plan": {"part_id": "p1", "task_summary": "fix", "rationale": "r",
-                          "steps": [step]},
+            "meta_plan": {
+                "task_summary": self.task.text,
+                "rationale": "one bug",
+                "parts": [
+                    {
+                        "id": "p1",
+                        "description": self.task.text,
+                        "affected_files": [self.task.path],
+                        "depends_on": [],
+                    }
+                ],
+            },
+            "part_plan": {
+                "part_id": "p1",
+                "task_summary": "fix",
+                "rationale": "r",
+                "steps": [step],
+            },
             "adjustment": {"revised_steps": [], "rationale": "done", "changes_made": []},
         }
         found = answers.get(stage)
@@ -221,8 +301,10 @@ class Model:
         start, end = max(self.task.line - 3, 0), self.task.line + 4
         search = "\n".join(self.task.lines(fixed=False)[start:end])
         replacement = "\n".join(self.task.lines(fixed=True)[start:end])
-        return (f'<edit file="{self.task.path}">\n<search>\n{search}\n</search>\n'
-                f"<replacement>\n{replacement}\n</replacement>\n</edit>")
+        return (
+            f'<edit file="{self.task.path}">\n<search>\n{search}\n</search>\n'
+            f"<replacement>\n{replacement}\n</replacement>\n</edit>"
+        )
 
 
 EDIT_NOISE: list[Callable[[str, random.Random], str]] = list(noise.EDIT_NOISE.values())
@@ -240,19 +322,34 @@ def run(task: Task, rate: float, seed: int) -> tuple[bool, int, int]:
         model = Model(task, rate, random.Random(f"{seed}:{task.module}:{task.function}"))
         server.respond_with(model)
         repo = make_repo(Path(tmp), task)
-        models = {role: {"base_url": server.url, "model": role, "max_retries": 0}
-                  for role in ("reasoning", "coding", "classifier")}
-        config = parse_config({
-            "models": models, "retrieval": {"stages": ["scope"], "max_classifier_calls": 6},
-            "testing": {"test_command": f"{sys.executable} -m pytest -q -p no:cacheprovider"},
-        })
+        models = {
+            role: {"base_url": server.url, "model": role, "max_retries": 0}
+            for role in ("reasoning", "coding", "classifier")
+        }
+        config = parse_config(
+            {
+                "models": models,
+                "retrieval": {"stages": ["scope"], "max_classifier_calls": 6},
+                "testing": {"test_command": f"{sys.executable} -m pytest -q -p no:cacheprovider"},
+            }
+        )
         router = ModelRouter(config.models, factory=HTTPChatModel)
         with RunLog.open(f"sqlite:///{Path(tmp) / 'cra.db'}") as log:
-            runtime = Runtime(log=log, models=router, environ=dict(os.environ),
-                              work_dir=Path(tmp) / "data", sandbox=build_sandbox("auto"))
+            runtime = Runtime(
+                log=log,
+                models=router,
+                environ=dict(os.environ),
+                work_dir=Path(tmp) / "data",
+                sandbox=build_sandbox("auto"),
+            )
             try:
-                result = solve(task.text, repo, config, runtime, context_factory=IndexedFactory(
-                    Path(tmp) / "data", config.retrieval))
+                result = solve(
+                    task.text,
+                    repo,
+                    config,
+                    runtime,
+                    context_factory=IndexedFactory(Path(tmp) / "data", config.retrieval),
+                )
             finally:
                 router.close()
         return result.status == "complete", model.spoiled, len(server.requests)
@@ -276,11 +373,15 @@ def main(argv: list[str] | None = None) -> int:
                 tally[rate].append(solved)
                 spoiled, calls = spoiled + bad * (rate > 0), calls + made * (rate > 0)
                 if args.verbose:
-                    print(f"{task.module}.{task.function} seed {seed} rate {rate}: "
-                          f"{'solved' if solved else 'NOT solved'} ({bad} spoiled)")
+                    print(
+                        f"{task.module}.{task.function} seed {seed} rate {rate}: "
+                        f"{'solved' if solved else 'NOT solved'} ({bad} spoiled)"
+                    )
     clean, noisy = (sum(v) / len(v) for v in tally.values())
-    print(f"{len(tasks)} bug fixes x {args.seeds} seeds; noisy model spoiled {spoiled} of "
-          f"{calls} answers ({spoiled / max(calls, 1):.0%})")
+    print(
+        f"{len(tasks)} bug fixes x {args.seeds} seeds; noisy model spoiled {spoiled} of "
+        f"{calls} answers ({spoiled / max(calls, 1):.0%})"
+    )
     print(f"solve rate, noise-free model: {clean:.1%}")
     print(f"solve rate, noisy model (rate {args.rate}): {noisy:.1%}")
     print(f"ratio noisy / noise-free: {noisy / clean if clean else 0:.2f}")

@@ -55,13 +55,15 @@ ANCHOR = '    """Return a * b."""\n' + MUL_FIX
 
 def function(n: int) -> str:
     """The code step n adds."""
-    return f"def f{n}(a: int) -> int:\n    \"\"\"Return a + {n}.\"\"\"\n    return a + {n}\n"
+    return f'def f{n}(a: int) -> int:\n    """Return a + {n}."""\n    return a + {n}\n'
 
 
 def edit(before: str, added: str) -> str:
     """An edit appending `added` after `before` in calc/ops.py."""
-    return (f'<edit file="calc/ops.py">\n<search>\n{before.rstrip()}\n</search>\n'
-            f"<replacement>\n{before.rstrip()}\n\n\n{added.rstrip()}\n</replacement>\n</edit>")
+    return (
+        f'<edit file="calc/ops.py">\n<search>\n{before.rstrip()}\n</search>\n'
+        f"<replacement>\n{before.rstrip()}\n\n\n{added.rstrip()}\n</replacement>\n</edit>"
+    )
 
 
 def script(server: ScriptedModelServer, delay: float) -> None:
@@ -70,44 +72,71 @@ def script(server: ScriptedModelServer, delay: float) -> None:
     def r(text: str) -> Reply:
         return Reply(text=text, delay_s=delay, usage=(500, 100))
 
-    parts = [{"id": f"p{p}", "description": f"Part {p}", "affected_files": ["calc/ops.py"],
-              "depends_on": [f"p{p - 1}"] if p > 1 else []} for p in range(1, PARTS + 1)]
+    parts = [
+        {
+            "id": f"p{p}",
+            "description": f"Part {p}",
+            "affected_files": ["calc/ops.py"],
+            "depends_on": [f"p{p - 1}"] if p > 1 else [],
+        }
+        for p in range(1, PARTS + 1)
+    ]
     server.script("meta_plan", r(json.dumps({"task_summary": "t", "parts": parts})))
     n, previous = 0, ANCHOR
     for p in range(1, PARTS + 1):
-        steps = [{"id": f"s{s}", "description": f"Add f{(p - 1) * STEPS + s} to calc/ops.py",
-                  "target_files": ["calc/ops.py"], "depends_on": [f"s{s - 1}"] if s > 1 else []}
-                 for s in range(1, STEPS + 1)]
-        server.script("part_plan", r(json.dumps({"part_id": f"p{p}", "task_summary": "t",
-                                                 "steps": steps})))
+        steps = [
+            {
+                "id": f"s{s}",
+                "description": f"Add f{(p - 1) * STEPS + s} to calc/ops.py",
+                "target_files": ["calc/ops.py"],
+                "depends_on": [f"s{s - 1}"] if s > 1 else [],
+            }
+            for s in range(1, STEPS + 1)
+        ]
+        server.script(
+            "part_plan", r(json.dumps({"part_id": f"p{p}", "task_summary": "t", "steps": steps}))
+        )
         for s in range(1, STEPS + 1):
             n += 1
             server.script("implement", r(edit(previous, function(n))))
             previous = function(n)
-            server.script("adjustment", r(json.dumps(
-                {"revised_steps": steps[s:], "rationale": "on track"})))
+            server.script(
+                "adjustment", r(json.dumps({"revised_steps": steps[s:], "rationale": "on track"}))
+            )
 
 
-def run(delay: float, test_seconds: float,
-        around: Callable[[Callable[[], OrchestratorResult]], OrchestratorResult] = lambda c: c(),
-        ) -> OrchestratorResult:  # fmt: skip
+def run(
+    delay: float,
+    test_seconds: float,
+    around: Callable[[Callable[[], OrchestratorResult]], OrchestratorResult] = lambda c: c(),
+) -> OrchestratorResult:
     """One scripted orchestrator run in a temporary directory; `around` calls the solve (and
     only it: the repository, the model server and the run log are set up before)."""
     os.environ.update(ISOLATED_GIT_ENV)
     with tempfile.TemporaryDirectory() as tmp, ScriptedModelServer() as server:
         repo = make_python_project(Path(tmp) / "repo", bug=False, config=None)
         script(server, delay)
-        models = {role: {"base_url": server.url, "model": role, "max_retries": 0}
-                  for role in ("reasoning", "coding", "classifier")}
-        config = parse_config({
-            "models": models, "retrieval": {"stages": []},
-            "testing": {"test_command": f"sleep {test_seconds}"},
-            "budget": {"max_tokens_per_run": 10_000_000},
-        })
+        models = {
+            role: {"base_url": server.url, "model": role, "max_retries": 0}
+            for role in ("reasoning", "coding", "classifier")
+        }
+        config = parse_config(
+            {
+                "models": models,
+                "retrieval": {"stages": []},
+                "testing": {"test_command": f"sleep {test_seconds}"},
+                "budget": {"max_tokens_per_run": 10_000_000},
+            }
+        )
         router = ModelRouter(config.models, factory=HTTPChatModel)
         with RunLog.open(f"sqlite:///{Path(tmp) / 'cra.db'}") as log:
-            runtime = Runtime(log=log, models=router, environ=dict(os.environ),
-                              work_dir=Path(tmp) / "data", sandbox=build_sandbox("auto"))
+            runtime = Runtime(
+                log=log,
+                models=router,
+                environ=dict(os.environ),
+                work_dir=Path(tmp) / "data",
+                sandbox=build_sandbox("auto"),
+            )
             try:
                 return around(lambda: solve("Add nine functions", repo, config, runtime))
             finally:
@@ -154,9 +183,11 @@ def profiled(call: Callable[[], OrchestratorResult]) -> OrchestratorResult:
     for program, count in spawned.most_common():
         print(f"  {program:<12} {count:>4}  {spent[program] * 1000:>8.0f} ms")
     stats = pstats.Stats(profile)
-    rows = [(tt, nc, f"{Path(file).name}:{line} {name}")
-            for (file, line, name), (_, nc, tt, _, _) in stats.stats.items()  # type: ignore[attr-defined]
-            if not any(word in name for word in WAITS)]
+    rows = [
+        (tt, nc, f"{Path(file).name}:{line} {name}")
+        for (file, line, name), (_, nc, tt, _, _) in stats.stats.items()  # type: ignore[attr-defined]
+        if not any(word in name for word in WAITS)
+    ]
     rows.sort(reverse=True)
     print("heaviest functions by own time, waits left out (ms, calls, function):")
     for own, calls, where in rows[:15]:
@@ -181,11 +212,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-delay", type=float, default=0.2)
     parser.add_argument("--test-seconds", type=float, default=0.5)
-    parser.add_argument("--profile", action="store_true",
-                        help="print the subprocesses by program and the heaviest functions")
-    parser.add_argument("--no-bytecode-cache", action="store_true",
-                        help="compile the modules a run imports on first use from source, as "
-                        "with PYTHONDONTWRITEBYTECODE=1 and no cache (a checkout, not an install)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print the subprocesses by program and the heaviest functions",
+    )
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="compile the modules a run imports on first use from source, as "
+        "with PYTHONDONTWRITEBYTECODE=1 and no cache (a checkout, not an install)",
+    )
     args = parser.parse_args()
     cache = None if args.no_bytecode_cache else bytecode_cache()
     if args.profile:
@@ -196,19 +233,28 @@ def main() -> int:
         print(f"run did not complete: {result.status} {result.error}", file=sys.stderr)
         return 1
     attempts = [a for outcome in result.steps for a in outcome.attempts]
-    validations = [result.baseline, *(a.validation for a in attempts),
-                   *(a.original for a in attempts)]
+    validations = [
+        result.baseline,
+        *(a.validation for a in attempts),
+        *(a.original for a in attempts),
+    ]
     test_ms = sum(v.duration_ms for v in validations if v is not None)
     model_ms = result.usage.latency_ms
     overhead = result.wall_ms - model_ms - test_ms
     share = overhead / result.wall_ms
-    print(f"steps: {result.steps_completed} passed of {PARTS * STEPS}; "
-          f"model calls: {result.usage.calls}; "
-          f"test runs: {sum(v is not None for v in validations)}")
-    print(f"wall {result.wall_ms} ms = model calls {model_ms} ms + repository commands "
-          f"{test_ms} ms + harness {overhead} ms")
-    print(f"harness / wall: {share:.1%}; harness / model calls: {overhead / model_ms:.2f}x; "
-          f"harness / repository commands: {overhead / test_ms:.2f}x")
+    print(
+        f"steps: {result.steps_completed} passed of {PARTS * STEPS}; "
+        f"model calls: {result.usage.calls}; "
+        f"test runs: {sum(v is not None for v in validations)}"
+    )
+    print(
+        f"wall {result.wall_ms} ms = model calls {model_ms} ms + repository commands "
+        f"{test_ms} ms + harness {overhead} ms"
+    )
+    print(
+        f"harness / wall: {share:.1%}; harness / model calls: {overhead / model_ms:.2f}x; "
+        f"harness / repository commands: {overhead / test_ms:.2f}x"
+    )
     print(f"goal: harness <= 3% of wall — {'met' if share <= 0.03 else 'NOT met'}")
     if cache is not None:
         cache.cleanup()

@@ -51,16 +51,35 @@ from tests.fakes.repos import (  # noqa: E402
 from tests.fixtures import webhook_bytes  # noqa: E402
 
 REPO, OWNER, SECRET = "Codertocat/Hello-World", "Codertocat", "soak-secret"
-STEP = {"id": "s1", "description": "Fix mul", "target_files": ["calc/ops.py"],
-        "target_symbols": ["mul"], "depends_on": []}
+STEP = {
+    "id": "s1",
+    "description": "Fix mul",
+    "target_files": ["calc/ops.py"],
+    "target_symbols": ["mul"],
+    "depends_on": [],
+}
 ANSWERS = {
-    "meta_plan": json.dumps({"task_summary": "Fix mul", "rationale": "bug", "parts": [
-        {"id": "p1", "description": "Fix mul", "affected_files": ["calc/ops.py"],
-         "depends_on": []}]}),
-    "part_plan": json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r",
-                             "steps": [STEP]}),
-    "implement": (f'<edit file="calc/ops.py">\n<search>\n{MUL_BUG.rstrip()}\n</search>\n'
-                  f"<replacement>\n{MUL_FIX.rstrip()}\n</replacement>\n</edit>"),
+    "meta_plan": json.dumps(
+        {
+            "task_summary": "Fix mul",
+            "rationale": "bug",
+            "parts": [
+                {
+                    "id": "p1",
+                    "description": "Fix mul",
+                    "affected_files": ["calc/ops.py"],
+                    "depends_on": [],
+                }
+            ],
+        }
+    ),
+    "part_plan": json.dumps(
+        {"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": [STEP]}
+    ),
+    "implement": (
+        f'<edit file="calc/ops.py">\n<search>\n{MUL_BUG.rstrip()}\n</search>\n'
+        f"<replacement>\n{MUL_FIX.rstrip()}\n</replacement>\n</edit>"
+    ),
     "adjustment": json.dumps({"revised_steps": [], "rationale": "done", "changes_made": []}),
 }
 TERMINAL = ("succeeded", "partial", "failed", "cancelled", "rejected")
@@ -70,6 +89,7 @@ def answer(delay: float) -> Any:
     def respond(request: RecordedRequest) -> Reply:
         stage = (request.stage or "").removesuffix("_retry")
         return Reply(text=ANSWERS.get(stage, "yes"), delay_s=delay)
+
     return respond
 
 
@@ -98,8 +118,13 @@ class Workers:
 
     def start(self) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"worker-{uuid.uuid4().hex[:6]}.log", "wb")  # noqa: SIM115
-        return subprocess.Popen([*program("cra-bot"), "worker"], env=self.env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [*program("cra-bot"), "worker"],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def kill_one(self, rng: random.Random) -> None:
         index = rng.randrange(len(self.procs))
@@ -121,16 +146,26 @@ class Workers:
                 proc.kill()
 
 
-def settings_env(tmp: Path, fake: FakeGitHub, models: ScriptedModelServer, redis: str,
-                 sandbox: str) -> dict[str, str]:
+def settings_env(
+    tmp: Path, fake: FakeGitHub, models: ScriptedModelServer, redis: str, sandbox: str
+) -> dict[str, str]:
     values = {
-        "CRA_WEBHOOK_SECRET": SECRET, "CRA_APP_ID": str(fake.app_id),
-        "CRA_PRIVATE_KEY": fake.private_key_pem, "CRA_DATA_DIR": str(tmp / "bot"),
-        "CRA_DATABASE_URL": f"sqlite:///{tmp / 'bot.db'}", "CRA_GITHUB_API_URL": fake.api_url,
-        "CRA_GITHUB_URL": fake.git_url, "CRA_PUBLIC_URL": "http://cra.test",
-        "CRA_COMMENT_INTERVAL": "1", "CRA_SANDBOX": sandbox, "CRA_QUEUE": "rq",
-        "CRA_REDIS_URL": redis, "CRA_QUEUE_NAME": f"cra-soak-{uuid.uuid4().hex[:8]}",
-        "CRA_HEARTBEAT_INTERVAL": "0.5", "CRA_STALE_AFTER": "5", "CRA_REAP_INTERVAL": "1",
+        "CRA_WEBHOOK_SECRET": SECRET,
+        "CRA_APP_ID": str(fake.app_id),
+        "CRA_PRIVATE_KEY": fake.private_key_pem,
+        "CRA_DATA_DIR": str(tmp / "bot"),
+        "CRA_DATABASE_URL": f"sqlite:///{tmp / 'bot.db'}",
+        "CRA_GITHUB_API_URL": fake.api_url,
+        "CRA_GITHUB_URL": fake.git_url,
+        "CRA_PUBLIC_URL": "http://cra.test",
+        "CRA_COMMENT_INTERVAL": "1",
+        "CRA_SANDBOX": sandbox,
+        "CRA_QUEUE": "rq",
+        "CRA_REDIS_URL": redis,
+        "CRA_QUEUE_NAME": f"cra-soak-{uuid.uuid4().hex[:8]}",
+        "CRA_HEARTBEAT_INTERVAL": "0.5",
+        "CRA_STALE_AFTER": "5",
+        "CRA_REAP_INTERVAL": "1",
         "CRA_REQUEUE_AFTER": "10",
     }
     for role in ("REASONING", "CODING", "CLASSIFIER"):
@@ -145,10 +180,17 @@ def label(url: str, number: int, installation: int) -> int:
     data["issue"]["number"] = number
     data["installation"] = {"id": installation}
     body = json.dumps(data).encode()
-    return httpx.post(f"{url}/webhook", content=body, timeout=60, headers={
-        "X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
-        "X-Hub-Signature-256": sign(body, SECRET),
-        "Content-Type": "application/json"}).status_code
+    return httpx.post(
+        f"{url}/webhook",
+        content=body,
+        timeout=60,
+        headers={
+            "X-GitHub-Event": "issues",
+            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": sign(body, SECRET),
+            "Content-Type": "application/json",
+        },
+    ).status_code
 
 
 def soak(args: argparse.Namespace, tmp: Path) -> int:
@@ -159,20 +201,33 @@ def soak(args: argparse.Namespace, tmp: Path) -> int:
     low, high = (float(x) for x in args.kill_every.split(":"))
     with FakeGitHub() as fake, ScriptedModelServer() as models:
         source = make_python_project(tmp / "source", bug=True, config=None)
-        commit_file(source, ".github/cra.toml", f"[testing]\ntest_command = "
-                    f"{json.dumps(TEST_COMMAND)}\n[retrieval]\nstages = []\n", "cra config")
+        commit_file(
+            source,
+            ".github/cra.toml",
+            f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\n[retrieval]\nstages = []\n",
+            "cra config",
+        )
         fake.add_repo(REPO, source)
         fake.set_permission(REPO, OWNER, "admin")
         for number in range(1, args.runs + 1):
-            fake.add_issue(REPO, number=number, title=f"mul is off by one ({number})",
-                           body="calc.mul(2, 3) returns 7.", user=OWNER)
+            fake.add_issue(
+                REPO,
+                number=number,
+                title=f"mul is off by one ({number})",
+                body="calc.mul(2, 3) returns 7.",
+                user=OWNER,
+            )
         models.respond_with(answer(args.model_delay))
         env = settings_env(tmp, fake, models, args.redis, test_sandbox_kind())
         port = closed_port()
         url = f"http://127.0.0.1:{port}"
         server_log = open(tmp / "serve.log", "wb")  # noqa: SIM115
-        server = subprocess.Popen([*program("cra-bot"), "serve", "--port", str(port)], env=env,
-                                  stdout=server_log, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            [*program("cra-bot"), "serve", "--port", str(port)],
+            env=env,
+            stdout=server_log,
+            stderr=subprocess.STDOUT,
+        )
         workers: Workers | None = None
         try:
             with httpx.Client(transport=httpx.HTTPTransport(retries=30)) as client:
@@ -189,8 +244,7 @@ def soak(args: argparse.Namespace, tmp: Path) -> int:
                     time.sleep(0.2)
             started = time.monotonic()
             workers = Workers(env, args.workers, tmp)
-            answers = Counter(label(url, n, fake.installation_id)
-                              for n in range(1, args.runs + 1))
+            answers = Counter(label(url, n, fake.installation_id) for n in range(1, args.runs + 1))
             print(f"{args.runs} issues labelled: answers {dict(answers)}", flush=True)
             store = BotStore.open(env["CRA_DATABASE_URL"])
             stop = threading.Event()
@@ -207,8 +261,11 @@ def soak(args: argparse.Namespace, tmp: Path) -> int:
                 counts = store.counts_by_status()
                 active = counts["queued"] + counts["running"]
                 done = sum(counts[s] for s in TERMINAL)
-                print(f"  {time.monotonic() - started:6.0f} s: {done} ended, {active} active, "
-                      f"{workers.kills} kills", flush=True)
+                print(
+                    f"  {time.monotonic() - started:6.0f} s: {done} ended, {active} active, "
+                    f"{workers.kills} kills",
+                    flush=True,
+                )
                 if active == 0:
                     break
                 time.sleep(5)
@@ -230,14 +287,23 @@ def soak(args: argparse.Namespace, tmp: Path) -> int:
         statuses = Counter(run.status for run in runs)
         per_issue = Counter(run.issue_number for run in runs if run.command == "solve")
         pulls = Counter(pull.head_ref for pull in fake.pulls(REPO))
-        created = Counter(r.json.get("head") for r in fake.requests if r.method == "POST"
-                          and r.path.endswith("/pulls") and isinstance(r.json, dict))
-        worktrees = [p for p in (tmp / "bot" / "work" / "worktrees").glob("*")
-                     if p.is_dir()] if (tmp / "bot" / "work" / "worktrees").exists() else []
+        created = Counter(
+            r.json.get("head")
+            for r in fake.requests
+            if r.method == "POST" and r.path.endswith("/pulls") and isinstance(r.json, dict)
+        )
+        worktrees = (
+            [p for p in (tmp / "bot" / "work" / "worktrees").glob("*") if p.is_dir()]
+            if (tmp / "bot" / "work" / "worktrees").exists()
+            else []
+        )
         errors = Counter((run.error or "")[:40] for run in runs if run.status == "failed")
     unfinished = sum(statuses[s] for s in ("queued", "running"))
-    duplicated = sum(n - 1 for n in per_issue.values() if n > 1) + sum(
-        n - 1 for n in pulls.values() if n > 1) + sum(n - 1 for n in created.values() if n > 1)
+    duplicated = (
+        sum(n - 1 for n in per_issue.values() if n > 1)
+        + sum(n - 1 for n in pulls.values() if n > 1)
+        + sum(n - 1 for n in created.values() if n > 1)
+    )
     branches = {f"cra/issue-{run.issue_number}": run for run in runs if run.command == "solve"}
     no_pull = sum(1 for b, run in branches.items() if run.status == "succeeded" and b not in pulls)
     orphan = sum(1 for b in pulls if b in branches and branches[b].status != "succeeded")
@@ -246,11 +312,18 @@ def soak(args: argparse.Namespace, tmp: Path) -> int:
     hit = sum(1 for run in runs if (run.error or "").startswith("the worker stopped"))
     print(f"workers killed: {kills}; runs ended by the reaper: {hit}; wall {wall:.0f} s")
     print(f"unfinished: {unfinished}; duplicated: {duplicated}; worktrees left: {len(worktrees)}")
-    print(f"pull requests: {len(pulls)} ({sum(created.values())} created); succeeded runs "
-          f"without one: {no_pull}; of runs that ended otherwise (killed after opening it): "
-          f"{orphan}")
-    ok = (unfinished == 0 and duplicated == 0 and not worktrees and len(runs) == args.runs
-          and no_pull == 0)
+    print(
+        f"pull requests: {len(pulls)} ({sum(created.values())} created); succeeded runs "
+        f"without one: {no_pull}; of runs that ended otherwise (killed after opening it): "
+        f"{orphan}"
+    )
+    ok = (
+        unfinished == 0
+        and duplicated == 0
+        and not worktrees
+        and len(runs) == args.runs
+        and no_pull == 0
+    )
     print("every run ended once, nothing left behind" if ok else "FAILED")
     return 0 if ok else 1
 
@@ -261,8 +334,9 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--kill-every", default="3:6", help="seconds between kills, low:high")
     parser.add_argument("--model-delay", type=float, default=0.2)
-    parser.add_argument("--redis", default=os.environ.get("CRA_TEST_REDIS_URL",
-                                                          "redis://127.0.0.1:6379/13"))
+    parser.add_argument(
+        "--redis", default=os.environ.get("CRA_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+    )
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()

@@ -96,8 +96,14 @@ def run_python(args: list[str], env: dict[str, str], root: Path = ROOT) -> Impor
     """`python -X importtime ARGS` in `root` (whose agent/ it imports); its import lines and
     wall time."""
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True,
-                          text=True, env=env, cwd=root, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        check=False,
+    )
     found = Imports(wall_s=time.perf_counter() - began)
     for text in done.stderr.splitlines():
         found.add(text)
@@ -127,11 +133,29 @@ def solve_imports(work: Path, child: dict[str, str], root: Path = ROOT) -> tuple
         config.write_text(scripted_config(server.url))
         began = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", "agent.cli.main", "--data-dir",
-             str(work / "data"), "solve", "Add a function", "--repo", str(repo), "--config",
-             str(config), "--sandbox", "none"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-            cwd=root)  # fmt: skip
+            [
+                sys.executable,
+                "-X",
+                "importtime",
+                "-m",
+                "agent.cli.main",
+                "--data-dir",
+                str(work / "data"),
+                "solve",
+                "Add a function",
+                "--repo",
+                str(repo),
+                "--config",
+                str(config),
+                "--sandbox",
+                "none",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=root,
+        )
         reader = threading.Thread(target=lambda: [seen.add(t) for t in process.stderr or []])
         reader.start()
         process.wait(timeout=300)
@@ -154,10 +178,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("-v", action="store_true", help="list the heaviest imports")
-    parser.add_argument("--no-bytecode-cache", action="store_true",
-                        help="as this environment is, without warming a bytecode cache")
-    parser.add_argument("--against", type=Path, metavar="CHECKOUT", help="also measure the cra "
-                        "of another checkout (an earlier commit), interleaved with this one's")
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="as this environment is, without warming a bytecode cache",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also measure the cra "
+        "of another checkout (an earlier commit), interleaved with this one's",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cra-startup-pyc-") as cache:
         child = child_env(None if args.no_bytecode_cache else Path(cache))
@@ -176,8 +208,7 @@ def main() -> int:
                 other.add(*measure_cra(child, args.against))
     report(args, median(bare), median(floor), median(helps), median(solves))
     if args.against:
-        other.report(args.against, median(floor), this=median(solves),
-                     modules=last_solve[1])  # fmt: skip
+        other.report(args.against, median(floor), this=median(solves), modules=last_solve[1])
     if args.v:
         print("heaviest top-level imports of `cra --help`:", heaviest(last_help, None))
         print("heaviest before the first model call:", heaviest(*last_solve))
@@ -216,11 +247,15 @@ class Rows:
     def report(self, root: Path, floor: float, *, this: float, modules: int) -> None:
         helps, solves = median(self.helps), median(self.solves)
         print(f"the cra of {root}, in the same rounds:")
-        print(f"  cra --help                                   {helps:7.3f} s  "
-              f"= {helps / floor:.2f}x the libraries")
-        print(f"  cra solve, up to its first model call        {solves:7.3f} s  "
-              f"= {solves / floor:.2f}x the libraries; this checkout's is "
-              f"{this / solves:.2f}x that")
+        print(
+            f"  cra --help                                   {helps:7.3f} s  "
+            f"= {helps / floor:.2f}x the libraries"
+        )
+        print(
+            f"  cra solve, up to its first model call        {solves:7.3f} s  "
+            f"= {solves / floor:.2f}x the libraries; this checkout's is "
+            f"{this / solves:.2f}x that"
+        )
         print(f"  modules imported before that call: {self.modules} (this checkout: {modules})")
 
 
@@ -231,20 +266,24 @@ def heaviest(imports: Imports, upto: int | None) -> str:
     return top + "\n    by package: " + ", ".join(f"{p} {s:.3f} s" for p, s in packages)
 
 
-def report(args: argparse.Namespace, bare: float, floor: float, helps: float,
-           solves: float) -> None:  # fmt: skip
+def report(
+    args: argparse.Namespace, bare: float, floor: float, helps: float, solves: float
+) -> None:
     """The medians, each as a ratio of its peers, and the goals."""
     cached = "no bytecode cache" if args.no_bytecode_cache else "bytecode cached"
     print(f"imports (median of {args.repeat}, python -X importtime, {cached})")
     print(f"  python -c pass (the interpreter's own)       {bare:7.3f} s")
     print(f"  {FLOOR:<44} {floor:7.3f} s")
-    print(f"  cra --help                                   {helps:7.3f} s  "
-          f"= {helps / floor:.2f}x the libraries, {helps / bare:.1f}x the interpreter")
-    print(f"  cra solve, up to its first model call        {solves:7.3f} s  "
-          f"= {solves / floor:.2f}x the libraries, {solves / bare:.1f}x the interpreter")
+    print(
+        f"  cra --help                                   {helps:7.3f} s  "
+        f"= {helps / floor:.2f}x the libraries, {helps / bare:.1f}x the interpreter"
+    )
+    print(
+        f"  cra solve, up to its first model call        {solves:7.3f} s  "
+        f"= {solves / floor:.2f}x the libraries, {solves / bare:.1f}x the interpreter"
+    )
     for name, value in (("cra --help", helps), ("cra solve to the first call", solves)):
-        print(f"  goal: {name} <= {GOAL_S} s of imports: "
-              f"{'met' if value <= GOAL_S else 'NOT met'}")
+        print(f"  goal: {name} <= {GOAL_S} s of imports: {'met' if value <= GOAL_S else 'NOT met'}")
 
 
 if __name__ == "__main__":

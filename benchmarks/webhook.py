@@ -70,10 +70,14 @@ class Delivery:
     def request(self, kind: str) -> Request:
         """The signed request, expecting cra's status (202/204/200) or a peer's 200."""
         expected = 200 if kind != "cra" or self.repeat else 202 if self.triggers else 204
-        headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": self.delivery_id,
-                   "X-GitHub-Hook-ID": "292430182", "User-Agent": "GitHub-Hookshot/benchmark",
-                   "X-Hub-Signature-256": sign(self.body, SECRET),
-                   "Content-Type": "application/json"}  # fmt: skip
+        headers = {
+            "X-GitHub-Event": "issues",
+            "X-GitHub-Delivery": self.delivery_id,
+            "X-GitHub-Hook-ID": "292430182",
+            "User-Agent": "GitHub-Hookshot/benchmark",
+            "X-Hub-Signature-256": sign(self.body, SECRET),
+            "Content-Type": "application/json",
+        }
         return Request(self.delivery_id, http_request("/webhook", headers, self.body), expected)
 
 
@@ -113,31 +117,56 @@ class Outcome:
     duplicated: int
 
 
-def measure(keys: list[str], database: Database, args: argparse.Namespace,
-            batch: list[Delivery], warmup: list[Delivery]) -> dict[str, Outcome]:  # fmt: skip
+def measure(
+    keys: list[str],
+    database: Database,
+    args: argparse.Namespace,
+    batch: list[Delivery],
+    warmup: list[Delivery],
+) -> dict[str, Outcome]:
     """Start every target on a fresh database of its own, warm each up, then send the batch in
     rounds, each target in turn, so that the machine's other load falls on all of them alike;
     finally count what each recorded."""
     with ExitStack() as stack:
         urls = {key: stack.enter_context(database.fresh()) for key in keys}
-        servers = {key: stack.enter_context(running(TARGETS[key], urls[key], database.work, args,
-                                                    SECRET, LABEL)) for key in keys}  # fmt: skip
+        servers = {
+            key: stack.enter_context(
+                running(TARGETS[key], urls[key], database.work, args, SECRET, LABEL)
+            )
+            for key in keys
+        }
         loads = {key: Load() for key in keys}
         for key in keys:
-            send(servers[key].port, [d.request(TARGETS[key].kind) for d in warmup],
-                 args.concurrency, args.max_seconds, servers[key].pid)  # fmt: skip
+            send(
+                servers[key].port,
+                [d.request(TARGETS[key].kind) for d in warmup],
+                args.concurrency,
+                args.max_seconds,
+                servers[key].pid,
+            )
         size = -(-len(batch) // args.rounds)
         for start in range(0, len(batch), size):
             for key in keys:
-                requests = [d.request(TARGETS[key].kind) for d in batch[start:start + size]]
-                loads[key].add(send(servers[key].port, requests, args.concurrency,
-                                    args.max_seconds, servers[key].pid))  # fmt: skip
+                requests = [d.request(TARGETS[key].kind) for d in batch[start : start + size]]
+                loads[key].add(
+                    send(
+                        servers[key].port,
+                        requests,
+                        args.concurrency,
+                        args.max_seconds,
+                        servers[key].pid,
+                    )
+                )
         unique = {d.delivery_id for d in batch}
         outcomes = {}
         for key in keys:
             recorded, runs, distinct_runs = count_recorded(TARGETS[key], urls[key], unique)
-            outcomes[key] = Outcome(TARGETS[key], loads[key], lost=len(unique) - recorded,
-                                    duplicated=runs - distinct_runs)  # fmt: skip
+            outcomes[key] = Outcome(
+                TARGETS[key],
+                loads[key],
+                lost=len(unique) - recorded,
+                duplicated=runs - distinct_runs,
+            )
     return outcomes
 
 
@@ -150,19 +179,25 @@ def _ratio(a: float, b: float) -> float:
 
 def report(database: str, outcomes: dict[str, Outcome], args: argparse.Namespace) -> bool:
     """Print the table, cra's ratios and the goals; whether nothing was lost or duplicated."""
-    print(f"\n{database}: {args.n} deliveries + redeliveries, concurrency {args.concurrency}, "
-          f"door {args.threads} threads, gunicorn {args.gunicorn_workers} x "
-          f"{args.gunicorn_threads} gthread")  # fmt: skip
-    print(f"{'target':34}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'CPU ms':>8}{'sys':>6}"
-          f"{'bad':>5}{'fail':>5}{'lost':>5}{'dup':>5}{'closed':>7}")  # fmt: skip
+    print(
+        f"\n{database}: {args.n} deliveries + redeliveries, concurrency {args.concurrency}, "
+        f"door {args.threads} threads, gunicorn {args.gunicorn_workers} x "
+        f"{args.gunicorn_threads} gthread"
+    )
+    print(
+        f"{'target':34}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'CPU ms':>8}{'sys':>6}"
+        f"{'bad':>5}{'fail':>5}{'lost':>5}{'dup':>5}{'closed':>7}"
+    )
     clean = True
     for outcome in outcomes.values():
         load = outcome.load
-        print(f"{outcome.target.title:34}{load.throughput:>8.0f}{load.percentile(0.5):>8.1f}"
-              f"{load.percentile(0.99):>8.1f}{load.cpu_ms_per_request:>8.2f}"
-              f"{load.system_ms_per_request:>6.2f}{load.unexpected:>5}"
-              f"{load.failed:>5}{outcome.lost:>5}{outcome.duplicated:>5}"
-              f"{load.reconnects:>7}")  # fmt: skip
+        print(
+            f"{outcome.target.title:34}{load.throughput:>8.0f}{load.percentile(0.5):>8.1f}"
+            f"{load.percentile(0.99):>8.1f}{load.cpu_ms_per_request:>8.2f}"
+            f"{load.system_ms_per_request:>6.2f}{load.unexpected:>5}"
+            f"{load.failed:>5}{outcome.lost:>5}{outcome.duplicated:>5}"
+            f"{load.reconnects:>7}"
+        )
         clean &= not (outcome.lost or outcome.duplicated or load.unexpected or load.failed)
     if "cra" in outcomes:
         print_goals(outcomes)
@@ -175,11 +210,13 @@ def print_goals(outcomes: dict[str, Outcome]) -> None:
     for key in ("min", "min-g", "probot", "cra-g"):
         if key in outcomes:
             peer = outcomes[key].load
-            print(f"  cra / {outcomes[key].target.title}: throughput "
-                  f"{_ratio(cra.throughput, peer.throughput):.2f}x, CPU per delivery "
-                  f"{_ratio(cra.cpu_ms_per_request, peer.cpu_ms_per_request):.2f}x, p50 "
-                  f"{_ratio(cra.percentile(0.5), peer.percentile(0.5)):.2f}x, p99 "
-                  f"{_ratio(cra.percentile(0.99), peer.percentile(0.99)):.2f}x")  # fmt: skip
+            print(
+                f"  cra / {outcomes[key].target.title}: throughput "
+                f"{_ratio(cra.throughput, peer.throughput):.2f}x, CPU per delivery "
+                f"{_ratio(cra.cpu_ms_per_request, peer.cpu_ms_per_request):.2f}x, p50 "
+                f"{_ratio(cra.percentile(0.5), peer.percentile(0.5)):.2f}x, p99 "
+                f"{_ratio(cra.percentile(0.99), peer.percentile(0.99)):.2f}x"
+            )
     goals = [("CPU per delivery <= 1.5 ms", cra.cpu_ms_per_request <= 1.5)]
     for key in ("min", "min-g"):
         if key in outcomes:
@@ -199,27 +236,50 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=10000, help="deliveries per target")
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--repeat-every", type=int, default=20,
-                        help="every Nth delivery of the first half is redelivered")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="door threads (default: CRA_SERVER_THREADS's default)")
-    parser.add_argument("--idle-workers", action="store_true",
-                        help="cra's worker takes every run at once and does nothing (default: "
-                             "it is busy with its first run, as during a burst)")
+    parser.add_argument(
+        "--repeat-every",
+        type=int,
+        default=20,
+        help="every Nth delivery of the first half is redelivered",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="door threads (default: CRA_SERVER_THREADS's default)",
+    )
+    parser.add_argument(
+        "--idle-workers",
+        action="store_true",
+        help="cra's worker takes every run at once and does nothing (default: "
+        "it is busy with its first run, as during a burst)",
+    )
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--gunicorn-threads", type=int, default=8)
-    parser.add_argument("--targets", default="cra,min,min-g,probot",
-                        help=f"comma-separated, of {','.join(TARGETS)}")
-    parser.add_argument("--postgres", default=os.environ.get("CRA_TEST_POSTGRES_URL"),
-                        help="a PostgreSQL URL (postgresql+psycopg://…) to run there too")
+    parser.add_argument(
+        "--targets", default="cra,min,min-g,probot", help=f"comma-separated, of {','.join(TARGETS)}"
+    )
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("CRA_TEST_POSTGRES_URL"),
+        help="a PostgreSQL URL (postgresql+psycopg://…) to run there too",
+    )
     parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
-    parser.add_argument("--probot-dir", type=Path,
-                        default=Path.home() / ".cache" / "cra-benchmarks" / "probot",
-                        help="scratch folder where npm installs Probot (outside the repository)")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="the batch is sent in this many rounds, the targets taking turns")
-    parser.add_argument("--max-seconds", type=float, default=180.0,
-                        help="time limit per target and round")
+    parser.add_argument(
+        "--probot-dir",
+        type=Path,
+        default=Path.home() / ".cache" / "cra-benchmarks" / "probot",
+        help="scratch folder where npm installs Probot (outside the repository)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="the batch is sent in this many rounds, the targets taking turns",
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, default=180.0, help="time limit per target and round"
+    )
     return parser.parse_args(argv)
 
 

@@ -38,27 +38,46 @@ App = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 def environ(delivery: Delivery) -> dict[str, Any]:
     """The WSGI environ of the delivery's POST /webhook, as waitress builds it."""
     return {
-        "REQUEST_METHOD": "POST", "PATH_INFO": "/webhook", "SCRIPT_NAME": "", "QUERY_STRING": "",
-        "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1", "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
-        "wsgi.input": io.BytesIO(delivery.body), "wsgi.multithread": True,
-        "wsgi.multiprocess": False, "wsgi.run_once": False, "wsgi.version": (1, 0),
-        "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(delivery.body)),
-        "HTTP_X_GITHUB_EVENT": "issues", "HTTP_X_GITHUB_DELIVERY": delivery.delivery_id,
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/webhook",
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr,
+        "wsgi.input": io.BytesIO(delivery.body),
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+        "wsgi.version": (1, 0),
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(delivery.body)),
+        "HTTP_X_GITHUB_EVENT": "issues",
+        "HTTP_X_GITHUB_DELIVERY": delivery.delivery_id,
         "HTTP_X_HUB_SIGNATURE_256": sign(delivery.body, SECRET),
         "HTTP_USER_AGENT": "GitHub-Hookshot/benchmark",
-    }  # fmt: skip
+    }
 
 
 def build(kind: str, work: Path) -> App:
     """cra's app or the minimal one on a fresh SQLite file in `work` (cra with its INFO log)."""
     import webhook_servers
 
-    os.environ.update({
-        "CRA_WEBHOOK_SECRET": SECRET, "BENCH_SECRET": SECRET, "CRA_LABEL": LABEL,
-        "CRA_DATABASE_URL": f"sqlite:///{work / 'cra.db'}", "CRA_DATA_DIR": str(work),
-        "BENCH_DATABASE": str(work / "minimal.db"), "CRA_QUEUE": "thread", "CRA_WORKERS": "1",
-    })  # fmt: skip
+    os.environ.update(
+        {
+            "CRA_WEBHOOK_SECRET": SECRET,
+            "BENCH_SECRET": SECRET,
+            "CRA_LABEL": LABEL,
+            "CRA_DATABASE_URL": f"sqlite:///{work / 'cra.db'}",
+            "CRA_DATA_DIR": str(work),
+            "BENCH_DATABASE": str(work / "minimal.db"),
+            "CRA_QUEUE": "thread",
+            "CRA_WORKERS": "1",
+        }
+    )
     if kind == "cra":  # `cra-bot serve`'s line per run, into a file
         handler = logging.FileHandler(work / "server.log")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
@@ -120,9 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     floor = measure("min", args.n, args.rounds, profile=False)
     cra = measure("cra", args.n, args.rounds + (1 if args.profile else 0), args.profile)
-    print(f"WSGI apps in one process, SQLite, {args.n} deliveries (+ redeliveries) x "
-          f"{args.rounds} rounds "
-          f"(median), CPU per delivery:")  # fmt: skip
+    print(
+        f"WSGI apps in one process, SQLite, {args.n} deliveries (+ redeliveries) x "
+        f"{args.rounds} rounds "
+        f"(median), CPU per delivery:"
+    )
     print(f"  minimal Flask app   {floor:.3f} ms")
     print(f"  cra's app           {cra:.3f} ms  = {cra / floor:.2f}x the minimal app")
     return 0

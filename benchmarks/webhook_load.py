@@ -97,7 +97,7 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
         elif name == b"connection" and b"close" in value.lower():
             close = True
     if chunked:
-        while (size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)):
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
             await reader.readexactly(size + 2)
         await reader.readuntil(b"\r\n")
     elif length:

@@ -26,8 +26,10 @@ from flask import Flask, request
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CREATE = ("CREATE TABLE IF NOT EXISTS deliveries (delivery_id TEXT PRIMARY KEY, "
-          "event TEXT NOT NULL, action TEXT, received_at TEXT NOT NULL)")
+CREATE = (
+    "CREATE TABLE IF NOT EXISTS deliveries (delivery_id TEXT PRIMARY KEY, "
+    "event TEXT NOT NULL, action TEXT, received_at TEXT NOT NULL)"
+)
 INSERT_SQLITE = "INSERT INTO deliveries VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
 INSERT_POSTGRES = "INSERT INTO deliveries VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"
 
@@ -86,9 +88,15 @@ def minimal_app() -> Flask:
         payload = json.loads(body)
         if not hasattr(local, "connection"):
             local.connection = _connect(database)
-        local.connection.execute(insert, (request.headers["X-GitHub-Delivery"],
-                                          request.headers["X-GitHub-Event"], payload.get("action"),
-                                          datetime.now(UTC).isoformat()))  # fmt: skip
+        local.connection.execute(
+            insert,
+            (
+                request.headers["X-GitHub-Delivery"],
+                request.headers["X-GitHub-Event"],
+                payload.get("action"),
+                datetime.now(UTC).isoformat(),
+            ),
+        )
         local.connection.commit()  # one transaction per delivery
         return "", 200
 
@@ -115,14 +123,20 @@ def serve_door(which: str, port: int) -> None:
     from bot.web.door import make_door
 
     if which == "cra":  # as `cra-bot` configures it: a line per delivery (to the server's log)
-        logging.basicConfig(level=logging.INFO,
-                            format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+        )
     settings = BotSettings()
     app = cra_app() if which == "cra" else minimal_app() if which == "minimal" else bare_app
-    server = make_door(app, host="127.0.0.1", port=port, threads=settings.server_threads,
-                       header_timeout=settings.header_timeout,
-                       read_timeout=settings.read_timeout,
-                       max_connections=settings.max_connections)  # fmt: skip
+    server = make_door(
+        app,
+        host="127.0.0.1",
+        port=port,
+        threads=settings.server_threads,
+        header_timeout=settings.header_timeout,
+        read_timeout=settings.read_timeout,
+        max_connections=settings.max_connections,
+    )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server.run()
 

@@ -96,8 +96,9 @@ def count_recorded(target: Target, url: str, ids: set[str]) -> tuple[int, int, i
             found = {row[0] for row in rows}
             runs = distinct = 0
             if target.kind == "cra":
-                runs, distinct = connection.execute(text(
-                    "SELECT count(*), count(DISTINCT delivery_id) FROM runs")).one()
+                runs, distinct = connection.execute(
+                    text("SELECT count(*), count(DISTINCT delivery_id) FROM runs")
+                ).one()
     finally:
         engine.dispose()
     return len(found & ids), int(runs), int(distinct)
@@ -118,15 +119,25 @@ def _sqlite_path(url: str) -> str | None:
     return url.split(":///", 1)[1] if url.startswith("sqlite") else None
 
 
-def _environment(url: str, work: Path, args: argparse.Namespace, secret: str,
-                 label: str) -> dict[str, str]:  # fmt: skip
+def _environment(
+    url: str, work: Path, args: argparse.Namespace, secret: str, label: str
+) -> dict[str, str]:
     """The server's environment: CRA_* for cra, BENCH_* for the minimal app and Probot."""
-    return {**os.environ, "CRA_WEBHOOK_SECRET": secret, "CRA_DATABASE_URL": url,
-            "CRA_LABEL": label, "CRA_DATA_DIR": str(work), "CRA_QUEUE": "thread",
-            "CRA_WORKERS": "1", "CRA_SERVER_THREADS": str(args.threads), "BENCH_SECRET": secret,
-            "BENCH_DATABASE": _sqlite_path(url) or libpq_url(url),
-            "BENCH_IDLE_WORKERS": "1" if args.idle_workers else "0",
-            "PYTHONPATH": str(HERE.parent), "NODE_ENV": "production"}  # fmt: skip
+    return {
+        **os.environ,
+        "CRA_WEBHOOK_SECRET": secret,
+        "CRA_DATABASE_URL": url,
+        "CRA_LABEL": label,
+        "CRA_DATA_DIR": str(work),
+        "CRA_QUEUE": "thread",
+        "CRA_WORKERS": "1",
+        "CRA_SERVER_THREADS": str(args.threads),
+        "BENCH_SECRET": secret,
+        "BENCH_DATABASE": _sqlite_path(url) or libpq_url(url),
+        "BENCH_IDLE_WORKERS": "1" if args.idle_workers else "0",
+        "PYTHONPATH": str(HERE.parent),
+        "NODE_ENV": "production",
+    }
 
 
 def _command(target: Target, port: int, url: str, args: argparse.Namespace) -> list[str]:
@@ -135,17 +146,32 @@ def _command(target: Target, port: int, url: str, args: argparse.Namespace) -> l
         return [sys.executable, str(HERE / "webhook_servers.py"), "door", target.kind, str(port)]
     if target.server == "gunicorn":
         app = f"webhook_servers:{'cra' if target.kind == 'cra' else 'minimal'}_app()"
-        return [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
-                "--workers", str(args.gunicorn_workers), "--threads", str(args.gunicorn_threads),
-                "--worker-class", "gthread", "--pythonpath", str(HERE), "--log-level", "warning",
-                app]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(args.gunicorn_workers),
+            "--threads",
+            str(args.gunicorn_threads),
+            "--worker-class",
+            "gthread",
+            "--pythonpath",
+            str(HERE),
+            "--log-level",
+            "warning",
+            app,
+        ]
     database = _sqlite_path(url) or libpq_url(url).split("?")[0]
     return ["node", str(args.probot_dir / "app.mjs"), str(port), database, schema_of(url)]
 
 
 @contextmanager
-def running(target: Target, url: str, work: Path, args: argparse.Namespace, secret: str,
-            label: str) -> Iterator[Server]:  # fmt: skip
+def running(
+    target: Target, url: str, work: Path, args: argparse.Namespace, secret: str, label: str
+) -> Iterator[Server]:
     """The target serving on a loopback port until the block ends; always stopped."""
     if target.kind == "cra":
         from bot.store.runs import BotStore
@@ -156,8 +182,12 @@ def running(target: Target, url: str, work: Path, args: argparse.Namespace, secr
     data.mkdir()
     with open(data / "server.log", "wb") as log:
         process = subprocess.Popen(
-            _command(target, port, url, args), env=_environment(url, data, args, secret, label),
-            cwd=args.probot_dir if target.server == "node" else HERE, stdout=log, stderr=log)
+            _command(target, port, url, args),
+            env=_environment(url, data, args, secret, label),
+            cwd=args.probot_dir if target.server == "node" else HERE,
+            stdout=log,
+            stderr=log,
+        )
         try:
             _wait_ready(port, process, data / "server.log")
             yield Server(port, process.pid)

@@ -33,15 +33,18 @@ def unknown_settings(
     names = dict(environ)
     if env_file is not None and env_file.is_file():
         names.update({k: v or "" for k, v in dotenv_values(env_file).items()})
-    return unknown_variables(names, [*setting_variables(), *READ_ELSEWHERE],
-                             ignore=OTHER_TOOLS)
+    return unknown_variables(names, [*setting_variables(), *READ_ELSEWHERE], ignore=OTHER_TOOLS)
 
 
 def actions_environment(environ: Mapping[str, str] | None = None) -> ActionsEnvironment:
     """The Actions variables `cra-bot action` needs; SettingsError naming what is missing."""
     env = os.environ if environ is None else environ
-    wanted = {"event_name": "GITHUB_EVENT_NAME", "event_path": "GITHUB_EVENT_PATH",
-              "token": "GITHUB_TOKEN", "repository": "GITHUB_REPOSITORY"}
+    wanted = {
+        "event_name": "GITHUB_EVENT_NAME",
+        "event_path": "GITHUB_EVENT_PATH",
+        "token": "GITHUB_TOKEN",
+        "repository": "GITHUB_REPOSITORY",
+    }
     missing = [var for var in wanted.values() if not env.get(var)]
     if missing:
         raise SettingsError(f"not inside GitHub Actions? missing {', '.join(missing)}")
@@ -49,7 +52,8 @@ def actions_environment(environ: Mapping[str, str] | None = None) -> ActionsEnvi
         **{key: env[var] for key, var in wanted.items()},
         api_url=env.get("GITHUB_API_URL", "https://api.github.com"),
         server_url=env.get("GITHUB_SERVER_URL", "https://github.com"),
-        run_id=env.get("GITHUB_RUN_ID", ""), temp_dir=env.get("RUNNER_TEMP"),
+        run_id=env.get("GITHUB_RUN_ID", ""),
+        temp_dir=env.get("RUNNER_TEMP"),
     )
 
 

@@ -28,7 +28,8 @@ class NoInstallation(MalformedDelivery):
         super().__init__(
             "this delivery asks for a run but names no App installation, and a GitHub App acts "
             "only for its installations (is a repository or organization webhook sending to "
-            "the App's URL? Such webhooks need CRA_TOKEN instead of the App)")
+            "the App's URL? Such webhooks need CRA_TOKEN instead of the App)"
+        )
 
 
 class GitHubError(BotError):

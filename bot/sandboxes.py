@@ -22,10 +22,13 @@ def build_bot_sandbox(settings: BotSettings, environ: Mapping[str, str]) -> Sand
     not available here, saying how to install it or how to opt out."""
     home = Path(environ["HOME"]) if environ.get("HOME") else None
     try:
-        return build_sandbox(settings.sandbox, hide=settings.sandbox_hidden(home),
-                             limits=settings.sandbox_limits(),
-                             allow_network=settings.sandbox_network,
-                             allow_addresses=settings.sandbox_allow_addresses)
+        return build_sandbox(
+            settings.sandbox,
+            hide=settings.sandbox_hidden(home),
+            limits=settings.sandbox_limits(),
+            allow_network=settings.sandbox_network,
+            allow_addresses=settings.sandbox_allow_addresses,
+        )
     except SandboxUnavailable as exc:
         raise SettingsError(str(exc)) from exc
 

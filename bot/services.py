@@ -54,8 +54,7 @@ class Services:
     def router(self, config: SolveConfig, *, progress: Progress | None = None) -> ModelRouter:
         """Model clients for a run's effective config, keys from the server's settings; each
         call's start and end told to `progress` when given (bot.queue.run_progress)."""
-        keys = {id(getattr(config.models, role)): self.settings.api_key_for(role)
-                for role in ROLES}
+        keys = {id(getattr(config.models, role)): self.settings.api_key_for(role) for role in ROLES}
 
         def build(model: ModelConfig) -> ChatModel:
             chat = self.chat_factory(model, keys.get(id(model)))
@@ -107,8 +106,12 @@ def token_provider(settings: BotSettings, generations: Generations | None = None
         return StaticToken(settings.token.get_secret_value())
     if settings.app_id is None:
         raise SettingsError("set CRA_APP_ID and CRA_PRIVATE_KEY (or CRA_TOKEN in Actions mode)")
-    return AppTokens(settings.app_id, load_private_key(settings), settings.github_api_url,
-                     generations=generations)
+    return AppTokens(
+        settings.app_id,
+        load_private_key(settings),
+        settings.github_api_url,
+        generations=generations,
+    )
 
 
 def build_services(
@@ -129,11 +132,17 @@ def build_services(
     tokens = token_provider(settings, Installations(store.engine, clock=store.now))
     github = GitHubAPI(settings.github_api_url, settings.github_url, tokens)
     services = Services(
-        settings=settings, store=store, runlog=runlog, github=github,
-        mirrors=MirrorCache(settings.data_dir / "mirrors"), environ=env, sandbox=sandbox,
+        settings=settings,
+        store=store,
+        runlog=runlog,
+        github=github,
+        mirrors=MirrorCache(settings.data_dir / "mirrors"),
+        environ=env,
+        sandbox=sandbox,
         env_cache=build_env_cache(settings),
     )
     if execute is not None:
-        services.queue = build_queue(settings, lambda run_id: execute(run_id, services),
-                                     store=store)
+        services.queue = build_queue(
+            settings, lambda run_id: execute(run_id, services), store=store
+        )
     return services

@@ -38,8 +38,10 @@ def _provider(role: str) -> Any:
 
 def _base_url(role: str) -> Any:
     """The endpoint field of a role."""
-    return Field(default=DEFAULT_OLLAMA_URL, description=f"Endpoint of the {role} model's server "
-                 "(http(s), no user:password@ in it).")
+    return Field(
+        default=DEFAULT_OLLAMA_URL,
+        description=f"Endpoint of the {role} model's server (http(s), no user:password@ in it).",
+    )
 
 
 def _model(role: str) -> Any:
@@ -95,7 +97,9 @@ class BotSettings(BaseSettings):
     workers: int = Field(default=2, ge=1, description="Worker threads of the thread queue.")
     redis_url: str | None = Field(default=None, description="Redis URL, required by queue=rq.")
     queue_name: str = Field(
-        default="cra", min_length=1, max_length=100,
+        default="cra",
+        min_length=1,
+        max_length=100,
         description="The RQ queue's name (several deployments can share one Redis).",
     )
     github_api_url: str = Field(default="https://api.github.com", description="GitHub REST API.")
@@ -139,34 +143,40 @@ class BotSettings(BaseSettings):
         default=15.0, gt=0, description="Seconds between a working run's heartbeats."
     )
     stale_after: float = Field(
-        default=120.0, gt=0,
+        default=120.0,
+        gt=0,
         description="Seconds without a heartbeat after which a running run is ended as stuck.",
     )
     reap_interval: float = Field(
-        default=30.0, ge=0,
+        default=30.0,
+        ge=0,
         description="Seconds between the server's sweeps for stuck runs (0: no reaper).",
     )
     max_run_minutes: float = Field(
-        default=360.0, gt=0,
+        default=360.0,
+        gt=0,
         description="Longest a run may work; then it is ended as failed, even if its worker "
         "is stuck (the worker stops at its next step and pushes nothing; a stuck in-process "
         "worker is replaced CRA_STALE_AFTER seconds later).",
     )
     run_stall_timeout: float = Field(
-        default=3600.0, gt=0,
+        default=3600.0,
+        gt=0,
         description="Seconds a running run may go without progress of its own (a model call "
         "started or ended, a test, lint or setup command started, an edit applied) before it "
         "is ended as stalled, though its worker's heartbeat beats on (a hung worker thread); "
         "longer than CRA_MAX_TEST_TIMEOUT.",
     )
     requeue_after: float = Field(
-        default=60.0, gt=0,
+        default=60.0,
+        gt=0,
         description="Seconds a run may stay queued, held by no queue, before it is queued "
         "again (three times at most; then it fails).",
     )
     token: SecretStr | None = Field(
-        default=None, description="A ready token instead of the App's (Actions mode, or a "
-        "server receiving repository webhooks, whose deliveries name no installation)."
+        default=None,
+        description="A ready token instead of the App's (Actions mode, or a "
+        "server receiving repository webhooks, whose deliveries name no installation).",
     )
     # Who may see what: the run pages behind GitHub sign-in, /metrics behind a token.
     run_pages: Literal["private", "public"] = Field(
@@ -254,8 +264,9 @@ class BotSettings(BaseSettings):
     def _endpoint(cls, value: str) -> str:
         return check_endpoint(value)
 
-    @field_validator("allowed_models", "sandbox_hide", "sandbox_allow_addresses", "test_env",
-                     mode="before")
+    @field_validator(
+        "allowed_models", "sandbox_hide", "sandbox_allow_addresses", "test_env", mode="before"
+    )
     @classmethod
     def _split_models(cls, value: Any) -> Any:
         """A comma-separated string (or a JSON list) from the environment becomes a list."""
@@ -278,7 +289,8 @@ class BotSettings(BaseSettings):
             raise ValueError(
                 f"CRA_STALE_AFTER ({self.stale_after:g} s) must be at least twice "
                 f"CRA_HEARTBEAT_INTERVAL ({self.heartbeat_interval:g} s), or the reaper ends "
-                "runs whose workers are alive")
+                "runs whose workers are alive"
+            )
         return self
 
     @model_validator(mode="after")
@@ -288,7 +300,8 @@ class BotSettings(BaseSettings):
             raise ValueError(
                 f"CRA_RUN_STALL_TIMEOUT ({self.run_stall_timeout:g} s) must be longer than "
                 f"CRA_MAX_TEST_TIMEOUT ({self.max_test_timeout:g} s), or a test, lint or setup "
-                "command running to its limit is taken for a hung run")
+                "command running to its limit is taken for a hung run"
+            )
         return self
 
     @classmethod
@@ -297,8 +310,10 @@ class BotSettings(BaseSettings):
         SettingsError in plain words naming the variable (or the missing file); the sandbox
         hides that file (it holds secrets)."""
         if env_file is not None and not env_file.is_file():
-            raise SettingsError(f"the env file {env_file} does not exist (--env-file): pass "
-                                "the .env that `cra-bot register` wrote")
+            raise SettingsError(
+                f"the env file {env_file} does not exist (--env-file): pass "
+                "the .env that `cra-bot register` wrote"
+            )
         try:
             settings = cls(_env_file=env_file)
         except ValidationError as exc:
@@ -310,8 +325,10 @@ class BotSettings(BaseSettings):
     def sandbox_limits(self) -> SandboxLimits:
         """The resource bounds of every sandboxed command."""
         return SandboxLimits(
-            cpu_seconds=self.sandbox_cpu_seconds, memory_mb=self.sandbox_memory_mb,
-            processes=self.sandbox_processes, file_size_mb=self.sandbox_file_size_mb,
+            cpu_seconds=self.sandbox_cpu_seconds,
+            memory_mb=self.sandbox_memory_mb,
+            processes=self.sandbox_processes,
+            file_size_mb=self.sandbox_file_size_mb,
             tmp_mb=self.sandbox_tmp_mb,
         )
 
@@ -327,8 +344,12 @@ class BotSettings(BaseSettings):
         """Settings of `cra-bot action`: the job's token and URLs, no webhook, a local store."""
         data_dir = Path(env.temp_dir or "~/.cache/cra-action").expanduser() / "cra"
         return cls(
-            token=SecretStr(env.token), github_api_url=env.api_url, github_url=env.server_url,
-            insecure_dev=True, data_dir=data_dir, database_url=f"sqlite:///{data_dir}/cra.db",
+            token=SecretStr(env.token),
+            github_api_url=env.api_url,
+            github_url=env.server_url,
+            insecure_dev=True,
+            data_dir=data_dir,
+            database_url=f"sqlite:///{data_dir}/cra.db",
             comment_interval=5.0,
         )
 

@@ -84,8 +84,10 @@ class ModelChoice:
 
     def describe(self, scripted_url: str | None) -> str:
         if self.scripted:
-            return (f"scripted answers from examples/answers.json (no model runs), served by a "
-                    f"local model stand-in at {scripted_url}")
+            return (
+                f"scripted answers from examples/answers.json (no model runs), served by a "
+                f"local model stand-in at {scripted_url}"
+            )
         names = ", ".join(f"{role} {name}" for role, name in self.names.items())
         return f"a real model: {names} via {self.provider} at {self.url}"
 
@@ -99,11 +101,16 @@ def model_choice(env: Mapping[str, str]) -> ModelChoice:
     if provider not in ("ollama", "openai"):
         raise DemoError(f"CRA_MODEL_PROVIDER must be ollama or openai, not {provider!r}")
     common = env.get("CRA_MODEL_NAME", "").strip()
-    names = {role: env.get(f"CRA_{role.upper()}_MODEL", "").strip() or common
-               or FALLBACK_MODELS[role] for role in ROLES}
-    passthrough = {f"CRA_{role.upper()}_{key}": env[f"CRA_{role.upper()}_{key}"]
-                   for role in ROLES for key in ("API_KEY", "CONTEXT_WINDOW")
-                   if env.get(f"CRA_{role.upper()}_{key}")}
+    names = {
+        role: env.get(f"CRA_{role.upper()}_MODEL", "").strip() or common or FALLBACK_MODELS[role]
+        for role in ROLES
+    }
+    passthrough = {
+        f"CRA_{role.upper()}_{key}": env[f"CRA_{role.upper()}_{key}"]
+        for role in ROLES
+        for key in ("API_KEY", "CONTEXT_WINDOW")
+        if env.get(f"CRA_{role.upper()}_{key}")
+    }
     return ModelChoice(url, provider, names, passthrough)
 
 
@@ -135,15 +142,27 @@ class Processes:
     def __init__(self, tmp: Path, env: dict[str, str]) -> None:
         self.tmp, self.env, self.started = tmp, env, list[Started]()
 
-    def start(self, name: str, argv: list[str], *, env: Mapping[str, str] | None = None,
-              stdin: int | None = subprocess.DEVNULL,
-              stdout: int | IO[bytes] | None = None) -> Started:
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        stdin: int | None = subprocess.DEVNULL,
+        stdout: int | IO[bytes] | None = None,
+    ) -> Started:
         log = self.tmp / f"{name}.log"
         with log.open("ab") as sink:
             proc = subprocess.Popen(
-                argv, cwd=self.tmp, env={**self.env, **(env or {})}, stdin=stdin,
-                stdout=sink if stdout is None else stdout, stderr=sink,
-                start_new_session=True, preexec_fn=_die_with_parent)
+                argv,
+                cwd=self.tmp,
+                env={**self.env, **(env or {})},
+                stdin=stdin,
+                stdout=sink if stdout is None else stdout,
+                stderr=sink,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         started = Started(name, proc, log)
         self.started.append(started)
         return started
@@ -241,8 +260,14 @@ def tail(path: Path, lines: int = 25) -> str:
 
 def start_fakes(procs: Processes, choice: ModelChoice, pace: float) -> dict[str, Any]:
     """examples/fake_services.py as a process; the JSON line it prints once it listens."""
-    argv = [sys.executable, str(EXAMPLES / "fake_services.py"),
-            "--state-dir", str(procs.tmp / "fakes"), "--pace", str(pace)]
+    argv = [
+        sys.executable,
+        str(EXAMPLES / "fake_services.py"),
+        "--state-dir",
+        str(procs.tmp / "fakes"),
+        "--pace",
+        str(pace),
+    ]
     if choice.scripted:
         argv += ["--answers", str(EXAMPLES / "answers.json")]
     started = procs.start("fake-services", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -265,16 +290,20 @@ def _read_line(stream: IO[bytes], timeout: float) -> str:
     return stream.readline().decode().strip()
 
 
-def bot_env(tmp: Path, info: Mapping[str, Any], choice: ModelChoice, secret: str
-            ) -> dict[str, str]:
+def bot_env(tmp: Path, info: Mapping[str, Any], choice: ModelChoice, secret: str) -> dict[str, str]:
     """The bot's CRA_* settings: the fake GitHub, the model, a data dir in the temp dir."""
     model_url = choice.url or info["model_url"]
     env = {
-        "CRA_WEBHOOK_SECRET": secret, "CRA_DATA_DIR": str(tmp / "bot"),
-        "CRA_GITHUB_API_URL": info["api_url"], "CRA_GITHUB_URL": info["git_url"],
-        "CRA_APP_ID": str(info["app_id"]), "CRA_PRIVATE_KEY_PATH": info["private_key_path"],
-        "CRA_BOT_LOGIN": info["bot_login"], "CRA_LABEL": "cra",
-        "CRA_COMMENT_INTERVAL": "0", "CRA_SANDBOX": sandbox_choice(os.environ),
+        "CRA_WEBHOOK_SECRET": secret,
+        "CRA_DATA_DIR": str(tmp / "bot"),
+        "CRA_GITHUB_API_URL": info["api_url"],
+        "CRA_GITHUB_URL": info["git_url"],
+        "CRA_APP_ID": str(info["app_id"]),
+        "CRA_PRIVATE_KEY_PATH": info["private_key_path"],
+        "CRA_BOT_LOGIN": info["bot_login"],
+        "CRA_LABEL": "cra",
+        "CRA_COMMENT_INTERVAL": "0",
+        "CRA_SANDBOX": sandbox_choice(os.environ),
         **choice.passthrough,
         "CRA_RUN_PAGES": "public",  # everything is on loopback; no sign-in for the demo
     }
@@ -289,9 +318,11 @@ def sandbox_choice(env: Mapping[str, str]) -> str:
     """bwrap (the bot's default), unless CRA_SANDBOX=none; DemoError when bwrap is missing."""
     kind = env.get("CRA_SANDBOX", "").strip() or "bwrap"
     if kind == "bwrap" and shutil.which("bwrap") is None:
-        raise DemoError("the bot runs the sample project's tests in a bubblewrap sandbox, and "
-                        "bubblewrap is not installed: apt-get install bubblewrap (or run "
-                        "`CRA_SANDBOX=none make demo` to run them unsandboxed)")
+        raise DemoError(
+            "the bot runs the sample project's tests in a bubblewrap sandbox, and "
+            "bubblewrap is not installed: apt-get install bubblewrap (or run "
+            "`CRA_SANDBOX=none make demo` to run them unsandboxed)"
+        )
     return kind
 
 
@@ -316,9 +347,11 @@ def start_bot(procs: Processes, env: dict[str, str]) -> tuple[str, str]:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         argv = [*cra_bot(), "serve", "--host", "127.0.0.1", "--port", str(port)]
-        started = procs.start("cra-bot-dev" if dev else "cra-bot",
-                              argv + (["--dev"] if dev else []),
-                              env={**env, "CRA_PUBLIC_URL": url})
+        started = procs.start(
+            "cra-bot-dev" if dev else "cra-bot",
+            argv + (["--dev"] if dev else []),
+            env={**env, "CRA_PUBLIC_URL": url},
+        )
         if wait_healthy(url, started.proc):
             return url, "Flask's development server" if dev else "waitress"
         stop_tree(started.proc)
@@ -345,18 +378,28 @@ def deliver_label(bot_url: str, info: Mapping[str, Any], secret: str) -> int:
     payload = json.loads(PAYLOAD.read_bytes())
     owner, _, name = info["repo"].partition("/")
     payload["label"]["name"] = "cra"
-    payload["issue"].update(number=info["issue"]["number"], title=info["issue"]["title"],
-                            body=info["issue"]["body"])
+    payload["issue"].update(
+        number=info["issue"]["number"], title=info["issue"]["title"], body=info["issue"]["body"]
+    )
     payload["repository"].update(full_name=info["repo"], name=name)
     payload["repository"]["owner"]["login"] = payload["sender"]["login"] = owner
     payload["installation"] = {"id": info["installation_id"]}
     body = json.dumps(payload).encode()
-    response = httpx.post(f"{bot_url}/webhook", content=body, timeout=10.0, headers={
-        "X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
-        "X-Hub-Signature-256": sign(body, secret), "Content-Type": "application/json"})
+    response = httpx.post(
+        f"{bot_url}/webhook",
+        content=body,
+        timeout=10.0,
+        headers={
+            "X-GitHub-Event": "issues",
+            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": sign(body, secret),
+            "Content-Type": "application/json",
+        },
+    )
     if response.status_code != 202:
-        raise DemoError(f"the bot answered the webhook with {response.status_code}: "
-                        f"{response.text[:300]}")
+        raise DemoError(
+            f"the bot answered the webhook with {response.status_code}: {response.text[:300]}"
+        )
     return int(response.json()["run_id"])
 
 
@@ -369,9 +412,14 @@ class GitHubView:
     def __init__(self, info: Mapping[str, Any]) -> None:
         self.repo, self.number = info["repo"], info["issue"]["number"]
         self.bot_login = info["bot_login"]
-        self.client = httpx.Client(base_url=info["api_url"], timeout=5.0, headers={
-            "Authorization": f"token {info['inspect_token']}",
-            "Accept": "application/vnd.github+json"})
+        self.client = httpx.Client(
+            base_url=info["api_url"],
+            timeout=5.0,
+            headers={
+                "Authorization": f"token {info['inspect_token']}",
+                "Accept": "application/vnd.github+json",
+            },
+        )
 
     def bot_comment(self) -> str:
         """The body of the bot's latest comment on the issue (its checklist), or ""."""
@@ -381,7 +429,8 @@ class GitHubView:
 
     def pulls(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = self.client.get(
-            f"/repos/{self.repo}/pulls", params={"state": "all"}).json()
+            f"/repos/{self.repo}/pulls", params={"state": "all"}
+        ).json()
         return found
 
     def close(self) -> None:
@@ -412,9 +461,17 @@ def parse_checklist(body: str) -> tuple[list[tuple[str, str]], str]:
         if match is None:
             continue
         text = match["text"]
-        state = ("passed" if match["mark"] == "x" else "running" if "⏳" in text
-                 else "failed" if "❌" in text else "skipped" if text.startswith("~~")
-                 else "pending")
+        state = (
+            "passed"
+            if match["mark"] == "x"
+            else "running"
+            if "⏳" in text
+            else "failed"
+            if "❌" in text
+            else "skipped"
+            if text.startswith("~~")
+            else "pending"
+        )
         label = _ESCAPED.sub(r"\1", text.split(" — ")[0].strip("~ "))
         steps.append((label, state))
     return steps, note
@@ -428,10 +485,11 @@ class Display:
         self.tty = stream.isatty()
         fancy = (getattr(stream, "encoding", "") or "").lower().startswith("utf")
         self.full, self.empty = ("█", "░") if fancy else ("#", "-")
-        self.marks = ({"passed": "✔", "running": "▸", "failed": "✘", "skipped": "–",
-                       "pending": "·"} if fancy else
-                      {"passed": "x", "running": ">", "failed": "!", "skipped": "-",
-                       "pending": " "})
+        self.marks = (
+            {"passed": "✔", "running": "▸", "failed": "✘", "skipped": "–", "pending": "·"}
+            if fancy
+            else {"passed": "x", "running": ">", "failed": "!", "skipped": "-", "pending": " "}
+        )
         self.drawn: list[str] = []
 
     def frame(self, steps: list[tuple[str, str]], status: str, note: str) -> list[str]:
@@ -489,9 +547,16 @@ def child_env(tmp: Path) -> dict[str, str]:
     """The children's environment: ours without any CRA_* setting, git's user config kept out."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRA_")}
     path = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return {**env, "PATH": path, "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(tmp),
-            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_TERMINAL_PROMPT": "0", "PYTHONUNBUFFERED": "1"}
+    return {
+        **env,
+        "PATH": path,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TMPDIR": str(tmp),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 def demo(tmp: Path, args: argparse.Namespace) -> int:
@@ -509,19 +574,21 @@ def demo(tmp: Path, args: argparse.Namespace) -> int:
 def _run(procs: Processes, choice: ModelChoice, args: argparse.Namespace) -> int:
     say("cra demo: a labeled issue becomes a tested pull request, all on this machine.\n")
     info = start_fakes(procs, choice, args.pace)
-    say(f"  GitHub  a LOCAL STAND-IN (the project's fake GitHub), not github.com: "
-        f"{info['git_url']}")
+    say(
+        f"  GitHub  a LOCAL STAND-IN (the project's fake GitHub), not github.com: {info['git_url']}"
+    )
     say(f"  model   {choice.describe(info.get('model_url'))}")
     secret = "demo-" + uuid.uuid4().hex
     env = bot_env(procs.tmp, info, choice, secret)
     bot_url, served = start_bot(procs, env)
-    say(f"  bot     cra-bot serve ({served}) at {bot_url}; SQLite and worker threads in "
-        f"{procs.tmp}")
+    say(
+        f"  bot     cra-bot serve ({served}) at {bot_url}; SQLite and worker threads in {procs.tmp}"
+    )
     say(f"  sandbox {sandbox_line(procs.tmp)}")
     issue = info["issue"]
     say(f"\nIssue #{issue['number']} of {info['repo']}: {issue['title']}")
     run_id = deliver_label(bot_url, info, secret)
-    say(f"Delivered a signed issues.labeled webhook (label \"cra\") → run {run_id}\n")
+    say(f'Delivered a signed issues.labeled webhook (label "cra") → run {run_id}\n')
     view = GitHubView(info)
     try:
         status = watch(bot_url, view, Display(sys.stdout), args.timeout)
@@ -543,8 +610,9 @@ def keep(output: Path, pull: dict[str, Any], run_url: str) -> None:
     disk) where they outlive the demo."""
     output.mkdir(parents=True, exist_ok=True)
     pr_file = output / f"pull-{pull['number']}.md"
-    pr_file.write_text(f"# {pull['title']}\n\n{pull['html_url']}\n\n{pull.get('body') or ''}\n",
-                       encoding="utf-8")
+    pr_file.write_text(
+        f"# {pull['title']}\n\n{pull['html_url']}\n\n{pull.get('body') or ''}\n", encoding="utf-8"
+    )
     run_file = output / f"run-{run_url.rsplit('/', 1)[-1]}.html"
     kept = httpx.get(run_url, params={"format": "file"}, timeout=10.0)
     run_file.write_bytes(kept.raise_for_status().content)
@@ -553,8 +621,10 @@ def keep(output: Path, pull: dict[str, Any], run_url: str) -> None:
 
 def wait_for_ctrl_c(run_url: str, pull_url: str) -> None:
     """Keep the bot and the stand-in serving the run page and the PR until Ctrl-C."""
-    say(f"\nStill serving until you press Ctrl-C (--no-wait ends the demo here):\n"
-        f"  run page      {run_url}\n  pull request  {pull_url} (the stand-in's page)")
+    say(
+        f"\nStill serving until you press Ctrl-C (--no-wait ends the demo here):\n"
+        f"  run page      {run_url}\n  pull request  {pull_url} (the stand-in's page)"
+    )
     try:
         while True:
             time.sleep(3600)
@@ -568,8 +638,11 @@ def no_pull(status: str, comment: str, run_url: str, log: Path) -> int:
     say(rule("the bot's comment on the issue"))
     say(comment.rstrip() or "(none)")
     say(rule())
-    problems = [line for line in tail(log, 400).splitlines()
-                if any(word in line for word in (" WARNING ", " ERROR ", "Traceback", "Error:"))]
+    problems = [
+        line
+        for line in tail(log, 400).splitlines()
+        if any(word in line for word in (" WARNING ", " ERROR ", "Traceback", "Error:"))
+    ]
     if problems:
         say("The bot's log says:\n" + "\n".join(problems[-15:]))
     say(f"Run page: {run_url}")
@@ -597,17 +670,30 @@ def _interrupt(signum: int, frame: FrameType | None) -> NoReturn:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timeout", type=float, default=180.0,
-                        help="seconds the run may take before the demo gives up (default 180)")
-    parser.add_argument("--pace", type=float, default=0.0,
-                        help="seconds each scripted answer waits, to watch the progress")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=180.0,
+        help="seconds the run may take before the demo gives up (default 180)",
+    )
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=0.0,
+        help="seconds each scripted answer waits, to watch the progress",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="end at once instead of serving the run page and the PR until Ctrl-C")
-    parser.add_argument("--output", type=Path,
-                        default=Path(tempfile.gettempdir()) / "cra-demo-output",
-                        help="where the PR and the run page are written (default: "
-                        "$TMPDIR/cra-demo-output)")
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="end at once instead of serving the run page and the PR until Ctrl-C",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "cra-demo-output",
+        help="where the PR and the run page are written (default: $TMPDIR/cra-demo-output)",
+    )
     return parser.parse_args(argv)
 
 

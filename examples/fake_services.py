@@ -49,8 +49,9 @@ def read_issue(path: Path) -> tuple[str, str]:
 
 def build_source(target: Path) -> Path:
     """A one-commit git repository holding the sample project (without its ISSUE.md)."""
-    shutil.copytree(SAMPLE, target, ignore=shutil.ignore_patterns(
-        "ISSUE.md", "__pycache__", ".pytest_cache"))
+    shutil.copytree(
+        SAMPLE, target, ignore=shutil.ignore_patterns("ISSUE.md", "__pycache__", ".pytest_cache")
+    )
     init_repo(target)
     git_in(target, "add", "--all")
     git_in(target, "commit", "--quiet", "--no-verify", "-m", "pager: page arithmetic")
@@ -61,9 +62,11 @@ def load_answers(path: Path, pace: float) -> dict[str, list[Reply]]:
     """Stage → replies from an answers file; a string is sent as is, anything else as JSON."""
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return {
-        stage: [Reply(text=a if isinstance(a, str) else json.dumps(a), delay_s=pace)
-                for a in answers]
-        for stage, answers in data.items() if not stage.startswith("_")
+        stage: [
+            Reply(text=a if isinstance(a, str) else json.dumps(a), delay_s=pace) for a in answers
+        ]
+        for stage, answers in data.items()
+        if not stage.startswith("_")
     }
 
 
@@ -80,9 +83,15 @@ def start_github(state: Path) -> tuple[FakeGitHub, dict[str, Any]]:
     key.touch(mode=0o600)
     key.write_text(github.private_key_pem, encoding="utf-8")
     return github, {
-        "api_url": github.api_url, "git_url": github.git_url, "app_id": github.app_id,
-        "installation_id": github.installation_id, "bot_login": github.bot_login,
-        "private_key_path": str(key), "inspect_token": token, "repo": REPO, "owner": OWNER,
+        "api_url": github.api_url,
+        "git_url": github.git_url,
+        "app_id": github.app_id,
+        "installation_id": github.installation_id,
+        "bot_login": github.bot_login,
+        "private_key_path": str(key),
+        "inspect_token": token,
+        "repo": REPO,
+        "owner": OWNER,
         "issue": {"number": number, "title": title, "body": body},
     }
 

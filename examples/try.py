@@ -42,8 +42,10 @@ def write_config(path: Path, url: str, provider: str, names: dict[str, str]) -> 
     """The sample's own cra.toml, with the three models pointed at `url`."""
     text = (SAMPLE / ".github" / "cra.toml").read_text(encoding="utf-8")
     for role in ROLES:
-        text += (f"\n[models.{role}]\nprovider = {json.dumps(provider)}\n"
-                 f"base_url = {json.dumps(url)}\nmodel = {json.dumps(names[role])}\n")
+        text += (
+            f"\n[models.{role}]\nprovider = {json.dumps(provider)}\n"
+            f"base_url = {json.dumps(url)}\nmodel = {json.dumps(names[role])}\n"
+        )
     path.write_text(text, encoding="utf-8")
 
 
@@ -57,8 +59,13 @@ def fresh_sample(target: Path) -> Path:
 def child_env() -> dict[str, str]:
     """Our environment with git's user config kept out and this Python's tools first."""
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    return {**os.environ, "PATH": path, "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_CONFIG_NOSYSTEM": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    return {
+        **os.environ,
+        "PATH": path,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
 
 
 def solve(base: Path, url: str, provider: str, names: dict[str, str]) -> int:
@@ -67,16 +74,29 @@ def solve(base: Path, url: str, provider: str, names: dict[str, str]) -> int:
     config = base / "cra.toml"
     write_config(config, url, provider, names)
     title, body = read_issue(SAMPLE / "ISSUE.md")
-    print(f"cra try: issue \"{title}\" on a fresh copy of the sample in {repo}\n", flush=True)
-    argv = [*cra_command(), "--data-dir", str(base / "data"), "solve", f"{title}\n\n{body}",
-            "--repo", str(repo), "--config", str(config)]
+    print(f'cra try: issue "{title}" on a fresh copy of the sample in {repo}\n', flush=True)
+    argv = [
+        *cra_command(),
+        "--data-dir",
+        str(base / "data"),
+        "solve",
+        f"{title}\n\n{body}",
+        "--repo",
+        str(repo),
+        "--config",
+        str(config),
+    ]
     return subprocess.run(argv, env=child_env(), check=False).returncode
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "cra-try",
-                        help="where the sample copy and the run log go (default $TMPDIR/cra-try)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "cra-try",
+        help="where the sample copy and the run log go (default $TMPDIR/cra-try)",
+    )
     args = parser.parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
     url = os.environ.get("CRA_MODEL_URL", "").strip()
@@ -92,8 +112,11 @@ def main(argv: list[str] | None = None) -> int:
             model.script(stage, *replies)
         code = solve(args.dir, model.url, "ollama", dict.fromkeys(ROLES, SCRIPTED_MODEL))
         calls = len(model.chat_requests)
-    print(f"\ncra try: the scripted model answered {calls} calls (examples/answers.json); "
-          "`make try` again starts over.", flush=True)
+    print(
+        f"\ncra try: the scripted model answered {calls} calls (examples/answers.json); "
+        "`make try` again starts over.",
+        flush=True,
+    )
     return code
 
 

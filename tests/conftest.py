@@ -67,10 +67,12 @@ def bwrap() -> Callable[..., BwrapSandbox]:
     if not bwrap_installed():
         pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
 
-    def make(hide: Sequence[Path] = (), limits: SandboxLimits | None = None,
-             allow_addresses: Sequence[IPv4Network] = ()) -> BwrapSandbox:
-        sandbox = build_sandbox("bwrap", hide=hide, limits=limits,
-                                allow_addresses=allow_addresses)
+    def make(
+        hide: Sequence[Path] = (),
+        limits: SandboxLimits | None = None,
+        allow_addresses: Sequence[IPv4Network] = (),
+    ) -> BwrapSandbox:
+        sandbox = build_sandbox("bwrap", hide=hide, limits=limits, allow_addresses=allow_addresses)
         assert isinstance(sandbox, BwrapSandbox)
         return sandbox
 

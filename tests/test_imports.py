@@ -99,6 +99,7 @@ def test_no_import_cycle_between_modules() -> None:
 def rooms(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """The graph between rooms: a top-level package's subpackage or module (agent.gate,
     bot.settings), each importing the rooms its modules import."""
+
     def room(module: str) -> str:
         return ".".join(module.split(".")[:2])
 
@@ -136,34 +137,48 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_a_cycle_between_two_packages_is_found_though_their_modules_have_none(
-        tmp_path: Path) -> None:
-    _write(tmp_path, {
-        "pkg/__init__.py": "", "pkg/low/__init__.py": "", "pkg/high/__init__.py": "",
-        "pkg/low/a.py": "from pkg.high.b import thing\n",
-        "pkg/high/b.py": "thing = 1\n",
-        "pkg/high/c.py": "from pkg.low.a import thing\n",
-    })
+    tmp_path: Path,
+) -> None:
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/low/__init__.py": "",
+            "pkg/high/__init__.py": "",
+            "pkg/low/a.py": "from pkg.high.b import thing\n",
+            "pkg/high/b.py": "thing = 1\n",
+            "pkg/high/c.py": "from pkg.low.a import thing\n",
+        },
+    )
     graph = import_graph(tmp_path, ("pkg",))
     assert tangles(graph) == []
     assert tangles(rooms(graph)) == [["pkg.high", "pkg.low"]]
 
 
 def test_a_cycle_through_a_type_checking_import_is_found(tmp_path: Path) -> None:
-    _write(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/a.py": "from pkg.b import thing\n",
-        "pkg/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n",
-    })
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg.b import thing\n",
+            "pkg/b.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n"
+            ),
+        },
+    )
     assert tangles(import_graph(tmp_path, ("pkg",))) == [["pkg.a", "pkg.b"]]
 
 
 def test_a_cycle_through_an_import_inside_a_function_is_found(tmp_path: Path) -> None:
-    _write(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/sub/__init__.py": "",
-        "pkg/sub/a.py": "import pkg.b\n",
-        "pkg/b.py": "def f():\n    from .sub.a import g\n    return g\n",
-    })
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/a.py": "import pkg.b\n",
+            "pkg/b.py": "def f():\n    from .sub.a import g\n    return g\n",
+        },
+    )
     graph = import_graph(tmp_path, ("pkg",))
     assert graph["pkg.b"] == {"pkg.sub.a"}
     assert tangles(graph) == [["pkg.b", "pkg.sub.a"]]

@@ -87,8 +87,9 @@ def test_each_export_carries_the_build_backend(name: str) -> None:
 
 
 def test_a_dependency_added_to_pyproject_but_not_locked_is_found() -> None:
-    text = edited(PYPROJECT_TEXT, '  "waitress>=3.0",\n',
-                  '  "waitress>=3.0",\n  "left-pad>=1.0",\n')
+    text = edited(
+        PYPROJECT_TEXT, '  "waitress>=3.0",\n', '  "waitress>=3.0",\n  "left-pad>=1.0",\n'
+    )
     problems = lock_disagreements(pyproject(text), lock())
     assert "pyproject.toml requires left-pad>=1.0, uv.lock was not locked with it" in problems
     assert "left-pad (dependencies in pyproject.toml) is not in uv.lock" in problems
@@ -97,48 +98,64 @@ def test_a_dependency_added_to_pyproject_but_not_locked_is_found() -> None:
 def test_a_range_that_excludes_the_locked_version_is_found() -> None:
     text = edited(PYPROJECT_TEXT, '"httpx>=0.27"', '"httpx>=0.27,<0.28"')
     problems = lock_disagreements(pyproject(text), lock())
-    assert (f"uv.lock has httpx {locked_version('httpx')}, outside pyproject.toml's "
-            "<0.28,>=0.27 (dependencies)") in problems
+    assert (
+        f"uv.lock has httpx {locked_version('httpx')}, outside pyproject.toml's "
+        "<0.28,>=0.27 (dependencies)"
+    ) in problems
 
 
 def test_a_dependency_dropped_from_pyproject_is_found() -> None:
     text = edited(PYPROJECT_TEXT, '  "gunicorn>=22.0",\n', "")
     assert lock_disagreements(pyproject(text), lock()) == [
-        "uv.lock was locked with gunicorn>=22.0; extra == \"dev\", pyproject.toml no longer "
-        "requires it"]
+        'uv.lock was locked with gunicorn>=22.0; extra == "dev", pyproject.toml no longer '
+        "requires it"
+    ]
 
 
 def test_a_dependency_moved_to_another_extra_is_found() -> None:
     text = edited(PYPROJECT_TEXT, '  "gunicorn>=22.0",\n', "")
-    text = edited(text, 'redis = ["redis>=5.0", "rq>=1.16"]',
-                  'redis = ["redis>=5.0", "rq>=1.16", "gunicorn>=22.0"]')
-    assert ("pyproject.toml requires gunicorn>=22.0; extra == \"redis\", uv.lock was not locked "
-            "with it") in lock_disagreements(pyproject(text), lock())
+    text = edited(
+        text,
+        'redis = ["redis>=5.0", "rq>=1.16"]',
+        'redis = ["redis>=5.0", "rq>=1.16", "gunicorn>=22.0"]',
+    )
+    assert (
+        'pyproject.toml requires gunicorn>=22.0; extra == "redis", uv.lock was not locked with it'
+    ) in lock_disagreements(pyproject(text), lock())
 
 
 def test_a_dependency_group_changed_but_not_locked_is_found() -> None:
-    text = edited(PYPROJECT_TEXT, 'build = ["setuptools>=77", "wheel"]',
-                  'build = ["setuptools>=99", "wheel"]')
+    text = edited(
+        PYPROJECT_TEXT, 'build = ["setuptools>=77", "wheel"]', 'build = ["setuptools>=99", "wheel"]'
+    )
     assert lock_disagreements(pyproject(text), lock()) == [
         "uv.lock was not locked with pyproject.toml's dependency groups ['build'] as they are",
         f"uv.lock has setuptools {locked_version('setuptools')}, outside pyproject.toml's "
-        ">=99 (group build)"]
+        ">=99 (group build)",
+    ]
 
 
 def test_a_new_python_range_is_found() -> None:
     text = edited(PYPROJECT_TEXT, 'requires-python = ">=3.11"', 'requires-python = ">=3.12"')
     assert lock_disagreements(pyproject(text), lock()) == [
-        "uv.lock is for Python >=3.11, pyproject.toml says >=3.12"]
+        "uv.lock is for Python >=3.11, pyproject.toml says >=3.12"
+    ]
 
 
 def test_an_export_left_behind_by_a_new_lock_is_found() -> None:
     """What a dependency bot's pull request does: uv.lock moves, the exports do not."""
     version = locked_version("httpx")
-    relocked = lock(edited(LOCK_TEXT, f'name = "httpx"\nversion = "{version}"',
-                           'name = "httpx"\nversion = "99.0"'))
-    problems = export_disagreements("requirements/dev.txt",
-                                    parse_export(export_text("requirements/dev.txt")),
-                                    pyproject(), relocked)
+    relocked = lock(
+        edited(
+            LOCK_TEXT, f'name = "httpx"\nversion = "{version}"', 'name = "httpx"\nversion = "99.0"'
+        )
+    )
+    problems = export_disagreements(
+        "requirements/dev.txt",
+        parse_export(export_text("requirements/dev.txt")),
+        pyproject(),
+        relocked,
+    )
     assert problems == [f"requirements/dev.txt pins httpx=={version}, uv.lock has 99.0"]
 
 
@@ -146,17 +163,22 @@ def test_a_changed_hash_is_found() -> None:
     text = export_text("requirements/server.txt")
     [first] = re.findall(r"^waitress==\S+ \\\n    --hash=sha256:(\w+)", text, re.M)
     changed = edited(text, first, "0" * len(first))
-    problems = export_disagreements("requirements/server.txt", parse_export(changed), pyproject(),
-                                    lock())
-    assert problems == [f"requirements/server.txt: the hashes of waitress=="
-                        f"{locked_version('waitress')} are not uv.lock's"]
+    problems = export_disagreements(
+        "requirements/server.txt", parse_export(changed), pyproject(), lock()
+    )
+    assert problems == [
+        f"requirements/server.txt: the hashes of waitress=="
+        f"{locked_version('waitress')} are not uv.lock's"
+    ]
 
 
 def test_an_export_missing_an_extras_requirements_is_found() -> None:
-    text = edited(export_text("requirements/server.txt"), "--extra postgres",
-                  "--extra dev --extra postgres")
-    problems = export_disagreements("requirements/server.txt", parse_export(text), pyproject(),
-                                    lock())
+    text = edited(
+        export_text("requirements/server.txt"), "--extra postgres", "--extra dev --extra postgres"
+    )
+    problems = export_disagreements(
+        "requirements/server.txt", parse_export(text), pyproject(), lock()
+    )
     assert "requirements/server.txt lacks pytest, which pyproject.toml's extra dev need" in problems
 
 
@@ -165,8 +187,9 @@ def test_an_export_missing_a_groups_requirement_is_found() -> None:
     [entry] = re.findall(r"^setuptools==.*\n(?:    .*\n)*", text, re.M)
     without = parse_export(edited(text, entry, ""))
     problems = export_disagreements("requirements/server.txt", without, pyproject(), lock())
-    assert problems == ["requirements/server.txt lacks setuptools, which pyproject.toml's group "
-                        "build need"]
+    assert problems == [
+        "requirements/server.txt lacks setuptools, which pyproject.toml's group build need"
+    ]
 
 
 def test_a_hand_written_requirements_file_is_refused() -> None:
@@ -186,10 +209,14 @@ def test_make_installs_the_dev_export_of_the_makefiles_extras() -> None:
     lines = recipe.group(1).splitlines()
     assert any("install --quiet --require-hashes -r requirements/dev.txt" in ln for ln in lines)
     assert any("install --quiet --no-deps --no-build-isolation -e ." in ln for ln in lines)
-    assert set(makefile_variable("EXTRAS").split(",")) == parse_export(
-        export_text("requirements/dev.txt")).extras
-    assert set(makefile_variable("SERVER_EXTRAS").split(",")) == parse_export(
-        export_text("requirements/server.txt")).extras
+    assert (
+        set(makefile_variable("EXTRAS").split(","))
+        == parse_export(export_text("requirements/dev.txt")).extras
+    )
+    assert (
+        set(makefile_variable("SERVER_EXTRAS").split(","))
+        == parse_export(export_text("requirements/server.txt")).extras
+    )
 
 
 def test_make_lock_writes_both_exports() -> None:
@@ -215,8 +242,9 @@ def dependabot_errors(config: dict[str, Any]) -> list[str]:
     vendor = importlib.resources.files("check_jsonschema.builtin_schemas.vendor")
     schema = json.loads(vendor.joinpath("dependabot.json").read_text(encoding="utf-8"))
     validator = jsonschema.validators.validator_for(schema)(schema)
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-            for e in validator.iter_errors(config)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(config)
+    ]
 
 
 def test_dependabot_config_matches_its_schema() -> None:

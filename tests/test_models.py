@@ -42,14 +42,18 @@ EXAMPLES: list[BaseModel] = [
     VALIDATION,
     FailureSignal(category="test_failure", message="m", source="error_info"),
     AdjustmentVerdicts(
-        step_viability={"s1": True}, root_causes={"s1": [0]}, new_steps_needed=[],
+        step_viability={"s1": True},
+        root_causes={"s1": [0]},
+        new_steps_needed=[],
         failure_signals=[FailureSignal(category="unknown", message="m", source="step_failed")],
     ),
     LLMCallRecord(stage="implement", role="coding", model="m", system_prompt="s", user_prompt="u"),
     ContextPackage(task="t", files=[ContextFile(path="a.py", content="x")]),
     RefinementRequest(reason="r", missing_files=["b.py"]),
     OrchestratorResult(
-        task_id="t", status="partial", attempts=[AttemptRecord(attempt=1, validation=VALIDATION)],
+        task_id="t",
+        status="partial",
+        attempts=[AttemptRecord(attempt=1, validation=VALIDATION)],
         usage=Usage(prompt_tokens=3, completion_tokens=4, calls=1),
     ),
 ]
@@ -78,10 +82,13 @@ def test_usage_adds_up() -> None:
 
 
 def test_context_package_prompt_text_lists_files_in_order() -> None:
-    package = ContextPackage(task="t", files=[
-        ContextFile(path="b.py", content="B"), ContextFile(path="a.py", content="A",
-                                                           detail="outline"),
-    ])
+    package = ContextPackage(
+        task="t",
+        files=[
+            ContextFile(path="b.py", content="B"),
+            ContextFile(path="a.py", content="A", detail="outline"),
+        ],
+    )
     assert package.to_prompt_text() == (
         '<file path="b.py">\nB\n</file>\n\n<file path="a.py" detail="outline">\nA\n</file>'
     )

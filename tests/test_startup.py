@@ -25,7 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)$", re.MULTILINE)
 
 NOT_FOR_HELP = (
-    "agent.cli.commands", "agent.config.files", "agent.runlog.store", "sqlalchemy", "pydantic",
+    "agent.cli.commands",
+    "agent.config.files",
+    "agent.runlog.store",
+    "sqlalchemy",
+    "pydantic",
     "httpx",
     "importlib.metadata",  # the version is looked up only for --version
 )
@@ -33,12 +37,22 @@ NOT_BEFORE_THE_FIRST_CALL = (
     "alembic",  # the data dir's database is at the newest migration: no migration to run
     "sqlalchemy.dialects.postgresql",  # the run log is a SQLite file
     "sqlalchemy.orm",  # the run log is written and read with Core statements
-    "bot", "flask", "github", "jinja2", "yaml",  # cra-bot's
-    "agent.bench", "agent.cli.render", "agent.runlog.details", "agent.run.single_pass",
+    "bot",
+    "flask",
+    "github",
+    "jinja2",
+    "yaml",  # cra-bot's
+    "agent.bench",
+    "agent.cli.render",
+    "agent.runlog.details",
+    "agent.run.single_pass",
     "agent.run.planning",
     "agent.retrieval.command",  # other commands' (bench, runs, solve --plan, plan, index)
-    "agent.execute.patch", "agent.execute.implement", "agent.execute.decomposed_adjustment",
-    "click", "pygments",  # httpx's command-line client, which cra never runs
+    "agent.execute.patch",
+    "agent.execute.implement",
+    "agent.execute.decomposed_adjustment",
+    "click",
+    "pygments",  # httpx's command-line client, which cra never runs
 )  # the edit engine, the implement pass and the adjustment: after the meta-plan's call
 
 
@@ -53,8 +67,14 @@ def below(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 def test_help_imports_none_of_the_libraries() -> None:
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "agent.cli.main", "--help"],
-                          capture_output=True, text=True, cwd=ROOT, check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "agent.cli.main", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+        timeout=60,
+    )
     assert "solve" in done.stdout
     assert below(imported(done.stderr), NOT_FOR_HELP) == []
 
@@ -83,12 +103,31 @@ def solve_until_the_first_call(tmp: Path) -> set[str]:
         server.respond_with(first_call)
         config = tmp / "cra.toml"
         config.write_text(scripted_config(server.url))
-        running.append(subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", "agent.cli.main", "--data-dir",
-             str(tmp / "data"), "solve", "Add a function", "--repo", str(repo), "--config",
-             str(config), "--sandbox", "none"],
-            stdout=subprocess.DEVNULL, stderr=sink, cwd=ROOT,
-            env={**os.environ, **ISOLATED_GIT_ENV}))  # fmt: skip
+        running.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-X",
+                    "importtime",
+                    "-m",
+                    "agent.cli.main",
+                    "--data-dir",
+                    str(tmp / "data"),
+                    "solve",
+                    "Add a function",
+                    "--repo",
+                    str(repo),
+                    "--config",
+                    str(config),
+                    "--sandbox",
+                    "none",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=sink,
+                cwd=ROOT,
+                env={**os.environ, **ISOLATED_GIT_ENV},
+            )
+        )
         running[0].wait(timeout=300)
         chats = server.chat_requests
     text = errors.read_text()

@@ -15,8 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from agent.bench.report_data import BenchReport, Comparison, ModelSummary, TaskRow
 from agent.bench.results import Outcome, TestsSetting
 
-__all__ = ["Baseline", "BaselineError", "SettingsMismatch", "compare", "from_report",
-           "match_rows"]
+__all__ = ["Baseline", "BaselineError", "SettingsMismatch", "compare", "from_report", "match_rows"]
 
 
 class BaselineError(ValueError):
@@ -33,7 +32,8 @@ class SettingsMismatch(BaselineError):
         super().__init__(
             f"the baseline {source} ran {model} with the fix's tests {then}, these results with "
             f"them {now}{more}: a rate measured with the tests given is not one measured with "
-            "them hidden (--across-settings compares them anyway)")
+            "them hidden (--across-settings compares them anyway)"
+        )
 
 
 class Baseline(BaseModel):
@@ -48,9 +48,14 @@ class Baseline(BaseModel):
 
 def from_report(source: str, report: BenchReport) -> Baseline:
     """The baseline an earlier report makes."""
-    outcomes = {m.column: {row.instance_id: cell.outcome for row in report.tasks
-                           if (cell := row.cells.get(m.column)) is not None}
-                for m in report.models}
+    outcomes = {
+        m.column: {
+            row.instance_id: cell.outcome
+            for row in report.tasks
+            if (cell := row.cells.get(m.column)) is not None
+        }
+        for m in report.models
+    }
     return Baseline(source=source, models=report.models, outcomes=outcomes)
 
 
@@ -75,9 +80,12 @@ def match_rows(
 
 
 def compare(
-    models: Sequence[ModelSummary], rows: Sequence[TaskRow], baseline: Baseline, *,
+    models: Sequence[ModelSummary],
+    rows: Sequence[TaskRow],
+    baseline: Baseline,
+    *,
     across_settings: bool = False,
-) -> list[Comparison]:  # fmt: skip
+) -> list[Comparison]:
     """Per row: tasks gained and lost against its baseline row, and the rates' changes.
 
     Only tasks both benches scored are compared; a task with an error on either side, or run on
@@ -85,8 +93,9 @@ def compare(
     SettingsMismatch when a pair crosses settings and `across_settings` is not set.
     """
     pairs = match_rows(models, baseline.models)
-    crossed = [(s.model, s.tests, b.tests) for s, b in pairs
-               if b is not None and b.tests != s.tests]
+    crossed = [
+        (s.model, s.tests, b.tests) for s, b in pairs if b is not None and b.tests != s.tests
+    ]
     if crossed and not across_settings:
         raise SettingsMismatch(baseline.source, crossed)
     found = [_against(s, b, rows, baseline) if b is not None else _new(s) for s, b in pairs]
@@ -98,37 +107,58 @@ def compare(
 def _against(
     now: ModelSummary, then: ModelSummary, rows: Sequence[TaskRow], baseline: Baseline
 ) -> Comparison:
-    current = {row.instance_id: cell.outcome for row in rows
-               if (cell := row.cells.get(now.column)) is not None}
+    current = {
+        row.instance_id: cell.outcome
+        for row in rows
+        if (cell := row.cells.get(now.column)) is not None
+    }
     before = baseline.outcomes.get(then.column, {})
     both = [i for i in current if _scored(current[i]) and _scored(before.get(i))]
     return Comparison(
-        model=now.model, tests=now.tests, baseline_tests=then.tests, in_baseline=True,
-        rate=now.rate, baseline_rate=then.rate, rate_delta=_delta(now.rate, then.rate),
-        false_successes=now.false_successes, baseline_false_successes=then.false_successes,
+        model=now.model,
+        tests=now.tests,
+        baseline_tests=then.tests,
+        in_baseline=True,
+        rate=now.rate,
+        baseline_rate=then.rate,
+        rate_delta=_delta(now.rate, then.rate),
+        false_successes=now.false_successes,
+        baseline_false_successes=then.false_successes,
         false_success_rate=now.false_success_rate,
         baseline_false_success_rate=then.false_success_rate,
         false_success_delta=_delta(now.false_success_rate, then.false_success_rate),
-        compared=len(both), calls_per_task=now.calls_per_task,
+        compared=len(both),
+        calls_per_task=now.calls_per_task,
         baseline_calls_per_task=then.calls_per_task,
         prompt_tokens_per_task=now.prompt_tokens_per_task,
         baseline_prompt_tokens_per_task=then.prompt_tokens_per_task,
         gained=[i for i in both if current[i] == "resolved" and before[i] != "resolved"],
         lost=[i for i in both if current[i] != "resolved" and before[i] == "resolved"],
-    )  # fmt: skip
+    )
 
 
 def _new(now: ModelSummary) -> Comparison:
-    return Comparison(model=now.model, tests=now.tests, in_baseline=False, rate=now.rate,
-                      false_successes=now.false_successes,
-                      false_success_rate=now.false_success_rate)
+    return Comparison(
+        model=now.model,
+        tests=now.tests,
+        in_baseline=False,
+        rate=now.rate,
+        false_successes=now.false_successes,
+        false_success_rate=now.false_success_rate,
+    )
 
 
 def _gone(then: ModelSummary) -> Comparison:
-    return Comparison(model=then.model, tests=then.tests, baseline_tests=then.tests,
-                      in_baseline=True, in_current=False, baseline_rate=then.rate,
-                      baseline_false_successes=then.false_successes,
-                      baseline_false_success_rate=then.false_success_rate)
+    return Comparison(
+        model=then.model,
+        tests=then.tests,
+        baseline_tests=then.tests,
+        in_baseline=True,
+        in_current=False,
+        baseline_rate=then.rate,
+        baseline_false_successes=then.false_successes,
+        baseline_false_success_rate=then.false_success_rate,
+    )
 
 
 def _delta(now: float | None, then: float | None) -> float | None:

@@ -23,44 +23,75 @@ from agent.sandbox.base import Sandbox
 from agent.sandbox.envcache import EnvCache
 
 
-def bench_command(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], *,
-                  config: SolveConfig, sandbox: Sandbox, data_dir: Path,
-                  factory: Callable[[ModelConfig], ChatModel], cache: EnvCache | None) -> int:
+def bench_command(
+    args: argparse.Namespace,
+    log: RunLog,
+    env: Mapping[str, str],
+    *,
+    config: SolveConfig,
+    sandbox: Sandbox,
+    data_dir: Path,
+    factory: Callable[[ModelConfig], ChatModel],
+    cache: EnvCache | None,
+) -> int:
     """Dispatch `cra bench mine|run`."""
     if args.bench_command == "mine":
         return _mine(args, env, config, sandbox, data_dir, cache)
     return _run(args, log, env, config, sandbox, data_dir, cache, factory)
 
 
-def _mine(args: argparse.Namespace, env: Mapping[str, str], config: SolveConfig,
-          sandbox: Sandbox, data_dir: Path, cache: EnvCache | None) -> int:
+def _mine(
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    config: SolveConfig,
+    sandbox: Sandbox,
+    data_dir: Path,
+    cache: EnvCache | None,
+) -> int:
     config.require_test_command()
-    options = MineOptions(rev=args.rev, max_commits=args.max, since=args.since,
-                          max_source_files=args.max_source_files,
-                          max_source_lines=args.max_source_lines, repo_name=args.repo_name,
-                          github_api=args.github_api,
-                          github_token=env.get("GITHUB_TOKEN") or env.get("GH_TOKEN"))
-    bed = TestBed(testing=config.testing, sandbox=sandbox, environ=env,
-                  work_dir=data_dir / "bench" / "work", cache=cache)
+    options = MineOptions(
+        rev=args.rev,
+        max_commits=args.max,
+        since=args.since,
+        max_source_files=args.max_source_files,
+        max_source_lines=args.max_source_lines,
+        repo_name=args.repo_name,
+        github_api=args.github_api,
+        github_token=env.get("GITHUB_TOKEN") or env.get("GH_TOKEN"),
+    )
+    bed = TestBed(
+        testing=config.testing,
+        sandbox=sandbox,
+        environ=env,
+        work_dir=data_dir / "bench" / "work",
+        cache=cache,
+    )
     jobs = mine_jobs(args.jobs)
     if jobs < 1:
         raise UsageError(f"--jobs must be 1 or more, not {jobs}")
     journal = journal_path(args.output)
     mined = _mined(args.repo.resolve(), bed, options, jobs, journal)
     if mined.resumed:
-        print(f"cra: resumed: {mined.resumed} commit(s) examined before, read from {journal}",
-              file=sys.stderr)
+        print(
+            f"cra: resumed: {mined.resumed} commit(s) examined before, read from {journal}",
+            file=sys.stderr,
+        )
     for note in mined.notes:
         print(f"cra: {note}", file=sys.stderr)
     for commit, why, tests in mined.excluded:
-        print(f"cra: excluded {commit[:12]}: {why}" + (f": {tests}" if tests else ""),
-              file=sys.stderr)
+        print(
+            f"cra: excluded {commit[:12]}: {why}" + (f": {tests}" if tests else ""), file=sys.stderr
+        )
     count = write_tasks(args.output, mined.tasks)
     journal.unlink(missing_ok=True)  # the output holds it all now
-    reasons = ", ".join(f"{n} {why}" for why, n in sorted(mined.skipped.items(),
-                                                         key=lambda item: -item[1]))
-    print(f"cra: {count} task(s) from {mined.examined} commit(s) written to {args.output}"
-          + (f"; left out: {reasons}" if reasons else ""), file=sys.stderr)
+    reasons = ", ".join(
+        f"{n} {why}" for why, n in sorted(mined.skipped.items(), key=lambda item: -item[1])
+    )
+    print(
+        f"cra: {count} task(s) from {mined.examined} commit(s) written to {args.output}"
+        + (f"; left out: {reasons}" if reasons else ""),
+        file=sys.stderr,
+    )
     print(f"cra: {throughput(mined)}", file=sys.stderr)
     return EXIT_OK
 
@@ -80,16 +111,25 @@ def _mined(repo: Path, bed: TestBed, options: MineOptions, jobs: int, journal: P
     except KeyboardInterrupt:
         if journal.exists():
             bar.finish()
-            print(f"cra: the commits examined so far are in {journal}: the same command "
-                  "resumes", file=sys.stderr)
+            print(
+                f"cra: the commits examined so far are in {journal}: the same command resumes",
+                file=sys.stderr,
+            )
         raise
     finally:
         bar.finish()
 
 
-def _run(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], config: SolveConfig,
-         sandbox: Sandbox, data_dir: Path, cache: EnvCache | None,
-         factory: Callable[[ModelConfig], ChatModel]) -> int:
+def _run(
+    args: argparse.Namespace,
+    log: RunLog,
+    env: Mapping[str, str],
+    config: SolveConfig,
+    sandbox: Sandbox,
+    data_dir: Path,
+    cache: EnvCache | None,
+    factory: Callable[[ModelConfig], ChatModel],
+) -> int:
     tasks = list(read_tasks(args.tasks))
     if args.only:
         tasks = [t for t in tasks if t.instance_id in set(args.only)]
@@ -99,8 +139,16 @@ def _run(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], config: 
             parse_label(label)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    bench = Bench(repo=args.repo.resolve(), config=config, sandbox=sandbox, environ=env,
-                  data_dir=data_dir, log=log, cache=cache, tests=args.tests)
+    bench = Bench(
+        repo=args.repo.resolve(),
+        config=config,
+        sandbox=sandbox,
+        environ=env,
+        data_dir=data_dir,
+        log=log,
+        cache=cache,
+        tests=args.tests,
+    )
 
     def factory_for(label: str, task: BenchTask) -> Factory:
         if parse_label(label) is None:
@@ -113,19 +161,33 @@ def _run(args: argparse.Namespace, log: RunLog, env: Mapping[str, str], config: 
         return config if parse_label(label) is not None else with_model(config, label)
 
     def progress(result: BenchResult, done: int, total: int) -> None:
-        print(f"  [{done}/{total}] {result.instance_id} {result.model}: {result.outcome} "
-              f"({result.wall_s:.0f} s, run {result.run_id})", file=sys.stderr, flush=True)
+        print(
+            f"  [{done}/{total}] {result.instance_id} {result.model}: {result.outcome} "
+            f"({result.wall_s:.0f} s, run {result.run_id})",
+            file=sys.stderr,
+            flush=True,
+        )
 
     try:
-        results = run_bench(bench, tasks, labels, args.results, factory_for=factory_for,
-                            config_for=config_for, jobs=args.jobs, progress=progress)
+        results = run_bench(
+            bench,
+            tasks,
+            labels,
+            args.results,
+            factory_for=factory_for,
+            config_for=config_for,
+            jobs=args.jobs,
+            progress=progress,
+        )
     except MixedSettings as exc:
         raise UsageError(str(exc)) from None
     resolved = sum(r.resolved for r in results)
     errors = sum(r.outcome == "error" for r in results)
-    print(f"cra: {len(results)} result(s) appended to {args.results}: {resolved} resolved, "
-          f"{errors} harness error(s); `cra bench report {args.results}` shows them all",
-          file=sys.stderr)
+    print(
+        f"cra: {len(results)} result(s) appended to {args.results}: {resolved} resolved, "
+        f"{errors} harness error(s); `cra bench report {args.results}` shows them all",
+        file=sys.stderr,
+    )
     return EXIT_OK if not errors else EXIT_FAILED
 
 

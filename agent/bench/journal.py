@@ -52,7 +52,8 @@ class JournalMismatch(AgentError):
     def __init__(self, path: Path, differ: list[str]) -> None:
         super().__init__(
             f"{path} was left by an interrupted mine with other settings ({', '.join(differ)} "
-            "differ): run with the same ones to resume it, or delete it to start afresh")
+            "differ): run with the same ones to resume it, or delete it to start afresh"
+        )
         self.path = path
         self.differ = differ
 
@@ -102,8 +103,11 @@ def _check(path: Path, first: str, settings: Mapping[str, str]) -> None:
         raise JournalMismatch(path, ["the journal's format"]) from None
     if header.journal != JOURNAL_FORMAT:
         raise JournalMismatch(path, ["the journal's format"])
-    differ = sorted(name for name in {*settings, *header.settings}
-                    if settings.get(name) != header.settings.get(name))
+    differ = sorted(
+        name
+        for name in {*settings, *header.settings}
+        if settings.get(name) != header.settings.get(name)
+    )
     if differ:
         raise JournalMismatch(path, differ)
 

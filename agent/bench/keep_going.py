@@ -40,14 +40,17 @@ def full_run(testing: TestingConfig) -> FullRun:
     env, argv = _split_env(words)
     runner = _runner(argv)
     if runner is None:
-        return FullRun(testing, "the test command's runner is not one cra can tell to keep "
-                                "going: it runs as it is")
+        return FullRun(
+            testing,
+            "the test command's runner is not one cra can tell to keep going: it runs as it is",
+        )
     rewritten = _REWRITES[runner](argv)
     if rewritten == argv:
         return FullRun(testing, f"{runner} runs every test already")
     new = shlex.join([*env, *rewritten])
-    return FullRun(testing.model_copy(update={"test_command": new}),
-                   f"{runner} told to run every test: {new}")
+    return FullRun(
+        testing.model_copy(update={"test_command": new}), f"{runner} told to run every test: {new}"
+    )
 
 
 def _words(command: str) -> list[str] | None:
@@ -72,7 +75,8 @@ def _runner(argv: list[str]) -> str | None:
         return None
     program = PurePosixPath(argv[0]).name
     if program in ("pytest", "py.test") or (
-            re.fullmatch(r"python[\d.]*", program) and argv[1:3] == ["-m", "pytest"]):
+        re.fullmatch(r"python[\d.]*", program) and argv[1:3] == ["-m", "pytest"]
+    ):
         return "pytest"
     if program == "cargo" and argv[1:2] == ["test"]:
         return "cargo"

@@ -125,9 +125,11 @@ def throughput(mined: Mined) -> str:
     """How fast a mine went: commits a minute, and its replays' time against the wall's."""
     fresh = mined.examined - mined.resumed
     wall = max(mined.wall_s, 1e-9)
-    return (f"{fresh} commit(s) examined in {mined.wall_s:.1f} s with {mined.jobs} job(s): "
-            f"{fresh * 60 / wall:.1f} commits/min; replays (checkout, setup, tests) "
-            f"took {mined.replay_s:.1f} s in all, {mined.replay_s / wall:.2f}x the wall time")
+    return (
+        f"{fresh} commit(s) examined in {mined.wall_s:.1f} s with {mined.jobs} job(s): "
+        f"{fresh * 60 / wall:.1f} commits/min; replays (checkout, setup, tests) "
+        f"took {mined.replay_s:.1f} s in all, {mined.replay_s / wall:.2f}x the wall time"
+    )
 
 
 def repo_name(repo: Path, given: str | None = None) -> str:
@@ -152,16 +154,27 @@ def commits(repo: Path, options: MineOptions) -> list[str]:
 
 def settings(repo: Path, bed: TestBed, options: MineOptions, name: str) -> dict[str, str]:
     """What decides a commit's outcome, as a journal's header records it."""
-    return {"rev": git.resolve_commit(repo, options.rev), "repo-name": name,
-            "max-source-files": str(options.max_source_files),
-            "max-source-lines": str(options.max_source_lines),
-            "github-api": options.github_api or "", "sandbox": bed.sandbox.name,
-            "testing": bed.testing.model_dump_json()}
+    return {
+        "rev": git.resolve_commit(repo, options.rev),
+        "repo-name": name,
+        "max-source-files": str(options.max_source_files),
+        "max-source-lines": str(options.max_source_lines),
+        "github-api": options.github_api or "",
+        "sandbox": bed.sandbox.name,
+        "testing": bed.testing.model_dump_json(),
+    }
 
 
-def mine(repo: Path, bed: TestBed, options: MineOptions,
-         progress: Callable[[int, int, Mined], None] | None = None, *, jobs: int = 1,
-         journal: Path | None = None, clock: Callable[[], float] = time.monotonic) -> Mined:
+def mine(
+    repo: Path,
+    bed: TestBed,
+    options: MineOptions,
+    progress: Callable[[int, int, Mined], None] | None = None,
+    *,
+    jobs: int = 1,
+    journal: Path | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Mined:
     """Every qualifying commit of `repo` as a task (see the module's docstring), its tests
     run with a command that does not stop at the first failure where that can be had;
     `progress(examined, candidates, so_far)` after each commit, in this thread."""
@@ -190,16 +203,21 @@ def mine(repo: Path, bed: TestBed, options: MineOptions,
             so_far.replay_s += outcome.replay_s
             if progress is not None:
                 progress(so_far.examined, len(candidates), so_far)
-    mined = Mined(notes=[f"the tests run as: {full.note}"], resumed=so_far.resumed,
-                  replay_s=so_far.replay_s, jobs=jobs)
+    mined = Mined(
+        notes=[f"the tests run as: {full.note}"],
+        resumed=so_far.resumed,
+        replay_s=so_far.replay_s,
+        jobs=jobs,
+    )
     for commit in candidates:
         mined.add(known[commit])
     mined.wall_s = clock() - started
     return mined
 
 
-def _examined(commits: Sequence[str], examine: Callable[[str], Outcome],
-              jobs: int) -> Generator[Outcome, None, None]:
+def _examined(
+    commits: Sequence[str], examine: Callable[[str], Outcome], jobs: int
+) -> Generator[Outcome, None, None]:
     """Each commit's outcome the moment it is known, `jobs` commits examined at once."""
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="cra-mine") as pool:
         futures = [pool.submit(examine, commit) for commit in commits]
@@ -210,8 +228,14 @@ def _examined(commits: Sequence[str], examine: Callable[[str], Outcome],
             pool.shutdown(cancel_futures=True)
 
 
-def _outcome(repo: Path, commit: str, name: str, bed: TestBed, options: MineOptions,
-             clock: Callable[[], float]) -> Outcome:
+def _outcome(
+    repo: Path,
+    commit: str,
+    name: str,
+    bed: TestBed,
+    options: MineOptions,
+    clock: Callable[[], float],
+) -> Outcome:
     """What `commit` makes: judged by its diff first, replayed only when that lets it be a
     task."""
     try:
@@ -230,8 +254,13 @@ def _outcome(repo: Path, commit: str, name: str, bed: TestBed, options: MineOpti
     if verdict.excluded == NO_TASK:
         return Outcome(commit=commit, kind="skipped", reason=NO_TASK, replay_s=seconds)
     if verdict.excluded is not None:
-        return Outcome(commit=commit, kind="excluded", reason=verdict.excluded,
-                       detail=verdict.detail, replay_s=seconds)
+        return Outcome(
+            commit=commit,
+            kind="excluded",
+            reason=verdict.excluded,
+            detail=verdict.detail,
+            replay_s=seconds,
+        )
     task = _task(repo, commit, name, split, verdict, output, options)
     return Outcome(commit=commit, kind="task", task=task, replay_s=seconds)
 
@@ -246,19 +275,30 @@ def _replayed(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str] | s
         return "the test changes do not apply to the parent"
 
 
-def _task(repo: Path, commit: str, name: str, split: Split, verdict: Verdict, output: str,
-          options: MineOptions) -> BenchTask:
+def _task(
+    repo: Path,
+    commit: str,
+    name: str,
+    split: Split,
+    verdict: Verdict,
+    output: str,
+    options: MineOptions,
+) -> BenchTask:
     """The task a replayed fix makes."""
     message = git.run_git(["log", "-1", "--format=%B", commit], repo)
     issue = _issue(message, name, options)
     created = git.run_git(["log", "-1", "--format=%cI", commit], repo).strip()
     return BenchTask(
-        instance_id=f"{name.replace('/', '__')}-{commit[:12]}", repo=name,
-        base_commit=split.parent, patch=split.patch, test_patch=split.test_patch,
+        instance_id=f"{name.replace('/', '__')}-{commit[:12]}",
+        repo=name,
+        base_commit=split.parent,
+        patch=split.patch,
+        test_patch=split.test_patch,
         problem_statement=compose(message, verdict.fail_to_pass, output, split.patch, issue),
         created_at=created or datetime.now(UTC).isoformat(),
         environment_setup_commit=split.parent,
-        FAIL_TO_PASS=verdict.fail_to_pass, PASS_TO_PASS=verdict.pass_to_pass,
+        FAIL_TO_PASS=verdict.fail_to_pass,
+        PASS_TO_PASS=verdict.pass_to_pass,
     )
 
 
@@ -287,19 +327,30 @@ def _replay(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str]:
         first = _run(tree, repo, bed)
         git.apply_diff(tree, split.patch)
         second = _run(tree, repo, bed)
-        runs = Runs(before=outcomes(first), after=outcomes(second),
-                    before_stopped=first.report.incomplete,
-                    after_stopped=second.report.incomplete)
+        runs = Runs(
+            before=outcomes(first),
+            after=outcomes(second),
+            before_stopped=first.report.incomplete,
+            after_stopped=second.report.incomplete,
+        )
         verdict = sort_tests(runs, split.test_files)
         if verdict.excluded in (None, REGRESSION):  # a second run tells flaky tests apart
-            verdict = sort_tests(replace(runs, again=outcomes(_run(tree, repo, bed))),
-                                 split.test_files)
+            verdict = sort_tests(
+                replace(runs, again=outcomes(_run(tree, repo, bed))), split.test_files
+            )
     return verdict, first.test_output or ""
 
 
 def _run(tree: Path, repo: Path, bed: TestBed) -> ValidationResult:
-    return run_tests(tree, repo, bed.testing, sandbox=bed.sandbox, environ=bed.environ,
-                     work_dir=bed.work_dir, cache=bed.cache)
+    return run_tests(
+        tree,
+        repo,
+        bed.testing,
+        sandbox=bed.sandbox,
+        environ=bed.environ,
+        work_dir=bed.work_dir,
+        cache=bed.cache,
+    )
 
 
 def _issue(message: str, name: str, options: MineOptions) -> tuple[str, str] | None:
@@ -307,5 +358,3 @@ def _issue(message: str, name: str, options: MineOptions) -> tuple[str, str] | N
     if number is None or not options.github_api or name.startswith("local/"):
         return None
     return fetch_issue(options.github_api, name, number, options.github_token)
-
-

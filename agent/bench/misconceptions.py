@@ -39,8 +39,14 @@ class Rates:
 
 
 # Calibrated on published 7B figures: docs/bench.md ("Substantive mistakes") gives the sources.
-SMALL_RATES = Rates(false_no=0.20, false_yes=0.12, wrong_plan=0.40, wrong_edit=0.50,
-                    partial_edit=0.35, wrong_test=0.30)
+SMALL_RATES = Rates(
+    false_no=0.20,
+    false_yes=0.12,
+    wrong_plan=0.40,
+    wrong_edit=0.50,
+    partial_edit=0.35,
+    wrong_test=0.30,
+)
 # A mistake mode: the rates it sets.
 MODES: dict[str, tuple[str, ...]] = {
     "wrong-judgments": ("false_no", "false_yes"),
@@ -57,11 +63,16 @@ def mode_rates(modes: list[str], rate: float | None) -> Rates:
     ValueError for `small` beside another mistake mode (it holds them all)."""
     if SMALL in modes:
         if len(modes) > 1:
-            raise ValueError(f"{SMALL} already makes every mistake; drop "
-                             f"{'+'.join(m for m in modes if m != SMALL)}")
+            raise ValueError(
+                f"{SMALL} already makes every mistake; drop "
+                f"{'+'.join(m for m in modes if m != SMALL)}"
+            )
         return SMALL_RATES.scaled(1.0 if rate is None else rate)
-    chosen = {name: getattr(SMALL_RATES, name) if rate is None else min(1.0, rate)
-              for mode in modes for name in MODES[mode]}
+    chosen = {
+        name: getattr(SMALL_RATES, name) if rate is None else min(1.0, rate)
+        for mode in modes
+        for name in MODES[mode]
+    }
     return replace(Rates(), **chosen)
 
 
@@ -80,8 +91,10 @@ class Belief:
 def generation(task: str, concept: str, attempt: int) -> int:
     """How many times the misconception was redrawn by its `attempt`-th ask (0: the first): each
     ask after the first redraws it with probability REDRAW."""
-    return sum(random.Random(f"{task}|{concept}|redraw|{n}").random() < REDRAW
-               for n in range(1, attempt + 1))
+    return sum(
+        random.Random(f"{task}|{concept}|redraw|{n}").random() < REDRAW
+        for n in range(1, attempt + 1)
+    )
 
 
 @dataclass(frozen=True)

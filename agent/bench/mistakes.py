@@ -23,9 +23,17 @@ _FLIPPED = {"<=": "<", "<": "<=", ">=": ">", ">": ">="}
 _PY_GUARD = re.compile(r"^(\s*(?:if|elif|while)\s+)(.+?)(:\s*(?:#.*)?)$")
 _C_GUARD = re.compile(r"^(\s*(?:\}\s*else\s+)?(?:if|while)\s*)\((.*)\)(\s*\{?\s*)$")
 _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+\w+\(.*:\s*$")
-_SWAPS = ((" == ", " != "), (" != ", " == "), (" and ", " or "), (" or ", " and "),
-          ("True", "False"), ("False", "True"), (" is not ", " is "), (" + ", " - "),
-          (" - ", " + "))
+_SWAPS = (
+    (" == ", " != "),
+    (" != ", " == "),
+    (" and ", " or "),
+    (" or ", " and "),
+    ("True", "False"),
+    ("False", "True"),
+    (" is not ", " is "),
+    (" + ", " - "),
+    (" - ", " + "),
+)
 _ASSERT = re.compile(r"^(\s*assert\s+)(.+?)(\s*(?:#.*)?)$")
 Runs = list[tuple[int, int, int, int]]  # a hunk's changes: old[i1:i2] became new[j1:j2]
 
@@ -44,8 +52,11 @@ def _added(hunk: Hunk) -> list[int]:
 def _rewritten(hunk: Hunk, line_variants: Callable[[str], list[str]]) -> list[Hunk]:
     """The hunk with one added line rewritten, for each rewrite `line_variants` offers."""
     start, old, new = hunk
-    return [(start, old, [*new[:j], variant, *new[j + 1:]])
-            for j in _added(hunk) for variant in line_variants(new[j])]
+    return [
+        (start, old, [*new[:j], variant, *new[j + 1 :]])
+        for j in _added(hunk)
+        for variant in line_variants(new[j])
+    ]
 
 
 def off_by_one(line: str) -> list[str]:
@@ -54,10 +65,13 @@ def off_by_one(line: str) -> list[str]:
     found = []
     for match in _NUMBER.finditer(line):
         value = int(match.group())
-        found += [line[:match.start()] + str(v) + line[match.end():]
-                  for v in (value + 1, value - 1) if v >= 0]
+        found += [
+            line[: match.start()] + str(v) + line[match.end() :]
+            for v in (value + 1, value - 1)
+            if v >= 0
+        ]
     for match in _COMPARISON.finditer(line):
-        found.append(line[:match.start()] + _FLIPPED[match.group()] + line[match.end():])
+        found.append(line[: match.start()] + _FLIPPED[match.group()] + line[match.end() :])
     return found
 
 
@@ -98,13 +112,19 @@ def sibling(before: str, hunk: Hunk) -> list[Hunk]:
     for i1, i2, j1, j2 in runs(hunk):
         if i2 > i1:
             block = old[i1:i2]
-            at = [n for n in range(len(lines) - len(block) + 1)
-                  if lines[n:n + len(block)] == block and n not in here]
+            at = [
+                n
+                for n in range(len(lines) - len(block) + 1)
+                if lines[n : n + len(block)] == block and n not in here
+            ]
             found += [(n + 1, block, new[j1:j2]) for n in at]
         elif i1 > 0 and (anchor := _DEF.match(old[i1 - 1])):
             depth = anchor.group(1)
-            defs = [n for n, line in enumerate(lines)
-                    if (m := _DEF.match(line)) and m.group(1) == depth and n not in here]
+            defs = [
+                n
+                for n, line in enumerate(lines)
+                if (m := _DEF.match(line)) and m.group(1) == depth and n not in here
+            ]
             found += [(n + 1, [lines[n]], [lines[n], *new[j1:j2]]) for n in defs]
     return found
 
@@ -114,8 +134,16 @@ def wrong_edit(before: str, hunk: Hunk, pick: int) -> Hunk | None:
     guard negated, part of its changes, or the change in a sibling place — whichever the hunk
     offers, `pick` choosing the kind and then the variant; an operator swapped only when none
     fits. None when the hunk offers no mistake."""
-    kinds = [found for found in (_rewritten(hunk, off_by_one), _rewritten(hunk, negated_guard),
-                                 partial_hunk(hunk), sibling(before, hunk)) if found]
+    kinds = [
+        found
+        for found in (
+            _rewritten(hunk, off_by_one),
+            _rewritten(hunk, negated_guard),
+            partial_hunk(hunk),
+            sibling(before, hunk),
+        )
+        if found
+    ]
     kinds = kinds or [found for found in [_rewritten(hunk, swapped_operator)] if found]
     kinds = [[h for h in kind if h[2] != hunk[2] and h[1] != h[2]] for kind in kinds]
     kinds = [kind for kind in kinds if kind]
@@ -136,8 +164,9 @@ def left_out(files: Sequence[FilePatch], pick: int) -> tuple[str, int] | None:
     return found[pick % len(found)] if len(found) > 1 else None
 
 
-def wrong_plan(paths: Sequence[str], fix: Sequence[str], shown: Sequence[str],
-               pick: int) -> list[str] | None:
+def wrong_plan(
+    paths: Sequence[str], fix: Sequence[str], shown: Sequence[str], pick: int
+) -> list[str] | None:
     """A plan's files gone wrong: the fix's first file swapped for the shown file closest to the
     fix (not one of the fix's), or, for a plan of several files, one left out. None when the
     plan offers neither (nothing planned, no other file shown and one file)."""
@@ -159,15 +188,20 @@ def wrong_test(source: str, pick: int, among: Collection[int] | None = None) -> 
     one, the assertion negated, or made vacuous (`or True`) — of the lines `among` (default:
     all). None without an assert there."""
     lines = source.split("\n")
-    asserts = [(n, m) for n, line in enumerate(lines)
-               if (among is None or n in among) and (m := _ASSERT.match(line))]
+    asserts = [
+        (n, m)
+        for n, line in enumerate(lines)
+        if (among is None or n in among) and (m := _ASSERT.match(line))
+    ]
     if not asserts:
         return None
     n, match = asserts[(pick // 3) % len(asserts)]
     head, claim, tail = match.groups()
     numbers = list(_NUMBER.finditer(claim))  # the expected value stands last, usually
-    variants = [f"{head}{claim[:m.start()]}{int(m.group()) + 1}{claim[m.end():]}{tail}"
-                for m in numbers[-1:]]
+    variants = [
+        f"{head}{claim[: m.start()]}{int(m.group()) + 1}{claim[m.end() :]}{tail}"
+        for m in numbers[-1:]
+    ]
     variants += [f"{head}not ({claim}){tail}", f"{head}{claim} or True{tail}"]
     lines[n] = variants[pick % len(variants)]
     return "\n".join(lines)

@@ -15,8 +15,9 @@ Spoil = Callable[[str, random.Random], str]
 
 def _sections(answer: str) -> tuple[str, str, str, str] | None:
     """The first edit block of an answer as (head, search, replacement part, tail), if any."""
-    match = re.search(r"(?s)(.*?<search>\n)(.*?)(\n</search>\n<replacement>\n)(.*?)(\n</repl.*)",
-                      answer)
+    match = re.search(
+        r"(?s)(.*?<search>\n)(.*?)(\n</search>\n<replacement>\n)(.*?)(\n</repl.*)", answer
+    )
     if match is None:
         return None
     head, search, middle, replacement, tail = match.groups()

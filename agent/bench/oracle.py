@@ -100,22 +100,29 @@ def parse_label(label: str) -> OracleSpec | None:
     context = CONTEXT in parts
     noisy = [m for m in parts if m in noise.MODES]
     wrong = [m for m in parts if m in misconceptions.MODES or m == misconceptions.SMALL]
-    known = (f"{', '.join(sorted(noise.MODES))}, alone or after {CONTEXT}+; mistakes "
-             f"{', '.join([*misconceptions.MODES, misconceptions.SMALL])}, joined by +")
+    known = (
+        f"{', '.join(sorted(noise.MODES))}, alone or after {CONTEXT}+; mistakes "
+        f"{', '.join([*misconceptions.MODES, misconceptions.SMALL])}, joined by +"
+    )
     unknown = [m for m in parts if m != CONTEXT and m not in noisy and m not in wrong]
     if unknown:
         raise ValueError(f"unknown oracle noise mode {unknown[0]!r}; known: {known}")
     if len(noisy) > 1:
-        raise ValueError(f"more than one oracle noise mode ({'+'.join(noisy)}): give at most "
-                         f"one of {known}")
+        raise ValueError(
+            f"more than one oracle noise mode ({'+'.join(noisy)}): give at most one of {known}"
+        )
     given = float(rate) if rate else None
-    return OracleSpec(context=context, mode=noisy[0] if noisy else "",
-                      rate=DEFAULT_RATE if given is None else given,
-                      mistakes=mode_rates(wrong, given))
+    return OracleSpec(
+        context=context,
+        mode=noisy[0] if noisy else "",
+        rate=DEFAULT_RATE if given is None else given,
+        mistakes=mode_rates(wrong, given),
+    )
 
 
-def oracle_factory(label: str, task: BenchTask, before: dict[str, str], *,
-                   tests: TestsSetting = "given") -> Callable[[ModelConfig], OracleModel] | None:
+def oracle_factory(
+    label: str, task: BenchTask, before: dict[str, str], *, tests: TestsSetting = "given"
+) -> Callable[[ModelConfig], OracleModel] | None:
     """A factory of the oracle a label names for one task (`before`: the fix's files before
     it, its tests' too), or None when the label names a real model; ValueError for an unknown
     mode. With the tests `hidden` it also changes the existing tests the fix changes."""
@@ -129,8 +136,16 @@ def oracle_factory(label: str, task: BenchTask, before: dict[str, str], *,
 class OracleModel:
     """A ChatModel answering from a task's gold patch (see the module's docstring)."""
 
-    def __init__(self, config: ModelConfig, task: BenchTask, before: dict[str, str],
-                 spec: OracleSpec | None = None, *, seed: int = 0, hidden: bool = False) -> None:
+    def __init__(
+        self,
+        config: ModelConfig,
+        task: BenchTask,
+        before: dict[str, str],
+        spec: OracleSpec | None = None,
+        *,
+        seed: int = 0,
+        hidden: bool = False,
+    ) -> None:
         self._config = config
         # every file the fix changes outside the tests (configs and docs too): code first; with
         # the tests hidden, also the existing tests it changes (they pin the behaviour the fix
@@ -139,7 +154,8 @@ class OracleModel:
         files += pinning_changes(task.test_patch) if hidden else []
         # code first, tests last: a test the fix changes runs against the fix whole
         self.files: list[FilePatch] = sorted(
-            files, key=lambda f: (is_test_change(f.path), not is_code(f.path)))
+            files, key=lambda f: (is_test_change(f.path), not is_code(f.path))
+        )
         self.before = before  # each changed file before the fix
         self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"
         self.spec = spec or OracleSpec()
@@ -156,15 +172,27 @@ class OracleModel:
     def config(self) -> ModelConfig:
         return self._config
 
-    def complete(self, system: str, user: str, *, json_schema: dict[str, Any] | None = None,
-                 json_mode: bool = False, stage: str = "") -> LLMResponse:
+    def complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
+        stage: str = "",
+    ) -> LLMResponse:
         with self._lock:
             kind, text = self._answer(stage.removesuffix("_reask"), user)
             text = self._spoil(kind, text)
-        usage = Usage(prompt_tokens=(len(system) + len(user)) // 4,
-                      completion_tokens=len(text) // 4, calls=1, estimated=True)
-        return LLMResponse(text=strip_thinking(text), raw_text=text, model=self._config.model,
-                           usage=usage)
+        usage = Usage(
+            prompt_tokens=(len(system) + len(user)) // 4,
+            completion_tokens=len(text) // 4,
+            calls=1,
+            estimated=True,
+        )
+        return LLMResponse(
+            text=strip_thinking(text), raw_text=text, model=self._config.model, usage=usage
+        )
 
     def close(self) -> None:
         """Nothing to release."""
@@ -176,24 +204,39 @@ class OracleModel:
             return "edit", self._tests_written(stage)
         if stage == "meta_plan":
             paths = self._misplanned(self._planned(user), user, stage)
-            parts = [{"id": "p1", "description": "Change " + ", ".join(paths),
-                      "affected_files": paths, "depends_on": []}]
-            return "json", json.dumps({"task_summary": self.summary, "rationale": "the fix",
-                                       "parts": parts}, indent=2)
+            parts = [
+                {
+                    "id": "p1",
+                    "description": "Change " + ", ".join(paths),
+                    "affected_files": paths,
+                    "depends_on": [],
+                }
+            ]
+            return "json", json.dumps(
+                {"task_summary": self.summary, "rationale": "the fix", "parts": parts}, indent=2
+            )
         if stage == "part_plan":
             part = re.search(r'"?part_id"?\s*[:=]\s*"?(p\d+)', user)
-            return "json", json.dumps({"part_id": part.group(1) if part else "p1",
-                                       "task_summary": self.summary,
-                                       "rationale": "one step per file, landing together",
-                                       "steps": self._steps(self._misplanned(
-                                           self._part_files(user), user, stage))},
-                                      indent=2)
+            return "json", json.dumps(
+                {
+                    "part_id": part.group(1) if part else "p1",
+                    "task_summary": self.summary,
+                    "rationale": "one step per file, landing together",
+                    "steps": self._steps(self._misplanned(self._part_files(user), user, stage)),
+                },
+                indent=2,
+            )
         if stage in ("adjustment_root_cause", "adjustment_new_step"):
             return "yes_no", "no"  # the gold plan caused nothing and needs nothing new
         if stage in ("adjustment", "adjustment_finalize"):
-            return "json", json.dumps({"revised_steps": _remaining(user),
-                                       "rationale": "the plan stands", "changes_made": []},
-                                      indent=2)
+            return "json", json.dumps(
+                {
+                    "revised_steps": _remaining(user),
+                    "rationale": "the plan stands",
+                    "changes_made": [],
+                },
+                indent=2,
+            )
         if stage == "gate_test_change":  # the fix's own test changes are what the task asks
             asked = any(f"diff --git a/{path} b/" in user for path in self.changes_tests)
             return "yes_no", "yes" if asked else "no"
@@ -258,20 +301,31 @@ class OracleModel:
         steps = []
         for n, path in enumerate(paths, 1):
             together = n <= MAX_GROUP_STEPS and min(len(paths), MAX_GROUP_STEPS) > 1
-            steps.append({"id": f"s{n}", "description": f"Apply the fix to {path}",
-                          "target_files": [path], "target_symbols": [],
-                          "depends_on": [f"s{n - 1}"] if n > 1 else [],
-                          "lands_with": [f"s{m}" for m in range(1, MAX_GROUP_STEPS + 1)
-                                         if m != n and m <= len(paths)] if together else [],
-                          "changes_existing_tests": path in self.changes_tests})
+            steps.append(
+                {
+                    "id": f"s{n}",
+                    "description": f"Apply the fix to {path}",
+                    "target_files": [path],
+                    "target_symbols": [],
+                    "depends_on": [f"s{n - 1}"] if n > 1 else [],
+                    "lands_with": [
+                        f"s{m}" for m in range(1, MAX_GROUP_STEPS + 1) if m != n and m <= len(paths)
+                    ]
+                    if together
+                    else [],
+                    "changes_existing_tests": path in self.changes_tests,
+                }
+            )
         return steps
 
     def _named(self, user: str) -> FilePatch:
         """The changed file an implement prompt is about: the first its step names, else the
         first whose path it names at all (whole paths: `pkg/mod.py` is not `pkg/mod.pyi`)."""
         named = step_files(user)
-        for candidates in ([f for f in self.files if f.path in named],
-                           [f for f in self.files if names_path(user, f.path)]):
+        for candidates in (
+            [f for f in self.files if f.path in named],
+            [f for f in self.files if names_path(user, f.path)],
+        ):
             if candidates:
                 return candidates[0]
         return self.files[0]
@@ -292,8 +346,13 @@ class OracleModel:
         if file is None:  # a step on a file the fix does not change: nothing to write
             return CANNOT_SEE
         before = self.before.get(file.path, "")
-        shown = [(n, h) for n, h in ((n, writable(user, file.path, before, h))
-                                     for n, h in enumerate(file.hunks)) if h]
+        shown = [
+            (n, h)
+            for n, h in (
+                (n, writable(user, file.path, before, h)) for n, h in enumerate(file.hunks)
+            )
+            if h
+        ]
         if shown:
             return self._written(file, shown, stage)
         refined = stage.endswith("_refined")
@@ -304,15 +363,17 @@ class OracleModel:
         task's misconceptions when it has any."""
         before = self.before.get(file.path, "")
         if self.spec.mistakes.any:
-            hunks = self._mistaken(file, before, hunks,
-                                   self._attempt(f"implement:{file.path}", stage))
+            hunks = self._mistaken(
+                file, before, hunks, self._attempt(f"implement:{file.path}", stage)
+            )
             if not hunks:
                 return NO_CHANGE
         written = FilePatch(path=file.path, new_file=file.new_file, hunks=[h for _, h in hunks])
         return oracle_edits(before, written)
 
-    def _mistaken(self, file: FilePatch, before: str, hunks: list[tuple[int, Hunk]],
-                  attempt: int) -> list[tuple[int, Hunk]]:
+    def _mistaken(
+        self, file: FilePatch, before: str, hunks: list[tuple[int, Hunk]], attempt: int
+    ) -> list[tuple[int, Hunk]]:
         """The hunks as the task's misconceptions hold them at this attempt: the place a
         partial fix leaves out dropped, each hunk believed wrong replaced by its wrong variant
         (mistakes.left_out, mistakes.wrong_edit)."""
@@ -334,8 +395,9 @@ class OracleModel:
         blocks = []
         for file in self.tests:
             call = f"test:{file.path}"
-            pick = self.mistakes.mistaken(call, self.spec.mistakes.wrong_test,
-                                          self._attempt(call, stage))
+            pick = self.mistakes.mistaken(
+                call, self.spec.mistakes.wrong_test, self._attempt(call, stage)
+            )
             written = spoiled_test(file, pick) if pick is not None else file
             blocks.append(oracle_edits(self.before.get(file.path, ""), written))
         return "\n".join(blocks) or NO_CHANGE
@@ -359,8 +421,11 @@ def _first_try(stage: str) -> str:
 def _changing_tests(files: list[FilePatch], before: dict[str, str]) -> set[str]:
     """The files whose gold edits change tests the gate counts (doctest examples, a Rust
     file's test items): their step declares `changes_existing_tests`, as a planner would."""
-    changed = {f.path: (before.get(f.path), after_patch(before.get(f.path, ""), f))
-               for f in files if not f.new_file and not f.deleted}
+    changed = {
+        f.path: (before.get(f.path), after_patch(before.get(f.path, ""), f))
+        for f in files
+        if not f.new_file and not f.deleted
+    }
     return {c.path for c in gate_changes(changed, None, lambda _: True) if c.role == "test"}
 
 

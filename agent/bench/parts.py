@@ -67,8 +67,11 @@ def merge_results(inputs: Sequence[Path], out: Path) -> Merged:
     missing = [str(path) for path in inputs if not path.exists()]
     if missing:
         raise PartsError(f"no results file {', '.join(missing)}")
-    files = [found for path in inputs
-             for found in (sorted(path.rglob(RESULTS_NAME)) if path.is_dir() else [path])]
+    files = [
+        found
+        for path in inputs
+        for found in (sorted(path.rglob(RESULTS_NAME)) if path.is_dir() else [path])
+    ]
     every: list[BenchResult] = []
     for path in files:
         every.extend(read_results(path))
@@ -90,14 +93,18 @@ def parts_command(args: argparse.Namespace) -> int:
         if args.bench_command == "split":
             paths = split_tasks(args.tasks, args.parts, args.out)
             sizes = ", ".join(str(sum(1 for _ in read_tasks(path))) for path in paths)
-            print(f"cra: {len(paths)} part(s) written to {args.out} ({sizes} task(s))",
-                  file=sys.stderr)
+            print(
+                f"cra: {len(paths)} part(s) written to {args.out} ({sizes} task(s))",
+                file=sys.stderr,
+            )
         else:
             merged = merge_results(args.results, args.out)
-            print(f"cra: {len(merged.results)} result(s) from {merged.files} file(s) "
-                  f"written to {args.out}"
-                  + (f"; {merged.duplicates} duplicate(s) left out" if merged.duplicates else ""),
-                  file=sys.stderr)
+            print(
+                f"cra: {len(merged.results)} result(s) from {merged.files} file(s) "
+                f"written to {args.out}"
+                + (f"; {merged.duplicates} duplicate(s) left out" if merged.duplicates else ""),
+                file=sys.stderr,
+            )
     except (PartsError, TaskFileError) as exc:
         print(f"cra: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -17,10 +17,33 @@ from agent.gate import verdict as gate
 from agent.git import repo as git
 
 # Files whose change is code (counted against the 1–N source files of a task).
-CODE_SUFFIXES = frozenset({
-    ".py", ".pyx", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".go", ".rs", ".java", ".kt",
-    ".rb", ".php", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".swift", ".scala", ".sh",
-})
+CODE_SUFFIXES = frozenset(
+    {
+        ".py",
+        ".pyx",
+        ".js",
+        ".jsx",
+        ".mjs",
+        ".cjs",
+        ".ts",
+        ".tsx",
+        ".go",
+        ".rs",
+        ".java",
+        ".kt",
+        ".rb",
+        ".php",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".cs",
+        ".swift",
+        ".scala",
+        ".sh",
+    }
+)
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -57,8 +80,9 @@ def split_commit(repo: Path, commit: str) -> Split:
     """The commit against its first parent, split into patch and test patch."""
     parent = git.resolve_commit(repo, f"{commit}^")
     split = Split(parent=parent)
-    for line in git.run_git(["diff", "--no-renames", "--name-status", parent, commit],
-                            repo).splitlines():
+    for line in git.run_git(
+        ["diff", "--no-renames", "--name-status", parent, commit], repo
+    ).splitlines():
         status, _, path = line.partition("\t")
         if path:
             split.status[path] = status[:1]
@@ -66,8 +90,13 @@ def split_commit(repo: Path, commit: str) -> Split:
     others = sorted(p for p in split.status if p not in tests)
     split.patch = _diff(repo, parent, commit, others)
     split.test_patch = _diff(repo, parent, commit, tests)
-    for line in git.run_git(["diff", "--no-renames", "--numstat", parent, commit, "--",
-                             *split.source_files], repo).splitlines() if split.source_files else []:
+    for line in (
+        git.run_git(
+            ["diff", "--no-renames", "--numstat", parent, commit, "--", *split.source_files], repo
+        ).splitlines()
+        if split.source_files
+        else []
+    ):
         added, removed, _ = line.split("\t", 2)
         split.source_lines += int(added) if added.isdigit() else 0
         split.source_lines += int(removed) if removed.isdigit() else 0
@@ -77,8 +106,9 @@ def split_commit(repo: Path, commit: str) -> Split:
 def _diff(repo: Path, parent: str, commit: str, paths: list[str]) -> str:
     if not paths:
         return ""
-    return git.run_git(["diff", "--no-renames", "--binary", "--full-index", parent, commit,
-                        "--", *paths], repo)
+    return git.run_git(
+        ["diff", "--no-renames", "--binary", "--full-index", parent, commit, "--", *paths], repo
+    )
 
 
 @dataclass
@@ -135,15 +165,18 @@ def oracle_edits(before: str, file: FilePatch) -> str:
         first = max(start - 1, 0)
         lead, trail = 0, 0
         while True:
-            search = lines[first - lead:first + len(old) + trail]
+            search = lines[first - lead : first + len(old) + trail]
             text = "\n".join(search)
             if before.count(text) == 1 and "".join(search).strip():
                 break
             if first - lead <= 0 and first + len(old) + trail >= len(lines):
                 return _block(file.path, before.rstrip("\n"), after_patch(before, file))
             lead, trail = lead + (first - lead > 0), trail + 1
-        replacement = [*lines[first - lead:first], *new,
-                       *lines[first + len(old):first + len(old) + trail]]
+        replacement = [
+            *lines[first - lead : first],
+            *new,
+            *lines[first + len(old) : first + len(old) + trail],
+        ]
         blocks.append(_block(file.path, text, "\n".join(replacement)))
     return "\n".join(blocks)
 
@@ -154,13 +187,15 @@ def after_patch(before: str, file: FilePatch) -> str:
     lines = before.split("\n")
     for start, old, new in reversed(file.hunks):
         first = max(start - 1, 0)
-        lines[first:first + len(old)] = new
+        lines[first : first + len(old)] = new
     return "\n".join(lines).rstrip("\n")
 
 
 def _block(path: str, search: str, replacement: str) -> str:
-    return (f'<edit file="{path}">\n<search>\n{search}\n</search>\n'
-            f"<replacement>\n{replacement}\n</replacement>\n</edit>")
+    return (
+        f'<edit file="{path}">\n<search>\n{search}\n</search>\n'
+        f"<replacement>\n{replacement}\n</replacement>\n</edit>"
+    )
 
 
 def pinning_changes(test_patch: str) -> list[FilePatch]:

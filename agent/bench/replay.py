@@ -50,41 +50,67 @@ def sort_tests(runs: Runs, test_files: Sequence[str]) -> Verdict:
     """The verdict on a replay (see the module's docstring)."""
     verdict = Verdict()
     before, after = runs.before, runs.after
-    broken = sorted(t for t, o in after.items() if o in FAILED and before.get(t) == "passed"
-                    and (runs.again is None or runs.again.get(t) in FAILED))
+    broken = sorted(
+        t
+        for t, o in after.items()
+        if o in FAILED
+        and before.get(t) == "passed"
+        and (runs.again is None or runs.again.get(t) in FAILED)
+    )
     if broken:
         return _excluded(verdict, REGRESSION, broken)
-    unknown = sorted(t for t, o in after.items() if o == "passed" and t not in before
-                     and runs.before_stopped and not _uncollected(t, before))
+    unknown = sorted(
+        t
+        for t, o in after.items()
+        if o == "passed" and t not in before and runs.before_stopped and not _uncollected(t, before)
+    )
     if unknown:
-        verdict.notes.append(f"{len(unknown)} test(s) did not run before the fix "
-                             f"({runs.before_stopped}): left out")
+        verdict.notes.append(
+            f"{len(unknown)} test(s) did not run before the fix ({runs.before_stopped}): left out"
+        )
     candidates = sorted(
-        t for t, o in after.items() if o == "passed" and t not in unknown
+        t
+        for t, o in after.items()
+        if o == "passed"
+        and t not in unknown
         and gate.file_of_test(t, test_files) is not None
-        and (before.get(t) in FAILED or (t not in before and (
-            not runs.before_stopped or _uncollected(t, before)))))
+        and (
+            before.get(t) in FAILED
+            or (t not in before and (not runs.before_stopped or _uncollected(t, before)))
+        )
+    )
     if runs.again is not None:
         flaky = [t for t in candidates if runs.again.get(t) != "passed"]
         if flaky:
-            return _excluded(verdict, "a test the fix makes pass fails on a second run of the "
-                             "same code (it depends on the clock, the network or the machine)",
-                             flaky)
+            return _excluded(
+                verdict,
+                "a test the fix makes pass fails on a second run of the "
+                "same code (it depends on the clock, the network or the machine)",
+                flaky,
+            )
     if not candidates:
         if unknown:
-            return _excluded(verdict, "the test command stopped early before the fix: which "
-                             "tests the fix makes pass cannot be told", unknown)
+            return _excluded(
+                verdict,
+                "the test command stopped early before the fix: which "
+                "tests the fix makes pass cannot be told",
+                unknown,
+            )
         return _excluded(verdict, NO_TASK, [])
     verdict.fail_to_pass = candidates
-    verdict.pass_to_pass = sorted(t for t, o in after.items() if o == "passed"
-                                  and before.get(t) == "passed" and _steady(t, runs))
+    verdict.pass_to_pass = sorted(
+        t
+        for t, o in after.items()
+        if o == "passed" and before.get(t) == "passed" and _steady(t, runs)
+    )
     return verdict
 
 
 def _uncollected(test: str, before: Mapping[str, TestOutcome]) -> bool:
     """Whether the test's file (or a parent of it) failed to be collected before the fix."""
-    return any(o in FAILED and gate.names(found, test) and found != test
-               for found, o in before.items())
+    return any(
+        o in FAILED and gate.names(found, test) and found != test for found, o in before.items()
+    )
 
 
 def _steady(test: str, runs: Runs) -> bool:
@@ -93,7 +119,6 @@ def _steady(test: str, runs: Runs) -> bool:
 
 
 def _excluded(verdict: Verdict, reason: str, tests: Sequence[str], cap: int = 5) -> Verdict:
-    shown = ", ".join(tests[:cap]) + (f" and {len(tests) - cap} more" if len(tests) > cap
-                                      else "")
+    shown = ", ".join(tests[:cap]) + (f" and {len(tests) - cap} more" if len(tests) > cap else "")
     verdict.excluded, verdict.detail = reason, shown
     return verdict

@@ -54,8 +54,12 @@ def report_command(args: argparse.Namespace) -> int:
     [--summary PATH] [--json]`; 0, or 2 with one line when a file is wrong or the baseline ran
     in another setting."""
     try:
-        report = report_from_files(args.results, tasks=args.tasks, baseline=args.baseline,
-                                   across_settings=args.across_settings)
+        report = report_from_files(
+            args.results,
+            tasks=args.tasks,
+            baseline=args.baseline,
+            across_settings=args.across_settings,
+        )
     except (BaselineError, TaskFileError, ReportFileError) as exc:
         print(f"cra: {exc}", file=sys.stderr)
         return 2
@@ -64,8 +68,7 @@ def report_command(args: argparse.Namespace) -> int:
             args.html.parent.mkdir(parents=True, exist_ok=True)
             args.html.write_text(render_html(report), encoding="utf-8")
         except OSError as exc:
-            print(f"cra: cannot write the HTML report {args.html}: {exc.strerror}",
-                  file=sys.stderr)
+            print(f"cra: cannot write the HTML report {args.html}: {exc.strerror}", file=sys.stderr)
             return 2
     if args.summary is not None:
         try:
@@ -93,9 +96,12 @@ class ReportFileError(ValueError):
 
 
 def report_from_files(
-    results: Path, *, tasks: Path | None = None, baseline: Path | None = None,
+    results: Path,
+    *,
+    tasks: Path | None = None,
+    baseline: Path | None = None,
     across_settings: bool = False,
-) -> BenchReport:  # fmt: skip
+) -> BenchReport:
     """The report of a results file, with a task file's statements and a baseline (compared
     across settings only when `across_settings`)."""
     if results.is_dir() or (not results.exists() and tasks is None):
@@ -106,8 +112,9 @@ def report_from_files(
         raise ReportFileError(f"cannot read the results file {results}: {exc}") from exc
     given = list(read_tasks(tasks)) if tasks is not None else []
     earlier = load_baseline(baseline) if baseline is not None else None
-    return build_report(found, given, results_file=str(results), baseline=earlier,
-                        across_settings=across_settings)
+    return build_report(
+        found, given, results_file=str(results), baseline=earlier, across_settings=across_settings
+    )
 
 
 def schema() -> dict[str, Any]:
@@ -119,6 +126,8 @@ def schema() -> dict[str, Any]:
 
 def generated_schema() -> dict[str, Any]:
     """The schema as the models define it (the shipped file must equal it)."""
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "urn:cra:bench-report:2",
-            **BenchReport.model_json_schema(mode="serialization")}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "urn:cra:bench-report:2",
+        **BenchReport.model_json_schema(mode="serialization"),
+    }

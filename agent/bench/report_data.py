@@ -44,8 +44,10 @@ class ModelSummary(_Frozen):
 
     model: str
     tests: TestsSetting = Field(
-        default="given", description="the setting: the fix's tests given to the run, or hidden "
-        "from it until scoring")
+        default="given",
+        description="the setting: the fix's tests given to the run, or hidden "
+        "from it until scoring",
+    )
     tasks: int = Field(description="tasks with a result for this model (errors included)")
     resolved: int
     unresolved: int
@@ -55,10 +57,13 @@ class ModelSummary(_Frozen):
     ci_low: float | None = Field(description="Wilson 95% score interval, lower bound")
     ci_high: float | None = Field(description="Wilson 95% score interval, upper bound")
     false_successes: int = Field(
-        default=0, description="runs that ended complete (they would open a pull request saying "
-        "the tests pass) whose scored tests say unresolved")
+        default=0,
+        description="runs that ended complete (they would open a pull request saying "
+        "the tests pass) whose scored tests say unresolved",
+    )
     false_success_rate: float | None = Field(
-        default=None, description="false successes / scored; null when nothing was scored")
+        default=None, description="false successes / scored; null when nothing was scored"
+    )
     calls: int
     prompt_tokens: int
     completion_tokens: int
@@ -66,19 +71,24 @@ class ModelSummary(_Frozen):
     tokens_per_task: float | None
     wall_s_per_task: float | None
     tokens_per_resolved: float | None = Field(
-        description="all tokens spent (every task) divided by the tasks resolved")
+        description="all tokens spent (every task) divided by the tasks resolved"
+    )
     wall_s_per_resolved: float | None
     calls_per_task: float | None = None
     prompt_tokens_per_task: float | None = None
     largest_prompt: int = Field(default=0, description="the largest prompt of any call, tokens")
     calls_by_stage: dict[str, float] = Field(
-        default_factory=dict, description="stage group -> calls per task (agent.bench.seen)")
+        default_factory=dict, description="stage group -> calls per task (agent.bench.seen)"
+    )
     prompt_tokens_by_stage: dict[str, float] = Field(
-        default_factory=dict, description="stage group -> prompt tokens per task")
+        default_factory=dict, description="stage group -> prompt tokens per task"
+    )
     gold_files_seen: float | None = Field(
-        default=None, description="share of the fixes' files shown whole or outlined to a planner")
+        default=None, description="share of the fixes' files shown whole or outlined to a planner"
+    )
     gold_hunks_seen: float | None = Field(
-        default=None, description="share of the fixes' hunks whose lines an implement call saw")
+        default=None, description="share of the fixes' hunks whose lines an implement call saw"
+    )
 
     @property
     def column(self) -> str:
@@ -102,8 +112,9 @@ class Cell(_Frozen):
     files: int = 0
     hunks_seen: int = 0
     hunks: int = 0
-    unseen_hunks: list[str] = Field(default_factory=list,
-                                    description="hunks of the fix no implement call saw")
+    unseen_hunks: list[str] = Field(
+        default_factory=list, description="hunks of the fix no implement call saw"
+    )
 
 
 class TaskRow(_Frozen):
@@ -112,7 +123,8 @@ class TaskRow(_Frozen):
     instance_id: str
     title: str = ""
     cells: dict[str, Cell | None] = Field(
-        description="configuration (\"MODEL (tests SETTING)\") -> cell; null: not run")
+        description='configuration ("MODEL (tests SETTING)") -> cell; null: not run'
+    )
 
 
 class Comparison(_Frozen):
@@ -121,8 +133,10 @@ class Comparison(_Frozen):
     model: str
     tests: TestsSetting = "given"
     baseline_tests: TestsSetting | None = Field(
-        default=None, description="the setting of the baseline's row it was compared with: "
-        "another than `tests` only under --across-settings")
+        default=None,
+        description="the setting of the baseline's row it was compared with: "
+        "another than `tests` only under --across-settings",
+    )
     in_baseline: bool
     in_current: bool = True
     rate: float | None = None
@@ -133,11 +147,14 @@ class Comparison(_Frozen):
     false_success_rate: float | None = Field(default=None, description="of scored tasks")
     baseline_false_success_rate: float | None = None
     false_success_delta: float | None = Field(
-        default=None, description="false_success_rate - baseline_false_success_rate")
-    gained: list[str] = Field(default_factory=list,
-                              description="resolved now, unresolved in the baseline")
-    lost: list[str] = Field(default_factory=list,
-                            description="resolved in the baseline, unresolved now")
+        default=None, description="false_success_rate - baseline_false_success_rate"
+    )
+    gained: list[str] = Field(
+        default_factory=list, description="resolved now, unresolved in the baseline"
+    )
+    lost: list[str] = Field(
+        default_factory=list, description="resolved in the baseline, unresolved now"
+    )
     compared: int = Field(default=0, description="tasks both scored (no error on either side)")
     calls_per_task: float | None = None
     baseline_calls_per_task: float | None = None
@@ -173,10 +190,14 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     models = [m for m in data.get("models", []) if isinstance(m, dict)]
     tasks = [t for t in data.get("tasks", []) if isinstance(t, dict)]
     keys = {m.get("model"): configuration(str(m.get("model")), "given") for m in models}
-    tasks = [{**t, "cells": {keys.get(k, k): c for k, c in dict(t.get("cells", {})).items()}}
-             for t in tasks]
-    upgraded = [{**m, "tests": "given", **_false_successes(keys.get(m.get("model"), ""), m, tasks)}
-                for m in models]
+    tasks = [
+        {**t, "cells": {keys.get(k, k): c for k, c in dict(t.get("cells", {})).items()}}
+        for t in tasks
+    ]
+    upgraded = [
+        {**m, "tests": "given", **_false_successes(keys.get(m.get("model"), ""), m, tasks)}
+        for m in models
+    ]
     return {**data, "schema_version": 2, "models": upgraded, "tasks": tasks}
 
 

@@ -28,9 +28,12 @@ RunLink = Callable[[str], str | None]
 
 
 def _environment() -> Environment:
-    env = Environment(loader=PackageLoader("agent.bench", "templates"),
-                      autoescape=select_autoescape(default=True, default_for_string=True),
-                      undefined=StrictUndefined, keep_trailing_newline=True)
+    env = Environment(
+        loader=PackageLoader("agent.bench", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+    )
     env.filters["percent"] = percent
     env.filters["points"] = points
     return env
@@ -42,12 +45,18 @@ def _no_link(_: str) -> str | None:
 
 def _render(name: str, report: BenchReport, repository: str | None, run_link: RunLink) -> str:
     template = _environment().get_template(name)
-    return template.render(report=report, repository=repository, header=HEADER,
-                           numeric_from=NUMERIC_FROM, summary_rows=summary_rows(report.models),
-                           marks=MARKS,
-                           run_link=run_link, clean_header=CLEAN_ROOM_HEADER,
-                           clean_rows=clean_room_rows(report.models),
-                           clean_room=any(m.calls_by_stage for m in report.models))
+    return template.render(
+        report=report,
+        repository=repository,
+        header=HEADER,
+        numeric_from=NUMERIC_FROM,
+        summary_rows=summary_rows(report.models),
+        marks=MARKS,
+        run_link=run_link,
+        clean_header=CLEAN_ROOM_HEADER,
+        clean_rows=clean_room_rows(report.models),
+        clean_room=any(m.calls_by_stage for m in report.models),
+    )
 
 
 def render_html(report: BenchReport, *, repository: str | None = None) -> str:

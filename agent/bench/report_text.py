@@ -36,8 +36,10 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int])
     widths = [max(len(x) for x in column) for column in zip(header, *rows, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
-        padded = [c.rjust(w) if i in right else c.ljust(w)
-                  for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        padded = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
         return "  ".join(padded).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
@@ -67,19 +69,46 @@ def number(value: float | None, digits: int = 0) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
-HEADER = ("model", "tests", "tasks", "resolved", "rate", "95% CI (Wilson)", "false successes",
-          "false-success rate (of scored)", "errors", "tokens/resolved", "time/resolved",
-          "tokens/task", "time/task", "calls")
+HEADER = (
+    "model",
+    "tests",
+    "tasks",
+    "resolved",
+    "rate",
+    "95% CI (Wilson)",
+    "false successes",
+    "false-success rate (of scored)",
+    "errors",
+    "tokens/resolved",
+    "time/resolved",
+    "tokens/task",
+    "time/task",
+    "calls",
+)
 NUMERIC_FROM = 2  # the summary's columns from this one on are numbers, aligned right
 
 
 def summary_rows(models: Sequence[ModelSummary]) -> list[list[str]]:
     """The summary table's cells, row by row (shared with the HTML page)."""
-    return [[m.model, m.tests, str(m.tasks), f"{m.resolved}/{m.scored}", percent(m.rate),
-             interval(m), f"{m.false_successes}/{m.scored}", percent(m.false_success_rate),
-             str(m.errors), number(m.tokens_per_resolved), seconds(m.wall_s_per_resolved),
-             number(m.tokens_per_task), seconds(m.wall_s_per_task), str(m.calls)]
-            for m in models]
+    return [
+        [
+            m.model,
+            m.tests,
+            str(m.tasks),
+            f"{m.resolved}/{m.scored}",
+            percent(m.rate),
+            interval(m),
+            f"{m.false_successes}/{m.scored}",
+            percent(m.false_success_rate),
+            str(m.errors),
+            number(m.tokens_per_resolved),
+            seconds(m.wall_s_per_resolved),
+            number(m.tokens_per_task),
+            seconds(m.wall_s_per_task),
+            str(m.calls),
+        ]
+        for m in models
+    ]
 
 
 def seconds(value: float | None) -> str:
@@ -98,37 +127,55 @@ def _summary(models: Sequence[ModelSummary]) -> str:
     return table(HEADER, summary_rows(models), right=set(range(NUMERIC_FROM, len(HEADER))))
 
 
-CLEAN_ROOM_HEADER = ("model", "calls/task", "prompt tokens/task", "largest prompt",
-                     "fix files planned from", "fix hunks seen", *(f"{g} calls" for g in (
-                         "retrieval", "planning", "implementing", "adjusting", "reasks")))
+CLEAN_ROOM_HEADER = (
+    "model",
+    "calls/task",
+    "prompt tokens/task",
+    "largest prompt",
+    "fix files planned from",
+    "fix hunks seen",
+    *(f"{g} calls" for g in ("retrieval", "planning", "implementing", "adjusting", "reasks")),
+)
 
 
 def clean_room_rows(models: Sequence[ModelSummary]) -> list[list[str]]:
     """What each model's calls cost and saw, per task (shared with the HTML page): calls,
     prompt tokens, the largest prompt, the share of the fixes' files a planner was shown and
     of their hunks an implement call saw, and the calls of each stage group."""
-    return [[m.column, number(m.calls_per_task, 1), number(m.prompt_tokens_per_task),
-             f"{m.largest_prompt:,}", percent(m.gold_files_seen), percent(m.gold_hunks_seen),
-             *(number(m.calls_by_stage.get(g, 0.0), 1) for g in (
-                 "retrieval", "planning", "implementing", "adjusting", "reasks"))]
-            for m in models]
+    return [
+        [
+            m.column,
+            number(m.calls_per_task, 1),
+            number(m.prompt_tokens_per_task),
+            f"{m.largest_prompt:,}",
+            percent(m.gold_files_seen),
+            percent(m.gold_hunks_seen),
+            *(
+                number(m.calls_by_stage.get(g, 0.0), 1)
+                for g in ("retrieval", "planning", "implementing", "adjusting", "reasks")
+            ),
+        ]
+        for m in models
+    ]
 
 
 def _clean_room(models: Sequence[ModelSummary]) -> str:
     if not any(m.calls_by_stage for m in models):
         return ""
-    return ("what the calls cost and saw, per task:\n"
-            + table(CLEAN_ROOM_HEADER, clean_room_rows(models),
-                    right=set(range(1, len(CLEAN_ROOM_HEADER)))))
+    return "what the calls cost and saw, per task:\n" + table(
+        CLEAN_ROOM_HEADER, clean_room_rows(models), right=set(range(1, len(CLEAN_ROOM_HEADER)))
+    )
 
 
 def _legend() -> str:
-    return ("rate = resolved / (resolved + unresolved); errors are harness errors, counted "
-            "apart and left out of the rate.\nfalse successes: runs that ended complete (a pull "
-            "request saying the tests pass) whose scored tests say unresolved, of the scored "
-            "tasks.\ntests: given, the fix's tests were in the tree during the run; hidden, "
-            "they were applied only to score it.\ngrid: ✓ resolved  ✗ unresolved  "
-            "E harness error  · not run; `cra runs RUN_ID` shows a run's trace.")
+    return (
+        "rate = resolved / (resolved + unresolved); errors are harness errors, counted "
+        "apart and left out of the rate.\nfalse successes: runs that ended complete (a pull "
+        "request saying the tests pass) whose scored tests say unresolved, of the scored "
+        "tasks.\ntests: given, the fix's tests were in the tree during the run; hidden, "
+        "they were applied only to score it.\ngrid: ✓ resolved  ✗ unresolved  "
+        "E harness error  · not run; `cra runs RUN_ID` shows a run's trace."
+    )
 
 
 def cell_text(cell: Cell | None) -> str:
@@ -145,8 +192,9 @@ def _grid(report: BenchReport) -> str:
     if not report.tasks:
         return ""
     models = [m.column for m in report.models]
-    rows = [[row.instance_id, *(cell_text(row.cells.get(m)) for m in models)]
-            for row in report.tasks]
+    rows = [
+        [row.instance_id, *(cell_text(row.cells.get(m)) for m in models)] for row in report.tasks
+    ]
     return table(["task", *models], rows, right=set())
 
 
@@ -155,8 +203,10 @@ def _comparison(comparison: Sequence[Comparison], source: str) -> str:
     for c in comparison:
         name = clean(configuration(c.model, c.tests))
         if not c.in_current:
-            lines.append(f"  {name}: only in the baseline (rate {percent(c.baseline_rate)}, "
-                         f"false successes {percent(c.baseline_false_success_rate)})")
+            lines.append(
+                f"  {name}: only in the baseline (rate {percent(c.baseline_rate)}, "
+                f"false successes {percent(c.baseline_false_success_rate)})"
+            )
         elif not c.in_baseline:
             lines.append(f"  {name}: not in the baseline")
         else:
@@ -165,19 +215,26 @@ def _comparison(comparison: Sequence[Comparison], source: str) -> str:
 
 
 def _compared(name: str, c: Comparison) -> list[str]:
-    across = (f" against its tests-{c.baseline_tests} row"
-              if c.baseline_tests not in (None, c.tests) else "")
-    lines = [f"  {name}{across}: {percent(c.baseline_rate)} → {percent(c.rate)} "
-             f"({points(c.rate_delta)}); {len(c.gained)} gained, {len(c.lost)} lost of "
-             f"{c.compared} compared",
-             f"    false successes (of scored) {c.baseline_false_successes} → "
-             f"{c.false_successes}, {percent(c.baseline_false_success_rate)} → "
-             f"{percent(c.false_success_rate)} ({points(c.false_success_delta)})"]
+    across = (
+        f" against its tests-{c.baseline_tests} row"
+        if c.baseline_tests not in (None, c.tests)
+        else ""
+    )
+    lines = [
+        f"  {name}{across}: {percent(c.baseline_rate)} → {percent(c.rate)} "
+        f"({points(c.rate_delta)}); {len(c.gained)} gained, {len(c.lost)} lost of "
+        f"{c.compared} compared",
+        f"    false successes (of scored) {c.baseline_false_successes} → "
+        f"{c.false_successes}, {percent(c.baseline_false_success_rate)} → "
+        f"{percent(c.false_success_rate)} ({points(c.false_success_delta)})",
+    ]
     if c.calls_per_task is not None and c.baseline_calls_per_task is not None:
-        lines.append(f"    calls per task {number(c.baseline_calls_per_task, 1)} → "
-                     f"{number(c.calls_per_task, 1)}; prompt tokens per task "
-                     f"{number(c.baseline_prompt_tokens_per_task)} → "
-                     f"{number(c.prompt_tokens_per_task)}")
+        lines.append(
+            f"    calls per task {number(c.baseline_calls_per_task, 1)} → "
+            f"{number(c.calls_per_task, 1)}; prompt tokens per task "
+            f"{number(c.baseline_prompt_tokens_per_task)} → "
+            f"{number(c.prompt_tokens_per_task)}"
+        )
     return lines + _ids("gained", c.gained) + _ids("lost", c.lost)
 
 

@@ -80,11 +80,18 @@ def false_success(outcome: Outcome, run_status: str | None) -> bool:
     return run_status == CLAIMS_A_FIX and outcome == "unresolved"
 
 
-def harness_error(instance_id: str, model: str, error: str, *,
-                  tests: TestsSetting = "given") -> BenchResult:
+def harness_error(
+    instance_id: str, model: str, error: str, *, tests: TestsSetting = "given"
+) -> BenchResult:
     """The result of a task the bench could not run at all (no run, nothing scored)."""
-    return BenchResult(instance_id=instance_id, model=model, outcome="error", error=error,
-                       tests=tests, finished_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    return BenchResult(
+        instance_id=instance_id,
+        model=model,
+        outcome="error",
+        error=error,
+        tests=tests,
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
 
 
 def append_result(path: Path, result: BenchResult) -> None:

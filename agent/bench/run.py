@@ -80,11 +80,15 @@ def prepare_clone(bench: Bench) -> Path:
     clone = bench.clone
     if not (clone / "HEAD").exists() and not (clone / ".git").exists():
         clone.parent.mkdir(parents=True, exist_ok=True)
-        git.run_git(["clone", "--quiet", "--bare", "--no-hardlinks", str(bench.repo.resolve()),
-                     str(clone)], clone.parent)
+        git.run_git(
+            ["clone", "--quiet", "--bare", "--no-hardlinks", str(bench.repo.resolve()), str(clone)],
+            clone.parent,
+        )
     else:
-        git.run_git(["fetch", "--quiet", str(bench.repo.resolve()),
-                     "+refs/heads/*:refs/remotes/source/*"], clone)
+        git.run_git(
+            ["fetch", "--quiet", str(bench.repo.resolve()), "+refs/heads/*:refs/remotes/source/*"],
+            clone,
+        )
     return clone
 
 
@@ -93,8 +97,10 @@ class MixedSettings(AgentError):
 
     def __init__(self, results: Path, asked: TestsSetting, found: set[TestsSetting]) -> None:
         other = ", ".join(sorted(found))
-        super().__init__(f"{results} holds results run with the tests {other}; this bench runs "
-                         f"them {asked}: give another --results file (or --tests {other})")
+        super().__init__(
+            f"{results} holds results run with the tests {other}; this bench runs "
+            f"them {asked}: give another --results file (or --tests {other})"
+        )
         self.results, self.asked, self.found = results, asked, found
 
 
@@ -141,30 +147,42 @@ def tests_commit(bench: Bench, task: BenchTask) -> str:
         pass
     with checkout(bench.clone, task.base_commit, bench.work_dir) as tree:
         git.apply_diff(tree, task.test_patch)
-        commit = git.commit_all(tree, f"bench: the tests of {task.instance_id}",
-                                author_name="cra bench", author_email="bench@cra.invalid")
+        commit = git.commit_all(
+            tree,
+            f"bench: the tests of {task.instance_id}",
+            author_name="cra bench",
+            author_email="bench@cra.invalid",
+        )
         commit = commit or git.head_commit(tree)
     git.run_git(["update-ref", ref, commit], bench.clone)
     return commit
 
 
 def run_bench(
-    bench: Bench, tasks: Sequence[BenchTask], labels: Sequence[str], results: Path, *,
-    factory_for: Callable[[str, BenchTask], Factory], config_for: Callable[[str], SolveConfig],
-    jobs: int = 1, progress: Callable[[BenchResult, int, int], None] | None = None,
+    bench: Bench,
+    tasks: Sequence[BenchTask],
+    labels: Sequence[str],
+    results: Path,
+    *,
+    factory_for: Callable[[str, BenchTask], Factory],
+    config_for: Callable[[str], SolveConfig],
+    jobs: int = 1,
+    progress: Callable[[BenchResult, int, int], None] | None = None,
 ) -> list[BenchResult]:
     """Solve and score every (task, label) not in `results` yet; append each result there."""
     check_setting(results, bench.tests)
     prepare_bench(bench)
     done = finished(results)
-    todo = [(task, label) for task in tasks for label in labels
-            if (task.instance_id, label) not in done]
+    todo = [
+        (task, label) for task in tasks for label in labels if (task.instance_id, label) not in done
+    ]
     lock = threading.Lock()
     made: list[BenchResult] = []
 
     def one(task: BenchTask, label: str) -> BenchResult:
-        return bench_task(bench, task, label, factory_for=factory_for, config_for=config_for,
-                          guard=lock)
+        return bench_task(
+            bench, task, label, factory_for=factory_for, config_for=config_for, guard=lock
+        )
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(one, task, label) for task, label in todo]
@@ -188,10 +206,15 @@ def prepare_bench(bench: Bench) -> None:
     git.run_git(["worktree", "prune"], bench.clone)
 
 
-def bench_task(bench: Bench, task: BenchTask, label: str, *,
-               factory_for: Callable[[str, BenchTask], Factory],
-               config_for: Callable[[str], SolveConfig],
-               guard: AbstractContextManager[object]) -> BenchResult:
+def bench_task(
+    bench: Bench,
+    task: BenchTask,
+    label: str,
+    *,
+    factory_for: Callable[[str, BenchTask], Factory],
+    config_for: Callable[[str], SolveConfig],
+    guard: AbstractContextManager[object],
+) -> BenchResult:
     """One task solved by one configuration and scored; a crash of the harness is the task's
     error result, not the end of the bench. `guard` is held while the task's starting commit is
     made (the benches sharing the clone take turns)."""
@@ -202,25 +225,46 @@ def bench_task(bench: Bench, task: BenchTask, label: str, *,
         return run_one(bench, task, label, start, factory_for(label, task), config_for(label))
     except Exception as exc:  # one task's crash is its result, not the end of the bench
         _log.exception("bench: %s with %s crashed", task.instance_id, label)
-        return _result(task, label, "error", started, bench.tests,
-                       error=f"cra crashed: {type(exc).__name__}: {exc}")
+        return _result(
+            task,
+            label,
+            "error",
+            started,
+            bench.tests,
+            error=f"cra crashed: {type(exc).__name__}: {exc}",
+        )
 
 
-def run_one(bench: Bench, task: BenchTask, label: str, start: Start, factory: Factory,
-            config: SolveConfig) -> BenchResult:
+def run_one(
+    bench: Bench, task: BenchTask, label: str, start: Start, factory: Factory, config: SolveConfig
+) -> BenchResult:
     """One task solved by one configuration, then scored."""
     started, setting = time.monotonic(), bench.tests
     router = ModelRouter(config.models, factory=factory)
-    runtime = Runtime(log=bench.log, models=router, environ=bench.environ,
-                      work_dir=bench.work_dir, sandbox=bench.sandbox, env_cache=bench.cache)
+    runtime = Runtime(
+        log=bench.log,
+        models=router,
+        environ=bench.environ,
+        work_dir=bench.work_dir,
+        sandbox=bench.sandbox,
+        env_cache=bench.cache,
+    )
     branch = f"bench/{_slug(task.instance_id)}/{_slug(label)}"
     sources = IndexedFactory(bench.data_dir / "bench", config.retrieval)
     try:
-        run = solve(statement_for(task, setting), bench.clone, config, runtime,
-                    base=start.commit, branch=branch, context_factory=sources)
+        run = solve(
+            statement_for(task, setting),
+            bench.clone,
+            config,
+            runtime,
+            base=start.commit,
+            branch=branch,
+            context_factory=sources,
+        )
     except (AgentError, GitError) as exc:
-        return _result(task, label, "error", started, setting,
-                       error=f"the run could not start: {exc}")
+        return _result(
+            task, label, "error", started, setting, error=f"the run could not start: {exc}"
+        )
     finally:
         router.close()
     try:
@@ -234,12 +278,22 @@ def run_one(bench: Bench, task: BenchTask, label: str, start: Start, factory: Fa
     p2p = {t: scored.get(t, "missing") for t in task.PASS_TO_PASS}
     resolved = all(v == "passed" for v in (*f2p.values(), *p2p.values()))
     seen = what_was_seen(run_calls(bench.log, run.task_id), task.patch)
-    return _result(task, label, "resolved" if resolved else "unresolved", started, setting,
-                   run=run, f2p=f2p, p2p=p2p, seen=seen)
+    return _result(
+        task,
+        label,
+        "resolved" if resolved else "unresolved",
+        started,
+        setting,
+        run=run,
+        f2p=f2p,
+        p2p=p2p,
+        seen=seen,
+    )
 
 
-def score(bench: Bench, task: BenchTask, head: str, start: str,
-          tests: str | None = None) -> dict[str, str]:
+def score(
+    bench: Bench, task: BenchTask, head: str, start: str, tests: str | None = None
+) -> dict[str, str]:
     """Test outcomes of `head` with the task's tests (as commit `tests` has them; default
     `start`, where the run had them) put back over whatever the run did to test files,
     conftests and runner configs."""
@@ -255,8 +309,15 @@ def score(bench: Bench, task: BenchTask, head: str, start: str,
                 (tree / path).unlink(missing_ok=True)
         # the score must see every test: told not to stop early, as mining was
         testing = full_run(bench.config.testing).testing
-        result = run_tests(tree, bench.clone, testing, sandbox=bench.sandbox,
-                           environ=bench.environ, work_dir=bench.work_dir, cache=bench.cache)
+        result = run_tests(
+            tree,
+            bench.clone,
+            testing,
+            sandbox=bench.sandbox,
+            environ=bench.environ,
+            work_dir=bench.work_dir,
+            cache=bench.cache,
+        )
     return dict(outcomes(result))
 
 
@@ -268,39 +329,58 @@ def put_back(changed: Sequence[str], test_patch: Sequence[str]) -> list[str]:
     return list(dict.fromkeys([*ours, *test_patch]))
 
 
-def _result(task: BenchTask, label: str, outcome: str, started: float,
-            tests: TestsSetting, *,
-            run: OrchestratorResult | None = None, error: str | None = None,
-            f2p: dict[str, str] | None = None, p2p: dict[str, str] | None = None,
-            seen: Seen | None = None) -> BenchResult:
+def _result(
+    task: BenchTask,
+    label: str,
+    outcome: str,
+    started: float,
+    tests: TestsSetting,
+    *,
+    run: OrchestratorResult | None = None,
+    error: str | None = None,
+    f2p: dict[str, str] | None = None,
+    p2p: dict[str, str] | None = None,
+    seen: Seen | None = None,
+) -> BenchResult:
     usage = run.usage if run is not None else None
-    return BenchResult.model_validate({
-        **(seen_fields(seen) if seen is not None else {}),
-        "instance_id": task.instance_id, "model": label, "outcome": outcome, "tests": tests,
-        "run_id": run.task_id if run is not None else None,
-        "run_status": run.status if run is not None else None,
-        "calls": usage.calls if usage else 0,
-        "prompt_tokens": usage.prompt_tokens if usage else 0,
-        "completion_tokens": usage.completion_tokens if usage else 0,
-        "wall_s": round(time.monotonic() - started, 3),
-        "fail_to_pass": f2p or {}, "pass_to_pass": p2p or {},
-        "error": error if error is not None else (run.error if run is not None else None),
-        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    })
+    return BenchResult.model_validate(
+        {
+            **(seen_fields(seen) if seen is not None else {}),
+            "instance_id": task.instance_id,
+            "model": label,
+            "outcome": outcome,
+            "tests": tests,
+            "run_id": run.task_id if run is not None else None,
+            "run_status": run.status if run is not None else None,
+            "calls": usage.calls if usage else 0,
+            "prompt_tokens": usage.prompt_tokens if usage else 0,
+            "completion_tokens": usage.completion_tokens if usage else 0,
+            "wall_s": round(time.monotonic() - started, 3),
+            "fail_to_pass": f2p or {},
+            "pass_to_pass": p2p or {},
+            "error": error if error is not None else (run.error if run is not None else None),
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+    )
 
 
 def files_before(bench: Bench, task: BenchTask) -> dict[str, str]:
     """The files the gold patch changes, as they were at the task's base commit (what the
     oracle answers against)."""
-    return {f.path: git.read_file(bench.clone, task.base_commit, f.path) or ""
-            for f in parse_patch(task.patch + task.test_patch)}
+    return {
+        f.path: git.read_file(bench.clone, task.base_commit, f.path) or ""
+        for f in parse_patch(task.patch + task.test_patch)
+    }
 
 
 def with_model(config: SolveConfig, model: str) -> SolveConfig:
     """The config with every role asking for `model` (on each role's own server)."""
-    models = config.models.model_copy(update={
-        role: getattr(config.models, role).model_copy(update={"model": model})
-        for role in ("reasoning", "coding", "classifier")})
+    models = config.models.model_copy(
+        update={
+            role: getattr(config.models, role).model_copy(update={"model": model})
+            for role in ("reasoning", "coding", "classifier")
+        }
+    )
     return config.model_copy(update={"models": models})
 
 

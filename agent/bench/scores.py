@@ -85,17 +85,28 @@ def summarise(
     tokens = sum(r.prompt_tokens + r.completion_tokens for r in results)
     wall = sum(r.wall_s for r in results)
     return ModelSummary(
-        model=model, tests=tests, tasks=len(results), resolved=resolved, unresolved=unresolved,
-        scored=scored, errors=len(results) - scored, rate=_per(resolved, scored),
-        ci_low=interval[0] if interval else None, ci_high=interval[1] if interval else None,
-        false_successes=claimed, false_success_rate=_per(claimed, scored),
+        model=model,
+        tests=tests,
+        tasks=len(results),
+        resolved=resolved,
+        unresolved=unresolved,
+        scored=scored,
+        errors=len(results) - scored,
+        rate=_per(resolved, scored),
+        ci_low=interval[0] if interval else None,
+        ci_high=interval[1] if interval else None,
+        false_successes=claimed,
+        false_success_rate=_per(claimed, scored),
         calls=sum(r.calls for r in results),
         prompt_tokens=sum(r.prompt_tokens for r in results),
-        completion_tokens=sum(r.completion_tokens for r in results), wall_s=wall,
-        tokens_per_task=_per(tokens, len(results)), wall_s_per_task=_per(wall, len(results)),
-        tokens_per_resolved=_per(tokens, resolved), wall_s_per_resolved=_per(wall, resolved),
+        completion_tokens=sum(r.completion_tokens for r in results),
+        wall_s=wall,
+        tokens_per_task=_per(tokens, len(results)),
+        wall_s_per_task=_per(wall, len(results)),
+        tokens_per_resolved=_per(tokens, resolved),
+        wall_s_per_resolved=_per(wall, resolved),
         **_clean_room(results),
-    )  # fmt: skip
+    )
 
 
 def _clean_room(results: Sequence[BenchResult]) -> dict[str, object]:
@@ -133,19 +144,33 @@ def title_of(statement: str) -> str:
 
 def _cell(result: BenchResult) -> Cell:
     files, hunks = result.gold_files_seen, result.gold_hunks_seen
-    return Cell(outcome=result.outcome, run_id=result.run_id, run_status=result.run_status,
-                error=result.error, tokens=result.prompt_tokens + result.completion_tokens,
-                wall_s=result.wall_s, calls=result.calls, prompt_tokens=result.prompt_tokens,
-                largest_prompt=result.largest_prompt, files_seen=sum(files.values()),
-                files=len(files), hunks_seen=sum(hunks.values()), hunks=len(hunks),
-                unseen_hunks=[h for h, seen in hunks.items() if not seen])
+    return Cell(
+        outcome=result.outcome,
+        run_id=result.run_id,
+        run_status=result.run_status,
+        error=result.error,
+        tokens=result.prompt_tokens + result.completion_tokens,
+        wall_s=result.wall_s,
+        calls=result.calls,
+        prompt_tokens=result.prompt_tokens,
+        largest_prompt=result.largest_prompt,
+        files_seen=sum(files.values()),
+        files=len(files),
+        hunks_seen=sum(hunks.values()),
+        hunks=len(hunks),
+        unseen_hunks=[h for h, seen in hunks.items() if not seen],
+    )
 
 
 def build_report(
-    results: Iterable[BenchResult], tasks: Iterable[BenchTask] = (), *,
-    results_file: str = "", baseline: Baseline | None = None, now: datetime | None = None,
+    results: Iterable[BenchResult],
+    tasks: Iterable[BenchTask] = (),
+    *,
+    results_file: str = "",
+    baseline: Baseline | None = None,
+    now: datetime | None = None,
     across_settings: bool = False,
-) -> BenchReport:  # fmt: skip
+) -> BenchReport:
     """The report of `results`, a row per (model, setting) in order of first result; `tasks` add
     statements and the tasks no model ran yet. SettingsMismatch when the baseline's row of a
     model ran in another setting, unless `across_settings`."""
@@ -155,17 +180,29 @@ def build_report(
         grouped.setdefault((model, tests), []).append(result)
     titles = {t.instance_id: title_of(t.problem_statement) for t in tasks}
     ids = list(dict.fromkeys([*titles, *(instance for instance, _, _ in found)]))
-    rows = [TaskRow(instance_id=i, title=titles.get(i, ""), cells={
+    rows = [
+        TaskRow(
+            instance_id=i,
+            title=titles.get(i, ""),
+            cells={
                 configuration(m, t): _cell(found[i, m, t]) if (i, m, t) in found else None
-                for m, t in grouped}) for i in ids]  # fmt: skip
+                for m, t in grouped
+            },
+        )
+        for i in ids
+    ]
     summaries = [summarise(m, runs, t) for (m, t), runs in grouped.items()]
     when = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return BenchReport(
-        generated_at=when, results_file=results_file, models=summaries, tasks=rows,
+        generated_at=when,
+        results_file=results_file,
+        models=summaries,
+        tasks=rows,
         baseline_file=baseline.source if baseline else None,
         comparison=compare(summaries, rows, baseline, across_settings=across_settings)
-        if baseline else None,
-    )  # fmt: skip
+        if baseline
+        else None,
+    )
 
 
 # --- the baseline ----------------------------------------------------------------------------
@@ -185,8 +222,10 @@ def load_baseline(path: Path) -> Baseline:
         try:
             return from_report(str(path), BenchReport.model_validate(whole))
         except ValidationError as exc:
-            raise BaselineError(f"{path} is not a report of this version of cra: "
-                                f"{exc.error_count()} fields are wrong") from exc
+            raise BaselineError(
+                f"{path} is not a report of this version of cra: "
+                f"{exc.error_count()} fields are wrong"
+            ) from exc
     found = list(read_results(path))
     if not found:
         raise BaselineError(f"{path} holds no bench results and is not a bench report")

@@ -60,8 +60,9 @@ def what_was_seen(calls: Sequence[LLMCallRecord], patch: str) -> Seen:
     for call in calls:
         group = stage_group(call.stage)
         seen.calls_by_stage[group] = seen.calls_by_stage.get(group, 0) + 1
-        seen.prompt_tokens_by_stage[group] = (seen.prompt_tokens_by_stage.get(group, 0)
-                                              + call.prompt_tokens)
+        seen.prompt_tokens_by_stage[group] = (
+            seen.prompt_tokens_by_stage.get(group, 0) + call.prompt_tokens
+        )
         seen.largest_prompt = max(seen.largest_prompt, call.prompt_tokens)
     files = [f for f in parse_patch(patch) if not is_test_change(f.path)]
     planners = [c.user_prompt for c in calls if c.stage.removesuffix("_reask") in _PLANNING]
@@ -92,7 +93,10 @@ def hunk_name(path: str, start: int, length: int) -> str:
 
 def seen_fields(seen: Seen) -> Mapping[str, object]:
     """The Seen as BenchResult fields."""
-    return {"calls_by_stage": seen.calls_by_stage,
-            "prompt_tokens_by_stage": seen.prompt_tokens_by_stage,
-            "largest_prompt": seen.largest_prompt, "gold_files_seen": seen.gold_files_seen,
-            "gold_hunks_seen": seen.gold_hunks_seen}
+    return {
+        "calls_by_stage": seen.calls_by_stage,
+        "prompt_tokens_by_stage": seen.prompt_tokens_by_stage,
+        "largest_prompt": seen.largest_prompt,
+        "gold_files_seen": seen.gold_files_seen,
+        "gold_hunks_seen": seen.gold_hunks_seen,
+    }

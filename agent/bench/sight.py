@@ -62,20 +62,26 @@ def writable(prompt: str, path: str, before: str, hunk: Hunk) -> Hunk | None:
     shown = "\n".join(m.group(1) for m in _blocks(path).finditer(prompt))
     head = _shared_head(old, new)  # the unchanged lines before the change, and after it
     tail = _shared_head(old[head:][::-1], new[head:][::-1])
-    runs = sorted(((a, b) for a in range(head + 1) for b in range(len(old) - tail, len(old) + 1)),
-                  key=lambda run: run[0] - run[1])  # the widest first
+    runs = sorted(
+        ((a, b) for a in range(head + 1) for b in range(len(old) - tail, len(old) + 1)),
+        key=lambda run: run[0] - run[1],
+    )  # the widest first
     for a, b in runs:
         text = "\n".join(old[a:b]).strip("\n")
         if text.strip() and text in shown and before.count(text) == 1:
-            return start + a, old[a:b], [*old[a:head], *new[head:len(new) - tail],
-                                         *old[len(old) - tail:b]]
+            return (
+                start + a,
+                old[a:b],
+                [*old[a:head], *new[head : len(new) - tail], *old[len(old) - tail : b]],
+            )
     return None
 
 
 def _shared_head(a: Sequence[str], b: Sequence[str]) -> int:
     """How many items `a` and `b` begin with in common."""
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
-                min(len(a), len(b)))
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
 
 
 def _blocks(path: str) -> re.Pattern[str]:
@@ -93,6 +99,7 @@ def file_shown(prompt: str, file: FilePatch) -> bool:
 def closest(candidates: Sequence[str], targets: Sequence[str]) -> str | None:
     """The candidate nearest to any target: the longest shared folder prefix, then a shared
     name stem, then the first."""
+
     def score(path: str) -> tuple[int, int]:
         best = (0, 0)
         for target in targets:
@@ -101,6 +108,7 @@ def closest(candidates: Sequence[str], targets: Sequence[str]) -> str | None:
             stem = int(PurePosixPath(path).stem.strip("_") == PurePosixPath(target).stem.strip("_"))
             best = max(best, (shared, stem))
         return best
+
     return max(candidates, key=score, default=None)
 
 
@@ -114,8 +122,11 @@ def changed_symbols(files: Sequence[FilePatch], before: Mapping[str, str]) -> se
         parsed = parse_source(file.path, text)
         for start, old, _ in file.hunks:
             end = start + max(len(old), 1) - 1
-            found |= {s.qualname for s in (parsed.symbols if parsed else [])
-                      if s.start <= end and start <= s.end}
+            found |= {
+                s.qualname
+                for s in (parsed.symbols if parsed else [])
+                if s.start <= end and start <= s.end
+            }
     return found | {".".join(q.split(".")[:n]) for q in found for n in range(1, q.count(".") + 1)}
 
 

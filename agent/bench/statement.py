@@ -35,16 +35,18 @@ def linked_issue(message: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def fetch_issue(api_url: str, repo: str, number: int, token: str | None,
-                *, timeout: float = 10.0) -> tuple[str, str] | None:
+def fetch_issue(
+    api_url: str, repo: str, number: int, token: str | None, *, timeout: float = 10.0
+) -> tuple[str, str] | None:
     """(title, body) of issue `number` through the GitHub REST API, or None when it cannot be
     read (no such issue, no access, no network)."""
     headers = {"Accept": "application/vnd.github+json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     try:
-        response = httpx.get(f"{api_url.rstrip('/')}/repos/{repo}/issues/{number}",
-                             headers=headers, timeout=timeout)
+        response = httpx.get(
+            f"{api_url.rstrip('/')}/repos/{repo}/issues/{number}", headers=headers, timeout=timeout
+        )
         if response.status_code != 200:
             return None
         data = response.json()
@@ -56,8 +58,13 @@ def fetch_issue(api_url: str, repo: str, number: int, token: str | None,
     return title, body if isinstance(body, str) else ""
 
 
-def compose(message: str, failing: Sequence[str], output: str, patch: str,
-            issue: tuple[str, str] | None = None) -> str:
+def compose(
+    message: str,
+    failing: Sequence[str],
+    output: str,
+    patch: str,
+    issue: tuple[str, str] | None = None,
+) -> str:
     """The statement: the issue's title and body, or the commit message, the tests that fail
     and the end of their output; scrubbed of the patch's added lines."""
     if issue is not None:
@@ -66,15 +73,17 @@ def compose(message: str, failing: Sequence[str], output: str, patch: str,
     else:
         listing = "\n".join(f"- {test}" for test in failing)
         tail = output[-OUTPUT_CHARS:].strip()
-        text = (f"{message.strip()}{LISTED}{listing}{OUTPUT}{tail}\n```")
+        text = f"{message.strip()}{LISTED}{listing}{OUTPUT}{tail}\n```"
     return scrub(text, patch)
 
 
 def added_lines(patch: str) -> set[str]:
     """The lines a patch adds, stripped; short ones (a bracket, `return x`) are common words."""
-    return {line[1:].strip() for line in patch.splitlines()
-            if line.startswith("+") and not line.startswith("+++")
-            and len(line[1:].strip()) >= 12}
+    return {
+        line[1:].strip()
+        for line in patch.splitlines()
+        if line.startswith("+") and not line.startswith("+++") and len(line[1:].strip()) >= 12
+    }
 
 
 def scrub(text: str, patch: str) -> str:
@@ -98,8 +107,11 @@ def hidden_statement(task: BenchTask) -> str:
         text += "\n\nWhat goes wrong:\n```\n" + "\n".join(shown) + "\n```"
     added = added_lines(task.patch) | added_lines(task.test_patch)
     marks = new_test_marks(task.test_patch, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
-    kept = [line for line in text.split("\n")
-            if _quoted(line) not in added and not _names_any(line, marks)]
+    kept = [
+        line
+        for line in text.split("\n")
+        if _quoted(line) not in added and not _names_any(line, marks)
+    ]
     return "\n".join(kept)
 
 
@@ -117,8 +129,12 @@ def _parts(statement: str) -> tuple[str, str | None]:
 
 def _other_tests(line: str, own: set[str]) -> bool:
     """Whether an output line names a test file other than those of the fix's failing tests."""
-    return any(PurePosixPath(path).suffix.lower() in CODE_SUFFIXES and gate_role(path) == "test"
-               and path not in own for path in _PATH.findall(line))
+    return any(
+        PurePosixPath(path).suffix.lower() in CODE_SUFFIXES
+        and gate_role(path) == "test"
+        and path not in own
+        for path in _PATH.findall(line)
+    )
 
 
 def _quoted(line: str) -> str:
@@ -134,8 +150,10 @@ def new_test_marks(test_patch: str, test_ids: Iterable[str]) -> list[re.Pattern[
     components = {part for test in test_ids for part in _id_parts(test)}
     names = {n for n in added - kept if n in components or n.lower().startswith("test")}
     ids = [t for t in test_ids if t.split("::")[0] in files or names & set(_id_parts(t))]
-    return [*(re.compile(re.escape(text)) for text in [*files, *ids]),
-            *(re.compile(rf"(?<!\w){re.escape(name)}(?!\w)") for name in names)]
+    return [
+        *(re.compile(re.escape(text)) for text in [*files, *ids]),
+        *(re.compile(rf"(?<!\w){re.escape(name)}(?!\w)") for name in names),
+    ]
 
 
 def _new_files_and_names(test_patch: str) -> tuple[set[str], set[str], set[str]]:
@@ -150,7 +168,7 @@ def _new_files_and_names(test_patch: str) -> tuple[set[str], set[str], set[str]]
             created = line == "--- /dev/null"
         elif line.startswith("+++ "):
             if created and line.startswith("+++ b/"):
-                files.add(line[len("+++ b/"):])
+                files.add(line[len("+++ b/") :])
         elif (match := DEFINED.match(line)) is not None:
             (added if line.startswith("+") else kept).add(match.group(1))
     return files, added, kept

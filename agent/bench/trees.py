@@ -59,8 +59,12 @@ def checkout(repo: Path, commit: str, work_dir: Path) -> Iterator[Path]:
     work_dir.mkdir(parents=True, exist_ok=True)
     # a unique name: git names the worktree's admin dir after it, and tasks run in parallel
     tree = Path(tempfile.mkdtemp(prefix="bench-", dir=work_dir))
-    owner = Owner(pid=os.getpid(), started=process_start(os.getpid()),
-                  host=socket.gethostname(), repo=str(repo.absolute()))
+    owner = Owner(
+        pid=os.getpid(),
+        started=process_start(os.getpid()),
+        host=socket.gethostname(),
+        repo=str(repo.absolute()),
+    )
     _owner_file(tree).write_text(owner.model_dump_json(), encoding="utf-8")
     try:
         with _WORKTREES:
@@ -122,19 +126,33 @@ def _owner_file(tree: Path) -> Path:
 
 
 def run_tests(
-    tree: Path, repo: Path, testing: TestingConfig, *, sandbox: Sandbox,
-    environ: Mapping[str, str], work_dir: Path, cache: EnvCache | None,
+    tree: Path,
+    repo: Path,
+    testing: TestingConfig,
+    *,
+    sandbox: Sandbox,
+    environ: Mapping[str, str],
+    work_dir: Path,
+    cache: EnvCache | None,
 ) -> ValidationResult:
     """The test command in `tree`, after the repository's setup step (restored from the cache
     when it can be), in the sandbox; no lint or type check."""
-    env = prepare_environment(tree, repo, testing, sandbox=sandbox, environ=environ,
-                              env_dir=env_dir(work_dir, tree), cache=cache)
+    env = prepare_environment(
+        tree,
+        repo,
+        testing,
+        sandbox=sandbox,
+        environ=environ,
+        env_dir=env_dir(work_dir, tree),
+        cache=cache,
+    )
     try:
         if env.report.setup == "failed":
             output = env.setup.output[-2000:] if env.setup else ""
             raise SetupError(f"the setup step failed: {output}")
-        return run_validation(tree, testing, environ=environ, sandbox=sandbox.with_env(env.path),
-                              extras=False)
+        return run_validation(
+            tree, testing, environ=environ, sandbox=sandbox.with_env(env.path), extras=False
+        )
     finally:
         env.close()
 

@@ -62,8 +62,13 @@ def run_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
             bar = ProgressBar(sys.stderr, "indexing")
             try:
-                return index_repository(args.repo, usable_data_dir(args, env),
-                                        config=args.config, as_json=args.json, progress=bar)
+                return index_repository(
+                    args.repo,
+                    usable_data_dir(args, env),
+                    config=args.config,
+                    as_json=args.json,
+                    progress=bar,
+                )
             finally:
                 bar.finish()
         with open_log(args, env) as log:
@@ -102,9 +107,16 @@ def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     config = trusted_config(repo, args, env).config  # a bare repository needs --config
     cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
     cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
-    return bench_command(args, log, env, config=config, sandbox=chosen_sandbox(args, env, config),
-                         data_dir=data_dir(args, env), factory=ModelFactory(env),
-                         cache=cache if cache_mb > 0 else None)
+    return bench_command(
+        args,
+        log,
+        env,
+        config=config,
+        sandbox=chosen_sandbox(args, env, config),
+        data_dir=data_dir(args, env),
+        factory=ModelFactory(env),
+        cache=cache if cache_mb > 0 else None,
+    )
 
 
 def _is_bare(path: Path) -> bool:
@@ -121,9 +133,15 @@ def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from agent.doctor.checks import local_report
     from agent.doctor.report import render
 
-    report = local_report(Path(args.repo).resolve(), args.config, data_dir(args, env), env,
-                          known_variables=CRA_VARIABLES, trust_flag=args.trust_repo_config,
-                          sandbox=lambda config: chosen_sandbox(args, env, config, say=False))
+    report = local_report(
+        Path(args.repo).resolve(),
+        args.config,
+        data_dir(args, env),
+        env,
+        known_variables=CRA_VARIABLES,
+        trust_flag=args.trust_repo_config,
+        sandbox=lambda config: chosen_sandbox(args, env, config, say=False),
+    )
     print(render(report, as_json=args.json))
     return EXIT_OK if report.passed else EXIT_FAILED
 

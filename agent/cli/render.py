@@ -29,8 +29,7 @@ def verdict(result: ValidationResult | None) -> str:
     if result.timed_out:
         return "tests timed out"
     if result.success and result.failing_tests:  # the command hid its runner's status
-        return (f"test command exited 0, yet tests failed "
-                f"({', '.join(result.failing_tests)})")
+        return f"test command exited 0, yet tests failed ({', '.join(result.failing_tests)})"
     if result.success:
         return "tests passed"
     return f"tests failed ({', '.join(result.failing_tests) or 'see output'})"
@@ -44,22 +43,27 @@ def render_result(result: OrchestratorResult) -> str:
         lines += [_step_line(o) for o in result.steps]
         lines += [line for g in result.groups for line in _group_lines(g, result.steps)]
     else:
-        lines += [_attempt_line(a.attempt, len(a.edits), a.validation, a.error_info)
-                  for a in result.attempts]
+        lines += [
+            _attempt_line(a.attempt, len(a.edits), a.validation, a.error_info)
+            for a in result.attempts
+        ]
     if result.files_changed:
         lines.append("files changed: " + ", ".join(result.files_changed))
     if result.environment is not None:
         lines.append(environment_line(result.environment))
         lines += [f"note: {note}" for note in result.environment.notes]
     lines.append(f"tests before: {verdict(result.baseline)}{_counted(result.baseline)}")
-    lines.append(f"tests after: {verdict(result.final_validation)}"
-                 f"{_counted(result.final_validation)}")
+    lines.append(
+        f"tests after: {verdict(result.final_validation)}{_counted(result.final_validation)}"
+    )
     if result.original_tests_rerun:
         lines.append("original tests: re-run against the new code (a step changed test files)")
     if runs := result.rerun_for_time:
-        lines.append(f"re-run for time: {len(runs)} test run(s) timed out under the limit "
-                     f"derived from the baseline ({runs[0].rerun_for_time_s:g} s) and ran again "
-                     f"under the configured timeout ({runs[0].timeout_s or 0:g} s)")
+        lines.append(
+            f"re-run for time: {len(runs)} test run(s) timed out under the limit "
+            f"derived from the baseline ({runs[0].rerun_for_time_s:g} s) and ran again "
+            f"under the configured timeout ({runs[0].timeout_s or 0:g} s)"
+        )
     lines += _tests_changed(result)
     lines.append(_usage_line(result))
     lines.append(f"wall time: {result.wall_ms / 1000:.1f} s")
@@ -76,21 +80,33 @@ def render_result(result: OrchestratorResult) -> str:
 
 def environment_line(env: EnvironmentReport) -> str:
     """Where the commands ran and how the setup went, in one line."""
-    where = (f"sandbox: {env.sandbox}" if env.isolated
-             else "sandbox: none (the commands ran UNSANDBOXED)")
-    setup = {"none": "", "ran": "; setup ran", "cached": "; setup restored from the cache",
-             "failed": "; setup failed"}[env.setup]
+    where = (
+        f"sandbox: {env.sandbox}"
+        if env.isolated
+        else "sandbox: none (the commands ran UNSANDBOXED)"
+    )
+    setup = {
+        "none": "",
+        "ran": "; setup ran",
+        "cached": "; setup restored from the cache",
+        "failed": "; setup failed",
+    }[env.setup]
     return where + setup
 
 
 def count_words(result: ValidationResult | None) -> str:
-    """"3 passed, 1 failed, 2 skipped" from a run's report; "" when it was not counted."""
+    """ "3 passed, 1 failed, 2 skipped" from a run's report; "" when it was not counted."""
     counts = result.report.counts if result is not None else None
     if counts is None:
         return ""
-    parts = [(counts.passed, "passed"), (counts.failed, "failed"), (counts.errors, "errors"),
-             (counts.skipped, "skipped"), (counts.xfailed, "xfailed"),
-             (counts.xpassed, "xpassed")]
+    parts = [
+        (counts.passed, "passed"),
+        (counts.failed, "failed"),
+        (counts.errors, "errors"),
+        (counts.skipped, "skipped"),
+        (counts.xfailed, "xfailed"),
+        (counts.xpassed, "xpassed"),
+    ]
     return ", ".join(f"{n} {word}" for n, word in parts if n) or "no tests"
 
 
@@ -119,8 +135,10 @@ def _group_lines(group: GroupOutcome, steps: Sequence[StepOutcome]) -> list[str]
     """A group of steps that landed together: its verdict, why, and each round."""
     landed = "landed together" if group.status == "passed" else "failed together"
     commit = f", one commit {group.commit[:12]}" if group.commit else ""
-    lines = [f"  {_MARKS[group.status]} {group.part_id}/{group.group_id} {landed} after "
-             f"{len(group.rounds)} round(s){commit}: {group.reason}"]
+    lines = [
+        f"  {_MARKS[group.status]} {group.part_id}/{group.group_id} {landed} after "
+        f"{len(group.rounds)} round(s){commit}: {group.reason}"
+    ]
     lines += [f"      {line}" for line in tests_after_steps(group, steps)]
     lines += [f"      {line}" for line in group_rounds(group)]
     return lines
@@ -130,8 +148,11 @@ def group_rounds(group: GroupOutcome) -> list[str]:
     """Each round of a group in a line: the steps made anew, and the gate's verdict."""
     lines = []
     for r in group.rounds:
-        found = (verdict(r.attempt.validation) if r.attempt.validation is not None
-                 else (r.attempt.error_info or "not tested").splitlines()[0])
+        found = (
+            verdict(r.attempt.validation)
+            if r.attempt.validation is not None
+            else (r.attempt.error_info or "not tested").splitlines()[0]
+        )
         lines.append(f"round {r.number}: made {', '.join(r.redone) or 'none anew'}; {found}")
     return lines
 
@@ -157,11 +178,15 @@ def _attempt_line(
 
 
 def _usage_line(result: OrchestratorResult) -> str:
-    by_role = ", ".join(f"{role} {u.total_tokens}" for role, u in sorted(
-        result.usage_by_role.items()))
+    by_role = ", ".join(
+        f"{role} {u.total_tokens}" for role, u in sorted(result.usage_by_role.items())
+    )
     usage = result.usage
-    return (f"tokens: {usage.total_tokens}" + (f" ({by_role})" if by_role else "")
-            + f"; model calls answered: {usage.calls}; model time: {usage.latency_ms} ms")
+    return (
+        f"tokens: {usage.total_tokens}"
+        + (f" ({by_role})" if by_role else "")
+        + f"; model calls answered: {usage.calls}; model time: {usage.latency_ms} ms"
+    )
 
 
 def render_run_list(
@@ -172,17 +197,37 @@ def render_run_list(
     limit: int,
 ) -> str:
     """`cra runs`: orchestrator runs and standalone task runs, newest first."""
-    rows = [(r.created_at, r.task_id, r.status, r.task_description,
-             f"{r.steps_completed}/{r.total_steps or 0} steps") for r in orchestrated]
-    rows += [(r.created_at, str(r.id), r.status, r.task_description,
-              f"{r.attempts} attempts") for r in task_runs]
+    rows = [
+        (
+            r.created_at,
+            r.task_id,
+            r.status,
+            r.task_description,
+            f"{r.steps_completed}/{r.total_steps or 0} steps",
+        )
+        for r in orchestrated
+    ]
+    rows += [
+        (r.created_at, str(r.id), r.status, r.task_description, f"{r.attempts} attempts")
+        for r in task_runs
+    ]
     rows.sort(key=lambda row: row[0], reverse=True)
     rows = rows[:limit]
     if as_json:
-        return json.dumps([{"created_at": c.isoformat(), "id": i, "status": s, "task": t,
-                            "progress": p} for c, i, s, t, p in rows], indent=2)
-    return "\n".join(f"{i}  {s:<9} {c:%Y-%m-%d %H:%M}  {p:<12} {_first_line(t)[:60]}"
-                     for c, i, s, t, p in rows) or "no runs recorded yet"
+        return json.dumps(
+            [
+                {"created_at": c.isoformat(), "id": i, "status": s, "task": t, "progress": p}
+                for c, i, s, t, p in rows
+            ],
+            indent=2,
+        )
+    return (
+        "\n".join(
+            f"{i}  {s:<9} {c:%Y-%m-%d %H:%M}  {p:<12} {_first_line(t)[:60]}"
+            for c, i, s, t, p in rows
+        )
+        or "no runs recorded yet"
+    )
 
 
 def _first_line(text: str) -> str:
@@ -203,19 +248,29 @@ def render_task_run(detail: TaskRunDetail, *, indent: str = "") -> str:
         lines.append(f"error: {detail.error}")
     lines += [f"baseline: {verdict(v.result)}" for v in detail.baseline]
     for attempt in detail.attempts:
-        verdicts = ", ".join(verdict(v.result) + (" (for information: its group is judged "
-                                                  "once all its steps are in)"
-                                                  if v.kind == "piece" else "")
-                             for v in attempt.validations) or "tests not run"
+        verdicts = (
+            ", ".join(
+                verdict(v.result)
+                + (
+                    " (for information: its group is judged once all its steps are in)"
+                    if v.kind == "piece"
+                    else ""
+                )
+                for v in attempt.validations
+            )
+            or "tests not run"
+        )
         problem = f" — {attempt.error_info.splitlines()[0]}" if attempt.error_info else ""
         applied = "applied" if attempt.patch_applied else "not applied"
         lines.append(f"attempt {attempt.attempt}: patch {applied}, {verdicts}{problem}")
     for call in detail.llm_calls:
         rec = call.record
         outcome = f"error: {rec.error}" if rec.error else f"{len(rec.response or '')} chars"
-        lines.append(f"call {call.id}: {rec.stage} ({rec.role}, {rec.model}) "
-                     f"{rec.prompt_tokens}+{rec.completion_tokens} tokens "
-                     f"{rec.latency_ms} ms — {outcome}")
+        lines.append(
+            f"call {call.id}: {rec.stage} ({rec.role}, {rec.model}) "
+            f"{rec.prompt_tokens}+{rec.completion_tokens} tokens "
+            f"{rec.latency_ms} ms — {outcome}"
+        )
     return "\n".join(indent + line for line in lines)
 
 
@@ -227,10 +282,13 @@ def render_orchestrator_run(
 ) -> str:
     """`cra runs ID` of an orchestrator run: every pass in order with its whole trace."""
     if as_json:
-        return json.dumps({
-            "run": run.model_dump(mode="json"),
-            "passes": [d.model_dump(mode="json") if d else None for d in details],
-        }, indent=2)
+        return json.dumps(
+            {
+                "run": run.model_dump(mode="json"),
+                "passes": [d.model_dump(mode="json") if d else None for d in details],
+            },
+            indent=2,
+        )
     lines = [
         f"orchestrator run {run.task_id} — {run.status}",
         f"task: {_first_line(run.task_description)}",

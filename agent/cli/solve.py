@@ -50,19 +50,33 @@ def solve_command(args: argparse.Namespace, log: RunLog, env: Mapping[str, str])
             if plan is not None:
                 from agent.run.single_pass import run_single_pass
 
-                result = run_single_pass(args.task, repo, plan, config, runtime,
-                                         in_place=args.in_place, context_factory=contexts)
+                result = run_single_pass(
+                    args.task,
+                    repo,
+                    plan,
+                    config,
+                    runtime,
+                    in_place=args.in_place,
+                    context_factory=contexts,
+                )
             else:
                 from agent.run.orchestrator import solve
 
-                result = solve(args.task, repo, config, runtime, in_place=args.in_place,
-                               context_factory=contexts)
+                result = solve(
+                    args.task,
+                    repo,
+                    config,
+                    runtime,
+                    in_place=args.in_place,
+                    context_factory=contexts,
+                )
         finally:
             bar.finish()
             runtime.models.close()
         if interrupts.exit_code is not None:
-            return _interrupted(result, repo, interrupts.exit_code, keep=args.keep,
-                                as_json=args.json)
+            return _interrupted(
+                result, repo, interrupts.exit_code, keep=args.keep, as_json=args.json
+            )
     from agent.cli.render import render_result  # the run's end: not paid before its first call
 
     print(result.model_dump_json(indent=2) if args.json else render_result(result))
@@ -106,20 +120,27 @@ def _note_uncommitted(repo: Path) -> None:
     changed = [path for code, path in worktrees.status_entries(repo) if code != "!!"]
     if changed:
         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-        print(f"cra: note: the run starts from HEAD ({git.head_commit(repo)[:12]}); uncommitted "
-              f"changes are not part of it: {', '.join(changed[:3])}{more}", file=sys.stderr)
+        print(
+            f"cra: note: the run starts from HEAD ({git.head_commit(repo)[:12]}); uncommitted "
+            f"changes are not part of it: {', '.join(changed[:3])}{more}",
+            file=sys.stderr,
+        )
 
 
 def _announce(run_id: str, args: argparse.Namespace) -> None:
     """Say the run's id at its start, and how to see it."""
-    where = [f"--{name.replace('_', '-')} {getattr(args, name)}"
-             for name in ("data_dir", "db") if getattr(args, name)]
+    where = [
+        f"--{name.replace('_', '-')} {getattr(args, name)}"
+        for name in ("data_dir", "db")
+        if getattr(args, name)
+    ]
     command = " ".join(["cra", *where, "runs", run_id])
     print(f"cra: run {run_id} started — see it with `{command}`", file=sys.stderr)
 
 
-def _interrupted(result: OrchestratorResult, repo: Path, code: int, *, keep: bool,
-                 as_json: bool) -> int:
+def _interrupted(
+    result: OrchestratorResult, repo: Path, code: int, *, keep: bool, as_json: bool
+) -> int:
     """A run SIGINT or SIGTERM ended: its branch goes too unless --keep; one line says so (and
     with --json, the result, cancelled, is printed as it would have been)."""
     from agent.git import repo as git
@@ -133,8 +154,10 @@ def _interrupted(result: OrchestratorResult, repo: Path, code: int, *, keep: boo
         result = result.model_copy(update={"branch": None})
     if as_json:
         print(result.model_dump_json(indent=2))
-    print(f"cra: run {result.task_id} cancelled ({result.error or 'interrupted'}){kept}",
-          file=sys.stderr)
+    print(
+        f"cra: run {result.task_id} cancelled ({result.error or 'interrupted'}){kept}",
+        file=sys.stderr,
+    )
     return code
 
 

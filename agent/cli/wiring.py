@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 
 DEFAULT_ENV_CACHE_MB = 10240
 SANDBOX_CHOICES: dict[str, SandboxKind | Literal["auto"]] = {
-    "auto": "auto", "bwrap": "bwrap", "none": "none"}
+    "auto": "auto",
+    "bwrap": "bwrap",
+    "none": "none",
+}
 
 
 def data_dir(args: argparse.Namespace, env: Mapping[str, str]) -> Path:
@@ -44,8 +47,10 @@ def usable_data_dir(args: argparse.Namespace, env: Mapping[str, str]) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"cannot use {path} as the data dir (--data-dir or CRA_DATA_DIR): "
-                         f"{exc.strerror or exc} → point it at a writable directory") from exc
+        raise UsageError(
+            f"cannot use {path} as the data dir (--data-dir or CRA_DATA_DIR): "
+            f"{exc.strerror or exc} → point it at a writable directory"
+        ) from exc
     if not os.access(path, os.W_OK | os.X_OK):
         raise UsageError(f"the data dir {path} is not writable (--data-dir or CRA_DATA_DIR)")
     return path
@@ -71,12 +76,13 @@ def open_log(args: argparse.Namespace, env: Mapping[str, str]) -> RunLog:
         return RunLog.open(url)
     except (SQLAlchemyError, OSError) as exc:
         reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise UsageError(f"cannot open the run log {shown_url(url)} (--db, CRA_DATABASE_URL or "
-                         f"the data dir): {reason}") from exc
+        raise UsageError(
+            f"cannot open the run log {shown_url(url)} (--db, CRA_DATABASE_URL or "
+            f"the data dir): {reason}"
+        ) from exc
 
 
-def repo_and_config(args: argparse.Namespace, env: Mapping[str, str]
-                    ) -> tuple[Path, RepoConfig]:
+def repo_and_config(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Path, RepoConfig]:
     """The --repo checkout (a git work tree with a commit) and its trusted config."""
     from agent.git import repo as git
 
@@ -86,8 +92,10 @@ def repo_and_config(args: argparse.Namespace, env: Mapping[str, str]
     try:
         git.head_commit(repo)
     except GitError:
-        raise UsageError(f"{repo} has no commits yet: cra works from a commit (commit the code "
-                         "and its tests first)") from None
+        raise UsageError(
+            f"{repo} has no commits yet: cra works from a commit (commit the code "
+            "and its tests first)"
+        ) from None
     return repo, trusted_config(repo, args, env)
 
 
@@ -106,12 +114,13 @@ def api_keys(config: SolveConfig, env: Mapping[str, str]) -> dict[str, str | Non
     """Each role's API key, from the variable its api_key_env names."""
     from agent.config.files import resolve_api_key
 
-    return {role: resolve_api_key(getattr(config.models, role), env)
-            for role in ("reasoning", "coding", "classifier")}
+    return {
+        role: resolve_api_key(getattr(config.models, role), env)
+        for role in ("reasoning", "coding", "classifier")
+    }
 
 
-def preflight(loaded: RepoConfig, env: Mapping[str, str], *, plans: bool,
-               implements: bool) -> None:
+def preflight(loaded: RepoConfig, env: Mapping[str, str], *, plans: bool, implements: bool) -> None:
     """Before the first model call: each role the command uses has a server that answers (and,
     said as a warning, the model it names)."""
     from agent.doctor.checks import in_config, roles_used
@@ -119,13 +128,22 @@ def preflight(loaded: RepoConfig, env: Mapping[str, str], *, plans: bool,
 
     config = loaded.config
     where = in_config(config.source or ".github/cra.toml", loaded.endpoints_in)
-    for line in require_model_servers(config.models, api_keys(config, env), where,
-                                      roles_used(config, plans=plans, implements=implements)):
+    for line in require_model_servers(
+        config.models,
+        api_keys(config, env),
+        where,
+        roles_used(config, plans=plans, implements=implements),
+    ):
         print(f"cra: warning: {line}", file=sys.stderr)
 
 
-def build_runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
-                  env: Mapping[str, str], run_id: str | None = None) -> Runtime:
+def build_runtime(
+    log: RunLog,
+    config: SolveConfig,
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    run_id: str | None = None,
+) -> Runtime:
     """A run's runtime: its models, sandbox, environment cache, run log and progress lines."""
     from dataclasses import replace
 
@@ -138,14 +156,25 @@ def build_runtime(log: RunLog, config: SolveConfig, args: argparse.Namespace,
     sandbox = chosen_sandbox(args, env, config)
     cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
     cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
-    runtime = Runtime(log=log, models=router, environ=env, work_dir=data_dir(args, env),
-                      sandbox=sandbox, env_cache=cache if cache_mb > 0 else None,
-                      observer=StepPrinter(sys.stderr))
+    runtime = Runtime(
+        log=log,
+        models=router,
+        environ=env,
+        work_dir=data_dir(args, env),
+        sandbox=sandbox,
+        env_cache=cache if cache_mb > 0 else None,
+        observer=StepPrinter(sys.stderr),
+    )
     return runtime if run_id is None else replace(runtime, new_id=lambda: run_id)
 
 
-def chosen_sandbox(args: argparse.Namespace, env: Mapping[str, str],
-                   config: SolveConfig | None, *, say: bool = True) -> Sandbox:
+def chosen_sandbox(
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    config: SolveConfig | None,
+    *,
+    say: bool = True,
+) -> Sandbox:
     """The sandbox --sandbox (or $CRA_SANDBOX) names, hiding cra's data dir and opening the
     networks `config` allows (from --config FILE); says which."""
     from agent.sandbox.base import describe_sandbox, hidden_paths
@@ -155,12 +184,15 @@ def chosen_sandbox(args: argparse.Namespace, env: Mapping[str, str],
     if kind not in SANDBOX_CHOICES:
         raise UsageError(f"CRA_SANDBOX={kind}: expected auto, bwrap or none")
     db = db_url(args, env)
-    data = [data_dir(args, env), *([Path(db.removeprefix("sqlite:///"))]
-                                   if db.startswith("sqlite:///") else [])]
+    data = [
+        data_dir(args, env),
+        *([Path(db.removeprefix("sqlite:///"))] if db.startswith("sqlite:///") else []),
+    ]
     home = Path(env["HOME"]) if env.get("HOME") else None
     allowed = config.sandbox.allow_addresses if config is not None else ()
-    sandbox = build_sandbox(SANDBOX_CHOICES[kind], hide=hidden_paths(data=data, home=home),
-                            allow_addresses=allowed)
+    sandbox = build_sandbox(
+        SANDBOX_CHOICES[kind], hide=hidden_paths(data=data, home=home), allow_addresses=allowed
+    )
     if say:
         print(f"cra: {describe_sandbox(sandbox, chosen=kind)}", file=sys.stderr)
     return sandbox
@@ -188,7 +220,11 @@ def remove_abandoned_runs(log: RunLog, work_dir: Path) -> None:
         log.abandon_run(gone.run_id, "interrupted: its cra process is gone")
         kept = ""
         if not gone.branch_deleted and gone.branch:
-            kept = (f"; its branch {gone.branch} keeps the commits it made "
-                    f"(`git branch -D {gone.branch}` deletes it)")
-        print(f"cra: removed the worktree of run {gone.run_id}, whose process is gone{kept}",
-              file=sys.stderr)
+            kept = (
+                f"; its branch {gone.branch} keeps the commits it made "
+                f"(`git branch -D {gone.branch}` deletes it)"
+            )
+        print(
+            f"cra: removed the worktree of run {gone.run_id}, whose process is gone{kept}",
+            file=sys.stderr,
+        )

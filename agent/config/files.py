@@ -31,16 +31,51 @@ DEFAULT_PROTECTED: tuple[str, ...] = (".github/workflows/**",)  # globs cra neve
 # The files whose content keys the environment cache: manifests and lock files. A pattern
 # without "/" matches a file name at any depth; one with "/" matches the whole path.
 DEFAULT_SETUP_INPUTS: tuple[str, ...] = (
-    "pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt", "requirements/*.txt",
-    "constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock", "pdm.lock",
-    "tox.ini", "noxfile.py", "environment.yml",
-    "package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
-    "bun.lockb", ".nvmrc", ".node-version",
-    "Cargo.toml", "Cargo.lock", "rust-toolchain", "rust-toolchain.toml", "go.mod", "go.sum",
-    "Gemfile", "Gemfile.lock", "*.gemspec", "composer.json", "composer.lock",
-    "pom.xml", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts",
-    "gradle.lockfile", "mix.exs", "mix.lock", "*.csproj", "packages.lock.json",
-    ".tool-versions", ".python-version",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements*.txt",
+    "requirements/*.txt",
+    "constraints*.txt",
+    "Pipfile",
+    "Pipfile.lock",
+    "poetry.lock",
+    "uv.lock",
+    "pdm.lock",
+    "tox.ini",
+    "noxfile.py",
+    "environment.yml",
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "bun.lockb",
+    ".nvmrc",
+    ".node-version",
+    "Cargo.toml",
+    "Cargo.lock",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    "go.mod",
+    "go.sum",
+    "Gemfile",
+    "Gemfile.lock",
+    "*.gemspec",
+    "composer.json",
+    "composer.lock",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "settings.gradle",
+    "settings.gradle.kts",
+    "gradle.lockfile",
+    "mix.exs",
+    "mix.lock",
+    "*.csproj",
+    "packages.lock.json",
+    ".tool-versions",
+    ".python-version",
 )
 
 
@@ -60,13 +95,17 @@ def check_endpoint(url: str) -> str:
     except ValueError as exc:
         raise ValueError(f"not a URL ({exc})") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise ValueError("expected the http:// or https:// URL of the model server, such as "
-                         f"{DEFAULT_OLLAMA_URL}")  # fmt: skip
+        raise ValueError(
+            "expected the http:// or https:// URL of the model server, such as "
+            f"{DEFAULT_OLLAMA_URL}"
+        )
     if parts.username is not None or parts.password is not None:
-        raise ValueError("the URL carries credentials (user:password@host), which would be "
-                         "shown in logs, errors and run records: give the model server's key "
-                         "through an environment variable (api_key_env, CRA_<ROLE>_API_KEY) "
-                         "instead")  # fmt: skip
+        raise ValueError(
+            "the URL carries credentials (user:password@host), which would be "
+            "shown in logs, errors and run records: give the model server's key "
+            "through an environment variable (api_key_env, CRA_<ROLE>_API_KEY) "
+            "instead"
+        )
     return url
 
 
@@ -181,15 +220,37 @@ class RetrievalConfig(Section):
     max_file_bytes: int = Field(default=512_000, gt=0)
     skip_dirs: list[str] = Field(
         default_factory=lambda: [
-            "node_modules", "vendor", "third_party", ".venv", "venv", "dist", "build",
-            "__pycache__", ".mypy_cache", ".pytest_cache", ".tox", "target",
+            "node_modules",
+            "vendor",
+            "third_party",
+            ".venv",
+            "venv",
+            "dist",
+            "build",
+            "__pycache__",
+            ".mypy_cache",
+            ".pytest_cache",
+            ".tox",
+            "target",
         ]
     )
     skip_globs: list[str] = Field(
         default_factory=lambda: [
-            "*.min.js", "*.min.css", "*.map", "*_pb2.py", "*_pb2_grpc.py", "*.pb.go",
-            "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "uv.lock",
-            "Cargo.lock", "go.sum", "composer.lock", "Gemfile.lock",
+            "*.min.js",
+            "*.min.css",
+            "*.map",
+            "*_pb2.py",
+            "*_pb2_grpc.py",
+            "*.pb.go",
+            "package-lock.json",
+            "yarn.lock",
+            "pnpm-lock.yaml",
+            "poetry.lock",
+            "uv.lock",
+            "Cargo.lock",
+            "go.sum",
+            "composer.lock",
+            "Gemfile.lock",
         ]
     )
 
@@ -264,10 +325,14 @@ def load_config(
     if not allow_endpoints:
         _reject_endpoints(data, str(path))
     if explicit is None and "sandbox" in data:
-        raise ConfigError("[sandbox] widens what the setup step's network reaches: the "
-                          "operator's choice, given in a --config FILE (cra) or "
-                          "CRA_SANDBOX_ALLOW_ADDRESSES (cra-bot), never by the repository's "
-                          "own cra.toml", path=str(path), key="sandbox")
+        raise ConfigError(
+            "[sandbox] widens what the setup step's network reaches: the "
+            "operator's choice, given in a --config FILE (cra) or "
+            "CRA_SANDBOX_ALLOW_ADDRESSES (cra-bot), never by the repository's "
+            "own cra.toml",
+            path=str(path),
+            key="sandbox",
+        )
     return parse_config(data, source=str(path))
 
 
@@ -290,8 +355,9 @@ def parse_config(data: Mapping[str, Any], *, source: str | None = None) -> Solve
     return config
 
 
-def _config_error(exc: ValidationError, source: str | None,
-                  model: type[BaseModel] = SolveConfig) -> ConfigError:
+def _config_error(
+    exc: ValidationError, source: str | None, model: type[BaseModel] = SolveConfig
+) -> ConfigError:
     """The first key at fault and every problem in plain words, with "did you mean" for typos."""
     errors = [e for e in exc.errors() if e["loc"] != ("source",)]
     first = errors[0] if errors else exc.errors()[0]
@@ -343,8 +409,10 @@ class TrustConfig(Section):
     def _absolute(cls, paths: list[str]) -> list[str]:
         for path in paths:
             if not (path.startswith("/") or path == "~" or path.startswith("~/")):
-                raise ValueError(f"{path!r} is not an absolute path: name the checkout as "
-                                 "/path/to/it or ~/path/to/it")  # fmt: skip
+                raise ValueError(
+                    f"{path!r} is not an absolute path: name the checkout as "
+                    "/path/to/it or ~/path/to/it"
+                )
         return paths
 
 

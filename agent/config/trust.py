@@ -50,16 +50,21 @@ class RepoConfig:
         """What was ignored and why, and how to trust the checkout; ("", "") when nothing."""
         if not self.ignored:
             return "", ""
-        what = (f"ignored from this repository's {self.config.source}: {', '.join(self.ignored)}"
-                " — a repository's own config may not pass your environment to its commands, "
-                "nor choose where your prompts go or which key is read")
-        fix = (f"if you trust {self.repo}, pass {TRUST_FLAG}, or add {str(self.repo)!r} to "
-               f"[trust] repositories in {self.user_file}")
+        what = (
+            f"ignored from this repository's {self.config.source}: {', '.join(self.ignored)}"
+            " — a repository's own config may not pass your environment to its commands, "
+            "nor choose where your prompts go or which key is read"
+        )
+        fix = (
+            f"if you trust {self.repo}, pass {TRUST_FLAG}, or add {str(self.repo)!r} to "
+            f"[trust] repositories in {self.user_file}"
+        )
         return what, fix
 
 
-def load_repo_config(repo: Path, explicit: Path | None, environ: Mapping[str, str], *,
-                     trust_flag: bool = False) -> RepoConfig:
+def load_repo_config(
+    repo: Path, explicit: Path | None, environ: Mapping[str, str], *, trust_flag: bool = False
+) -> RepoConfig:
     """The config of a run in `repo`: the user's models beneath the repository's file (or the
     `--config` file), the untrusted keys of a repository's own file left out."""
     user = load_user_config(environ)
@@ -86,8 +91,9 @@ def _expand(entry: str, environ: Mapping[str, str]) -> Path:
     return Path(entry).resolve()
 
 
-def strip_untrusted(data: Mapping[str, Any], allowed_env: Sequence[str]
-                    ) -> tuple[dict[str, Any], list[str]]:
+def strip_untrusted(
+    data: Mapping[str, Any], allowed_env: Sequence[str]
+) -> tuple[dict[str, Any], list[str]]:
     """The file's mapping without what only a trusted file may set; the keys it dropped."""
     kept, ignored = dict(data), []
     testing = data.get("testing")
@@ -128,6 +134,7 @@ def beneath_user(data: Mapping[str, Any], user: UserConfig) -> dict[str, Any]:
     models: dict[str, Any] = dict(theirs)
     for role, section in mine.items():
         over = theirs.get(role)
-        models[role] = ({**section, **over} if isinstance(over, Mapping)
-                        else section if over is None else over)  # a wrong type: its error
+        models[role] = (
+            {**section, **over} if isinstance(over, Mapping) else section if over is None else over
+        )  # a wrong type: its error
     return {**data, "models": models}

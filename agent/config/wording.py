@@ -12,15 +12,29 @@ from agent.console import did_you_mean
 
 INPUT_CHARS = 60
 _EXPECTED = {
-    "int_parsing": "a whole number", "int_type": "a whole number",
-    "int_from_float": "a whole number", "float_parsing": "a number", "float_type": "a number",
-    "bool_parsing": "true or false", "bool_type": "true or false",
-    "string_type": "text (a quoted string)", "list_type": "a list", "dict_type": "a table",
-    "model_type": "a table", "model_attributes_type": "a table", "missing": "a value",
-    "url_parsing": "a URL", "path_type": "a file path", "json_invalid": "valid JSON",
+    "int_parsing": "a whole number",
+    "int_type": "a whole number",
+    "int_from_float": "a whole number",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "bool_parsing": "true or false",
+    "bool_type": "true or false",
+    "string_type": "text (a quoted string)",
+    "list_type": "a list",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
+    "missing": "a value",
+    "url_parsing": "a URL",
+    "path_type": "a file path",
+    "json_invalid": "valid JSON",
 }
-_BOUNDS = {"greater_than": ("gt", "greater than"), "greater_than_equal": ("ge", "at least"),
-           "less_than": ("lt", "less than"), "less_than_equal": ("le", "at most")}
+_BOUNDS = {
+    "greater_than": ("gt", "greater than"),
+    "greater_than_equal": ("ge", "at least"),
+    "less_than": ("lt", "less than"),
+    "less_than_equal": ("le", "at most"),
+}
 
 
 def describe_input(value: Any) -> str:
@@ -89,9 +103,12 @@ def dotted(loc: Sequence[int | str]) -> str:
 
 
 def plain_errors(
-    errors: Sequence[ErrorDetails], model: type[BaseModel],
+    errors: Sequence[ErrorDetails],
+    model: type[BaseModel],
     name: Callable[[Sequence[int | str]], str] = dotted,
 ) -> list[str]:
     """Every error of a validation in plain words; `name` turns a location into the key shown."""
-    return [plain(error, name(error["loc"]), siblings=fields_at(model, error["loc"][:-1]))
-            for error in errors]
+    return [
+        plain(error, name(error["loc"]), siblings=fields_at(model, error["loc"][:-1]))
+        for error in errors
+    ]

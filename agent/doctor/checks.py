@@ -33,10 +33,34 @@ from agent.sandbox.check import SHARED_NETWORK, self_check
 from agent.sandbox.commands import scrubbed_env
 
 MIN_GIT = (2, 31)  # GIT_CONFIG_COUNT (the token's header reaches git only through it)
-SHELL_WORDS = frozenset({
-    "cd", ".", "exec", "export", "set", "unset", "if", "for", "while", "until", "case", "{", "(",
-    "!", "true", "false", "test", "[", "eval", "command", "env", "time", "nice", "timeout",
-})
+SHELL_WORDS = frozenset(
+    {
+        "cd",
+        ".",
+        "exec",
+        "export",
+        "set",
+        "unset",
+        "if",
+        "for",
+        "while",
+        "until",
+        "case",
+        "{",
+        "(",
+        "!",
+        "true",
+        "false",
+        "test",
+        "[",
+        "eval",
+        "command",
+        "env",
+        "time",
+        "nice",
+        "timeout",
+    }
+)
 Where = Callable[[str, str], str]  # (role, key) → how the user sets it, e.g. CRA_CODING_MODEL
 
 
@@ -44,6 +68,7 @@ def in_config(source: str, endpoints: str | None = None) -> Where:
     """Where a config file sets a role's key: `models.coding.model in cra.toml`; the API key
     through the variable `api_key_env` names (a file never holds the key itself); the server and
     key in `endpoints` (your own file) when the repository's file may not set them."""
+
     def where(role: str, key: str) -> str:
         name = "api_key_env" if key == "api_key" else key
         file = endpoints if endpoints and name in ENDPOINT_KEYS else source
@@ -61,8 +86,9 @@ def check_git() -> Iterable[Finding]:
     if path is None:
         yield fail("git", "not found on PATH", "install git 2.31 or newer")
         return
-    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30,
-                         check=False).stdout
+    out = subprocess.run(
+        [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+    ).stdout
     match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
     if match is None:
         yield warn("git", f"cannot tell the version of {path} ({out.strip()!r})")
@@ -70,8 +96,9 @@ def check_git() -> Iterable[Finding]:
     found = (int(match[1]), int(match[2]))
     need = ".".join(map(str, MIN_GIT))
     if found < MIN_GIT:
-        yield fail("git", f"git {match[0]} is too old; cra needs {need}",
-                   f"install git {need} or newer")
+        yield fail(
+            "git", f"git {match[0]} is too old; cra needs {need}", f"install git {need} or newer"
+        )
     else:
         yield ok("git", f"git {match[0]} ({path})")
 
@@ -82,36 +109,45 @@ def check_directory(label: str, path: Path, setting: str) -> Iterable[Finding]:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        yield fail(label, f"{path} cannot be a directory: {existing} is a file",
-                   f"point {setting} at a directory")
+        yield fail(
+            label,
+            f"{path} cannot be a directory: {existing} is a file",
+            f"point {setting} at a directory",
+        )
     elif not os.access(existing, os.W_OK | os.X_OK):
-        yield fail(label, f"{existing} is not writable by this user",
-                   f"point {setting} at a writable directory")
+        yield fail(
+            label,
+            f"{existing} is not writable by this user",
+            f"point {setting} at a writable directory",
+        )
     else:
         yield ok(label, f"{path}" + ("" if existing == path else " (created on first use)"))
 
 
 def check_variables(
-    program: str, environ: Mapping[str, str], known: Sequence[str], *,
-    near_misses_only: bool = False, ignore: Sequence[str] = (),
+    program: str,
+    environ: Mapping[str, str],
+    known: Sequence[str],
+    *,
+    near_misses_only: bool = False,
+    ignore: Sequence[str] = (),
 ) -> Iterable[Finding]:
     """CRA_ variables nothing reads: a near miss of a setting fails, any other one warns."""
-    unknown = unknown_variables(environ, known, near_misses_only=near_misses_only,
-                                ignore=ignore)
+    unknown = unknown_variables(environ, known, near_misses_only=near_misses_only, ignore=ignore)
     for name, nearest in unknown:
         line = describe_unknown(program, name, nearest)
         if nearest:
             yield fail("variables", line, f"rename it {nearest}")
         else:
-            yield warn("variables", line,
-                       "remove it, or see the variables table in docs/configuration.md")
+            yield warn(
+                "variables", line, "remove it, or see the variables table in docs/configuration.md"
+            )
     if not unknown:
         count = sum(name.startswith("CRA_") for name in environ)
         yield ok("variables", f"{count} CRA_ variable(s), each read by {program}")
 
 
-def check_sandbox(build: Callable[[], Sandbox], data_dir: Path, setting: str
-                  ) -> Iterable[Finding]:
+def check_sandbox(build: Callable[[], Sandbox], data_dir: Path, setting: str) -> Iterable[Finding]:
     """The sandbox repository commands run in: a probe proves what it confines (a canary in
     the data dir stays hidden, the system is read-only, no network, its own PIDs)."""
     try:
@@ -121,36 +157,57 @@ def check_sandbox(build: Callable[[], Sandbox], data_dir: Path, setting: str
         yield fail("sandbox", str(exc))
         return
     except OSError as exc:  # the probe hides a canary in the data dir
-        yield fail("sandbox", f"cannot run its probe in {data_dir}: {exc.strerror or exc}",
-                   "fix the data dir first")
+        yield fail(
+            "sandbox",
+            f"cannot run its probe in {data_dir}: {exc.strerror or exc}",
+            "fix the data dir first",
+        )
         return
     if sandbox.isolated:
         yield ok("sandbox", "; ".join(fact for fact in facts if fact != SHARED_NETWORK))
         if SHARED_NETWORK in facts:
-            yield warn("sandbox network", SHARED_NETWORK,
-                       "install slirp4netns (apt-get install slirp4netns) to give it a network "
-                       "of its own, or forbid the network (CRA_SANDBOX_NETWORK=false; cra.toml: "
-                       "testing.setup_network = false)")
+            yield warn(
+                "sandbox network",
+                SHARED_NETWORK,
+                "install slirp4netns (apt-get install slirp4netns) to give it a network "
+                "of its own, or forbid the network (CRA_SANDBOX_NETWORK=false; cra.toml: "
+                "testing.setup_network = false)",
+            )
     else:
-        yield warn("sandbox", facts[0], f"install bubblewrap (apt-get install bubblewrap), or "
-                   f"keep {setting}=none knowing what it means")
+        yield warn(
+            "sandbox",
+            facts[0],
+            f"install bubblewrap (apt-get install bubblewrap), or "
+            f"keep {setting}=none knowing what it means",
+        )
 
 
 # --- the repository's config and test command --------------------------------------------------
 
 
-def load_for_doctor(repo: Path, explicit: Path | None, environ: Mapping[str, str], *,
-                    trust_flag: bool = False) -> tuple[RepoConfig | None, list[Finding]]:
+def load_for_doctor(
+    repo: Path, explicit: Path | None, environ: Mapping[str, str], *, trust_flag: bool = False
+) -> tuple[RepoConfig | None, list[Finding]]:
     """The run's config under the trust rule and the findings about it: which files, or what
     is wrong, and what of the repository's own file a run would leave out."""
     if not git.is_work_tree(repo):
-        return None, [fail("repository", f"{repo} is not a git repository",
-                           "run cra inside a git checkout, or pass --repo")]
+        return None, [
+            fail(
+                "repository",
+                f"{repo} is not a git repository",
+                "run cra inside a git checkout, or pass --repo",
+            )
+        ]
     try:
         git.head_commit(repo)
     except GitError:  # `cra solve` refuses it the same way
-        return None, [fail("repository", f"{repo} has no commits yet: cra works from a commit",
-                           "commit the code and its tests first")]
+        return None, [
+            fail(
+                "repository",
+                f"{repo} has no commits yet: cra works from a commit",
+                "commit the code and its tests first",
+            )
+        ]
     try:
         loaded = load_repo_config(repo, explicit, environ, trust_flag=trust_flag)
     except ConfigError as exc:
@@ -162,8 +219,13 @@ def load_for_doctor(repo: Path, explicit: Path | None, environ: Mapping[str, str
     if what:
         findings.append(warn("config trust", what, fix))
     elif loaded.trusted and explicit is None and loaded.config.source:
-        findings.append(ok("config trust", f"you trust {repo}: its own file applies whole, "
-                           "testing.env and model servers included"))
+        findings.append(
+            ok(
+                "config trust",
+                f"you trust {repo}: its own file applies whole, "
+                "testing.env and model servers included",
+            )
+        )
     return loaded, findings
 
 
@@ -181,25 +243,36 @@ def first_program(command: str) -> str | None:
 
 
 def check_test_command(
-    repo: Path, testing: TestingConfig, environ: Mapping[str, str], source: str | None = None,
+    repo: Path,
+    testing: TestingConfig,
+    environ: Mapping[str, str],
+    source: str | None = None,
 ) -> Iterable[Finding]:
     """The test command is set and its first program can be found from the repository."""
     where = source or ".github/cra.toml"
     command = testing.test_command
     if not command:
-        yield fail("test command", f"no [testing] test_command in {where}: tests are the gate",
-                   f'add test_command = "pytest -q" (your tests\' command) under [testing] '
-                   f"in {where}")
+        yield fail(
+            "test command",
+            f"no [testing] test_command in {where}: tests are the gate",
+            f'add test_command = "pytest -q" (your tests\' command) under [testing] in {where}',
+        )
         return
     program = first_program(command)
     if program is None:
-        yield fail("test command", f"{command!r} is not a valid shell command",
-                   f"fix testing.test_command in {where}")
+        yield fail(
+            "test command",
+            f"{command!r} is not a valid shell command",
+            f"fix testing.test_command in {where}",
+        )
         return
     problem = _program_problem(program, repo, {**scrubbed_env(environ, testing.env)})
     if problem:
-        yield fail("test command", f"{command!r}: {problem}",
-                   f"install {program}, or fix testing.test_command in {where}")
+        yield fail(
+            "test command",
+            f"{command!r}: {problem}",
+            f"install {program}, or fix testing.test_command in {where}",
+        )
     else:
         yield ok("test command", f"{command!r} ({program} found)")
 
@@ -213,9 +286,15 @@ def _program_problem(program: str, repo: Path, env: Mapping[str, str]) -> str | 
         if not path.exists():
             return f"{program} does not exist"
         return None if os.access(path, os.X_OK) else f"{program} is not executable (chmod +x)"
-    found = subprocess.run(["/bin/sh", "-c", 'command -v -- "$1"', "sh", program], cwd=repo,
-                           env=dict(env), capture_output=True, text=True, timeout=30,
-                           check=False)
+    found = subprocess.run(
+        ["/bin/sh", "-c", 'command -v -- "$1"', "sh", program],
+        cwd=repo,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     return None if found.returncode == 0 else f"{program} is not found on PATH"
 
 
@@ -226,14 +305,22 @@ def roles_used(config: SolveConfig, *, plans: bool, implements: bool) -> tuple[s
     """The roles a command will call: planning asks the reasoning model, implementing the coding
     model, and the classifier answers retrieval's stages and the decomposed adjustment."""
     classifier = bool(config.retrieval.stages) or (
-        plans and implements and config.orchestrator.decomposed_adjustment
-        and config.orchestrator.max_adjustment_rounds > 0)
-    return tuple(role for role, used in (("reasoning", plans), ("coding", implements),
-                                         ("classifier", classifier)) if used)
+        plans
+        and implements
+        and config.orchestrator.decomposed_adjustment
+        and config.orchestrator.max_adjustment_rounds > 0
+    )
+    return tuple(
+        role
+        for role, used in (("reasoning", plans), ("coding", implements), ("classifier", classifier))
+        if used
+    )
 
 
 def check_models(
-    models: ModelsConfig, keys: Mapping[str, str | None], where: Where,
+    models: ModelsConfig,
+    keys: Mapping[str, str | None],
+    where: Where,
     roles: Sequence[str] = ("reasoning", "coding", "classifier"),
 ) -> Iterable[Finding]:
     """Each role's server answers, lists the named model, and its window fits the config's."""
@@ -251,13 +338,19 @@ def model_finding(role: str, config: ModelConfig, state: ModelState, where: Wher
     """One line about a role's model: down, missing, window too small, or fine."""
     label, server = f"{role} model", state.server
     if server.problem is not None:
-        fix = (f"start the server ({_start_hint(config)}), or fix {where(role, 'base_url')}"
-               if not server.reachable else f"check {where(role, 'api_key')}")
+        fix = (
+            f"start the server ({_start_hint(config)}), or fix {where(role, 'base_url')}"
+            if not server.reachable
+            else f"check {where(role, 'api_key')}"
+        )
         return fail(label, server.problem, fix)
     if state.present is False:
         listed = ", ".join(sorted(server.models or {})[:8]) or "none"
-        fix = (f"ollama pull {config.model}" if config.provider == "ollama"
-               else f"serve it, or set {where(role, 'model')} to one it serves")
+        fix = (
+            f"ollama pull {config.model}"
+            if config.provider == "ollama"
+            else f"serve it, or set {where(role, 'model')} to one it serves"
+        )
         return fail(label, f"{config.model} is not on {config.base_url} (it has: {listed})", fix)
     return _window_finding(label, config, state, where(role, "context_window"))
 
@@ -269,11 +362,14 @@ def _window_finding(label: str, config: ModelConfig, state: ModelState, setting:
     if state.window is None:
         return ok(label, f"{name}: present; cra uses a {config.context_window}-token window")
     if state.window >= config.context_window:
-        return ok(label, f"{name}: present; window {state.window}, cra uses "
-                         f"{config.context_window}")
-    detail = (f"{name}: cra uses a {config.context_window}-token window but the "
-              f"{'model was trained on' if config.provider == 'ollama' else 'server allows'} "
-              f"{state.window}")
+        return ok(
+            label, f"{name}: present; window {state.window}, cra uses {config.context_window}"
+        )
+    detail = (
+        f"{name}: cra uses a {config.context_window}-token window but the "
+        f"{'model was trained on' if config.provider == 'ollama' else 'server allows'} "
+        f"{state.window}"
+    )
     fix = f"set {setting} to {state.window} or less"
     if config.provider == "ollama":  # Ollama runs it anyway, with a window it was not made for
         return warn(label, detail, fix)
@@ -288,8 +384,13 @@ def _start_hint(config: ModelConfig) -> str:
 
 
 def local_report(
-    repo: Path, explicit: Path | None, data_dir: Path, environ: Mapping[str, str], *,
-    known_variables: Sequence[str], sandbox: Callable[[SolveConfig | None], Sandbox],
+    repo: Path,
+    explicit: Path | None,
+    data_dir: Path,
+    environ: Mapping[str, str],
+    *,
+    known_variables: Sequence[str],
+    sandbox: Callable[[SolveConfig | None], Sandbox],
     trust_flag: bool = False,
 ) -> Report:
     """The checks of a local checkout, in the order a newcomer meets the problems; `sandbox`
@@ -299,23 +400,28 @@ def local_report(
     endpoints_in = loaded.endpoints_in if loaded is not None else ""
     checks: list[tuple[str, Check]] = [
         ("git", check_git),
-        ("variables", lambda: check_variables("cra", environ, known_variables,
-                                              near_misses_only=True)),
+        (
+            "variables",
+            lambda: check_variables("cra", environ, known_variables, near_misses_only=True),
+        ),
         ("data dir", lambda: check_directory("data dir", data_dir, "--data-dir or CRA_DATA_DIR")),
         ("sandbox", lambda: check_sandbox(lambda: sandbox(config), data_dir, "CRA_SANDBOX")),
         ("config", lambda: config_findings),
     ]
     if config is not None:
         checks += [
-            ("test command", lambda: check_test_command(repo, config.testing, environ,
-                                                        config.source)),
+            (
+                "test command",
+                lambda: check_test_command(repo, config.testing, environ, config.source),
+            ),
             ("models", lambda: _local_models(config, environ, endpoints_in)),
         ]
     return run_checks("cra", checks)
 
 
-def _local_models(config: SolveConfig, environ: Mapping[str, str], endpoints: str
-                  ) -> Iterable[Finding]:
+def _local_models(
+    config: SolveConfig, environ: Mapping[str, str], endpoints: str
+) -> Iterable[Finding]:
     """The models of a local config; a missing API-key variable fails its role."""
     where = in_config(config.source or ".github/cra.toml", endpoints)
     keys: dict[str, str | None] = {}
@@ -323,8 +429,9 @@ def _local_models(config: SolveConfig, environ: Mapping[str, str], endpoints: st
         try:
             keys[role] = resolve_api_key(getattr(config.models, role), environ)
         except ConfigError as exc:
-            yield fail(f"{role} model", str(exc), f"export that variable, or fix "
-                       f"{where(role, 'api_key')}")
+            yield fail(
+                f"{role} model", str(exc), f"export that variable, or fix {where(role, 'api_key')}"
+            )
     used = roles_used(config, plans=True, implements=True)
     roles = [role for role in used if role in keys]
     yield from check_models(config.models, keys, where, roles)

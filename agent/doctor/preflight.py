@@ -19,11 +19,14 @@ from agent.models import ValidationResult
 CANNOT_START = (126, 127)  # the shell's "found but not executable" and "not found"
 _SHELL_COMPLAINT = re.compile(
     r"not found|permission denied|no such file or directory|cannot execute|is a directory",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def require_model_servers(
-    models: ModelsConfig, keys: Mapping[str, str | None], where: Where,
+    models: ModelsConfig,
+    keys: Mapping[str, str | None],
+    where: Where,
     roles: Sequence[str] = ("reasoning", "coding", "classifier"),
 ) -> list[str]:
     """PreflightFailed when a role's server cannot be reached; the other problems (a model not
@@ -52,8 +55,14 @@ def require_test_command_started(baseline: ValidationResult, command: str | None
         return
     if baseline.failing_tests or baseline.passing_tests or baseline.report.reported:
         return  # tests ran; a later command of the suite is what failed
-    complaint = next((line.strip() for line in (baseline.test_output or "").splitlines()
-                      if _SHELL_COMPLAINT.search(line)), None)
+    complaint = next(
+        (
+            line.strip()
+            for line in (baseline.test_output or "").splitlines()
+            if _SHELL_COMPLAINT.search(line)
+        ),
+        None,
+    )
     if complaint is None:
         return
     raise PreflightFailed(

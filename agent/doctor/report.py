@@ -73,8 +73,14 @@ def run_checks(program: str, checks: Sequence[tuple[str, Check]]) -> Report:
 def render(report: Report, *, as_json: bool, unicode: bool | None = None) -> str:
     """The report as lines (`✓ check: detail`, `✗ check: detail → fix`) or as JSON."""
     if as_json:
-        return json.dumps({"program": report.program, "passed": report.passed,
-                           "checks": [f.model_dump() for f in report.findings]}, indent=2)
+        return json.dumps(
+            {
+                "program": report.program,
+                "passed": report.passed,
+                "checks": [f.model_dump() for f in report.findings],
+            },
+            indent=2,
+        )
     fancy = _can_encode("✓✗→") if unicode is None else unicode
     marks, arrow = (MARKS, "→") if fancy else (ASCII_MARKS, "->")
     lines = []
@@ -83,8 +89,10 @@ def render(report: Report, *, as_json: bool, unicode: bool | None = None) -> str
         lines.append(f"{marks[f.status]} {f.check}: {f.detail}{fix}")
     failed = sum(f.status == "fail" for f in report.findings)
     total = len(report.findings)
-    lines.append(f"\n{report.program} doctor: " + (
-        f"all {total} checks passed" if not failed else f"{failed} of {total} checks failed"))
+    lines.append(
+        f"\n{report.program} doctor: "
+        + (f"all {total} checks passed" if not failed else f"{failed} of {total} checks failed")
+    )
     return "\n".join(lines)
 
 

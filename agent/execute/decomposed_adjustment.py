@@ -107,11 +107,19 @@ def extract_failure_signals(prior_results: Sequence[StepResult] | None) -> list[
             continue
         error = (result.error_info or "").strip()
         if not error:
-            signals.append(FailureSignal(category=FAILURE_CATEGORY_UNKNOWN,
-                                         message=NO_ERROR_INFO, source="step_failed"))
+            signals.append(
+                FailureSignal(
+                    category=FAILURE_CATEGORY_UNKNOWN, message=NO_ERROR_INFO, source="step_failed"
+                )
+            )
             continue
-        signals.append(FailureSignal(category=classify_failure(error),
-                                     message=error[:MESSAGE_CAP_CHARS], source="error_info"))
+        signals.append(
+            FailureSignal(
+                category=classify_failure(error),
+                message=error[:MESSAGE_CAP_CHARS],
+                source="error_info",
+            )
+        )
     return signals
 
 
@@ -130,14 +138,20 @@ def run_step_viability(
     if not signals:
         return {step.id: True for step in remaining_steps}
     judgment = run_binary_judgment(
-        remaining_steps, llm=llm, system_prompt=SYSTEM_PROMPTS[STAGE_VIABILITY],
-        task_context=viability_context(task, signals), format_item=viability_item,
-        item_key=lambda step: step.id, stage=STAGE_VIABILITY, default=False,
+        remaining_steps,
+        llm=llm,
+        system_prompt=SYSTEM_PROMPTS[STAGE_VIABILITY],
+        task_context=viability_context(task, signals),
+        format_item=viability_item,
+        item_key=lambda step: step.id,
+        stage=STAGE_VIABILITY,
+        default=False,
     )
     if len(judgment.unparseable) == len(remaining_steps):
         raise AdjustmentFailed(
             f"no step viability answer could be parsed ({len(remaining_steps)} steps)",
-            stage=STAGE_VIABILITY, keys=judgment.unparseable,
+            stage=STAGE_VIABILITY,
+            keys=judgment.unparseable,
         )
     return judgment.verdicts
 
@@ -155,10 +169,14 @@ def run_root_cause_attribution(
     if not pairs:
         return {}
     judgment = run_binary_judgment(
-        pairs, llm=llm, system_prompt=SYSTEM_PROMPTS[STAGE_ROOT_CAUSE],
+        pairs,
+        llm=llm,
+        system_prompt=SYSTEM_PROMPTS[STAGE_ROOT_CAUSE],
         task_context=root_cause_context(cumulative_diff, ROOT_CAUSE_DIFF_CAP_CHARS),
         format_item=lambda pair: root_cause_item(pair[1], pair[2]),
-        item_key=lambda pair: f"{pair[0]}:{pair[2].id}", stage=STAGE_ROOT_CAUSE, default=False,
+        item_key=lambda pair: f"{pair[0]}:{pair[2].id}",
+        stage=STAGE_ROOT_CAUSE,
+        default=False,
     )
     causes: dict[str, list[int]] = {}
     for index, _, step in pairs:
@@ -177,10 +195,14 @@ def run_new_step_detection(
     if not unattributed:
         return []
     judgment = run_binary_judgment(
-        unattributed, llm=llm, system_prompt=SYSTEM_PROMPTS[STAGE_NEW_STEP],
+        unattributed,
+        llm=llm,
+        system_prompt=SYSTEM_PROMPTS[STAGE_NEW_STEP],
         task_context=new_step_context(task, remaining_steps),
         format_item=lambda pair: new_step_item(pair[1]),
-        item_key=lambda pair: str(pair[0]), stage=STAGE_NEW_STEP, default=False,
+        item_key=lambda pair: str(pair[0]),
+        stage=STAGE_NEW_STEP,
+        default=False,
     )
     return [index for index, _ in unattributed if judgment.verdicts[str(index)]]
 
@@ -211,17 +233,29 @@ def finalize_adjustment(
     """The revised steps from the verdicts (split and grouped as a planned part is);
     ParseError or PlanInvalid when the answer is bad."""
     system, user = build_finalize_prompt(
-        context, task, verdicts, remaining_steps, model=llm.config,
-        reserved_tokens=reserved_tokens, completed_steps=completed_steps,
+        context,
+        task,
+        verdicts,
+        remaining_steps,
+        model=llm.config,
+        reserved_tokens=reserved_tokens,
+        completed_steps=completed_steps,
         cumulative_diff=cumulative_diff,
     )
+
     def check(plan: Plan) -> PlanAdjustment:
         assert isinstance(plan, PlanAdjustment)  # the parser's model for this pass type
         adjustment = ensure_valid_adjustment(plan, completed_steps)
         return with_groups(with_split_steps(adjustment), max_group_steps)
 
-    return ask_plan(llm, system, user, pass_type=STAGE_FINALIZE, check=check,
-                    problems=lambda plan: rule_problems(plan, max_group_steps))
+    return ask_plan(
+        llm,
+        system,
+        user,
+        pass_type=STAGE_FINALIZE,
+        check=check,
+        problems=lambda plan: rule_problems(plan, max_group_steps),
+    )
 
 
 # --- the pipeline ----------------------------------------------------------------------------
@@ -252,14 +286,22 @@ def decomposed_adjustment(
     units = as_units(remaining_steps)
     viability = run_step_viability(signals, units, task, classifier)
     causes = run_root_cause_attribution(signals, units, viability, cumulative_diff, classifier)
-    needed = run_new_step_detection(unattributed_failures(signals, causes), units, task,
-                                    classifier)
-    verdicts = AdjustmentVerdicts(step_viability=unit_verdicts(viability, remaining_steps),
-                                  root_causes=causes, new_steps_needed=needed,
-                                  failure_signals=signals)
+    needed = run_new_step_detection(unattributed_failures(signals, causes), units, task, classifier)
+    verdicts = AdjustmentVerdicts(
+        step_viability=unit_verdicts(viability, remaining_steps),
+        root_causes=causes,
+        new_steps_needed=needed,
+        failure_signals=signals,
+    )
     adjustment = finalize_adjustment(
-        context, task, verdicts, remaining_steps, llm=reasoning, reserved_tokens=reserved_tokens,
-        completed_steps=completed_steps, cumulative_diff=cumulative_diff,
+        context,
+        task,
+        verdicts,
+        remaining_steps,
+        llm=reasoning,
+        reserved_tokens=reserved_tokens,
+        completed_steps=completed_steps,
+        cumulative_diff=cumulative_diff,
         max_group_steps=max_group_steps,
     )
     return adjustment, verdicts
@@ -270,11 +312,14 @@ def _unchanged(
 ) -> tuple[PlanAdjustment, AdjustmentVerdicts]:
     """The early answer: nothing left to adjust, or nothing failed."""
     rationale = NO_REMAINING_STEPS if not remaining_steps else NO_FAILURES
-    adjustment = PlanAdjustment(revised_steps=list(remaining_steps), rationale=rationale,
-                                changes_made=[])
+    adjustment = PlanAdjustment(
+        revised_steps=list(remaining_steps), rationale=rationale, changes_made=[]
+    )
     verdicts = AdjustmentVerdicts(
-        step_viability={step.id: True for step in remaining_steps}, root_causes={},
-        new_steps_needed=[], failure_signals=signals,
+        step_viability={step.id: True for step in remaining_steps},
+        root_causes={},
+        new_steps_needed=[],
+        failure_signals=signals,
     )
     return adjustment, verdicts
 
@@ -296,16 +341,29 @@ def adjust_plan(
     reserved = config.budget.reserved_tokens
     if config.orchestrator.decomposed_adjustment:
         return decomposed_adjustment(
-            context, task, classifier=classifier, reasoning=reasoning,
-            prior_results=prior_results, remaining_steps=remaining_steps,
-            completed_steps=completed_steps, cumulative_diff=cumulative_diff,
-            reserved_tokens=reserved, max_group_steps=config.orchestrator.max_group_steps,
+            context,
+            task,
+            classifier=classifier,
+            reasoning=reasoning,
+            prior_results=prior_results,
+            remaining_steps=remaining_steps,
+            completed_steps=completed_steps,
+            cumulative_diff=cumulative_diff,
+            reserved_tokens=reserved,
+            max_group_steps=config.orchestrator.max_group_steps,
         )
     adjustment = execute_plan(
-        context, task, reasoning, pass_type="adjustment", reserved_tokens=reserved,
-        step_token_budget=config.budget.max_tokens_per_step, cumulative_diff=cumulative_diff,
-        prior_results=prior_results, test_results=test_results,
-        remaining_steps=remaining_steps, completed_steps=completed_steps,
+        context,
+        task,
+        reasoning,
+        pass_type="adjustment",
+        reserved_tokens=reserved,
+        step_token_budget=config.budget.max_tokens_per_step,
+        cumulative_diff=cumulative_diff,
+        prior_results=prior_results,
+        test_results=test_results,
+        remaining_steps=remaining_steps,
+        completed_steps=completed_steps,
         max_group_steps=config.orchestrator.max_group_steps,
     )
     return adjustment, None

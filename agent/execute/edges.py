@@ -50,8 +50,9 @@ def settle_edges(needle: list[str], replacement: list[str], before: int, after: 
     return Edges(kept, new, stray_lead, lead - stray_lead, trail - stray_trail)
 
 
-def mirrored(kept: list[str], replacement: list[str], stray_lead: int, stray_trail: int
-             ) -> list[str]:
+def mirrored(
+    kept: list[str], replacement: list[str], stray_lead: int, stray_trail: int
+) -> list[str]:
     """The replacement without its copies of the search's stray edge blank lines.
 
     Blank lines at the same edge of the replacement are copies when taking them as such pairs
@@ -73,8 +74,12 @@ def mirrored(kept: list[str], replacement: list[str], stray_lead: int, stray_tra
 
 def _paired(needle: list[str], replacement: list[str]) -> int:
     """How many lines of the two blocks a line diff pairs as unchanged."""
-    matcher = difflib.SequenceMatcher(None, [line.rstrip() for line in needle],
-                                      [line.rstrip() for line in replacement], autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None,
+        [line.rstrip() for line in needle],
+        [line.rstrip() for line in replacement],
+        autojunk=False,
+    )
     return sum(block.size for block in matcher.get_matching_blocks())
 
 

@@ -126,12 +126,17 @@ def replace_lines(text: str, search: str, replacement: str, eol: str) -> str:
     else:
         pieces = place_elided(codes, bare, needle, new, text, search)
     pieces = settled(pieces, codes)
-    indent = indent_map([(indent_of(bare[f]), indent_of(p.needle[j]))
-                         for p in pieces for j, f in p.window.pairs])
+    indent = indent_map(
+        [(indent_of(bare[f]), indent_of(p.needle[j])) for p in pieces for j, f in p.window.pairs]
+    )
     if indent is None:
         first, last = pieces[0].window.start + 1, pieces[-1].window.end
-        raise not_found(text, search, f" with its indentation (lines {first}-{last} have the "
-                        "same code, indented differently line by line)")
+        raise not_found(
+            text,
+            search,
+            f" with its indentation (lines {first}-{last} have the "
+            "same code, indented differently line by line)",
+        )
     out, position = [], 0
     for piece in pieces:
         out += lines[position : piece.window.start]
@@ -158,9 +163,12 @@ def settled(pieces: list[Piece], codes: Sequence[str]) -> list[Piece]:
         window = piece.window
         floor = out[-1].window.end if out else 0
         ceiling = pieces[k + 1].window.start if k + 1 < len(pieces) else len(codes)
-        edges = settle_edges(piece.needle, piece.replacement,
-                             blank_run(codes, range(window.start - 1, floor - 1, -1)),
-                             blank_run(codes, range(window.end, ceiling)))
+        edges = settle_edges(
+            piece.needle,
+            piece.replacement,
+            blank_run(codes, range(window.start - 1, floor - 1, -1)),
+            blank_run(codes, range(window.end, ceiling)),
+        )
         pairs = tuple((j - edges.cut, f) for j, f in window.pairs)
         moved = Window(window.start - edges.lead, window.end + edges.trail, pairs)
         out.append(Piece(moved, edges.needle, edges.replacement))
@@ -204,10 +212,15 @@ def _owners(piece: Piece) -> dict[int, int]:
 
 def _kept_needle_lines(needle: list[str], replacement: list[str]) -> set[int]:
     """The search lines the replacement repeats unchanged (context the model kept)."""
-    matcher = difflib.SequenceMatcher(None, [line.rstrip() for line in needle],
-                                      [line.rstrip() for line in replacement], autojunk=False)
-    return {j for tag, i1, i2, _, _ in matcher.get_opcodes() if tag == "equal"
-            for j in range(i1, i2)}
+    matcher = difflib.SequenceMatcher(
+        None,
+        [line.rstrip() for line in needle],
+        [line.rstrip() for line in replacement],
+        autojunk=False,
+    )
+    return {
+        j for tag, i1, i2, _, _ in matcher.get_opcodes() if tag == "equal" for j in range(i1, i2)
+    }
 
 
 def _keeps(f: int, owner: dict[int, int], kept: set[int]) -> bool:
@@ -225,9 +238,12 @@ def _insertions(
 ) -> dict[int, list[str]]:
     """The model's new lines, keyed by the file line they go before."""
     where = {j: f for f, j in owner.items()}
-    matcher = difflib.SequenceMatcher(None, [line.rstrip() for line in piece.needle],
-                                      [line.rstrip() for line in piece.replacement],
-                                      autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None,
+        [line.rstrip() for line in piece.needle],
+        [line.rstrip() for line in piece.replacement],
+        autojunk=False,
+    )
     inserts: dict[int, list[str]] = {}
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag not in ("replace", "insert"):
@@ -235,7 +251,8 @@ def _insertions(
         replaced = [where[j] for j in range(i1, i2) if j in where]
         anchor = min(replaced) if replaced else _after(where, i1, piece.window)
         inserts.setdefault(anchor, []).extend(
-            _rendered(line, indent) + eol for line in piece.replacement[j1:j2])
+            _rendered(line, indent) + eol for line in piece.replacement[j1:j2]
+        )
     return inserts
 
 
@@ -249,16 +266,19 @@ def _rendered(line: str, indent: Indent) -> str:
     """A new line in the file's indentation; PatchRejected when it cannot be mapped."""
     moved = indent.render(line)
     if moved is None:
-        raise PatchRejected("the replacement's indentation cannot be mapped onto the file's; "
-                            "copy the search lines with their exact indentation")
+        raise PatchRejected(
+            "the replacement's indentation cannot be mapped onto the file's; "
+            "copy the search lines with their exact indentation"
+        )
     return moved
 
 
 # --- elisions --------------------------------------------------------------------------------
 
 
-def place_elided(codes: Sequence[str], bare: list[str], needle: list[str], new: list[str],
-                 text: str, search: str) -> list[Piece]:
+def place_elided(
+    codes: Sequence[str], bare: list[str], needle: list[str], new: list[str], text: str, search: str
+) -> list[Piece]:
     """The pieces of a search that leaves lines out with `...`, each placed in order; the
     replacement must leave out the same places. Refused unless there is one placement."""
     kept = _paired_parts(needle, new, text, search)
@@ -270,26 +290,31 @@ def place_elided(codes: Sequence[str], bare: list[str], needle: list[str], new: 
     chosen = _only_placement(options) if crowded is None else None
     if chosen is None:
         spread = crowded or next(found for found in options if len(found) > 1)
-        raise ambiguous(len(spread), [w.start + 1 for w in spread], bare,
-                        " in a piece between the '...' lines")
+        raise ambiguous(
+            len(spread), [w.start + 1 for w in spread], bare, " in a piece between the '...' lines"
+        )
     if not chosen:
         raise not_found(text, search, " with its pieces in this order")
     return [Piece(w, p, r) for w, (p, r) in zip(chosen, kept, strict=True)]
 
 
-def _paired_parts(needle: list[str], new: list[str], text: str, search: str
-                  ) -> list[tuple[list[str], list[str]]]:
+def _paired_parts(
+    needle: list[str], new: list[str], text: str, search: str
+) -> list[tuple[list[str], list[str]]]:
     """(search piece, replacement piece) pairs around the elisions, pieces without code left
     out; refused when the two do not leave out the same places."""
     parts, news = _split(needle), _split(new)
     if len(parts) != len(news):
         raise PatchRejected(
             "the search leaves lines out with '...' but the replacement does not leave out the "
-            "same places; quote the lines in full", hint=closest_region_of(text, parts))
+            "same places; quote the lines in full",
+            hint=closest_region_of(text, parts),
+        )
     pairs = list(zip(parts, news, strict=True))
     if any(_has_code(r) and not _has_code(p) for p, r in pairs):
-        raise PatchRejected("the replacement adds lines where the search quotes none; "
-                            "quote the lines around them")
+        raise PatchRejected(
+            "the replacement adds lines where the search quotes none; quote the lines around them"
+        )
     kept = [(p, r) for p, r in pairs if _has_code(p)]
     if not kept:
         raise not_found(text, search)

@@ -50,8 +50,10 @@ def landing_order(steps: Sequence[PlanStep]) -> list[PlanStep]:
     it must come between two of its steps) or the dependencies make a cycle."""
     groups = groups_of(steps)
     home = {s.id: n for n, group in enumerate(groups) for s in group}
-    needs = [{home[d] for s in group for d in s.depends_on if d in home} - {n}
-             for n, group in enumerate(groups)]
+    needs = [
+        {home[d] for s in group for d in s.depends_on if d in home} - {n}
+        for n, group in enumerate(groups)
+    ]
     order: list[PlanStep] = []
     done: set[int] = set()
     waiting = list(range(len(groups)))
@@ -72,26 +74,34 @@ def _within(group: list[PlanStep]) -> list[PlanStep]:
     order: list[PlanStep] = []
     rest = list(group)
     while rest:
-        ready = next((s for s in rest if all(d in placed or d not in ids
-                                             for d in s.depends_on)), None)
+        ready = next(
+            (s for s in rest if all(d in placed or d not in ids for d in s.depends_on)), None
+        )
         if ready is None:
-            raise PlanInvalid([f"dependency cycle among the steps that land together: "
-                               f"{', '.join(s.id for s in rest)}"])
+            raise PlanInvalid(
+                [
+                    f"dependency cycle among the steps that land together: "
+                    f"{', '.join(s.id for s in rest)}"
+                ]
+            )
         rest.remove(ready)
         placed.add(ready.id)
         order.append(ready)
     return order
 
 
-def _order_problems(groups: list[list[PlanStep]], needs: list[set[int]],
-                    waiting: list[int]) -> list[str]:
+def _order_problems(
+    groups: list[list[PlanStep]], needs: list[set[int]], waiting: list[int]
+) -> list[str]:
     """Why the waiting groups cannot be ordered."""
     del needs, waiting
     named = [group_id(g) for g in groups if len(g) > 1]
     if named:
-        return [f"the steps that land together ({'; '.join(named)}) cannot run one after "
-                "another: a step they depend on depends on one of them; put it in the group or "
-                "drop the link"]
+        return [
+            f"the steps that land together ({'; '.join(named)}) cannot run one after "
+            "another: a step they depend on depends on one of them; put it in the group or "
+            "drop the link"
+        ]
     return ["dependency cycle among the steps: " + ", ".join(group_id(g) for g in groups)]
 
 
@@ -111,7 +121,9 @@ def group_problems(steps: Sequence[PlanStep], max_steps: int = MAX_GROUP_STEPS) 
     problems = [
         f"steps {', '.join(s.id for s in group)} land together: at most {max_steps} steps may "
         "land together; land fewer together or make the change smaller"
-        for group in groups_of(steps) if len(group) > max_steps]
+        for group in groups_of(steps)
+        if len(group) > max_steps
+    ]
     try:
         landing_order(steps)
     except PlanInvalid as exc:
@@ -119,8 +131,10 @@ def group_problems(steps: Sequence[PlanStep], max_steps: int = MAX_GROUP_STEPS) 
     return problems
 
 
-def repaired_links(steps: Sequence[PlanStep], max_steps: int = MAX_GROUP_STEPS,
-                   ) -> tuple[list[PlanStep], list[str]]:
+def repaired_links(
+    steps: Sequence[PlanStep],
+    max_steps: int = MAX_GROUP_STEPS,
+) -> tuple[list[PlanStep], list[str]]:
     """The steps with links a run can follow, and what was changed: links to a step not in
     the plan (or to itself) dropped; a group over `max_steps` cut into groups of at most that
     many, in order; a group that cannot run whole unlinked."""
@@ -132,8 +146,9 @@ def repaired_links(steps: Sequence[PlanStep], max_steps: int = MAX_GROUP_STEPS,
         if links != step.lands_with:
             dropped = [i for i in step.lands_with if i not in links]
             if dropped:
-                notes.append(f"{step.id}: dropped lands_with to {', '.join(dropped)} (not a "
-                             "remaining step)")
+                notes.append(
+                    f"{step.id}: dropped lands_with to {', '.join(dropped)} (not a remaining step)"
+                )
             step = step.model_copy(update={"lands_with": links})
         fixed.append(step)
     fixed = _cut_large(fixed, max_steps, notes)
@@ -150,14 +165,18 @@ def _cut_large(steps: list[PlanStep], max_steps: int, notes: list[str]) -> list[
             ordered = _within(group)
         except PlanInvalid:
             ordered = group
-        chunks = [ordered[n:n + max_steps] for n in range(0, len(ordered), max_steps)]
+        chunks = [ordered[n : n + max_steps] for n in range(0, len(ordered), max_steps)]
         for chunk in chunks:
             for n, step in enumerate(chunk):
                 relinked[step.id] = [chunk[0].id] if n else []
-        notes.append(f"{group_id(group)}: more than {max_steps} steps landing together, cut "
-                     f"into {len(chunks)} groups")
-    return [s.model_copy(update={"lands_with": relinked[s.id]}) if s.id in relinked else s
-            for s in steps]
+        notes.append(
+            f"{group_id(group)}: more than {max_steps} steps landing together, cut "
+            f"into {len(chunks)} groups"
+        )
+    return [
+        s.model_copy(update={"lands_with": relinked[s.id]}) if s.id in relinked else s
+        for s in steps
+    ]
 
 
 def _unlink_unorderable(steps: list[PlanStep], notes: list[str]) -> list[PlanStep]:
@@ -170,16 +189,19 @@ def _unlink_unorderable(steps: list[PlanStep], notes: list[str]) -> list[PlanSte
     unlinked = [s.model_copy(update={"lands_with": []}) for s in steps]
     linked = [s.id for s in steps if s.lands_with]
     if linked:
-        notes.append(f"dropped the lands_with links of {', '.join(linked)}: their groups "
-                     "could not run whole in dependency order")
+        notes.append(
+            f"dropped the lands_with links of {', '.join(linked)}: their groups "
+            "could not run whole in dependency order"
+        )
     return unlinked
 
 
 def blocked_group(group: Sequence[PlanStep], not_passed: set[str]) -> list[str]:
     """The dependencies outside the group that failed or were skipped."""
     inside = {s.id for s in group}
-    return list(dict.fromkeys(d for s in group for d in s.depends_on
-                              if d in not_passed and d not in inside))
+    return list(
+        dict.fromkeys(d for s in group for d in s.depends_on if d in not_passed and d not in inside)
+    )
 
 
 def merged_step(group: Sequence[PlanStep]) -> PlanStep:
@@ -190,12 +212,11 @@ def merged_step(group: Sequence[PlanStep]) -> PlanStep:
     inside = {s.id for s in group}
     return PlanStep(
         id=group_id(group),
-        description="These steps land together:\n" + "\n".join(
-            f"- {s.id}: {s.description}" for s in group),
+        description="These steps land together:\n"
+        + "\n".join(f"- {s.id}: {s.description}" for s in group),
         target_files=list(dict.fromkeys(f for s in group for f in s.target_files)),
         target_symbols=list(dict.fromkeys(y for s in group for y in s.target_symbols)),
-        depends_on=list(dict.fromkeys(d for s in group for d in s.depends_on
-                                      if d not in inside)),
+        depends_on=list(dict.fromkeys(d for s in group for d in s.depends_on if d not in inside)),
         changes_existing_tests=any(s.changes_existing_tests for s in group),
     )
 

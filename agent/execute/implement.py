@@ -31,23 +31,35 @@ def execute_implement(
     PromptTooLarge, BudgetExhausted and LLMError propagate: they are not the model's fault.
     """
     system, user = build_implement_prompt(
-        context, task, step, model=llm.config, reserved_tokens=reserved_tokens,
-        plan=plan, cumulative_diff=cumulative_diff, failure=failure, landing=landing,
+        context,
+        task,
+        step,
+        model=llm.config,
+        reserved_tokens=reserved_tokens,
+        plan=plan,
+        cumulative_diff=cumulative_diff,
+        failure=failure,
+        landing=landing,
     )
     response = llm.complete(system, user, stage=stage)
     request = needs_context(response.text)
     if request is not None and "<edit" not in response.text:
         return StepResult(
-            success=False, error_info=f"needs context: {', '.join(request.missing_files)}",
-            raw_response=response.raw_text, usage=response.usage, refinement=request,
+            success=False,
+            error_info=f"needs context: {', '.join(request.missing_files)}",
+            raw_response=response.raw_text,
+            usage=response.usage,
+            refinement=request,
         )
     try:
         edits = parse_implement_response(response.raw_text)
     except ParseError as exc:
         cut = response.cut_off(llm.role, llm.config.max_tokens)
         return StepResult(
-            success=False, error_info=f"unparseable answer: {cut}{exc}",
-            raw_response=response.raw_text, usage=response.usage,
+            success=False,
+            error_info=f"unparseable answer: {cut}{exc}",
+            raw_response=response.raw_text,
+            usage=response.usage,
         )
     return StepResult(
         success=True, edits=edits, raw_response=response.raw_text, usage=response.usage

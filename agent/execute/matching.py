@@ -22,12 +22,14 @@ def replace_once(text: str, search: str, replacement: str) -> str:
     """
     if text.startswith(BOM):
         if search.startswith(BOM):  # the model copied it: it is not part of either side
-            search, replacement = search[len(BOM):], replacement.removeprefix(BOM)
-        return BOM + replace_once(text[len(BOM):], search, replacement)
+            search, replacement = search[len(BOM) :], replacement.removeprefix(BOM)
+        return BOM + replace_once(text[len(BOM) :], search, replacement)
     if not search:
         if text:
-            raise PatchRejected("empty search on an existing non-empty file; quote the lines "
-                                "to replace, or pick a new file name to create a file")
+            raise PatchRejected(
+                "empty search on an existing non-empty file; quote the lines "
+                "to replace, or pick a new file name to create a file"
+            )
         return replacement
     eol = line_ending(text)
     starts = exact_starts(text, search)

@@ -221,8 +221,11 @@ def topological_order(items: Sequence[ItemT]) -> list[ItemT]:
     order: list[ItemT] = []
     while remaining:
         ready = next(
-            (i for i, item in enumerate(remaining)
-             if all(dep in done or dep not in ids for dep in item.depends_on)),
+            (
+                i
+                for i, item in enumerate(remaining)
+                if all(dep in done or dep not in ids for dep in item.depends_on)
+            ),
             None,
         )
         if ready is None:

@@ -19,8 +19,15 @@ from agent.execute.paths import check_path, normalise_path, same_named
 from agent.models import PatchEdit, PatchResult
 
 __all__ = [
-    "PatchResult", "apply_edits", "check_path", "normalise_path", "replace_once",
-    "rollback_edits", "unified_diff", "validate_edits", "write_atomic",
+    "PatchResult",
+    "apply_edits",
+    "check_path",
+    "normalise_path",
+    "replace_once",
+    "rollback_edits",
+    "unified_diff",
+    "validate_edits",
+    "write_atomic",
 ]
 
 Writer = Callable[[Path, str, int | None], None]
@@ -95,8 +102,9 @@ def _load(path: Path, rel: str, root: Path) -> _FileChange:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PatchRejected(f"not a UTF-8 text file (invalid byte at offset {exc.start}); "
-                            "cra edits only UTF-8 text") from exc
+        raise PatchRejected(
+            f"not a UTF-8 text file (invalid byte at offset {exc.start}); cra edits only UTF-8 text"
+        ) from exc
     return _FileChange(rel, path, text, text, mode)
 
 
@@ -119,9 +127,11 @@ def _apply_one(change: _FileChange, edit: PatchEdit, root: Path) -> str:
         if edit.search:
             found = same_named(change.path, root.resolve())
             hint = f"files of that name: {', '.join(found)}" if found else ""
-            raise PatchRejected("file not found; to create a new file use an empty <search>"
-                                + (f" (did you mean {found[0]}?)" if len(found) == 1 else ""),
-                                hint=hint)
+            raise PatchRejected(
+                "file not found; to create a new file use an empty <search>"
+                + (f" (did you mean {found[0]}?)" if len(found) == 1 else ""),
+                hint=hint,
+            )
         return _new_file_text(edit.replacement)
     return replace_once(change.content, edit.search, edit.replacement)
 
@@ -200,8 +210,11 @@ def _write_all(changes: list[_FileChange], root: Path, write: Writer) -> list[st
             write(change.path, change.content or "", change.mode)
         except OSError as exc:
             problems = _restore(written, dirs, write)
-            undone = "rollback incomplete: " + "; ".join(problems) if problems else (
-                f"all {len(written)} file(s) written before it were restored")
+            undone = (
+                "rollback incomplete: " + "; ".join(problems)
+                if problems
+                else (f"all {len(written)} file(s) written before it were restored")
+            )
             raise _WriteFailed(f"writing {change.rel} failed ({exc}); {undone}") from exc
         written.append(change)
     return [d.relative_to(root.resolve()).as_posix() for d in dirs]
@@ -253,8 +266,10 @@ def unified_diff(rel: str, before: str | None, after: str) -> str:
     """A git-style diff of one file (`/dev/null` for a new one), marking a missing final newline."""
     header = f"diff --git a/{rel} b/{rel}\n" + ("new file mode 100644\n" if before is None else "")
     lines = difflib.unified_diff(
-        split_lines(before or ""), split_lines(after),
-        "/dev/null" if before is None else f"a/{rel}", f"b/{rel}",
+        split_lines(before or ""),
+        split_lines(after),
+        "/dev/null" if before is None else f"a/{rel}",
+        f"b/{rel}",
     )
     body = "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines

@@ -59,15 +59,21 @@ def _check_nested_repository(base: Path, target: Path, rel: str) -> None:
     inside = PurePosixPath(target.relative_to(base).as_posix())
     for submodule in _submodules(base):
         if inside == submodule or submodule in inside.parents:
-            raise UnsafePath(f"inside the submodule {submodule}/, another repository; cra "
-                             "edits only this repository's own files", path=rel)  # fmt: skip
+            raise UnsafePath(
+                f"inside the submodule {submodule}/, another repository; cra "
+                "edits only this repository's own files",
+                path=rel,
+            )
     for parent in target.parents:
         if parent == base or not parent.is_relative_to(base):
             return
         if os.path.lexists(parent / ".git"):
-            raise UnsafePath(f"inside {parent.relative_to(base).as_posix()}/, another git "
-                             "repository nested in this one; cra edits only this repository's "
-                             "own files", path=rel)  # fmt: skip
+            raise UnsafePath(
+                f"inside {parent.relative_to(base).as_posix()}/, another git "
+                "repository nested in this one; cra edits only this repository's "
+                "own files",
+                path=rel,
+            )
 
 
 _GITMODULES_PATH = re.compile(r"^\s*path\s*=\s*(.*?)\s*$", re.MULTILINE | re.IGNORECASE)
@@ -157,13 +163,17 @@ def commit_refusal(root: Path, edits: Sequence[PatchEdit]) -> str | None:
         if rel in tracked:
             continue
         if os.path.lexists(root / rel):
-            reasons[rel] = ("not one of the repository's files: git does not track it (the "
-                            "setup step or a test run made it); edit the tracked files")
+            reasons[rel] = (
+                "not one of the repository's files: git does not track it (the "
+                "setup step or a test run made it); edit the tracked files"
+            )
         else:
             new.append(rel)
     for rel, rule in _ignore_rules(root, new).items():
-        reasons[rel] = (f"git ignores this path ({rule}), so the new file would never reach "
-                        "the pull request; create it where the repository keeps its files")
+        reasons[rel] = (
+            f"git ignores this path ({rule}), so the new file would never reach "
+            "the pull request; create it where the repository keeps its files"
+        )
     if not reasons:
         return None
     index, rel = min((paths[rel][0], rel) for rel in reasons)
@@ -176,14 +186,15 @@ def _ignore_rules(root: Path, paths: Sequence[str]) -> dict[str, str]:
     if not paths:
         return {}
     try:
-        out = run_git(["check-ignore", "--verbose", "-z", "--stdin"], root,
-                      input="\0".join(paths) + "\0")  # fmt: skip
+        out = run_git(
+            ["check-ignore", "--verbose", "-z", "--stdin"], root, input="\0".join(paths) + "\0"
+        )
     except GitError:  # 1: none of them is ignored; else git cannot tell, and the commit will
         return {}
     fields = out.split("\0")
     found = {}
     for at in range(0, len(fields) - 3, 4):
-        source, line, rule, rel = fields[at:at + 4]
+        source, line, rule, rel = fields[at : at + 4]
         if rel and not rule.startswith("!"):  # a negated rule matched: the path is kept
             found[rel] = f"`{rule}` in {source}, line {line}"
     return found

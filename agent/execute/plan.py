@@ -50,29 +50,54 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 _STRING: dict[str, Any] = {"type": "string"}
-_STEP = _object({"id": _STRING, "description": _STRING, "target_files": _STRINGS,
-                 "target_symbols": _STRINGS, "depends_on": _STRINGS,
-                 "lands_with": _STRINGS, "changes_existing_tests": {"type": "boolean"}})
-_PART = _object({"id": _STRING, "description": _STRING, "affected_files": _STRINGS,
-                 "depends_on": _STRINGS})
+_STEP = _object(
+    {
+        "id": _STRING,
+        "description": _STRING,
+        "target_files": _STRINGS,
+        "target_symbols": _STRINGS,
+        "depends_on": _STRINGS,
+        "lands_with": _STRINGS,
+        "changes_existing_tests": {"type": "boolean"},
+    }
+)
+_PART = _object(
+    {"id": _STRING, "description": _STRING, "affected_files": _STRINGS, "depends_on": _STRINGS}
+)
 _SCHEMAS: dict[str, dict[str, Any]] = {
-    "meta_plan": _object({"task_summary": _STRING, "parts": {"type": "array", "items": _PART},
-                          "rationale": _STRING}),
-    "part_plan": _object({"part_id": _STRING, "task_summary": _STRING,
-                          "steps": {"type": "array", "items": _STEP}, "rationale": _STRING}),
-    "adjustment": _object({"revised_steps": {"type": "array", "items": _STEP},
-                           "rationale": _STRING, "changes_made": _STRINGS}),
+    "meta_plan": _object(
+        {"task_summary": _STRING, "parts": {"type": "array", "items": _PART}, "rationale": _STRING}
+    ),
+    "part_plan": _object(
+        {
+            "part_id": _STRING,
+            "task_summary": _STRING,
+            "steps": {"type": "array", "items": _STEP},
+            "rationale": _STRING,
+        }
+    ),
+    "adjustment": _object(
+        {
+            "revised_steps": {"type": "array", "items": _STEP},
+            "rationale": _STRING,
+            "changes_made": _STRINGS,
+        }
+    ),
 }
 _SCHEMAS["adjustment_finalize"] = _SCHEMAS["adjustment"]
 
 REASK_ERROR_CHARS = 600
-_STEP_SHAPE = ('{"id": "s1", "description": "…", "target_files": ["path/to/file.py"], '
-               '"target_symbols": ["name"], "depends_on": [], "lands_with": []}')
+_STEP_SHAPE = (
+    '{"id": "s1", "description": "…", "target_files": ["path/to/file.py"], '
+    '"target_symbols": ["name"], "depends_on": [], "lands_with": []}'
+)
 PLAN_SHAPES: dict[str, str] = {
-    "meta_plan": ('{"task_summary": "…", "parts": [{"id": "p1", "description": "…", '
-                  '"affected_files": ["path/to/file.py"], "depends_on": []}], "rationale": "…"}'),
+    "meta_plan": (
+        '{"task_summary": "…", "parts": [{"id": "p1", "description": "…", '
+        '"affected_files": ["path/to/file.py"], "depends_on": []}], "rationale": "…"}'
+    ),
     "part_plan": f'{{"part_id": "p1", "task_summary": "…", "steps": [{_STEP_SHAPE}], '
-                 '"rationale": "…"}',
+    '"rationale": "…"}',
     "adjustment": f'{{"revised_steps": [{_STEP_SHAPE}], "rationale": "…", "changes_made": ["…"]}}',
 }
 PLAN_SHAPES["adjustment_finalize"] = PLAN_SHAPES["adjustment"]
@@ -84,32 +109,56 @@ def plan_schema(pass_type: PassType) -> dict[str, Any]:
 
 
 @overload
-def execute_plan(context: ContextPackage, task: str, llm: LoggedLLMClient, *,
-                 pass_type: Literal["meta_plan"], reserved_tokens: int, step_token_budget: int,
-                 cumulative_diff: str | None = ..., prior_results: Sequence[StepResult] = ...,
-                 test_results: Sequence[ValidationResult] = ...,
-                 remaining_steps: Sequence[PlanStep] = ...,
-                 completed_steps: Sequence[PlanStep] = ...,
-                 expected_part_id: str | None = ...,
-                 max_group_steps: int = ...) -> MetaPlan: ...
+def execute_plan(
+    context: ContextPackage,
+    task: str,
+    llm: LoggedLLMClient,
+    *,
+    pass_type: Literal["meta_plan"],
+    reserved_tokens: int,
+    step_token_budget: int,
+    cumulative_diff: str | None = ...,
+    prior_results: Sequence[StepResult] = ...,
+    test_results: Sequence[ValidationResult] = ...,
+    remaining_steps: Sequence[PlanStep] = ...,
+    completed_steps: Sequence[PlanStep] = ...,
+    expected_part_id: str | None = ...,
+    max_group_steps: int = ...,
+) -> MetaPlan: ...
 @overload
-def execute_plan(context: ContextPackage, task: str, llm: LoggedLLMClient, *,
-                 pass_type: Literal["part_plan"], reserved_tokens: int, step_token_budget: int,
-                 cumulative_diff: str | None = ..., prior_results: Sequence[StepResult] = ...,
-                 test_results: Sequence[ValidationResult] = ...,
-                 remaining_steps: Sequence[PlanStep] = ...,
-                 completed_steps: Sequence[PlanStep] = ...,
-                 expected_part_id: str | None = ...,
-                 max_group_steps: int = ...) -> PartPlan: ...
+def execute_plan(
+    context: ContextPackage,
+    task: str,
+    llm: LoggedLLMClient,
+    *,
+    pass_type: Literal["part_plan"],
+    reserved_tokens: int,
+    step_token_budget: int,
+    cumulative_diff: str | None = ...,
+    prior_results: Sequence[StepResult] = ...,
+    test_results: Sequence[ValidationResult] = ...,
+    remaining_steps: Sequence[PlanStep] = ...,
+    completed_steps: Sequence[PlanStep] = ...,
+    expected_part_id: str | None = ...,
+    max_group_steps: int = ...,
+) -> PartPlan: ...
 @overload
-def execute_plan(context: ContextPackage, task: str, llm: LoggedLLMClient, *,
-                 pass_type: Literal["adjustment"], reserved_tokens: int, step_token_budget: int,
-                 cumulative_diff: str | None = ..., prior_results: Sequence[StepResult] = ...,
-                 test_results: Sequence[ValidationResult] = ...,
-                 remaining_steps: Sequence[PlanStep] = ...,
-                 completed_steps: Sequence[PlanStep] = ...,
-                 expected_part_id: str | None = ...,
-                 max_group_steps: int = ...) -> PlanAdjustment: ...
+def execute_plan(
+    context: ContextPackage,
+    task: str,
+    llm: LoggedLLMClient,
+    *,
+    pass_type: Literal["adjustment"],
+    reserved_tokens: int,
+    step_token_budget: int,
+    cumulative_diff: str | None = ...,
+    prior_results: Sequence[StepResult] = ...,
+    test_results: Sequence[ValidationResult] = ...,
+    remaining_steps: Sequence[PlanStep] = ...,
+    completed_steps: Sequence[PlanStep] = ...,
+    expected_part_id: str | None = ...,
+    max_group_steps: int = ...,
+) -> PlanAdjustment: ...
 def execute_plan(
     context: ContextPackage,
     task: str,
@@ -134,10 +183,17 @@ def execute_plan(
     PromptTooLarge, BudgetExhausted and LLMError.
     """
     system, user = build_plan_prompt(
-        context, task, pass_type=pass_type, model=llm.config, reserved_tokens=reserved_tokens,
-        step_token_budget=step_token_budget, cumulative_diff=cumulative_diff,
-        prior_results=prior_results, test_results=test_results,
-        remaining_steps=remaining_steps, completed_steps=completed_steps,
+        context,
+        task,
+        pass_type=pass_type,
+        model=llm.config,
+        reserved_tokens=reserved_tokens,
+        step_token_budget=step_token_budget,
+        cumulative_diff=cumulative_diff,
+        prior_results=prior_results,
+        test_results=test_results,
+        remaining_steps=remaining_steps,
+        completed_steps=completed_steps,
         max_group_steps=max_group_steps,
     )
 
@@ -150,8 +206,14 @@ def execute_plan(
             return with_groups(with_split_steps(part), max_group_steps)
         return ensure_valid_plan(plan)
 
-    return ask_plan(llm, system, user, pass_type=pass_type, check=check,
-                    problems=lambda plan: rule_problems(plan, max_group_steps))
+    return ask_plan(
+        llm,
+        system,
+        user,
+        pass_type=pass_type,
+        check=check,
+        problems=lambda plan: rule_problems(plan, max_group_steps),
+    )
 
 
 def with_split_steps(plan: PlanT) -> PlanT:
@@ -173,8 +235,9 @@ def with_groups(plan: PlanT, max_group_steps: int = MAX_GROUP_STEPS) -> PlanT:
         return plan.model_copy(update={"steps": steps, "rationale": rationale})
     if isinstance(plan, PlanAdjustment):
         steps, notes = repaired_links(plan.revised_steps, max_group_steps)
-        return plan.model_copy(update={"revised_steps": steps,
-                                       "changes_made": [*plan.changes_made, *notes]})
+        return plan.model_copy(
+            update={"revised_steps": steps, "changes_made": [*plan.changes_made, *notes]}
+        )
     return plan
 
 
@@ -216,8 +279,12 @@ def ask_plan(
     except (ParseError, PlanInvalid) as exc:
         first = exc
     try:
-        again = llm.complete(system, f"{user}\n\n{reask_note(first, pass_type)}",
-                             stage=f"{pass_type}_reask", json_schema=schema)
+        again = llm.complete(
+            system,
+            f"{user}\n\n{reask_note(first, pass_type)}",
+            stage=f"{pass_type}_reask",
+            json_schema=schema,
+        )
         return check(_parsed(again, pass_type, llm))
     except (ParseError, PlanInvalid, PromptTooLarge) as exc:
         if fallback is not None:
@@ -263,11 +330,15 @@ def ensure_valid_adjustment(
     completed = {step.id for step in completed_steps}
     relisted = [step.id for step in adjustment.revised_steps if step.id in completed]
     if relisted:
-        adjustment = adjustment.model_copy(update={
-            "revised_steps": [s for s in adjustment.revised_steps if s.id not in completed],
-            "changes_made": [*adjustment.changes_made,
-                             f"ignored re-listed completed steps: {', '.join(relisted)}"],
-        })
+        adjustment = adjustment.model_copy(
+            update={
+                "revised_steps": [s for s in adjustment.revised_steps if s.id not in completed],
+                "changes_made": [
+                    *adjustment.changes_made,
+                    f"ignored re-listed completed steps: {', '.join(relisted)}",
+                ],
+            }
+        )
     problems = validate_plan(adjustment, known_ids=completed)
     if problems:
         raise PlanInvalid(problems)

@@ -59,13 +59,16 @@ def build_plan_prompt(
         system,
         lambda caps: "\n\n".join(plan_sections(context, task, material, caps)),
         lambda caps: shrink_caps(caps, cumulative_diff, test_results),
-        model=model, reserved_tokens=reserved_tokens, stage=pass_type,
+        model=model,
+        reserved_tokens=reserved_tokens,
+        stage=pass_type,
     )
     return system, user
 
 
-MORE_FILES = ("Files ranked for this task that did not fit above (a step that names one "
-              "is shown it whole):\n")
+MORE_FILES = (
+    "Files ranked for this task that did not fit above (a step that names one is shown it whole):\n"
+)
 MAX_MORE_FILES = 20
 
 
@@ -90,8 +93,6 @@ def plan_sections(
     if material.cumulative_diff:
         sections.append(prior_changes(material.cumulative_diff, caps.diff))
     return sections
-
-
 
 
 def prior_changes(diff: str, cap: int) -> str:
@@ -153,8 +154,12 @@ def plan_context_room(
     """Tokens a planner pass may give its context files: the window after the prompt frame,
     halved for an adjustment (its diff and results need the rest)."""
     system, user = build_plan_prompt(
-        ContextPackage(task=task), task, pass_type=pass_type, model=model,
-        reserved_tokens=reserved_tokens, step_token_budget=step_token_budget,
+        ContextPackage(task=task),
+        task,
+        pass_type=pass_type,
+        model=model,
+        reserved_tokens=reserved_tokens,
+        step_token_budget=step_token_budget,
     )
     room = context_room(system, user, model=model, reserved_tokens=reserved_tokens)
     room = max(room - REASK_NOTE_TOKENS, 0)  # a re-ask appends its note to the same prompt

@@ -105,8 +105,11 @@ def format_failure(signal: FailureSignal) -> str:
 
 def format_step_brief(step: PlanStep) -> str:
     """A step's id, description, target files and (when any) target symbols."""
-    lines = [f"ID: {step.id}", f"Description: {step.description}",
-             f"Target files: {', '.join(step.target_files) or '(none)'}"]
+    lines = [
+        f"ID: {step.id}",
+        f"Description: {step.description}",
+        f"Target files: {', '.join(step.target_files) or '(none)'}",
+    ]
     if step.target_symbols:
         lines.append(f"Target symbols: {', '.join(step.target_symbols)}")
     return "\n".join(lines)
@@ -126,8 +129,10 @@ def viability_context(task: str, signals: Sequence[FailureSignal]) -> str:
 
 def viability_item(step: PlanStep) -> str:
     """One step to judge still valid or not."""
-    return (f"Step to evaluate:\n{format_step_brief(step)}\n\n"
-            "Is this step still valid given the failures above? Answer yes or no.")
+    return (
+        f"Step to evaluate:\n{format_step_brief(step)}\n\n"
+        "Is this step still valid given the failures above? Answer yes or no."
+    )
 
 
 def root_cause_context(diff: str | None, cap: int) -> str:
@@ -138,9 +143,11 @@ def root_cause_context(diff: str | None, cap: int) -> str:
 
 def root_cause_item(signal: FailureSignal, step: PlanStep) -> str:
     """One (failure, step) pair to judge cause or not."""
-    return (f"Failure:\n{format_failure(signal)}\n\nStep:\n{format_step_brief(step)}\n\n"
-            "Did this step's implementation cause or contribute to this failure? "
-            "Answer yes or no.")
+    return (
+        f"Failure:\n{format_failure(signal)}\n\nStep:\n{format_step_brief(step)}\n\n"
+        "Did this step's implementation cause or contribute to this failure? "
+        "Answer yes or no."
+    )
 
 
 def new_step_context(task: str, steps: Sequence[PlanStep]) -> str:
@@ -151,9 +158,11 @@ def new_step_context(task: str, steps: Sequence[PlanStep]) -> str:
 
 def new_step_item(signal: FailureSignal) -> str:
     """One unattributed failure to judge needing a new step or not."""
-    return (f"Unattributed failure:\n{format_failure(signal)}\n\n"
-            "No existing step was identified as causing this failure.\n"
-            "Does this failure require adding a new implementation step? Answer yes or no.")
+    return (
+        f"Unattributed failure:\n{format_failure(signal)}\n\n"
+        "No existing step was identified as causing this failure.\n"
+        "Does this failure require adding a new implementation step? Answer yes or no."
+    )
 
 
 # --- decomposed adjustment: finalize ---------------------------------------------------------
@@ -173,8 +182,10 @@ def format_verdicts(verdicts: AdjustmentVerdicts, steps: Sequence[PlanStep]) -> 
     lines += [f"- {sid} caused failure [{i}]: {format_failure(signals[i])}" for sid, i in causes]
     lines += [] if causes else ["- no remaining step caused a failure"]
     lines += ["", "New steps needed for:"]
-    lines += [f"- Failure [{i}]: {format_failure(signals[i])} -- unattributed, needs new step"
-              for i in verdicts.new_steps_needed]
+    lines += [
+        f"- Failure [{i}]: {format_failure(signals[i])} -- unattributed, needs new step"
+        for i in verdicts.new_steps_needed
+    ]
     lines += [] if verdicts.new_steps_needed else ["- none"]
     return "\n".join(lines)
 
@@ -204,7 +215,11 @@ def build_finalize_prompt(
         return "\n\n".join(sections)
 
     user = fit_user_prompt(
-        system, render, lambda caps: shrink_caps(caps, cumulative_diff, ()),
-        model=model, reserved_tokens=reserved_tokens, stage="adjustment_finalize",
+        system,
+        render,
+        lambda caps: shrink_caps(caps, cumulative_diff, ()),
+        model=model,
+        reserved_tokens=reserved_tokens,
+        stage="adjustment_finalize",
     )
     return system, user

@@ -27,7 +27,8 @@ def send_back_problems(steps: Sequence[PlanStep]) -> list[str]:
         if len(step.target_symbols) > MAX_TARGET_SYMBOLS:
             problems.append(
                 f"step {step.id!r} targets {len(step.target_symbols)} symbols, more than one or "
-                f"two edits: split it into steps of at most {MAX_TARGET_SYMBOLS}")
+                f"two edits: split it into steps of at most {MAX_TARGET_SYMBOLS}"
+            )
     return problems
 
 
@@ -45,8 +46,14 @@ def split_steps(steps: Sequence[PlanStep]) -> list[PlanStep]:
         for piece in pieces[step.id]:
             deps = [last.get(d, d) if d not in own else d for d in piece.depends_on]
             links = [first.get(d, d) if d not in own else d for d in piece.lands_with]
-            out.append(piece.model_copy(update={"depends_on": list(dict.fromkeys(deps)),
-                                                "lands_with": list(dict.fromkeys(links))}))
+            out.append(
+                piece.model_copy(
+                    update={
+                        "depends_on": list(dict.fromkeys(deps)),
+                        "lands_with": list(dict.fromkeys(links)),
+                    }
+                )
+            )
     return out
 
 
@@ -61,14 +68,18 @@ def _pieces(step: PlanStep) -> list[PlanStep]:
     owned[sources[-1]] += orphans
     found: list[PlanStep] = []
     for n, src in enumerate(sources, start=1):
-        found.append(step.model_copy(update={
-            "id": f"{step.id}.{n}",
-            "description": f"{step.description} (part {n} of {len(sources)}: only {src})",
-            "target_files": [src, *owned[src]],
-            "depends_on": list(step.depends_on) if n == 1 else [found[-1].id],
-            "lands_with": list(step.lands_with) if n == 1 else [found[0].id],
-            "split_from": step.id,
-        }))
+        found.append(
+            step.model_copy(
+                update={
+                    "id": f"{step.id}.{n}",
+                    "description": f"{step.description} (part {n} of {len(sources)}: only {src})",
+                    "target_files": [src, *owned[src]],
+                    "depends_on": list(step.depends_on) if n == 1 else [found[-1].id],
+                    "lands_with": list(step.lands_with) if n == 1 else [found[0].id],
+                    "split_from": step.id,
+                }
+            )
+        )
     return found
 
 

@@ -82,7 +82,10 @@ def build_implement_prompt(
         user = "\n\n".join([*sections, *_failure_section(failure)])
         try:
             check_prompt_fits(
-                IMPLEMENT_SYSTEM, user, model=model, reserved_tokens=reserved_tokens,
+                IMPLEMENT_SYSTEM,
+                user,
+                model=model,
+                reserved_tokens=reserved_tokens,
                 stage="implement",
             )
         except PromptTooLarge:
@@ -228,12 +231,16 @@ PLANNER_SYSTEM_PROMPTS: dict[str, str] = {
 }
 
 
-def plan_system_prompt(pass_type: PlanPassType, step_token_budget: int,
-                       max_group_steps: int = 4) -> str:
+def plan_system_prompt(
+    pass_type: PlanPassType, step_token_budget: int, max_group_steps: int = 4
+) -> str:
     """The system prompt of a planner pass with the per-step token budget and the most steps
     that may land together filled in."""
-    return (PLANNER_SYSTEM_PROMPTS[pass_type].replace(STEP_TOKENS_SLOT, f"{step_token_budget:,}")
-            .replace(MAX_GROUP_SLOT, str(max_group_steps)))
+    return (
+        PLANNER_SYSTEM_PROMPTS[pass_type]
+        .replace(STEP_TOKENS_SLOT, f"{step_token_budget:,}")
+        .replace(MAX_GROUP_SLOT, str(max_group_steps))
+    )
 
 
 # --- trimming and tags -----------------------------------------------------------------------
@@ -280,8 +287,9 @@ def fit_user_prompt(
     while True:
         user = render(caps)
         try:
-            check_prompt_fits(system, user, model=model, reserved_tokens=reserved_tokens,
-                              stage=stage)
+            check_prompt_fits(
+                system, user, model=model, reserved_tokens=reserved_tokens, stage=stage
+            )
         except PromptTooLarge:
             smaller = shrink(caps)
             if smaller is None:

@@ -24,16 +24,21 @@ from agent.models import Record
 
 GREP_PATTERNS = ("doctest", "DocFileSuite")  # what the caller looks for, case aside
 PYTEST_DEFAULT_GLOB = "test*.txt"
-_MODULES = re.compile(r"--doctest-modules|\btestmod\b|DocTestSuite|DocTestFinder|"
-                      r"run_docstring_examples|xdoctest|--doctest-plus|doctest_plus\s*=\s*"
-                      r"(?:true|enabled)", re.IGNORECASE)
+_MODULES = re.compile(
+    r"--doctest-modules|\btestmod\b|DocTestSuite|DocTestFinder|"
+    r"run_docstring_examples|xdoctest|--doctest-plus|doctest_plus\s*=\s*"
+    r"(?:true|enabled)",
+    re.IGNORECASE,
+)
 _GLOB = re.compile(r"--doctest-glob[=\s]+[\"']?([^\s\"',\]]+)")
 _RST = re.compile(r"--doctest-rst|doctest_rst\s*=\s*(?:true|enabled)", re.IGNORECASE)
 _FILE_CALL = re.compile(r"\btestfile\b|DocFileSuite")
 _NAMED = re.compile(r"[\"']([^\"'\s]+\.(?:txt|rst|rest|md|markdown|text|doctest))[\"']")
 _RUNNER = re.compile(r"(?:^|\s)(?:-m\s+doctest|-b\s+doctest|doctest)(?:\s|$)")
-_CARGO_TARGETS = re.compile(r"(?:^|\s)--(?:lib|bins?|tests?|examples?|benches|bench|all-targets)"
-                            r"(?=[\s=]|$)")
+_CARGO_TARGETS = re.compile(
+    r"(?:^|\s)--(?:lib|bins?|tests?|examples?|benches|bench|all-targets)"
+    r"(?=[\s=]|$)"
+)
 
 
 class DoctestScope(Record):
@@ -52,11 +57,14 @@ class DoctestScope(Record):
             return self.modules
         if pure.suffix == ".rs":
             return self.rust
-        return ((self.every_text and pure.suffix.lower() in TEXT_SUFFIXES)
-                or any(fnmatchcase(path if "/" in glob else pure.name, glob)
-                       for glob in self.globs)
-                or any(path == name.lstrip("./") or path.endswith("/" + name.lstrip("./"))
-                       for name in self.named))
+        return (
+            (self.every_text and pure.suffix.lower() in TEXT_SUFFIXES)
+            or any(fnmatchcase(path if "/" in glob else pure.name, glob) for glob in self.globs)
+            or any(
+                path == name.lstrip("./") or path.endswith("/" + name.lstrip("./"))
+                for name in self.named
+            )
+        )
 
 
 def doctest_scope(lines: Iterable[tuple[str, str]], test_command: str | None) -> DoctestScope:
@@ -71,10 +79,13 @@ def doctest_scope(lines: Iterable[tuple[str, str]], test_command: str | None) ->
         globs.append("*.rst")
     named = [name for line in counted if _FILE_CALL.search(line) for name in _NAMED.findall(line)]
     runner = bool(_RUNNER.search(command))
-    return DoctestScope(modules=runner or any(_MODULES.search(line) for line in counted),
-                        rust=_cargo_doctests(command), every_text=runner,
-                        globs=(PYTEST_DEFAULT_GLOB, *dict.fromkeys(globs)),
-                        named=tuple(dict.fromkeys(named)))
+    return DoctestScope(
+        modules=runner or any(_MODULES.search(line) for line in counted),
+        rust=_cargo_doctests(command),
+        every_text=runner,
+        globs=(PYTEST_DEFAULT_GLOB, *dict.fromkeys(globs)),
+        named=tuple(dict.fromkeys(named)),
+    )
 
 
 def _cargo_doctests(command: str) -> bool:
@@ -88,5 +99,6 @@ def _cargo_doctests(command: str) -> bool:
 
 def _is_gate_file(path: str, named_files: set[str]) -> bool:
     """Tests, test configuration and the files the test command names."""
-    return gate_role(path) in ("runner_config", "test") or is_sectioned(path) or (
-        path in named_files)
+    return (
+        gate_role(path) in ("runner_config", "test") or is_sectioned(path) or (path in named_files)
+    )

@@ -169,8 +169,10 @@ def _docstrings(text: str) -> dict[str, tuple[Span, str]] | None:
         while name in found:  # a name defined twice (a property's setter, an `if` branch)
             name, number = f"{owner}#{number}", number + 1
         assert node.end_lineno is not None and node.end_col_offset is not None
-        span = (starts[node.lineno - 1] + node.col_offset,
-                starts[node.end_lineno - 1] + node.end_col_offset)
+        span = (
+            starts[node.lineno - 1] + node.col_offset,
+            starts[node.end_lineno - 1] + node.end_col_offset,
+        )
         found[name] = (span, str(node.value))
     return found
 
@@ -191,23 +193,34 @@ def _owners(node: ast.AST, prefix: str) -> Iterator[tuple[str, ast.Constant]]:
         yield "", docstring
 
 
-def _docstring(node: ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef,
-               ) -> ast.Constant | None:
+def _docstring(
+    node: ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef,
+) -> ast.Constant | None:
     first = node.body[0] if node.body else None
-    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)):
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
         return first.value
     return None
 
 
 def _test_entries(statement: ast.stmt) -> Iterator[tuple[str, ast.Constant]]:
     """A `__test__ = {"name": "…examples…"}` assignment's entries, which doctest also runs."""
-    if not (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Dict)
-            and any(isinstance(t, ast.Name) and t.id == "__test__" for t in statement.targets)):
+    if not (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Dict)
+        and any(isinstance(t, ast.Name) and t.id == "__test__" for t in statement.targets)
+    ):
         return
     for key, value in zip(statement.value.keys, statement.value.values, strict=True):
-        if (isinstance(key, ast.Constant) and isinstance(key.value, str)
-                and isinstance(value, ast.Constant) and isinstance(value.value, str)):
+        if (
+            isinstance(key, ast.Constant)
+            and isinstance(key.value, str)
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+        ):
             yield f"__test__.{key.value}", value
 
 
@@ -229,7 +242,10 @@ def _doc_refs(text: str) -> int:
     tree = parse_python(text)
     if tree is None:
         return text.count(_DOC)
-    return sum(1 for node in ast.walk(tree)
-               if (isinstance(node, ast.Name) and node.id == _DOC)
-               or (isinstance(node, ast.Attribute) and node.attr == _DOC)
-               or (isinstance(node, ast.Constant) and node.value == _DOC))
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Name) and node.id == _DOC)
+        or (isinstance(node, ast.Attribute) and node.attr == _DOC)
+        or (isinstance(node, ast.Constant) and node.value == _DOC)
+    )

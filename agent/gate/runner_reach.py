@@ -56,8 +56,11 @@ def _of_node(node: ast.AST) -> list[str]:
         return [f"import {alias.name}" for alias in node.names if _names_pytest(alias.name)]
     if isinstance(node, ast.ImportFrom):
         module = node.module or ""
-        return [f"from {module} import {alias.name}" for alias in node.names
-                if _names_pytest(module) or _names_pytest(alias.name)]
+        return [
+            f"from {module} import {alias.name}"
+            for alias in node.names
+            if _names_pytest(module) or _names_pytest(alias.name)
+        ]
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [f"def {node.name}"] if _NAME.match(node.name) else []
     if isinstance(node, ast.Name):

@@ -68,7 +68,7 @@ def _spans(text: str) -> list[tuple[int, int]] | None:
 
 
 def _text(data: bytes, node: Any) -> str:
-    return " ".join(data[node.start_byte:node.end_byte].decode("utf-8", "replace").split())
+    return " ".join(data[node.start_byte : node.end_byte].decode("utf-8", "replace").split())
 
 
 def test_items(text: str | None) -> list[str] | None:

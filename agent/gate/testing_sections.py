@@ -16,18 +16,41 @@ from typing import Any
 
 # Files that hold test configuration among other things: only these parts count.
 SECTIONED: Mapping[str, tuple[str, ...]] = {
-    "pyproject.toml": ("tool.pytest", "tool.tox", "tool.nox", "tool.coverage",
-                       "tool.hatch.envs", "tool.pdm.scripts", "tool.poe",
-                       # a pytest plugin the package installs (pytest loads `pytest11`)
-                       "project.entry-points.pytest11", "tool.poetry.plugins.pytest11",
-                       "tool.flit.entrypoints.pytest11"),
-    "setup.cfg": ("tool:pytest", "pytest", "tox", "coverage:",
-                  "options.entry_points"),  # whole: its `pytest11` key is one of several
+    "pyproject.toml": (
+        "tool.pytest",
+        "tool.tox",
+        "tool.nox",
+        "tool.coverage",
+        "tool.hatch.envs",
+        "tool.pdm.scripts",
+        "tool.poe",
+        # a pytest plugin the package installs (pytest loads `pytest11`)
+        "project.entry-points.pytest11",
+        "tool.poetry.plugins.pytest11",
+        "tool.flit.entrypoints.pytest11",
+    ),
+    "setup.cfg": (
+        "tool:pytest",
+        "pytest",
+        "tox",
+        "coverage:",
+        "options.entry_points",
+    ),  # whole: its `pytest11` key is one of several
     "package.json": ("scripts", "jest", "mocha", "ava", "vitest", "c8", "nyc"),
     # what `cargo test` builds and runs: `[lib] test = false`, `[[test]] harness = false` …
-    "Cargo.toml": ("lib", "bin", "test", "example", "bench", "features", "profile.test",
-                   "package.autotests", "package.autobins", "package.autoexamples",
-                   "package.autobenches"),
+    "Cargo.toml": (
+        "lib",
+        "bin",
+        "test",
+        "example",
+        "bench",
+        "features",
+        "profile.test",
+        "package.autotests",
+        "package.autobins",
+        "package.autoexamples",
+        "package.autobenches",
+    ),
 }
 
 _TOML_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")
@@ -47,8 +70,9 @@ def testing_sections(path: str, text: str | None) -> Any:
     prefixes = SECTIONED[PurePosixPath(path).name]
     try:
         if path.endswith(".toml"):
-            return {k: v for k, v in _flatten(tomllib.loads(text)).items()
-                    if k.startswith(prefixes)}
+            return {
+                k: v for k, v in _flatten(tomllib.loads(text)).items() if k.startswith(prefixes)
+            }
         if path.endswith(".json"):
             data = json.loads(text)
             return {k: data.get(k) for k in prefixes} if isinstance(data, dict) else data
@@ -87,8 +111,9 @@ def with_testing_sections_of(path: str, after: str, before: str) -> str | None:
             spliced = "".join(text for _, text in [*kept, *moved])
     except (ValueError, RecursionError):
         return None
-    exact = (testing_sections(path, spliced) == testing_sections(path, before)
-             and _others(path, spliced, prefixes) == _others(path, after, prefixes))
+    exact = testing_sections(path, spliced) == testing_sections(path, before) and _others(
+        path, spliced, prefixes
+    ) == _others(path, after, prefixes)
     return spliced if exact else None
 
 
@@ -130,8 +155,9 @@ def _others(path: str, text: str, prefixes: tuple[str, ...]) -> Any:
     """Everything of the file but its test-related parts."""
     try:
         if path.endswith(".toml"):
-            return {k: v for k, v in _flatten(tomllib.loads(text)).items()
-                    if not k.startswith(prefixes)}
+            return {
+                k: v for k, v in _flatten(tomllib.loads(text)).items() if not k.startswith(prefixes)
+            }
         if path.endswith(".json"):
             data = json.loads(text)
             return {k: v for k, v in data.items() if k not in prefixes}

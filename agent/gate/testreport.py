@@ -61,10 +61,14 @@ _NOT_RUN: tuple[tuple[re.Pattern[str], TestOutcome], ...] = (
     (re.compile(r"^XFAIL (?P<id>\S+::\S+)"), "xfailed"),  # pytest -rA
     (re.compile(r"^XPASS (?P<id>\S+::\S+)"), "xpassed"),
     (re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. skipped\b"), "skipped"),
-    (re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. expected failure$"),
-     "xfailed"),
-    (re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. unexpected success$"),
-     "xpassed"),
+    (
+        re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. expected failure$"),
+        "xfailed",
+    ),
+    (
+        re.compile(r"^(?P<name>\w+) \((?P<where>[\w.]+)\)(?: .*)? \.\.\. unexpected success$"),
+        "xpassed",
+    ),
     (re.compile(r"^\s*--- SKIP: (?P<id>\S+) \("), "skipped"),  # go test -v
     (re.compile(r"^test (?P<id>.+?) \.\.\. ignored\b"), "skipped"),  # cargo test
 )
@@ -102,8 +106,10 @@ def named_tests(output: str) -> tuple[list[str], list[str]]:
     listed = _listed(lines, _runner(lines))
     if listed is None:
         return _parse(lines, _FAILING), _parse(lines, _PASSING)
-    return ([test for test, outcome in listed.items() if outcome in ("failed", "error")],
-            [test for test, outcome in listed.items() if outcome == "passed"])  # fmt: skip
+    return (
+        [test for test, outcome in listed.items() if outcome in ("failed", "error")],
+        [test for test, outcome in listed.items() if outcome == "passed"],
+    )
 
 
 def _runner(lines: list[str]) -> str | None:
@@ -151,14 +157,22 @@ _PYTEST_SUMMARY = re.compile(
     r"warnings?|rerun)(?:, )?)+|no tests ran)(?: in [\d.]+ ?s(?:econds)?\b.*)?\s*=*$"
 )
 _PYTEST_WORDS: Mapping[str, str] = {
-    "passed": "passed", "failed": "failed", "error": "errors", "errors": "errors",
-    "skipped": "skipped", "xfailed": "xfailed", "xpassed": "xpassed",
+    "passed": "passed",
+    "failed": "failed",
+    "error": "errors",
+    "errors": "errors",
+    "skipped": "skipped",
+    "xfailed": "xfailed",
+    "xpassed": "xpassed",
 }
 _UNITTEST_RAN = re.compile(r"^Ran (?P<n>\d+) tests? in ")
 _UNITTEST_END = re.compile(r"^(?P<state>OK|FAILED)(?: \((?P<body>[^)]*)\))?$")
 _UNITTEST_WORDS: Mapping[str, str] = {
-    "failures": "failed", "errors": "errors", "skipped": "skipped",
-    "expected failures": "xfailed", "unexpected successes": "xpassed",
+    "failures": "failed",
+    "errors": "errors",
+    "skipped": "skipped",
+    "expected failures": "xfailed",
+    "unexpected successes": "xpassed",
 }
 _CARGO = re.compile(
     r"^test result: \w+\. (?P<p>\d+) passed; (?P<f>\d+) failed; (?P<i>\d+) ignored;"
@@ -167,11 +181,13 @@ _JEST = re.compile(r"^Tests:\s+(?P<body>.*?)(?P<total>\d+) total")
 _VITEST = re.compile(r"^\s*Tests\s+(?P<body>\d+ \w+(?: \| \d+ \w+)*)\s+\((?P<total>\d+)\)")
 _MOCHA = re.compile(r"^\s*(?P<n>\d+) (?P<word>passing|failing|pending)\b")
 _GO_PACKAGE = re.compile(r"^(?P<state>ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))")
-_MOCHA_WORDS: Mapping[str, str] = {"passing": "passed", "failing": "failed",
-                                   "pending": "skipped"}
+_MOCHA_WORDS: Mapping[str, str] = {"passing": "passed", "failing": "failed", "pending": "skipped"}
 _COUNTED = re.compile(r"(?P<n>\d+) (?P<word>[a-z]+(?: [a-z]+)?)")
 _JS_WORDS: Mapping[str, str] = {
-    "passed": "passed", "failed": "failed", "skipped": "skipped", "todo": "skipped",
+    "passed": "passed",
+    "failed": "failed",
+    "skipped": "skipped",
+    "todo": "skipped",
     "pending": "skipped",
 }
 
@@ -196,7 +212,7 @@ def _unittest_counts(lines: list[str]) -> TestCounts | None:
     ran = next((i for i in range(len(lines) - 1, -1, -1) if _UNITTEST_RAN.match(lines[i])), None)
     if ran is None:
         return None
-    end = next((m for line in lines[ran + 1:] if (m := _UNITTEST_END.match(line))), None)
+    end = next((m for line in lines[ran + 1 :] if (m := _UNITTEST_END.match(line))), None)
     if end is None:
         return None
     total = int(_UNITTEST_RAN.match(lines[ran])["n"])  # type: ignore[index]
@@ -213,9 +229,11 @@ def _cargo_counts(lines: list[str]) -> TestCounts | None:
     found = [m for line in lines if (m := _CARGO.match(line))]
     if not found:
         return None
-    return TestCounts(passed=sum(int(m["p"]) for m in found),
-                      failed=sum(int(m["f"]) for m in found),
-                      skipped=sum(int(m["i"]) for m in found))
+    return TestCounts(
+        passed=sum(int(m["p"]) for m in found),
+        failed=sum(int(m["f"]) for m in found),
+        skipped=sum(int(m["i"]) for m in found),
+    )
 
 
 def _js_counts(lines: list[str]) -> TestCounts | None:
@@ -299,11 +317,15 @@ def pytest_incomplete(lines: list[str]) -> str | None:
     --maxfail), or at errors while collecting (then it runs no test at all) — or None."""
     for line in reversed(lines[-_PYTEST_TAIL_LINES:]):
         if match := _PYTEST_STOPPED.match(line):
-            return (f"pytest stopped after {match['n']} failing test(s) (-x or --maxfail): the "
-                    "tests after them did not run")
+            return (
+                f"pytest stopped after {match['n']} failing test(s) (-x or --maxfail): the "
+                "tests after them did not run"
+            )
         if match := _PYTEST_COLLECTION.match(line):
-            return (f"pytest stopped at {match['n']} error(s) while collecting the tests, and "
-                    "ran none (--continue-on-collection-errors runs the others)")
+            return (
+                f"pytest stopped at {match['n']} error(s) while collecting the tests, and "
+                "ran none (--continue-on-collection-errors runs the others)"
+            )
     return None
 
 
@@ -316,11 +338,20 @@ def counts_of(outcomes: Mapping[str, TestOutcome]) -> TestCounts:
 
 
 _COUNT_KEY: Mapping[TestOutcome, str] = {
-    "passed": "passed", "failed": "failed", "error": "errors", "skipped": "skipped",
-    "xfailed": "xfailed", "xpassed": "xpassed",
+    "passed": "passed",
+    "failed": "failed",
+    "error": "errors",
+    "skipped": "skipped",
+    "xfailed": "xfailed",
+    "xpassed": "xpassed",
 }
 _SEVERITY: Mapping[TestOutcome, int] = {
-    "passed": 0, "xpassed": 1, "xfailed": 2, "skipped": 3, "failed": 4, "error": 5,
+    "passed": 0,
+    "xpassed": 1,
+    "xfailed": 2,
+    "skipped": 3,
+    "failed": 4,
+    "error": 5,
 }
 
 
@@ -344,7 +375,7 @@ def _junit_id(case: ET.Element) -> str:
     module = str(PurePosixPath(file).with_suffix("")).replace("/", ".")
     if not classname and name == module:  # the module could not be collected: the file fails
         return file
-    rest = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
+    rest = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
     parts = [file, *(rest.split(".") if rest else []), name]
     return "::".join(p for p in parts if p)
 
@@ -382,8 +413,13 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
     junit = parse_junit(junit_xml) if junit_xml else None
     if junit is not None:
         tail = _lines(output[-_PYTEST_TAIL_CHARS:])
-        return TestReport(source="junit", runner="pytest", counts=counts_of(junit), outcomes=junit,
-                          incomplete=pytest_incomplete(tail))
+        return TestReport(
+            source="junit",
+            runner="pytest",
+            counts=counts_of(junit),
+            outcomes=junit,
+            incomplete=pytest_incomplete(tail),
+        )
     lines = _lines(output)
     summary = _summary(lines)
     named = _outcomes(lines, summary[0] if summary else None)
@@ -392,8 +428,13 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
         runner, counts = summary
         # TAP and node's reporters list every test: named, when the names add up to the counts
         every = runner in ("tap", "node") and counts_of(named) == counts
-        return TestReport(source="names" if every else "summary", runner=runner, counts=counts,
-                          outcomes=named, incomplete=_incomplete(runner, lines))  # fmt: skip
+        return TestReport(
+            source="names" if every else "summary",
+            runner=runner,
+            counts=counts,
+            outcomes=named,
+            incomplete=_incomplete(runner, lines),
+        )
     if listed:  # every test named with its outcome (go test -v, cargo, unittest -v …)
         return TestReport(source="names", counts=counts_of(named), outcomes=named)
     return TestReport(source="none", outcomes=named)

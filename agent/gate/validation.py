@@ -24,8 +24,14 @@ from agent.sandbox.commands import KILL_GRACE, execute, scrubbed_env
 
 
 def run_validation(
-    worktree: Path, testing: TestingConfig, *, environ: Mapping[str, str], sandbox: Sandbox,
-    kill_grace: float = KILL_GRACE, timeout: float | None = None, extras: bool = True,
+    worktree: Path,
+    testing: TestingConfig,
+    *,
+    environ: Mapping[str, str],
+    sandbox: Sandbox,
+    kill_grace: float = KILL_GRACE,
+    timeout: float | None = None,
+    extras: bool = True,
     read_only: Sequence[Path] = (),
 ) -> ValidationResult:
     """Run the test command (the gate) and, with `extras`, the lint and type-check commands,
@@ -46,19 +52,30 @@ def run_validation(
     # previous test run could hide the edit. No bytecode is written in a worktree.
     env = {**scrubbed_env(environ, testing.env), "PYTHONDONTWRITEBYTECODE": "1"}
 
-    def run(command: str, env: Mapping[str, str], outputs: Path | None = None,
-            limit: float = limit) -> tuple[CommandResult, str]:
-        return execute(command, worktree, sandbox=sandbox, tree=worktree,
-                        network=testing.network, timeout=limit, env=env,
-                        max_output_chars=testing.max_output_chars, kill_grace=kill_grace,
-                        outputs=outputs, read_only=read_only)
+    def run(
+        command: str, env: Mapping[str, str], outputs: Path | None = None, limit: float = limit
+    ) -> tuple[CommandResult, str]:
+        return execute(
+            command,
+            worktree,
+            sandbox=sandbox,
+            tree=worktree,
+            network=testing.network,
+            timeout=limit,
+            env=env,
+            max_output_chars=testing.max_output_chars,
+            kill_grace=kill_grace,
+            outputs=outputs,
+            read_only=read_only,
+        )
 
     def run_tests(limit: float) -> tuple[CommandResult, str, TestReport]:
         with tempfile.TemporaryDirectory(prefix="cra-report-") as reports:
             junit = Path(reports) / "junit.xml"  # the command writes it where the sandbox shows it
             seen = sandbox.seen_as(junit, tree=worktree, outputs=Path(reports))
-            test, full = run(command, {**env, "PYTEST_ADDOPTS": _addopts(env, seen)},
-                             Path(reports), limit)
+            test, full = run(
+                command, {**env, "PYTEST_ADDOPTS": _addopts(env, seen)}, Path(reports), limit
+            )
             return test, full, read_report(full, _read_capped(junit))
 
     test, full, report = run_tests(limit)
@@ -68,8 +85,10 @@ def run_validation(
         test, full, report = run_tests(limit)
     others = {
         name: run(extra, env)[0]
-        for name, extra in (("lint", testing.lint_command),
-                            ("type_check", testing.type_check_command))
+        for name, extra in (
+            ("lint", testing.lint_command),
+            ("type_check", testing.type_check_command),
+        )
         if extra and extras
     }
     return _result(test, full, report, others, limit, first_limit)
@@ -80,8 +99,10 @@ def _addopts(env: Mapping[str, str], junit: Path) -> str:
     that a test file that cannot be collected not stop the others: a new test importing a name
     the fix has yet to add would otherwise leave every other test unrun (the error still fails
     the run, and the gate still counts it)."""
-    ours = (f"--junitxml={shlex.quote(str(junit))} -o junit_family=xunit1 "
-            "--continue-on-collection-errors")
+    ours = (
+        f"--junitxml={shlex.quote(str(junit))} -o junit_family=xunit1 "
+        "--continue-on-collection-errors"
+    )
     return f"{env.get('PYTEST_ADDOPTS', '')} {ours}".strip()
 
 
@@ -96,8 +117,12 @@ def _read_capped(path: Path) -> str | None:
 
 
 def _result(
-    test: CommandResult, full: str, report: TestReport, others: Mapping[str, CommandResult],
-    limit: float, first_limit: float | None,
+    test: CommandResult,
+    full: str,
+    report: TestReport,
+    others: Mapping[str, CommandResult],
+    limit: float,
+    first_limit: float | None,
 ) -> ValidationResult:
     junit_failed = [t for t, o in report.outcomes.items() if o in ("failed", "error")]
     junit_passed = [t for t, o in report.outcomes.items() if o == "passed"]
@@ -118,8 +143,9 @@ def _result(
     )
 
 
-def attempt_timeout(baseline: ValidationResult, testing: TestingConfig,
-                    passing_ms: int | None = None) -> float:  # fmt: skip
+def attempt_timeout(
+    baseline: ValidationResult, testing: TestingConfig, passing_ms: int | None = None
+) -> float:
     """The timeout of a test run after the baseline: a multiple of the longer of the baseline's
     duration and a full passing run's (`passing_ms`, once one is known) plus a margin, never
     above `testing.timeout` (all of it when the baseline itself hung).
@@ -153,7 +179,8 @@ def compare_to_baseline(
     passing = set(current.passing_tests)
     return BaselineComparison(
         newly_failing=[t for t in current.failing_tests if t not in before],
-        newly_passing=[t for t in baseline.failing_tests
-                       if t not in now and (current.success or t in passing)],
+        newly_passing=[
+            t for t in baseline.failing_tests if t not in now and (current.success or t in passing)
+        ],
         still_failing=[t for t in current.failing_tests if t in before],
     )

@@ -27,12 +27,34 @@ GateRole = Literal["cra_config", "runner_config", "test"]
 
 CRA_CONFIG_FILES: tuple[str, ...] = CONFIG_CANDIDATES  # the gate's own definition: never edited
 RUNNER_CONFIG_GLOBS: tuple[str, ...] = (
-    "conftest.py", "pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "tox.ini",
-    "noxfile.py", ".coveragerc", "jest.config.*", "jest.setup.*", "vitest.config.*",
-    "vitest.workspace.*", "vitest.setup.*", "vite.config.*",
-    ".mocharc*", "karma.conf.*", "ava.config.*", "playwright.config.*", "cypress.config.*",
-    "phpunit.xml*", ".rspec", "spec_helper.rb", "rails_helper.rb", "setupTests.*",
-    ".npmrc", ".yarnrc", ".yarnrc.yml", "bunfig.toml",  # the shell and flags `npm test` runs with
+    "conftest.py",
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "tox.ini",
+    "noxfile.py",
+    ".coveragerc",
+    "jest.config.*",
+    "jest.setup.*",
+    "vitest.config.*",
+    "vitest.workspace.*",
+    "vitest.setup.*",
+    "vite.config.*",
+    ".mocharc*",
+    "karma.conf.*",
+    "ava.config.*",
+    "playwright.config.*",
+    "cypress.config.*",
+    "phpunit.xml*",
+    ".rspec",
+    "spec_helper.rb",
+    "rails_helper.rb",
+    "setupTests.*",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    "bunfig.toml",  # the shell and flags `npm test` runs with
 )
 # Runner configuration known by its folder and name (a `config.toml` elsewhere is not one).
 RUNNER_CONFIG_PATHS: tuple[str, ...] = (".cargo/config.toml", ".cargo/config")
@@ -41,7 +63,9 @@ COMMAND_FILES: Mapping[str, tuple[str, ...]] = {
     "make": ("Makefile", "makefile", "GNUmakefile"),
     "tox": ("tox.ini",),
     "nox": ("noxfile.py",),
-    "npm": ("package.json",), "yarn": ("package.json",), "pnpm": ("package.json",),
+    "npm": ("package.json",),
+    "yarn": ("package.json",),
+    "pnpm": ("package.json",),
     "just": ("justfile", "Justfile"),
     "task": ("Taskfile.yml", "Taskfile.yaml"),
 }
@@ -113,13 +137,18 @@ def _no_doctests(path: str) -> bool:
 def may_be_gate_file(path: str, test_command: str | None) -> bool:
     """Whether a change to `path` may count for the gate (gate_changes decides which do):
     only these need their text at the step's base."""
-    return (path in command_files(test_command) or gate_role(path) is not None
-            or PurePosixPath(path).name in SECTIONED or may_hold_tests(path)
-            or may_hold_doctests(path))  # fmt: skip
+    return (
+        path in command_files(test_command)
+        or gate_role(path) is not None
+        or PurePosixPath(path).name in SECTIONED
+        or may_hold_tests(path)
+        or may_hold_doctests(path)
+    )
 
 
 def gate_changes(
-    changed: Mapping[str, tuple[str | None, str | None]], test_command: str | None,
+    changed: Mapping[str, tuple[str | None, str | None]],
+    test_command: str | None,
     runs_doctests: RunsDoctests = _no_doctests,
 ) -> list[GateChange]:
     """The gate files among `changed` (path → (text before, text after); None: absent)."""
@@ -129,51 +158,73 @@ def gate_changes(
         if before == after:
             continue
         status: Literal["created", "modified", "deleted"] = (
-            "created" if before is None else "deleted" if after is None else "modified")
+            "created" if before is None else "deleted" if after is None else "modified"
+        )
         role = "runner_config" if path in named else gate_role(path)
         if role is None and PurePosixPath(path).name in SECTIONED:
             if testing_sections(path, before) == testing_sections(path, after):
                 continue
             role = "runner_config"
-        change = (GateChange(path=path, role=role, status=status) if role is not None
-                  else _in_code(path, status, before, after, runs_doctests))
+        change = (
+            GateChange(path=path, role=role, status=status)
+            if role is not None
+            else _in_code(path, status, before, after, runs_doctests)
+        )
         if change is not None:
             found.append(change)
     return found
 
 
 def _in_code(
-    path: str, status: Literal["created", "modified", "deleted"], before: str | None,
-    after: str | None, runs_doctests: RunsDoctests,
+    path: str,
+    status: Literal["created", "modified", "deleted"],
+    before: str | None,
+    after: str | None,
+    runs_doctests: RunsDoctests,
 ) -> GateChange | None:
     """A change to a file that is not a gate file by its name, that is one by what changed:
     code that reaches into the test runner, or tests inside the file (Rust's, doctests) changed."""
     if path.endswith(".py") and (reached := new_references(before, after)):
-        return GateChange(path=path, role="runner_config", status=status,
-                          reason=_reaching(path, reached))
+        return GateChange(
+            path=path, role="runner_config", status=status, reason=_reaching(path, reached)
+        )
     if status == "created":  # new code may bring new tests
         return None
     owners = changed_examples(path, before, after) if may_hold_doctests(path) else []
     if owners and runs_doctests(path):
-        return GateChange(path=path, role="test", status=status, tests_only=True,
-                          reason=_doctests_changed(path, owners))
+        return GateChange(
+            path=path,
+            role="test",
+            status=status,
+            tests_only=True,
+            reason=_doctests_changed(path, owners),
+        )
     if may_hold_tests(path) and tests_changed(before, after):
         return GateChange(path=path, role="test", status=status, tests_only=True)
     return None
 
 
 def _reaching(path: str, references: Sequence[str]) -> str:
-    return (f"{path} now reaches into the test runner ({_few(references, '`')}): code outside "
-            "the tests that imports, patches or hooks into pytest, doctest or unittest changes "
-            "how the tests run, like a conftest.py")
+    return (
+        f"{path} now reaches into the test runner ({_few(references, '`')}): code outside "
+        "the tests that imports, patches or hooks into pytest, doctest or unittest changes "
+        "how the tests run, like a conftest.py"
+    )
 
 
 def _doctests_changed(path: str, owners: Sequence[str]) -> str:
-    whole = ("the module docstring" if path.endswith(".py")
-             else "its doc comments" if path.endswith(".rs") else "the file")
+    whole = (
+        "the module docstring"
+        if path.endswith(".py")
+        else "its doc comments"
+        if path.endswith(".rs")
+        else "the file"
+    )
     names = [{"": whole, "__doc__": "`__doc__` set at run time"}.get(o, o) for o in owners]
-    return (f"{path}: doctest examples changed or removed ({_few(names)}); the tests run "
-            "them, so their expected output is a test")
+    return (
+        f"{path}: doctest examples changed or removed ({_few(names)}); the tests run "
+        "them, so their expected output is a test"
+    )
 
 
 def _few(items: Sequence[str], quote: str = "", cap: int = 3) -> str:
@@ -218,16 +269,22 @@ def judge(
         if current.report.incomplete:  # what did not run cannot be judged
             problems.append(f"not every test ran: {current.report.incomplete}")
     _targets(current, targets, allowed, problems, changed)
-    return GateVerdict(passed=not problems, problems=problems, weakened=weakened,
-                       changed_tests=list(dict.fromkeys(changed)))
+    return GateVerdict(
+        passed=not problems,
+        problems=problems,
+        weakened=weakened,
+        changed_tests=list(dict.fromkeys(changed)),
+    )
 
 
 def _report_problems(reference: ValidationResult, current: ValidationResult) -> list[str]:
     counts = current.report.counts
     if counts is None:
         if reference.report.reported:
-            return [f"the test run ended (exit code {current.exit_code}) before the test runner "
-                    "reported any result: something stopped the run early"]
+            return [
+                f"the test run ended (exit code {current.exit_code}) before the test runner "
+                "reported any result: something stopped the run early"
+            ]
         return []
     if counts.collected == 0:
         return ["no test was collected or run"]
@@ -235,30 +292,41 @@ def _report_problems(reference: ValidationResult, current: ValidationResult) -> 
 
 
 def _accounting(
-    reference: ValidationResult, current: ValidationResult, allowed: Allowed,
-    problems: list[str], changed: list[str],
+    reference: ValidationResult,
+    current: ValidationResult,
+    allowed: Allowed,
+    problems: list[str],
+    changed: list[str],
 ) -> None:
     """Tests that ran before must still run: none disappears or becomes skipped or xfail."""
     before, now = reference.report, current.report
     if before.source in LISTING_SOURCES and now.source in LISTING_SOURCES:
         # a file that could not be collected before runs when its tests do now
-        gone = [t for t in before.outcomes if t not in now.outcomes
-                and not any(names(t, test) for test in now.outcomes)]
-        hidden = [t for t, o in now.outcomes.items()
-                  if o in NOT_RUN and before.outcomes.get(t, o) not in NOT_RUN]
+        gone = [
+            t
+            for t in before.outcomes
+            if t not in now.outcomes and not any(names(t, test) for test in now.outcomes)
+        ]
+        hidden = [
+            t
+            for t, o in now.outcomes.items()
+            if o in NOT_RUN and before.outcomes.get(t, o) not in NOT_RUN
+        ]
         _sort(gone, "no longer ran (deleted, renamed or deselected)", allowed, problems, changed)
-        _sort(hidden, "ran before and are now skipped or marked xfail", allowed, problems,
-              changed)
+        _sort(hidden, "ran before and are now skipped or marked xfail", allowed, problems, changed)
         return
     if before.counts is None or now.counts is None or current.timed_out:
         return
     drops = []
     if now.counts.collected < before.counts.collected:
-        drops.append(f"fewer tests ran than before ({before.counts.collected} → "
-                     f"{now.counts.collected})")
+        drops.append(
+            f"fewer tests ran than before ({before.counts.collected} → {now.counts.collected})"
+        )
     if now.counts.not_run > before.counts.not_run:
-        drops.append(f"more tests were skipped or marked xfail than before "
-                     f"({before.counts.not_run} → {now.counts.not_run})")
+        drops.append(
+            f"more tests were skipped or marked xfail than before "
+            f"({before.counts.not_run} → {now.counts.not_run})"
+        )
     for drop in drops:
         (changed if allowed("") else problems).append(drop)
 
@@ -275,22 +343,33 @@ def _sort(
 
 
 def _failures(
-    reference: ValidationResult, baseline: ValidationResult, current: ValidationResult,
-    allowed: Allowed, problems: list[str], changed: list[str],
+    reference: ValidationResult,
+    baseline: ValidationResult,
+    current: ValidationResult,
+    allowed: Allowed,
+    problems: list[str],
+    changed: list[str],
 ) -> None:
     """No test that passed before fails — whatever the exit code says: a command that hides
     its runner's status (`pytest; echo done`) still fails the step on a test its runner
     reports failed; a failure must name its tests."""
     passed_before = set(reference.passing_tests) | {
-        t for t, o in reference.report.outcomes.items() if o == "passed"}
+        t for t, o in reference.report.outcomes.items() if o == "passed"
+    }
     if current.success:
         regressed = [t for t in current.failing_tests if t in passed_before]
-        _sort(regressed, "passed before and now fail (though the test command exited 0)",
-              allowed, problems, changed)
+        _sort(
+            regressed,
+            "passed before and now fail (though the test command exited 0)",
+            allowed,
+            problems,
+            changed,
+        )
         return
     if not current.failing_tests:
-        problems.append(f"the tests failed (exit code {current.exit_code}) without naming a "
-                        "failing test")
+        problems.append(
+            f"the tests failed (exit code {current.exit_code}) without naming a failing test"
+        )
         return
     if reference.success and not reference.failing_tests:
         passed_before |= set(current.failing_tests)  # everything passed before
@@ -300,30 +379,42 @@ def _failures(
 
 
 def _targets(
-    current: ValidationResult, targets: Sequence[str], allowed: Allowed,
-    problems: list[str], changed: list[str],
+    current: ValidationResult,
+    targets: Sequence[str],
+    allowed: Allowed,
+    problems: list[str],
+    changed: list[str],
 ) -> None:
     """Every target test was seen passing: a target that no longer exists does not pass."""
     failing = [t for t in targets if any(names(t, f) for f in current.failing_tests)]
     _sort(failing, "the step must make pass still fail", allowed, problems, changed)
     if current.timed_out:
         return
-    seen = [*current.passing_tests,
-            *(t for t, o in current.report.outcomes.items() if o == "passed")]
+    seen = [
+        *current.passing_tests,
+        *(t for t, o in current.report.outcomes.items() if o == "passed"),
+    ]
     listed = current.report.source in LISTING_SOURCES or bool(seen)
     named = [*seen, *current.failing_tests, *current.report.outcomes]
     by_file = any(_FILE_ID.match(test) for test in named)  # the runner names files in its ids
-    missing = [t for t in targets if listed and t not in failing
-               and not any(names(t, s) or _in_file(t, s) for s in seen)
-               and (by_file or not _FILE_TARGET.match(t))]
+    missing = [
+        t
+        for t in targets
+        if listed
+        and t not in failing
+        and not any(names(t, s) or _in_file(t, s) for s in seen)
+        and (by_file or not _FILE_TARGET.match(t))
+    ]
     _sort(missing, "the step must make pass did not run", allowed, problems, changed)
 
 
 # A test id that starts with its file (pytest's tests/test_x.py::test_y, jest's and vitest's
 # tests/a.test.ts > suite > name), and a target that is a file: cargo, go, node's and
 # unittest's ids do not name their files, and a file target cannot be looked for among them.
-_CODE_FILE = (r"[\w./@+-]*\.(?:py|js|cjs|mjs|jsx|ts|cts|mts|tsx|rs|go|rb|java|kt|php|cs|c|cc|"
-              r"cpp|swift|ex|exs)")
+_CODE_FILE = (
+    r"[\w./@+-]*\.(?:py|js|cjs|mjs|jsx|ts|cts|mts|tsx|rs|go|rb|java|kt|php|cs|c|cc|"
+    r"cpp|swift|ex|exs)"
+)
 _FILE_ID = re.compile(_CODE_FILE + r"(?:::|\[| [>›] |$)")  # not cargo's `src/lib.rs - f (line 3)`
 _FILE_TARGET = re.compile(_CODE_FILE + r"$")
 
@@ -340,8 +431,9 @@ def _listing(tests: Sequence[str], cap: int = 10) -> str:
 
 def names(target: str, test_id: str) -> bool:
     """True when `target` is `test_id` or a file, class or parent test that contains it."""
-    return test_id == target or any(test_id.startswith(target + sep)
-                                    for sep in ("::", "[", "/", ".", " > ", " › "))
+    return test_id == target or any(
+        test_id.startswith(target + sep) for sep in ("::", "[", "/", ".", " > ", " › ")
+    )
 
 
 def file_of_test(test_id: str, files: Iterable[str]) -> str | None:
@@ -358,17 +450,24 @@ def rejection_text(
 ) -> str:
     """What the model reads when the gate rejects its edits; with `weakened`, why changing
     the tests is not the way."""
-    where = (" when the original test files were run against your code (your changes to "
-             "tests and test configuration set aside)" if original else "")
+    where = (
+        " when the original test files were run against your code (your changes to "
+        "tests and test configuration set aside)"
+        if original
+        else ""
+    )
     listed = "\n".join(f"- {p}" for p in problems)
     advice = (
-        "\nThe existing tests define the expected behaviour. Do not delete, empty, skip, "
-        "xfail or deselect them, do not change the expected output of existing doctest "
-        "examples, and do not change test configuration (conftest.py, pytest.ini, tox.ini, "
-        "setup.cfg/pyproject.toml test sections, package.json scripts, Cargo.toml's test "
-        "parts, .cargo/config.toml), cra.toml, or how pytest runs from the code under test "
-        "(pytest imports, patches, hooks or plugins). Fix the source code so that the tests "
-        "pass; adding new tests is welcome."
-    ) if original or weakened else ""
+        (
+            "\nThe existing tests define the expected behaviour. Do not delete, empty, skip, "
+            "xfail or deselect them, do not change the expected output of existing doctest "
+            "examples, and do not change test configuration (conftest.py, pytest.ini, tox.ini, "
+            "setup.cfg/pyproject.toml test sections, package.json scripts, Cargo.toml's test "
+            "parts, .cargo/config.toml), cra.toml, or how pytest runs from the code under test "
+            "(pytest imports, patches, hooks or plugins). Fix the source code so that the tests "
+            "pass; adding new tests is welcome."
+        )
+        if original or weakened
+        else ""
+    )
     return f"The test gate rejected your edits{where}:\n{listed}{advice}"
-

@@ -39,14 +39,22 @@ def mirror_sync(
     if (mirror / "HEAD").is_file():
         run_git(["config", "remote.origin.url", url], mirror)
         keep = [f"^{ref}" for ref in _checked_out_refs(mirror)]
-        run_git(["fetch", "--prune", "--quiet", "origin", "+refs/*:refs/*", *keep], mirror,
-                env=env, timeout=timeout)
+        run_git(
+            ["fetch", "--prune", "--quiet", "origin", "+refs/*:refs/*", *keep],
+            mirror,
+            env=env,
+            timeout=timeout,
+        )
         return mirror
     mirror.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=mirror.parent, prefix=f".{mirror.name}.") as tmp:
         partial = Path(tmp) / "mirror.git"
-        run_git(["clone", "--mirror", "--quiet", "--", url, str(partial)], mirror.parent,
-                env=env, timeout=timeout)
+        run_git(
+            ["clone", "--mirror", "--quiet", "--", url, str(partial)],
+            mirror.parent,
+            env=env,
+            timeout=timeout,
+        )
         partial.rename(mirror)  # atomic: an interrupted clone never looks like a mirror
     return mirror
 
@@ -61,8 +69,13 @@ def _checked_out_refs(repo: Path) -> list[str]:
 
 
 def push_branch(
-    repo: Path, url: str, branch: str, *, env: Mapping[str, str] | None = None,
-    replacing: str | None = None, timeout: float = 600,
+    repo: Path,
+    url: str,
+    branch: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    replacing: str | None = None,
+    timeout: float = 600,
 ) -> None:
     """Push local `branch` to the same branch at `url` (a URL, never a remote name): a
     fast-forward, or with `replacing` over exactly that commit of the remote branch ("": the
@@ -76,12 +89,20 @@ def push_branch(
     if replacing:
         not_an_option(replacing, "commit")
     flags = [] if replacing is None else [f"--force-with-lease={ref}:{replacing}"]
-    run_git(["push", "--no-verify", "--quiet", *flags, "--", url, f"{ref}:{ref}"],
-            repo, env=env, timeout=timeout)
+    run_git(
+        ["push", "--no-verify", "--quiet", *flags, "--", url, f"{ref}:{ref}"],
+        repo,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def fetch_branch(
-    repo: Path, url: str, branch: str, *, env: Mapping[str, str] | None = None,
+    repo: Path,
+    url: str,
+    branch: str,
+    *,
+    env: Mapping[str, str] | None = None,
     timeout: float = 600,
 ) -> str | None:
     """The commit `branch` is at on `url` (a URL, never a remote name), its objects fetched
@@ -91,8 +112,12 @@ def fetch_branch(
     if not run_git(["ls-remote", "--", url, ref], repo, env=env, timeout=timeout).strip():
         return None
     scratch = f"refs/cra-fetched/{uuid.uuid4().hex}"  # its own: runs share a mirror
-    run_git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url,
-             f"+{ref}:{scratch}"], repo, env=env, timeout=timeout)
+    run_git(
+        ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url, f"+{ref}:{scratch}"],
+        repo,
+        env=env,
+        timeout=timeout,
+    )
     try:
         return resolve_commit(repo, scratch)
     finally:
@@ -101,8 +126,9 @@ def fetch_branch(
 
 # git push's report of a ref it did not update: " ! [rejected]        b -> b (fetch first)", or
 # " ! [remote rejected] b -> b (protected branch hook declined)".
-_PUSH_REJECTED = re.compile(r"^\s*! \[(?P<who>remote )?rejected\]\s+\S+ -> \S+ \((?P<why>[^)]*)\)",
-                            re.MULTILINE)
+_PUSH_REJECTED = re.compile(
+    r"^\s*! \[(?P<who>remote )?rejected\]\s+\S+ -> \S+ \((?P<why>[^)]*)\)", re.MULTILINE
+)
 
 
 def push_stale(error: GitError) -> bool:

@@ -31,20 +31,41 @@ NO_MAINTENANCE = ("-c", "maintenance.auto=false", "-c", "gc.auto=0")
 # git process inside a submodule's checkout (whose `.git` file the repository's commands can
 # rewrite to a git dir of their own, with a config that runs what it likes); settings on the
 # command line outrank any config file.
-INERT = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-         "-c", "diff.ignoreSubmodules=all",
-         "-c", "submodule.recurse=false",
-         "-c", "core.quotePath=false")  # and paths as they are: calc/öps.py, not "calc/\303…"
+INERT = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "diff.ignoreSubmodules=all",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "core.quotePath=false",
+)  # and paths as they are: calc/öps.py, not "calc/\303…"
 DIFF_FLAGS = (
-    "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
-    "--src-prefix=a/", "--dst-prefix=b/",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-renames",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
 )
 # Variables that would point git at another repository, index or config injection.
-_REDIRECTS = frozenset({
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX",
-    "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-})
+_REDIRECTS = frozenset(
+    {
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_COMMON_DIR",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_NAMESPACE",
+        "GIT_PREFIX",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+    }
+)
 _CONTROLLED = {"GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never", "LC_ALL": "C"}
 
 
@@ -62,8 +83,12 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def _git(
-    args: Sequence[str], cwd: Path, *, env: Mapping[str, str] | None = None,
-    timeout: float = 300, input: str | None = None,
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run git without judging the exit code; a missing git or a timeout is a GitError."""
     argv = list(args)
@@ -74,23 +99,34 @@ def _git(
         # Bytes in and out, decoded here without newline translation: a file's CRLF endings
         # and lone CRs are content (in a diff, in `git show`), and must survive a round trip.
         proc = subprocess.run(
-            ["git", *guard, *INERT, *argv], cwd=cwd, env=git_env(env),
+            ["git", *guard, *INERT, *argv],
+            cwd=cwd,
+            env=git_env(env),
             input=None if input is None else input.encode("utf-8", "surrogateescape"),
-            capture_output=True, stdin=None if input is not None else subprocess.DEVNULL,
-            timeout=timeout, check=False,
+            capture_output=True,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
         )
     except subprocess.TimeoutExpired as exc:
         raise GitError(argv, -1, f"timed out after {timeout:g} s") from exc
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise GitError(argv, 127, str(exc)) from exc
-    return subprocess.CompletedProcess(proc.args, proc.returncode,
-                                       proc.stdout.decode("utf-8", "replace"),
-                                       proc.stderr.decode("utf-8", "replace"))
+    return subprocess.CompletedProcess(
+        proc.args,
+        proc.returncode,
+        proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
+    )
 
 
 def run_git(
-    args: Sequence[str], cwd: Path, *, env: Mapping[str, str] | None = None,
-    timeout: float = 300, input: str | None = None,
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+    input: str | None = None,
 ) -> str:
     """Run git in `cwd` and return its stdout; a non-zero exit raises GitError with stderr."""
     proc = _git(args, cwd, env=env, timeout=timeout, input=input)
@@ -133,8 +169,9 @@ def read_file(repo: Path, commit: str, rel: str) -> str | None:
 
 def ignored_paths(worktree: Path) -> list[str]:
     """Untracked paths .gitignore hides (a folder once, with a trailing slash)."""
-    out = run_git(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory",
-                   "-z"], worktree)
+    out = run_git(
+        ["ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"], worktree
+    )
     return [p for p in out.split("\0") if p]
 
 
@@ -172,9 +209,13 @@ def unique_branch(repo: Path, base_name: str) -> str:
     parts = base_name.split("/")
     for prefix in ("/".join(parts[:end]) for end in range(1, len(parts))):
         if branch_exists(repo, prefix):  # git keeps `cra` and `cra/x` in one namespace
-            raise GitError(["branch", base_name], 1, f"fatal: a branch named '{prefix}' "
-                           f"exists, so no branch '{base_name}' can be made: rename or delete "
-                           f"'{prefix}'")  # fmt: skip
+            raise GitError(
+                ["branch", base_name],
+                1,
+                f"fatal: a branch named '{prefix}' "
+                f"exists, so no branch '{base_name}' can be made: rename or delete "
+                f"'{prefix}'",
+            )
     name, n = base_name, 1
     while branch_exists(repo, name) or _branches_under(repo, name):
         n += 1
@@ -184,8 +225,11 @@ def unique_branch(repo: Path, base_name: str) -> str:
 
 def _branches_under(repo: Path, name: str) -> bool:
     """Whether a branch `name/…` exists (then no branch `name` can)."""
-    return bool(run_git(["for-each-ref", "--count=1", "--format=%(refname)",
-                         f"refs/heads/{name}/"], repo).strip())  # fmt: skip
+    return bool(
+        run_git(
+            ["for-each-ref", "--count=1", "--format=%(refname)", f"refs/heads/{name}/"], repo
+        ).strip()
+    )
 
 
 def delete_branch(repo: Path, name: str) -> None:
@@ -196,8 +240,10 @@ def delete_branch(repo: Path, name: str) -> None:
 # --- repository config -----------------------------------------------------------------------
 
 
-_FORMAT_KEYS = (r"^(core\.(repositoryformatversion|bare|ignorecase|precomposeunicode)"
-                r"|extensions\..*)$")
+_FORMAT_KEYS = (
+    r"^(core\.(repositoryformatversion|bare|ignorecase|precomposeunicode)"
+    r"|extensions\..*)$"
+)
 
 
 _FORMAT_CONFIGS: dict[tuple[str, int, int], str] = {}  # (path, mtime, size) → its format keys
@@ -227,16 +273,22 @@ def _format_only_config(common: Path) -> str:
         key, _, value = line.partition(" ")
         section, _, name = key.partition(".")
         sections.setdefault(section, []).append(f"\t{name} = {value}")
-    return "".join(f"[{section}]\n" + "\n".join(lines) + "\n"
-                   for section, lines in sections.items())
+    return "".join(
+        f"[{section}]\n" + "\n".join(lines) + "\n" for section, lines in sections.items()
+    )
 
 
 # --- commits ---------------------------------------------------------------------------------
 
 
 def commit_all(
-    worktree: Path, message: str, *, author_name: str, author_email: str,
-    co_authors: Sequence[str] = (), trailers: Mapping[str, str] | None = None,
+    worktree: Path,
+    message: str,
+    *,
+    author_name: str,
+    author_email: str,
+    co_authors: Sequence[str] = (),
+    trailers: Mapping[str, str] | None = None,
     paths: Sequence[str] | None = None,
     new_paths: Sequence[str] = (),
 ) -> str | None:
@@ -251,15 +303,26 @@ def commit_all(
     elif new_paths:
         run_git(["add", "--", *new_paths], worktree)
     identity = {
-        "GIT_AUTHOR_NAME": author_name, "GIT_AUTHOR_EMAIL": author_email,
-        "GIT_COMMITTER_NAME": author_name, "GIT_COMMITTER_EMAIL": author_email,
+        "GIT_AUTHOR_NAME": author_name,
+        "GIT_AUTHOR_EMAIL": author_email,
+        "GIT_COMMITTER_NAME": author_name,
+        "GIT_COMMITTER_EMAIL": author_email,
     }
-    argv = [*NO_MAINTENANCE, "-c", "commit.gpgsign=false", "commit", "--no-verify",
-            "--quiet", "--cleanup=whitespace", "--file=-"]
+    argv = [
+        *NO_MAINTENANCE,
+        "-c",
+        "commit.gpgsign=false",
+        "commit",
+        "--no-verify",
+        "--quiet",
+        "--cleanup=whitespace",
+        "--file=-",
+    ]
     if paths is not None:  # `--include`: stage these paths as they are, then commit
         argv += ["--include", "--", *paths]
-    proc = _git(argv, worktree, env=identity,
-                input=commit_message(message, co_authors, trailers or {}))
+    proc = _git(
+        argv, worktree, env=identity, input=commit_message(message, co_authors, trailers or {})
+    )
     if proc.returncode != 0:
         if _NOTHING_TO_COMMIT.search(proc.stdout):
             return None
@@ -267,8 +330,9 @@ def commit_all(
     return head_commit(worktree)
 
 
-_NOTHING_TO_COMMIT = re.compile(r"^(nothing to commit|nothing added to commit|no changes added)",
-                                re.M)
+_NOTHING_TO_COMMIT = re.compile(
+    r"^(nothing to commit|nothing added to commit|no changes added)", re.M
+)
 
 
 def commit_message(message: str, co_authors: Sequence[str], trailers: Mapping[str, str]) -> str:
@@ -318,8 +382,9 @@ def _diff(worktree: Path, base: str, head: str | None, extra: list[str]) -> str:
     """Run `git diff` between commits, or against a throwaway index holding the whole tree."""
     not_an_option(base, "commit")
     if head is not None:
-        return run_git(["diff", *DIFF_FLAGS, *extra, base, not_an_option(head, "commit"), "--"],
-                       worktree)
+        return run_git(
+            ["diff", *DIFF_FLAGS, *extra, base, not_an_option(head, "commit"), "--"], worktree
+        )
     # A temporary copy of the index takes `add --all`, so untracked files show up as new
     # without leaving intent-to-add entries (or anything else) in the real index.
     with tempfile.TemporaryDirectory(prefix="cra-index-") as tmp:
@@ -339,9 +404,11 @@ def _skip_submodules(worktree: Path) -> list[str]:
     there whether or not cra ever checked the submodule out (a file `gitdir: ../x` pointing at
     a git dir the repository commits), and cra's git runs outside the sandbox."""
     out = run_git(["ls-files", "--stage", "-z"], worktree)
-    return [f":(exclude,literal){path}" for info, _, path in
-            (entry.partition("\t") for entry in out.split("\0"))
-            if info.startswith("160000 ")]  # fmt: skip
+    return [
+        f":(exclude,literal){path}"
+        for info, _, path in (entry.partition("\t") for entry in out.split("\0"))
+        if info.startswith("160000 ")
+    ]
 
 
 def apply_diff(path: Path, diff_text: str) -> None:

@@ -41,8 +41,9 @@ def submodules(worktree: Path) -> list[Submodule]:
     if not links:
         return []
     names = _names(worktree)
-    return [Submodule(names.get(path, path), path, commit)
-            for path, commit in sorted(links.items())]  # fmt: skip
+    return [
+        Submodule(names.get(path, path), path, commit) for path, commit in sorted(links.items())
+    ]
 
 
 def _names(worktree: Path) -> dict[str, str]:
@@ -50,8 +51,10 @@ def _names(worktree: Path) -> dict[str, str]:
     if not (worktree / ".gitmodules").is_file():
         return {}
     try:  # `--file` follows no include: the repository's file cannot make git read another
-        out = run_git(["config", "--file", ".gitmodules", "-z", "--get-regexp",
-                       r"^submodule\..*\.path$"], worktree)  # fmt: skip
+        out = run_git(
+            ["config", "--file", ".gitmodules", "-z", "--get-regexp", r"^submodule\..*\.path$"],
+            worktree,
+        )
     except GitError:  # none listed (exit 1), or a malformed file
         return {}
     names: dict[str, str] = {}
@@ -67,8 +70,9 @@ def held_copy(repo: Path, submodule: Submodule) -> Path | None:
     key = f"submodule.{submodule.name}.url"
     if "\n" in submodule.name or run_git_ok(["config", "--get", key], repo) is None:
         return None
-    listed = run_git_ok(["rev-parse", "--path-format=absolute", "--git-path",
-                         f"modules/{submodule.name}"], repo)  # fmt: skip
+    listed = run_git_ok(
+        ["rev-parse", "--path-format=absolute", "--git-path", f"modules/{submodule.name}"], repo
+    )
     candidates = [Path(listed.strip())] if listed else []
     candidates.append(repo / submodule.path / ".git")  # an old-style clone inside the tree
     return next((path for path in candidates if (path / "HEAD").is_file()), None)
@@ -98,24 +102,42 @@ def check_out_submodules(repo: Path, worktree: Path) -> list[str]:
             continue
         problem = _check_out(worktree, submodule, source)
         if problem:
-            notes.append(f"the submodule {submodule.path} could not be checked out at "
-                         f"{submodule.commit[:12]} from this checkout's copy ({problem}); "
-                         "`git submodule update` in the checkout fetches it")  # fmt: skip
+            notes.append(
+                f"the submodule {submodule.path} could not be checked out at "
+                f"{submodule.commit[:12]} from this checkout's copy ({problem}); "
+                "`git submodule update` in the checkout fetches it"
+            )
     if missing:
-        notes.append(f"not checked out: the submodule{'s' if len(missing) > 1 else ''} "
-                     f"{', '.join(missing)} (cra never fetches a submodule; it copies only those "
-                     "a local checkout has initialised): tests that need their files fail "
-                     "before and after the change")  # fmt: skip
+        notes.append(
+            f"not checked out: the submodule{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)} (cra never fetches a submodule; it copies only those "
+            "a local checkout has initialised): tests that need their files fail "
+            "before and after the change"
+        )
     return notes
 
 
 def _check_out(worktree: Path, submodule: Submodule, source: Path) -> str | None:
     """`git submodule update` of one submodule from `source`; what went wrong, or None."""
-    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"submodule.{submodule.name}.url",
-           "GIT_CONFIG_VALUE_0": str(source)}  # fmt: skip
+    env = {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"submodule.{submodule.name}.url",
+        "GIT_CONFIG_VALUE_0": str(source),
+    }
     try:
-        run_git([*LOCAL_ONLY, "submodule", "--quiet", "update", "--no-recommend-shallow",
-                 "--", submodule.path], worktree, env=env)  # fmt: skip
+        run_git(
+            [
+                *LOCAL_ONLY,
+                "submodule",
+                "--quiet",
+                "update",
+                "--no-recommend-shallow",
+                "--",
+                submodule.path,
+            ],
+            worktree,
+            env=env,
+        )
     except GitError as exc:
         return exc.summary
     head = run_git_ok(["-C", submodule.path, "rev-parse", "HEAD"], worktree)

@@ -55,10 +55,20 @@ def open_workspace(
     name = branch or git.unique_branch(repo, f"cra/{slugify(branch_hint)}")
     worktree = work_dir / "worktrees" / f"{slugify(branch_hint, limit=24)}-{run_id[:8]}"
     worktree.parent.mkdir(parents=True, exist_ok=True)
-    _owner_file(worktree).write_text(json.dumps({
-        "pid": os.getpid(), "started": process_start(os.getpid()), "host": socket.gethostname(),
-        "run_id": run_id, "repo": str(repo), "branch": name, "base": start,
-    }), encoding="utf-8")
+    _owner_file(worktree).write_text(
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "started": process_start(os.getpid()),
+                "host": socket.gethostname(),
+                "run_id": run_id,
+                "repo": str(repo),
+                "branch": name,
+                "base": start,
+            }
+        ),
+        encoding="utf-8",
+    )
     worktrees.add_worktree(repo, worktree, commit=start, branch=name, force=branch is not None)
     notes = check_out_submodules(repo, worktree)
     return Workspace(repo=repo, worktree=worktree, branch=name, base=start, notes=tuple(notes))
@@ -160,8 +170,18 @@ def apply_in_place(ws: Workspace, diff: str) -> str | None:
 
 
 # Caches that a copy must not share with the worktree (and need not copy).
-SCRATCH_SKIP = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
-                          ".hypothesis", ".tox", ".nox"})
+SCRATCH_SKIP = frozenset(
+    {
+        ".git",
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".tox",
+        ".nox",
+    }
+)
 
 
 @contextmanager
@@ -204,8 +224,11 @@ def _copy_tree(worktree: Path, scratch: Path) -> None:
 
     def skip(folder: str, names: list[str]) -> set[str]:
         rel = Path(folder).relative_to(worktree)
-        return {n for n in names
-                if n in SCRATCH_SKIP or (rel / n).as_posix().removeprefix("./") in ignored}
+        return {
+            n
+            for n in names
+            if n in SCRATCH_SKIP or (rel / n).as_posix().removeprefix("./") in ignored
+        }
 
     shutil.copytree(worktree, scratch, symlinks=True, ignore=skip, dirs_exist_ok=True)
     for rel in sorted(ignored):

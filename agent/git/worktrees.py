@@ -13,9 +13,7 @@ from agent.git.files import gitdir_of
 from agent.git.repo import delete_branch, not_an_option, run_git
 
 
-def add_worktree(
-    repo: Path, path: Path, *, commit: str, branch: str, force: bool = False
-) -> Path:
+def add_worktree(repo: Path, path: Path, *, commit: str, branch: str, force: bool = False) -> Path:
     """Check out `commit` at `path` on a new branch; works from a bare mirror or a checkout.
 
     The repository's own working tree, index and HEAD are untouched. An existing `branch` is a
@@ -24,8 +22,19 @@ def add_worktree(
     not_an_option(branch, "branch")
     flag = "-B" if force else "-b"
     path.parent.mkdir(parents=True, exist_ok=True)
-    run_git(["worktree", "add", "--quiet", "--no-track", flag, branch, str(path),
-             not_an_option(commit, "commit")], repo)
+    run_git(
+        [
+            "worktree",
+            "add",
+            "--quiet",
+            "--no-track",
+            flag,
+            branch,
+            str(path),
+            not_an_option(commit, "commit"),
+        ],
+        repo,
+    )
     return path
 
 
@@ -57,7 +66,8 @@ def prune_worktrees(repo: Path, parent: Path | None = None) -> list[Path]:
     known = {Path(p).resolve() for p in worktree_paths(repo)}
     admin = _common_dir(repo) / "worktrees"
     stale = [
-        child for child in sorted(parent.iterdir())
+        child
+        for child in sorted(parent.iterdir())
         if child.is_dir() and child.resolve() not in known and _is_orphan(child, admin)
     ]
     for child in stale:
@@ -68,8 +78,9 @@ def prune_worktrees(repo: Path, parent: Path | None = None) -> list[Path]:
 def worktree_paths(repo: Path) -> list[str]:
     """The paths of every worktree git knows for `repo`."""
     out = run_git(["worktree", "list", "--porcelain"], repo)
-    return [line.removeprefix("worktree ") for line in out.splitlines()
-            if line.startswith("worktree ")]
+    return [
+        line.removeprefix("worktree ") for line in out.splitlines() if line.startswith("worktree ")
+    ]
 
 
 def _common_dir(repo: Path) -> Path:
@@ -80,8 +91,17 @@ def _common_dir(repo: Path) -> Path:
 def status_entries(worktree: Path) -> list[tuple[str, str]]:
     """(two-letter code, path) of every changed, untracked (`??`) and ignored (`!!`) path;
     an untracked or ignored directory is one entry ending in `/`."""
-    out = run_git(["status", "--porcelain=v1", "-z", "--ignored=matching",
-                   "--untracked-files=normal", "--no-renames"], worktree)
+    out = run_git(
+        [
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--ignored=matching",
+            "--untracked-files=normal",
+            "--no-renames",
+        ],
+        worktree,
+    )
     return [(entry[:2], entry[3:]) for entry in out.split("\0") if entry]
 
 

@@ -139,9 +139,11 @@ class HTTPChatModel:
         self._api_key = api_key or None
         self._sleep = sleep
         self._clock = clock
-        self._http = with_deadlines(httpx.Client(  # request_timeout bounds each attempt whole
-            transport=transport, timeout=config.request_timeout, verify=_verify(config.base_url)
-        ))
+        self._http = with_deadlines(
+            httpx.Client(  # request_timeout bounds each attempt whole
+                transport=transport, timeout=config.request_timeout, verify=_verify(config.base_url)
+            )
+        )
         self._schema_supported = True
 
     def __repr__(self) -> str:
@@ -179,8 +181,12 @@ class HTTPChatModel:
             raise self._error(f"answered {response.status_code}", url, response)
         if response.is_redirect:  # never followed: the body (and a key) would go elsewhere
             where = self._redact(response.headers.get("location", "nowhere"))
-            raise self._error(f"answered {response.status_code}, a redirect to {where}: set "
-                              "base_url to where the model server is", url, response)
+            raise self._error(
+                f"answered {response.status_code}, a redirect to {where}: set "
+                "base_url to where the model server is",
+                url,
+                response,
+            )
         latency_ms = round((self._clock() - started) * 1000)
         return self._answer(url, response, system, user, latency_ms)
 
@@ -234,8 +240,10 @@ class HTTPChatModel:
     ) -> httpx.Response | _Failure:
         """One POST: the response unless it failed in a way worth retrying."""
         try:
-            with deadline(self.config.request_timeout), self._http.stream(
-                    "POST", url, json=payload, headers=headers) as streamed:
+            with (
+                deadline(self.config.request_timeout),
+                self._http.stream("POST", url, json=payload, headers=headers) as streamed,
+            ):
                 response = self._whole(streamed, url)
         except httpx.TimeoutException:
             return _Failure(f"timed out after {self.config.request_timeout}s")
@@ -261,15 +269,23 @@ class HTTPChatModel:
         for chunk in streamed.iter_bytes():
             size += len(chunk)
             if size > MAX_ANSWER_BYTES:
-                message = (f"{self.config.provider} {url} answered {streamed.status_code} with "
-                           f"more than {MAX_ANSWER_BYTES // 2**20} MiB: not a model's answer")
-                raise LLMError(self._redact(message), status=streamed.status_code,
-                               retryable=False)
+                message = (
+                    f"{self.config.provider} {url} answered {streamed.status_code} with "
+                    f"more than {MAX_ANSWER_BYTES // 2**20} MiB: not a model's answer"
+                )
+                raise LLMError(self._redact(message), status=streamed.status_code, retryable=False)
             chunks.append(chunk)
-        headers = [(k, v) for k, v in streamed.headers.multi_items()
-                   if k.lower() not in ("content-encoding", "content-length")]  # decoded above
-        return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks),
-                              request=streamed.request)
+        headers = [
+            (k, v)
+            for k, v in streamed.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length")
+        ]  # decoded above
+        return httpx.Response(
+            streamed.status_code,
+            headers=headers,
+            content=b"".join(chunks),
+            request=streamed.request,
+        )
 
     def _answer(
         self, url: str, response: httpx.Response, system: str, user: str, latency_ms: int
@@ -279,11 +295,13 @@ class HTTPChatModel:
             answer = extract_answer(self.config.provider, response.json())
         except (ValueError, RecursionError):  # not JSON, not UTF-8, nested past Python's stack,
             # a number of more digits than int() takes
-            raise self._error(f"answered {response.status_code} with a body that is not JSON",
-                              url, response) from None
+            raise self._error(
+                f"answered {response.status_code} with a body that is not JSON", url, response
+            ) from None
         except (KeyError, IndexError, TypeError):
-            raise self._error(f"answered {response.status_code} without message content", url,
-                              response) from None
+            raise self._error(
+                f"answered {response.status_code} without message content", url, response
+            ) from None
         raw, prompt, completion = answer.content, answer.prompt_tokens, answer.completion_tokens
         usage = Usage(
             prompt_tokens=prompt if prompt is not None else estimate_prompt_tokens(system, user),
@@ -292,8 +310,13 @@ class HTTPChatModel:
             calls=1,
             estimated=prompt is None or completion is None,
         )
-        return LLMResponse(text=strip_thinking(raw), raw_text=raw, model=self.config.model,
-                           usage=usage, truncated=answer.truncated)
+        return LLMResponse(
+            text=strip_thinking(raw),
+            raw_text=raw,
+            model=self.config.model,
+            usage=usage,
+            truncated=answer.truncated,
+        )
 
     def _error(self, what: str, url: str, response: httpx.Response) -> LLMError:
         """A non-retryable LLMError naming provider, URL, status and a short body excerpt."""

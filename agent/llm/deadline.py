@@ -58,10 +58,14 @@ class _Stream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        return _Stream(self._inner.start_tls(ssl_context, server_hostname,
-                                             timeout=_left(timeout, httpcore.ConnectTimeout)))
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        return _Stream(
+            self._inner.start_tls(
+                ssl_context, server_hostname, timeout=_left(timeout, httpcore.ConnectTimeout)
+            )
+        )
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
@@ -73,18 +77,32 @@ class _Backend(httpcore.NetworkBackend):
     def __init__(self, inner: httpcore.NetworkBackend) -> None:
         self._inner = inner
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                    local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        return _Stream(self._inner.connect_tcp(host, port,
-                                               timeout=_left(timeout, httpcore.ConnectTimeout),
-                                               local_address=local_address,
-                                               socket_options=socket_options))
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        return _Stream(
+            self._inner.connect_tcp(
+                host,
+                port,
+                timeout=_left(timeout, httpcore.ConnectTimeout),
+                local_address=local_address,
+                socket_options=socket_options,
+            )
+        )
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        return _Stream(self._inner.connect_unix_socket(
-            path, timeout=_left(timeout, httpcore.ConnectTimeout), socket_options=socket_options))
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        return _Stream(
+            self._inner.connect_unix_socket(
+                path, timeout=_left(timeout, httpcore.ConnectTimeout), socket_options=socket_options
+            )
+        )
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
@@ -93,8 +111,7 @@ class _Backend(httpcore.NetworkBackend):
 def with_deadlines(client: httpx.Client) -> httpx.Client:
     """The client, its own transports (the default one and those of proxies from the
     environment) made to honour `deadline`; transports given by the caller are left alone."""
-    transports = [getattr(client, "_transport", None),
-                  *getattr(client, "_mounts", {}).values()]
+    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
     for transport in transports:
         if type(transport) is not httpx.HTTPTransport:
             continue

@@ -105,8 +105,9 @@ class LoggedLLMClient:
             )
         )
 
-    def _record_failure(self, system: str, user: str, stage: str, error: Exception, *,
-                        latency_ms: int = 0) -> None:
+    def _record_failure(
+        self, system: str, user: str, stage: str, error: Exception, *, latency_ms: int = 0
+    ) -> None:
         """Record a call refused before sending (latency 0) or failed in transport (the time
         it took, retries included), with its error."""
         self._log.record_llm_call(

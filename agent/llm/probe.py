@@ -57,8 +57,13 @@ def _client(api_key: str | None) -> httpx.Client:
     return with_deadlines(httpx.Client(timeout=timeout, headers=headers, verify=tls_context()))
 
 
-def probe_server(provider: str, base_url: str, api_key: str | None = None, *,
-                 total_timeout: float = TOTAL_TIMEOUT_S) -> ServerState:
+def probe_server(
+    provider: str,
+    base_url: str,
+    api_key: str | None = None,
+    *,
+    total_timeout: float = TOTAL_TIMEOUT_S,
+) -> ServerState:
     """Ask the server for its model list: connect within 2 s or it counts as down; the whole
     list within `total_timeout` seconds or it counts as silent."""
     url = list_url(provider, base_url)
@@ -121,6 +126,7 @@ def same_model(provider: str, wanted: str, listed: str) -> bool:
     def norm(name: str) -> str:
         name = name.lower().removeprefix("registry.ollama.ai/").removeprefix("library/")
         return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
     return norm(wanted) == norm(listed)
 
 

@@ -114,8 +114,15 @@ def extract_answer(provider: str, body: Any) -> Answer:
     if not isinstance(content, str):
         raise KeyError("content is not a string")
     if not content.strip():
-        thought = next((v for key in ("thinking", "reasoning_content", "reasoning")
-                        if isinstance(v := message.get(key), str) and v.strip()), "")
+        thought = next(
+            (
+                v
+                for key in ("thinking", "reasoning_content", "reasoning")
+                if isinstance(v := message.get(key), str) and v.strip()
+            ),
+            "",
+        )
         content = f"<think>{thought}" if thought else content
-    return Answer(content, _int_or_none(prompt), _int_or_none(completion),
-                  truncated=stop == "length")
+    return Answer(
+        content, _int_or_none(prompt), _int_or_none(completion), truncated=stop == "length"
+    )

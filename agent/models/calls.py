@@ -45,8 +45,10 @@ class LLMResponse(Record):
         """What to say of an answer that could not be used: "" unless it was cut off."""
         if not self.truncated:
             return ""
-        return (f"the answer stopped at the token limit ({max_tokens} tokens: raise "
-                f"models.{role}.max_tokens, or ask for less); ")
+        return (
+            f"the answer stopped at the token limit ({max_tokens} tokens: raise "
+            f"models.{role}.max_tokens, or ask for less); "
+        )
 
 
 class LLMCallRecord(Record):

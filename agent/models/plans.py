@@ -22,8 +22,7 @@ class PlanStep(Artifact):
     # the planned step this one is a piece of (plan_rules.split_steps); never shown to a model
     split_from: str = Field(default="", exclude=True)
 
-    @field_validator("lands_with", "depends_on", "target_files", "target_symbols",
-                     mode="before")
+    @field_validator("lands_with", "depends_on", "target_files", "target_symbols", mode="before")
     @classmethod
     def _one_as_list(cls, value: object) -> object:
         """A small model's lone string where a list belongs ("s1" for ["s1"]); null is []."""

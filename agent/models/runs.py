@@ -117,8 +117,15 @@ class AdjustmentRecord(Record):
 
 
 RunEventKind = Literal[
-    "run_started", "pass_started", "pass_finished", "plan_made", "edits_applied", "step_passed",
-    "step_failed", "adjustment_made", "run_finished",
+    "run_started",
+    "pass_started",
+    "pass_finished",
+    "plan_made",
+    "edits_applied",
+    "step_passed",
+    "step_failed",
+    "adjustment_made",
+    "run_finished",
 ]
 
 
@@ -169,22 +176,27 @@ class OrchestratorResult(Record):
     def tests_changed(self) -> list[TestChange]:
         """Existing tests the passed steps and groups changed (declared and allowed by the
         gate)."""
-        return [*(c for o in self.steps if o.status == "passed" for c in o.tests_changed),
-                *(c for g in self.groups if g.status == "passed" for c in g.tests_changed)]
+        return [
+            *(c for o in self.steps if o.status == "passed" for c in o.tests_changed),
+            *(c for g in self.groups if g.status == "passed" for c in g.tests_changed),
+        ]
 
     @property
     def rerun_for_time(self) -> list[ValidationResult]:
         """The test runs of every attempt that timed out under the limit derived from the
         baseline and were judged on a run again under the configured timeout."""
-        attempts = [*(a for o in self.steps for a in o.attempts),
-                    *(r.attempt for g in self.groups for r in g.rounds)]
+        attempts = [
+            *(a for o in self.steps for a in o.attempts),
+            *(r.attempt for g in self.groups for r in g.rounds),
+        ]
         runs = [v for a in attempts for v in (a.validation, a.original) if v is not None]
         return [v for v in runs if v.rerun_for_time_s is not None]
 
     @property
     def original_tests_rerun(self) -> bool:
         """True when a passed step's edits touched the gate and the original tests ran too."""
-        attempts = [*(a for o in self.steps if o.status == "passed" for a in o.attempts),
-                    *(r.attempt for g in self.groups if g.status == "passed" for r in g.rounds)]
-        return any(a.gate is not None and a.gate.original_rerun and a.gate.passed
-                   for a in attempts)
+        attempts = [
+            *(a for o in self.steps if o.status == "passed" for a in o.attempts),
+            *(r.attempt for g in self.groups if g.status == "passed" for r in g.rounds),
+        ]
+        return any(a.gate is not None and a.gate.original_rerun and a.gate.passed for a in attempts)

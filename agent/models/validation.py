@@ -38,8 +38,7 @@ class TestCounts(Record):
     @property
     def collected(self) -> int:
         """Every test the runner reported, whatever its outcome."""
-        return (self.passed + self.failed + self.errors + self.skipped + self.xfailed
-                + self.xpassed)
+        return self.passed + self.failed + self.errors + self.skipped + self.xfailed + self.xpassed
 
     @property
     def not_run(self) -> int:

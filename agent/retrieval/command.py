@@ -11,8 +11,14 @@ from agent.retrieval.index import Progress, RepoIndex, default_index_path
 from agent.retrieval.index_records import IndexStats
 
 
-def index_repository(repo: Path, data_dir: Path, *, config: Path | None = None,
-                     as_json: bool = False, progress: Progress | None = None) -> int:
+def index_repository(
+    repo: Path,
+    data_dir: Path,
+    *,
+    config: Path | None = None,
+    as_json: bool = False,
+    progress: Progress | None = None,
+) -> int:
     """Update the index of `repo` in `data_dir` and print its stats; returns the exit code."""
     root = repo.resolve()
     if not is_work_tree(root):
@@ -27,16 +33,19 @@ def index_repository(repo: Path, data_dir: Path, *, config: Path | None = None,
 
 def describe(stats: IndexStats, root: Path, db_path: Path) -> str:
     """The stats as a few lines of text."""
+
     def listing(counts: dict[str, int]) -> str:
         return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
 
-    return "\n".join([
-        f"indexed {root} in {stats.seconds:.2f} s ({db_path})",
-        f"files: {stats.files} ({stats.parsed} parsed, {stats.reused} unchanged, "
-        f"{stats.removed} removed)",
-        f"symbols: {stats.symbols}",
-        f"languages: {listing(stats.languages) or 'none'}",
-        f"skipped: {listing(stats.skipped) or 'none'}",
-        f"indexed as text: {stats.syntax_errors} with syntax errors, {stats.capped} over the "
-        "size cap",
-    ])
+    return "\n".join(
+        [
+            f"indexed {root} in {stats.seconds:.2f} s ({db_path})",
+            f"files: {stats.files} ({stats.parsed} parsed, {stats.reused} unchanged, "
+            f"{stats.removed} removed)",
+            f"symbols: {stats.symbols}",
+            f"languages: {listing(stats.languages) or 'none'}",
+            f"skipped: {listing(stats.skipped) or 'none'}",
+            f"indexed as text: {stats.syntax_errors} with syntax errors, {stats.capped} over the "
+            "size cap",
+        ]
+    )

@@ -56,7 +56,8 @@ _CHUNK = 500
 metadata = MetaData()
 meta_table = Table("meta", metadata, Column("key", String, primary_key=True), Column("value", Text))
 files = Table(
-    "files", metadata,
+    "files",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("path", Text, nullable=False, unique=True),
     Column("blob_sha", String(40), nullable=False),
@@ -68,7 +69,8 @@ files = Table(
     Column("doc", Text, nullable=False),
 )
 symbols = Table(
-    "symbols", metadata,
+    "symbols",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("file_id", Integer, ForeignKey("files.id"), nullable=False, index=True),
     Column("name", Text, nullable=False, index=True),
@@ -80,24 +82,36 @@ symbols = Table(
     Column("doc", Text, nullable=False),
 )
 imports = Table(
-    "imports", metadata,
+    "imports",
+    metadata,
     Column("file_id", Integer, ForeignKey("files.id"), nullable=False, index=True),
     Column("module", Text, nullable=False),
     Column("names", Text, nullable=False),
     Column("level", Integer, nullable=False),
 )
 edges = Table(
-    "edges", metadata,
+    "edges",
+    metadata,
     Column("src_id", Integer, nullable=False, index=True),
     Column("dst_id", Integer, nullable=False, index=True),
 )
-FTS_DDL = ("CREATE VIRTUAL TABLE IF NOT EXISTS file_fts USING fts5("
-           "path, names, docs, vocabulary, tokenize = 'porter unicode61')")
+FTS_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS file_fts USING fts5("
+    "path, names, docs, vocabulary, tokenize = 'porter unicode61')"
+)
 FTS_WEIGHTS = (4.0, 3.0, 1.0, 0.5)  # path, names, docs, the words used in the file
 _INSERT_COLUMNS = {
     "files": ("id", "path", "blob_sha", "language", "status", "size", "tokens", "is_test", "doc"),
-    "symbols": ("file_id", "name", "qualname", "kind", "start_line", "end_line", "signature",
-                "doc"),
+    "symbols": (
+        "file_id",
+        "name",
+        "qualname",
+        "kind",
+        "start_line",
+        "end_line",
+        "signature",
+        "doc",
+    ),
     "imports": ("file_id", "module", "names", "level"),
     "file_fts": ("rowid", "path", "names", "docs", "vocabulary"),
 }
@@ -190,8 +204,10 @@ class RepoIndex:
         started = time.perf_counter()
         listing = list_worktree(worktree, self._rules)
         with self._engine.begin() as conn:
-            known = {row.path: (row.id, row.blob_sha) for row in conn.execute(
-                select(files.c.path, files.c.id, files.c.blob_sha))}
+            known = {
+                row.path: (row.id, row.blob_sha)
+                for row in conn.execute(select(files.c.path, files.c.id, files.c.blob_sha))
+            }
             changed = [p for p, sha in listing.entries.items() if known.get(p, (0, ""))[1] != sha]
             gone = [known[p][0] for p in known if p not in listing.entries]
             self._delete(conn, gone)
@@ -201,8 +217,9 @@ class RepoIndex:
             for batch in _chunks(changed, _PARSE_BATCH):  # bounded memory on a cold index
                 self._delete(conn, [known[p][0] for p in batch if p in known])
                 for path in batch:
-                    record = read_file(worktree, path, listing.entries[path],
-                                       self._rules.max_file_bytes)
+                    record = read_file(
+                        worktree, path, listing.entries[path], self._rules.max_file_bytes
+                    )
                     if record is not None:
                         file_id = known[path][0] if path in known else next_id
                         next_id = max(next_id, file_id + 1)
@@ -214,10 +231,14 @@ class RepoIndex:
             if changed or gone:
                 self._relink(conn)
             stats = self._totals(conn, listing)
-        return stats.model_copy(update={
-            "parsed": len(changed), "reused": len(listing.entries) - len(changed),
-            "removed": len(gone), "seconds": round(time.perf_counter() - started, 3),
-        })
+        return stats.model_copy(
+            update={
+                "parsed": len(changed),
+                "reused": len(listing.entries) - len(changed),
+                "removed": len(gone),
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+        )
 
     def _delete(self, conn: Connection, file_ids: list[int]) -> None:
         """Remove files (and everything derived from them) by id."""
@@ -231,10 +252,12 @@ class RepoIndex:
 
     def _relink(self, conn: Connection) -> None:
         """Recompute the import edges between indexed files."""
-        paths = dict(conn.execute(select(files.c.id, files.c.path)
-                                  .where(files.c.status != "binary")).all())
-        refs = conn.execute(select(imports.c.file_id, imports.c.module, imports.c.names,
-                                   imports.c.level)).all()
+        paths = dict(
+            conn.execute(select(files.c.id, files.c.path).where(files.c.status != "binary")).all()
+        )
+        refs = conn.execute(
+            select(imports.c.file_id, imports.c.module, imports.c.names, imports.c.level)
+        ).all()
         conn.execute(delete(edges))
         rows = [{"src_id": s, "dst_id": d} for s, d in resolve_edges(paths, refs)]
         if rows:
@@ -242,18 +265,32 @@ class RepoIndex:
 
     def _totals(self, conn: Connection, listing: Listing) -> IndexStats:
         """The index totals after an update (parsed/reused/removed filled in by the caller)."""
-        counts = Counter({f"status:{status}": n for status, n in conn.execute(
-            select(files.c.status, func.count()).group_by(files.c.status))})
-        languages: dict[str, int] = dict(conn.execute(
-            select(files.c.language, func.count()).where(files.c.status != "binary")
-            .group_by(files.c.language).order_by(files.c.language)).all())
+        counts = Counter(
+            {
+                f"status:{status}": n
+                for status, n in conn.execute(
+                    select(files.c.status, func.count()).group_by(files.c.status)
+                )
+            }
+        )
+        languages: dict[str, int] = dict(
+            conn.execute(
+                select(files.c.language, func.count())
+                .where(files.c.status != "binary")
+                .group_by(files.c.language)
+                .order_by(files.c.language)
+            ).all()
+        )
         skipped = Counter(listing.skipped)
         if counts["status:binary"]:
             skipped["binary"] = counts["status:binary"]
         return IndexStats(
-            files=sum(languages.values()), symbols=conn.scalar(select(func.count(symbols.c.id)))
-            or 0, languages=languages, skipped=dict(sorted(skipped.items())),
-            syntax_errors=counts["status:syntax_error"], capped=counts["status:capped"],
+            files=sum(languages.values()),
+            symbols=conn.scalar(select(func.count(symbols.c.id))) or 0,
+            languages=languages,
+            skipped=dict(sorted(skipped.items())),
+            syntax_errors=counts["status:syntax_error"],
+            capped=counts["status:capped"],
         )
 
     # --- reading ------------------------------------------------------------------------------
@@ -279,9 +316,11 @@ class RepoIndex:
         words = [t for t in dict.fromkeys(query_terms) if t.isalnum()]
         if not words:
             return []
-        sql = ("SELECT files.path, -bm25(file_fts, ?, ?, ?, ?) AS score FROM file_fts "
-               "JOIN files ON files.id = file_fts.rowid WHERE file_fts MATCH ? "
-               "ORDER BY score DESC, files.path LIMIT ?")
+        sql = (
+            "SELECT files.path, -bm25(file_fts, ?, ?, ?, ?) AS score FROM file_fts "
+            "JOIN files ON files.id = file_fts.rowid WHERE file_fts MATCH ? "
+            "ORDER BY score DESC, files.path LIMIT ?"
+        )
         match = " OR ".join(f'"{w}"' for w in words)
         with self._engine.connect() as conn:
             rows = conn.exec_driver_sql(sql, (*FTS_WEIGHTS, match, limit)).all()
@@ -301,9 +340,12 @@ class RepoIndex:
 
     def _symbols(self, where: Any) -> list[SymbolInfo]:
         """The definitions matching `where`, by path and line."""
-        query = (select(files.c.path, *[symbols.c[n] for n in list(SymbolInfo.model_fields)[1:]])
-                 .join(files, files.c.id == symbols.c.file_id).where(where)
-                 .order_by(files.c.path, symbols.c.start_line))
+        query = (
+            select(files.c.path, *[symbols.c[n] for n in list(SymbolInfo.model_fields)[1:]])
+            .join(files, files.c.id == symbols.c.file_id)
+            .where(where)
+            .order_by(files.c.path, symbols.c.start_line)
+        )
         with self._engine.connect() as conn:
             return [SymbolInfo.model_validate(dict(r)) for r in conn.execute(query).mappings()]
 
@@ -314,10 +356,13 @@ class RepoIndex:
         found: list[tuple[str, str]] = []
         with self._engine.connect() as conn:
             for chunk in _chunks(wanted):
-                query = (select(src.c.path, dst.c.path).select_from(edges)
-                         .join(src, src.c.id == edges.c.src_id)
-                         .join(dst, dst.c.id == edges.c.dst_id)
-                         .where(src.c.path.in_(chunk) | dst.c.path.in_(chunk)))
+                query = (
+                    select(src.c.path, dst.c.path)
+                    .select_from(edges)
+                    .join(src, src.c.id == edges.c.src_id)
+                    .join(dst, dst.c.id == edges.c.dst_id)
+                    .where(src.c.path.in_(chunk) | dst.c.path.in_(chunk))
+                )
                 found += [(str(a), str(b)) for a, b in conn.execute(query)]
         return sorted(set(found))
 
@@ -325,19 +370,28 @@ class RepoIndex:
 def _stage(rows: _Rows, record: FileRecord, file_id: int) -> None:
     """Queue the rows of one file: the file, its symbols, imports and search row."""
     parsed = record.parsed
-    rows["files"].append((
-        file_id, record.path, record.blob_sha, parsed.language, record.status, record.size,
-        record.tokens, is_test_path(record.path), parsed.doc,
-    ))
+    rows["files"].append(
+        (
+            file_id,
+            record.path,
+            record.blob_sha,
+            parsed.language,
+            record.status,
+            record.size,
+            record.tokens,
+            is_test_path(record.path),
+            parsed.doc,
+        )
+    )
     if record.status == "binary":
         return
     rows["symbols"] += [
         (file_id, s.name, s.qualname, s.kind, s.start, s.end, s.signature, s.doc)
         for s in parsed.symbols
     ]
-    rows["imports"] += [(file_id, i.module, ",".join(i.names), i.level)
-                              for i in parsed.imports]
+    rows["imports"] += [(file_id, i.module, ",".join(i.names), i.level) for i in parsed.imports]
     rows["file_fts"].append((file_id, *_search_row(record)))
+
 
 def _flush(conn: Connection, rows: _Rows) -> None:
     """Insert the queued rows (plain executemany: the cold index inserts ~100k rows)."""

@@ -7,8 +7,19 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 
-_JS_SUFFIXES = ("", ".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs",
-                "/index.js", "/index.ts", "/index.tsx", "/index.jsx")
+_JS_SUFFIXES = (
+    "",
+    ".js",
+    ".ts",
+    ".tsx",
+    ".jsx",
+    ".mjs",
+    ".cjs",
+    "/index.js",
+    "/index.ts",
+    "/index.tsx",
+    "/index.jsx",
+)
 _PY_SUFFIXES = (".py", ".pyi")
 
 ImportRow = tuple[int, str, str, int]  # file id, module, comma-joined names, relative level
@@ -61,8 +72,15 @@ def resolve_edges(paths: Mapping[int, str], refs: Iterable[ImportRow]) -> set[tu
     return found
 
 
-def _targets(src: str, module: str, names: str, level: int, modules: Mapping[str, str],
-             names_of: Mapping[str, str], ids: Mapping[str, int]) -> list[str]:
+def _targets(
+    src: str,
+    module: str,
+    names: str,
+    level: int,
+    modules: Mapping[str, str],
+    names_of: Mapping[str, str],
+    ids: Mapping[str, int],
+) -> list[str]:
     """The indexed paths one import refers to (none when it leaves the repository)."""
     if module.startswith("."):
         return _js_target(src, module, ids)

@@ -25,9 +25,15 @@ BORDER_LINES = 3  # git's context lines around a change
 _INDENT = re.compile(r"^[ \t]*")
 
 
-def render_outline(text: str, symbols: Sequence[Symbol], details: Mapping[str, SymbolDetail],
-                   default: SymbolDetail = "signature", *, fold_containers: bool = False,
-                   borders: bool = True) -> str:
+def render_outline(
+    text: str,
+    symbols: Sequence[Symbol],
+    details: Mapping[str, SymbolDetail],
+    default: SymbolDetail = "signature",
+    *,
+    fold_containers: bool = False,
+    borders: bool = True,
+) -> str:
     """`text` with each definition shown full, as its signature, or omitted (by qualname).
     `fold_containers`: a class shown as its signature is its header and docstring's first
     lines, like a function, not its members and attributes — the file's headlines.
@@ -70,15 +76,20 @@ def _with_borders(shown: list[_Line], lines: list[str], full: list[tuple[int, in
         out += lines[first - 1 : head - 1]
         if head <= tail:
             out.append(text)
-        out += lines[tail : last]
+        out += lines[tail:last]
     return out
 
 
 class _Renderer:
     """Walks the definition tree of one file, emitting kept lines and markers."""
 
-    def __init__(self, lines: list[str], children: Mapping[str | None, list[Symbol]],
-                 details: Mapping[str, SymbolDetail], default: SymbolDetail) -> None:
+    def __init__(
+        self,
+        lines: list[str],
+        children: Mapping[str | None, list[Symbol]],
+        details: Mapping[str, SymbolDetail],
+        default: SymbolDetail,
+    ) -> None:
         self.lines = lines
         self.children = children
         self.details = details
@@ -130,8 +141,10 @@ class _Renderer:
 
     def any_visible(self, node: Symbol) -> bool:
         """True when some member of `node` (at any depth) is shown."""
-        return any(self.details.get(kid.qualname, self.default) != "omitted"
-                   or self.any_visible(kid) for kid in self.children.get(node.qualname, []))
+        return any(
+            self.details.get(kid.qualname, self.default) != "omitted" or self.any_visible(kid)
+            for kid in self.children.get(node.qualname, [])
+        )
 
     def indent(self, line: int) -> str:
         """The leading whitespace of a line."""

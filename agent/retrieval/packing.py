@@ -45,8 +45,13 @@ class Form:
 
     def as_file(self, entry: Entry) -> ContextFile:
         """The ContextFile of this form, its cost included."""
-        file = ContextFile(path=entry.path, content=self.content, detail=self.detail,
-                           reason=entry.reason, symbols=dict(self.symbols))
+        file = ContextFile(
+            path=entry.path,
+            content=self.content,
+            detail=self.detail,
+            reason=entry.reason,
+            symbols=dict(self.symbols),
+        )
         return file.model_copy(update={"tokens": block_tokens(file)})
 
 
@@ -56,12 +61,20 @@ def block_tokens(file: ContextFile) -> int:
 
 
 def pack(
-    entries: Sequence[Entry], budget: int, *, whole_file_tokens: int,
+    entries: Sequence[Entry],
+    budget: int,
+    *,
+    whole_file_tokens: int,
     seed_symbols: Sequence[str],
 ) -> tuple[list[ContextFile], list[DroppedFile]]:
     """The files that fit, in `entries` order, and the ones dropped with the reason."""
-    options = [[(f, f.as_file(e)) for f in forms(e, whole_file_tokens=whole_file_tokens,
-                                                  seed_symbols=seed_symbols)] for e in entries]
+    options = [
+        [
+            (f, f.as_file(e))
+            for f in forms(e, whole_file_tokens=whole_file_tokens, seed_symbols=seed_symbols)
+        ]
+        for e in entries
+    ]
     seeds = [i for i, e in enumerate(entries) if e.seed]
     count = max(1, len(seeds))
     share = max(budget // (2 * count), min(SEED_FLOOR_TOKENS, budget // count))
@@ -74,17 +87,21 @@ def pack(
         chosen = _choose(entry, options[i], room)
         if chosen is None:
             smallest = min(f.tokens for _, f in options[i])
-            dropped.append(DroppedFile(
-                path=entry.path, reason=f"{OVER_BUDGET} (needs {smallest} tokens, {max(room, 0)} "
-                                        "left)"))
+            dropped.append(
+                DroppedFile(
+                    path=entry.path,
+                    reason=f"{OVER_BUDGET} (needs {smallest} tokens, {max(room, 0)} left)",
+                )
+            )
             continue
         packed.append(chosen)
         left -= chosen.tokens
     return packed, dropped
 
 
-def _choose(entry: Entry, options: Sequence[tuple[Form, ContextFile]],
-            room: int) -> ContextFile | None:
+def _choose(
+    entry: Entry, options: Sequence[tuple[Form, ContextFile]], room: int
+) -> ContextFile | None:
     """The richest option that fits `room`; a seed is cut short before it is shown as a bare
     skeleton, and dropped only when neither fits."""
     for form, file in options:
@@ -125,14 +142,20 @@ def forms(entry: Entry, *, whole_file_tokens: int, seed_symbols: Sequence[str]) 
             if bodies or named:  # the chosen bodies alone, when the rest's signatures do not fit
                 candidates += _outlines(entry, {**bodies, **named}, default="omitted")
         candidates += _outlines(entry, {**lighter, **named})
-    if not entry.seed and parents and not parents.intersection(
-            s.parent for s in entry.symbols if s.qualname in lean):
-        candidates += _outlines(entry, {**{s.qualname: "omitted" for s in entry.symbols
-                                           if s.parent}, **lean}, fold=True)
+    if (
+        not entry.seed
+        and parents
+        and not parents.intersection(s.parent for s in entry.symbols if s.qualname in lean)
+    ):
+        candidates += _outlines(
+            entry, {**{s.qualname: "omitted" for s in entry.symbols if s.parent}, **lean}, fold=True
+        )
     if entry.seed or seeds:  # a skeleton of anything else says too little to be worth it
         for named in [seeds, lean] if lean != seeds else [seeds]:
-            candidates += [replace(skeleton, last_resort=not named)
-                           for skeleton in _outlines(entry, named, default="omitted")]
+            candidates += [
+                replace(skeleton, last_resort=not named)
+                for skeleton in _outlines(entry, named, default="omitted")
+            ]
     unique: dict[str, Form] = {}
     for form in candidates:
         unique.setdefault(form.content, form)
@@ -144,8 +167,13 @@ def _lighter(detail: SymbolDetail) -> SymbolDetail:
     return "signature" if detail == "full" else detail
 
 
-def _outlines(entry: Entry, details: dict[str, SymbolDetail],
-              default: SymbolDetail = "signature", *, fold: bool = False) -> list[Form]:
+def _outlines(
+    entry: Entry,
+    details: dict[str, SymbolDetail],
+    default: SymbolDetail = "signature",
+    *,
+    fold: bool = False,
+) -> list[Form]:
     """An outline form with the lines bordering its full bodies, then the same without them
     (one form where no body is full: borders would change nothing);
     the recorded details cover every definition of the file. `fold`: its headlines only
@@ -153,9 +181,16 @@ def _outlines(entry: Entry, details: dict[str, SymbolDetail],
     shown = tuple((s.qualname, details.get(s.qualname, default)) for s in entry.symbols)
     recorded = tuple(dict(shown).items())
     bordered = (True, False) if "full" in (default, *details.values()) else (False,)
-    return [Form("outline", render_outline(entry.text, entry.symbols, details, default,
-                                           fold_containers=fold, borders=borders), recorded)
-            for borders in bordered]
+    return [
+        Form(
+            "outline",
+            render_outline(
+                entry.text, entry.symbols, details, default, fold_containers=fold, borders=borders
+            ),
+            recorded,
+        )
+        for borders in bordered
+    ]
 
 
 def cut_short(entry: Entry, room: int, text: str) -> ContextFile | None:

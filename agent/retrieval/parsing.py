@@ -14,15 +14,41 @@ from agent.retrieval import treesitter
 from agent.retrieval.symbols import ImportRef, ParsedFile, ParseStatus, Symbol, first_line
 
 LANGUAGES: dict[str, str] = {
-    ".py": "python", ".pyi": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".rs": "rust", ".java": "java", ".rb": "ruby",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
-    ".hh": "cpp", ".hxx": "cpp",
-    ".md": "markdown", ".rst": "rst", ".txt": "text", ".toml": "toml", ".yaml": "yaml",
-    ".yml": "yaml", ".json": "json", ".cfg": "ini", ".ini": "ini", ".sh": "shell",
-    ".html": "html", ".css": "css", ".sql": "sql",
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".rb": "ruby",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
+    ".md": "markdown",
+    ".rst": "rst",
+    ".txt": "text",
+    ".toml": "toml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".json": "json",
+    ".cfg": "ini",
+    ".ini": "ini",
+    ".sh": "shell",
+    ".html": "html",
+    ".css": "css",
+    ".sql": "sql",
 }
 CODE_LANGUAGES = frozenset(
     {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "ruby", "c", "cpp"}
@@ -111,8 +137,11 @@ def parse_python(text: str) -> ParsedFile:
     collector = _PythonCollector(text.splitlines())
     collector.visit_body(tree.body, parent=None, in_class=False)
     return ParsedFile(
-        language="python", status="parsed", doc=first_line(ast.get_docstring(tree)),
-        symbols=collector.symbols, imports=collector.imports,
+        language="python",
+        status="parsed",
+        doc=first_line(ast.get_docstring(tree)),
+        symbols=collector.symbols,
+        imports=collector.imports,
     )
 
 
@@ -159,12 +188,20 @@ class _PythonCollector:
         first = node.body[0]
         header_end = max(node.lineno, first.lineno - 1)
         doc = ast.get_docstring(node)
-        self.symbols.append(Symbol(
-            name=node.name, qualname=qualname, kind=kind, start=start,
-            end=node.end_lineno or node.lineno, header_end=header_end,
-            signature=self._signature(node.lineno, header_end), doc=first_line(doc),
-            parent=parent, doc_end=(first.end_lineno or first.lineno) if doc is not None else 0,
-        ))
+        self.symbols.append(
+            Symbol(
+                name=node.name,
+                qualname=qualname,
+                kind=kind,
+                start=start,
+                end=node.end_lineno or node.lineno,
+                header_end=header_end,
+                signature=self._signature(node.lineno, header_end),
+                doc=first_line(doc),
+                parent=parent,
+                doc_end=(first.end_lineno or first.lineno) if doc is not None else 0,
+            )
+        )
         if is_class:
             self.visit_body(node.body, parent=qualname, in_class=True)
 
@@ -172,16 +209,25 @@ class _PythonCollector:
         """Record a long assignment to one name: a constant when the name is upper case."""
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         end = node.end_lineno or node.lineno
-        if (node.value is None or end - node.lineno + 1 < LONG_ASSIGNMENT_LINES
-                or not all(isinstance(t, ast.Name) for t in targets)):
+        if (
+            node.value is None
+            or end - node.lineno + 1 < LONG_ASSIGNMENT_LINES
+            or not all(isinstance(t, ast.Name) for t in targets)
+        ):
             return
         name = cast(ast.Name, targets[0]).id
-        self.symbols.append(Symbol(
-            name=name, qualname=f"{parent}.{name}" if parent else name,
-            kind="constant" if name.isupper() else "variable", start=node.lineno, end=end,
-            header_end=node.lineno, signature=self._signature(node.lineno, node.lineno),
-            parent=parent,
-        ))
+        self.symbols.append(
+            Symbol(
+                name=name,
+                qualname=f"{parent}.{name}" if parent else name,
+                kind="constant" if name.isupper() else "variable",
+                start=node.lineno,
+                end=end,
+                header_end=node.lineno,
+                signature=self._signature(node.lineno, node.lineno),
+                parent=parent,
+            )
+        )
 
     def _signature(self, first: int, last: int) -> str:
         """The header lines joined on one line, whitespace collapsed, at most 240 characters."""

@@ -64,18 +64,39 @@ class _Run:
 
 
 def retrieve(
-    task: str, index: RepoIndex, budget_tokens: int, *, root: Path, mode: Mode, seeds: Seeds,
-    classifier: LoggedLLMClient | None, config: RetrievalConfig,
+    task: str,
+    index: RepoIndex,
+    budget_tokens: int,
+    *,
+    root: Path,
+    mode: Mode,
+    seeds: Seeds,
+    classifier: LoggedLLMClient | None,
+    config: RetrievalConfig,
 ) -> ContextPackage:
     """The context of one pass within `budget_tokens`; seeds are always in it (cut short if they
     must be). Without a classifier or with no stages configured: ranking and packing only."""
-    return _retrieve(task, index, budget_tokens, root=root, mode=mode, seeds=seeds,
-                     classifier=classifier, config=config, carried={})
+    return _retrieve(
+        task,
+        index,
+        budget_tokens,
+        root=root,
+        mode=mode,
+        seeds=seeds,
+        classifier=classifier,
+        config=config,
+        carried={},
+    )
 
 
 def refine(
-    package: ContextPackage, request: RefinementRequest, index: RepoIndex, *, root: Path,
-    classifier: LoggedLLMClient | None, config: RetrievalConfig,
+    package: ContextPackage,
+    request: RefinementRequest,
+    index: RepoIndex,
+    *,
+    root: Path,
+    classifier: LoggedLLMClient | None,
+    config: RetrievalConfig,
 ) -> ContextPackage:
     """The package again, with the request's missing files, symbols, tests and error signatures
     as new seeds, under the same budget; files already judged needed keep their place."""
@@ -86,27 +107,56 @@ def refine(
         text="\n".join([request.reason, *request.error_signatures]),
     )
     carried = {f.path: f for f in package.files if f.path not in package.seed_files}
-    return _retrieve(package.task, index, package.budget_tokens, root=root, mode=package.mode,
-                     seeds=seeds, classifier=classifier, config=config, carried=carried)
+    return _retrieve(
+        package.task,
+        index,
+        package.budget_tokens,
+        root=root,
+        mode=package.mode,
+        seeds=seeds,
+        classifier=classifier,
+        config=config,
+        carried=carried,
+    )
 
 
 def _retrieve(
-    task: str, index: RepoIndex, budget_tokens: int, *, root: Path, mode: Mode, seeds: Seeds,
-    classifier: LoggedLLMClient | None, config: RetrievalConfig,
+    task: str,
+    index: RepoIndex,
+    budget_tokens: int,
+    *,
+    root: Path,
+    mode: Mode,
+    seeds: Seeds,
+    classifier: LoggedLLMClient | None,
+    config: RetrievalConfig,
     carried: Mapping[str, ContextFile],
 ) -> ContextPackage:
     """Seeds, then files carried over from a refined package, then ranked files that pass
     scope; each file's detail chosen, all packed into the budget."""
     resolved = resolve_seeds(task, seeds, index, root=root)
     budget_tokens = _needed(budget_tokens, root, mode, resolved, config)
-    run = _Run(task, root, mode, config, classifier, resolved,
-               [DroppedFile(path=p, reason=NOT_IN_REPOSITORY) for p in resolved.missing],
-               calls_left=config.max_classifier_calls, budget=budget_tokens)
+    run = _Run(
+        task,
+        root,
+        mode,
+        config,
+        classifier,
+        resolved,
+        [DroppedFile(path=p, reason=NOT_IN_REPOSITORY) for p in resolved.missing],
+        calls_left=config.max_classifier_calls,
+        budget=budget_tokens,
+    )
     # A step edits sources unless it targets a test, and a plan is made of source changes:
     # tests must not crowd the sources out.
     prefer_source = mode == "plan" or not any(is_test_path(f) for f in seeds.files)
-    ranked = rank(f"{task}\n{seeds.text}", index, resolved, limit=config.search_limit,
-                  prefer_source=prefer_source)
+    ranked = rank(
+        f"{task}\n{seeds.text}",
+        index,
+        resolved,
+        limit=config.search_limit,
+        prefer_source=prefer_source,
+    )
     why = {c.path: "rank: " + ", ".join(c.reasons) for c in ranked}
     order = [c.path for c in ranked if c.path not in carried]
     pool = order[: config.top_k]
@@ -116,27 +166,48 @@ def _retrieve(
     # Only the files the pass names are shown whole whatever their size (cut short before
     # they are dropped); what the texts mention comes next, whole only when small.
     first, tests_last = _seed_order(resolved, mode)
-    entries = [e for p in first if (e := _load(
-        run, p, "seed: " + resolved.reasons[p], seed=_named(resolved, p))) is not None]
-    entries += [e for p in carried if p not in resolved.reasons
-                and (e := _load(run, p, carried[p].reason, carry=carried[p])) is not None]
+    entries = [
+        e
+        for p in first
+        if (e := _load(run, p, "seed: " + resolved.reasons[p], seed=_named(resolved, p)))
+        is not None
+    ]
+    entries += [
+        e
+        for p in carried
+        if p not in resolved.reasons
+        and (e := _load(run, p, carried[p].reason, carry=carried[p])) is not None
+    ]
     candidates = [e for p in pool if (e := _load(run, p, why[p])) is not None]
     entries += _scope(run, candidates)
-    entries += [e for p in tests_last  # in the room left: nothing is kept for them
-                if (e := _load(run, p, "seed: " + resolved.reasons[p])) is not None]
+    entries += [
+        e
+        for p in tests_last  # in the room left: nothing is kept for them
+        if (e := _load(run, p, "seed: " + resolved.reasons[p])) is not None
+    ]
     for entry in entries:
         _precision(run, entry)
-    files, over = pack(entries, budget_tokens, whole_file_tokens=config.whole_file_tokens,
-                       seed_symbols=resolved.symbols)
+    files, over = pack(
+        entries,
+        budget_tokens,
+        whole_file_tokens=config.whole_file_tokens,
+        seed_symbols=resolved.symbols,
+    )
     return ContextPackage(
-        task=task, files=files, dropped=run.dropped + over + below, budget_tokens=budget_tokens,
-        used_tokens=sum(f.tokens for f in files), mode=mode, seed_files=resolved.files,
+        task=task,
+        files=files,
+        dropped=run.dropped + over + below,
+        budget_tokens=budget_tokens,
+        used_tokens=sum(f.tokens for f in files),
+        mode=mode,
+        seed_files=resolved.files,
         seed_symbols=resolved.symbols,
     )
 
 
-def _needed(budget: int, root: Path, mode: Mode, seeds: ResolvedSeeds,
-            config: RetrievalConfig) -> int:
+def _needed(
+    budget: int, root: Path, mode: Mode, seeds: ResolvedSeeds, config: RetrievalConfig
+) -> int:
     """What an implement pass's context needs: the files it names, whole, and
     retrieval.implement_extra_tokens of what they use — never more than `budget`. A plan
     pass's budget is sized by its caller."""
@@ -171,8 +242,9 @@ def _named(seeds: ResolvedSeeds, path: str) -> bool:
     return seeds.reasons.get(path, "").startswith("named")
 
 
-def _load(run: _Run, path: str, reason: str, *, seed: bool = False,
-          carry: ContextFile | None = None) -> Entry | None:
+def _load(
+    run: _Run, path: str, reason: str, *, seed: bool = False, carry: ContextFile | None = None
+) -> Entry | None:
     """A file read from the worktree and parsed afresh (it may hold uncommitted edits)."""
     try:
         data = read_in_tree(run.root, path)
@@ -185,8 +257,15 @@ def _load(run: _Run, path: str, reason: str, *, seed: bool = False,
     text = data.decode("utf-8", errors="replace")
     parsed = parse_source(path, text) if len(data) <= run.config.max_file_bytes else None
     details = dict(carry.symbols) if carry is not None and carry.detail == "outline" else None
-    return Entry(path=path, text=text, symbols=parsed.symbols if parsed else [],
-                 doc=parsed.doc if parsed else "", reason=reason, seed=seed, details=details)
+    return Entry(
+        path=path,
+        text=text,
+        symbols=parsed.symbols if parsed else [],
+        doc=parsed.doc if parsed else "",
+        reason=reason,
+        seed=seed,
+        details=details,
+    )
 
 
 def _scope(run: _Run, candidates: Sequence[Entry]) -> list[Entry]:
@@ -198,9 +277,14 @@ def _scope(run: _Run, candidates: Sequence[Entry]) -> list[Entry]:
     limit = max(0, min(run.calls_left, run.config.scope_questions))
     asked, unasked = candidates[:limit], candidates[limit:]
     run.calls_left -= len(asked)
-    items = [ScopeItem(e.path, scope_summary(e.path, language_of(e.path), e.doc, e.symbols,
-                                             e.text.count("\n") + 1), content_version(e.text))
-             for e in asked]
+    items = [
+        ScopeItem(
+            e.path,
+            scope_summary(e.path, language_of(e.path), e.doc, e.symbols, e.text.count("\n") + 1),
+            content_version(e.text),
+        )
+        for e in asked
+    ]
     kept, dropped = judge_scope(run.task, items, run.classifier) if items else ([], [])
     run.dropped += dropped
     keep = set(kept)
@@ -218,7 +302,8 @@ def _precision(run: _Run, entry: Entry) -> None:
     files are shown whole when small (a seed while it fits), else as outlines, unasked."""
     parents = {s.parent for s in entry.symbols if s.parent}
     wanted: dict[str, SymbolDetail] = {  # a named class: its members are chosen, not it whole
-        s.qualname: "full" for s in entry.symbols
+        s.qualname: "full"
+        for s in entry.symbols
         if (s.name in run.seeds.symbols or s.qualname in run.seeds.symbols)
         and s.qualname not in parents
     }
@@ -228,11 +313,22 @@ def _precision(run: _Run, entry: Entry) -> None:
     named = [p for p in run.seeds.files if _named(run.seeds, p)]
     tokens = estimate_tokens(entry.text)
     large = tokens > run.config.whole_file_tokens and tokens > run.budget // max(1, len(named))
-    if not (large and entry.path in named and run.mode == "implement" and entry.symbols
-            and run.stage_on("precision") and run.classifier and run.calls_left > 0):
+    if not (
+        large
+        and entry.path in named
+        and run.mode == "implement"
+        and entry.symbols
+        and run.stage_on("precision")
+        and run.classifier
+        and run.calls_left > 0
+    ):
         return
     entry.details, asked = choose_details(
-        run.task, entry.path, entry.text, entry.symbols, run.classifier,
+        run.task,
+        entry.path,
+        entry.text,
+        entry.symbols,
+        run.classifier,
         max_questions=min(run.config.precision_max_questions, run.calls_left),
         seed_symbols=list(wanted),
     )
@@ -248,19 +344,44 @@ class IndexedContext:
         self._config = config
 
     def gather(
-        self, task: str, *, mode: Mode, files: Sequence[str], failure: str | None,
-        budget_tokens: int, classifier: LoggedLLMClient | None,
+        self,
+        task: str,
+        *,
+        mode: Mode,
+        files: Sequence[str],
+        failure: str | None,
+        budget_tokens: int,
+        classifier: LoggedLLMClient | None,
     ) -> ContextPackage:
         """A fresh package: `files` are seeds, `failure` is mined for more."""
         seeds = Seeds(files=list(files), text=failure or "")
-        return retrieve(task, self._index, budget_tokens, root=self._root, mode=mode,
-                        seeds=seeds, classifier=classifier, config=self._config)
+        return retrieve(
+            task,
+            self._index,
+            budget_tokens,
+            root=self._root,
+            mode=mode,
+            seeds=seeds,
+            classifier=classifier,
+            config=self._config,
+        )
 
-    def refine(self, package: ContextPackage, request: RefinementRequest, *,
-               classifier: LoggedLLMClient | None) -> ContextPackage:
+    def refine(
+        self,
+        package: ContextPackage,
+        request: RefinementRequest,
+        *,
+        classifier: LoggedLLMClient | None,
+    ) -> ContextPackage:
         """The package widened by what the request says is missing, in the same budget."""
-        return refine(package, request, self._index, root=self._root, classifier=classifier,
-                      config=self._config)
+        return refine(
+            package,
+            request,
+            self._index,
+            root=self._root,
+            classifier=classifier,
+            config=self._config,
+        )
 
     def refresh(self) -> None:
         """Re-index what changed in the worktree (after a commit)."""

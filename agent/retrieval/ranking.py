@@ -51,8 +51,9 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(kept))[:MAX_QUERY_TERMS]
 
 
-def rank(text: str, index: RepoIndex, seeds: ResolvedSeeds, *, limit: int,
-         prefer_source: bool = False) -> list[Candidate]:
+def rank(
+    text: str, index: RepoIndex, seeds: ResolvedSeeds, *, limit: int, prefer_source: bool = False
+) -> list[Candidate]:
     """Files other than the seeds, best first; equal scores in path order. `prefer_source`
     (an implement step that targets no test): every source file above every test file."""
     scores: dict[str, float] = defaultdict(float)
@@ -80,11 +81,15 @@ def rank(text: str, index: RepoIndex, seeds: ResolvedSeeds, *, limit: int,
             # below the first hit, never above it: the lift must not cost the top place
             room = scores[first] - scores.get(path, 0.0) - NEIGHBOUR_GAP
             credit(path, min(amount * NEIGHBOUR_OF_HIT, room), f"{reason} (first hit)")
-    ranked = [Candidate(p, round(s, 6), tuple(dict.fromkeys(reasons[p])))
-              for p, s in scores.items() if p not in seeds.reasons]
+    ranked = [
+        Candidate(p, round(s, 6), tuple(dict.fromkeys(reasons[p])))
+        for p, s in scores.items()
+        if p not in seeds.reasons
+    ]
     if prefer_source:
-        return sorted(ranked, key=lambda c: (c.path not in code or is_test_path(c.path),
-                                             -c.score, c.path))
+        return sorted(
+            ranked, key=lambda c: (c.path not in code or is_test_path(c.path), -c.score, c.path)
+        )
     return sorted(ranked, key=lambda c: (-c.score, c.path))
 
 
@@ -104,8 +109,11 @@ def _import_neighbours(index: RepoIndex, seeds: Sequence[str]) -> Iterable[tuple
 
 
 def _test_pairs(
-    infos: Sequence[FileInfo], seeds: Sequence[str], best_hits: Sequence[str],
-    hit_scores: dict[str, float], top: float,
+    infos: Sequence[FileInfo],
+    seeds: Sequence[str],
+    best_hits: Sequence[str],
+    hit_scores: dict[str, float],
+    top: float,
 ) -> Iterable[tuple[str, float, str]]:
     """Tests of seeds and of the best hits; sources of seeded tests."""
     tests: dict[str, list[str]] = defaultdict(list)
@@ -128,9 +136,12 @@ def _test_pairs(
 
 def _closest(anchor: str, paths: Sequence[str]) -> list[str]:
     """The paths sharing the longest folder prefix with `anchor` (stable, at most a few)."""
+
     def shared(path: str) -> int:
         a, b = anchor.split("/"), path.split("/")
-        return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
-                    min(len(a), len(b)))
+        return next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+
     ordered = sorted((p for p in paths if p != anchor), key=lambda p: (-shared(p), p))
     return ordered[:MAX_TESTS_PER_FILE]

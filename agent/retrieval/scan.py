@@ -23,8 +23,21 @@ _SUBMODULE, _SYMLINK = "160000", "120000"
 _VOCABULARY_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 # folders of tests, and of the data tests compare against (Go's testdata, Jest's and insta's
 # snapshots, fixtures): changing what a test expects is changing the test
-_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "testdata",
-                        "test_data", "fixtures", "__snapshots__", "snapshots"})
+_TEST_DIRS = frozenset(
+    {
+        "test",
+        "tests",
+        "testing",
+        "__tests__",
+        "spec",
+        "specs",
+        "testdata",
+        "test_data",
+        "fixtures",
+        "__snapshots__",
+        "snapshots",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -112,12 +125,14 @@ def read_file(worktree: Path, path: str, sha: str, max_bytes: int) -> FileRecord
         size = (worktree / path).stat().st_size
         text = data[:max_bytes].decode("utf-8", errors="replace")
         parsed = ParsedFile(language, "text")
-        return FileRecord(path, sha, "capped", size, estimate_tokens(text), parsed,
-                          vocabulary(text))
+        return FileRecord(
+            path, sha, "capped", size, estimate_tokens(text), parsed, vocabulary(text)
+        )
     text = data.decode("utf-8", errors="replace")
     parsed = parse_source(path, text)
-    return FileRecord(path, sha, parsed.status, len(data), estimate_tokens(text), parsed,
-                      vocabulary(text))
+    return FileRecord(
+        path, sha, parsed.status, len(data), estimate_tokens(text), parsed, vocabulary(text)
+    )
 
 
 def vocabulary(text: str) -> str:
@@ -136,13 +151,19 @@ def is_test_path(path: str) -> bool:
     lower = stem.lower()
     return (
         any(part.lower() in _TEST_DIRS for part in pure.parts[:-1])
-        or lower.startswith("test_") or lower.endswith(("_test", "_tests")) or lower == "conftest"
+        or lower.startswith("test_")
+        or lower.endswith(("_test", "_tests"))
+        or lower == "conftest"
         or lower in ("test", "tests")  # Django's app/tests.py
         or (name.endswith(".py") and lower.startswith("test"))  # unittest discovers test*.py
-        or ".test." in name or ".spec." in name or stem.endswith(("Test", "Tests"))
+        or ".test." in name
+        or ".spec." in name
+        or stem.endswith(("Test", "Tests"))
         # node --test's own defaults: calc-test.js, test-calc.mjs
-        or (pure.suffix in _SCRIPT_SUFFIXES
-            and (lower.endswith(("-test", "-spec")) or lower.startswith("test-")))
+        or (
+            pure.suffix in _SCRIPT_SUFFIXES
+            and (lower.endswith(("-test", "-spec")) or lower.startswith("test-"))
+        )
     )
 
 

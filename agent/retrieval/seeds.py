@@ -95,8 +95,9 @@ def resolve_seeds(task: str, seeds: Seeds, index: RepoIndex, *, root: Path) -> R
     return resolved
 
 
-def _add_named(resolved: ResolvedSeeds, paths: _PathMatcher, root: Path, path: str,
-               reason: str = "named") -> None:
+def _add_named(
+    resolved: ResolvedSeeds, paths: _PathMatcher, root: Path, path: str, reason: str = "named"
+) -> None:
     """A named file: kept when indexed or present on disk, else recorded as missing."""
     if not path or path in resolved.reasons or path in resolved.missing:
         return
@@ -139,8 +140,7 @@ def _mine_locations(mined: ResolvedSeeds, paths: _PathMatcher, text: str) -> Non
             mined.add_file(found, "path in text")
 
 
-def _mine_line_refs(mined: ResolvedSeeds, paths: _PathMatcher, index: RepoIndex,
-                    text: str) -> None:
+def _mine_line_refs(mined: ResolvedSeeds, paths: _PathMatcher, index: RepoIndex, text: str) -> None:
     """`path:line` references: the file, and the innermost definition around that line."""
     for match in _FILE_LINE.finditer(text):
         found = paths.match(match["path"])
@@ -153,8 +153,7 @@ def _mine_line_refs(mined: ResolvedSeeds, paths: _PathMatcher, index: RepoIndex,
             mined.add_symbol(max(around, key=lambda s: s.start_line).qualname)
 
 
-def _mine_modules(mined: ResolvedSeeds, paths: _PathMatcher, index: RepoIndex,
-                  text: str) -> None:
+def _mine_modules(mined: ResolvedSeeds, paths: _PathMatcher, index: RepoIndex, text: str) -> None:
     """Dotted module paths (`pkg.sub.module`, `pkg.module.Class.method`) as the module's file:
     the longest prefix of two or more parts that names a `.py` file or package. When the part
     after it names something the module only re-exports, the module it imports that from
@@ -194,8 +193,9 @@ def _code_names(texts: list[str]) -> list[str]:
     return list(dict.fromkeys(part for c in candidates for part in _name_forms(c)))
 
 
-def _seed_symbols(target: ResolvedSeeds, index: RepoIndex, names: list[str], *,
-                  keep_unknown: bool = False) -> None:
+def _seed_symbols(
+    target: ResolvedSeeds, index: RepoIndex, names: list[str], *, keep_unknown: bool = False
+) -> None:
     """Keep the names the index defines (all of them when `keep_unknown`); the defining files
     become seeds when a name is defined in few enough files."""
     defined: dict[str, list[str]] = defaultdict(list)

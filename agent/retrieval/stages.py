@@ -57,23 +57,39 @@ def judge_scope(
     """The paths judged needed, in order, and the others with the reason."""
     fit = _Fit(llm, SCOPE_SYSTEM, task)
     judgment = run_binary_judgment(
-        list(items), llm=llm, system_prompt=SCOPE_SYSTEM, task_context=fit.task_context,
+        list(items),
+        llm=llm,
+        system_prompt=SCOPE_SYSTEM,
+        task_context=fit.task_context,
         format_item=lambda i: fit.item(i.summary, "Is this file needed for the task?"),
-        item_key=lambda i: i.path, stage=SCOPE_STAGE, default=False,
+        item_key=lambda i: i.path,
+        stage=SCOPE_STAGE,
+        default=False,
         version=lambda i: i.version,
     )
     kept = [i.path for i in items if judgment.verdicts.get(i.path)]
     dropped = [
-        DroppedFile(path=i.path, reason="scope: unparseable answer"
-                    if i.path in judgment.unparseable else "scope: not needed")
-        for i in items if not judgment.verdicts.get(i.path)
+        DroppedFile(
+            path=i.path,
+            reason="scope: unparseable answer"
+            if i.path in judgment.unparseable
+            else "scope: not needed",
+        )
+        for i in items
+        if not judgment.verdicts.get(i.path)
     ]
     return kept, dropped
 
 
 def choose_details(
-    task: str, path: str, text: str, symbols: Sequence[Symbol], llm: LoggedLLMClient, *,
-    max_questions: int, seed_symbols: Sequence[str],
+    task: str,
+    path: str,
+    text: str,
+    symbols: Sequence[Symbol],
+    llm: LoggedLLMClient,
+    *,
+    max_questions: int,
+    seed_symbols: Sequence[str],
 ) -> tuple[dict[str, SymbolDetail], int]:
     """Which definitions of a file too large to show whole are shown in full: the seed symbols
     without a question, then one question each — "does the task need X?", showing X — about
@@ -90,11 +106,16 @@ def choose_details(
     wanted = set(seed_symbols)
     parents = {s.parent for s in symbols if s.parent}
     # a class the task names is no body to show whole: its members are asked about
-    details: dict[str, SymbolDetail] = {s.qualname: "full" for s in symbols
-                                        if (s.name in wanted or s.qualname in wanted)
-                                        and s.qualname not in parents}
-    units = [s for s in symbols if s.qualname not in details
-             and not (s.kind in CONTAINER_KINDS and s.qualname in parents)]
+    details: dict[str, SymbolDetail] = {
+        s.qualname: "full"
+        for s in symbols
+        if (s.name in wanted or s.qualname in wanted) and s.qualname not in parents
+    }
+    units = [
+        s
+        for s in symbols
+        if s.qualname not in details and not (s.kind in CONTAINER_KINDS and s.qualname in parents)
+    ]
     shown = [s for s in symbols if details.get(s.qualname) == "full"]
     asked = callees_first(by_task_words(task, units, lines), shown, lines)[: max(0, max_questions)]
     if not asked:
@@ -103,13 +124,19 @@ def choose_details(
     version = content_version(text)
     questions = [_body_question(s, lines) for s in asked]
     judgment = run_binary_judgment(
-        questions, llm=llm, system_prompt=PRECISION_SYSTEM, task_context=fit.task_context,
+        questions,
+        llm=llm,
+        system_prompt=PRECISION_SYSTEM,
+        task_context=fit.task_context,
         format_item=lambda q: fit.item(f"File: {path}\n{q.shown}", q.ask),
-        item_key=lambda q: q.key, stage=PRECISION_STAGE, default=False,
+        item_key=lambda q: q.key,
+        stage=PRECISION_STAGE,
+        default=False,
         version=lambda _: version,
     )
-    details.update({s.qualname: "full" if judgment.verdicts.get(s.qualname) else "omitted"
-                    for s in asked})
+    details.update(
+        {s.qualname: "full" if judgment.verdicts.get(s.qualname) else "omitted" for s in asked}
+    )
     return details, len(asked)
 
 
@@ -119,14 +146,16 @@ def by_task_words(task: str, symbols: Sequence[Symbol], lines: Sequence[str]) ->
     twice; ties in line order."""
     wanted = set(terms(task))
     names = [wanted.intersection(terms(s.name)) for s in symbols]
-    bodies = [wanted.intersection(terms(f"{s.doc}\n" + "\n".join(lines[s.start - 1 : s.end])))
-              for s in symbols]
+    bodies = [
+        wanted.intersection(terms(f"{s.doc}\n" + "\n".join(lines[s.start - 1 : s.end])))
+        for s in symbols
+    ]
     counts = Counter(word for found in bodies for word in found)
     weight = {word: math.log(1 + len(symbols) / n) for word, n in counts.items()}
 
     def score(i: int) -> float:
-        return (sum(weight.get(w, 0.0) for w in names[i]) * 2
-                + sum(weight[w] for w in bodies[i]))
+        return sum(weight.get(w, 0.0) for w in names[i]) * 2 + sum(weight[w] for w in bodies[i])
+
     order = sorted(range(len(symbols)), key=lambda i: (-score(i), symbols[i].start))
     return [symbols[i] for i in order]
 
@@ -137,19 +166,20 @@ def callees_first(
     """`ordered` with the definitions that the bodies shown in full call (by name: `f(`,
     `self.f(`) moved to the front, in their order: a body the task names is read with the
     helpers it calls — the task's words are often in the one and the fix in the other."""
-    called = {name for s in shown
-              for name in _CALL.findall("\n".join(lines[s.start - 1 : s.end]))}
+    called = {name for s in shown for name in _CALL.findall("\n".join(lines[s.start - 1 : s.end]))}
     callees = [s for s in ordered if s.name in called]
     return [*callees, *(s for s in ordered if s.name not in called)]
 
 
 def _body_question(symbol: Symbol, lines: Sequence[str]) -> _Question:
-    """"Does the task need the full body of X?", showing the definition (cut to fit)."""
+    """ "Does the task need the full body of X?", showing the definition (cut to fit)."""
     body = "\n".join(lines[symbol.start - 1 : symbol.end])
-    return _Question(symbol.qualname, f"Definition ({symbol.kind}) `{symbol.qualname}`:\n"
-                     f"```\n{body}\n```",
-                     f"Does the task need the full body of `{symbol.qualname}` "
-                     "(to read it closely or to change it)?")
+    return _Question(
+        symbol.qualname,
+        f"Definition ({symbol.kind}) `{symbol.qualname}`:\n```\n{body}\n```",
+        f"Does the task need the full body of `{symbol.qualname}` "
+        "(to read it closely or to change it)?",
+    )
 
 
 class _Fit:
@@ -159,8 +189,7 @@ class _Fit:
         room = prompt_limit(llm.config, llm.reserved_tokens) - estimate_tokens(system)
         # The instruction of a re-ask is the longer one; the question must fit both ways.
         room -= 2 * MESSAGE_OVERHEAD_TOKENS + estimate_tokens(REASK_INSTRUCTION) + 8
-        self.task_context = "Task:\n" + cut(task, max(16, min(int(room * TASK_SHARE),
-                                                           TASK_TOKENS)))
+        self.task_context = "Task:\n" + cut(task, max(16, min(int(room * TASK_SHARE), TASK_TOKENS)))
         self.item_room = max(16, room - estimate_tokens(self.task_context) - 4)
 
     def item(self, head: str, question: str) -> str:
@@ -183,8 +212,9 @@ def cut(text: str, max_tokens: int) -> str:
     return text[: max(0, limit - len(marker))] + marker
 
 
-def scope_summary(path: str, language: str, doc: str, symbols: Sequence[Symbol],
-                  line_count: int) -> str:
+def scope_summary(
+    path: str, language: str, doc: str, symbols: Sequence[Symbol], line_count: int
+) -> str:
     """What the classifier sees of a candidate file: path, docstring, definition signatures."""
     head = [f"File: {path} ({language}, {line_count} lines)"]
     if doc:

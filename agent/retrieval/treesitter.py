@@ -25,12 +25,15 @@ _JS = """
 (variable_declaration (variable_declarator name: (identifier) @name
   value: [(arrow_function) (function_expression)])) @definition.function
 """
-_TS = _JS + """
+_TS = (
+    _JS
+    + """
 (abstract_class_declaration name: (_) @name) @definition.class
 (interface_declaration name: (_) @name) @definition.interface
 (type_alias_declaration name: (_) @name) @definition.type
 (enum_declaration name: (_) @name) @definition.type
 """
+)
 _C = """
 (function_definition declarator: (function_declarator declarator: (identifier) @name))
   @definition.function
@@ -72,7 +75,8 @@ QUERIES: dict[str, str] = {
 (singleton_method name: (_) @name) @definition.method
 """,
     "c": _C,
-    "cpp": _C + """
+    "cpp": _C
+    + """
 (function_definition declarator: (function_declarator
   declarator: [(field_identifier) (qualified_identifier) (destructor_name)] @name))
   @definition.function
@@ -137,8 +141,10 @@ def definitions(language: str, text: str) -> tuple[list[Symbol], bool] | None:
         if node_key is None or "name" not in captures:
             continue
         node = captures[node_key][0]
-        found.setdefault((node.start_byte, -node.end_byte), (node, captures["name"][0],
-                                                            node_key.split(".", 1)[1]))
+        found.setdefault(
+            (node.start_byte, -node.end_byte),
+            (node, captures["name"][0], node_key.split(".", 1)[1]),
+        )
     lines = text.splitlines()
     return _nest([found[k] for k in sorted(found)], lines), bool(tree.root_node.has_error)
 
@@ -159,8 +165,9 @@ def _nest(nodes: list[tuple[Any, Any, str]], lines: list[str]) -> list[Symbol]:
     return symbols
 
 
-def _symbol(node: Any, name_node: Any, kind: str, parent: Symbol | None,
-            lines: list[str]) -> Symbol:
+def _symbol(
+    node: Any, name_node: Any, kind: str, parent: Symbol | None, lines: list[str]
+) -> Symbol:
     """One definition node as a Symbol."""
     name = _text(name_node)
     owner = parent.qualname if parent else _receiver(node)
@@ -170,9 +177,15 @@ def _symbol(node: Any, name_node: Any, kind: str, parent: Symbol | None,
     header_end = _header_end(node, start)
     signature = re.sub(r"\s+", " ", " ".join(x.strip() for x in lines[start - 1 : header_end]))
     return Symbol(
-        name=name, qualname=f"{owner}.{name}" if owner else name, kind=kind, start=start,
-        end=end, header_end=min(header_end, end), signature=signature[:240],
-        doc=_leading_comment(node), parent=parent.qualname if parent else None,
+        name=name,
+        qualname=f"{owner}.{name}" if owner else name,
+        kind=kind,
+        start=start,
+        end=end,
+        header_end=min(header_end, end),
+        signature=signature[:240],
+        doc=_leading_comment(node),
+        parent=parent.qualname if parent else None,
     )
 
 
@@ -212,12 +225,14 @@ def _header_end(node: Any, start: int) -> int:
 
 def _leading_comment(node: Any) -> str:
     """The first line of a comment right above the definition (or its export statement)."""
-    anchor = node.parent if node.parent is not None and node.parent.type.startswith(
-        "export") else node
+    anchor = (
+        node.parent if node.parent is not None and node.parent.type.startswith("export") else node
+    )
     comment = anchor.prev_named_sibling
     if comment is None or "comment" not in comment.type:
         return ""
     if comment.end_point.row + 1 < anchor.start_point.row:
         return ""
-    return first_line("\n".join(_COMMENT_MARKS.sub("", line) for line in
-                                _text(comment).splitlines()))
+    return first_line(
+        "\n".join(_COMMENT_MARKS.sub("", line) for line in _text(comment).splitlines())
+    )

@@ -12,16 +12,15 @@ from agent.models import AttemptRecord, PlanStep
 from agent.retrieval.scan import is_test_path, test_subject
 
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/", re.M)
-_DEFINED = re.compile(r"^[+-]\s*(?:async\s+)?(?:def|class|fn|func|function)\s+([A-Za-z_]\w*)",
-                      re.M)
+_DEFINED = re.compile(r"^[+-]\s*(?:async\s+)?(?:def|class|fn|func|function)\s+([A-Za-z_]\w*)", re.M)
 _ASSIGNED = re.compile(r"^[+-]([A-Za-z_]\w*)\s*(?::[^=]*)?=", re.M)  # a module-level name
-_HUNK_SCOPE = re.compile(r"^@@[^@]*@@.*?\b(?:def|class|fn|func|function)\s+([A-Za-z_]\w*)",
-                         re.M)
+_HUNK_SCOPE = re.compile(r"^@@[^@]*@@.*?\b(?:def|class|fn|func|function)\s+([A-Za-z_]\w*)", re.M)
 _MIN_SYMBOL = 4  # shorter names (`x`, `run`) match too much of any output
 
 
-def implicated(steps: Sequence[PlanStep], attempt: AttemptRecord,
-               diffs: Mapping[str, str]) -> set[str]:
+def implicated(
+    steps: Sequence[PlanStep], attempt: AttemptRecord, diffs: Mapping[str, str]
+) -> set[str]:
     """The ids of the steps the attempt's failure points to, by the surest evidence there is:
     the frames of its tracebacks, else the subjects of its failing tests, else the symbols the
     steps changed (all of them when it points to none); `diffs` holds each step's own change.
@@ -34,8 +33,9 @@ def implicated(steps: Sequence[PlanStep], attempt: AttemptRecord,
         if found:
             break
     if attempt.gate is not None and attempt.gate.weakened:  # the tests themselves changed
-        found |= {s.id for s in steps if any(is_test_path(f) for f in _files(s, diffs.get(
-            s.id, "")))}
+        found |= {
+            s.id for s in steps if any(is_test_path(f) for f in _files(s, diffs.get(s.id, "")))
+        }
     return found or {s.id for s in steps}
 
 
@@ -68,8 +68,11 @@ def _fails_a_test_of(step: PlanStep, diff: str, text: str, failing: Sequence[str
     """Whether a failing test is a test of one of the step's source files (by subject)."""
     del text
     subjects = {test_subject(f) for f in _sources(step, diff)}
-    return any(test_subject(t.split("::", 1)[0]) in subjects for t in failing
-               if is_test_path(t.split("::", 1)[0]))
+    return any(
+        test_subject(t.split("::", 1)[0]) in subjects
+        for t in failing
+        if is_test_path(t.split("::", 1)[0])
+    )
 
 
 def _names_a_symbol(step: PlanStep, diff: str, text: str, failing: Sequence[str]) -> bool:
@@ -85,14 +88,20 @@ def _files(step: PlanStep, diff: str) -> list[str]:
 def _mentions(text: str, path: str) -> bool:
     """Whether `text` names `path` (whole, or as the end of a longer path: a traceback's
     absolute frames), not as part of a longer name."""
-    return bool(re.search(rf"(?<![\w.-]){re.escape(path)}(?![\w-])", text)
-                or re.search(rf"/{re.escape(path)}(?![\w-])", text))
+    return bool(
+        re.search(rf"(?<![\w.-]){re.escape(path)}(?![\w-])", text)
+        or re.search(rf"/{re.escape(path)}(?![\w-])", text)
+    )
 
 
 def changed_symbols(step: PlanStep, diff: str) -> list[str]:
     """The names the step targets and the ones its diff defines, assigns or edits inside."""
-    names = [*step.target_symbols, *_DEFINED.findall(diff), *_ASSIGNED.findall(diff),
-             *_HUNK_SCOPE.findall(diff)]
+    names = [
+        *step.target_symbols,
+        *_DEFINED.findall(diff),
+        *_ASSIGNED.findall(diff),
+        *_HUNK_SCOPE.findall(diff),
+    ]
     names = [n.rsplit(".", 1)[-1] for n in names]
     module = {PurePosixPath(f).stem for f in step.target_files}
     return [n for n in dict.fromkeys(names) if len(n) >= _MIN_SYMBOL and n not in module]

@@ -58,8 +58,11 @@ class RunContext:
     ) -> LoggedLLMClient:
         """A logged client for `role`, bound to a task run, charged to the run budget too."""
         return LoggedLLMClient(
-            self.runtime.models.client(role), self.runtime.log, role=role,
-            reserved_tokens=self.config.budget.reserved_tokens, task_run_id=task_run_id,
+            self.runtime.models.client(role),
+            self.runtime.log,
+            role=role,
+            reserved_tokens=self.config.budget.reserved_tokens,
+            task_run_id=task_run_id,
             budgets=[*budgets, self.run_budget],
             judgments=self.judgments if self.config.orchestrator.cache_judgments else None,
         )

@@ -50,8 +50,11 @@ class Environment:
         never through a symlink of that tree's."""
         for rel in self.tree_paths:
             source, target = worktree / rel, tree / rel
-            if (source.exists() and not os.path.lexists(target)
-                    and symlinked_folder(tree, rel) is None):
+            if (
+                source.exists()
+                and not os.path.lexists(target)
+                and symlinked_folder(tree, rel) is None
+            ):
                 copy_path(source, target)
 
     def close(self) -> None:
@@ -63,14 +66,24 @@ class Environment:
         if self.setup is None:
             return None
         r = self.setup
-        return ValidationResult(success=r.exit_code == 0 and not r.timed_out,
-                                test_output=r.output, exit_code=r.exit_code,
-                                timed_out=r.timed_out, duration_ms=r.duration_ms)
+        return ValidationResult(
+            success=r.exit_code == 0 and not r.timed_out,
+            test_output=r.output,
+            exit_code=r.exit_code,
+            timed_out=r.timed_out,
+            duration_ms=r.duration_ms,
+        )
 
 
 def prepare_environment(
-    worktree: Path, repo: Path, testing: TestingConfig, *, sandbox: Sandbox,
-    environ: Mapping[str, str], env_dir: Path, cache: EnvCache | None,
+    worktree: Path,
+    repo: Path,
+    testing: TestingConfig,
+    *,
+    sandbox: Sandbox,
+    environ: Mapping[str, str],
+    env_dir: Path,
+    cache: EnvCache | None,
 ) -> Environment:
     """Make `env_dir` and run (or restore) the setup step for `worktree`, a checkout of `repo`.
 
@@ -98,9 +111,12 @@ def prepare_environment(
             else:
                 _run_setup(env, worktree, testing, sandbox, command_env)
                 if report.setup == "ran" and not report.notes:
-                    meta = {"command": testing.setup_command, "created": time.time(),
-                            "setup_ms": env.setup.duration_ms if env.setup else 0,
-                            "tree_paths": env.tree_paths}
+                    meta = {
+                        "command": testing.setup_command,
+                        "created": time.time(),
+                        "setup_ms": env.setup.duration_ms if env.setup else 0,
+                        "tree_paths": env.tree_paths,
+                    }
                     cache.save(entry, env_dir, worktree, env.tree_paths, meta)
                 return env
     if restored is None:  # the entry could not be restored safely: set up afresh, uncached
@@ -120,29 +136,41 @@ def _restored(env: Environment, entry: Entry, worktree: Path) -> Environment | N
         return None
     env.report.setup = "cached"
     ms = int((time.monotonic() - started) * 1000)
-    output = (f"[cra] restored from the environment cache (key {env.report.cache_key}); "
-              f"the setup command did not run\n")
-    env.setup = CommandResult(command="(environment cache)", exit_code=0, output=output,
-                              duration_ms=ms)
+    output = (
+        f"[cra] restored from the environment cache (key {env.report.cache_key}); "
+        f"the setup command did not run\n"
+    )
+    env.setup = CommandResult(
+        command="(environment cache)", exit_code=0, output=output, duration_ms=ms
+    )
     return env
 
 
 def _run_setup(
-    env: Environment, worktree: Path, testing: TestingConfig, sandbox: Sandbox,
+    env: Environment,
+    worktree: Path,
+    testing: TestingConfig,
+    sandbox: Sandbox,
     command_env: Mapping[str, str],
 ) -> Environment:
     assert testing.setup_command is not None
-    result = run_command(testing.setup_command, worktree, sandbox=sandbox.with_env(env.path),
-                         timeout=testing.setup_timeout, env=command_env,
-                         max_output_chars=testing.max_output_chars,
-                         network=testing.setup_network)
+    result = run_command(
+        testing.setup_command,
+        worktree,
+        sandbox=sandbox.with_env(env.path),
+        timeout=testing.setup_timeout,
+        env=command_env,
+        max_output_chars=testing.max_output_chars,
+        network=testing.setup_network,
+    )
     ok = result.exit_code == 0 and not result.timed_out
     env.report.setup = "ran" if ok else "failed"
     if ok:
         notes = _inspect_worktree(env, worktree)
         if notes:
-            result = result.model_copy(update={"output": result.output + "".join(
-                f"[cra] {note}\n" for note in notes)})
+            result = result.model_copy(
+                update={"output": result.output + "".join(f"[cra] {note}\n" for note in notes)}
+            )
     env.setup = result
     return env
 
@@ -155,27 +183,42 @@ def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:
     env.tree_paths = [path.rstrip("/") for code, path in entries if code == "!!"]
     notes: list[str] = []
     if changed:
-        notes.append(f"the setup step changed tracked files ({', '.join(changed[:5])}); its "
-                     "result is not cached: use a command that leaves the repository as it is "
-                     "(npm ci, not npm install)")
+        notes.append(
+            f"the setup step changed tracked files ({', '.join(changed[:5])}); its "
+            "result is not cached: use a command that leaves the repository as it is "
+            "(npm ci, not npm install)"
+        )
     if untracked:
-        notes.append(f"the setup step left untracked files that are not git-ignored "
-                     f"({', '.join(untracked[:5])}): resetting an attempt deletes them; "
-                     "install into $CRA_ENV or ignore them; the result is not cached")
+        notes.append(
+            f"the setup step left untracked files that are not git-ignored "
+            f"({', '.join(untracked[:5])}): resetting an attempt deletes them; "
+            "install into $CRA_ENV or ignore them; the result is not cached"
+        )
     env.report.notes += notes
     return notes
 
 
 def open_environment(
-    runtime: Runtime, worktree: Path, repo: Path, testing: TestingConfig, *, run_id: str,
-    task_run_id: int, notes: Sequence[str] = (),
+    runtime: Runtime,
+    worktree: Path,
+    repo: Path,
+    testing: TestingConfig,
+    *,
+    run_id: str,
+    task_run_id: int,
+    notes: Sequence[str] = (),
 ) -> tuple[Runtime, Environment]:
     """The run's environment, its setup recorded under `task_run_id` (like a test run); the
     runtime whose sandbox mounts it. SetupFailed (recorded first) when the setup failed.
     `notes` on the worktree (submodules left out) lead its report's notes."""
     env = prepare_environment(
-        worktree, repo, testing, sandbox=runtime.sandbox, environ=runtime.environ,
-        env_dir=runtime.work_dir / "envs" / run_id, cache=runtime.env_cache,
+        worktree,
+        repo,
+        testing,
+        sandbox=runtime.sandbox,
+        environ=runtime.environ,
+        env_dir=runtime.work_dir / "envs" / run_id,
+        cache=runtime.env_cache,
     )
     env.report.notes[:0] = notes
     runtime.log.set_state(run_id, "environment", env.report)

@@ -95,11 +95,30 @@ def run_group(
 ) -> GroupRun:
     """Land `steps` together (see the module's docstring); a pass is committed once, a failure
     leaves the tree as it was at `base`."""
-    pieces = [_Piece(step_state(rc, s, part_id=part_id, plan=plan, task_run_id=task_run_id,
-                                cumulative_diff=cumulative_diff, base=base)) for s in steps]
+    pieces = [
+        _Piece(
+            step_state(
+                rc,
+                s,
+                part_id=part_id,
+                plan=plan,
+                task_run_id=task_run_id,
+                cumulative_diff=cumulative_diff,
+                base=base,
+            )
+        )
+        for s in steps
+    ]
     targets = list(dict.fromkeys([*(t for p in pieces for t in p.st.targets), *extra_targets]))
-    whole = step_state(rc, merged_step(steps), part_id=part_id, plan=plan, base=base,
-                       cumulative_diff=cumulative_diff, task_run_id=task_run_id)
+    whole = step_state(
+        rc,
+        merged_step(steps),
+        part_id=part_id,
+        plan=plan,
+        base=base,
+        cumulative_diff=cumulative_diff,
+        task_run_id=task_run_id,
+    )
     whole.targets = targets
     group = _Group(rc, pieces, whole)
     try:
@@ -135,10 +154,10 @@ def _rounds(group: _Group) -> GroupRun:
         if attempt.gate is not None and attempt.gate.passed:
             return _landed(group, attempt)
         failure = describe_group_failure(attempt, [p.step for p in group.pieces])
-        redo = implicated([p.step for p in group.pieces], attempt, {
-            p.step.id: p.diff for p in group.pieces})
-    return _failed(group, f"no round of the group passed the tests ({len(group.rounds)} "
-                          "rounds)")
+        redo = implicated(
+            [p.step for p in group.pieces], attempt, {p.step.id: p.diff for p in group.pieces}
+        )
+    return _failed(group, f"no round of the group passed the tests ({len(group.rounds)} rounds)")
 
 
 def as_one_step(run: GroupRun, step: PlanStep) -> StepOutcome:
@@ -149,18 +168,26 @@ def as_one_step(run: GroupRun, step: PlanStep) -> StepOutcome:
         usage = usage + outcome.usage
     group = run.group
     return StepOutcome(
-        part_id=group.part_id, step_id=group.group_id, description=step.description,
-        status=group.status, attempts=[r.attempt for r in group.rounds], commit=group.commit,
-        diff=group.diff, error=group.error, validation=group.validation, usage=usage,
-        model_failed=any(o.model_failed for o in run.steps), group=group.group_id,
-        budget_exhausted=next((o.budget_exhausted for o in run.steps if o.budget_exhausted),
-                              None),
+        part_id=group.part_id,
+        step_id=group.group_id,
+        description=step.description,
+        status=group.status,
+        attempts=[r.attempt for r in group.rounds],
+        commit=group.commit,
+        diff=group.diff,
+        error=group.error,
+        validation=group.validation,
+        usage=usage,
+        model_failed=any(o.model_failed for o in run.steps),
+        group=group.group_id,
+        budget_exhausted=next((o.budget_exhausted for o in run.steps if o.budget_exhausted), None),
         task_run_id=run.steps[0].task_run_id if run.steps else None,
     )
 
 
-def _apply_pieces(group: _Group, number: int, failure: str | None,
-                  redo: set[str]) -> tuple[AttemptRecord, list[str], _Piece | None]:  # fmt: skip
+def _apply_pieces(
+    group: _Group, number: int, failure: str | None, redo: set[str]
+) -> tuple[AttemptRecord, list[str], _Piece | None]:
     """Every piece applied in order: those in `redo` (or that no longer apply) implemented
     anew with the failure, the others as they were. The round's attempt, the pieces
     implemented anew, and the piece whose answer could not be used (None when all applied)."""
@@ -170,8 +197,9 @@ def _apply_pieces(group: _Group, number: int, failure: str | None,
             continue
         redone.append(piece.step.id)
         piece.st.landing = landing_note(group.pieces, index)
-        attempt, attempt_id = implement_attempt(piece.st, number, failure if (
-            piece.step.id in redo) else None)
+        attempt, attempt_id = implement_attempt(
+            piece.st, number, failure if (piece.step.id in redo) else None
+        )
         if not attempt.patch_applied:
             piece.edits, piece.diff = [], ""
             why = f"step {piece.step.id}: {attempt.error_info or 'no usable edits'}"
@@ -181,8 +209,11 @@ def _apply_pieces(group: _Group, number: int, failure: str | None,
             piece.tests_after = attempt.validation = run_tests(piece.st, attempt_id, "piece")
     edits = [e for p in group.pieces for e in p.edits]
     diff = git.diff(group.rc.ws.worktree, group.whole.base)
-    return AttemptRecord(attempt=number, edits=edits, patch_applied=True,
-                         unified_diff=diff), redone, None
+    return (
+        AttemptRecord(attempt=number, edits=edits, patch_applied=True, unified_diff=diff),
+        redone,
+        None,
+    )
 
 
 def _reapplied(piece: _Piece) -> bool:
@@ -197,89 +228,144 @@ def _reapplied(piece: _Piece) -> bool:
 def landing_note(pieces: Sequence[_Piece], index: int) -> str:
     """What the implementer of piece `index` is told of the steps it lands with: the order,
     the changes before it and, when they failed, the tests after them."""
-    lines = ["Your step lands together with the steps below: each is made by its own call on "
-             "its own file, they are applied in this order, and the tests judge them once all "
-             "are in, so the tests may fail until the last one is applied. Make only your "
-             "step's change, consistent with the others (the same names and signatures)."]
+    lines = [
+        "Your step lands together with the steps below: each is made by its own call on "
+        "its own file, they are applied in this order, and the tests judge them once all "
+        "are in, so the tests may fail until the last one is applied. Make only your "
+        "step's change, consistent with the others (the same names and signatures)."
+    ]
     for n, piece in enumerate(pieces):
         where = "your step" if n == index else "before yours" if n < index else "after yours"
-        lines.append(f"- {piece.step.id} ({where}): {piece.step.description} "
-                     f"[{', '.join(piece.step.target_files)}]")
+        lines.append(
+            f"- {piece.step.id} ({where}): {piece.step.description} "
+            f"[{', '.join(piece.step.target_files)}]"
+        )
     before = "\n".join(p.diff for p in pieces[:index] if p.diff)
     if before:
-        lines += ["The changes of the steps before yours (already in the files):",
-                  last_chars(before, _NOTE_DIFF_CHARS, "changes")]
+        lines += [
+            "The changes of the steps before yours (already in the files):",
+            last_chars(before, _NOTE_DIFF_CHARS, "changes"),
+        ]
     tests = pieces[index - 1].tests_after if index else None
     if tests is not None and not tests.success:
         failing = ", ".join(tests.failing_tests[:_NOTE_FAILING]) or "(not identified)"
-        lines += ["The tests after the steps before yours (for information only: the group is "
-                  f"judged once all are in). Failing: {failing}",
-                  last_chars(tests.test_output or "", _NOTE_OUTPUT_CHARS)]
+        lines += [
+            "The tests after the steps before yours (for information only: the group is "
+            f"judged once all are in). Failing: {failing}",
+            last_chars(tests.test_output or "", _NOTE_OUTPUT_CHARS),
+        ]
     return "\n".join(lines)
 
 
 def describe_group_failure(attempt: AttemptRecord, steps: Sequence[PlanStep]) -> str:
     """What went wrong with the group, for the retry of the pieces it points to."""
     named = ", ".join(s.id for s in steps)
-    return (f"The steps {named} landed together and were judged together. "
-            + describe_failure(attempt).replace("Your previous edits", "Their edits", 1)
-            .replace("Your edits:", "The edits of every step of the group:", 1)
-            + "\nThe steps this failure does not point to are applied again as they were; "
-            "change your step so that the group passes.")
+    return (
+        f"The steps {named} landed together and were judged together. "
+        + describe_failure(attempt)
+        .replace("Your previous edits", "Their edits", 1)
+        .replace("Your edits:", "The edits of every step of the group:", 1)
+        + "\nThe steps this failure does not point to are applied again as they were; "
+        "change your step so that the group passes."
+    )
 
 
 def _landed(group: _Group, attempt: AttemptRecord) -> GroupRun:
     """The group committed once, each piece passed with it."""
-    commit = commit_edits(group.whole, attempt.edits, commit_description(
-        [p.step for p in group.pieces]))
+    commit = commit_edits(
+        group.whole, attempt.edits, commit_description([p.step for p in group.pieces])
+    )
     changes = allowed_test_changes(group.whole, attempt)
-    outcome = _outcome(group, "passed", commit=commit, diff=attempt.unified_diff if commit
-                       else "", validation=attempt.validation, tests_changed=changes)
-    steps = [_step_outcome(group, p, "passed", commit=commit, validation=attempt.validation)
-             for p in group.pieces]
+    outcome = _outcome(
+        group,
+        "passed",
+        commit=commit,
+        diff=attempt.unified_diff if commit else "",
+        validation=attempt.validation,
+        tests_changed=changes,
+    )
+    steps = [
+        _step_outcome(group, p, "passed", commit=commit, validation=attempt.validation)
+        for p in group.pieces
+    ]
     return GroupRun(outcome, steps)
 
 
-def _failed(group: _Group, error: str, *, budget: str | None = None,
-            model_failed: bool = False) -> GroupRun:
+def _failed(
+    group: _Group, error: str, *, budget: str | None = None, model_failed: bool = False
+) -> GroupRun:
     """The group failed whole: every piece failed with it."""
-    last = next((r.attempt.validation for r in reversed(group.rounds)
-                 if r.attempt.validation is not None), None)
+    last = next(
+        (r.attempt.validation for r in reversed(group.rounds) if r.attempt.validation is not None),
+        None,
+    )
     outcome = _outcome(group, "failed", validation=last, error=error)
-    steps = [_step_outcome(group, p, "failed", validation=last, error=error, budget=budget,
-                           model_failed=model_failed) for p in group.pieces]
+    steps = [
+        _step_outcome(
+            group,
+            p,
+            "failed",
+            validation=last,
+            error=error,
+            budget=budget,
+            model_failed=model_failed,
+        )
+        for p in group.pieces
+    ]
     return GroupRun(outcome, steps)
 
 
 def _outcome(group: _Group, status: str, **fields: object) -> GroupOutcome:
     steps = [p.step for p in group.pieces]
-    return GroupOutcome.model_validate({
-        "part_id": group.whole.part_id, "group_id": group_id(steps),
-        "step_ids": [s.id for s in steps], "reason": group_reason(steps), "status": status,
-        "rounds": group.rounds, **fields,
-    })
+    return GroupOutcome.model_validate(
+        {
+            "part_id": group.whole.part_id,
+            "group_id": group_id(steps),
+            "step_ids": [s.id for s in steps],
+            "reason": group_reason(steps),
+            "status": status,
+            "rounds": group.rounds,
+            **fields,
+        }
+    )
 
 
-def _step_outcome(group: _Group, piece: _Piece, status: str, *, commit: str | None = None,
-                  validation: ValidationResult | None, error: str | None = None,
-                  budget: str | None = None, model_failed: bool = False) -> StepOutcome:
+def _step_outcome(
+    group: _Group,
+    piece: _Piece,
+    status: str,
+    *,
+    commit: str | None = None,
+    validation: ValidationResult | None,
+    error: str | None = None,
+    budget: str | None = None,
+    model_failed: bool = False,
+) -> StepOutcome:
     passed = status == "passed"
-    return StepOutcome.model_validate({
-        "part_id": piece.st.part_id, "step_id": piece.step.id,
-        "description": piece.step.description, "status": status,
-        "attempts": piece.st.attempts, "commit": commit, "diff": piece.diff if passed else "",
-        "error": error, "budget_exhausted": budget, "model_failed": model_failed,
-        "validation": validation, "task_run_id": piece.st.task_run_id,
-        "group": group_id([p.step for p in group.pieces]),
-    })
+    return StepOutcome.model_validate(
+        {
+            "part_id": piece.st.part_id,
+            "step_id": piece.step.id,
+            "description": piece.step.description,
+            "status": status,
+            "attempts": piece.st.attempts,
+            "commit": commit,
+            "diff": piece.diff if passed else "",
+            "error": error,
+            "budget_exhausted": budget,
+            "model_failed": model_failed,
+            "validation": validation,
+            "task_run_id": piece.st.task_run_id,
+            "group": group_id([p.step for p in group.pieces]),
+        }
+    )
 
 
 def _account(group: _Group, run: GroupRun) -> None:
     """Each piece's model calls on its outcome (the gate's own questions on the last)."""
     rc = group.rc
     for piece, outcome in zip(group.pieces, run.steps, strict=True):
-        outcome.usage = rc.account(piece.st.coding, piece.st.classifier,
-                                   *piece.st.judge_clients)
+        outcome.usage = rc.account(piece.st.coding, piece.st.classifier, *piece.st.judge_clients)
     extra = rc.account(*group.whole.judge_clients)
     if extra != Usage() and run.steps:
         run.steps[-1].usage = run.steps[-1].usage + extra
@@ -289,8 +375,10 @@ def group_reason(steps: Sequence[PlanStep]) -> str:
     """Why these steps land together, in a sentence."""
     origin = {s.split_from for s in steps}
     if len(origin) == 1 and "" not in origin:
-        return (f"step {origin.pop()} changes {len(steps)} source files: each file is its own "
-                "step, and the tests can pass only once all of them are in")
+        return (
+            f"step {origin.pop()} changes {len(steps)} source files: each file is its own "
+            "step, and the tests can pass only once all of them are in"
+        )
     return "the plan says they land together: the tests cannot pass with one of them alone"
 
 

@@ -91,8 +91,9 @@ class _Sequencer:
         self.passes = PassRecorder(task, run_id, repo, runtime)
         self.ws: Workspace | None = None
         self.env: Environment | None = None  # the run's environment directory, once set up
-        self.env_report = EnvironmentReport(sandbox=runtime.sandbox.name,
-                                            isolated=runtime.sandbox.isolated)
+        self.env_report = EnvironmentReport(
+            sandbox=runtime.sandbox.name, isolated=runtime.sandbox.isolated
+        )
         self.rc: RunContext | None = None
         self.planner: PlanPasses | None = None
         self.head: str | None = None
@@ -106,28 +107,57 @@ class _Sequencer:
     def open(self) -> None:
         """Create the worktree, run the baseline, build the run context."""
         self.passes.emit("run_started", message=self.task)
-        self.ws = open_workspace(self.repo, work_dir=self.runtime.work_dir, run_id=self.run_id,
-                                 branch_hint=self.task, base=self.base, branch=self.branch)
-        run_budget = TaskBudget("run", max_tokens=self.config.budget.max_tokens_per_run,
-                                max_calls=None, tokens_label="max_tokens_per_run")
-        baseline_run = self.passes.open_pass("baseline", "baseline",
-                                             config_json=self.config.model_dump_json())
+        self.ws = open_workspace(
+            self.repo,
+            work_dir=self.runtime.work_dir,
+            run_id=self.run_id,
+            branch_hint=self.task,
+            base=self.base,
+            branch=self.branch,
+        )
+        run_budget = TaskBudget(
+            "run",
+            max_tokens=self.config.budget.max_tokens_per_run,
+            max_calls=None,
+            tokens_label="max_tokens_per_run",
+        )
+        baseline_run = self.passes.open_pass(
+            "baseline", "baseline", config_json=self.config.model_dump_json()
+        )
         try:
             self.runtime, self.env = open_environment(
-                self.runtime, self.ws.worktree, self.repo, self.config.testing,
-                run_id=self.run_id, task_run_id=baseline_run, notes=self.ws.notes)
+                self.runtime,
+                self.ws.worktree,
+                self.repo,
+                self.config.testing,
+                run_id=self.run_id,
+                task_run_id=baseline_run,
+                notes=self.ws.notes,
+            )
         except SetupFailed as exc:
             self.env_report = exc.report
             self.passes.close_pass(baseline_run, "failed")
             raise
-        baseline = run_validation(self.ws.worktree, self.config.testing,
-                                  environ=self.runtime.environ, sandbox=self.runtime.sandbox)
+        baseline = run_validation(
+            self.ws.worktree,
+            self.config.testing,
+            environ=self.runtime.environ,
+            sandbox=self.runtime.sandbox,
+        )
         self.log.record_validation(baseline_run, baseline, attempt_id=None, kind="baseline")
         self.passes.close_pass(baseline_run, "complete")
         require_test_command_started(baseline, self.config.testing.test_command)
         context = self.context_factory(self.ws.worktree)
-        self.rc = RunContext(self.task, self.run_id, self.runtime, self.config, self.ws,
-                             baseline, context, run_budget)
+        self.rc = RunContext(
+            self.task,
+            self.run_id,
+            self.runtime,
+            self.config,
+            self.ws,
+            baseline,
+            context,
+            run_budget,
+        )
         self.planner = PlanPasses(self.rc, self.passes)
         self.head = self.ws.base
 
@@ -154,8 +184,10 @@ class _Sequencer:
                 # its plan would be made against code the part it needs never delivered
                 unfinished.add(part.id)
                 self.tally.parts_failed += 1
-                why = (f"part {part.id} skipped: it depends on {', '.join(blockers)}, "
-                       "which did not complete")
+                why = (
+                    f"part {part.id} skipped: it depends on {', '.join(blockers)}, "
+                    "which did not complete"
+                )
                 self.log.set_state(self.run_id, f"part_skipped:{part.id}", {"reason": why})
                 self.tally.error = self.tally.error or why
                 continue
@@ -167,8 +199,9 @@ class _Sequencer:
 
     def meta_plan(self) -> MetaPlan:
         """The meta-plan pass; a run without one fails."""
-        plan = self.plans.plan("meta_plan", "meta_plan", task=self.task, files=(),
-                               cumulative_diff=self.cumulative_diff)
+        plan = self.plans.plan(
+            "meta_plan", "meta_plan", task=self.task, files=(), cumulative_diff=self.cumulative_diff
+        )
         assert isinstance(plan, MetaPlan)
         self.log.set_state(self.run_id, "meta_plan", plan)
         return plan
@@ -176,9 +209,14 @@ class _Sequencer:
     def run_part(self, index: int, part: MetaPlanPart, *, last: bool) -> None:
         """The part plan, then its steps, each followed by an adjustment."""
         try:
-            plan = self.plans.plan("part_plan", f"part_plan:{part.id}", task=part.description,
-                                   files=part.affected_files, part_id=part.id,
-                                   cumulative_diff=self.cumulative_diff)
+            plan = self.plans.plan(
+                "part_plan",
+                f"part_plan:{part.id}",
+                task=part.description,
+                files=part.affected_files,
+                part_id=part.id,
+                cumulative_diff=self.cumulative_diff,
+            )
         except (Cancelled, StopRun):
             raise
         except AgentError as exc:
@@ -188,13 +226,10 @@ class _Sequencer:
         assert isinstance(plan, PartPlan)
         self.tally.part_plans.append(plan)
         self.log.set_state(self.run_id, f"part_plan:{part.id}", plan)
-        self.passes.emit("plan_made", part_id=part.id, message=part.description,
-                         steps=plan.steps)
+        self.passes.emit("plan_made", part_id=part.id, message=part.description, steps=plan.steps)
         self.run_steps(index, part, plan, last=last)
 
-    def run_steps(
-        self, part_index: int, part: MetaPlanPart, plan: PartPlan, *, last: bool
-    ) -> None:
+    def run_steps(self, part_index: int, part: MetaPlanPart, plan: PartPlan, *, last: bool) -> None:
         """Steps in order, each group of steps that land together as one; the remaining ones
         replaced by each adjustment (none after the part's last step passed: nothing is left
         to revise). The run's last planned step (or group) must also make the tests the task
@@ -217,8 +252,10 @@ class _Sequencer:
             if len(unit) == 1:
                 step, outcome = unit[0], self.step_pass(part, plan, unit[0], finishing=finishing)
             else:
-                step, outcome = merged_step(unit), self.group_pass(part, plan, unit,
-                                                                   finishing=finishing)
+                step, outcome = (
+                    merged_step(unit),
+                    self.group_pass(part, plan, unit, finishing=finishing),
+                )
             done.extend(unit)
             failed += outcome.status != "passed"
             if outcome.status != "passed":
@@ -228,10 +265,15 @@ class _Sequencer:
             if remaining or outcome.status != "passed":  # else: nothing left to revise
                 remaining = landing_order(self.adjust(part, step, outcome, remaining, done))
         for step in remaining:
-            self.tally.outcomes.append(StepOutcome(
-                part_id=part.id, step_id=step.id, description=step.description,
-                status="skipped", error=f"over orchestrator.max_steps_per_part ({limit})",
-            ))
+            self.tally.outcomes.append(
+                StepOutcome(
+                    part_id=part.id,
+                    step_id=step.id,
+                    description=step.description,
+                    status="skipped",
+                    error=f"over orchestrator.max_steps_per_part ({limit})",
+                )
+            )
         clean = failed == 0 and not remaining
         self.tally.parts_completed += int(clean)
         self.tally.parts_failed += int(not clean)
@@ -239,24 +281,36 @@ class _Sequencer:
     def skip(self, part: MetaPlanPart, step: PlanStep, blockers: list[str]) -> None:
         """A step not run because a step it depends on did not pass: recorded with why."""
         why = f"skipped: it depends on {', '.join(blockers)}, which did not pass"
-        outcome = StepOutcome(part_id=part.id, step_id=step.id, description=step.description,
-                              status="skipped", error=why)
+        outcome = StepOutcome(
+            part_id=part.id,
+            step_id=step.id,
+            description=step.description,
+            status="skipped",
+            error=why,
+        )
         self.tally.outcomes.append(outcome)
         self.log.set_state(self.run_id, f"step_result:{part.id}:{step.id}", outcome)
-        self.passes.emit("step_failed", part_id=part.id, step_id=step.id, message=why,
-                         status="skipped")
+        self.passes.emit(
+            "step_failed", part_id=part.id, step_id=step.id, message=why, status="skipped"
+        )
 
     def step_pass(
         self, part: MetaPlanPart, plan: PartPlan, step: PlanStep, *, finishing: bool
     ) -> StepOutcome:
         """One step as a pass of its own: its task run, attempts, commit, state."""
         self.passes.check_cancel()
-        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{step.id}", part.id,
-                                         step.id)
+        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{step.id}", part.id, step.id)
         targets = task_target_tests(self.ctx.baseline, self.task) if finishing else []
-        outcome = run_step(self.ctx, step, part_id=part.id, plan=plan,
-                           cumulative_diff=self.cumulative_diff, task_run_id=task_run,
-                           extra_targets=targets, base=self.head)
+        outcome = run_step(
+            self.ctx,
+            step,
+            part_id=part.id,
+            plan=plan,
+            cumulative_diff=self.cumulative_diff,
+            task_run_id=task_run,
+            extra_targets=targets,
+            base=self.head,
+        )
         self.tally.outcomes.append(outcome)
         states: dict[str, object] = {}
         if outcome.status == "passed" and outcome.commit:
@@ -265,12 +319,19 @@ class _Sequencer:
             self.cumulative_diff += outcome.diff
             states["cumulative_diff"] = self.cumulative_diff
         states[f"step_result:{part.id}:{step.id}"] = outcome
-        self.passes.close_pass(task_run, "complete" if outcome.status == "passed" else "failed",
-                               usage=outcome.usage, error=outcome.error, diff=outcome.diff,
-                               states=states, steps_completed=self.tally.steps_passed)
+        self.passes.close_pass(
+            task_run,
+            "complete" if outcome.status == "passed" else "failed",
+            usage=outcome.usage,
+            error=outcome.error,
+            diff=outcome.diff,
+            states=states,
+            steps_completed=self.tally.steps_passed,
+        )
         kind: RunEventKind = "step_passed" if outcome.status == "passed" else "step_failed"
-        self.passes.emit(kind, part_id=part.id, step_id=step.id, message=step.description,
-                         status=outcome.status)
+        self.passes.emit(
+            kind, part_id=part.id, step_id=step.id, message=step.description, status=outcome.status
+        )
         return outcome
 
     def group_pass(
@@ -283,9 +344,16 @@ class _Sequencer:
         task_run = self.passes.open_pass("implement", f"impl:{part.id}:{gid}", part.id, gid)
         targets = task_target_tests(self.ctx.baseline, self.task) if finishing else []
         assert self.head is not None, "open() first"
-        run = run_group(self.ctx, steps, part_id=part.id, plan=plan, base=self.head,
-                        cumulative_diff=self.cumulative_diff, task_run_id=task_run,
-                        extra_targets=targets)
+        run = run_group(
+            self.ctx,
+            steps,
+            part_id=part.id,
+            plan=plan,
+            base=self.head,
+            cumulative_diff=self.cumulative_diff,
+            task_run_id=task_run,
+            extra_targets=targets,
+        )
         self.tally.outcomes += run.steps
         self.tally.groups.append(run.group)
         states: dict[str, object] = {f"group_result:{part.id}:{gid}": run.group}
@@ -297,12 +365,19 @@ class _Sequencer:
         for outcome in run.steps:
             states[f"step_result:{part.id}:{outcome.step_id}"] = outcome
         outcome = as_one_step(run, merged_step(steps))
-        self.passes.close_pass(task_run, "complete" if run.passed else "failed",
-                               usage=outcome.usage, error=outcome.error, diff=run.group.diff,
-                               states=states, steps_completed=self.tally.steps_passed)
+        self.passes.close_pass(
+            task_run,
+            "complete" if run.passed else "failed",
+            usage=outcome.usage,
+            error=outcome.error,
+            diff=run.group.diff,
+            states=states,
+            steps_completed=self.tally.steps_passed,
+        )
         kind: RunEventKind = "step_passed" if run.passed else "step_failed"
-        self.passes.emit(kind, part_id=part.id, step_id=gid, message=outcome.description,
-                         status=outcome.status)
+        self.passes.emit(
+            kind, part_id=part.id, step_id=gid, message=outcome.description, status=outcome.status
+        )
         return outcome
 
     def adjust(
@@ -314,8 +389,9 @@ class _Sequencer:
         done: list[PlanStep],
     ) -> list[PlanStep]:
         """The adjustment pass after a step (see PlanPasses.adjust), kept in the tally."""
-        record, remaining = self.plans.adjust(part, step, outcome, remaining, done,
-                                              cumulative_diff=self.cumulative_diff)
+        record, remaining = self.plans.adjust(
+            part, step, outcome, remaining, done, cumulative_diff=self.cumulative_diff
+        )
         if record is not None:
             self.tally.adjustments.append(record)
         return remaining
@@ -325,8 +401,15 @@ class _Sequencer:
     def finish(self, *, in_place: bool) -> OrchestratorResult:
         """Judge the run, record its end, hand back the branch (or apply in place)."""
         wall_ms = int((self.runtime.clock() - self.started) * 1000)
-        result = run_result(self.tally, task=self.task, run_id=self.run_id,
-                            orch_id=self.passes.orch_id, ws=self.ws, rc=self.rc, wall_ms=wall_ms)
+        result = run_result(
+            self.tally,
+            task=self.task,
+            run_id=self.run_id,
+            orch_id=self.passes.orch_id,
+            ws=self.ws,
+            rc=self.rc,
+            wall_ms=wall_ms,
+        )
         report = self.env.report if self.env is not None else self.env_report
         result = result.model_copy(update={"environment": report})
         keep_branch = result.commit is not None
@@ -338,8 +421,11 @@ class _Sequencer:
             result = result.model_copy(update={"branch": None})
         self.passes.progress(-1, -1, result.status)
         self.log.update_orchestrator_run(
-            self.passes.orch_id, status=result.status, parts_completed=result.parts_completed,
-            steps_completed=result.steps_completed, total_steps=len(self.tally.outcomes),
+            self.passes.orch_id,
+            status=result.status,
+            parts_completed=result.parts_completed,
+            steps_completed=result.steps_completed,
+            total_steps=len(self.tally.outcomes),
             completed=True,
         )
         if self.rc is not None:

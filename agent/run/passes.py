@@ -35,20 +35,33 @@ class PassRecorder:
         self.sequence = 0
 
     def open_pass(
-        self, pass_type: str, key: str, part_id: str | None = None, step_id: str | None = None,
-        *, config_json: str | None = None,
+        self,
+        pass_type: str,
+        key: str,
+        part_id: str | None = None,
+        step_id: str | None = None,
+        *,
+        config_json: str | None = None,
     ) -> int:
         """A task run for one pass, linked to the orchestrator run in sequence (the baseline's
         carries the run's effective config, as a single-pass run's does)."""
         self.emit("pass_started", pass_type=pass_type, part_id=part_id, step_id=step_id)
         with self.log.batch():  # the task run and its place in the sequence: one transaction
             task_run = self.log.start_task_run(
-                task_id=f"{self.run_id}:{key}", repo_path=str(self.repo),
-                task_description=self.task, mode=pass_type, config_json=config_json,
+                task_id=f"{self.run_id}:{key}",
+                repo_path=str(self.repo),
+                task_description=self.task,
+                mode=pass_type,
+                config_json=config_json,
             )
-            self.log.record_pass(orchestrator_run_id=self.orch_id, task_run_id=task_run,
-                                 pass_type=pass_type, sequence_order=self.sequence + 1,
-                                 part_id=part_id, step_id=step_id)
+            self.log.record_pass(
+                orchestrator_run_id=self.orch_id,
+                task_run_id=task_run,
+                pass_type=pass_type,
+                sequence_order=self.sequence + 1,
+                part_id=part_id,
+                step_id=step_id,
+            )
         self.sequence += 1
         return task_run
 
@@ -68,9 +81,14 @@ class PassRecorder:
         with self.log.batch():
             for key, value in (states or {}).items():
                 self.log.set_state(self.run_id, key, value)
-            self.log.finish_task_run(task_run, status=status, success=status == "complete",
-                                     usage=usage or Usage(), final_diff=diff or None,
-                                     error=error)  # fmt: skip
+            self.log.finish_task_run(
+                task_run,
+                status=status,
+                success=status == "complete",
+                usage=usage or Usage(),
+                final_diff=diff or None,
+                error=error,
+            )
             if steps_completed is not None:
                 self.log.update_orchestrator_run(self.orch_id, steps_completed=steps_completed)
         self.emit("pass_finished", status=status, message=error or "")
@@ -89,7 +107,12 @@ class PassRecorder:
 
     def progress(self, part_index: int, step_index: int, status: str) -> None:
         """Persist where the run is."""
-        self.log.set_state(self.run_id, "orchestrator_progress", {
-            "current_part_index": part_index, "current_step_index": step_index,
-            "status": status,
-        })
+        self.log.set_state(
+            self.run_id,
+            "orchestrator_progress",
+            {
+                "current_part_index": part_index,
+                "current_step_index": step_index,
+                "status": status,
+            },
+        )

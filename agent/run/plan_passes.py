@@ -50,10 +50,20 @@ class PlanPasses:
         reasoning = self.rc.client("reasoning", task_run_id=task_run)
         clients = [reasoning]
         try:
-            context = self.context_for(reasoning, task_run, clients, task=task, files=files,
-                                       failure=None, pass_type=pass_type)
+            context = self.context_for(
+                reasoning,
+                task_run,
+                clients,
+                task=task,
+                files=files,
+                failure=None,
+                pass_type=pass_type,
+            )
             plan = execute_plan(
-                context, task, reasoning, pass_type=pass_type,
+                context,
+                task,
+                reasoning,
+                pass_type=pass_type,
                 reserved_tokens=self.config.budget.reserved_tokens,
                 step_token_budget=self.config.budget.max_tokens_per_step,
                 cumulative_diff=cumulative_diff or None,
@@ -61,12 +71,17 @@ class PlanPasses:
                 max_group_steps=self.config.orchestrator.max_group_steps,
             )
         except BudgetExhausted as exc:
-            self.passes.close_pass(task_run, "failed", usage=self.rc.account(*clients),
-                                   error=str(exc))
+            self.passes.close_pass(
+                task_run, "failed", usage=self.rc.account(*clients), error=str(exc)
+            )
             raise StopRun(exc.budget, str(exc)) from exc
         except AgentError as exc:
-            self.passes.close_pass(task_run, "failed", usage=self.rc.account(*clients),
-                                   error=f"{type(exc).__name__}: {exc}")
+            self.passes.close_pass(
+                task_run,
+                "failed",
+                usage=self.rc.account(*clients),
+                error=f"{type(exc).__name__}: {exc}",
+            )
             raise
         self.passes.close_pass(task_run, "complete", usage=self.rc.account(*clients))
         return plan
@@ -95,22 +110,40 @@ class PlanPasses:
         record = AdjustmentRecord(part_id=part.id, after_step=step.id, mode=mode)
         clients: list[LoggedLLMClient] = []
         try:
-            record = self.run_adjustment(record, part, outcome, remaining, done, task_run,
-                                         clients, cumulative_diff=cumulative_diff)
+            record = self.run_adjustment(
+                record,
+                part,
+                outcome,
+                remaining,
+                done,
+                task_run,
+                clients,
+                cumulative_diff=cumulative_diff,
+            )
         except BudgetExhausted as exc:
-            self.passes.close_pass(task_run, "failed", error=str(exc),
-                                   usage=self.rc.account(*clients))
+            self.passes.close_pass(
+                task_run, "failed", error=str(exc), usage=self.rc.account(*clients)
+            )
             raise StopRun(exc.budget, str(exc)) from exc
         except AgentError as exc:
             record = record.model_copy(update={"error": f"{type(exc).__name__}: {exc}"})
-        self.passes.close_pass(task_run, "failed" if record.error else "complete",
-                               usage=self.rc.account(*clients), error=record.error,
-                               states={f"adjustment:{part.id}:after_{step.id}": record})
+        self.passes.close_pass(
+            task_run,
+            "failed" if record.error else "complete",
+            usage=self.rc.account(*clients),
+            error=record.error,
+            states={f"adjustment:{part.id}:after_{step.id}": record},
+        )
         if record.adjustment is None:
             return record, remaining
         remaining = _splice(record.adjustment.revised_steps, done)
-        self.passes.emit("adjustment_made", part_id=part.id, step_id=step.id,
-                         message=record.adjustment.rationale, steps=remaining)
+        self.passes.emit(
+            "adjustment_made",
+            part_id=part.id,
+            step_id=step.id,
+            message=record.adjustment.rationale,
+            steps=remaining,
+        )
         return record, remaining
 
     def run_adjustment(
@@ -130,16 +163,28 @@ class PlanPasses:
         failure = outcome.validation.test_output if outcome.validation else outcome.error
         reasoning = self.rc.client("reasoning", task_run_id=task_run)
         clients.append(reasoning)
-        context = self.context_for(reasoning, task_run, clients, task=part.description,
-                                   files=files, failure=failure, pass_type="adjustment")
+        context = self.context_for(
+            reasoning,
+            task_run,
+            clients,
+            task=part.description,
+            files=files,
+            failure=failure,
+            pass_type="adjustment",
+        )
         classifier = self.rc.client("classifier", task_run_id=task_run)
         clients.append(classifier)
         from agent.execute.decomposed_adjustment import adjust_plan  # not before a first call
 
         adjustment, verdicts = adjust_plan(
-            context, part.description, config=self.config, classifier=classifier,
-            reasoning=reasoning, prior_results=[outcome.as_step_result()],
-            remaining_steps=remaining, completed_steps=done,
+            context,
+            part.description,
+            config=self.config,
+            classifier=classifier,
+            reasoning=reasoning,
+            prior_results=[outcome.as_step_result()],
+            remaining_steps=remaining,
+            completed_steps=done,
             test_results=[outcome.validation] if outcome.validation else [],
             cumulative_diff=cumulative_diff or None,
         )
@@ -162,7 +207,11 @@ class PlanPasses:
             classifier = self.rc.client("classifier", task_run_id=task_run)
             clients.append(classifier)
         return self.rc.context.gather(
-            task, mode="plan", files=files, failure=failure, classifier=classifier,
+            task,
+            mode="plan",
+            files=files,
+            failure=failure,
+            classifier=classifier,
             budget_tokens=self.plan_context_budget(reasoning, task, pass_type),
         )
 
@@ -172,7 +221,9 @@ class PlanPasses:
         """What this planner pass may spend on context files: what it needs (outlines of the
         files it plans over, retrieval.plan_context_tokens), never more than the window's room."""
         room = plan_context_room(
-            task, pass_type=pass_type, model=reasoning.config,
+            task,
+            pass_type=pass_type,
+            model=reasoning.config,
             reserved_tokens=self.config.budget.reserved_tokens,
             step_token_budget=self.config.budget.max_tokens_per_step,
         )

@@ -27,11 +27,18 @@ def plan_task(
     """Plan `task` over the repository as it is (nothing is changed); the pass is recorded."""
     source = context if context is not None else SeededFiles(repo)
     task_run = runtime.log.start_task_run(
-        task_id=runtime.new_id(), repo_path=str(repo), task_description=task, mode="plan",
+        task_id=runtime.new_id(),
+        repo_path=str(repo),
+        task_description=task,
+        mode="plan",
         config_json=config.model_dump_json(),
     )
-    budget = TaskBudget("run", max_tokens=config.budget.max_tokens_per_run, max_calls=None,
-                        tokens_label="max_tokens_per_run")
+    budget = TaskBudget(
+        "run",
+        max_tokens=config.budget.max_tokens_per_run,
+        max_calls=None,
+        tokens_label="max_tokens_per_run",
+    )
     reasoning = _client(runtime, config, "reasoning", task_run, budget)
     classifier = _client(runtime, config, "classifier", task_run, budget)
     try:
@@ -55,16 +62,30 @@ def _meta_plan(
     config: SolveConfig,
 ) -> MetaPlan:
     reserved = config.budget.reserved_tokens
-    room = min(plan_context_room(task, pass_type="meta_plan", model=reasoning.config,
-                                 reserved_tokens=reserved,
-                                 step_token_budget=config.budget.max_tokens_per_step),
-               config.retrieval.plan_context_tokens)
+    room = min(
+        plan_context_room(
+            task,
+            pass_type="meta_plan",
+            model=reasoning.config,
+            reserved_tokens=reserved,
+            step_token_budget=config.budget.max_tokens_per_step,
+        ),
+        config.retrieval.plan_context_tokens,
+    )
     package = source.gather(
-        task, mode="plan", files=(), failure=None, budget_tokens=room,
+        task,
+        mode="plan",
+        files=(),
+        failure=None,
+        budget_tokens=room,
         classifier=classifier if config.retrieval.stages else None,
     )
     meta = execute_plan(
-        package, task, reasoning, pass_type="meta_plan", reserved_tokens=reserved,
+        package,
+        task,
+        reasoning,
+        pass_type="meta_plan",
+        reserved_tokens=reserved,
         step_token_budget=config.budget.max_tokens_per_step,
     )
     assert isinstance(meta, MetaPlan)
@@ -75,8 +96,12 @@ def _client(
     runtime: Runtime, config: SolveConfig, role: Role, task_run: int, budget: TaskBudget
 ) -> LoggedLLMClient:
     return LoggedLLMClient(
-        runtime.models.client(role), runtime.log, role=role,
-        reserved_tokens=config.budget.reserved_tokens, task_run_id=task_run, budgets=[budget],
+        runtime.models.client(role),
+        runtime.log,
+        role=role,
+        reserved_tokens=config.budget.reserved_tokens,
+        task_run_id=task_run,
+        budgets=[budget],
     )
 
 
@@ -90,5 +115,6 @@ def _finish(
     usage = clients[0].usage
     for c in clients[1:]:
         usage = usage + c.usage
-    runtime.log.finish_task_run(task_run, status=status, success=status == "complete",
-                                usage=usage, error=error)
+    runtime.log.finish_task_run(
+        task_run, status=status, success=status == "complete", usage=usage, error=error
+    )

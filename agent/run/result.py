@@ -60,18 +60,31 @@ def run_result(
     diff, stats = "", None
     if ws is not None and commit:
         diff, stats = git.diff_with_stats(ws.worktree, ws.base, commit)
-    final = next((o.validation for o in reversed(tally.outcomes)
-                  if o.status == "passed"), rc.baseline if rc else None)
+    final = next(
+        (o.validation for o in reversed(tally.outcomes) if o.status == "passed"),
+        rc.baseline if rc else None,
+    )
     return OrchestratorResult(
-        task_id=run_id, status=judge(tally, rc, task, final), orchestrator_run_id=orch_id,
+        task_id=run_id,
+        status=judge(tally, rc, task, final),
+        orchestrator_run_id=orch_id,
         branch=ws.branch if ws is not None and commit else None,
-        base_commit=ws.base if ws is not None else None, commit=commit, diff=diff,
-        files_changed=stats.files if stats else [], baseline=rc.baseline if rc else None,
-        final_validation=final, meta_plan=tally.meta, part_plans=tally.part_plans,
-        steps=tally.outcomes, groups=tally.groups, adjustments=tally.adjustments,
-        parts_completed=tally.parts_completed, steps_completed=tally.steps_passed,
+        base_commit=ws.base if ws is not None else None,
+        commit=commit,
+        diff=diff,
+        files_changed=stats.files if stats else [],
+        baseline=rc.baseline if rc else None,
+        final_validation=final,
+        meta_plan=tally.meta,
+        part_plans=tally.part_plans,
+        steps=tally.outcomes,
+        groups=tally.groups,
+        adjustments=tally.adjustments,
+        parts_completed=tally.parts_completed,
+        steps_completed=tally.steps_passed,
         steps_failed=sum(o.status != "passed" for o in tally.outcomes),
-        usage=rc.usage if rc else Usage(), usage_by_role=rc.usage_by_role if rc else {},
+        usage=rc.usage if rc else Usage(),
+        usage_by_role=rc.usage_by_role if rc else {},
         budget_exhausted=tally.budget_exhausted,
         error=tally.error or first_cause(tally, unmet_targets(tally, rc, task, final)),
         wall_ms=wall_ms,
@@ -86,8 +99,12 @@ def judge(
         return "cancelled"
     if tally.steps_passed == 0:
         return "failed"
-    clean = (tally.parts_failed == 0 and not tally.budget_exhausted
-             and tally.steps_passed == len(tally.outcomes) and tally.error is None)
+    clean = (
+        tally.parts_failed == 0
+        and not tally.budget_exhausted
+        and tally.steps_passed == len(tally.outcomes)
+        and tally.error is None
+    )
     return "complete" if clean and not unmet_targets(tally, rc, task, final) else "partial"
 
 
@@ -107,10 +124,16 @@ def unmet_targets(
     if rc is None or final is None or not tally.outcomes:
         return None
     targets = task_target_tests(rc.baseline, task)
-    changes = [*(c for o in tally.outcomes for c in o.tests_changed),
-               *(c for g in tally.groups for c in g.tests_changed)]
+    changes = [
+        *(c for o in tally.outcomes for c in o.tests_changed),
+        *(c for g in tally.groups for c in g.tests_changed),
+    ]
     changed = {t for c in changes for t in c.tests}
-    if not targets or gate.judge(final, final, baseline=rc.baseline, targets=targets,
-                                 allowed=changed.__contains__).passed:
+    if (
+        not targets
+        or gate.judge(
+            final, final, baseline=rc.baseline, targets=targets, allowed=changed.__contains__
+        ).passed
+    ):
         return None
     return "the tests the task names still fail: " + ", ".join(targets)

@@ -36,14 +36,18 @@ def run_single_pass(
     task_id = runtime.new_id()
     started = runtime.clock()
     task_run_id = runtime.log.start_task_run(
-        task_id=task_id, repo_path=str(repo), task_description=task, mode="single_pass",
+        task_id=task_id,
+        repo_path=str(repo),
+        task_description=task,
+        mode="single_pass",
         config_json=config.model_dump_json(),
     )
     result = OrchestratorResult(task_id=task_id, status="failed", task_run_id=task_run_id)
     ws: Workspace | None = None
     try:
-        ws = open_workspace(repo, work_dir=runtime.work_dir, run_id=task_id,
-                            branch_hint=plan.task_summary or task)
+        ws = open_workspace(
+            repo, work_dir=runtime.work_dir, run_id=task_id, branch_hint=plan.task_summary or task
+        )
         context = context_factory(ws.worktree)
         try:
             result = _solve(task, task_id, task_run_id, plan, config, runtime, ws, context)
@@ -52,8 +56,9 @@ def run_single_pass(
     except AgentError as exc:
         result = result.model_copy(update={"status": "failed", "error": str(exc)})
     except Interrupted as exc:  # SIGINT or SIGTERM to `cra`: end the run cleanly, then say so
-        result = result.model_copy(update={"status": "cancelled",
-                                           "error": f"interrupted by {exc.name}"})
+        result = result.model_copy(
+            update={"status": "cancelled", "error": f"interrupted by {exc.name}"}
+        )
     finally:
         result = _finish(result, ws, runtime, in_place=in_place, started=started)
     return result
@@ -69,19 +74,36 @@ def _solve(
     ws: Workspace,
     context: ContextSource,
 ) -> OrchestratorResult:
-    runtime, env = open_environment(runtime, ws.worktree, ws.repo, config.testing,
-                                    run_id=task_id, task_run_id=task_run_id, notes=ws.notes)
+    runtime, env = open_environment(
+        runtime,
+        ws.worktree,
+        ws.repo,
+        config.testing,
+        run_id=task_id,
+        task_run_id=task_run_id,
+        notes=ws.notes,
+    )
     try:
-        baseline = run_validation(ws.worktree, config.testing, environ=runtime.environ,
-                                  sandbox=runtime.sandbox)
+        baseline = run_validation(
+            ws.worktree, config.testing, environ=runtime.environ, sandbox=runtime.sandbox
+        )
         runtime.log.record_validation(task_run_id, baseline, attempt_id=None, kind="baseline")
         require_test_command_started(baseline, config.testing.test_command)
-        run_budget = TaskBudget("run", max_tokens=config.budget.max_tokens_per_run,
-                                max_calls=None, tokens_label="max_tokens_per_run")
+        run_budget = TaskBudget(
+            "run",
+            max_tokens=config.budget.max_tokens_per_run,
+            max_calls=None,
+            tokens_label="max_tokens_per_run",
+        )
         rc = RunContext(task, task_id, runtime, config, ws, baseline, context, run_budget)
         outcome = run_step(
-            rc, step_from_plan(task, plan), part_id="single", plan=None, cumulative_diff="",
-            task_run_id=task_run_id, extra_targets=task_target_tests(baseline, task),
+            rc,
+            step_from_plan(task, plan),
+            part_id="single",
+            plan=None,
+            cumulative_diff="",
+            task_run_id=task_run_id,
+            extra_targets=task_target_tests(baseline, task),
         )
     finally:
         env.close()
@@ -99,13 +121,23 @@ def _result(
 ) -> OrchestratorResult:
     passed = outcome.status == "passed"
     return OrchestratorResult(
-        task_id=task_id, task_run_id=task_run_id, status="complete" if passed else "failed",
-        branch=ws.branch if passed else None, base_commit=ws.base, commit=outcome.commit,
+        task_id=task_id,
+        task_run_id=task_run_id,
+        status="complete" if passed else "failed",
+        branch=ws.branch if passed else None,
+        base_commit=ws.base,
+        commit=outcome.commit,
         diff=git.diff(ws.worktree, ws.base, outcome.commit) if outcome.commit else "",
-        attempts=outcome.attempts, baseline=rc.baseline,
-        final_validation=outcome.validation if passed else rc.baseline, steps=[outcome],
-        steps_completed=int(passed), steps_failed=int(not passed), parts_completed=int(passed),
-        usage=rc.usage, usage_by_role=rc.usage_by_role, budget_exhausted=outcome.budget_exhausted,
+        attempts=outcome.attempts,
+        baseline=rc.baseline,
+        final_validation=outcome.validation if passed else rc.baseline,
+        steps=[outcome],
+        steps_completed=int(passed),
+        steps_failed=int(not passed),
+        parts_completed=int(passed),
+        usage=rc.usage,
+        usage_by_role=rc.usage_by_role,
+        budget_exhausted=outcome.budget_exhausted,
         error=outcome.error,
     )
 
@@ -119,10 +151,14 @@ def step_from_plan(task: str, plan: PlanArtifact) -> PlanStep:
         f"- {f.path} ({f.role}): {f.changes}".rstrip(": ") for f in plan.affected_files
     )
     description = "\n".join(filter(None, [plan.task_summary or task, changes, plan.rationale]))
-    changes_tests = any(is_test_path(f.path) and f.role.strip().lower() not in READ_ROLES
-                        for f in plan.affected_files)
+    changes_tests = any(
+        is_test_path(f.path) and f.role.strip().lower() not in READ_ROLES
+        for f in plan.affected_files
+    )
     return PlanStep(
-        id="s1", description=description, target_files=[f.path for f in plan.affected_files],
+        id="s1",
+        description=description,
+        target_files=[f.path for f in plan.affected_files],
         changes_existing_tests=changes_tests,
     )
 
@@ -149,8 +185,12 @@ def _finish(
     runtime.log.set_state(result.task_id, "orchestrator_progress", {"status": result.status})
     runtime.log.set_state(result.task_id, "cumulative_diff", result.diff)
     runtime.log.finish_task_run(
-        result.task_run_id, status=result.status, success=result.status == "complete",
-        usage=result.usage, final_diff=result.diff or None, branch=result.branch,
+        result.task_run_id,
+        status=result.status,
+        success=result.status == "complete",
+        usage=result.usage,
+        final_diff=result.diff or None,
+        branch=result.branch,
         error=result.error,
     )
     if ws is not None:

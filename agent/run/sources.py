@@ -117,8 +117,9 @@ class IndexedFactory:
     shared index file, updated incrementally, and copies it back when it closes.
     """
 
-    def __init__(self, data_dir: Path, config: RetrievalConfig, *,
-                 progress: Progress | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, config: RetrievalConfig, *, progress: Progress | None = None
+    ) -> None:
         self._data_dir = data_dir  # the index files live in data_dir/index (as `cra index`)
         self._config = config
         self._progress = progress  # told of the files read while the index is brought up to date

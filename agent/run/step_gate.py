@@ -39,8 +39,13 @@ def gate_attempt(st: StepState, attempt: AttemptRecord, attempt_id: int) -> None
     assert attempt.validation is not None
     changes = changed_gate_files(st, attempt)
     declared = _Declared(st, changes, attempt.unified_diff)
-    verdict = judge(st.rc.accepted, attempt.validation, baseline=st.rc.baseline,
-                    targets=st.targets, allowed=declared)
+    verdict = judge(
+        st.rc.accepted,
+        attempt.validation,
+        baseline=st.rc.baseline,
+        targets=st.targets,
+        allowed=declared,
+    )
     on_original = False
     if verdict.passed and changes:
         attempt.original = _run_original(st, changes, attempt_id)
@@ -48,29 +53,40 @@ def gate_attempt(st: StepState, attempt: AttemptRecord, attempt_id: int) -> None
         on_original = not verdict.passed
     attempt.gate = verdict.model_copy(update={"weakened": verdict.weakened or on_original})
     if not verdict.passed:
-        attempt.error_info = rejection_text(verdict.problems, original=on_original,
-                                            weakened=attempt.gate.weakened or bool(changes))
+        attempt.error_info = rejection_text(
+            verdict.problems, original=on_original, weakened=attempt.gate.weakened or bool(changes)
+        )
         st.rc.runtime.log.update_attempt(attempt_id, error_info=attempt.error_info)
 
 
-def _on_original(st: StepState, original: ValidationResult, changes: Sequence[GateChange],
-                 declared: _Declared, first: GateVerdict) -> GateVerdict:
+def _on_original(
+    st: StepState,
+    original: ValidationResult,
+    changes: Sequence[GateChange],
+    declared: _Declared,
+    first: GateVerdict,
+) -> GateVerdict:
     """The verdict on the run of the original gate files; when it fails, the changes that
     are gate changes by what they do (not by their names) say so among its problems."""
-    second = judge(st.rc.accepted, original, baseline=st.rc.baseline, targets=st.targets,
-                   allowed=declared)
+    second = judge(
+        st.rc.accepted, original, baseline=st.rc.baseline, targets=st.targets, allowed=declared
+    )
     reasons = [c.reason for c in changes if c.reason] if not second.passed else []
-    return second.model_copy(update={
-        "problems": [*second.problems, *reasons], "original_rerun": True,
-        "changed_tests": list(dict.fromkeys([*first.changed_tests, *second.changed_tests])),
-    })
+    return second.model_copy(
+        update={
+            "problems": [*second.problems, *reasons],
+            "original_rerun": True,
+            "changed_tests": list(dict.fromkeys([*first.changed_tests, *second.changed_tests])),
+        }
+    )
 
 
 def changed_gate_files(st: StepState, attempt: AttemptRecord) -> list[GateChange]:
     """The gate files the attempt's edits changed (tests, test configuration)."""
     command = st.rc.config.testing.test_command
-    return gate_changes(_changed_texts(st, attempt), command,
-                        _DoctestsRun(st.rc.ws.worktree, st.base, command))
+    return gate_changes(
+        _changed_texts(st, attempt), command, _DoctestsRun(st.rc.ws.worktree, st.base, command)
+    )
 
 
 class _DoctestsRun:
@@ -91,8 +107,19 @@ def _doctest_lines(worktree: Path, commit: str) -> list[tuple[str, str]]:
     """(path, line) of each line of the files at `commit` that mentions doctests."""
     patterns = [arg for pattern in GREP_PATTERNS for arg in ("-e", pattern)]
     try:
-        out = git.run_git(["grep", "-I", "-i", "--null", "--no-color", *patterns,
-                           git.not_an_option(commit, "commit"), "--"], worktree)
+        out = git.run_git(
+            [
+                "grep",
+                "-I",
+                "-i",
+                "--null",
+                "--no-color",
+                *patterns,
+                git.not_an_option(commit, "commit"),
+                "--",
+            ],
+            worktree,
+        )
     except GitError as exc:
         if exc.returncode == 1:  # nothing matched
             return []
@@ -105,8 +132,9 @@ def _doctest_lines(worktree: Path, commit: str) -> list[tuple[str, str]]:
     return found
 
 
-def _changed_texts(st: StepState,
-                   attempt: AttemptRecord) -> dict[str, tuple[str | None, str | None]]:  # fmt: skip
+def _changed_texts(
+    st: StepState, attempt: AttemptRecord
+) -> dict[str, tuple[str | None, str | None]]:
     """Each edited file that may be a gate file: its text at the step's base and now (None:
     absent). Other files cannot change the gate, and reading a base costs a git process."""
     texts: dict[str, tuple[str | None, str | None]] = {}
@@ -133,19 +161,28 @@ def _known(worktree: Path, path: str) -> str:
         return normalise_path(path)
 
 
-def _run_original(st: StepState, changes: Sequence[GateChange],
-                  attempt_id: int) -> ValidationResult:  # fmt: skip
+def _run_original(
+    st: StepState, changes: Sequence[GateChange], attempt_id: int
+) -> ValidationResult:
     """The test command over the new code with every changed gate file as it was at the
     step's base (files the step created are left out)."""
     worktree = st.rc.ws.worktree
     files = {c.path: _original(worktree, st.base, c) for c in changes}
     with scratch_tree(worktree, files, parent=st.rc.runtime.work_dir / "scratch") as tree:
-        original = st.rc.timed(run_validation(
-            tree, st.rc.config.testing, environ=st.rc.runtime.environ,
-            timeout=st.rc.test_timeout, extras=False, sandbox=st.rc.runtime.sandbox,
-            read_only=[worktree]))
-    st.rc.runtime.log.record_validation(st.task_run_id, original, attempt_id=attempt_id,
-                                        kind="original")
+        original = st.rc.timed(
+            run_validation(
+                tree,
+                st.rc.config.testing,
+                environ=st.rc.runtime.environ,
+                timeout=st.rc.test_timeout,
+                extras=False,
+                sandbox=st.rc.runtime.sandbox,
+                read_only=[worktree],
+            )
+        )
+    st.rc.runtime.log.record_validation(
+        st.task_run_id, original, attempt_id=attempt_id, kind="original"
+    )
     return original
 
 
@@ -162,8 +199,11 @@ def _original(worktree: Path, base: str, change: GateChange) -> str | None:
     after = read_text_in_tree(worktree, change.path)
     if after is None:
         return before
-    spliced = (with_testing_sections_of(change.path, after, before) if sectioned
-               else _with_tests_of(change.path, after, before))
+    spliced = (
+        with_testing_sections_of(change.path, after, before)
+        if sectioned
+        else _with_tests_of(change.path, after, before)
+    )
     return before if spliced is None else spliced
 
 
@@ -193,8 +233,14 @@ class _Declared:
     def __init__(self, st: StepState, changes: Sequence[GateChange], diff: str) -> None:
         targets = {_known(st.rc.ws.worktree, f) for f in st.step.target_files}
         self.st, self.diff = st, diff
-        self.files = [c.path for c in changes if c.role == "test" and c.status != "created"
-                      and st.step.changes_existing_tests and c.path in targets]
+        self.files = [
+            c.path
+            for c in changes
+            if c.role == "test"
+            and c.status != "created"
+            and st.step.changes_existing_tests
+            and c.path in targets
+        ]
         self._asks: bool | None = None
 
     def __call__(self, test_id: str) -> bool:
@@ -207,20 +253,28 @@ class _Declared:
     def _may_be_in_files(self, test_id: str) -> bool:
         """Whether the test may be one of the changed files': placed by its id, or any test
         when one of them holds tests inside its code (a Rust id names no file)."""
-        return (file_of_test(test_id, self.files) is not None
-                or any(may_hold_tests(path) for path in self.files))
+        return file_of_test(test_id, self.files) is not None or any(
+            may_hold_tests(path) for path in self.files
+        )
 
     def _ask(self) -> bool:
         client = self.st.rc.client("classifier", task_run_id=self.st.task_run_id)
         self.st.judge_clients.append(client)
         diff = "\n".join(d for f, d in file_diffs(self.diff).items() if f in self.files)
-        question = (f"The step changed these existing test files:\n{diff[:_DIFF_CHARS]}\n\n"
-                    "Does the task ask for behaviour that differs from what these tests "
-                    "expected, so that they must change?")
+        question = (
+            f"The step changed these existing test files:\n{diff[:_DIFF_CHARS]}\n\n"
+            "Does the task ask for behaviour that differs from what these tests "
+            "expected, so that they must change?"
+        )
         judgment = run_binary_judgment(
-            [question], llm=client, system_prompt=_TEST_CHANGE_SYSTEM,
-            task_context=f"<task>\n{self.st.rc.task}\n</task>", format_item=str,
-            item_key=lambda _: "tests", stage="gate_test_change", default=False,
+            [question],
+            llm=client,
+            system_prompt=_TEST_CHANGE_SYSTEM,
+            task_context=f"<task>\n{self.st.rc.task}\n</task>",
+            format_item=str,
+            item_key=lambda _: "tests",
+            stage="gate_test_change",
+            default=False,
         )
         return judgment.verdicts.get("tests", False)
 

@@ -54,9 +54,16 @@ def run_step(
 
     `extra_targets` are tests this step must make pass besides its own (the task's named tests
     in single-pass mode); `base` is the worktree's HEAD when the caller knows it."""
-    st = step_state(rc, step, part_id=part_id, plan=plan, cumulative_diff=cumulative_diff,
-                    task_run_id=task_run_id, base=base or git.head_commit(rc.ws.worktree),
-                    extra_targets=extra_targets)
+    st = step_state(
+        rc,
+        step,
+        part_id=part_id,
+        plan=plan,
+        cumulative_diff=cumulative_diff,
+        task_run_id=task_run_id,
+        base=base or git.head_commit(rc.ws.worktree),
+        extra_targets=extra_targets,
+    )
     outcome = _attempts(st)
     outcome.usage = rc.account(st.coding, st.classifier, *st.judge_clients)
     if outcome.status != "passed":
@@ -67,26 +74,44 @@ def run_step(
 
 
 def step_state(
-    rc: RunContext, step: PlanStep, *, part_id: str, plan: PartPlan | None,
-    cumulative_diff: str, task_run_id: int, base: str, extra_targets: Sequence[str] = (),
+    rc: RunContext,
+    step: PlanStep,
+    *,
+    part_id: str,
+    plan: PartPlan | None,
+    cumulative_diff: str,
+    task_run_id: int,
+    base: str,
+    extra_targets: Sequence[str] = (),
 ) -> StepState:
     """A step's working set: its own coding client within the step's ceilings (ADR: ~30k
     tokens, a few calls), its classifier for retrieval, its base and its target tests.
     Retrieval's yes/no questions are capped per retrieval (retrieval.max_classifier_calls)
     and count against the run budget."""
     budget = TaskBudget(
-        "step", max_tokens=rc.config.budget.max_tokens_per_step,
+        "step",
+        max_tokens=rc.config.budget.max_tokens_per_step,
         max_calls=rc.config.orchestrator.max_calls_per_step,
-        tokens_label="max_tokens_per_step", calls_label="max_calls_per_step",
+        tokens_label="max_tokens_per_step",
+        calls_label="max_calls_per_step",
     )
     coding = rc.client("coding", task_run_id=task_run_id, budgets=[budget])
     classifier = (
-        rc.client("classifier", task_run_id=task_run_id)
-        if rc.config.retrieval.stages else None
+        rc.client("classifier", task_run_id=task_run_id) if rc.config.retrieval.stages else None
     )
     targets = list(dict.fromkeys([*step_target_tests(rc.baseline, step), *extra_targets]))
-    return StepState(rc, step, part_id, plan, cumulative_diff, task_run_id, coding, classifier,
-                     base=base, targets=targets)
+    return StepState(
+        rc,
+        step,
+        part_id,
+        plan,
+        cumulative_diff,
+        task_run_id,
+        coding,
+        classifier,
+        base=base,
+        targets=targets,
+    )
 
 
 def _attempts(st: StepState) -> StepOutcome:
@@ -117,14 +142,17 @@ def _attempt(st: StepState, number: int, failure: str | None) -> AttemptRecord:
     return attempt
 
 
-def implement_attempt(st: StepState, number: int,
-                      failure: str | None) -> tuple[AttemptRecord, int]:  # fmt: skip
+def implement_attempt(st: StepState, number: int, failure: str | None) -> tuple[AttemptRecord, int]:
     """One implement call (with its refinements) and its edits applied, recorded; the
     attempt and its id in the run log. `patch_applied` says whether the edits are in."""
     stage = "implement" if number == 1 else "implement_retry"
     context = st.rc.context.gather(
-        st.rc.task, mode="implement", files=st.step.target_files, failure=failure,
-        budget_tokens=_context_budget(st, failure), classifier=st.classifier,
+        st.rc.task,
+        mode="implement",
+        files=st.step.target_files,
+        failure=failure,
+        budget_tokens=_context_budget(st, failure),
+        classifier=st.classifier,
     )
     result = _implement(st, context, failure, stage)
     loops = 0
@@ -135,8 +163,11 @@ def implement_attempt(st: StepState, number: int,
         context = st.rc.context.refine(context, request, classifier=st.classifier)
         result = _implement(st, context, failure, f"{stage}_refined")
     attempt = AttemptRecord(
-        attempt=number, raw_response=result.raw_response, usage=result.usage,
-        edits=result.edits, error_info=result.error_info,
+        attempt=number,
+        raw_response=result.raw_response,
+        usage=result.usage,
+        edits=result.edits,
+        error_info=result.error_info,
     )
     if result.success:
         apply_attempt(st, attempt)
@@ -145,12 +176,18 @@ def implement_attempt(st: StepState, number: int,
 
 def run_tests(st: StepState, attempt_id: int, kind: ValidationKind) -> ValidationResult:
     """The test command on the worktree as it is, recorded under the attempt as `kind`."""
-    validation = st.rc.timed(run_validation(
-        st.rc.ws.worktree, st.rc.config.testing, environ=st.rc.runtime.environ,
-        timeout=st.rc.test_timeout, sandbox=st.rc.runtime.sandbox,
-    ))
-    st.rc.runtime.log.record_validation(st.task_run_id, validation, attempt_id=attempt_id,
-                                        kind=kind)
+    validation = st.rc.timed(
+        run_validation(
+            st.rc.ws.worktree,
+            st.rc.config.testing,
+            environ=st.rc.runtime.environ,
+            timeout=st.rc.test_timeout,
+            sandbox=st.rc.runtime.sandbox,
+        )
+    )
+    st.rc.runtime.log.record_validation(
+        st.task_run_id, validation, attempt_id=attempt_id, kind=kind
+    )
     return validation
 
 
@@ -160,14 +197,21 @@ def test_and_gate(st: StepState, attempt: AttemptRecord, attempt_id: int) -> Non
     gate_attempt(st, attempt, attempt_id)
 
 
-def _implement(st: StepState, context: ContextPackage, failure: str | None,
-               stage: str) -> StepResult:  # fmt: skip
+def _implement(
+    st: StepState, context: ContextPackage, failure: str | None, stage: str
+) -> StepResult:
     from agent.execute.implement import execute_implement  # not paid before a run's first call
 
     return execute_implement(
-        context, st.rc.task, st.step, st.coding,
-        reserved_tokens=st.rc.config.budget.reserved_tokens, plan=st.plan,
-        cumulative_diff=st.cumulative_diff or None, failure=failure, stage=stage,
+        context,
+        st.rc.task,
+        st.step,
+        st.coding,
+        reserved_tokens=st.rc.config.budget.reserved_tokens,
+        plan=st.plan,
+        cumulative_diff=st.cumulative_diff or None,
+        failure=failure,
+        stage=stage,
         landing=st.landing,
     )
 
@@ -179,12 +223,16 @@ def _refinement(
     if result.refinement is not None:
         return result.refinement
     shown = {f.path for f in context.files}
-    unseen = [e.file_path for e in result.edits
-              if e.search and _unseen(st.rc.ws.worktree, e.file_path, shown)]  # fmt: skip
+    unseen = [
+        e.file_path
+        for e in result.edits
+        if e.search and _unseen(st.rc.ws.worktree, e.file_path, shown)
+    ]
     if not unseen:
         return None
-    return RefinementRequest(reason="the answer edits files it was not shown",
-                             missing_files=list(dict.fromkeys(unseen)))
+    return RefinementRequest(
+        reason="the answer edits files it was not shown", missing_files=list(dict.fromkeys(unseen))
+    )
 
 
 def _unseen(worktree: Path, rel: str, shown: set[str]) -> bool:
@@ -216,9 +264,15 @@ def apply_attempt(st: StepState, attempt: AttemptRecord) -> None:
     attempt.unified_diff = patch.diff
     if not patch.success:
         attempt.error_info = f"edit rejected: {patch.error_info}\n{patch.hint}".strip()
-    st.rc.runtime.observer.on_event(RunEvent(  # a sign the run moves (the bot's stall check)
-        kind="edits_applied", run_id=st.rc.run_id, part_id=st.part_id, step_id=st.step.id,
-        status="applied" if patch.success else "rejected"))
+    st.rc.runtime.observer.on_event(
+        RunEvent(  # a sign the run moves (the bot's stall check)
+            kind="edits_applied",
+            run_id=st.rc.run_id,
+            part_id=st.part_id,
+            step_id=st.step.id,
+            status="applied" if patch.success else "rejected",
+        )
+    )
 
 
 def _record(st: StepState, attempt: AttemptRecord) -> int:
@@ -227,8 +281,12 @@ def _record(st: StepState, attempt: AttemptRecord) -> int:
 
 
 def _passed(attempt: AttemptRecord) -> bool:
-    return (attempt.patch_applied and bool(attempt.edits) and attempt.gate is not None
-            and attempt.gate.passed)
+    return (
+        attempt.patch_applied
+        and bool(attempt.edits)
+        and attempt.gate is not None
+        and attempt.gate.passed
+    )
 
 
 def allowed_test_changes(st: StepState, attempt: AttemptRecord) -> list[TestChange]:
@@ -245,9 +303,15 @@ def allowed_test_changes(st: StepState, attempt: AttemptRecord) -> list[TestChan
         tests = [t for t in verdict.changed_tests if file_of_test(t, [path])] or unplaced
         tests = [t for t in tests if t != path] or tests  # the file itself, when named tests
         if tests:
-            changes.append(TestChange(path=path, tests=tests, diff=diffs[path],
-                                      reason=st.step.description,
-                                      step=f"{st.part_id}/{st.step.id}"))
+            changes.append(
+                TestChange(
+                    path=path,
+                    tests=tests,
+                    diff=diffs[path],
+                    reason=st.step.description,
+                    step=f"{st.part_id}/{st.step.id}",
+                )
+            )
     return changes
 
 
@@ -263,30 +327,47 @@ def commit_edits(st: StepState, edits: Sequence[PatchEdit], description: str) ->
     edited = sorted(set(known.values()))
     created = sorted({known[e.file_path] for e in edits if not e.search})
     return git.commit_all(
-        worktree, message, author_name=AUTHOR_NAME, author_email=AUTHOR_EMAIL,
+        worktree,
+        message,
+        author_name=AUTHOR_NAME,
+        author_email=AUTHOR_EMAIL,
         trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},
-        paths=edited, new_paths=created,
+        paths=edited,
+        new_paths=created,
     )
 
 
 def _commit(st: StepState, attempt: AttemptRecord) -> StepOutcome:
     commit = commit_edits(st, attempt.edits, st.step.description)
     return StepOutcome(
-        part_id=st.part_id, step_id=st.step.id, description=st.step.description,
-        status="passed", attempts=st.attempts, commit=commit,
+        part_id=st.part_id,
+        step_id=st.step.id,
+        description=st.step.description,
+        status="passed",
+        attempts=st.attempts,
+        commit=commit,
         diff=attempt.unified_diff if commit else "",
-        validation=attempt.validation, task_run_id=st.task_run_id,
+        validation=attempt.validation,
+        task_run_id=st.task_run_id,
         tests_changed=allowed_test_changes(st, attempt),
     )
 
 
-def _failed(st: StepState, error: str, *, budget: str | None = None,
-            model_failed: bool = False) -> StepOutcome:
+def _failed(
+    st: StepState, error: str, *, budget: str | None = None, model_failed: bool = False
+) -> StepOutcome:
     last = next((a.validation for a in reversed(st.attempts) if a.validation), None)
     return StepOutcome(
-        part_id=st.part_id, step_id=st.step.id, description=st.step.description,
-        status="failed", attempts=st.attempts, error=error, budget_exhausted=budget,
-        validation=last, task_run_id=st.task_run_id, model_failed=model_failed,
+        part_id=st.part_id,
+        step_id=st.step.id,
+        description=st.step.description,
+        status="failed",
+        attempts=st.attempts,
+        error=error,
+        budget_exhausted=budget,
+        validation=last,
+        task_run_id=st.task_run_id,
+        model_failed=model_failed,
     )
 
 
@@ -297,8 +378,13 @@ def _context_budget(st: StepState, failure: str | None) -> int:
     model = st.coding.config
     reserved = st.rc.config.budget.reserved_tokens
     frame = build_implement_prompt(
-        ContextPackage(task=st.rc.task), st.rc.task, st.step, model=model,
-        reserved_tokens=reserved, plan=st.plan, cumulative_diff=st.cumulative_diff or None,
+        ContextPackage(task=st.rc.task),
+        st.rc.task,
+        st.step,
+        model=model,
+        reserved_tokens=reserved,
+        plan=st.plan,
+        cumulative_diff=st.cumulative_diff or None,
         landing=st.landing,
     )
     room = context_room(*frame, model=model, reserved_tokens=reserved)

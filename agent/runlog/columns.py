@@ -15,6 +15,8 @@ NAMING = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """A timestamp stored as UTC and read back timezone-aware on every dialect."""
 

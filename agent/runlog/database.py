@@ -89,11 +89,13 @@ class Database:
     server's for a database hosts share: ServerClock), a session factory for ORM readers;
     closed once. `clock` replaces that choice; `host_clock` is this host's clock within it."""
 
-    def __init__(self, engine: Engine, *, clock: Clock | None = None,
-                 host_clock: Clock = utc_now) -> None:
+    def __init__(
+        self, engine: Engine, *, clock: Clock | None = None, host_clock: Clock = utc_now
+    ) -> None:
         self._engine = engine
-        self._clock = clock or (host_clock if engine.dialect.name == "sqlite" else
-                                ServerClock(engine, host=host_clock))  # fmt: skip
+        self._clock = clock or (
+            host_clock if engine.dialect.name == "sqlite" else ServerClock(engine, host=host_clock)
+        )
         self._writer = writer_lock(engine)
         self._held: Any = None  # a SQLite file's raw writer connection, kept between writes
         self._batches = threading.local()  # per thread: an open batch(), a kept connection

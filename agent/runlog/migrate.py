@@ -35,8 +35,10 @@ def migration_heads() -> frozenset[str] | None:
     revisions: set[str] = set()
     parents: set[str] = set()
     for script in (Path(migrations_location()) / "versions").glob("*.py"):
-        found = dict((key, re.findall(r"[\"']([^\"']+)[\"']", value))
-                     for key, value in REVISION_LINE.findall(script.read_text()))  # fmt: skip
+        found = dict(
+            (key, re.findall(r"[\"']([^\"']+)[\"']", value))
+            for key, value in REVISION_LINE.findall(script.read_text())
+        )
         if len(found.get("revision", [])) != 1:
             if script.name == "__init__.py":
                 continue

@@ -22,8 +22,11 @@ class _Compiled:
         names = list(compiled.positiontup) if dialect.positional else list(compiled.binds)
         self.positional = bool(dialect.positional)
         # parameters the statement carries itself (LIMIT 1 and the like)
-        self.defaults = {name: bind.effective_value for name, bind in compiled.binds.items()
-                         if bind.value is not None}  # fmt: skip
+        self.defaults = {
+            name: bind.effective_value
+            for name, bind in compiled.binds.items()
+            if bind.value is not None
+        }
         self.steps: list[tuple[str, Processor | None]] = [
             (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
             for name in names
@@ -70,8 +73,9 @@ class Prepared:
         first row it returns, or None."""
         return self.bind(dialect, values).execute(connection)[1]
 
-    def execute(self, connection: Any, dialect: Dialect,
-                values: Mapping[str, Any]) -> tuple[int, Any | None]:  # fmt: skip
+    def execute(
+        self, connection: Any, dialect: Dialect, values: Mapping[str, Any]
+    ) -> tuple[int, Any | None]:
         """Run the statement with `values` on a DB-API connection (in its transaction); the
         rows it matched (-1 when the driver cannot tell) and the first row it returns, or None."""
         return self.bind(dialect, values).execute(connection)
@@ -95,9 +99,13 @@ class Bound(NamedTuple):
                 return cursor.rowcount, cursor.lastrowid
             return cursor.rowcount, cursor.fetchone() if cursor.description else None
         except self.dialect.loaded_dbapi.Error as exc:  # as SQLAlchemy raises it: IntegrityError …
-            raise DBAPIError.instance(self.sql, self.parameters, exc,
-                                      self.dialect.loaded_dbapi.Error,
-                                      dialect=self.dialect) from exc  # fmt: skip
+            raise DBAPIError.instance(
+                self.sql,
+                self.parameters,
+                exc,
+                self.dialect.loaded_dbapi.Error,
+                dialect=self.dialect,
+            ) from exc
         finally:
             cursor.close()
 
@@ -108,14 +116,23 @@ class Bound(NamedTuple):
 @cache
 def insert_row(table: Table, columns: frozenset[str]) -> Prepared:
     """INSERT of these columns into `table`, RETURNING its `id`; the values go by column name."""
-    return Prepared(lambda _: insert(table).values(
-        {name: bindparam(name, type_=table.c[name].type) for name in sorted(columns)}
-    ).returning(table.c.id))
+    return Prepared(
+        lambda _: (
+            insert(table)
+            .values({name: bindparam(name, type_=table.c[name].type) for name in sorted(columns)})
+            .returning(table.c.id)
+        )
+    )
 
 
 @cache
 def update_row(table: Table, columns: frozenset[str]) -> Prepared:
     """UPDATE of these columns of the row of `table` whose `id` is `row_id`; the values go by
     column name."""
-    return Prepared(lambda _: update(table).where(table.c.id == bindparam("row_id")).values(
-        {name: bindparam(name, type_=table.c[name].type) for name in sorted(columns)}))
+    return Prepared(
+        lambda _: (
+            update(table)
+            .where(table.c.id == bindparam("row_id"))
+            .values({name: bindparam(name, type_=table.c[name].type) for name in sorted(columns)})
+        )
+    )

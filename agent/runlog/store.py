@@ -38,19 +38,25 @@ def _state_upsert(dialect: str) -> Executable:
     dialect's module imported only for its database (PostgreSQL's is a tenth of SQLAlchemy's
     import time, which no SQLite `cra` should pay)."""
     table = StateRow.__table__
-    values = {name: bindparam(name, type_=table.c[name].type)
-              for name in ("run_key", "key", "value", "updated_at")}  # fmt: skip
+    values = {
+        name: bindparam(name, type_=table.c[name].type)
+        for name in ("run_key", "key", "value", "updated_at")
+    }
     if dialect == "postgresql":
         from sqlalchemy.dialects import postgresql
 
         pg = postgresql.insert(table).values(values)
-        return pg.on_conflict_do_update(index_elements=["run_key", "key"], set_={
-            "value": pg.excluded.value, "updated_at": pg.excluded.updated_at})
+        return pg.on_conflict_do_update(
+            index_elements=["run_key", "key"],
+            set_={"value": pg.excluded.value, "updated_at": pg.excluded.updated_at},
+        )
     from sqlalchemy.dialects import sqlite
 
     lite = sqlite.insert(table).values(values)
-    return lite.on_conflict_do_update(index_elements=["run_key", "key"], set_={
-        "value": lite.excluded.value, "updated_at": lite.excluded.updated_at})
+    return lite.on_conflict_do_update(
+        index_elements=["run_key", "key"],
+        set_={"value": lite.excluded.value, "updated_at": lite.excluded.updated_at},
+    )
 
 
 SET_STATE = Prepared(_state_upsert)
@@ -204,15 +210,19 @@ class RunLog(Database):
         if orchestrated is not None and orchestrated.status == "running":
             self.update_orchestrator_run(orchestrated.id, status="failed", completed=True)
             with self._write() as conn:
-                conn.execute(update(TaskRunRow).where(
-                    TaskRunRow.id.in_([p.task_run_id for p in orchestrated.passes]),
-                    TaskRunRow.status == "running",
-                ).values(status="failed", success=False, error=error,
-                         completed_at=self._clock()))
+                conn.execute(
+                    update(TaskRunRow)
+                    .where(
+                        TaskRunRow.id.in_([p.task_run_id for p in orchestrated.passes]),
+                        TaskRunRow.status == "running",
+                    )
+                    .values(status="failed", success=False, error=error, completed_at=self._clock())
+                )
         single = self.get_task_run(task_id)
         if single is not None and single.status == "running":
-            self.finish_task_run(single.id, status="failed", success=False, usage=Usage(),
-                                 error=error)
+            self.finish_task_run(
+                single.id, status="failed", success=False, usage=Usage(), error=error
+            )
 
     def update_orchestrator_run(
         self,
@@ -264,8 +274,12 @@ class RunLog(Database):
 
     def set_state(self, run_key: str, key: str, value: object) -> None:
         """Store a JSON-able value (pydantic models included) under (run_key, key)."""
-        values = {"run_key": run_key, "key": key, "value": pydantic_core.to_json(value).decode(),
-                  "updated_at": self._clock()}  # fmt: skip
+        values = {
+            "run_key": run_key,
+            "key": key,
+            "value": pydantic_core.to_json(value).decode(),
+            "updated_at": self._clock(),
+        }
         with self._raw_write() as connection:
             SET_STATE.execute(connection, self.dialect, values)
 
@@ -334,7 +348,8 @@ class RunLog(Database):
         )
         with self._engine.connect() as connection:
             run = connection.execute(
-                select(OrchestratorRunRow).where(column == id_or_task_id)).first()
+                select(OrchestratorRunRow).where(column == id_or_task_id)
+            ).first()
             if run is None:
                 return None
             order = (PassRow.sequence_order, PassRow.id)

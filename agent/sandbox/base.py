@@ -49,9 +49,11 @@ class SandboxLimits(BaseModel):
 
     def describe(self) -> str:
         """One line for reports."""
-        return (f"{self.memory_mb} MB memory and {self.cpu_seconds} s CPU per process, "
-                f"{self.processes} processes, files up to {self.file_size_mb} MB, "
-                f"/tmp {self.tmp_mb} MB")
+        return (
+            f"{self.memory_mb} MB memory and {self.cpu_seconds} s CPU per process, "
+            f"{self.processes} processes, files up to {self.file_size_mb} MB, "
+            f"/tmp {self.tmp_mb} MB"
+        )
 
 
 _CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)\s*[,}]')
@@ -92,7 +94,8 @@ class Launch:
             return
         report, deadline = b"", time.monotonic() + wait
         while (left := deadline - time.monotonic()) > 0 and select.select(
-                [self.info_fd], [], [], left)[0]:  # fmt: skip
+            [self.info_fd], [], [], left
+        )[0]:
             chunk = os.read(self.info_fd, 4096)
             if not chunk:  # the whole report (bwrap writes it in parts, then closes the fd)
                 os.close(self.info_fd)  # closed before that, the writer would get SIGPIPE
@@ -215,8 +218,15 @@ class Sandbox(Protocol):
         ...
 
     def launch(
-        self, command: str, *, tree: Path, cwd: Path, env: Mapping[str, str], network: bool,
-        outputs: Path | None = None, read_only: Sequence[Path] = (),
+        self,
+        command: str,
+        *,
+        tree: Path,
+        cwd: Path,
+        env: Mapping[str, str],
+        network: bool,
+        outputs: Path | None = None,
+        read_only: Sequence[Path] = (),
     ) -> Launch:
         """`command` under /bin/sh in `cwd` (inside `tree`); it may change only `tree`, the
         environment directory and `outputs` (a directory for its reports), and may also read
@@ -229,12 +239,20 @@ class Sandbox(Protocol):
         ...
 
 
-_FORK_FAILED = re.compile(r"Cannot fork|can't fork|fork: retry|fork failed|Resource temporarily "
-                          r"unavailable|BlockingIOError: \[Errno 11\]|EAGAIN", re.I)
-_NO_MEMORY = re.compile(r"MemoryError|Cannot allocate memory|bad_alloc|out of memory|"
-                        r"OutOfMemoryError|ENOMEM", re.I)
-_SIGNALS = {signal.SIGXCPU: "the CPU-time limit ({cpu} s per process)",
-            signal.SIGXFSZ: "the file-size limit ({fsize} MB per file)"}
+_FORK_FAILED = re.compile(
+    r"Cannot fork|can't fork|fork: retry|fork failed|Resource temporarily "
+    r"unavailable|BlockingIOError: \[Errno 11\]|EAGAIN",
+    re.I,
+)
+_NO_MEMORY = re.compile(
+    r"MemoryError|Cannot allocate memory|bad_alloc|out of memory|"
+    r"OutOfMemoryError|ENOMEM",
+    re.I,
+)
+_SIGNALS = {
+    signal.SIGXCPU: "the CPU-time limit ({cpu} s per process)",
+    signal.SIGXFSZ: "the file-size limit ({fsize} MB per file)",
+}
 _CRASHES = (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS)
 
 
@@ -250,8 +268,10 @@ def limit_note(exit_code: int | None, output: str, limits: SandboxLimits) -> str
     if _FORK_FAILED.search(output):
         return f"[cra] the command hit the sandbox's process limit ({limits.processes} processes)"
     if _NO_MEMORY.search(output) or sig in _CRASHES:
-        return (f"[cra] the command may have hit the sandbox's memory limit "
-                f"({limits.memory_mb} MB per process)")
+        return (
+            f"[cra] the command may have hit the sandbox's memory limit "
+            f"({limits.memory_mb} MB per process)"
+        )
     return None
 
 
@@ -292,8 +312,15 @@ class NoSandbox:
         return replace(self, env_dir=env_dir)
 
     def launch(
-        self, command: str, *, tree: Path, cwd: Path, env: Mapping[str, str], network: bool,
-        outputs: Path | None = None, read_only: Sequence[Path] = (),
+        self,
+        command: str,
+        *,
+        tree: Path,
+        cwd: Path,
+        env: Mapping[str, str],
+        network: bool,
+        outputs: Path | None = None,
+        read_only: Sequence[Path] = (),
     ) -> Launch:
         """`/bin/sh -c command` in `cwd`, nothing hidden, nothing bounded but the timeout."""
         del tree, network, outputs, read_only
@@ -322,14 +349,37 @@ def hidden_paths(
 
 
 HOME_SECRETS = (
-    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc",
-    ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub", ".pypirc",
-    ".npmrc", ".yarnrc.yml", ".cargo/credentials", ".cargo/credentials.toml",
-    ".gem/credentials", ".password-store", ".local/share/keyrings", ".vault-token",
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh",
+    ".config/hub",
+    ".pypirc",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".password-store",
+    ".local/share/keyrings",
+    ".vault-token",
 )
 SYSTEM_SECRETS = (
-    "/etc/shadow", "/etc/gshadow", "/var/lib/postgresql", "/var/lib/mysql", "/var/lib/redis",
-    "/var/lib/docker", "/var/lib/containerd", "/run/secrets",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/var/lib/postgresql",
+    "/var/lib/mysql",
+    "/var/lib/redis",
+    "/var/lib/docker",
+    "/var/lib/containerd",
+    "/run/secrets",
 )
 
 
@@ -338,5 +388,5 @@ def describe_sandbox(sandbox: Sandbox, *, chosen: str = "") -> str:
     if sandbox.isolated:
         limits = f"; {sandbox.limits.describe()}" if sandbox.limits else ""
         return f"repository commands run in the {sandbox.name} sandbox{limits}"
-    why = ("bubblewrap is not installed" if chosen == "auto" else "chosen explicitly")
+    why = "bubblewrap is not installed" if chosen == "auto" else "chosen explicitly"
     return f"repository commands run UNSANDBOXED (sandbox none: {why})"

@@ -84,16 +84,33 @@ class BwrapSandbox:
         return replace(self, env_dir=env_dir)
 
     def launch(
-        self, command: str, *, tree: Path, cwd: Path, env: Mapping[str, str], network: bool,
-        outputs: Path | None = None, read_only: Sequence[Path] = (),
+        self,
+        command: str,
+        *,
+        tree: Path,
+        cwd: Path,
+        env: Mapping[str, str],
+        network: bool,
+        outputs: Path | None = None,
+        read_only: Sequence[Path] = (),
     ) -> Launch:
         """bwrap's argv for `command`; the synthetic git config travels in a passed pipe."""
         inner_cwd = TREE_MOUNT / inside(cwd, tree)
         git_args, fds = _git_view(tree)
-        shown = [arg for p in read_only if p.exists()
-                 for arg in ("--ro-bind", str(p.resolve()), str(p.resolve()))]
-        mounts = [*self._system(), *self._hidden(), *shown,
-                  *_tree_mounts(tree, self.env_dir, outputs), *git_args, *self._seal()]
+        shown = [
+            arg
+            for p in read_only
+            if p.exists()
+            for arg in ("--ro-bind", str(p.resolve()), str(p.resolve()))
+        ]
+        mounts = [
+            *self._system(),
+            *self._hidden(),
+            *shown,
+            *_tree_mounts(tree, self.env_dir, outputs),
+            *git_args,
+            *self._seal(),
+        ]
         network = network and self.allow_network
         linked = network and self.tools.slirp4netns is not None
         start: list[str] = []
@@ -103,25 +120,50 @@ class BwrapSandbox:
             dns, dns_fds = resolv_conf()
             start_read, start_fd = os.pipe()
             start, fds = [*dns, "--block-fd", str(start_read)], [*fds, *dns_fds, start_read]
-            connect = Slirp(self.tools.slirp4netns, join_userns=not self.as_root,
-                            allowed=self.allow_addresses, fence=self.fence)
+            connect = Slirp(
+                self.tools.slirp4netns,
+                join_userns=not self.as_root,
+                allowed=self.allow_addresses,
+                fence=self.fence,
+            )
         # bwrap reports its child (the sandbox's init) there: a signal that ends cra while the
         # sandbox starts must reach that child too, which is in a session of its own and binds
         # its life to bwrap's only once set up (agent.sandbox.commands kills it by this pid).
         info_read, info_write = os.pipe()
-        argv = [self.tools.bwrap,
-                *self._namespaces(shared_network=network and not linked),
-                *mounts, *start, "--chdir", str(inner_cwd), "--info-fd", str(info_write),
-                "--", *self._limit_prefix(), "/bin/sh", "-c", command]
+        argv = [
+            self.tools.bwrap,
+            *self._namespaces(shared_network=network and not linked),
+            *mounts,
+            *start,
+            "--chdir",
+            str(inner_cwd),
+            "--info-fd",
+            str(info_write),
+            "--",
+            *self._limit_prefix(),
+            "/bin/sh",
+            "-c",
+            command,
+        ]
         env_root = ENV_MOUNT if self.env_dir else None
         inner_env = command_env(env, env_root, has_venv=is_venv(self.env_dir))
         inner_env.setdefault("HOME", "/tmp")
         inner_env |= {"TMPDIR": "/tmp", "CRA_SANDBOX": "bwrap"}
         if self.as_root:  # the throwaway uid does not own the worktree git checks
-            inner_env |= {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
-                          "GIT_CONFIG_VALUE_0": "*"}
-        return Launch(argv, inner_env, tree, (*fds, info_write), info_fd=info_read,
-                      start_fd=start_fd, connect=connect)
+            inner_env |= {
+                "GIT_CONFIG_COUNT": "1",
+                "GIT_CONFIG_KEY_0": "safe.directory",
+                "GIT_CONFIG_VALUE_0": "*",
+            }
+        return Launch(
+            argv,
+            inner_env,
+            tree,
+            (*fds, info_write),
+            info_fd=info_read,
+            start_fd=start_fd,
+            connect=connect,
+        )
 
     def seen_as(self, path: Path, *, tree: Path, outputs: Path | None = None) -> Path:
         """A path inside `tree`, `outputs` or the environment directory, as the command sees
@@ -132,8 +174,16 @@ class BwrapSandbox:
         return TREE_MOUNT / inside(path, tree)
 
     def _namespaces(self, *, shared_network: bool) -> list[str]:
-        args = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-                "--hostname", "cra-sandbox", "--die-with-parent", "--new-session"]
+        args = [
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "cra-sandbox",
+            "--die-with-parent",
+            "--new-session",
+        ]
         if not shared_network:
             args.append("--unshare-net")
         if self.as_root:  # keep what setpriv needs to switch to the throwaway uid, no more
@@ -154,8 +204,14 @@ class BwrapSandbox:
                 args += ["--symlink", os.readlink(entry.path), entry.path]
             else:
                 args += ["--ro-bind", entry.path, entry.path]
-        args += ["--dev", "/dev", "--proc", "/proc", *self._tmpfs("/tmp", self.limits.tmp_mb),
-                 *self._tmpfs("/run", 16)]
+        args += [
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            *self._tmpfs("/tmp", self.limits.tmp_mb),
+            *self._tmpfs("/run", 16),
+        ]
         if Path("/var/tmp").is_dir() and not Path("/var/tmp").is_symlink():
             args += self._tmpfs("/var/tmp", self.limits.tmp_mb)
         resolv = Path("/etc/resolv.conf").resolve()
@@ -187,8 +243,12 @@ class BwrapSandbox:
 
     def _limit_prefix(self) -> list[str]:
         lim = self.limits
-        bounds = {"data": lim.memory_mb * _MB, "nproc": lim.processes,
-                  "fsize": lim.file_size_mb * _MB, "core": 0}
+        bounds = {
+            "data": lim.memory_mb * _MB,
+            "nproc": lim.processes,
+            "fsize": lim.file_size_mb * _MB,
+            "core": 0,
+        }
         # CPU: SIGXCPU at the soft limit says why; SIGKILL a little later if it is ignored.
         cpu = f"--cpu={lim.cpu_seconds}:{lim.cpu_seconds + 5}"
         prefix = [self.tools.prlimit, cpu, *(f"--{k}={v}:{v}" for k, v in bounds.items()), "--"]
@@ -210,9 +270,15 @@ def _throwaway_identity() -> list[str]:
     base, span = _THROWAWAY_UIDS
     uid = base + secrets.randbelow(span)
     caps = "-all,+dac_override"
-    return [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", f"--inh-caps={caps}",
-            f"--ambient-caps={caps}", f"--bounding-set={caps}",
-            "--securebits=+noroot,+noroot_locked,+no_setuid_fixup,+no_setuid_fixup_locked"]
+    return [
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        f"--inh-caps={caps}",
+        f"--ambient-caps={caps}",
+        f"--bounding-set={caps}",
+        "--securebits=+noroot,+noroot_locked,+no_setuid_fixup,+no_setuid_fixup_locked",
+    ]
 
 
 def _each(flag: str, values: Iterable[str]) -> list[str]:
@@ -275,29 +341,41 @@ def find_tools(*, as_root: bool) -> BwrapTools:
     needed = ["prlimit", "setpriv"] if as_root else ["prlimit"]
     missing = [name for name in needed if found[name] is None]
     if missing:
-        raise SandboxUnavailable(f"{' and '.join(missing)} (util-linux) not found: the bwrap "
-                                 f"sandbox needs it to set resource limits; {INSTALL_HINT}")
+        raise SandboxUnavailable(
+            f"{' and '.join(missing)} (util-linux) not found: the bwrap "
+            f"sandbox needs it to set resource limits; {INSTALL_HINT}"
+        )
     version = _output([found["bwrap"], "--version"]).strip()
-    options = frozenset(re.findall(r"^\s+(--[a-z0-9-]+)", _output([found["bwrap"], "--help"]),
-                                   re.M))
-    return BwrapTools(bwrap=found["bwrap"], prlimit=str(found["prlimit"]),
-                      setpriv=found["setpriv"], version=version, options=options,
-                      slirp4netns=found["slirp4netns"])
+    options = frozenset(
+        re.findall(r"^\s+(--[a-z0-9-]+)", _output([found["bwrap"], "--help"]), re.M)
+    )
+    return BwrapTools(
+        bwrap=found["bwrap"],
+        prlimit=str(found["prlimit"]),
+        setpriv=found["setpriv"],
+        version=version,
+        options=options,
+        slirp4netns=found["slirp4netns"],
+    )
 
 
 def _output(argv: list[str]) -> str:
     """stdout of a quick tool query; SandboxUnavailable when it cannot run."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=30, check=False, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"{argv[0]} does not run: {exc}; {INSTALL_HINT}") from exc
     return proc.stdout
 
 
 def build_sandbox(
-    kind: SandboxKind | Literal["auto"], *, hide: Sequence[Path] = (),
-    limits: SandboxLimits | None = None, allow_network: bool = True,
+    kind: SandboxKind | Literal["auto"],
+    *,
+    hide: Sequence[Path] = (),
+    limits: SandboxLimits | None = None,
+    allow_network: bool = True,
     allow_addresses: Sequence[IPv4Network] = (),
 ) -> Sandbox:
     """The sandbox `kind` names; `auto` is bwrap when bubblewrap is installed, else none.
@@ -307,6 +385,11 @@ def build_sandbox(
     if kind == "auto" and shutil.which("bwrap") is None:
         return NoSandbox()
     as_root = os.geteuid() == 0
-    return BwrapSandbox(tools=find_tools(as_root=as_root), hide=tuple(hide),
-                        limits=limits or SandboxLimits(), as_root=as_root,
-                        allow_network=allow_network, allow_addresses=tuple(allow_addresses))
+    return BwrapSandbox(
+        tools=find_tools(as_root=as_root),
+        hide=tuple(hide),
+        limits=limits or SandboxLimits(),
+        as_root=as_root,
+        allow_network=allow_network,
+        allow_addresses=tuple(allow_addresses),
+    )

@@ -57,9 +57,11 @@ for target in sys.argv[1:]:
 """
 IPV6_PROBE = "fd00::1"  # a unique-local address: with IPv6 off, no IPv6 address is reachable
 METADATA_PROBES = ("169.254.169.254", "100.100.100.200", "168.63.129.16")
-OWN_NETWORK = ("a command given the network (the setup step) has its own, through slirp4netns: "
-               "not this machine's loopback or addresses, private or link-local ranges, the "
-               "cloud's metadata addresses, nor IPv6")
+OWN_NETWORK = (
+    "a command given the network (the setup step) has its own, through slirp4netns: "
+    "not this machine's loopback or addresses, private or link-local ranges, the "
+    "cloud's metadata addresses, nor IPv6"
+)
 
 
 def self_check(sandbox: Sandbox, *, data_dir: Path) -> list[str]:
@@ -73,15 +75,19 @@ def self_check(sandbox: Sandbox, *, data_dir: Path) -> list[str]:
     canary = data_dir / ".sandbox-canary"
     canary.write_text("the sandbox must not show this file\n")
     with tempfile.TemporaryDirectory(prefix="cra-check-", dir=data_dir) as tmp:
-        result = run_command(_PROBE.format(secret=shlex.quote(str(canary))), Path(tmp),
-                             sandbox=sandbox, timeout=60, env={"PATH": "/usr/bin:/bin"},
-                             max_output_chars=4000)
+        result = run_command(
+            _PROBE.format(secret=shlex.quote(str(canary))),
+            Path(tmp),
+            sandbox=sandbox,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin"},
+            max_output_chars=4000,
+        )
         facts = [line for line in result.output.splitlines() if line.startswith("ok: ")]
         if result.exit_code != 0 or len(facts) != 5:
             raise SandboxUnavailable(_failure(result.output))
         network = _network_fact(sandbox, Path(tmp))
-    return [describe_sandbox(sandbox), *(fact.removeprefix("ok: ") for fact in facts),
-            *network]
+    return [describe_sandbox(sandbox), *(fact.removeprefix("ok: ") for fact in facts), *network]
 
 
 def _network_fact(sandbox: Sandbox, tree: Path) -> list[str]:
@@ -99,26 +105,38 @@ def _network_fact(sandbox: Sandbox, tree: Path) -> list[str]:
     with socket.socket() as listener:
         listener.bind(("0.0.0.0", 0))
         listener.listen(8)
-        closed, opened = network_targets(sandbox.allow_addresses, own,
-                                         port=listener.getsockname()[1])
+        closed, opened = network_targets(
+            sandbox.allow_addresses, own, port=listener.getsockname()[1]
+        )
         # the interpreter itself, not a virtualenv's link to it: a virtualenv under /tmp (a
         # fresh install's, a test's) is not in the sandbox, whose /tmp is its own
         python = os.path.realpath(sys.executable)
-        probe = (f"{_INTERFACES}\n{shlex.quote(python)} -I -S -c "
-                 f"{shlex.quote(_CONNECT)} {shlex.join([*closed, *opened])}")
-        result = run_command(probe, tree, sandbox=sandbox, timeout=60, network=True,
-                             env={"PATH": "/usr/bin:/bin"}, max_output_chars=4000)
+        probe = (
+            f"{_INTERFACES}\n{shlex.quote(python)} -I -S -c "
+            f"{shlex.quote(_CONNECT)} {shlex.join([*closed, *opened])}"
+        )
+        result = run_command(
+            probe,
+            tree,
+            sandbox=sandbox,
+            timeout=60,
+            network=True,
+            env={"PATH": "/usr/bin:/bin"},
+            max_output_chars=4000,
+        )
     lines = result.output.splitlines()
     if result.exit_code != 0 or lines[:1] != ["tap0"]:
         raise SandboxUnavailable(
             f"slirp4netns did not give a command the network: {result.output.strip()[-300:]}; "
             "fix it, uninstall it (commands with the network then share this machine's), or "
-            "set CRA_SANDBOX_NETWORK=false")
+            "set CRA_SANDBOX_NETWORK=false"
+        )
     found = {host: state for state, _, host in (line.partition(" ") for line in lines[1:])}
     wanted = {_host(t): "closed" for t in closed} | {_host(t): "open" for t in opened}
     if found.keys() != wanted.keys():
-        raise SandboxUnavailable("the sandbox's network probe did not run: "
-                                 f"{result.output.strip()[-300:]}")
+        raise SandboxUnavailable(
+            f"the sandbox's network probe did not run: {result.output.strip()[-300:]}"
+        )
     wrong = [host for host, state in wanted.items() if found[host] != state]
     if wrong:
         raise SandboxUnavailable(_network_failure(wrong, wanted))
@@ -126,18 +144,24 @@ def _network_fact(sandbox: Sandbox, tree: Path) -> list[str]:
     return [OWN_NETWORK + (f"; the operator opened {allowed}" if allowed else "")]
 
 
-def network_targets(allowed: Sequence[IPv4Network], own: Sequence[IPv4Address], *,
-                    port: int) -> tuple[list[str], list[str]]:  # fmt: skip
+def network_targets(
+    allowed: Sequence[IPv4Network], own: Sequence[IPv4Address], *, port: int
+) -> tuple[list[str], list[str]]:
     """The probe's targets: those it must find closed (this machine's addresses at `port`, an
     address of each private range and each metadata address, one IPv6 address) and those it
     must find open (the first address of each network the operator allowed)."""
+
     def allows(address: IPv4Address) -> bool:
         return any(address in net for net in allowed)
 
     mine = [f"tcp,{a},{port}" for a in own if not a.is_loopback and not allows(a)]
     private = [net[-2] for net in netblock.PRIVATE]  # the last host address of each range
-    closed = [*mine, *(f"udp,{a},53" for a in private if not allows(a)),
-              *(f"udp,{a},80" for a in METADATA_PROBES), f"udp,{IPV6_PROBE},53"]
+    closed = [
+        *mine,
+        *(f"udp,{a},53" for a in private if not allows(a)),
+        *(f"udp,{a},80" for a in METADATA_PROBES),
+        f"udp,{IPV6_PROBE},53",
+    ]
     opened = [f"udp,{net[0]},53" for net in allowed if not netblock.never_opened(net)]
     return closed, opened
 
@@ -152,19 +176,26 @@ def _network_failure(wrong: list[str], wanted: dict[str, str]) -> str:
     shut = [host for host in wrong if wanted[host] == "open"]
     said = [f"a command given the network reaches {', '.join(reached)}"] if reached else []
     said += [f"the allowed {', '.join(shut)} is unreachable"] if shut else []
-    return (f"{'; '.join(said)} (its network namespace must have this machine's addresses, "
-            "the private, link-local and metadata ranges routed unreachable, but for the "
-            "allowed addresses); set CRA_SANDBOX_NETWORK=false until that is fixed")
+    return (
+        f"{'; '.join(said)} (its network namespace must have this machine's addresses, "
+        "the private, link-local and metadata ranges routed unreachable, but for the "
+        "allowed addresses); set CRA_SANDBOX_NETWORK=false until that is fixed"
+    )
 
 
 def _failure(output: str) -> str:
     """What went wrong, in bwrap's or the probe's words, and how to fix it."""
-    failed = [line.removeprefix("FAIL: ") for line in output.splitlines()
-              if line.startswith("FAIL:")]
+    failed = [
+        line.removeprefix("FAIL: ") for line in output.splitlines() if line.startswith("FAIL:")
+    ]
     if failed:
-        return (f"the bwrap sandbox runs but does not confine: {'; '.join(failed)}; "
-                "refusing to run repository commands")
+        return (
+            f"the bwrap sandbox runs but does not confine: {'; '.join(failed)}; "
+            "refusing to run repository commands"
+        )
     said = "; ".join(line for line in output.splitlines() if line.startswith("bwrap:"))
-    return (f"the bwrap sandbox does not work here ({said or output.strip()[-300:]}): "
-            f"{CONTAINER_HINT}; or set CRA_SANDBOX=none to run repository commands "
-            "unsandboxed")
+    return (
+        f"the bwrap sandbox does not work here ({said or output.strip()[-300:]}): "
+        f"{CONTAINER_HINT}; or set CRA_SANDBOX=none to run repository commands "
+        "unsandboxed"
+    )

@@ -25,8 +25,15 @@ from agent.sandbox.base import Launch, Sandbox, limit_note
 
 BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV")
 SECRET_PATTERNS = (
-    "GITHUB_TOKEN", "GH_TOKEN", "CRA_*", "*_API_KEY", "*_TOKEN", "*_SECRET", "*SECRET*",
-    "*PASSWORD*", "*PRIVATE_KEY*",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "CRA_*",
+    "*_API_KEY",
+    "*_TOKEN",
+    "*_SECRET",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PRIVATE_KEY*",
 )
 KILL_GRACE = 2.0
 INIT_REPORT_WAIT = 5.0  # for a sandbox that is starting to report its init's pid, at most
@@ -47,7 +54,8 @@ def scrubbed_env(environ: Mapping[str, str], allow: Sequence[str]) -> dict[str, 
     """The base variables plus the allow-list (glob patterns), minus anything secret-looking."""
     wanted = (*BASE_ENV, *allow)
     return {
-        name: value for name, value in environ.items()
+        name: value
+        for name, value in environ.items()
         if any(fnmatchcase(name, pattern) for pattern in wanted) and not is_secret_name(name)
     }
 
@@ -116,8 +124,9 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def _stop_group(proc: subprocess.Popen[bytes], reader: threading.Thread, grace: float,
-                launch: Launch) -> bool:  # fmt: skip
+def _stop_group(
+    proc: subprocess.Popen[bytes], reader: threading.Thread, grace: float, launch: Launch
+) -> bool:
     """SIGTERM the command's process group, then SIGKILL it (and the sandbox's init); True
     once the output is closed."""
     _signal_group(proc.pid, signal.SIGTERM)
@@ -141,8 +150,13 @@ def _start(command: str, launch: Launch) -> subprocess.Popen[bytes]:
     """Start the launch in a new session; ValidationError if it cannot start."""
     try:
         return subprocess.Popen(
-            launch.argv, cwd=launch.cwd, env=launch.env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            launch.argv,
+            cwd=launch.cwd,
+            env=launch.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             pass_fds=launch.pass_fds,
         )
     except OSError as exc:
@@ -154,15 +168,19 @@ def _start(command: str, launch: Launch) -> subprocess.Popen[bytes]:
 def _reader(proc: subprocess.Popen[bytes], capture: _Capture) -> threading.Thread:
     """A started thread draining the command's output into `capture`."""
     assert proc.stdout is not None
-    reader = threading.Thread(target=_drain, args=(os.dup(proc.stdout.fileno()), capture),
-                              daemon=True)
+    reader = threading.Thread(
+        target=_drain, args=(os.dup(proc.stdout.fileno()), capture), daemon=True
+    )
     proc.stdout.close()  # the reader owns its duplicate of the pipe
     reader.start()
     return reader
 
 
 def _wait(
-    proc: subprocess.Popen[bytes], reader: threading.Thread, timeout: float, grace: float,
+    proc: subprocess.Popen[bytes],
+    reader: threading.Thread,
+    timeout: float,
+    grace: float,
     launch: Launch,
 ) -> tuple[int | None, list[str]]:
     """Wait for the command (None on timeout) and its output; notes on what had to be killed."""
@@ -175,8 +193,9 @@ def _wait(
         raise
     notes: list[str] = []
     if exit_code is None:
-        notes.append(f"[cra] timed out: the command and its children were killed after "
-                     f"{timeout:g} s")
+        notes.append(
+            f"[cra] timed out: the command and its children were killed after {timeout:g} s"
+        )
     else:
         reader.join(grace)
         if not reader.is_alive():
@@ -189,17 +208,27 @@ def _wait(
 
 
 def execute(
-    command: str, cwd: Path, *, sandbox: Sandbox, tree: Path, network: bool, timeout: float,
-    env: Mapping[str, str], max_output_chars: int, kill_grace: float = KILL_GRACE,
-    outputs: Path | None = None, read_only: Sequence[Path] = (),
+    command: str,
+    cwd: Path,
+    *,
+    sandbox: Sandbox,
+    tree: Path,
+    network: bool,
+    timeout: float,
+    env: Mapping[str, str],
+    max_output_chars: int,
+    kill_grace: float = KILL_GRACE,
+    outputs: Path | None = None,
+    read_only: Sequence[Path] = (),
 ) -> tuple[CommandResult, str]:
     """Run `command` in `sandbox`; its CommandResult and the (head and tail of the) output."""
     started = time.monotonic()
     capture = _Capture(max(PARSE_KEEP_CHARS, max_output_chars))
     if not cwd.is_dir():  # before the sandbox maps it: the same error with or without one
         raise ValidationError(f"could not start {command!r}: no directory {cwd}")
-    launch = sandbox.launch(command, tree=tree, cwd=cwd, env=env, network=network,
-                            outputs=outputs, read_only=read_only)
+    launch = sandbox.launch(
+        command, tree=tree, cwd=cwd, env=env, network=network, outputs=outputs, read_only=read_only
+    )
     try:
         exit_code, notes = _run(command, launch, capture, timeout, kill_grace)
     finally:  # in a sandbox, what the command left running inside ends here
@@ -214,14 +243,19 @@ def execute(
         separator = "\n" if output and not output.endswith("\n") else ""
         output = output + separator + "\n".join(notes) + "\n"
     result = CommandResult(
-        command=command, exit_code=exit_code, output=output, timed_out=exit_code is None,
-        truncated=truncated, duration_ms=int((time.monotonic() - started) * 1000),
+        command=command,
+        exit_code=exit_code,
+        output=output,
+        timed_out=exit_code is None,
+        truncated=truncated,
+        duration_ms=int((time.monotonic() - started) * 1000),
     )
     return result, full
 
 
-def _run(command: str, launch: Launch, capture: _Capture, timeout: float,
-         grace: float) -> tuple[int | None, list[str]]:  # fmt: skip
+def _run(
+    command: str, launch: Launch, capture: _Capture, timeout: float, grace: float
+) -> tuple[int | None, list[str]]:
     """Start the launch and wait for it (see _wait), its output going to `capture`."""
     proc = None
     try:
@@ -238,13 +272,28 @@ def _run(command: str, launch: Launch, capture: _Capture, timeout: float,
 
 
 def run_command(
-    command: str, cwd: Path, *, sandbox: Sandbox, timeout: float, env: Mapping[str, str],
-    max_output_chars: int, tree: Path | None = None, network: bool = False,
+    command: str,
+    cwd: Path,
+    *,
+    sandbox: Sandbox,
+    timeout: float,
+    env: Mapping[str, str],
+    max_output_chars: int,
+    tree: Path | None = None,
+    network: bool = False,
     kill_grace: float = KILL_GRACE,
 ) -> CommandResult:
     """Run a shell command in `cwd` inside `sandbox`, which lets it change only `tree` (default
     `cwd`), with a timeout that kills everything it started."""
-    result, _ = execute(command, cwd, sandbox=sandbox, tree=tree or cwd, network=network,
-                         timeout=timeout, env=env, max_output_chars=max_output_chars,
-                         kill_grace=kill_grace)
+    result, _ = execute(
+        command,
+        cwd,
+        sandbox=sandbox,
+        tree=tree or cwd,
+        network=network,
+        timeout=timeout,
+        env=env,
+        max_output_chars=max_output_chars,
+        kill_grace=kill_grace,
+    )
     return result

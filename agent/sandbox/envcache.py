@@ -46,9 +46,7 @@ def matches_input(path: str, patterns: Sequence[str]) -> bool:
     return any(fnmatchcase(path if "/" in p else name, p) for p in patterns)
 
 
-def setup_key(
-    worktree: Path, command: str, inputs: Sequence[str], env: Mapping[str, str]
-) -> str:
+def setup_key(worktree: Path, command: str, inputs: Sequence[str], env: Mapping[str, str]) -> str:
     """The hash of what decides a setup's result: the command, the dependency files' content,
     the environment it sees and the machine's system."""
     digest = hashlib.sha256()
@@ -134,8 +132,14 @@ class EnvCache:
         with _flock(_lock_path(entry), fcntl.LOCK_EX):
             yield entry.exists()
 
-    def save(self, entry: Entry, env_dir: Path, worktree: Path, tree_paths: Sequence[str],
-             meta: Mapping[str, object]) -> None:
+    def save(
+        self,
+        entry: Entry,
+        env_dir: Path,
+        worktree: Path,
+        tree_paths: Sequence[str],
+        meta: Mapping[str, object],
+    ) -> None:
         """Store a run's environment and `tree_paths` of its worktree (call inside `building`)."""
         staging = entry.path.parent / f".staging-{uuid.uuid4().hex}"
         try:
@@ -219,8 +223,12 @@ def copy_tree(src: Path, dst: Path) -> None:
     cp = shutil.which("cp")
     dst.mkdir(parents=True, exist_ok=True)
     if cp is not None:
-        done = subprocess.run([cp, "-a", "--reflink=auto", f"{src}/.", str(dst)],
-                              capture_output=True, check=False, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [cp, "-a", "--reflink=auto", f"{src}/.", str(dst)],
+            capture_output=True,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
         if done.returncode == 0:
             return
     shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)

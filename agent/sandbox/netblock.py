@@ -36,8 +36,9 @@ from pydantic import PlainValidator
 # container credentials at 169.254.170.2), Alibaba's metadata, Azure's wire server.
 METADATA = tuple(map(IPv4Network, ("169.254.0.0/16", "100.100.100.200/32", "168.63.129.16/32")))
 # Private (RFC 1918) and carrier-grade NAT (RFC 6598, cloud-internal services) ranges.
-PRIVATE = tuple(map(IPv4Network, ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
-                                  "100.64.0.0/10")))  # fmt: skip
+PRIVATE = tuple(
+    map(IPv4Network, ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+)
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 
@@ -86,16 +87,23 @@ class Routes:
     opened: tuple[IPv4Network, ...] = ()
 
 
-def plan(allowed: Iterable[IPv4Network], own: Iterable[IPv4Address], *,
-         local: IPv4Network) -> Routes:  # fmt: skip
+def plan(
+    allowed: Iterable[IPv4Network], own: Iterable[IPv4Address], *, local: IPv4Network
+) -> Routes:
     """The routes keeping a namespace (whose own network is `local`) off METADATA, PRIVATE and
     this machine's `own` addresses, except the `allowed` networks (never METADATA's)."""
     allowed = [net for net in dict.fromkeys(allowed) if not never_opened(net)]
     own_nets = [IPv4Network(a) for a in own if not a.is_loopback and a not in local]
-    closed = [net for net in dict.fromkeys([*PRIVATE, *own_nets])
-              if not any(net.subnet_of(a) for a in allowed)]  # fmt: skip
-    opened = [net for net in allowed if not net.subnet_of(local)
-              and any(net != c and net.subnet_of(c) for c in closed)]  # fmt: skip
+    closed = [
+        net
+        for net in dict.fromkeys([*PRIVATE, *own_nets])
+        if not any(net.subnet_of(a) for a in allowed)
+    ]
+    opened = [
+        net
+        for net in allowed
+        if not net.subnet_of(local) and any(net != c and net.subnet_of(c) for c in closed)
+    ]
     return Routes(tuple(dict.fromkeys([*METADATA, *closed])), tuple(opened))
 
 
@@ -115,8 +123,10 @@ def allowable(value: object) -> IPv4Network:
         ipv6 = "; a command with the network has no IPv6" if ":" in str(value) else ""
         raise ValueError(f"{value!r} is not an IPv4 address or network ({exc}){ipv6}") from None
     if never_opened(network):
-        raise ValueError(f"{network} is among the link-local and cloud metadata addresses "
-                         f"({', '.join(map(str, METADATA))}), which are never opened")
+        raise ValueError(
+            f"{network} is among the link-local and cloud metadata addresses "
+            f"({', '.join(map(str, METADATA))}), which are never opened"
+        )
     return network
 
 
@@ -143,23 +153,42 @@ def machine_addresses() -> list[IPv4Address]:
 class Fence(Protocol):
     """What gives a sandbox's network namespace its routes: `block`, or a fake in tests."""
 
-    def __call__(self, net: int, user: int | None, routes: Routes, *, gateway: IPv4Address,
-                 interface: str) -> str | None: ...  # fmt: skip
+    def __call__(
+        self, net: int, user: int | None, routes: Routes, *, gateway: IPv4Address, interface: str
+    ) -> str | None: ...
 
 
-def block(net: int, user: int | None, routes: Routes, *, gateway: IPv4Address,
-          interface: str, timeout: float = 10.0) -> str | None:  # fmt: skip
+def block(
+    net: int,
+    user: int | None,
+    routes: Routes,
+    *,
+    gateway: IPv4Address,
+    interface: str,
+    timeout: float = 10.0,
+) -> str | None:
     """Give the network namespace of fd `net` (joining the user namespace of fd `user` first,
     when given) `routes`, and no IPv6 on `interface`; None when done, else what went wrong."""
     joins = [f"{user}:{CLONE_NEWUSER}"] if user is not None else []
     joins.append(f"{net}:{CLONE_NEWNET}")
     fds = (net,) if user is None else (net, user)
-    spec = {"unreachable": _names(routes.unreachable), "opened": _names(routes.opened),
-            "gateway": str(gateway), "interface": interface}  # fmt: skip
+    spec = {
+        "unreachable": _names(routes.unreachable),
+        "opened": _names(routes.opened),
+        "gateway": str(gateway),
+        "interface": interface,
+    }
     try:
         argv = [sys.executable, "-I", "-S", "-c", _SCRIPT, *joins, json.dumps(spec)]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              pass_fds=fds, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            pass_fds=fds,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     if proc.returncode == 0:

@@ -43,9 +43,14 @@ class Slirp:
     machine's other addresses, private and link-local ranges or the cloud's metadata addresses,
     but for the networks the operator allowed (agent.sandbox.netblock)."""
 
-    def __init__(self, program: str, *, join_userns: bool,
-                 allowed: Sequence[IPv4Network] = (),
-                 fence: netblock.Fence = netblock.block) -> None:  # fmt: skip
+    def __init__(
+        self,
+        program: str,
+        *,
+        join_userns: bool,
+        allowed: Sequence[IPv4Network] = (),
+        fence: netblock.Fence = netblock.block,
+    ) -> None:
         self._program, self._join_userns = program, join_userns
         self._allowed, self._fence = tuple(allowed), fence
 
@@ -66,12 +71,16 @@ class Slirp:
             for fd in namespaces:
                 os.close(fd)
         if link is None:
-            raise SandboxUnavailable(f"slirp4netns did not connect the sandbox's network: "
-                                     f"{said or 'no answer in time'}{_tun_hint(said)}")
+            raise SandboxUnavailable(
+                f"slirp4netns did not connect the sandbox's network: "
+                f"{said or 'no answer in time'}{_tun_hint(said)}"
+            )
         if refused is not None:
             link.close()
-            raise SandboxUnavailable("could not keep the sandbox's network off this machine's "
-                                     f"addresses and private ranges: {refused}")
+            raise SandboxUnavailable(
+                "could not keep the sandbox's network off this machine's "
+                f"addresses and private ranges: {refused}"
+            )
         return link
 
     def _fence_off(self, namespaces: list[int]) -> str | None:
@@ -83,8 +92,9 @@ class Slirp:
             return f"this machine's addresses: {exc}"
         routes = netblock.plan(self._allowed, own, local=SLIRP_NETWORK)
         net, *user = namespaces
-        return self._fence(net, user[0] if user else None, routes, gateway=SLIRP_GATEWAY,
-                           interface=SLIRP_INTERFACE)
+        return self._fence(
+            net, user[0] if user else None, routes, gateway=SLIRP_GATEWAY, interface=SLIRP_INTERFACE
+        )
 
     def _namespaces(self, init: int, net_namespace: int | None) -> list[int]:
         """fds on the sandbox's network namespace and (unprivileged) the user namespace that
@@ -109,15 +119,31 @@ class Slirp:
         ready_read, ready_write = os.pipe()
         exit_read, exit_write = os.pipe()  # closed by us (or our death): slirp4netns ends
         net, *user = namespaces
-        where = [*(f"--userns-path=/proc/self/fd/{fd}" for fd in user), "--netns-type=path",
-                 f"/proc/self/fd/{net}", SLIRP_INTERFACE]
-        argv = [self._program, "--configure", "--mtu=65520", "--disable-host-loopback",
-                f"--ready-fd={ready_write}", f"--exit-fd={exit_read}", *where]
+        where = [
+            *(f"--userns-path=/proc/self/fd/{fd}" for fd in user),
+            "--netns-type=path",
+            f"/proc/self/fd/{net}",
+            SLIRP_INTERFACE,
+        ]
+        argv = [
+            self._program,
+            "--configure",
+            "--mtu=65520",
+            "--disable-host-loopback",
+            f"--ready-fd={ready_write}",
+            f"--exit-fd={exit_read}",
+            *where,
+        ]
         errors = tempfile.TemporaryFile()  # noqa: SIM115 (the link closes it)
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=errors,
-                                    stderr=errors, pass_fds=(ready_write, exit_read, *namespaces),
-                                    start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=errors,
+                stderr=errors,
+                pass_fds=(ready_write, exit_read, *namespaces),
+                start_new_session=True,
+            )
         except OSError as exc:
             for fd in (ready_read, exit_write):
                 os.close(fd)
@@ -129,8 +155,7 @@ class Slirp:
         link = _SlirpLink(proc, exit_write, errors)
         try:
             left = max(0.0, deadline - time.monotonic())
-            ready = (select.select([ready_read], [], [], left)[0]
-                     and os.read(ready_read, 1) == b"1")  # fmt: skip
+            ready = select.select([ready_read], [], [], left)[0] and os.read(ready_read, 1) == b"1"
         finally:
             os.close(ready_read)
         return (link, "") if ready else (None, link.close())
@@ -140,8 +165,10 @@ def _tun_hint(said: str) -> str:
     """How to give slirp4netns the device it could not open, if that is what it said."""
     if "/dev/net/tun" not in said:
         return ""
-    return ("; it needs /dev/net/tun, usable by the worker's user (mode 0666, as udev makes it; "
-            "in a container: docker run --device /dev/net/tun)")
+    return (
+        "; it needs /dev/net/tun, usable by the worker's user (mode 0666, as udev makes it; "
+        "in a container: docker run --device /dev/net/tun)"
+    )
 
 
 def _wait_for_loopback(init: int, deadline: float) -> None:

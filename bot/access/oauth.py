@@ -43,9 +43,15 @@ class GitHubUsers:
     """The App's OAuth endpoints on GitHub's web root and the API with a person's token."""
 
     def __init__(
-        self, *, web_url: str, api_url: str, client_id: str, client_secret: str,
-        http: httpx.Client, clock: Callable[[], float] = time.time,
-    ) -> None:  # fmt: skip
+        self,
+        *,
+        web_url: str,
+        api_url: str,
+        client_id: str,
+        client_secret: str,
+        http: httpx.Client,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._web = web_url.rstrip("/")
         self._api = api_url.rstrip("/")
         self.client_id = client_id
@@ -55,20 +61,36 @@ class GitHubUsers:
 
     def authorize_url(self, redirect_uri: str, state: str) -> str:
         """Where the browser goes to approve the sign-in."""
-        query = urlencode({"client_id": self.client_id, "redirect_uri": redirect_uri,
-                           "state": state, "allow_signup": "false"})
+        query = urlencode(
+            {
+                "client_id": self.client_id,
+                "redirect_uri": redirect_uri,
+                "state": state,
+                "allow_signup": "false",
+            }
+        )
         return f"{self._web}/login/oauth/authorize?{query}"
 
     def exchange(self, code: str, redirect_uri: str) -> UserToken:
         """Trade the one-time code for the person's token; SignInError when GitHub refuses."""
-        form = {"client_id": self.client_id, "client_secret": self._secret, "code": code,
-                "redirect_uri": redirect_uri}
-        answer = self._json("POST", f"{self._web}/login/oauth/access_token", data=form,
-                            headers={"Accept": "application/json"})
+        form = {
+            "client_id": self.client_id,
+            "client_secret": self._secret,
+            "code": code,
+            "redirect_uri": redirect_uri,
+        }
+        answer = self._json(
+            "POST",
+            f"{self._web}/login/oauth/access_token",
+            data=form,
+            headers={"Accept": "application/json"},
+        )
         token = answer.get("access_token")
         if not isinstance(token, str) or not token:
-            raise SignInError(f"GitHub refused the sign-in ({_text(answer.get('error'))}: "
-                              f"{_text(answer.get('error_description'))})")
+            raise SignInError(
+                f"GitHub refused the sign-in ({_text(answer.get('error'))}: "
+                f"{_text(answer.get('error_description'))})"
+            )
         expires_in = answer.get("expires_in")
         expires = self._clock() + float(expires_in) if isinstance(expires_in, int) else None
         return UserToken(value=SecretStr(token), expires_at=expires)
@@ -93,8 +115,13 @@ class GitHubUsers:
     def revoke(self, token: str) -> None:
         """Revoke the person's token at GitHub (at sign-out); an unknown token is fine."""
         url = f"{self._api}/applications/{quote(self.client_id, safe='')}/token"
-        response = self._send("DELETE", url, json={"access_token": token},
-                              auth=(self.client_id, self._secret), headers=API_HEADERS)
+        response = self._send(
+            "DELETE",
+            url,
+            json={"access_token": token},
+            auth=(self.client_id, self._secret),
+            headers=API_HEADERS,
+        )
         if response.status_code not in (204, 404, 422):
             _checked(response)
 
@@ -135,9 +162,12 @@ class AccessCache:
     """Answers to "can LOGIN read REPOSITORY", each kept `ttl` seconds; thread-safe."""
 
     def __init__(
-        self, *, ttl: float = ACCESS_TTL, entries: int = ACCESS_ENTRIES,
+        self,
+        *,
+        ttl: float = ACCESS_TTL,
+        entries: int = ACCESS_ENTRIES,
         clock: Callable[[], float] = time.monotonic,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._ttl, self._entries, self._clock = ttl, entries, clock
         self._answers: OrderedDict[tuple[str, str], tuple[float, bool]] = OrderedDict()
         self._lock = threading.Lock()
@@ -166,8 +196,12 @@ class AccessCache:
         names = {name.casefold() for name in repositories}
         prefix = f"{owner.casefold()}/" if owner else None
         with self._lock:
-            for key in [k for k in self._answers if k[1].casefold() in names
-                        or (prefix is not None and k[1].casefold().startswith(prefix))]:
+            for key in [
+                k
+                for k in self._answers
+                if k[1].casefold() in names
+                or (prefix is not None and k[1].casefold().startswith(prefix))
+            ]:
                 del self._answers[key]
 
     def forget(self, login: str) -> None:

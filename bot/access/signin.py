@@ -31,7 +31,7 @@ from flask import (
     request,
     session,
     url_for,
-)  # fmt: skip
+)
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, SecretStr
@@ -101,9 +101,12 @@ def _derive(key: bytes, purpose: bytes) -> bytes:
 
 
 def install(
-    app: Flask, settings: BotSettings, users: GitHubUsers | None = None,
-    *, sessionless: Iterable[str] = (),
-) -> None:  # fmt: skip
+    app: Flask,
+    settings: BotSettings,
+    users: GitHubUsers | None = None,
+    *,
+    sessionless: Iterable[str] = (),
+) -> None:
     """Cookie settings, the /auth views and the gate's state for `app`; the `sessionless`
     paths get no session."""
     key = session_key(settings)
@@ -111,20 +114,30 @@ def install(
         app.secret_key = _derive(key, b"cookie signature")
     app.session_interface = SessionCookies(sessionless)
     app.config.update(
-        SESSION_COOKIE_NAME=COOKIE_NAME, SESSION_COOKIE_HTTPONLY=True,
-        SESSION_COOKIE_SAMESITE="Lax", PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,
+        SESSION_COOKIE_NAME=COOKIE_NAME,
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,
         SESSION_COOKIE_SECURE=(settings.public_url or "").startswith("https://"),
-    )  # fmt: skip
+    )
     private = settings.run_pages == "private"
     if users is None and private and settings.client_id and settings.client_secret:
-        users = GitHubUsers(web_url=settings.github_url, api_url=settings.github_api_url,
-                            client_id=settings.client_id,
-                            client_secret=settings.client_secret.get_secret_value(),
-                            http=httpx.Client(timeout=10.0))
+        users = GitHubUsers(
+            web_url=settings.github_url,
+            api_url=settings.github_api_url,
+            client_id=settings.client_id,
+            client_secret=settings.client_secret.get_secret_value(),
+            http=httpx.Client(timeout=10.0),
+        )
     cipher = None if key is None else Fernet(base64.urlsafe_b64encode(_derive(key, b"token")))
     callback = f"{settings.public_url.rstrip('/')}/auth/callback" if settings.public_url else None
-    app.extensions[EXTENSION] = Gate(public=not private, users=users if key else None,
-                                     cache=AccessCache(), cipher=cipher, callback_url=callback)
+    app.extensions[EXTENSION] = Gate(
+        public=not private,
+        users=users if key else None,
+        cache=AccessCache(),
+        cipher=cipher,
+        callback_url=callback,
+    )
     app.register_blueprint(blueprint)
 
 
@@ -208,10 +221,13 @@ def sign_in_page(message: str | None = None, status: int = 401) -> ResponseRetur
     own = request.method != "GET" or request.path.startswith("/auth/")
     target = _local(None if own else request.full_path)
     if request.args.get("format") == "json":
-        return {"error": message or "sign in with GitHub to see cra's runs",
-                "sign_in": url_for("signin.login", next=target) if ready else None}, status
-    page = render_template("signin.html", message=message, ready=ready,
-                           login_url=url_for("signin.login", next=target))
+        return {
+            "error": message or "sign in with GitHub to see cra's runs",
+            "sign_in": url_for("signin.login", next=target) if ready else None,
+        }, status
+    page = render_template(
+        "signin.html", message=message, ready=ready, login_url=url_for("signin.login", next=target)
+    )
     return page, status, {"Cache-Control": "no-store"}
 
 
@@ -249,8 +265,13 @@ def _local(target: str | None) -> str:
     """`target` if it is a path on this server, else the run list (no open redirects): no
     scheme, no host, no backslash, and no whitespace or control character anywhere — browsers
     drop a tab or a newline from a URL, so `/\t/evil.example` would go to //evil.example."""
-    if (not target or not target.startswith("/") or target.startswith("//") or "\\" in target
-            or any(c.isspace() or not c.isprintable() for c in target)):
+    if (
+        not target
+        or not target.startswith("/")
+        or target.startswith("//")
+        or "\\" in target
+        or any(c.isspace() or not c.isprintable() for c in target)
+    ):
         return DEFAULT_NEXT
     parts = urlsplit(target)
     if parts.scheme or parts.netloc:

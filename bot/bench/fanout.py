@@ -42,9 +42,16 @@ WAITING = ("queued", "started", "deferred", "scheduled", "created")
 class FanOut:
     """The bench queue on one Redis: enqueue the missing pairs, wait, gather the results."""
 
-    def __init__(self, redis_url: str, queue_name: str, *, job_timeout: int,
-                 job: str = BENCH_JOB, poll: float = 1.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        redis_url: str,
+        queue_name: str,
+        *,
+        job_timeout: int,
+        job: str = BENCH_JOB,
+        poll: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         from redis import Redis
         from rq import Queue
 
@@ -54,21 +61,29 @@ class FanOut:
         self._job, self._job_timeout = job, job_timeout
         self._poll, self._sleep = poll, sleep
 
-    def run(self, results: Path, asked: Iterable[BenchJob], progress: Progress, *,
-            wait: bool = True) -> int:
+    def run(
+        self, results: Path, asked: Iterable[BenchJob], progress: Progress, *, wait: bool = True
+    ) -> int:
         """Enqueue the jobs of `asked` that neither `results` nor the queue holds; with
         `wait`, gather until each has a result there. The jobs still on the queue (0 after
         waiting)."""
         done = finished(results)
-        pending = {bench_job_id(self._queue_name, results, job.task.instance_id, job.label): job
-                   for job in asked if (job.task.instance_id, job.label) not in done}
+        pending = {
+            bench_job_id(self._queue_name, results, job.task.instance_id, job.label): job
+            for job in asked
+            if (job.task.instance_id, job.label) not in done
+        }
         gathered = _Gathered(results, progress, total=len(pending))
         enqueued = self._look(pending, gathered)
-        progress(f"{enqueued} job(s) enqueued on {self.queue.name}, "
-                 f"{len(pending) - enqueued} already there")
+        progress(
+            f"{enqueued} job(s) enqueued on {self.queue.name}, "
+            f"{len(pending) - enqueued} already there"
+        )
         if pending and not self._workers():
-            progress(f"no worker listens on {self.queue.name} yet: start `cra-bot worker` "
-                     "(CRA_QUEUE=rq, the same CRA_REDIS_URL and CRA_QUEUE_NAME)")
+            progress(
+                f"no worker listens on {self.queue.name} yet: start `cra-bot worker` "
+                "(CRA_QUEUE=rq, the same CRA_REDIS_URL and CRA_QUEUE_NAME)"
+            )
         while wait and pending:
             self._sleep(self._poll)
             self.queue.started_job_registry.cleanup()  # abandoned jobs: retried, or failed
@@ -94,8 +109,7 @@ class FanOut:
             status = str(getattr(job.get_status(refresh=False), "value", ""))
             if status in WAITING:
                 continue
-            gathered.add(_result_of(job, pending.pop(job_id), status),
-                         job.meta.get(WORKER_META))
+            gathered.add(_result_of(job, pending.pop(job_id), status), job.meta.get(WORKER_META))
             _forget(job)  # after the append: a crash in between leaves it to the next look
         return enqueued
 
@@ -103,10 +117,15 @@ class FanOut:
         from rq import Retry
 
         self.queue.enqueue(
-            self._job, args=(job.model_dump_json(),), job_id=job_id,
-            job_timeout=self._job_timeout, result_ttl=KEEP_S, failure_ttl=KEEP_S,
+            self._job,
+            args=(job.model_dump_json(),),
+            job_id=job_id,
+            job_timeout=self._job_timeout,
+            result_ttl=KEEP_S,
+            failure_ttl=KEEP_S,
             retry=Retry(max=RETRIES),
-            description=f"cra bench {job.repository} {job.task.instance_id} {job.label}")
+            description=f"cra bench {job.repository} {job.task.instance_id} {job.label}",
+        )
 
     def _workers(self) -> int:
         """How many workers listen on the bench queue."""
@@ -117,9 +136,18 @@ class FanOut:
 
 def bench_jobs(prepared: Prepared) -> list[BenchJob]:
     """A job per task and model of a prepared bench."""
-    return [BenchJob(repository=prepared.repository, installation_id=prepared.installation_id,
-                     base=prepared.base, label=label, task=task, tests=prepared.bench.tests)
-            for task in prepared.tasks for label in prepared.labels]
+    return [
+        BenchJob(
+            repository=prepared.repository,
+            installation_id=prepared.installation_id,
+            base=prepared.base,
+            label=label,
+            task=task,
+            tests=prepared.bench.tests,
+        )
+        for task in prepared.tasks
+        for label in prepared.labels
+    ]
 
 
 class _Gathered:
@@ -139,8 +167,10 @@ class _Gathered:
         self._count += 1
         run = f", run {result.run_id}" if result.run_id else ""
         where = f" on {worker}" if worker else ""
-        self._progress(f"[{self._count}/{self._total}] {result.instance_id} {result.model}: "
-                       f"{result.outcome} ({result.wall_s:.0f} s{run}{where})")
+        self._progress(
+            f"[{self._count}/{self._total}] {result.instance_id} {result.model}: "
+            f"{result.outcome} ({result.wall_s:.0f} s{run}{where})"
+        )
 
 
 def _forget(job: Job) -> None:
@@ -165,6 +195,9 @@ def _result_of(job: Job, asked: BenchJob, status: str) -> BenchResult:
     else:
         lines = (latest.exc_string or "").strip().splitlines() if latest is not None else []
         why = lines[-1] if lines else f"the job ended {status}"
-    return harness_error(asked.task.instance_id, asked.label,
-                         f"no worker could run it ({RETRIES + 1} tries at most): {why}",
-                         tests=asked.tests)
+    return harness_error(
+        asked.task.instance_id,
+        asked.label,
+        f"no worker could run it ({RETRIES + 1} tries at most): {why}",
+        tests=asked.tests,
+    )

@@ -77,16 +77,32 @@ def run_bench_job(services: Services, job: BenchJob) -> BenchResult:
         config = repository_config(services, mirror, job.base)
         [label] = model_labels(services, config, [job.label])
     except BenchRefused as exc:
-        return harness_error(job.task.instance_id, job.label,
-                             f"the worker {worker_name()} refused it: {exc}", tests=job.tests)
-    bench = Bench(repo=mirror, config=config, sandbox=services.sandbox,
-                  environ=services.environ, data_dir=services.settings.data_dir / "bench" / repo,
-                  log=services.runlog, cache=services.env_cache, tests=job.tests)
+        return harness_error(
+            job.task.instance_id,
+            job.label,
+            f"the worker {worker_name()} refused it: {exc}",
+            tests=job.tests,
+        )
+    bench = Bench(
+        repo=mirror,
+        config=config,
+        sandbox=services.sandbox,
+        environ=services.environ,
+        data_dir=services.settings.data_dir / "bench" / repo,
+        log=services.runlog,
+        cache=services.env_cache,
+        tests=job.tests,
+    )
     with services.mirrors.locked(repo):  # the workers sharing this data dir take turns
         prepare_bench(bench)
-    return bench_task(bench, job.task, label, factory_for=factories(services, bench),
-                      config_for=lambda name: config_for(config, name),
-                      guard=services.mirrors.locked(repo))
+    return bench_task(
+        bench,
+        job.task,
+        label,
+        factory_for=factories(services, bench),
+        config_for=lambda name: config_for(config, name),
+        guard=services.mirrors.locked(repo),
+    )
 
 
 def _say_where() -> None:

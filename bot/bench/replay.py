@@ -85,8 +85,9 @@ class Published:
     results: Path
 
 
-def bench_repository(services: Services, request: BenchRequest,
-                     progress: Progress = lambda _: None) -> Published:
+def bench_repository(
+    services: Services, request: BenchRequest, progress: Progress = lambda _: None
+) -> Published:
     """Mirror, mine (or read) the tasks, run them here with each model, store and publish."""
     prepared = prepare(services, request, progress)
     run_here(services, prepared, request.solve_jobs, progress)
@@ -104,35 +105,58 @@ def prepare(services: Services, request: BenchRequest, progress: Progress) -> Pr
     labels = model_labels(services, config, request.models)
     home = settings.data_dir / "bench" / repo
     tasks = _tasks(services, request, mirror, config, home, progress)
-    bench = Bench(repo=mirror, config=config, sandbox=services.sandbox,
-                  environ=services.environ, data_dir=home, log=services.runlog,
-                  cache=services.env_cache, tests=request.tests)
+    bench = Bench(
+        repo=mirror,
+        config=config,
+        sandbox=services.sandbox,
+        environ=services.environ,
+        data_dir=home,
+        log=services.runlog,
+        cache=services.env_cache,
+        tests=request.tests,
+    )
     results = request.results or home / "results.jsonl"
     try:
         check_setting(results, request.tests)
     except MixedSettings as exc:
         raise BenchRefused(str(exc)) from None
-    return Prepared(repository=repo, installation_id=request.installation_id, base=base,
-                    bench=bench, labels=labels, tasks=tasks, results=results)
+    return Prepared(
+        repository=repo,
+        installation_id=request.installation_id,
+        base=base,
+        bench=bench,
+        labels=labels,
+        tasks=tasks,
+        results=results,
+    )
 
 
 def run_here(services: Services, prepared: Prepared, jobs: int, progress: Progress) -> None:
     """Run what the results file lacks in this process, `jobs` tasks at once."""
+
     def done(result: BenchResult, count: int, total: int) -> None:
         progress(f"[{count}/{total}] {result.instance_id} {result.model}: {result.outcome}")
 
     config = prepared.bench.config
-    run_bench(prepared.bench, prepared.tasks, prepared.labels, prepared.results,
-              factory_for=factories(services, prepared.bench),
-              config_for=lambda label: config_for(config, label), jobs=jobs, progress=done)
+    run_bench(
+        prepared.bench,
+        prepared.tasks,
+        prepared.labels,
+        prepared.results,
+        factory_for=factories(services, prepared.bench),
+        config_for=lambda label: config_for(config, label),
+        jobs=jobs,
+        progress=done,
+    )
 
 
 def publish(services: Services, prepared: Prepared) -> Published:
     """The report of the results file, stored as a page of this server."""
     settings, results = services.settings, prepared.results
     report = build_report(read_results(results), prepared.tasks, results_file=str(results))
-    report_id = BenchReports(settings.data_dir / "bench" / "reports").save(prepared.repository,
-                                                                           report)
+    report_id = BenchReports(settings.data_dir / "bench" / "reports").save(
+        prepared.repository, report
+    )
     url = f"{(settings.public_url or '').rstrip('/')}/bench/{report_id}"
     return Published(report_id=report_id, url=url, report=report, results=results)
 
@@ -165,8 +189,10 @@ def model_labels(services: Services, config: SolveConfig, asked: Sequence[str]) 
         except ValueError as exc:
             raise BenchRefused(str(exc)) from None
         if oracle is None and label not in allowed:
-            raise BenchRefused(f"the server does not allow the model {label!r} "
-                               f"(allowed: {', '.join(allowed)}; CRA_ALLOWED_MODELS)")
+            raise BenchRefused(
+                f"the server does not allow the model {label!r} "
+                f"(allowed: {', '.join(allowed)}; CRA_ALLOWED_MODELS)"
+            )
     return list(dict.fromkeys(asked))
 
 
@@ -179,6 +205,7 @@ def config_for(config: SolveConfig, label: str) -> SolveConfig:
 
 def factories(services: Services, bench: Bench) -> Callable[[str, BenchTask], Factory]:
     """Model clients keyed like the server's runs; the oracle wraps them with the gold patch."""
+
     def factory(model: ModelConfig) -> ChatModel:
         return services.chat_factory(model, _key_for(services, model))
 
@@ -201,17 +228,29 @@ def _key_for(services: Services, model: ModelConfig) -> str | None:
     return None
 
 
-def _tasks(services: Services, request: BenchRequest, mirror: Path, config: SolveConfig,
-           home: Path, progress: Progress) -> list[BenchTask]:
+def _tasks(
+    services: Services,
+    request: BenchRequest,
+    mirror: Path,
+    config: SolveConfig,
+    home: Path,
+    progress: Progress,
+) -> list[BenchTask]:
     if request.tasks is not None:
         try:
             return list(read_tasks(request.tasks))
         except AgentError as exc:
             raise BenchRefused(str(exc)) from exc
-    bed = TestBed(testing=config.testing, sandbox=services.sandbox, environ=services.environ,
-                  work_dir=home / "work", cache=services.env_cache)
-    options = MineOptions(max_commits=request.max_commits, since=request.since,
-                          repo_name=request.repository)
+    bed = TestBed(
+        testing=config.testing,
+        sandbox=services.sandbox,
+        environ=services.environ,
+        work_dir=home / "work",
+        cache=services.env_cache,
+    )
+    options = MineOptions(
+        max_commits=request.max_commits, since=request.since, repo_name=request.repository
+    )
 
     pace = Pace(services.clock())
 
@@ -224,8 +263,9 @@ def _tasks(services: Services, request: BenchRequest, mirror: Path, config: Solv
     return found.tasks
 
 
-def write_outputs(published: Published, repository: str, *, out: Path | None,
-                  summary: Path | None) -> None:
+def write_outputs(
+    published: Published, repository: str, *, out: Path | None, summary: Path | None
+) -> None:
     """The report as files (`out`: HTML, JSON, the results) and as a job summary (Markdown)."""
     from agent.bench.report_html import render_html
     from agent.bench.report_text import render_markdown
@@ -235,8 +275,9 @@ def write_outputs(published: Published, repository: str, *, out: Path | None,
             out.mkdir(parents=True, exist_ok=True)
             html = render_html(published.report, repository=repository)
             (out / "report.html").write_text(html, encoding="utf-8")
-            (out / "report.json").write_text(published.report.model_dump_json(indent=2),
-                                             encoding="utf-8")
+            (out / "report.json").write_text(
+                published.report.model_dump_json(indent=2), encoding="utf-8"
+            )
             if published.results.exists():  # none when no task was found
                 shutil.copyfile(published.results, out / "results.jsonl")
         if summary is not None:

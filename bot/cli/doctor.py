@@ -37,7 +37,9 @@ MIGRATE = "run `cra-bot migrate` (serve and worker also migrate when they start)
 
 
 def server_report(
-    settings: BotSettings | None, environ: Mapping[str, str], env_file: Path | None,
+    settings: BotSettings | None,
+    environ: Mapping[str, str],
+    env_file: Path | None,
     settings_error: str | None = None,
 ) -> Report:
     """Every check of a server; with settings that did not load, only what needs none."""
@@ -46,8 +48,18 @@ def server_report(
         ("variables", lambda: check_unknown(environ, env_file)),
     ]
     if settings is None:
-        checks.append(("settings", lambda: [fail("settings", settings_error or "not loaded",
-                                                 "fix the variable named, then run again")]))
+        checks.append(
+            (
+                "settings",
+                lambda: [
+                    fail(
+                        "settings",
+                        settings_error or "not loaded",
+                        "fix the variable named, then run again",
+                    )
+                ],
+            )
+        )
         return run_checks("cra-bot", checks)
     checks += [
         ("data dir", lambda: check_directory("data dir", settings.data_dir, "CRA_DATA_DIR")),
@@ -67,15 +79,20 @@ def check_unknown(environ: Mapping[str, str], env_file: Path | None) -> Iterable
     for name, nearest in unknown:
         hint = f"; did you mean {nearest}?" if nearest else ""
         line = f"cra-bot reads no setting {name}{hint}"
-        yield (fail("variables", line, f"rename it {nearest}") if nearest else
-               warn("variables", line,
-                    "remove it, or see the variables table in docs/configuration.md"))
+        yield (
+            fail("variables", line, f"rename it {nearest}")
+            if nearest
+            else warn(
+                "variables", line, "remove it, or see the variables table in docs/configuration.md"
+            )
+        )
     if not unknown:
         yield ok("variables", "every CRA_ variable is a setting cra-bot reads")
 
 
 def check_bot_sandbox(settings: BotSettings, environ: Mapping[str, str]) -> Iterable[Finding]:
     """The sandbox the workers would use, proved by the start-up self-check's probe."""
+
     def build() -> Sandbox:
         return build_bot_sandbox(settings, environ)
 
@@ -93,8 +110,11 @@ def check_webhook_secret(settings: BotSettings) -> Iterable[Finding]:
         yield fail("webhook secret", str(exc), "use the .env that `cra-bot register` wrote")
         return
     if secret is None:
-        yield warn("webhook secret", "none: CRA_INSECURE_DEV accepts unsigned deliveries",
-                   "set CRA_WEBHOOK_SECRET before the server faces the internet")
+        yield warn(
+            "webhook secret",
+            "none: CRA_INSECURE_DEV accepts unsigned deliveries",
+            "set CRA_WEBHOOK_SECRET before the server faces the internet",
+        )
     else:
         yield ok("webhook secret", "set (CRA_WEBHOOK_SECRET)")
 
@@ -105,8 +125,11 @@ def check_github_app(settings: BotSettings) -> Iterable[Finding]:
         yield ok("GitHub App", "a ready token (CRA_TOKEN, Actions mode); no App to check")
         return
     if settings.app_id is None:
-        yield fail("GitHub App", "CRA_APP_ID is not set",
-                   "run `cra-bot register`, or copy the App id from its settings page")
+        yield fail(
+            "GitHub App",
+            "CRA_APP_ID is not set",
+            "run `cra-bot register`, or copy the App id from its settings page",
+        )
         return
     try:
         key = load_private_key(settings)
@@ -118,9 +141,12 @@ def check_github_app(settings: BotSettings) -> Iterable[Finding]:
         app = _as_app(tokens, "GET /app", "/app")
         installations = _as_app(tokens, "GET /app/installations", "/app/installations")
     except GitHubError as exc:
-        yield fail("GitHub App", f"GitHub refused the App's JWT: {exc}",
-                   "check that CRA_APP_ID is the App's id and the key is one of its keys "
-                   f"(API: {settings.github_api_url}, CRA_GITHUB_API_URL)")
+        yield fail(
+            "GitHub App",
+            f"GitHub refused the App's JWT: {exc}",
+            "check that CRA_APP_ID is the App's id and the key is one of its keys "
+            f"(API: {settings.github_api_url}, CRA_GITHUB_API_URL)",
+        )
         return
     yield ok("GitHub App", f"{app.get('slug', '?')} (id {settings.app_id}) accepted the JWT")
     yield _installations(app, installations)
@@ -128,9 +154,11 @@ def check_github_app(settings: BotSettings) -> Iterable[Finding]:
 
 def _as_app(tokens: AppTokens, action: str, path: str) -> Any:
     """One GET authenticated by the App's JWT, not retried (the doctor reports, it waits not)."""
+
     def call() -> Any:
         with bare_client(tokens.api_url, Auth.AppAuthToken(tokens.app_jwt())) as gh:
             return gh.requester.requestJsonAndCheck("GET", path)[1]
+
     try:
         return Retrier(max_retries=0).run(action, call)
     except requests.RequestException as exc:
@@ -138,12 +166,18 @@ def _as_app(tokens: AppTokens, action: str, path: str) -> Any:
 
 
 def _installations(app: Any, installations: Any) -> Finding:
-    accounts = [str((i.get("account") or {}).get("login", i.get("id")))
-                for i in installations if isinstance(i, dict)]
+    accounts = [
+        str((i.get("account") or {}).get("login", i.get("id")))
+        for i in installations
+        if isinstance(i, dict)
+    ]
     if not accounts:
         slug = app.get("slug", "YOUR-APP") if isinstance(app, dict) else "YOUR-APP"
-        return fail("installations", "the App is installed on no account",
-                    f"install it: https://github.com/apps/{slug}/installations/new")
+        return fail(
+            "installations",
+            "the App is installed on no account",
+            f"install it: https://github.com/apps/{slug}/installations/new",
+        )
     return ok("installations", f"{len(accounts)}: {', '.join(sorted(accounts))}")
 
 
@@ -162,8 +196,11 @@ def check_database(url: str) -> Iterable[Finding]:
     try:
         current = _current_revisions(url)
     except NoSuchModuleError:
-        yield fail("database", f"no driver for {parsed.drivername}",
-                   "pip install 'clean-room-agent[postgres]'")
+        yield fail(
+            "database",
+            f"no driver for {parsed.drivername}",
+            "pip install 'clean-room-agent[postgres]'",
+        )
         return
     except (SQLAlchemyError, ImportError, OSError) as exc:
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
@@ -186,11 +223,17 @@ def _migration_finding(shown: str, current: set[str], heads: set[str]) -> Findin
         return ok("database", f"{shown} at the newest migration ({', '.join(sorted(heads))})")
     known = {rev.revision for rev in _scripts().walk_revisions()}
     if current - known:
-        return fail("database", f"{shown} is at {', '.join(sorted(current))}, a migration this "
-                    "cra does not know", "upgrade cra to the version that migrated it")
+        return fail(
+            "database",
+            f"{shown} is at {', '.join(sorted(current))}, a migration this cra does not know",
+            "upgrade cra to the version that migrated it",
+        )
     at = ", ".join(sorted(current)) or "no migration (empty)"
-    return fail("database", f"{shown} is not migrated: at {at}, newest is "
-                f"{', '.join(sorted(heads))}", MIGRATE)
+    return fail(
+        "database",
+        f"{shown} is not migrated: at {at}, newest is {', '.join(sorted(heads))}",
+        MIGRATE,
+    )
 
 
 def _scripts() -> ScriptDirectory:

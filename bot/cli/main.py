@@ -38,71 +38,119 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def build_parser() -> argparse.ArgumentParser:
     """The `cra-bot` argument parser; global options go before or after the subcommand."""
     common = global_options(env_file=True)
-    parser = argparse.ArgumentParser(prog="cra-bot", description="cra's GitHub App",
-                                     parents=[common])
+    parser = argparse.ArgumentParser(
+        prog="cra-bot", description="cra's GitHub App", parents=[common]
+    )
     add_version(parser, "cra-bot")
     below = suppressed(common)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_serve(commands, below)
-    worker = commands.add_parser("worker", parents=[below], help="an RQ worker executing "
-                                 "runs and bench tasks (CRA_QUEUE=rq)")
-    worker.add_argument("--burst", action="store_true",
-                        help="execute the queued runs, then exit")
-    run = commands.add_parser("run", parents=[below], help="solve one issue now, from this "
-                              "terminal")
+    worker = commands.add_parser(
+        "worker", parents=[below], help="an RQ worker executing runs and bench tasks (CRA_QUEUE=rq)"
+    )
+    worker.add_argument("--burst", action="store_true", help="execute the queued runs, then exit")
+    run = commands.add_parser(
+        "run", parents=[below], help="solve one issue now, from this terminal"
+    )
     run.add_argument("--repo", required=True, help="owner/name")
     run.add_argument("--issue", type=int, required=True)
     run.add_argument("--instructions", default="")
     run.add_argument("--installation", type=int, help="the App installation id")
-    doctor = commands.add_parser("doctor", parents=[below], help="check the settings, the "
-                                 "App's key, the database, the queue and the models")
+    doctor = commands.add_parser(
+        "doctor",
+        parents=[below],
+        help="check the settings, the App's key, the database, the queue and the models",
+    )
     doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
-    commands.add_parser("migrate", parents=[below],
-                        help="create or upgrade the database schema, then exit")
-    commands.add_parser("action", parents=[below],
-                        help="inside GitHub Actions: handle this workflow's event")
-    commands.add_parser("register", help="register the GitHub App from app.yml",
-                        add_help=False)
+    commands.add_parser(
+        "migrate", parents=[below], help="create or upgrade the database schema, then exit"
+    )
+    commands.add_parser(
+        "action", parents=[below], help="inside GitHub Actions: handle this workflow's event"
+    )
+    commands.add_parser("register", help="register the GitHub App from app.yml", add_help=False)
     _add_bench(commands, below)
     return parser
 
 
-def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-               below: argparse.ArgumentParser) -> None:
-    bench = commands.add_parser("bench", parents=[below], help="replay a repository's past "
-                                "fixes with the server's models and publish the report")
+def _add_bench(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], below: argparse.ArgumentParser
+) -> None:
+    bench = commands.add_parser(
+        "bench",
+        parents=[below],
+        help="replay a repository's past fixes with the server's models and publish the report",
+    )
     bench.add_argument("--repo", help="owner/name (with --actions: this job's repository)")
-    bench.add_argument("--model", action="append", default=[], help="a model name the server "
-                       "allows, or oracle (repeatable; default: the configured models)")
-    bench.add_argument("--tasks", type=Path, help="a task file (SWE-bench's format) instead of "
-                       "mining the default branch")
+    bench.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        help="a model name the server "
+        "allows, or oracle (repeatable; default: the configured models)",
+    )
+    bench.add_argument(
+        "--tasks",
+        type=Path,
+        help="a task file (SWE-bench's format) instead of mining the default branch",
+    )
     bench.add_argument("--max", type=int, default=500, help="commits to examine when mining")
     bench.add_argument("--since", help="only commits after this date (git's --since)")
-    bench.add_argument("--jobs", type=int, help="commits replayed at once when mining "
-                       "(default: the CPUs cra may use) and tasks solved at once (default: 1)")
+    bench.add_argument(
+        "--jobs",
+        type=int,
+        help="commits replayed at once when mining "
+        "(default: the CPUs cra may use) and tasks solved at once (default: 1)",
+    )
     bench.add_argument("--installation", type=int, help="the App installation id")
-    bench.add_argument("--actions", action="store_true", help="inside GitHub Actions: the "
-                       "job's token and repository, a throwaway data dir")
-    bench.add_argument("--out", type=Path, help="also write report.html, report.json and "
-                       "results.jsonl here")
-    bench.add_argument("--summary", type=Path, help="append the report as Markdown to this "
-                       "file ($GITHUB_STEP_SUMMARY)")
-    bench.add_argument("--results", type=Path, help="the results file (default: "
-                       "bench/OWNER/NAME/results.jsonl in the data dir)")
-    bench.add_argument("--tests", choices=("hidden", "given"), default="hidden", help="hidden "
-                       "(default): each run starts without the fix's tests and is asked as a "
-                       "user would ask; given: with them in its tree and its statement")
-    bench.add_argument("--queue", nargs="?", const="", metavar="REDIS_URL", help="fan the "
-                       "tasks out on RQ (this Redis, else CRA_REDIS_URL) to `cra-bot worker`s, "
-                       "gather their results, then publish")
-    bench.add_argument("--no-wait", action="store_true", help="with --queue: enqueue and "
-                       "exit; the same command run again gathers and publishes")
+    bench.add_argument(
+        "--actions",
+        action="store_true",
+        help="inside GitHub Actions: the job's token and repository, a throwaway data dir",
+    )
+    bench.add_argument(
+        "--out", type=Path, help="also write report.html, report.json and results.jsonl here"
+    )
+    bench.add_argument(
+        "--summary",
+        type=Path,
+        help="append the report as Markdown to this file ($GITHUB_STEP_SUMMARY)",
+    )
+    bench.add_argument(
+        "--results",
+        type=Path,
+        help="the results file (default: bench/OWNER/NAME/results.jsonl in the data dir)",
+    )
+    bench.add_argument(
+        "--tests",
+        choices=("hidden", "given"),
+        default="hidden",
+        help="hidden "
+        "(default): each run starts without the fix's tests and is asked as a "
+        "user would ask; given: with them in its tree and its statement",
+    )
+    bench.add_argument(
+        "--queue",
+        nargs="?",
+        const="",
+        metavar="REDIS_URL",
+        help="fan the "
+        "tasks out on RQ (this Redis, else CRA_REDIS_URL) to `cra-bot worker`s, "
+        "gather their results, then publish",
+    )
+    bench.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="with --queue: enqueue and exit; the same command run again gathers and publishes",
+    )
 
 
-def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-               below: argparse.ArgumentParser) -> None:
-    serve = commands.add_parser("serve", parents=[below],
-                                help="serve the webhook (waitress; --dev: Flask)")
+def _add_serve(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], below: argparse.ArgumentParser
+) -> None:
+    serve = commands.add_parser(
+        "serve", parents=[below], help="serve the webhook (waitress; --dev: Flask)"
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--dev", action="store_true", help="Flask's development server")
@@ -114,10 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     flags = 0  # `register` has options of its own; -v / --debug may come before it
     while flags < len(args_list) and args_list[flags] in ("-v", "--verbose", "--debug"):
         flags += 1
-    if args_list[flags:flags + 1] == ["register"]:
+    if args_list[flags : flags + 1] == ["register"]:
         from bot.cli.register import register_main
 
-        return register_main(args_list[flags + 1:])
+        return register_main(args_list[flags + 1 :])
     try:
         args = build_parser().parse_args(args_list)
     except SystemExit as exc:
@@ -212,9 +260,16 @@ def _run_one(
         check_sandbox(settings, services.sandbox)
         if installation is None and settings.app_id is not None:
             installation = services.github.installation_for(repo)
-        trigger = Trigger(command="solve", repository=repo, issue_number=issue, actor="cli",
-                          instructions=instructions, source="cli", installation_id=installation,
-                          delivery_id=f"cli-{uuid.uuid4()}")
+        trigger = Trigger(
+            command="solve",
+            repository=repo,
+            issue_number=issue,
+            actor="cli",
+            instructions=instructions,
+            source="cli",
+            installation_id=installation,
+            delivery_id=f"cli-{uuid.uuid4()}",
+        )
         run = services.store.create_run(trigger)
         return _execute(services, run.id)
     finally:
@@ -242,16 +297,25 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
         installation = args.installation
         if installation is None and settings.app_id is not None:
             installation = services.github.installation_for(repo)
-        request = BenchRequest(repository=repo, installation_id=installation,
-                               models=args.model, tasks=args.tasks, max_commits=args.max,
-                               since=args.since, jobs=args.jobs, results=args.results,
-                               tests=args.tests)
+        request = BenchRequest(
+            repository=repo,
+            installation_id=installation,
+            models=args.model,
+            tasks=args.tasks,
+            max_commits=args.max,
+            since=args.since,
+            jobs=args.jobs,
+            results=args.results,
+            tests=args.tests,
+        )
         prepared = prepare(services, request, say)
         if args.queue is None:
             run_here(services, prepared, request.solve_jobs, say)
         elif left := _fan_out(settings, args, prepared, say):
-            print(f"cra-bot: {left} job(s) on the queue; run the same command again to gather "
-                  f"their results into {prepared.results} and publish the report")
+            print(
+                f"cra-bot: {left} job(s) on the queue; run the same command again to gather "
+                f"their results into {prepared.results} and publish the report"
+            )
             return EXIT_OK
         published = publish(services, prepared)
     finally:
@@ -265,21 +329,28 @@ def _bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
     return EXIT_OK
 
 
-def _fan_out(settings: BotSettings, args: argparse.Namespace, prepared: Prepared,
-             say: Callable[[str], None]) -> int:
+def _fan_out(
+    settings: BotSettings, args: argparse.Namespace, prepared: Prepared, say: Callable[[str], None]
+) -> int:
     """The bench's tasks on the queue's workers; the jobs left there (none once gathered)."""
     from bot.bench.fanout import FanOut, bench_jobs
 
     url = args.queue or settings.redis_url
     if not url:
         raise SettingsError("--queue needs Redis: --queue redis://HOST:6379/0, or CRA_REDIS_URL")
-    fan_out = FanOut(url, settings.queue_name,
-                     job_timeout=math.ceil(settings.max_run_minutes * 60 + settings.stale_after))
+    fan_out = FanOut(
+        url,
+        settings.queue_name,
+        job_timeout=math.ceil(settings.max_run_minutes * 60 + settings.stale_after),
+    )
     try:
         return fan_out.run(prepared.results, bench_jobs(prepared), say, wait=not args.no_wait)
     except KeyboardInterrupt:
-        print("cra-bot: stopped waiting; the jobs go on on the workers: run the same command "
-              "again to gather their results", file=sys.stderr)
+        print(
+            "cra-bot: stopped waiting; the jobs go on on the workers: run the same command "
+            "again to gather their results",
+            file=sys.stderr,
+        )
         raise
     finally:
         fan_out.close()
@@ -307,8 +378,12 @@ def _action() -> int:
         from bot.store.record import store_run
 
         check_sandbox(settings, services.sandbox)
-        run = store_run(services.store, trigger, public_url=settings.public_url,
-                        stale_after=settings.stale_after)
+        run = store_run(
+            services.store,
+            trigger,
+            public_url=settings.public_url,
+            stale_after=settings.stale_after,
+        )
         if run is None:
             print("cra-bot: a run is already active on this issue, and it has been told so")
             return EXIT_OK
@@ -334,8 +409,11 @@ def _report(services: Any, run_id: int) -> int:
     run = services.store.get_run(run_id)
     if run is None:
         return EXIT_FAILED
-    print(f"run {run.id}: {run.status}" + (f" — {run.pr_url}" if run.pr_url else "")
-          + (f" ({run.error})" if run.error else ""))
+    print(
+        f"run {run.id}: {run.status}"
+        + (f" — {run.pr_url}" if run.pr_url else "")
+        + (f" ({run.error})" if run.error else "")
+    )
     return EXIT_OK if run.status in ("succeeded", "rejected") else EXIT_FAILED
 
 

@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 from bot.errors import BotError, GitHubError
 
 # Delivered to every App unasked, or no App event at all: GitHub rejects them in default_events.
-UNSUBSCRIBABLE_EVENTS = frozenset({"installation", "installation_repositories",
-                                   "workflow_dispatch"})
+UNSUBSCRIBABLE_EVENTS = frozenset(
+    {"installation", "installation_repositories", "workflow_dispatch"}
+)
 
 
 class RegisterError(BotError):
@@ -93,8 +94,7 @@ def manifest_from_app_yml(
     if not isinstance(permissions, dict) or not permissions:
         raise RegisterError(f"{path} needs `default_permissions`")
     hook = manifest.get("hook_attributes")
-    manifest["hook_attributes"] = {**(hook if isinstance(hook, dict) else {}),
-                                   "url": webhook_url}
+    manifest["hook_attributes"] = {**(hook if isinstance(hook, dict) else {}), "url": webhook_url}
     manifest["redirect_url"] = redirect_url
     manifest["url"] = url or _origin(webhook_url)
     # Signing in to the run pages comes back here (bot.access.signin); GitHub allows only listed
@@ -120,13 +120,13 @@ def render_form(
     action = new_app_url(github_url, org) + (f"?state={quote(state, safe='')}" if state else "")
     value = html.escape(json.dumps(manifest), quote=True)
     return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         "<title>Register the cra GitHub App</title></head><body>\n"
-        f"<form id=\"register\" action=\"{html.escape(action, quote=True)}\" method=\"post\">\n"
-        f"<input type=\"hidden\" name=\"manifest\" value=\"{value}\">\n"
+        f'<form id="register" action="{html.escape(action, quote=True)}" method="post">\n'
+        f'<input type="hidden" name="manifest" value="{value}">\n'
         "<p>Sending the App manifest to GitHub. If nothing happens, "
-        "<button type=\"submit\">create the GitHub App</button>.</p>\n</form>\n"
-        "<script>document.getElementById(\"register\").submit();</script>\n</body></html>\n"
+        '<button type="submit">create the GitHub App</button>.</p>\n</form>\n'
+        '<script>document.getElementById("register").submit();</script>\n</body></html>\n'
     )
 
 
@@ -141,10 +141,12 @@ def exchange_code(api_url: str, code: str, http: httpx.Client) -> AppCredentials
     except httpx.HTTPError as e:
         raise GitHubError(f"could not reach {api_url}: {type(e).__name__}") from e
     if response.status_code not in (200, 201):
-        raise GitHubError(f"GitHub did not accept the code ({response.status_code}: "
-                          f"{_message(response)}). If the App was created, generate a private "
-                          "key in its settings on GitHub, or delete it and register again",
-                          status=response.status_code)
+        raise GitHubError(
+            f"GitHub did not accept the code ({response.status_code}: "
+            f"{_message(response)}). If the App was created, generate a private "
+            "key in its settings on GitHub, or delete it and register again",
+            status=response.status_code,
+        )
     try:
         return AppCredentials.model_validate(response.json())
     except (ValueError, ValidationError) as e:

@@ -62,15 +62,20 @@ def env_text(
 ) -> str:
     """The `.env` lines for BotSettings: app id, slug, webhook secret, the OAuth client and a
     new session secret (sign-in to the run pages), the public URL, the key or its path."""
-    lines = [f"# GitHub App {creds.slug} (id {creds.id}), written by `cra-bot register`.",
-             "# Secrets: keep this file out of version control.",
-             f"CRA_APP_ID={creds.id}", f"CRA_APP_SLUG={creds.slug}"]
+    lines = [
+        f"# GitHub App {creds.slug} (id {creds.id}), written by `cra-bot register`.",
+        "# Secrets: keep this file out of version control.",
+        f"CRA_APP_ID={creds.id}",
+        f"CRA_APP_SLUG={creds.slug}",
+    ]
     if creds.webhook_secret is not None:
         lines.append(f"CRA_WEBHOOK_SECRET={creds.webhook_secret.get_secret_value()}")
     if creds.client_id and creds.client_secret is not None:
-        lines += [f"CRA_CLIENT_ID={creds.client_id}",
-                  f"CRA_CLIENT_SECRET={creds.client_secret.get_secret_value()}",
-                  f"CRA_SESSION_SECRET={secrets.token_urlsafe(32)}"]
+        lines += [
+            f"CRA_CLIENT_ID={creds.client_id}",
+            f"CRA_CLIENT_SECRET={creds.client_secret.get_secret_value()}",
+            f"CRA_SESSION_SECRET={secrets.token_urlsafe(32)}",
+        ]
     if public_url:
         lines.append(f"CRA_PUBLIC_URL={public_url}")
     if key_path is not None:
@@ -82,9 +87,13 @@ def env_text(
 
 
 def write_env(
-    path: Path, creds: AppCredentials, *, force: bool, key_path: Path | None = None,
+    path: Path,
+    creds: AppCredentials,
+    *,
+    force: bool,
+    key_path: Path | None = None,
     public_url: str | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """Write the credentials to `path` (and the key to `key_path` when given), both mode 600."""
     ensure_writable(path, force=force)
     if key_path is not None:
@@ -124,8 +133,10 @@ class _Flow:
                 self.done.set()
         if self.creds is None:
             return 502, f"Registration failed: {html.escape(str(self.error))}"
-        return 200, (f"Registered the GitHub App {html.escape(self.creds.slug)}. "
-                     "You can close this tab; the terminal says what comes next.")
+        return 200, (
+            f"Registered the GitHub App {html.escape(self.creds.slug)}. "
+            "You can close this tab; the terminal says what comes next."
+        )
 
 
 def _handler(flow: _Flow) -> type[BaseHTTPRequestHandler]:
@@ -136,7 +147,7 @@ def _handler(flow: _Flow) -> type[BaseHTTPRequestHandler]:
                 self._send(200, flow.page)
             elif url.path == "/callback":
                 status, text = flow.callback(parse_qs(url.query))
-                self._send(status, f"<!doctype html><meta charset=\"utf-8\"><p>{text}</p>")
+                self._send(status, f'<!doctype html><meta charset="utf-8"><p>{text}</p>')
             else:
                 self._send(404, "not found")
 
@@ -180,8 +191,9 @@ def run_register(
 
     def finish(code: str) -> AppCredentials:
         creds = exchange_code(api_url, code, http)
-        write_env(env_path, creds, force=force, key_path=key_path,
-                  public_url=public_base(webhook_url))
+        write_env(
+            env_path, creds, force=force, key_path=key_path, public_url=public_base(webhook_url)
+        )
         return creds
 
     flow = _Flow(secrets.token_urlsafe(16), finish)
@@ -189,11 +201,16 @@ def run_register(
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     try:
         local = f"http://127.0.0.1:{server.server_address[1]}"
-        manifest = manifest_from_app_yml(app_yml, webhook_url=webhook_url, url=url, name=name,
-                                         redirect_url=f"{local}/callback")
+        manifest = manifest_from_app_yml(
+            app_yml, webhook_url=webhook_url, url=url, name=name, redirect_url=f"{local}/callback"
+        )
         flow.page = render_form(manifest, github_url, org, state=flow.state)
-        print(f"Open {local}/ in a browser signed in to GitHub to create the App "
-              f"{manifest['name']!r}; waiting for GitHub…", file=out, flush=True)
+        print(
+            f"Open {local}/ in a browser signed in to GitHub to create the App "
+            f"{manifest['name']!r}; waiting for GitHub…",
+            file=out,
+            flush=True,
+        )
         if open_browser is not None:
             open_browser(f"{local}/")
         if not flow.done.wait(wait_seconds):
@@ -213,26 +230,35 @@ def _report(creds: AppCredentials, env_path: Path, key_path: Path | None, out: T
     print(f"Registered the GitHub App {creds.slug} (id {creds.id}): {creds.html_url}", file=out)
     print(f"Wrote its credentials to {env_path} (mode 600), {key}.", file=out)
     if creds.html_url:
-        print(f"Next, install it on your repositories: {creds.html_url}/installations/new",
-              file=out)
+        print(
+            f"Next, install it on your repositories: {creds.html_url}/installations/new", file=out
+        )
 
 
 # --- the command ---------------------------------------------------------------------------------
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cra-bot register",
-                                description="Create cra's GitHub App from app.yml and write its "
-                                            "credentials to a .env file (mode 600).")
-    p.add_argument("--webhook-url", required=True,
-                   help="public URL GitHub sends webhooks to, e.g. https://cra.example.com/webhook")
+    p = argparse.ArgumentParser(
+        prog="cra-bot register",
+        description="Create cra's GitHub App from app.yml and write its "
+        "credentials to a .env file (mode 600).",
+    )
+    p.add_argument(
+        "--webhook-url",
+        required=True,
+        help="public URL GitHub sends webhooks to, e.g. https://cra.example.com/webhook",
+    )
     p.add_argument("--url", help="the App's homepage (default: the webhook URL's origin)")
     p.add_argument("--name", help="the App's name (default: `name` in app.yml)")
     p.add_argument("--org", help="register the App for this organization instead of yourself")
     p.add_argument("--app-yml", type=Path, default=Path("app.yml"))
     p.add_argument("--env-file", type=Path, default=Path(".env"))
-    p.add_argument("--private-key-file", type=Path,
-                   help="write the private key here and only its path to the .env file")
+    p.add_argument(
+        "--private-key-file",
+        type=Path,
+        help="write the private key here and only its path to the .env file",
+    )
     p.add_argument("--port", type=int, default=0, help="local port (default: any free one)")
     p.add_argument("--github-url", default="https://github.com")
     p.add_argument("--api-url", default="https://api.github.com")
@@ -250,9 +276,18 @@ def register_main(argv: list[str] | None = None) -> int:
     try:
         with httpx.Client(timeout=30.0) as http:
             run_register(
-                app_yml=args.app_yml, env_path=args.env_file, webhook_url=args.webhook_url,
-                http=http, out=sys.stdout, github_url=args.github_url, api_url=args.api_url,
-                org=args.org, url=args.url, name=args.name, port=args.port, force=args.force,
+                app_yml=args.app_yml,
+                env_path=args.env_file,
+                webhook_url=args.webhook_url,
+                http=http,
+                out=sys.stdout,
+                github_url=args.github_url,
+                api_url=args.api_url,
+                org=args.org,
+                url=args.url,
+                name=args.name,
+                port=args.port,
+                force=args.force,
                 key_path=args.private_key_file,
                 open_browser=None if args.no_browser else webbrowser.open,
             )

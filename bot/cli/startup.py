@@ -57,9 +57,11 @@ def require_data_dir(path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise SettingsError(f"cannot use {path} as the data dir (CRA_DATA_DIR): "
-                            f"{exc.strerror or exc} → point CRA_DATA_DIR at a writable "
-                            "directory") from None
+        raise SettingsError(
+            f"cannot use {path} as the data dir (CRA_DATA_DIR): "
+            f"{exc.strerror or exc} → point CRA_DATA_DIR at a writable "
+            "directory"
+        ) from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise SettingsError(f"the data dir {path} is not writable by this user (CRA_DATA_DIR)")
 
@@ -77,10 +79,13 @@ def require_free_port(host: str, port: int) -> None:
             probe.bind(address)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                raise SettingsError(f"port {port} on {host} is in use (--port): stop what "
-                                    "listens there, or pass another --port") from None
-            raise SettingsError(f"cannot listen on {host}:{port} (--host/--port): "
-                                f"{exc.strerror}") from None
+                raise SettingsError(
+                    f"port {port} on {host} is in use (--port): stop what "
+                    "listens there, or pass another --port"
+                ) from None
+            raise SettingsError(
+                f"cannot listen on {host}:{port} (--host/--port): {exc.strerror}"
+            ) from None
 
 
 def require_database(url: str) -> None:
@@ -90,8 +95,9 @@ def require_database(url: str) -> None:
         BotStore.open(url).close()
     except (SQLAlchemyError, OSError) as exc:
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        raise SettingsError(f"cannot open the database {shown_url(url)} (CRA_DATABASE_URL): "
-                            f"{reason}") from None
+        raise SettingsError(
+            f"cannot open the database {shown_url(url)} (CRA_DATABASE_URL): {reason}"
+        ) from None
 
 
 def queue_problem(settings: BotSettings) -> str | None:
@@ -108,8 +114,10 @@ def queue_problem(settings: BotSettings) -> str | None:
         return "CRA_QUEUE=rq needs the redis extra: pip install 'clean-room-agent[redis]'"
     try:
         if not queue.healthy():
-            return (f"Redis at {shown_url(settings.redis_url)} (CRA_REDIS_URL) does not answer: "
-                    "start it, or fix CRA_REDIS_URL")
+            return (
+                f"Redis at {shown_url(settings.redis_url)} (CRA_REDIS_URL) does not answer: "
+                "start it, or fix CRA_REDIS_URL"
+            )
     finally:
         queue.close()
     return None
@@ -124,7 +132,8 @@ def _require_queue(settings: BotSettings) -> None:
 def server_model_findings(settings: BotSettings) -> Iterable[Finding]:
     """The doctor's line per role: its server answers, has its model, and the window fits."""
     models = ModelsConfig.model_validate(
-        {role: settings.model_config_for(role).model_dump() for role in ROLES})
+        {role: settings.model_config_for(role).model_dump() for role in ROLES}
+    )
     keys: dict[str, str | None] = {role: settings.api_key_for(role) for role in ROLES}
     return check_models(models, keys, in_environment)
 
@@ -139,5 +148,8 @@ def model_warnings(settings: BotSettings) -> list[str]:
 
     Not fatal: a server may start before its model server; its runs fail until that answers.
     """
-    return [f"the {f.check}: {f.detail} → {f.fix}" for f in server_model_findings(settings)
-            if f.status == "fail"]
+    return [
+        f"the {f.check}: {f.detail} → {f.fix}"
+        for f in server_model_findings(settings)
+        if f.status == "fail"
+    ]

@@ -38,11 +38,16 @@ class LivenessWorker(Worker):
 def build_worker(settings: BotSettings, connection: Redis) -> LivenessWorker:
     """A worker on the runs' queue and, after it, the bench's (a run never waits behind a
     bench), beating every CRA_HEARTBEAT_INTERVAL (whole seconds, at least one)."""
-    queues = [Queue(name, connection=connection)
-              for name in (settings.queue_name, bench_queue_name(settings.queue_name))]
-    return LivenessWorker(queues, connection=connection,
-                          job_monitoring_interval=max(1, math.ceil(settings.heartbeat_interval)),
-                          stale_after=math.ceil(settings.stale_after))
+    queues = [
+        Queue(name, connection=connection)
+        for name in (settings.queue_name, bench_queue_name(settings.queue_name))
+    ]
+    return LivenessWorker(
+        queues,
+        connection=connection,
+        job_monitoring_interval=max(1, math.ceil(settings.heartbeat_interval)),
+        stale_after=math.ceil(settings.stale_after),
+    )
 
 
 def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
@@ -51,6 +56,7 @@ def rq_worker(settings: BotSettings, *, burst: bool = False) -> int:
     sandbox, the key, the database, Redis)."""
     if settings.queue != "rq" or not settings.redis_url:
         raise SettingsError("cra-bot worker needs CRA_QUEUE=rq and CRA_REDIS_URL")
-    build_worker(settings, Redis.from_url(settings.redis_url)).work(burst=burst,
-                                                                    with_scheduler=False)
+    build_worker(settings, Redis.from_url(settings.redis_url)).work(
+        burst=burst, with_scheduler=False
+    )
     return 0

@@ -98,24 +98,38 @@ def _opt(value: str | None) -> Opt[str]:
 
 
 def _author_type(user: NamedUser | Organization | None) -> str:
-    """"User", "Bot", … of a comment's author ("" for a deleted account)."""
+    """ "User", "Bot", … of a comment's author ("" for a deleted account)."""
     return "" if user is None else str(user.type)
 
 
 def _pull_info(pr: PullRequest) -> PullInfo:
     """PullInfo of a PyGithub pull request."""
     head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
-    return PullInfo(number=pr.number, title=pr.title, body=pr.body or "", head_ref=pr.head.ref,
-                    head_sha=pr.head.sha, head_repo=head_repo, base_ref=pr.base.ref,
-                    html_url=pr.html_url, draft=bool(pr.draft), state=pr.state)
+    return PullInfo(
+        number=pr.number,
+        title=pr.title,
+        body=pr.body or "",
+        head_ref=pr.head.ref,
+        head_sha=pr.head.sha,
+        head_repo=head_repo,
+        base_ref=pr.base.ref,
+        html_url=pr.html_url,
+        draft=bool(pr.draft),
+        state=pr.state,
+    )
 
 
 class GitHubAPI:
     """The REST calls of a run; each names its installation (None with a StaticToken)."""
 
     def __init__(
-        self, api_url: str, github_url: str, tokens: TokenProvider, *,
-        sleep: Callable[[float], None] = time.sleep, max_retries: int = 3,
+        self,
+        api_url: str,
+        github_url: str,
+        tokens: TokenProvider,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        max_retries: int = 3,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.api_url = api_url.rstrip("/")
@@ -134,13 +148,16 @@ class GitHubAPI:
 
     def _call(self, installation_id: int | None, action: str, op: Callable[[Github], T]) -> T:
         """Run `op` against a client holding the installation's token, with retries."""
+
         def attempt() -> T:
             with bare_client(self.api_url, Auth.Token(self._tokens.token(installation_id))) as gh:
                 return op(gh)
+
         return self._retrier.run(action, attempt)
 
-    def _on_repo(self, installation_id: int | None, action: str, repo: str,
-                 op: Callable[[Repository], T]) -> T:
+    def _on_repo(
+        self, installation_id: int | None, action: str, repo: str, op: Callable[[Repository], T]
+    ) -> T:
         """`_call` with the (lazy, not fetched) repository object."""
         repo_path(repo)
         return self._call(installation_id, action, lambda gh: op(gh.get_repo(repo)))
@@ -154,6 +171,7 @@ class GitHubAPI:
         def op(gh: Github) -> Role:
             _, data = gh.requester.requestJsonAndCheck("GET", path)
             return _role(data)
+
         try:
             return self._call(installation_id, _permission_action(repo, user), op)
         except NotFound:
@@ -176,41 +194,62 @@ class GitHubAPI:
 
     def issue(self, repo: str, number: int, *, installation_id: int | None) -> IssueInfo:
         """An issue (or the issue side of a pull request)."""
+
         def op(r: Repository) -> IssueInfo:
             i = r.get_issue(number)
-            return IssueInfo(number=i.number, title=i.title, body=i.body or "", state=i.state,
-                             locked=bool(i.locked), is_pull_request=i.pull_request is not None,
-                             html_url=i.html_url)
+            return IssueInfo(
+                number=i.number,
+                title=i.title,
+                body=i.body or "",
+                state=i.state,
+                locked=bool(i.locked),
+                is_pull_request=i.pull_request is not None,
+                html_url=i.html_url,
+            )
+
         return self._on_repo(installation_id, f"issue {repo}#{number}", repo, op)
 
     def pull(self, repo: str, number: int, *, installation_id: int | None) -> PullInfo:
         """A pull request."""
-        return self._on_repo(installation_id, f"pull request {repo}#{number}", repo,
-                             lambda r: _pull_info(r.get_pull(number)))
+        return self._on_repo(
+            installation_id,
+            f"pull request {repo}#{number}",
+            repo,
+            lambda r: _pull_info(r.get_pull(number)),
+        )
 
-    def review_comments(self, repo: str, number: int, *, installation_id: int | None
-                        ) -> list[str]:
+    def review_comments(self, repo: str, number: int, *, installation_id: int | None) -> list[str]:
         """Bodies of a pull request's reviews (their summaries), review comments and
         conversation comments by people, oldest first."""
+
         def op(r: Repository) -> list[str]:
             pull = r.get_pull(number)
-            found = [(v.submitted_at, v.body, _author_type(v.user)) for v in pull.get_reviews()
-                     if v.body and v.submitted_at is not None]  # an empty summary says nothing
-            found += [(c.created_at, c.body, _author_type(c.user))
-                      for c in pull.get_review_comments()]
-            found += [(c.created_at, c.body, _author_type(c.user))
-                      for c in r.get_issue(number).get_comments()]
+            found = [
+                (v.submitted_at, v.body, _author_type(v.user))
+                for v in pull.get_reviews()
+                if v.body and v.submitted_at is not None
+            ]  # an empty summary says nothing
+            found += [
+                (c.created_at, c.body, _author_type(c.user)) for c in pull.get_review_comments()
+            ]
+            found += [
+                (c.created_at, c.body, _author_type(c.user))
+                for c in r.get_issue(number).get_comments()
+            ]
             found.sort(key=lambda item: item[0])
             return [body for _, body, kind in found if kind != "Bot"]
+
         return self._on_repo(installation_id, f"comments of {repo}#{number}", repo, op)
 
     def default_branch(self, repo: str, *, installation_id: int | None) -> str:
         """The repository's default branch."""
-        return self._on_repo(installation_id, f"repository {repo}", repo,
-                             lambda r: str(r.default_branch))
+        return self._on_repo(
+            installation_id, f"repository {repo}", repo, lambda r: str(r.default_branch)
+        )
 
-    def find_pull(self, repo: str, head_branch: str, *, installation_id: int | None
-                  ) -> PullInfo | None:
+    def find_pull(
+        self, repo: str, head_branch: str, *, installation_id: int | None
+    ) -> PullInfo | None:
         """The open pull request from `head_branch` of this repository, if any."""
         owner = repo.partition("/")[0]
 
@@ -218,64 +257,134 @@ class GitHubAPI:
             for pr in r.get_pulls(state="open", head=f"{owner}:{head_branch}"):
                 return _pull_info(pr)
             return None
+
         return self._on_repo(installation_id, f"pull requests of {repo}", repo, op)
 
     # --- writing -------------------------------------------------------------------------------
 
-    def create_pull(self, repo: str, *, title: str, body: str, head: str, base: str,
-                    draft: bool, installation_id: int | None) -> PullInfo:
+    def create_pull(
+        self,
+        repo: str,
+        *,
+        title: str,
+        body: str,
+        head: str,
+        base: str,
+        draft: bool,
+        installation_id: int | None,
+    ) -> PullInfo:
         """Open a pull request from branch `head` into `base`."""
-        return self._on_repo(installation_id, f"new pull request on {repo}", repo, lambda r:
-                             _pull_info(r.create_pull(base=base, head=head, title=title,
-                                                      body=body, draft=draft)))
+        return self._on_repo(
+            installation_id,
+            f"new pull request on {repo}",
+            repo,
+            lambda r: _pull_info(
+                r.create_pull(base=base, head=head, title=title, body=body, draft=draft)
+            ),
+        )
 
-    def update_pull(self, repo: str, number: int, *, title: str | None = None,
-                    body: str | None = None, installation_id: int | None) -> None:
+    def update_pull(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        installation_id: int | None,
+    ) -> None:
         """Change a pull request's title and/or body."""
         if title is None and body is None:
             return
-        self._on_repo(installation_id, f"update of {repo}#{number}", repo,
-                      lambda r: r.get_pull(number).edit(title=_opt(title), body=_opt(body)))
+        self._on_repo(
+            installation_id,
+            f"update of {repo}#{number}",
+            repo,
+            lambda r: r.get_pull(number).edit(title=_opt(title), body=_opt(body)),
+        )
 
-    def comment(self, repo: str, issue_number: int, body: str, *,
-                installation_id: int | None) -> int:
+    def comment(
+        self, repo: str, issue_number: int, body: str, *, installation_id: int | None
+    ) -> int:
         """Post a comment on an issue or pull request; its id."""
-        return self._on_repo(installation_id, f"comment on {repo}#{issue_number}", repo,
-                             lambda r: int(r.get_issue(issue_number).create_comment(body).id))
+        return self._on_repo(
+            installation_id,
+            f"comment on {repo}#{issue_number}",
+            repo,
+            lambda r: int(r.get_issue(issue_number).create_comment(body).id),
+        )
 
-    def edit_comment(self, repo: str, comment_id: int, body: str, *,
-                     installation_id: int | None) -> None:
+    def edit_comment(
+        self, repo: str, comment_id: int, body: str, *, installation_id: int | None
+    ) -> None:
         """Replace a comment's body."""
-        self._on_repo(installation_id, f"edit of comment {comment_id} on {repo}", repo,
-                      lambda r: self._issue_comment(r, comment_id).edit(body))
+        self._on_repo(
+            installation_id,
+            f"edit of comment {comment_id} on {repo}",
+            repo,
+            lambda r: self._issue_comment(r, comment_id).edit(body),
+        )
 
-    def react(self, repo: str, issue_number: int, content: Reaction, *,
-              comment_id: int | None = None, installation_id: int | None) -> None:
+    def react(
+        self,
+        repo: str,
+        issue_number: int,
+        content: Reaction,
+        *,
+        comment_id: int | None = None,
+        installation_id: int | None,
+    ) -> None:
         """React to an issue, or to one of its comments."""
+
         def op(r: Repository) -> None:
             if comment_id is None:
                 r.get_issue(issue_number).create_reaction(content)
             else:
                 self._issue_comment(r, comment_id).create_reaction(content)
+
         self._on_repo(installation_id, f"reaction on {repo}#{issue_number}", repo, op)
 
-    def create_check_run(self, repo: str, head_sha: str, *, name: str, title: str, summary: str,
-                         installation_id: int | None) -> int:
+    def create_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        *,
+        name: str,
+        title: str,
+        summary: str,
+        installation_id: int | None,
+    ) -> int:
         """Start an in-progress check run on a commit; its id."""
         output: dict[str, str | list[dict[str, str | int]]] = {"title": title, "summary": summary}
-        return self._on_repo(installation_id, f"check run on {repo}@{head_sha[:12]}", repo,
-                             lambda r: int(r.create_check_run(name, head_sha,
-                                                              status="in_progress",
-                                                              output=output).id))
+        return self._on_repo(
+            installation_id,
+            f"check run on {repo}@{head_sha[:12]}",
+            repo,
+            lambda r: int(
+                r.create_check_run(name, head_sha, status="in_progress", output=output).id
+            ),
+        )
 
-    def update_check_run(self, repo: str, check_run_id: int, *, status: str,
-                         conclusion: str | None = None, title: str, summary: str,
-                         installation_id: int | None) -> None:
+    def update_check_run(
+        self,
+        repo: str,
+        check_run_id: int,
+        *,
+        status: str,
+        conclusion: str | None = None,
+        title: str,
+        summary: str,
+        installation_id: int | None,
+    ) -> None:
         """Update a check run; a conclusion completes it."""
         output = {"title": title, "summary": summary}
-        self._on_repo(installation_id, f"check run {check_run_id} on {repo}", repo,
-                      lambda r: r.get_check_run(check_run_id).edit(
-                          status=status, conclusion=_opt(conclusion), output=output))
+        self._on_repo(
+            installation_id,
+            f"check run {check_run_id} on {repo}",
+            repo,
+            lambda r: r.get_check_run(check_run_id).edit(
+                status=status, conclusion=_opt(conclusion), output=output
+            ),
+        )
 
     @staticmethod
     def _issue_comment(repo: Repository, comment_id: int) -> IssueComment:

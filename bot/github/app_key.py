@@ -10,8 +10,10 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from bot.errors import SettingsError
 from bot.settings import BotSettings
 
-DOWNLOAD_HINT = ("download a private key from the App's settings on GitHub (General → Private "
-                 "keys), a .pem file beginning -----BEGIN RSA PRIVATE KEY-----")
+DOWNLOAD_HINT = (
+    "download a private key from the App's settings on GitHub (General → Private "
+    "keys), a .pem file beginning -----BEGIN RSA PRIVATE KEY-----"
+)
 
 
 def load_private_key(settings: BotSettings) -> str:
@@ -39,11 +41,14 @@ def check_rsa_pem(text: str, where: str) -> str:
     try:
         key = serialization.load_pem_private_key(text.encode(), password=None)
     except TypeError:
-        raise SettingsError(f"{where}: the key is encrypted; GitHub's keys are not, "
-                            f"→ {DOWNLOAD_HINT}") from None
+        raise SettingsError(
+            f"{where}: the key is encrypted; GitHub's keys are not, → {DOWNLOAD_HINT}"
+        ) from None
     except (ValueError, UnsupportedAlgorithm):
         raise SettingsError(f"{where}: not a PEM private key → {DOWNLOAD_HINT}") from None
     if not isinstance(key, RSAPrivateKey):
-        raise SettingsError(f"{where}: a {type(key).__name__.removeprefix('_')} key, but GitHub "
-                            f"Apps sign with RSA → {DOWNLOAD_HINT}")
+        raise SettingsError(
+            f"{where}: a {type(key).__name__.removeprefix('_')} key, but GitHub "
+            f"Apps sign with RSA → {DOWNLOAD_HINT}"
+        )
     return text

@@ -26,8 +26,16 @@ TIMEOUT_S = 30
 
 def bare_client(api_url: str, auth: Auth.Auth) -> Github:
     """A PyGithub client without its own retries or throttling (Retrier decides)."""
-    return Github(base_url=api_url, auth=auth, retry=None, lazy=True, per_page=100,
-                  timeout=TIMEOUT_S, seconds_between_requests=None, seconds_between_writes=None)
+    return Github(
+        base_url=api_url,
+        auth=auth,
+        retry=None,
+        lazy=True,
+        per_page=100,
+        timeout=TIMEOUT_S,
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+    )
 
 
 def repo_path(repo: str) -> str:
@@ -52,8 +60,9 @@ def _message(exc: GithubException) -> str:
     if not isinstance(data, dict):
         return exc.message or f"HTTP {exc.status}"
     text = str(data.get("message") or exc.message or f"HTTP {exc.status}")
-    details = [e.get("message") or e.get("code") for e in data.get("errors") or []
-               if isinstance(e, dict)]
+    details = [
+        e.get("message") or e.get("code") for e in data.get("errors") or [] if isinstance(e, dict)
+    ]
     return f"{text} ({'; '.join(str(d) for d in details)})" if details else text
 
 
@@ -117,8 +126,9 @@ class Retrier:
                 wait = self.backoff_s * 2**attempt
             if wait is None or attempt >= self.max_retries:
                 raise error from None
-            log.warning("%s failed (%s); retry %d in %.1f s", action, error.status,
-                        attempt + 1, wait)
+            log.warning(
+                "%s failed (%s); retry %d in %.1f s", action, error.status, attempt + 1, wait
+            )
             self.sleep(wait)
             attempt += 1
 

@@ -69,9 +69,15 @@ class AppTokens:
     `generations`, every token asked for is checked against it, whichever process heard)."""
 
     def __init__(
-        self, app_id: int, private_key: str, api_url: str, *,
-        clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-        max_retries: int = 3, generations: Generations | None = None,
+        self,
+        app_id: int,
+        private_key: str,
+        api_url: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        max_retries: int = 3,
+        generations: Generations | None = None,
     ) -> None:
         self.app_id = app_id
         self._generations = generations
@@ -90,12 +96,18 @@ class AppTokens:
         the installation changed since it was minted."""
         if installation_id is None:
             raise GitHubError("an installation id is needed for a GitHub App token")
-        generation = (0 if self._generations is None  # read before a mint: a change after
-                      else self._generations.generation(installation_id))  # it drops the token
+        generation = (
+            0
+            if self._generations is None  # read before a mint: a change after
+            else self._generations.generation(installation_id)
+        )  # it drops the token
         with self._lock:
             cached = self._cache.get(installation_id)
-            if (cached is None or cached.generation != generation
-                    or cached.expires_at - REFRESH_MARGIN_S <= self._clock()):
+            if (
+                cached is None
+                or cached.generation != generation
+                or cached.expires_at - REFRESH_MARGIN_S <= self._clock()
+            ):
                 self._cache.pop(installation_id, None)  # a refused mint leaves nothing stale
                 cached = self._mint(installation_id, generation)
                 self._cache[installation_id] = cached
@@ -114,21 +126,27 @@ class AppTokens:
 
     def installation_id(self, repo: str) -> int:
         """The id of the app's installation on `repo` ("owner/name")."""
-        data = self._as_app(f"installation of {repo}", "GET", f"/repos/{repo_path(repo)}"
-                            "/installation")
+        data = self._as_app(
+            f"installation of {repo}", "GET", f"/repos/{repo_path(repo)}/installation"
+        )
         return int(data["id"])
 
     def _mint(self, installation_id: int, generation: int) -> _Cached:
         """A new installation access token, of the installation's generation."""
-        data = self._as_app(f"token for installation {installation_id}", "POST",
-                            f"/app/installations/{installation_id}/access_tokens")
+        data = self._as_app(
+            f"token for installation {installation_id}",
+            "POST",
+            f"/app/installations/{installation_id}/access_tokens",
+        )
         expires = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00"))
         return _Cached(str(data["token"]), expires.timestamp(), generation)
 
     def _as_app(self, action: str, verb: str, path: str) -> dict[str, Any]:
         """One API call authenticated as the app (a fresh JWT per attempt)."""
+
         def call() -> dict[str, Any]:
             with bare_client(self.api_url, Auth.AppAuthToken(self.app_jwt())) as gh:
                 _, data = gh.requester.requestJsonAndCheck(verb, path)
                 return dict(data)
+
         return self._retrier.run(action, call)

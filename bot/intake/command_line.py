@@ -17,8 +17,10 @@ BLANK = "[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]"
 COMMAND_LINE = re.compile(rf"^ {{0,3}}/cra(?:{BLANK}+(?P<rest>.*))?$", re.IGNORECASE)
 # A fenced code block opens with 3+ backticks or tildes (after a list item's marker too) and
 # closes with a run of the same character at least as long; a <pre> block with </pre>.
-FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)*)"
-                        r"(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+FENCE_OPEN = re.compile(
+    r"^(?P<indent>[ \t]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)*)"
+    r"(?P<fence>`{3,}|~{3,})(?P<info>.*)$"
+)
 FENCE_CLOSE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*$")
 PRE_OPEN = re.compile(r"^ {0,3}<pre(?:[\s>]|$)", re.IGNORECASE)
 QUOTE = re.compile(r"^ {0,3}>")
@@ -183,9 +185,12 @@ def _closes(line: str, fence: tuple[str, int, int]) -> bool:
     most 3 columns past it)."""
     char, length, indent = fence
     closing = FENCE_CLOSE.match(line)
-    return (closing is not None and closing["fence"][0] == char
-            and len(closing["fence"]) >= length
-            and len(closing["indent"].expandtabs(4)) <= indent + 3)
+    return (
+        closing is not None
+        and closing["fence"][0] == char
+        and len(closing["fence"]) >= length
+        and len(closing["indent"].expandtabs(4)) <= indent + 3
+    )
 
 
 def _uncommented(line: str, in_comment: bool) -> tuple[str, bool]:

@@ -14,9 +14,11 @@ Status = Literal["active", "suspended", "deleted"]
 # The `installation` actions after which a token minted before is wrong: revoked (deleted,
 # suspend), or carrying what the installation allowed before (unsuspend, new permissions).
 STATUS_AFTER: dict[str, Status] = {
-    "deleted": "deleted", "suspend": "suspended", "unsuspend": "active",
+    "deleted": "deleted",
+    "suspend": "suspended",
+    "unsuspend": "active",
     "new_permissions_accepted": "active",
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,9 @@ def installation_change(event: Event) -> InstallationChange | None:
         return None
     if event.name == "installation" and event.action in STATUS_AFTER:
         account = dig(event.payload, "installation", "account", "login")
-        change = InstallationChange(number, STATUS_AFTER[event.action],
-                                    account if isinstance(account, str) else None)  # fmt: skip
+        change = InstallationChange(
+            number, STATUS_AFTER[event.action], account if isinstance(account, str) else None
+        )
     elif event.name == "installation_repositories" and event.action == "removed":
         change = InstallationChange(number, None, repositories=_removed(event))
     else:

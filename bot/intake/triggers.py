@@ -28,8 +28,7 @@ LOGIN = re.compile(r"[A-Za-z0-9_.-]{1,39}(\[bot\])?")
 # owning organisation, nor a collaborator: such a user has no write access, and their
 # solve or plan is refused at once, so that it never holds the issue's one active run while
 # it waits for the worker's permission check (a maintainer's request meanwhile got "busy").
-OUTSIDERS = frozenset({"NONE", "FIRST_TIMER", "FIRST_TIME_CONTRIBUTOR", "CONTRIBUTOR",
-                       "MANNEQUIN"})
+OUTSIDERS = frozenset({"NONE", "FIRST_TIMER", "FIRST_TIME_CONTRIBUTOR", "CONTRIBUTOR", "MANNEQUIN"})
 MAX_ID = 2**63 - 1  # the databases' BIGINT
 MAX_NUMBER = 2**31 - 1  # issue and pull request numbers
 
@@ -94,8 +93,9 @@ class Router:
 router = Router()
 
 
-def route(event: Event, *, label: str, bot_login: str | None = None,
-          app: bool = False) -> Trigger | None:  # fmt: skip
+def route(
+    event: Event, *, label: str, bot_login: str | None = None, app: bool = False
+) -> Trigger | None:
     """The Trigger a delivery asks for; None for bots, closed or locked issues and the rest.
 
     MalformedDelivery when a signed delivery asks for a run with values no GitHub delivery
@@ -119,12 +119,15 @@ def route(event: Event, *, label: str, bot_login: str | None = None,
 def check_trigger(trigger: Trigger) -> None:
     """MalformedDelivery naming the first field of a trigger that no real delivery carries."""
     if not REPOSITORY.fullmatch(trigger.repository):
-        raise MalformedDelivery(f"repository.full_name is not owner/name: "
-                                f"{trigger.repository[:120]!r}")
+        raise MalformedDelivery(
+            f"repository.full_name is not owner/name: {trigger.repository[:120]!r}"
+        )
     if not 0 < trigger.issue_number <= MAX_NUMBER:
         raise MalformedDelivery(f"issue number out of range: {trigger.issue_number}")
-    for name, value in (("installation.id", trigger.installation_id),
-                        ("comment.id", trigger.comment_id)):
+    for name, value in (
+        ("installation.id", trigger.installation_id),
+        ("comment.id", trigger.comment_id),
+    ):
         if value is not None and not 0 < value <= MAX_ID:
             raise MalformedDelivery(f"{name} out of range: {value}")
     if not LOGIN.fullmatch(trigger.actor):
@@ -152,8 +155,13 @@ def _on_comment(event: Event, options: RouteOptions) -> Trigger | None:
     issue = _open_issue(event.payload)
     if issue is None:
         return None
-    return _command(event, options, issue, is_pull_request="pull_request" in issue,
-                    comment_id=dig(event.payload, "comment", "id"))
+    return _command(
+        event,
+        options,
+        issue,
+        is_pull_request="pull_request" in issue,
+        comment_id=dig(event.payload, "comment", "id"),
+    )
 
 
 @router.register("pull_request_review_comment", action="created")
@@ -191,9 +199,16 @@ def _on_review(event: Event, options: RouteOptions) -> Trigger | None:
     return _command(event, options, pull, is_pull_request=True, text="review")
 
 
-def _command(event: Event, options: RouteOptions, item: Mapping[str, Any], *,
-             is_pull_request: bool, comment_id: object = None, where: str = "",
-             text: str = "comment") -> Trigger | None:  # fmt: skip
+def _command(
+    event: Event,
+    options: RouteOptions,
+    item: Mapping[str, Any],
+    *,
+    is_pull_request: bool,
+    comment_id: object = None,
+    where: str = "",
+    text: str = "comment",
+) -> Trigger | None:
     """The Trigger of the first `/cra` line of the payload's `text` object (a comment, or a
     review), unless a bot wrote it; MalformedDelivery for a command whose comment id is not an
     integer."""
@@ -212,8 +227,16 @@ def _command(event: Event, options: RouteOptions, item: Mapping[str, Any], *,
         reply = refusal_text("permission", user=event.sender_login or "")
     if where and command in ("solve", "plan"):  # the instructions are clean already
         instructions = f"{where} {instructions}".rstrip()
-    return _trigger(event, item, command=command, source="comment", instructions=instructions,
-                    reply=reply, comment_id=comment_id, is_pull_request=is_pull_request)
+    return _trigger(
+        event,
+        item,
+        command=command,
+        source="comment",
+        instructions=instructions,
+        reply=reply,
+        comment_id=comment_id,
+        is_pull_request=is_pull_request,
+    )
 
 
 @router.register("workflow_dispatch")
@@ -262,14 +285,16 @@ def _interpret(word: str, rest: str, label: str) -> tuple[Command, str, str | No
 # --- payload helpers -------------------------------------------------------------------------
 
 
-def _trigger(event: Event, issue: Mapping[str, Any], *, is_pull_request: bool | None = None,
-             **fields: Any) -> Trigger:  # fmt: skip
+def _trigger(
+    event: Event, issue: Mapping[str, Any], *, is_pull_request: bool | None = None, **fields: Any
+) -> Trigger:
     """A Trigger on the payload's issue (or pull request) for the delivery's sender."""
     return Trigger(
         repository=event.repository or "",
         issue_number=issue["number"],
-        is_pull_request=is_pull_request if is_pull_request is not None else (
-            "pull_request" in issue),
+        is_pull_request=is_pull_request
+        if is_pull_request is not None
+        else ("pull_request" in issue),
         actor=event.sender_login or "",
         installation_id=event.installation_id,
         delivery_id=event.delivery_id,

@@ -56,8 +56,12 @@ def verify_signature(body: bytes, header: str | None, secret: str) -> bool:
 def parse_delivery(headers: Mapping[str, str], body: bytes) -> Event:
     """An Event from the delivery's headers (any case) and raw body; MalformedDelivery if not."""
     lowered = {key.lower(): value for key, value in headers.items()}
-    return delivery_event(lowered.get("x-github-event"), lowered.get("x-github-delivery"),
-                          lowered.get("content-type", ""), body)  # fmt: skip
+    return delivery_event(
+        lowered.get("x-github-event"),
+        lowered.get("x-github-delivery"),
+        lowered.get("content-type", ""),
+        body,
+    )
 
 
 def delivery_event(

@@ -66,9 +66,11 @@ def recover(store: BotStore, run_queue: RunQueue) -> Recovered:
     A run another live process executes — a second server or a worker on this database, on
     this host or another — is left running: the reaper ends it if its heartbeat stops.
     """
-    interrupted = [run.id for run in store.runs_with_status("running")
-                   if worker_gone(run.worker)
-                   and store.end_run(run.id, "failed", error=INTERRUPTED)]  # fmt: skip
+    interrupted = [
+        run.id
+        for run in store.runs_with_status("running")
+        if worker_gone(run.worker) and store.end_run(run.id, "failed", error=INTERRUPTED)
+    ]
     requeued = [run.id for run in store.runs_with_status("queued")]
     for run_id in requeued:
         run_queue.enqueue(run_id)
@@ -95,14 +97,21 @@ class Heartbeat:
     alive and its heartbeat beating, and only a clock outside it can end its run.
     """
 
-    def __init__(self, store: BotStore, run_id: int, interval: float, *,
-                 limit: float | None = None, report: Callable[[int], None] | None = None,
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store: BotStore,
+        run_id: int,
+        interval: float,
+        *,
+        limit: float | None = None,
+        report: Callable[[int], None] | None = None,
+    ) -> None:
         self._store, self._run_id, self._interval = store, run_id, interval
         self._limit, self._report = limit, report
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"cra-heartbeat-{run_id}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._beat, name=f"cra-heartbeat-{run_id}", daemon=True
+        )
         self.lost = False
 
     def __enter__(self) -> Heartbeat:
@@ -139,8 +148,10 @@ class Heartbeat:
     def _end_overtime(self) -> None:
         """End the run as failed (unless something ended it first) and tell its issue."""
         assert self._limit is not None
-        error = (f"the run worked longer than its limit of {self._limit / 60:g} min "
-                 "(CRA_MAX_RUN_MINUTES) and was ended")
+        error = (
+            f"the run worked longer than its limit of {self._limit / 60:g} min "
+            "(CRA_MAX_RUN_MINUTES) and was ended"
+        )
         self.lost = True  # the worker stops at its next step and pushes nothing
         if self._store.end_run(self._run_id, "failed", error=error):
             log.error("run %s: %s", self._run_id, error)
@@ -170,8 +181,10 @@ def stalled_error(run: Run, stall_after: timedelta) -> str:
     last = run.progress or "the run's start"
     seconds = stall_after.total_seconds()
     span = f"{seconds / 60:g} minutes" if seconds >= 60 else f"{seconds:g} seconds"
-    return (f"no progress for {span} "
-            f"(CRA_RUN_STALL_TIMEOUT): last progress was {last} at {_at(run.last_progress())}")
+    return (
+        f"no progress for {span} "
+        f"(CRA_RUN_STALL_TIMEOUT): last progress was {last} at {_at(run.last_progress())}"
+    )
 
 
 class Reaper:
@@ -179,10 +192,16 @@ class Reaper:
     thread."""
 
     def __init__(
-        self, store: BotStore, queue: RunQueue, *, stale_after: float, requeue_after: float,
-        report: Callable[[int], None] | None = None, work_dir: Path | None = None,
+        self,
+        store: BotStore,
+        queue: RunQueue,
+        *,
+        stale_after: float,
+        requeue_after: float,
+        report: Callable[[int], None] | None = None,
+        work_dir: Path | None = None,
         stall_after: float | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._store, self._queue = store, queue
         self._work_dir = work_dir  # where this host's workers keep worktrees (cleaned too)
         self._stale_after = timedelta(seconds=stale_after)
@@ -198,14 +217,17 @@ class Reaper:
         now = self._store.now()
         swept.ended += self._end_stale(now - self._stale_after, "heartbeat", silent_error)
         if (stall := self._stall_after) is not None:
-            swept.ended += self._end_stale(now - stall, "progress",
-                                           lambda run: stalled_error(run, stall))
+            swept.ended += self._end_stale(
+                now - stall, "progress", lambda run: stalled_error(run, stall)
+            )
         for run in self._store.queued_before(now - self._requeue_after):
             if self._queue.holds(run.id):
                 continue
             if run.requeues >= MAX_REQUEUES:  # its job keeps failing before it starts the run
-                error = (f"no worker could start this run: queued {run.requeues + 1} times, "
-                         "it never began (see the workers' logs)")
+                error = (
+                    f"no worker could start this run: queued {run.requeues + 1} times, "
+                    "it never began (see the workers' logs)"
+                )
                 if self._store.fail_queued_run(run, error):
                     log.error("run %s failed: %s", run.id, error)
                     swept.ended.append(run.id)
@@ -233,8 +255,9 @@ class Reaper:
 
     def start(self, interval: float) -> Reaper:
         """Sweep every `interval` seconds from a daemon thread until `stop()`."""
-        self._thread = threading.Thread(target=self._loop, args=(interval,), name="cra-reaper",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, args=(interval,), name="cra-reaper", daemon=True
+        )
         self._thread.start()
         return self
 

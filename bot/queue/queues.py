@@ -65,10 +65,15 @@ class ThreadQueue:
     """
 
     def __init__(
-        self, execute: Callable[[int], object], *, workers: int = 2, name: str = "cra-worker",
-        give_up_after: float | None = None, ended: Callable[[int], bool] | None = None,
+        self,
+        execute: Callable[[int], object],
+        *,
+        workers: int = 2,
+        name: str = "cra-worker",
+        give_up_after: float | None = None,
+        ended: Callable[[int], bool] | None = None,
         watch_every: float | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._execute = execute
         self._ended = ended  # whether a run has ended in the database
         lock = threading.Lock()
@@ -88,8 +93,9 @@ class ThreadQueue:
         self._closing = threading.Event()
         if give_up_after is not None:
             every = min(60.0, give_up_after / 4) if watch_every is None else watch_every
-            threading.Thread(target=self._watch, args=(every,), name=f"{name}-watchdog",
-                             daemon=True).start()  # fmt: skip
+            threading.Thread(
+                target=self._watch, args=(every,), name=f"{name}-watchdog", daemon=True
+            ).start()
 
     @property
     def give_up_after(self) -> float | None:
@@ -97,8 +103,9 @@ class ThreadQueue:
         return self._give_up_after
 
     def _start_worker(self) -> None:
-        thread = threading.Thread(target=self._work, name=f"{self._name}-{self._started}",
-                                  daemon=True)  # fmt: skip
+        thread = threading.Thread(
+            target=self._work, name=f"{self._name}-{self._started}", daemon=True
+        )
         self._started += 1
         self._threads.append(thread)
         thread.start()
@@ -132,8 +139,10 @@ class ThreadQueue:
                     if not self._closed and self._busy.get(thread, (None,))[0] == run_id:
                         self._give_up(thread, f"busy with run {run_id}, which has ended")
 
-    def _runs_over(self, busy: list[tuple[threading.Thread, tuple[int, float]]],
-                   ) -> list[tuple[threading.Thread, int]]:  # fmt: skip
+    def _runs_over(
+        self,
+        busy: list[tuple[threading.Thread, tuple[int, float]]],
+    ) -> list[tuple[threading.Thread, int]]:
         """The busy workers whose run has ended in the database (none when that cannot be
         asked, this time)."""
         if self._ended is None:
@@ -151,8 +160,10 @@ class ThreadQueue:
         now = time.monotonic()
         for thread, (run_id, since) in list(self._busy.items()):
             if now - since >= self._give_up_after:  # its run was ended at the time limit
-                self._give_up(thread, f"busy with run {run_id} for {now - since:.0f} s, past "
-                              "the run time limit")  # fmt: skip
+                self._give_up(
+                    thread,
+                    f"busy with run {run_id} for {now - since:.0f} s, past the run time limit",
+                )
 
     def _give_up(self, thread: threading.Thread, why: str) -> None:
         """Count a stuck worker's run done and start a worker in its place (the caller holds
@@ -161,8 +172,12 @@ class ThreadQueue:
         self._given_up.add(thread)
         self._threads.remove(thread)
         self._count_done()
-        log.error("worker %s has been %s: a new worker takes its place (the stuck thread takes "
-                  "no other run)", thread.name, why)  # fmt: skip
+        log.error(
+            "worker %s has been %s: a new worker takes its place (the stuck thread takes "
+            "no other run)",
+            thread.name,
+            why,
+        )
         self._start_worker()
 
     def holds(self, run_id: int) -> bool:
@@ -233,8 +248,11 @@ class ThreadQueue:
             finally:
                 carry_on = self._done(me)
             if not carry_on:
-                log.warning("worker %s returned from run %s after it was given up on; it ends",
-                            me.name, run_id)  # fmt: skip
+                log.warning(
+                    "worker %s returned from run %s after it was given up on; it ends",
+                    me.name,
+                    run_id,
+                )
                 return
 
     def _take(self, me: threading.Thread) -> int | None:
@@ -339,8 +357,11 @@ def job_id(queue_name: str, run_id: int) -> str:
 
 
 def build_queue(
-    settings: BotSettings, execute: Callable[[int], object], *, store: BotStore | None = None,
-) -> RunQueue:  # fmt: skip
+    settings: BotSettings,
+    execute: Callable[[int], object],
+    *,
+    store: BotStore | None = None,
+) -> RunQueue:
     """RQ on Redis when configured (its workers run `bot.jobs`), else threads running
     `execute`.
 
@@ -352,12 +373,12 @@ def build_queue(
     overtime = settings.max_run_minutes * 60 + settings.stale_after
     if settings.queue != "rq":
         ended = None if store is None else (lambda run_id: run_ended(store, run_id))
-        return ThreadQueue(execute, workers=settings.workers, give_up_after=overtime,
-                           ended=ended)
+        return ThreadQueue(execute, workers=settings.workers, give_up_after=overtime, ended=ended)
     if not settings.redis_url:
         raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
-    return RQQueue(settings.redis_url, queue_name=settings.queue_name,
-                   job_timeout=math.ceil(overtime))
+    return RQQueue(
+        settings.redis_url, queue_name=settings.queue_name, job_timeout=math.ceil(overtime)
+    )
 
 
 def run_ended(store: BotStore, run_id: int) -> bool:

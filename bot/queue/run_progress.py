@@ -63,15 +63,21 @@ class ProgressChatModel:
         return self._model.config
 
     def complete(
-        self, system: str, user: str, *, json_schema: dict[str, Any] | None = None,
-        json_mode: bool = False, stage: str = "",
+        self,
+        system: str,
+        user: str,
+        *,
+        json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
+        stage: str = "",
     ) -> LLMResponse:
         """The wrapped model's answer, its start and end told."""
         call = f"a call to {self.config.model}" + (f" ({stage})" if stage else "")
         self._progress(f"{call} started")
         try:
-            response = self._model.complete(system, user, json_schema=json_schema,
-                                            json_mode=json_mode, stage=stage)
+            response = self._model.complete(
+                system, user, json_schema=json_schema, json_mode=json_mode, stage=stage
+            )
         except BaseException:
             self._progress(f"{call} failed")
             raise
@@ -115,13 +121,27 @@ class ProgressSandbox:
         return ProgressSandbox(self._sandbox.with_env(env_dir), self._progress)
 
     def launch(
-        self, command: str, *, tree: Path, cwd: Path, env: Mapping[str, str], network: bool,
-        outputs: Path | None = None, read_only: Sequence[Path] = (),
+        self,
+        command: str,
+        *,
+        tree: Path,
+        cwd: Path,
+        env: Mapping[str, str],
+        network: bool,
+        outputs: Path | None = None,
+        read_only: Sequence[Path] = (),
     ) -> Launch:
         """The wrapped sandbox's launch of `command`, its start told."""
         self._progress("a test, lint or setup command started")
-        return self._sandbox.launch(command, tree=tree, cwd=cwd, env=env, network=network,
-                                    outputs=outputs, read_only=read_only)
+        return self._sandbox.launch(
+            command,
+            tree=tree,
+            cwd=cwd,
+            env=env,
+            network=network,
+            outputs=outputs,
+            read_only=read_only,
+        )
 
     def seen_as(self, path: Path, *, tree: Path, outputs: Path | None = None) -> Path:
         """Where the wrapped sandbox's command sees `path`."""

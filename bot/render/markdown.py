@@ -30,9 +30,19 @@ _LINE_NUMBER = re.compile(r"^(\s*\d+)([.)])", re.MULTILINE)
 # Characters str.splitlines() breaks a line at that git and diff do not (nor, but for a bare
 # carriage return, Python's tokenizer): shown escaped, so that a line of a diff never looks like
 # two, its tail as context. (CRLF, one line end, is kept as \n.)
-_HIDDEN_BREAKS = str.maketrans({"\r": "\\r", "\f": "\\f", "\v": "\\v", "\x1c": "\\x1c",
-                                "\x1d": "\\x1d", "\x1e": "\\x1e", "\x85": "\\x85",
-                                "\u2028": "\\u2028", "\u2029": "\\u2029"})
+_HIDDEN_BREAKS = str.maketrans(
+    {
+        "\r": "\\r",
+        "\f": "\\f",
+        "\v": "\\v",
+        "\x1c": "\\x1c",
+        "\x1d": "\\x1d",
+        "\x1e": "\\x1e",
+        "\x85": "\\x85",
+        "\u2028": "\\u2028",
+        "\u2029": "\\u2029",
+    }
+)
 
 
 def text_lines(text: str) -> list[str]:

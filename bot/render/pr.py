@@ -61,15 +61,19 @@ def _usage_section(ctx: PrContext) -> str:
     roles = sorted(set(result.usage_by_role) | set(ctx.models))[:10]
     total = result.usage
     est = " (estimated)" if total.estimated else ""
-    line = (f"Total: {total.total_tokens:,} tokens{est} in {md.plural(total.calls, 'model call')}; "
-            f"wall time {_duration(result.wall_ms)}.")
+    line = (
+        f"Total: {total.total_tokens:,} tokens{est} in {md.plural(total.calls, 'model call')}; "
+        f"wall time {_duration(result.wall_ms)}."
+    )
     if not roles:
         return "### Usage\n\n" + line
     rows = ["| role | model | tokens | model calls | model time |", "|---|---|---:|---:|---:|"]
     for role in roles:
         u = result.usage_by_role.get(role, Usage())
-        rows.append(f"| {md.line(role, 40)} | {md.line(ctx.models.get(role, '–'), 80)} | "
-                    f"{u.total_tokens:,} | {u.calls:,} | {_duration(u.latency_ms)} |")
+        rows.append(
+            f"| {md.line(role, 40)} | {md.line(ctx.models.get(role, '–'), 80)} | "
+            f"{u.total_tokens:,} | {u.calls:,} | {_duration(u.latency_ms)} |"
+        )
     return "### Usage\n\n" + "\n".join(rows) + "\n\n" + line
 
 
@@ -94,8 +98,10 @@ def _complete(ctx: PrContext) -> bool:
 def _headline(ctx: PrContext) -> str:
     status = ctx.result.status
     if _complete(ctx) and ctx.result.tests_changed:
-        return ("**cra finished: every step passed the test gate, and existing tests were "
-                "changed as the task asked (see Tests changed).**")
+        return (
+            "**cra finished: every step passed the test gate, and existing tests were "
+            "changed as the task asked (see Tests changed).**"
+        )
     if _complete(ctx):
         return "**cra finished: every step passed the test gate.**"
     if status == "cancelled":
@@ -109,8 +115,12 @@ def _facts(result: OrchestratorResult) -> str:
     """What passed and what failed, in one sentence."""
     total = len(result.steps)
     parts = len({o.part_id for o in result.steps})
-    facts = [f"{result.steps_completed:,} of {md.plural(total, 'step')} passed"
-             + (f" across {parts:,} parts" if parts > 1 else "") if total else "no step ran"]
+    facts = [
+        f"{result.steps_completed:,} of {md.plural(total, 'step')} passed"
+        + (f" across {parts:,} parts" if parts > 1 else "")
+        if total
+        else "no step ran"
+    ]
     failed = first_failed(result)
     if failed is not None:
         facts.append(f"step {step_ref(failed)} failed — {md.line(failure_reason(failed))}")
@@ -130,22 +140,27 @@ def _next_step(ctx: PrContext) -> str:
     if ctx.on_pull:
         return f"Only the steps that passed their tests were pushed to this pull request. {again}"
     if ctx.draft is False:  # a pull request that was open, and ready, before this run
-        return ("Only the steps that passed their tests are here, and this pull request is "
-                "not a draft: it does not fix the issue yet, which stays open. " + again)
+        return (
+            "Only the steps that passed their tests are here, and this pull request is "
+            "not a draft: it does not fix the issue yet, which stays open. " + again
+        )
     return f"This draft holds only the steps that passed their tests; the issue stays open. {again}"
 
 
 def _summary(ctx: PrContext) -> str:
-    return " ".join([_headline(ctx), _facts(ctx.result), tests_sentence(ctx.result),
-                     _next_step(ctx)])
+    return " ".join(
+        [_headline(ctx), _facts(ctx.result), tests_sentence(ctx.result), _next_step(ctx)]
+    )
 
 
 def _output_of(result: OrchestratorResult) -> tuple[str, str] | None:
     """The test output worth showing: the failed step's, else the last passing state's."""
     failed = first_failed(result)
     if failed is not None and failed.validation is not None and failed.validation.test_output:
-        return (f"Test output of the failed step {failed.part_id}/{failed.step_id}",
-                failed.validation.test_output)
+        return (
+            f"Test output of the failed step {failed.part_id}/{failed.step_id}",
+            failed.validation.test_output,
+        )
     final = result.final_validation
     if final is not None and final.test_output:
         passed = any(o.status == "passed" for o in result.steps)
@@ -162,14 +177,28 @@ def compose_pr_body(ctx: PrContext) -> str:
     or, for a run on a pull request (`on_pull`), its report as a comment there."""
     result = ctx.result
     units = units_of(result, _output_of(result), PR_BODY_LIMIT)
-    closing = ("" if ctx.on_pull else f"Fixes #{ctx.issue_number}" if _complete(ctx)
-               else f"Part of #{ctx.issue_number}")
+    closing = (
+        ""
+        if ctx.on_pull
+        else f"Fixes #{ctx.issue_number}"
+        if _complete(ctx)
+        else f"Part of #{ctx.issue_number}"
+    )
     summary = _summary(ctx)
 
     def render(caps: Caps) -> list[str]:
-        return [closing, summary, plan_section(units, caps), adjustments_section(units, caps),
-                tests_section(result), tests_changed_section(result), output_section(units, caps),
-                changes_section(result, units, caps), _usage_section(ctx), _footer(ctx)]
+        return [
+            closing,
+            summary,
+            plan_section(units, caps),
+            adjustments_section(units, caps),
+            tests_section(result),
+            tests_changed_section(result),
+            output_section(units, caps),
+            changes_section(result, units, caps),
+            _usage_section(ctx),
+            _footer(ctx),
+        ]
 
     return fit_within(render, units.counts(), PR_BODY_LIMIT)
 
@@ -179,8 +208,13 @@ def compose_check_summary(ctx: PrContext) -> str:
     units = units_of(ctx.result, None, CHECK_SUMMARY_LIMIT)
 
     def render(caps: Caps) -> list[str]:
-        return [_summary(ctx), plan_section(units, caps), tests_section(ctx.result),
-                tests_changed_section(ctx.result), _footer(ctx)]
+        return [
+            _summary(ctx),
+            plan_section(units, caps),
+            tests_section(ctx.result),
+            tests_changed_section(ctx.result),
+            _footer(ctx),
+        ]
 
     return fit_within(render, units.counts(), CHECK_SUMMARY_LIMIT)
 
@@ -189,8 +223,11 @@ def check_title(ctx: PrContext) -> str:
     """The check run's one-line title."""
     r = ctx.result
     tests = validation_state(r.final_validation) if r.final_validation else "not run"
-    changed = (f"; {md.plural(len(r.tests_changed), 'test file')} changed — review"
-               if r.tests_changed else "")
+    changed = (
+        f"; {md.plural(len(r.tests_changed), 'test file')} changed — review"
+        if r.tests_changed
+        else ""
+    )
     return f"{r.steps_completed:,}/{md.plural(len(r.steps), 'step')} passed; tests {tests}{changed}"
 
 
@@ -216,7 +253,12 @@ def failure_comment(ctx: PrContext, *, last_test_output: str | None) -> str:
     retry = "Comment `/cra solve` with more detail to try again."
 
     def render(caps: Caps) -> list[str]:
-        return [summary, plan_section(units, caps),
-                output_section(units, caps), retry, _run_link(ctx)]
+        return [
+            summary,
+            plan_section(units, caps),
+            output_section(units, caps),
+            retry,
+            _run_link(ctx),
+        ]
 
     return fit_within(render, units.counts(), COMMENT_LIMIT)

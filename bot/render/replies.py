@@ -55,9 +55,11 @@ def progress_comment(
     done = sum(state in ("passed", "failed", "skipped") for _, state in steps)
     head = f"{header} {run}" + (f" · {done:,}/{len(steps):,} steps done" if steps else "")
     lines = bounded((_check_line(text, state) for text, state in steps), COMMENT_LIMIT)
-    tail = [md.para(note, 1_000) if note.strip() else "",
-            md.link("Pull request", pr_url) if pr_url else "",
-            f"<!-- cra:run={html.escape(str(run_id))} -->"]
+    tail = [
+        md.para(note, 1_000) if note.strip() else "",
+        md.link("Pull request", pr_url) if pr_url else "",
+        f"<!-- cra:run={html.escape(str(run_id))} -->",
+    ]
 
     def render(caps: Caps) -> list[str]:
         keep = len(lines) if caps.plan is None else caps.plan
@@ -114,8 +116,10 @@ def _run(facts: Mapping[str, object]) -> str:
 
 def _busy(facts: Mapping[str, object]) -> str:
     where = _run(facts) if _fact(facts, "run_id") else "a run"
-    return (f"cra is already working on this ({where}). Wait for it to finish, or comment "
-            "`/cra cancel` to stop it.")
+    return (
+        f"cra is already working on this ({where}). Wait for it to finish, or comment "
+        "`/cra cancel` to stop it."
+    )
 
 
 def _config(facts: Mapping[str, object]) -> str:
@@ -123,16 +127,20 @@ def _config(facts: Mapping[str, object]) -> str:
     file = _fact(facts, "file") or ".github/cra.toml"
     what = f"{md.code(key)} in {md.code(file)}" if key else md.code(file)
     why = f" ({md.line(problem, 300)})" if problem else ""
-    return (f"cra could not use this repository's configuration: {what}{why}. "
-            "Fix the file and comment `/cra solve` again.")
+    return (
+        f"cra could not use this repository's configuration: {what}{why}. "
+        "Fix the file and comment `/cra solve` again."
+    )
 
 
 def refusal_text(kind: str, **facts: object) -> str:
     """A short, polite reply for a run that will not start (or stops): what and what to do."""
     user = _mention(facts.get("user"))
     texts: dict[str, Callable[[], str]] = {
-        "permission": lambda: (f"{user}only" if user else "Only")
-        + " people with write access can start cra runs here.",
+        "permission": lambda: (
+            (f"{user}only" if user else "Only")
+            + " people with write access can start cra runs here."
+        ),
         "permission_unchecked": lambda: (
             (f"{user}cra" if user else "cra")
             + " could not check your permission on this repository "
@@ -140,31 +148,47 @@ def refusal_text(kind: str, **facts: object) -> str:
             "Try again in a few minutes; if it keeps happening, a repository admin should check "
             "cra's installation."
         ),
-        "fork": lambda: ("cra can't push to forks, so it can't work on this pull request. "
-                         "Push the branch to this repository, or run cra on an issue instead."),
+        "fork": lambda: (
+            "cra can't push to forks, so it can't work on this pull request. "
+            "Push the branch to this repository, or run cra on an issue instead."
+        ),
         "busy": lambda: _busy(facts),
-        "cancelled": lambda: (f"{user}stopping" if user else "Stopping")
-        + (f" {_run(facts)}" if _fact(facts, "run_id") else " this cra run")
-        + " after its current pass.",
-        "cancelled_now": lambda: (f"{user}cancelled" if user else "Cancelled")
-        + f" {_run(facts)}: its worker had stopped, so nothing was left to finish.",
+        "cancelled": lambda: (
+            (f"{user}stopping" if user else "Stopping")
+            + (f" {_run(facts)}" if _fact(facts, "run_id") else " this cra run")
+            + " after its current pass."
+        ),
+        "cancelled_now": lambda: (
+            (f"{user}cancelled" if user else "Cancelled")
+            + f" {_run(facts)}: its worker had stopped, so nothing was left to finish."
+        ),
         "nothing_to_cancel": lambda: "There is no cra run to cancel here.",
-        "already_ended": lambda: (f"{user}{_run(facts)}" if user else _run(facts).capitalize())
-        + f" had already ended ({md.line(_fact(facts, 'status') or 'finished', 20)}): there "
-        "was nothing left to cancel.",
-        "interrupted": lambda: (f"cra stopped: the server stopped during {_run(facts)}, so it "
-                                "was marked failed. Comment `/cra solve` to start again."),
-        "signalled": lambda: (f"cra stopped {_run(facts)}: its process was told to stop "
-                              f"({md.line(_fact(facts, 'signal') or 'a signal', 20)}: a "
-                              "cancelled workflow, or a machine shutting down), so the run was "
-                              "cancelled. Comment `/cra solve` to start again."),
-        "error": lambda: (f"cra stopped {_run(facts)} after an error: "
-                          f"{md.line(_fact(facts, 'error') or 'unknown', 300)}. "
-                          "Comment `/cra solve` to try again."),
+        "already_ended": lambda: (
+            (f"{user}{_run(facts)}" if user else _run(facts).capitalize())
+            + f" had already ended ({md.line(_fact(facts, 'status') or 'finished', 20)}): there "
+            "was nothing left to cancel."
+        ),
+        "interrupted": lambda: (
+            f"cra stopped: the server stopped during {_run(facts)}, so it "
+            "was marked failed. Comment `/cra solve` to start again."
+        ),
+        "signalled": lambda: (
+            f"cra stopped {_run(facts)}: its process was told to stop "
+            f"({md.line(_fact(facts, 'signal') or 'a signal', 20)}: a "
+            "cancelled workflow, or a machine shutting down), so the run was "
+            "cancelled. Comment `/cra solve` to start again."
+        ),
+        "error": lambda: (
+            f"cra stopped {_run(facts)} after an error: "
+            f"{md.line(_fact(facts, 'error') or 'unknown', 300)}. "
+            "Comment `/cra solve` to try again."
+        ),
         "refuse": lambda: "cra can't start a run for this.",
         "help": lambda: help_text(_fact(facts, "label") or "cra"),
-        "unknown_command": lambda: (f"cra doesn't know {md.code(_fact(facts, 'command'))}.\n\n"
-                                    + help_text(_fact(facts, "label") or "cra")),
+        "unknown_command": lambda: (
+            f"cra doesn't know {md.code(_fact(facts, 'command'))}.\n\n"
+            + help_text(_fact(facts, "label") or "cra")
+        ),
         "config": lambda: _config(facts),
         "closed": lambda: "cra doesn't work on closed issues. Reopen it to start a run.",
         "locked": lambda: "cra doesn't work on locked conversations.",
@@ -173,14 +197,16 @@ def refusal_text(kind: str, **facts: object) -> str:
             f"{md.code(_fact(facts, 'branch'))}: {md.line(_fact(facts, 'why'), 300)}. Nothing "
             "on the branch was overwritten"
             + ("; the run's page shows what cra changed" if _fact(facts, "run_url") else "")
-            + ". Comment `/cra solve` to run again on the branch as it is now."),
+            + ". Comment `/cra solve` to run again on the branch as it is now."
+        ),
         "no_branch": lambda: (
             f"cra can't find this pull request's branch {md.code(_fact(facts, 'branch'))} on "
             "GitHub (was it deleted?). Push it again, then ask again."
-            if facts.get("pull_request") else
-            f"cra can't start: the default branch {md.code(_fact(facts, 'branch'))} has no "
+            if facts.get("pull_request")
+            else f"cra can't start: the default branch {md.code(_fact(facts, 'branch'))} has no "
             "commits yet (an empty repository). Push a first commit with the code and its "
-            "tests, then ask again."),
+            "tests, then ask again."
+        ),
     }
     texts["cancel"] = texts["cancelled"]
     if kind not in texts:
@@ -193,7 +219,7 @@ def plan_comment(artifact: PlanArtifact, *, run_url: str | None = None) -> str:
     lines = ["**cra plan** (nothing was changed; comment `/cra solve` to carry it out)", ""]
     if artifact.task_summary:
         lines += [md.para(artifact.task_summary), ""]
-    for item in artifact.affected_files[:md.FILES_CAP]:
+    for item in artifact.affected_files[: md.FILES_CAP]:
         change = f": {md.line(item.changes)}" if item.changes else ""
         lines.append(f"- {md.code(item.path)} ({md.line(item.role, 40)}){change}")
     if len(artifact.affected_files) > md.FILES_CAP:

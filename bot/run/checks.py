@@ -13,8 +13,13 @@ from bot.store.runs import BotStore
 log = logging.getLogger(__name__)
 
 # A check run's conclusion for a run's final status (a delivered result decides its own).
-CHECK_CONCLUSION = {"succeeded": "success", "partial": "neutral", "failed": "failure",
-                    "cancelled": "cancelled", "rejected": "skipped"}
+CHECK_CONCLUSION = {
+    "succeeded": "success",
+    "partial": "neutral",
+    "failed": "failure",
+    "cancelled": "cancelled",
+    "rejected": "skipped",
+}
 
 
 def best_effort(what: str, call: Callable[[], object]) -> bool:
@@ -30,8 +35,9 @@ def best_effort(what: str, call: Callable[[], object]) -> bool:
 class RunCheck:
     """The check run of one run (none until `open`)."""
 
-    def __init__(self, gh: GitHubAPI, store: BotStore, *, run_id: int, repo: str,
-                 installation_id: int | None) -> None:
+    def __init__(
+        self, gh: GitHubAPI, store: BotStore, *, run_id: int, repo: str, installation_id: int | None
+    ) -> None:
         self.gh, self.store = gh, store
         self.run_id, self.repo, self.inst = run_id, repo, installation_id
         self.id: int | None = None  # open, not yet concluded
@@ -39,10 +45,16 @@ class RunCheck:
 
     def open(self, sha: str) -> None:
         """An in-progress check on the commit the run starts from."""
+
         def create() -> None:
             self.id = self.gh.create_check_run(
-                self.repo, sha, name="cra", title="cra is working",
-                summary=f"Run {self.run_id} started.", installation_id=self.inst)
+                self.repo,
+                sha,
+                name="cra",
+                title="cra is working",
+                summary=f"Run {self.run_id} started.",
+                installation_id=self.inst,
+            )
             self.sha = sha
             self.store.update_run(self.run_id, check_run_id=self.id)
 
@@ -55,10 +67,18 @@ class RunCheck:
             return
         if conclusion is not None:
             self.id = None
-        best_effort(f"the check run of run {self.run_id}", lambda: self.gh.update_check_run(
-            self.repo, check_id, status="completed" if conclusion else "in_progress",
-            conclusion=conclusion, title=title[:200], summary=summary,
-            installation_id=self.inst))
+        best_effort(
+            f"the check run of run {self.run_id}",
+            lambda: self.gh.update_check_run(
+                self.repo,
+                check_id,
+                status="completed" if conclusion else "in_progress",
+                conclusion=conclusion,
+                title=title[:200],
+                summary=summary,
+                installation_id=self.inst,
+            ),
+        )
 
     def deliver(self, commit: str, *, title: str, summary: str, conclusion: str) -> None:
         """The result's check: the start check says the same and, when the result is a new
@@ -67,8 +87,16 @@ class RunCheck:
         self.update(title=title, summary=summary, conclusion=conclusion)
         if started_here:
             return
-        check_id = self.gh.create_check_run(self.repo, commit, name="cra", title=title,
-                                            summary=summary, installation_id=self.inst)
-        self.gh.update_check_run(self.repo, check_id, status="completed", conclusion=conclusion,
-                                 title=title, summary=summary, installation_id=self.inst)
+        check_id = self.gh.create_check_run(
+            self.repo, commit, name="cra", title=title, summary=summary, installation_id=self.inst
+        )
+        self.gh.update_check_run(
+            self.repo,
+            check_id,
+            status="completed",
+            conclusion=conclusion,
+            title=title,
+            summary=summary,
+            installation_id=self.inst,
+        )
         self.store.update_run(self.run_id, check_run_id=check_id)

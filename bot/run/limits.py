@@ -25,11 +25,11 @@ class LimitSpec:
 
 LIMITS: tuple[LimitSpec, ...] = (
     LimitSpec("budget.max_tokens_per_run", "max_tokens_per_run", "max_tokens_per_run", "tokens"),
-    LimitSpec("budget.max_tokens_per_step", "max_tokens_per_step", "max_tokens_per_step",
-              "tokens"),
+    LimitSpec("budget.max_tokens_per_step", "max_tokens_per_step", "max_tokens_per_step", "tokens"),
     LimitSpec("orchestrator.max_retries_per_step", "max_retries_per_step", None, "retries"),
-    LimitSpec("orchestrator.max_calls_per_step", "max_calls_per_step", "max_calls_per_step",
-              "model calls"),
+    LimitSpec(
+        "orchestrator.max_calls_per_step", "max_calls_per_step", "max_calls_per_step", "model calls"
+    ),
     LimitSpec("testing.timeout", "max_test_timeout", None, "s"),
 )
 
@@ -49,8 +49,11 @@ class Limit(Record):
         composer escapes it)."""
         value = f"{self.key} = {_number(self.value)} {self.unit}".rstrip()
         if self.source == "server":
-            asked = (f"; the repository asked for {_number(self.asked)}"
-                     if self.asked is not None else "")
+            asked = (
+                f"; the repository asked for {_number(self.asked)}"
+                if self.asked is not None
+                else ""
+            )
             return f"{value}, the server's maximum ({self.setting}, {OPERATOR}{asked})"
         if self.source == "repository":
             return f"{value}, set in the repository's cra.toml"
@@ -87,11 +90,19 @@ def cap(config: SolveConfig, settings: MaximumSettings) -> tuple[SolveConfig, li
         source: Source = "server" if asked > maximum else "repository" if by_repo else "default"
         value = min(asked, maximum)
         updates.setdefault(section_name, {})[field] = value
-        limits.append(Limit(key=spec.key, setting=f"CRA_{spec.setting.upper()}", value=value,
-                            unit=spec.unit, source=source,
-                            asked=asked if source == "server" and by_repo else None))
-    sections = {name: getattr(config, name).model_copy(update=fields)
-                for name, fields in updates.items()}
+        limits.append(
+            Limit(
+                key=spec.key,
+                setting=f"CRA_{spec.setting.upper()}",
+                value=value,
+                unit=spec.unit,
+                source=source,
+                asked=asked if source == "server" and by_repo else None,
+            )
+        )
+    sections = {
+        name: getattr(config, name).model_copy(update=fields) for name, fields in updates.items()
+    }
     return config.model_copy(update=sections), limits
 
 
@@ -112,14 +123,16 @@ def explain(result: OrchestratorResult, limits: list[Limit]) -> OrchestratorResu
     setter, so that the PR, the check run and the comments say why the run was cut."""
     timeout = find(limits, "testing.timeout")
     steps = [_explain_step(o, limits, timeout) for o in result.steps]
-    return result.model_copy(update={
-        "budget_exhausted": explain_budget(result.budget_exhausted, limits), "steps": steps,
-    })  # fmt: skip
+    return result.model_copy(
+        update={
+            "budget_exhausted": explain_budget(result.budget_exhausted, limits),
+            "steps": steps,
+        }
+    )
 
 
 def _explain_step(outcome: StepOutcome, limits: list[Limit], timeout: Limit | None) -> StepOutcome:
-    update: dict[str, Any] = {"budget_exhausted": explain_budget(outcome.budget_exhausted,
-                                                                 limits)}
+    update: dict[str, Any] = {"budget_exhausted": explain_budget(outcome.budget_exhausted, limits)}
     timed_out = any(a.validation is not None and a.validation.timed_out for a in outcome.attempts)
     if outcome.status == "failed" and timeout is not None and timed_out:
         note = "the tests ran out of time: " + timeout.describe()
@@ -141,16 +154,28 @@ def concurrency_refusal(
     settings: MaximumSettings, *, in_repository: int, in_installation: int | None
 ) -> Refusal | None:
     """A refusal when the runs in progress (this one included) exceed a limit, else None."""
-    checks = (("this repository", in_repository, settings.max_runs_per_repository,
-               "CRA_MAX_RUNS_PER_REPOSITORY"),
-              ("this App installation", in_installation, settings.max_runs_per_installation,
-               "CRA_MAX_RUNS_PER_INSTALLATION"))
+    checks = (
+        (
+            "this repository",
+            in_repository,
+            settings.max_runs_per_repository,
+            "CRA_MAX_RUNS_PER_REPOSITORY",
+        ),
+        (
+            "this App installation",
+            in_installation,
+            settings.max_runs_per_installation,
+            "CRA_MAX_RUNS_PER_INSTALLATION",
+        ),
+    )
     for where, running, limit, setting in checks:
         if limit is not None and running is not None and running > limit:
             others = running - 1
-            text = (f"cra can't start this run now: {others:,} other "
-                    f"{'run is' if others == 1 else 'runs are'} in progress in {where}, and "
-                    f"this server runs at most {limit:,} at once ({setting}, {OPERATOR}). "
-                    "Comment `/cra solve` again when one has finished.")
+            text = (
+                f"cra can't start this run now: {others:,} other "
+                f"{'run is' if others == 1 else 'runs are'} in progress in {where}, and "
+                f"this server runs at most {limit:,} at once ({setting}, {OPERATOR}). "
+                "Comment `/cra solve` again when one has finished."
+            )
             return Refusal(text=text, error=f"over {setting} ({limit})")
     return None

@@ -47,8 +47,11 @@ class ProgressReporter:
         elif event.kind == "pass_started" and event.pass_type == "implement":
             self.steps.setdefault(key, [key, "pending"])[1] = "running"
         elif event.kind in ("step_passed", "step_failed"):
-            state = "passed" if event.kind == "step_passed" else (
-                "skipped" if event.status == "skipped" else "failed")
+            state = (
+                "passed"
+                if event.kind == "step_passed"
+                else ("skipped" if event.status == "skipped" else "failed")
+            )
             self.steps.setdefault(key, [key, state])[1] = state
         elif event.kind == "pass_started" and event.pass_type:
             self.note = f"working: {event.pass_type.replace('_', ' ')}"

@@ -28,8 +28,15 @@ Ours = Callable[[str], bool]  # whether the commit a branch moved to brought onl
 
 
 def push(
-    mirror: Path, url: str, branch: str, *, env: Mapping[str, str], replacing: str | None,
-    sleep: Callable[[float], None], ours: Ours | None = None, attempts: int = PUSH_ATTEMPTS,
+    mirror: Path,
+    url: str,
+    branch: str,
+    *,
+    env: Mapping[str, str],
+    replacing: str | None,
+    sleep: Callable[[float], None],
+    ours: Ours | None = None,
+    attempts: int = PUSH_ATTEMPTS,
     backoff: float = PUSH_BACKOFF,
 ) -> None:
     """Push `branch` of `mirror` to `url` as remotes.push_branch does, up to `attempts` times;
@@ -41,23 +48,36 @@ def push(
             remotes.push_branch(mirror, url, branch, env=env, replacing=replacing)
             return
         except GitError as exc:
-            if attempt < attempts and (late := _late_push(exc, mirror, url, branch, env,
-                                                          replacing, ours)):  # fmt: skip
-                log.warning("%s moved to %s, an earlier run's push landing late: replaced",
-                            branch, late)  # fmt: skip
+            if attempt < attempts and (
+                late := _late_push(exc, mirror, url, branch, env, replacing, ours)
+            ):
+                log.warning(
+                    "%s moved to %s, an earlier run's push landing late: replaced", branch, late
+                )
                 replacing = late
                 continue
             if not _passing(exc) or attempt == attempts:
                 raise
             wait = backoff * 2 ** (attempt - 1)
-            log.warning("the push of %s failed (%s); try %d of %d in %g s", branch, exc.summary,
-                        attempt + 1, attempts, wait)  # fmt: skip
+            log.warning(
+                "the push of %s failed (%s); try %d of %d in %g s",
+                branch,
+                exc.summary,
+                attempt + 1,
+                attempts,
+                wait,
+            )
             sleep(wait)
 
 
 def _late_push(
-    error: GitError, mirror: Path, url: str, branch: str, env: Mapping[str, str],
-    replacing: str | None, ours: Ours | None,
+    error: GitError,
+    mirror: Path,
+    url: str,
+    branch: str,
+    env: Mapping[str, str],
+    replacing: str | None,
+    ours: Ours | None,
 ) -> str | None:
     """The commit the branch moved to while the run worked, when it brought only cra's
     commits; None otherwise (a person's push, a fast-forward push, no `ours`)."""

@@ -57,8 +57,9 @@ def _cancel_for_someone_else(job: ReplyingJob) -> None:
     target, kind, status = run.related_run_id, "cancelled", ""
     before = None if target is None else store.get_run(target)
     if before is not None:
-        asked = store.request_cancel(before.id, stale_before=store.now() - timedelta(
-            seconds=services.settings.stale_after))  # fmt: skip
+        asked = store.request_cancel(
+            before.id, stale_before=store.now() - timedelta(seconds=services.settings.stale_after)
+        )
         kind, status = cancel_reply(store, before, asked)
     job.comment(replies.refusal_text(kind, user=run.actor, run_id=target, status=status))
     job.finish("succeeded")
@@ -105,11 +106,18 @@ def report_ended(run_id: int, services: Services) -> None:
         else:
             text = replies.refusal_text("interrupted", run_id=run_id)
         if run.check_run_id is not None:
-            best_effort(f"the check run of run {run_id}", lambda: gh.update_check_run(
-                run.repository, run.check_run_id or 0, status="completed",
-                conclusion=CHECK_CONCLUSION.get(run.status, "failure"),
-                title=f"cra stopped: {run.error or run.status}", summary=text,
-                installation_id=inst))
+            best_effort(
+                f"the check run of run {run_id}",
+                lambda: gh.update_check_run(
+                    run.repository,
+                    run.check_run_id or 0,
+                    status="completed",
+                    conclusion=CHECK_CONCLUSION.get(run.status, "failure"),
+                    title=f"cra stopped: {run.error or run.status}",
+                    summary=text,
+                    installation_id=inst,
+                ),
+            )
         if run.comment_id:
             gh.edit_comment(run.repository, run.comment_id, text, installation_id=inst)
         elif run.error != STALE_CANCEL:  # a cancel's own reply tells the issue

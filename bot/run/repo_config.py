@@ -52,9 +52,12 @@ def effective_config(worktree: Path, settings: ModelSettings) -> SolveConfig:
     # A repository may protect more paths, never fewer: the bot does not edit workflows.
     protected = list(dict.fromkeys([*DEFAULT_PROTECTED, *repo.orchestrator.protected_paths]))
     orchestrator = repo.orchestrator.model_copy(update={"protected_paths": protected})
-    return repo.model_copy(update={
-        "models": repo.models.model_copy(update=models), "orchestrator": orchestrator,
-    })
+    return repo.model_copy(
+        update={
+            "models": repo.models.model_copy(update=models),
+            "orchestrator": orchestrator,
+        }
+    )
 
 
 def _model(role: str, repo_model: ModelConfig, settings: ModelSettings) -> ModelConfig:

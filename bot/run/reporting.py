@@ -28,8 +28,9 @@ class RunReport:
         self.store, self.gh, self.settings = services.store, services.github, services.settings
         self.inst = run.installation_id
         self.repo = run.repository
-        self.check = RunCheck(self.gh, self.store, run_id=run.id, repo=self.repo,
-                              installation_id=self.inst)
+        self.check = RunCheck(
+            self.gh, self.store, run_id=run.id, repo=self.repo, installation_id=self.inst
+        )
         self.pr_url: str | None = None
         self.reporter: ProgressReporter | None = None
         self.progress = RunProgress(self.store, run.id)  # the run's own, not the heartbeat's
@@ -43,14 +44,17 @@ class RunReport:
         return now is None or now.status != "running"
 
     def start_progress(self) -> None:
-        body = replies.progress_comment(run_id=self.run.id, status="queued", steps=[],
-                                   run_url=self.run_url())
-        comment_id = self.gh.comment(self.repo, self.run.issue_number, body,
-                                     installation_id=self.inst)
+        body = replies.progress_comment(
+            run_id=self.run.id, status="queued", steps=[], run_url=self.run_url()
+        )
+        comment_id = self.gh.comment(
+            self.repo, self.run.issue_number, body, installation_id=self.inst
+        )
         self.run = self.run.model_copy(update={"comment_id": comment_id})
         self.store.update_run(self.run.id, comment_id=comment_id)
-        self.reporter = ProgressReporter(self.publish, interval=self.settings.comment_interval,
-                                         clock=self.services.clock)
+        self.reporter = ProgressReporter(
+            self.publish, interval=self.settings.comment_interval, clock=self.services.clock
+        )
 
     def on_event(self, event: RunEvent) -> None:
         """The orchestrator's progress: stamped as the run's, the run page linked at once,
@@ -66,12 +70,19 @@ class RunReport:
             return
         if status in ("queued", "running") and self.ended_elsewhere():
             return  # the reaper, a cancel or the time limit ended it and said so: no "working"
-        body = replies.progress_comment(run_id=self.run.id, status=status, steps=steps, note=note,
-                                   run_url=self.run_url(), pr_url=self.pr_url)
+        body = replies.progress_comment(
+            run_id=self.run.id,
+            status=status,
+            steps=steps,
+            note=note,
+            run_url=self.run_url(),
+            pr_url=self.pr_url,
+        )
         if status in ("queued", "running"):
             done = sum(state == "passed" for state, _ in steps)
-            self.check.update(title=f"cra is working: {done}/{len(steps)} steps passed",
-                              summary=body)
+            self.check.update(
+                title=f"cra is working: {done}/{len(steps)} steps passed", summary=body
+            )
         self.gh.edit_comment(self.repo, self.run.comment_id, body, installation_id=self.inst)
 
     def comment(self, text: str) -> None:
@@ -79,18 +90,30 @@ class RunReport:
         if self.run.comment_id is not None:
             self.gh.edit_comment(self.repo, self.run.comment_id, text, installation_id=self.inst)
         else:
-            comment_id = self.gh.comment(self.repo, self.run.issue_number, text,
-                                         installation_id=self.inst)
+            comment_id = self.gh.comment(
+                self.repo, self.run.issue_number, text, installation_id=self.inst
+            )
             self.store.update_run(self.run.id, comment_id=comment_id)
 
     def react(self, content: Reaction) -> None:
         """A reaction is a courtesy, not part of the run: best effort."""
-        best_effort(f"the reaction of run {self.run.id}", lambda: self.gh.react(
-            self.repo, self.run.issue_number, content, comment_id=self.run.trigger_comment_id,
-            installation_id=self.inst))
+        best_effort(
+            f"the reaction of run {self.run.id}",
+            lambda: self.gh.react(
+                self.repo,
+                self.run.issue_number,
+                content,
+                comment_id=self.run.trigger_comment_id,
+                installation_id=self.inst,
+            ),
+        )
 
     def finish_with_comment(
-        self, status: RunStatus, text: str, *, error: str | None = None,
+        self,
+        status: RunStatus,
+        text: str,
+        *,
+        error: str | None = None,
         result: OrchestratorResult | None = None,
     ) -> None:
         """Record the end, then say so on the issue (best effort)."""
@@ -98,8 +121,12 @@ class RunReport:
             best_effort(f"the final comment of run {self.run.id}", lambda: self.comment(text))
 
     def finish(
-        self, status: RunStatus, *, error: str | None = None,
-        result: OrchestratorResult | None = None, pr_url: str | None = None,
+        self,
+        status: RunStatus,
+        *,
+        error: str | None = None,
+        result: OrchestratorResult | None = None,
+        pr_url: str | None = None,
         commented: bool = False,
     ) -> bool:
         """Record the end; the final checklist, check run and reaction (best effort).
@@ -108,17 +135,24 @@ class RunReport:
         decided while this worker looked dead, and told GitHub so itself.
         """
         if not self.store.end_run(self.run.id, status, error=error):
-            log.warning("run %s had already ended; its worker's outcome (%s) is not recorded",
-                        self.run.id, status)
+            log.warning(
+                "run %s had already ended; its worker's outcome (%s) is not recorded",
+                self.run.id,
+                status,
+            )
             return False
         reporter = self.reporter
         if reporter is not None and not commented:
             self.pr_url = pr_url
-            best_effort(f"the progress comment of run {self.run.id}",
-                         lambda: reporter.flush(status, error or ""))
-        self.check.update(title=f"cra {status}" + (f": {error}" if error else ""),
-                          summary=md.para(error) if error else f"Run {self.run.id} {status}.",
-                          conclusion=CHECK_CONCLUSION.get(status, "failure"))
+            best_effort(
+                f"the progress comment of run {self.run.id}",
+                lambda: reporter.flush(status, error or ""),
+            )
+        self.check.update(
+            title=f"cra {status}" + (f": {error}" if error else ""),
+            summary=md.para(error) if error else f"Run {self.run.id} {status}.",
+            conclusion=CHECK_CONCLUSION.get(status, "failure"),
+        )
         if self.run.command in ("solve", "plan") and status != "rejected":
             self.react("rocket" if status == "succeeded" else "confused")
         return True
@@ -133,5 +167,7 @@ class RunReport:
         return replies.run_page_url(self.settings.public_url, self.run.id)
 
     def model_names(self) -> dict[str, str]:
-        return {role: self.settings.model_config_for(role).model
-                for role in ("reasoning", "coding", "classifier")}
+        return {
+            role: self.settings.model_config_for(role).model
+            for role in ("reasoning", "coding", "classifier")
+        }

@@ -32,8 +32,12 @@ from bot.services import Services
 from bot.store.runs import Run, RunStatus
 
 log = logging.getLogger(__name__)
-STATUS_OF: dict[str, RunStatus] = {"complete": "succeeded", "partial": "partial",
-                                   "failed": "failed", "cancelled": "cancelled"}
+STATUS_OF: dict[str, RunStatus] = {
+    "complete": "succeeded",
+    "partial": "partial",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
 
 
 def execute_run(run_id: int, services: Services) -> None:
@@ -49,16 +53,24 @@ def execute_run(run_id: int, services: Services) -> None:
     if run is None:
         return
     settings = services.settings
-    with Heartbeat(services.store, run_id, settings.heartbeat_interval,
-                   limit=settings.max_run_minutes * 60,
-                   report=lambda ended: report_ended(ended, services)) as heartbeat:
+    with Heartbeat(
+        services.store,
+        run_id,
+        settings.heartbeat_interval,
+        limit=settings.max_run_minutes * 60,
+        report=lambda ended: report_ended(ended, services),
+    ) as heartbeat:
         job = _Job(run, services, heartbeat)
         try:
             job.execute()
         except Interrupted as exc:  # `cra-bot run` / `action` told to stop (a cancelled job)
-            job.finish_with_comment("cancelled", replies.refusal_text(
-                "signalled", signal=exc.name, run_id=run_id, run_url=job.run_url()),
-                error=f"interrupted by {exc.name}")
+            job.finish_with_comment(
+                "cancelled",
+                replies.refusal_text(
+                    "signalled", signal=exc.name, run_id=run_id, run_url=job.run_url()
+                ),
+                error=f"interrupted by {exc.name}",
+            )
             raise
         except GitError as exc:  # git's words, without its command line (server paths)
             log.warning("run %s: %s", run_id, exc)
@@ -117,11 +129,14 @@ class _Job(RunReport):
         s = self.settings
         if s.max_runs_per_repository is None and s.max_runs_per_installation is None:
             return None
-        in_installation = (self.store.running_count(installation_id=self.inst)
-                           if self.inst is not None else None)
+        in_installation = (
+            self.store.running_count(installation_id=self.inst) if self.inst is not None else None
+        )
         return limits.concurrency_refusal(
-            s, in_repository=self.store.running_count(repository=self.repo),
-            in_installation=in_installation)
+            s,
+            in_repository=self.store.running_count(repository=self.repo),
+            in_installation=in_installation,
+        )
 
     # --- the agent run -------------------------------------------------------------------
 
@@ -134,17 +149,26 @@ class _Job(RunReport):
         base_ref, branch, comments = self.target(issue.is_pull_request)
         if base_ref is None:
             return
-        task = build_task(title=issue.title, body=issue.body, instructions=self.run.instructions,
-                          review_comments=comments, number=issue.number,
-                          is_pull_request=issue.is_pull_request)
+        task = build_task(
+            title=issue.title,
+            body=issue.body,
+            instructions=self.run.instructions,
+            review_comments=comments,
+            number=issue.number,
+            is_pull_request=issue.is_pull_request,
+        )
         self.start_progress()
         env = self.gh.git_auth_env(self.inst)
         mirror = self.services.mirrors.sync(self.repo, self.gh.clone_url(self.repo), env=env)
         self.progress("the repository fetched")
         if not git.branch_exists(mirror, base_ref):  # an empty repository, a deleted branch
-            self.finish_with_comment("rejected", replies.refusal_text(
-                "no_branch", branch=base_ref, pull_request=issue.is_pull_request),
-                error=f"no branch {base_ref} on GitHub")
+            self.finish_with_comment(
+                "rejected",
+                replies.refusal_text(
+                    "no_branch", branch=base_ref, pull_request=issue.is_pull_request
+                ),
+                error=f"no branch {base_ref} on GitHub",
+            )
             return
         if not issue.is_pull_request:  # never over a person's commits on cra's branch
             planned = branches.issue_branch(mirror, base_ref, branch)
@@ -183,6 +207,7 @@ class _Job(RunReport):
         """An issue run whose branch has an open pull request (an earlier run's) works on that
         branch: its check starts on the branch's head (best effort). A first run has no
         commit to hang a check on until it pushes one."""
+
         def find() -> None:
             existing = self.gh.find_pull(self.repo, branch, installation_id=self.inst)
             if existing is not None:
@@ -204,17 +229,21 @@ class _Job(RunReport):
                 config.require_test_command()
             except AgentError as exc:
                 message = str(exc).replace(tmp + "/", "")
-                self.finish_with_comment("failed", replies.refusal_text("config", error=message),
-                                         error=message)
+                self.finish_with_comment(
+                    "failed", replies.refusal_text("config", error=message), error=message
+                )
                 return None
         return config
 
     def runtime(self, config: SolveConfig) -> Runtime:
         return Runtime(
-            log=self.services.runlog, models=self.services.router(config, progress=self.progress),
-            environ=self.services.environ, work_dir=self.settings.data_dir / "work",
+            log=self.services.runlog,
+            models=self.services.router(config, progress=self.progress),
+            environ=self.services.environ,
+            work_dir=self.settings.data_dir / "work",
             sandbox=ProgressSandbox(self.services.sandbox, self.progress),
-            env_cache=self.services.env_cache, observer=self,
+            env_cache=self.services.env_cache,
+            observer=self,
             should_cancel=self.should_cancel,
             clock=self.services.clock,
         )
@@ -227,16 +256,24 @@ class _Job(RunReport):
 
     def contexts(self, config: SolveConfig) -> ContextFactory:
         """Where each pass's context comes from: the repository index, kept per mirror."""
-        return self.services.context_factory or IndexedFactory(self.settings.data_dir,
-                                                               config.retrieval)
+        return self.services.context_factory or IndexedFactory(
+            self.settings.data_dir, config.retrieval
+        )
 
     def solve(
         self, task: str, mirror: Path, base: str, branch: str, config: SolveConfig
     ) -> OrchestratorResult:
         runtime = self.runtime(config)
         try:
-            result = solve(task, mirror, config, runtime, base=base, branch=branch,
-                           context_factory=self.contexts(config))
+            result = solve(
+                task,
+                mirror,
+                config,
+                runtime,
+                base=base,
+                branch=branch,
+                context_factory=self.contexts(config),
+            )
         finally:
             runtime.models.close()
         return result
@@ -245,8 +282,9 @@ class _Job(RunReport):
         runtime = self.runtime(config)
         with tempfile.TemporaryDirectory(prefix="cra-plan-") as tmp:
             worktree = Path(tmp) / "tree"
-            worktrees.add_worktree(mirror, worktree, commit=base, branch=f"cra/plan-{self.run.id}",
-                             force=True)
+            worktrees.add_worktree(
+                mirror, worktree, commit=base, branch=f"cra/plan-{self.run.id}", force=True
+            )
             try:
                 context = self.contexts(config)(worktree)
                 try:
@@ -261,23 +299,39 @@ class _Job(RunReport):
     # --- delivery ------------------------------------------------------------------------
 
     def deliver(
-        self, title: str, result: OrchestratorResult, mirror: Path, branch: str,
+        self,
+        title: str,
+        result: OrchestratorResult,
+        mirror: Path,
+        branch: str,
         env: dict[str, str],
     ) -> None:
         """Push and open/update the PR, or comment, as the result and config say."""
         result = limits.explain(result, self.limits)
         status = STATUS_OF[result.status]
         partial = result.status != "complete"
-        ctx = pr.PrContext(issue_number=self.run.issue_number, issue_title=title, result=result,
-                           run_url=self.run_url(), models=self.model_names(),
-                           partial=partial, repository=self.repo)
-        wants_pr = result.commit is not None and received() is None and (
-            not partial or self.settings.on_partial == "draft"
+        ctx = pr.PrContext(
+            issue_number=self.run.issue_number,
+            issue_title=title,
+            result=result,
+            run_url=self.run_url(),
+            models=self.model_names(),
+            partial=partial,
+            repository=self.repo,
+        )
+        wants_pr = (
+            result.commit is not None
+            and received() is None
+            and (not partial or self.settings.on_partial == "draft")
         )  # told to stop (a signal the agent ended its run on), nothing is pushed: the
         #    process may be killed any moment (Actions: SIGKILL 10 s after its SIGINT)
         if not wants_pr:
-            self.finish_with_comment(status, pr.failure_comment(ctx, last_test_output=None),
-                                     error=result.error, result=result)
+            self.finish_with_comment(
+                status,
+                pr.failure_comment(ctx, last_test_output=None),
+                error=result.error,
+                result=result,
+            )
             return
         if self.ended_elsewhere():  # no pull request for a run the reaper or a cancel ended
             log.warning("run %s had already ended: its result is not pushed", self.run.id)
@@ -286,25 +340,42 @@ class _Job(RunReport):
             ctx = ctx.model_copy(update={"on_pull": True, "draft": self.pull.draft})
         self.progress("pushing the branch")
         since = self.replacing or f"refs/heads/{self.default_branch}"  # an issue run's start
-        ours = None if self.pull is not None else (
-            lambda head: branches.only_cra(mirror, since, head))  # a killed run's late push
+        ours = (
+            None if self.pull is not None else (lambda head: branches.only_cra(mirror, since, head))
+        )  # a killed run's late push
         try:
-            publish.push(mirror, self.gh.clone_url(self.repo), branch, env=env,
-                         replacing=self.replacing, sleep=self.services.sleep, ours=ours)
+            publish.push(
+                mirror,
+                self.gh.clone_url(self.repo),
+                branch,
+                env=env,
+                replacing=self.replacing,
+                sleep=self.services.sleep,
+                ours=ours,
+            )
         except GitError as exc:
             if (why := remotes.push_rejection(exc)) is None:
                 raise
-            self.finish_with_comment("failed", replies.refusal_text(
-                "push_rejected", branch=branch, why=why, run_id=self.run.id,
-                run_url=self.run_url()), error=f"push to {branch} rejected: {why}",
-                result=result)
+            self.finish_with_comment(
+                "failed",
+                replies.refusal_text(
+                    "push_rejected",
+                    branch=branch,
+                    why=why,
+                    run_id=self.run.id,
+                    run_url=self.run_url(),
+                ),
+                error=f"push to {branch} rejected: {why}",
+                result=result,
+            )
             return
         url, number = self.open_or_update_pull(ctx, title, branch, partial)
         self.check_run(result, ctx)
         self.store.update_run(self.run.id, pr_url=url, pr_number=number)
         if self.pull is not None:  # the run's report, in its comment on the pull request
-            self.finish_with_comment(status, pr.compose_pr_body(ctx), error=result.error,
-                                     result=result)
+            self.finish_with_comment(
+                status, pr.compose_pr_body(ctx), error=result.error, result=result
+            )
             return
         self.finish(status, result=result, pr_url=url, error=result.error)
 
@@ -316,18 +387,32 @@ class _Job(RunReport):
         existing = self.gh.find_pull(self.repo, branch, installation_id=self.inst)
         if existing is not None:
             body = pr.compose_pr_body(ctx.model_copy(update={"draft": existing.draft}))
-            self.gh.update_pull(self.repo, existing.number, title=pr.pr_title(title), body=body,
-                                installation_id=self.inst)
+            self.gh.update_pull(
+                self.repo,
+                existing.number,
+                title=pr.pr_title(title),
+                body=body,
+                installation_id=self.inst,
+            )
             return existing.html_url, existing.number
         body = pr.compose_pr_body(ctx)
         assert self.default_branch is not None, "an issue run knows its base"
-        pull = self.gh.create_pull(self.repo, title=pr.pr_title(title), body=body, head=branch,
-                                   base=self.default_branch, draft=partial,
-                                   installation_id=self.inst)
+        pull = self.gh.create_pull(
+            self.repo,
+            title=pr.pr_title(title),
+            body=body,
+            head=branch,
+            base=self.default_branch,
+            draft=partial,
+            installation_id=self.inst,
+        )
         return pull.html_url, pull.number
 
     def check_run(self, result: OrchestratorResult, ctx: pr.PrContext) -> None:
         assert result.commit is not None, "only delivered results get a check run"
-        self.check.deliver(result.commit, title=pr.check_title(ctx),
-                           summary=pr.compose_check_summary(ctx),
-                           conclusion=pr.check_conclusion(result))
+        self.check.deliver(
+            result.commit,
+            title=pr.check_title(ctx),
+            summary=pr.compose_check_summary(ctx),
+            conclusion=pr.check_conclusion(result),
+        )

@@ -24,8 +24,9 @@ from bot.store.tables import ONE_ACTIVE_RUN, DeliveryRow, RunRow
 DELIVERY_COLUMNS = ("delivery_id", "event", "action", "outcome", "received_at")
 
 
-def _insert_new(table: type[Any], columns: Sequence[str],
-                returned: InstrumentedAttribute[Any]) -> Callable[[str], Executable]:  # fmt: skip
+def _insert_new(
+    table: type[Any], columns: Sequence[str], returned: InstrumentedAttribute[Any]
+) -> Callable[[str], Executable]:
     """INSERT … ON CONFLICT DO NOTHING RETURNING a column: a row back only when it went in
     (on SQLite without RETURNING: see _inserted).
 
@@ -63,29 +64,60 @@ def _delivery_and_run(run_columns: Sequence[str]) -> Callable[[str], Executable]
     """
 
     def build(_: str) -> Executable:
-        delivery = (postgresql.insert(DeliveryRow)
-                    .values({column: bindparam(column) for column in DELIVERY_COLUMNS})
-                    .on_conflict_do_nothing().returning(DeliveryRow.delivery_id)
-                    .cte("delivery"))  # fmt: skip
+        delivery = (
+            postgresql.insert(DeliveryRow)
+            .values({column: bindparam(column) for column in DELIVERY_COLUMNS})
+            .on_conflict_do_nothing()
+            .returning(DeliveryRow.delivery_id)
+            .cte("delivery")
+        )
         table = RunRow.__table__
-        row = [delivery.c.delivery_id if column == "delivery_id"
-               else bindparam(column, type_=table.c[column].type) for column in run_columns]
-        run = (insert(RunRow).from_select(list(run_columns), select(*row).select_from(delivery))
-               .returning(RunRow.id).cte("run"))  # fmt: skip
-        return select(select(delivery.c.delivery_id).scalar_subquery(),
-                      select(run.c.id).scalar_subquery())  # fmt: skip
+        row = [
+            delivery.c.delivery_id
+            if column == "delivery_id"
+            else bindparam(column, type_=table.c[column].type)
+            for column in run_columns
+        ]
+        run = (
+            insert(RunRow)
+            .from_select(list(run_columns), select(*row).select_from(delivery))
+            .returning(RunRow.id)
+            .cte("run")
+        )
+        return select(
+            select(delivery.c.delivery_id).scalar_subquery(), select(run.c.id).scalar_subquery()
+        )
 
     return build
 
 
-ACTIVE_RUN = Prepared(lambda _: select(RunRow.id).where(
-    RunRow.repository == bindparam("repository"), RunRow.issue_number == bindparam("issue"),
-    text(ONE_ACTIVE_RUN)).order_by(RunRow.id.desc()).limit(1))  # fmt: skip
-SET_OUTCOME = Prepared(lambda _: update(DeliveryRow).where(
-    DeliveryRow.delivery_id == bindparam("delivery")).values(outcome=bindparam("new_outcome")))
-RUN_OF_DELIVERY = Prepared(lambda _: select(RunRow.id, RunRow.command).where(
-    RunRow.delivery_id == bindparam("delivery"), RunRow.status == "queued")
-    .order_by(RunRow.id).limit(1))  # fmt: skip
+ACTIVE_RUN = Prepared(
+    lambda _: (
+        select(RunRow.id)
+        .where(
+            RunRow.repository == bindparam("repository"),
+            RunRow.issue_number == bindparam("issue"),
+            text(ONE_ACTIVE_RUN),
+        )
+        .order_by(RunRow.id.desc())
+        .limit(1)
+    )
+)
+SET_OUTCOME = Prepared(
+    lambda _: (
+        update(DeliveryRow)
+        .where(DeliveryRow.delivery_id == bindparam("delivery"))
+        .values(outcome=bindparam("new_outcome"))
+    )
+)
+RUN_OF_DELIVERY = Prepared(
+    lambda _: (
+        select(RunRow.id, RunRow.command)
+        .where(RunRow.delivery_id == bindparam("delivery"), RunRow.status == "queued")
+        .order_by(RunRow.id)
+        .limit(1)
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -101,14 +133,16 @@ class Intake:
 
     def __init__(self, store: BotStore) -> None:
         self._store = store
-        self._add_delivery = Prepared(_insert_new(DeliveryRow, DELIVERY_COLUMNS,
-                                                  DeliveryRow.delivery_id))  # fmt: skip
+        self._add_delivery = Prepared(
+            _insert_new(DeliveryRow, DELIVERY_COLUMNS, DeliveryRow.delivery_id)
+        )
         self._add_run: Prepared | None = None
         self._add_both: Prepared | None = None
         self._one_statement = store.dialect.name == "postgresql"
 
-    def admit(self, event: Event, trigger: Trigger | None, outcome: str,
-              busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
+    def admit(
+        self, event: Event, trigger: Trigger | None, outcome: str, busy_text: Callable[[int], str]
+    ) -> Admission:
         """Record the delivery (outcome "duplicate" when its id was seen) and, for a solve,
         plan, help or refusal, its queued run — or the one "busy" reply when a run is already
         active on the issue. All or nothing: after an error GitHub's redelivery is accepted.
@@ -127,8 +161,9 @@ class Intake:
                 return admitted
         return self._retrying(event, trigger, outcome, busy_text)
 
-    def _retrying(self, event: Event, trigger: Trigger | None, outcome: str,
-                  busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
+    def _retrying(
+        self, event: Event, trigger: Trigger | None, outcome: str, busy_text: Callable[[int], str]
+    ) -> Admission:
         """_admit, once more on a fresh connection when the first one broke."""
         try:
             return self._admit(event, trigger, outcome, busy_text)
@@ -137,9 +172,16 @@ class Intake:
 
     def _delivery(self, event: Event, outcome: str, now: datetime) -> Bound:
         """The INSERT of the delivery, bound."""
-        return self._add_delivery.bind(self._store.dialect, {
-            "delivery_id": event.delivery_id, "event": event.name, "action": event.action,
-            "outcome": outcome, "received_at": now})  # fmt: skip
+        return self._add_delivery.bind(
+            self._store.dialect,
+            {
+                "delivery_id": event.delivery_id,
+                "event": event.name,
+                "action": event.action,
+                "outcome": outcome,
+                "received_at": now,
+            },
+        )
 
     def _run(self, values: dict[str, Any]) -> Bound:
         """The INSERT of a queued run, bound."""
@@ -147,8 +189,9 @@ class Intake:
             self._add_run = Prepared(_insert_new(RunRow, list(values), RunRow.id))
         return self._add_run.bind(self._store.dialect, values)
 
-    def _admit_delivery(self, event: Event, outcome: str,
-                        busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
+    def _admit_delivery(
+        self, event: Event, outcome: str, busy_text: Callable[[int], str]
+    ) -> Admission:
         """admit for a delivery that triggers nothing: one statement."""
         delivery = self._delivery(event, outcome, self._store.now())
         try:
@@ -162,9 +205,14 @@ class Intake:
         """admit in one statement (PostgreSQL); None, having stored nothing, when a run is
         already active on the trigger's issue."""
         now, dialect = self._store.now(), self._store.dialect
-        values = {**run_values(trigger, trigger.command, None, None, now),
-                  "delivery_id": event.delivery_id, "event": event.name,
-                  "action": event.action, "outcome": outcome, "received_at": now}  # fmt: skip
+        values = {
+            **run_values(trigger, trigger.command, None, None, now),
+            "delivery_id": event.delivery_id,
+            "event": event.name,
+            "action": event.action,
+            "outcome": outcome,
+            "received_at": now,
+        }
         if self._add_both is None:  # the run's delivery id is the stored delivery's
             columns = [name for name in values if name not in DELIVERY_COLUMNS]
             self._add_both = Prepared(_delivery_and_run([*columns, "delivery_id"]))
@@ -184,12 +232,14 @@ class Intake:
         if admitted.outcome != "duplicate":
             return admitted
         with self._store.raw_transaction() as connection:
-            row = RUN_OF_DELIVERY.first(connection, self._store.dialect,
-                                        {"delivery": event.delivery_id})  # fmt: skip
+            row = RUN_OF_DELIVERY.first(
+                connection, self._store.dialect, {"delivery": event.delivery_id}
+            )
         return admitted if row is None else Admission(str(row[1]), int(row[0]))
 
-    def _admit(self, event: Event, trigger: Trigger | None, outcome: str,
-               busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
+    def _admit(
+        self, event: Event, trigger: Trigger | None, outcome: str, busy_text: Callable[[int], str]
+    ) -> Admission:
         """admit, in one transaction (its statements bound before it begins: a SQLite file's
         writers take turns, and a turn holds only the database's work)."""
         now, dialect = self._store.now(), self._store.dialect
@@ -207,8 +257,14 @@ class Intake:
                 return Admission(trigger.command, int(run_id))
             return self._busy(connection, dialect, trigger, now, busy_text)
 
-    def _busy(self, connection: Any, dialect: Dialect, trigger: Trigger, now: datetime,
-              busy_text: Callable[[int], str]) -> Admission:  # fmt: skip
+    def _busy(
+        self,
+        connection: Any,
+        dialect: Dialect,
+        trigger: Trigger,
+        now: datetime,
+        busy_text: Callable[[int], str],
+    ) -> Admission:
         """The busy reply to the run active on the trigger's issue (no run when it has one)."""
         where = {"repository": trigger.repository, "issue": trigger.issue_number}
         active = ACTIVE_RUN.first(connection, dialect, where)
@@ -216,12 +272,14 @@ class Intake:
             values = run_values(trigger, trigger.command, None, None, now)
             run_id = _inserted(connection, dialect, self._run(values))
             if run_id is None:
-                raise BotError(f"could not store a run for {trigger.repository}"
-                               f"#{trigger.issue_number}")  # fmt: skip
+                raise BotError(
+                    f"could not store a run for {trigger.repository}#{trigger.issue_number}"
+                )
             return Admission(trigger.command, int(run_id))
         active_id = int(active[0])
         values = run_values(trigger, "busy", busy_text(active_id), active_id, now)
         busy_id = _inserted(connection, dialect, self._run(values))
-        SET_OUTCOME.first(connection, dialect, {"delivery": trigger.delivery_id,
-                                                "new_outcome": "busy"})  # fmt: skip
+        SET_OUTCOME.first(
+            connection, dialect, {"delivery": trigger.delivery_id, "new_outcome": "busy"}
+        )
         return Admission("busy", None if busy_id is None else int(busy_id))

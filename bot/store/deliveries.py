@@ -16,7 +16,6 @@ DELIVERY_RETENTION = timedelta(days=7)  # GitHub redelivers with the same id for
 class Deliveries(Database):
     """Reads and writes delivery ids; BotStore is one (bot.store.runs)."""
 
-
     def record_delivery(
         self, delivery_id: str, event: str, action: str | None, outcome: str | None = None
     ) -> bool:

@@ -28,17 +28,23 @@ class Installations(Database):
         row = InstallationRow.installation_id == installation_id
         now = self._clock()
         with self._write() as connection:
-            moved = connection.execute(update(InstallationRow).where(row).values(
-                status=status, generation=InstallationRow.generation + 1, changed_at=now))
+            moved = connection.execute(
+                update(InstallationRow)
+                .where(row)
+                .values(status=status, generation=InstallationRow.generation + 1, changed_at=now)
+            )
             if moved.rowcount == 0:
-                connection.execute(insert(InstallationRow).values(
-                    installation_id=installation_id, status=status, generation=1,
-                    changed_at=now))  # fmt: skip
+                connection.execute(
+                    insert(InstallationRow).values(
+                        installation_id=installation_id, status=status, generation=1, changed_at=now
+                    )
+                )
 
     def generation(self, installation_id: int) -> int:
         """How often webhooks said the installation was removed, suspended or changed (0:
         never)."""
         query = select(InstallationRow.generation).where(
-            InstallationRow.installation_id == installation_id)
+            InstallationRow.installation_id == installation_id
+        )
         with self._sessions() as session:
             return session.scalar(query) or 0

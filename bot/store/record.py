@@ -11,7 +11,10 @@ from bot.store.runs import ActiveRunExists, BotStore, Run
 
 
 def store_run(
-    store: BotStore, trigger: Trigger, *, public_url: str | None = None,
+    store: BotStore,
+    trigger: Trigger,
+    *,
+    public_url: str | None = None,
     stale_after: float | None = None,
 ) -> Run | None:
     """The queued run for a trigger: the run itself, a cancel, or the one "busy" reply to the

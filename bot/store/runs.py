@@ -25,8 +25,14 @@ from bot.store.tables import RunRow
 
 RunStatus = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled", "rejected"]
 RUN_STATUSES: tuple[RunStatus, ...] = (
-    "queued", "running", "succeeded", "partial", "failed", "cancelled", "rejected",
-)  # fmt: skip
+    "queued",
+    "running",
+    "succeeded",
+    "partial",
+    "failed",
+    "cancelled",
+    "rejected",
+)
 ACTIVE_STATUSES: tuple[RunStatus, ...] = ("queued", "running")
 STALE_CANCEL = "cancelled; its worker had stopped"  # the error of a run a cancel ended at once
 ACTIVE_COMMANDS = ("solve", "plan")  # help, cancel and busy runs only reply
@@ -89,9 +95,12 @@ UPDATABLE = frozenset(Run.model_fields) - {"id", "created_at"}
 
 
 def run_values(
-    trigger: Trigger, command: str, reply_text: str | None, related_run_id: int | None,
+    trigger: Trigger,
+    command: str,
+    reply_text: str | None,
+    related_run_id: int | None,
     created_at: datetime,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The columns of a new queued run for a trigger."""
     return {
         "status": "queued",
@@ -226,8 +235,9 @@ class BotStore(Deliveries):
         """Move a run from queued to running; False when it was not queued (atomic)."""
         where = (RunRow.id == run_id) & (RunRow.status == "queued")
         now = self._clock()
-        return self._update_where(where, status="running", started_at=now, heartbeat_at=now,
-                                  worker=worker)
+        return self._update_where(
+            where, status="running", started_at=now, heartbeat_at=now, worker=worker
+        )
 
     def beat(self, run_id: int) -> bool:
         """Stamp a running run's heartbeat; False when it is no longer running."""
@@ -251,8 +261,11 @@ class BotStore(Deliveries):
             return True
         running = (RunRow.id == run_id) & (RunRow.status == "running")
         if stale_before is not None and self._update_where(
-            running & _silent_since(stale_before), status="cancelled", cancel_requested=True,
-            finished_at=now, error=STALE_CANCEL,
+            running & _silent_since(stale_before),
+            status="cancelled",
+            cancel_requested=True,
+            finished_at=now,
+            error=STALE_CANCEL,
         ):
             return True
         return self._update_where(running, cancel_requested=True)
@@ -260,9 +273,11 @@ class BotStore(Deliveries):
     def stale_runs(self, stale_before: datetime, *, sign: Sign = "heartbeat") -> list[Run]:
         """Running runs with no `sign` since `stale_before`: their worker's heartbeat (it
         died), or their own progress (it hangs)."""
-        query = (select(RunRow)
-                 .where(RunRow.status == "running", _silent_since(stale_before, sign))
-                 .order_by(RunRow.id))
+        query = (
+            select(RunRow)
+            .where(RunRow.status == "running", _silent_since(stale_before, sign))
+            .order_by(RunRow.id)
+        )
         with self._sessions() as session:
             return [_run(row) for row in session.scalars(query)]
 
@@ -270,31 +285,35 @@ class BotStore(Deliveries):
         """Fail a run seen stale, unless it stamped that `sign` again or ended since
         (compare-and-set: of several reapers, exactly one wins)."""
         seen, column = (run.heartbeat_at if sign == "heartbeat" else run.progress_at), _stamp(sign)
-        where = ((RunRow.id == run.id) & (RunRow.status == "running")
-                 & (column.is_(None) if seen is None else column == seen))
-        return self._update_where(where, status="failed", error=error,
-                                  finished_at=self._clock())
+        where = (
+            (RunRow.id == run.id)
+            & (RunRow.status == "running")
+            & (column.is_(None) if seen is None else column == seen)
+        )
+        return self._update_where(where, status="failed", error=error, finished_at=self._clock())
 
     def queued_before(self, cutoff: datetime) -> list[Run]:
         """Runs still queued that were created before `cutoff`, oldest first."""
-        query = (select(RunRow)
-                 .where(RunRow.status == "queued", RunRow.created_at < cutoff)
-                 .order_by(RunRow.id))
+        query = (
+            select(RunRow)
+            .where(RunRow.status == "queued", RunRow.created_at < cutoff)
+            .order_by(RunRow.id)
+        )
         with self._sessions() as session:
             return [_run(row) for row in session.scalars(query)]
 
     def count_requeue(self, run: Run) -> bool:
         """Count one more re-queue of a run still queued as `run` saw it (compare-and-set: of
         several reapers, exactly one queues it again)."""
-        where = ((RunRow.id == run.id) & (RunRow.status == "queued")
-                 & (RunRow.requeues == run.requeues))
+        where = (
+            (RunRow.id == run.id) & (RunRow.status == "queued") & (RunRow.requeues == run.requeues)
+        )
         return self._update_where(where, requeues=run.requeues + 1)
 
     def fail_queued_run(self, run: Run, error: str) -> bool:
         """Fail a run that is still queued (no worker could start it); whether this call did."""
         where = (RunRow.id == run.id) & (RunRow.status == "queued")
-        return self._update_where(where, status="failed", error=error,
-                                  finished_at=self._clock())
+        return self._update_where(where, status="failed", error=error, finished_at=self._clock())
 
     def cancel_requested(self, run_id: int) -> bool:
         """Whether someone asked this run to stop."""
@@ -332,8 +351,11 @@ class BotStore(Deliveries):
         self, *, repository: str | None = None, installation_id: int | None = None
     ) -> int:
         """How many solve or plan runs are running, in one repository or installation."""
-        query = select(func.count()).select_from(RunRow).where(
-            RunRow.status == "running", RunRow.command.in_(ACTIVE_COMMANDS))
+        query = (
+            select(func.count())
+            .select_from(RunRow)
+            .where(RunRow.status == "running", RunRow.command.in_(ACTIVE_COMMANDS))
+        )
         if repository is not None:
             query = query.where(RunRow.repository == repository)
         if installation_id is not None:

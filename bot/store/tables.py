@@ -98,8 +98,7 @@ class InstallationRow(BotBase):
     its generation moves on with each such event, and tokens cached before it are dropped."""
 
     __tablename__ = "installations"
-    installation_id: Mapped[int] = mapped_column(BigInteger, primary_key=True,
-                                                 autoincrement=False)  # fmt: skip
+    installation_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     status: Mapped[str]  # "active", "suspended" or "deleted"
     generation: Mapped[int]
     changed_at: Mapped[datetime]

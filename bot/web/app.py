@@ -35,13 +35,36 @@ log = logging.getLogger(__name__)
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 # Metric label values come from these fixed sets (anything else counts as "other"): the event
 # name of a signed delivery is still chosen by whoever holds the secret.
-METRIC_EVENTS = frozenset({
-    "ping", "issues", "issue_comment", "pull_request", "pull_request_review",
-    "pull_request_review_comment", "workflow_dispatch", "installation",
-    "installation_repositories", "check_run", "check_suite", "push", "unknown",
-})
-METRIC_OUTCOMES = frozenset({"unauthorized", "malformed", "no_installation", "duplicate", "ping",
-                             "installation", "ignored", "busy", *get_args(Command)})
+METRIC_EVENTS = frozenset(
+    {
+        "ping",
+        "issues",
+        "issue_comment",
+        "pull_request",
+        "pull_request_review",
+        "pull_request_review_comment",
+        "workflow_dispatch",
+        "installation",
+        "installation_repositories",
+        "check_run",
+        "check_suite",
+        "push",
+        "unknown",
+    }
+)
+METRIC_OUTCOMES = frozenset(
+    {
+        "unauthorized",
+        "malformed",
+        "no_installation",
+        "duplicate",
+        "ping",
+        "installation",
+        "ignored",
+        "busy",
+        *get_args(Command),
+    }
+)
 MACHINE_PATHS = ("/webhook", "/healthz", "/metrics")  # no cookie session: no person calls them
 
 
@@ -60,8 +83,9 @@ class BasicServices:
         self._full: Services | None = None
         self._lock = threading.Lock()
         try:
-            self.queue = build_queue(settings, execute or self._execute_with_runner,
-                                     store=self.store)
+            self.queue = build_queue(
+                settings, execute or self._execute_with_runner, store=self.store
+            )
         except BaseException:
             self.store.close()
             raise
@@ -122,20 +146,31 @@ def webhook() -> ResponseReturnValue:
     body = request.get_data(cache=False)
     headers = request.headers  # case-insensitive; read the few needed, never copied whole
     if state.secret is not None and not verify_signature(
-            body, headers.get("X-Hub-Signature-256"), state.secret):  # fmt: skip
+        body, headers.get("X-Hub-Signature-256"), state.secret
+    ):
         state.deliveries.add("unknown", "unauthorized")
         return jsonify(error="missing or wrong X-Hub-Signature-256"), 401
     try:
-        event = delivery_event(headers.get("X-GitHub-Event"), headers.get("X-GitHub-Delivery"),
-                               headers.get("Content-Type", ""), body)  # fmt: skip
+        event = delivery_event(
+            headers.get("X-GitHub-Event"),
+            headers.get("X-GitHub-Delivery"),
+            headers.get("Content-Type", ""),
+            body,
+        )
     except MalformedDelivery as exc:
         state.deliveries.add("unknown", "malformed")
         return jsonify(error=str(exc)), 400
     outcome, status, answer = accept(state, event)
     state.deliveries.add(_label(event.name, METRIC_EVENTS), _label(outcome, METRIC_OUTCOMES))
     # an event that asks nothing of cra (most of what GitHub sends) is counted, not logged
-    log.log(logging.DEBUG if outcome == "ignored" else logging.INFO, "delivery %s %s.%s: %s",
-            event.delivery_id, event.name, event.action, outcome)  # fmt: skip
+    log.log(
+        logging.DEBUG if outcome == "ignored" else logging.INFO,
+        "delivery %s %s.%s: %s",
+        event.delivery_id,
+        event.name,
+        event.action,
+        outcome,
+    )
     return ("", status) if answer is None else _json(answer, status)
 
 
@@ -185,13 +220,21 @@ def accept(state: AppState, event: Event) -> tuple[str, int, dict[str, Any] | No
         return exc.outcome, 422, {"error": str(exc)}
     if change is not None:
         _forget_installation(state, change)
-    outcome = ("ping" if event.name == "ping" else trigger.command if trigger
-               else "installation" if change else "ignored")  # fmt: skip
+    outcome = (
+        "ping"
+        if event.name == "ping"
+        else trigger.command
+        if trigger
+        else "installation"
+        if change
+        else "ignored"
+    )
     if trigger is not None and trigger.command == "cancel":
         return _accept_cancel(state, event, trigger)
     public_url = state.settings.public_url
-    admitted = state.intake.admit(event, trigger, outcome,
-                                  busy_text=lambda active: busy_text(active, public_url))
+    admitted = state.intake.admit(
+        event, trigger, outcome, busy_text=lambda active: busy_text(active, public_url)
+    )
     if admitted.outcome == "duplicate":
         return "duplicate", 200, {"duplicate": True}
     if event.name == "ping":
@@ -208,8 +251,9 @@ def _accept_cancel(
     state: AppState, event: Event, trigger: Trigger
 ) -> tuple[str, int, dict[str, Any] | None]:
     """A `/cra cancel`: record the delivery, then stop the active run and store the reply."""
-    if not state.services.store.record_delivery(event.delivery_id, event.name, event.action,
-                                                trigger.command):  # fmt: skip
+    if not state.services.store.record_delivery(
+        event.delivery_id, event.name, event.action, trigger.command
+    ):
         return "duplicate", 200, {"duplicate": True}
     run = _store_run_or_forget(state, trigger)
     if run is None:  # store_run answers a cancel with a run, always
@@ -227,16 +271,19 @@ def _forget_installation(state: AppState, change: InstallationChange) -> None:
 
 def _route(settings: BotSettings, event: Event) -> Trigger | None:
     """The trigger of an event under the server's label and login, and in its mode."""
-    return route(event, label=settings.label, bot_login=settings.bot_login,
-                 app=app_mode(settings))
+    return route(event, label=settings.label, bot_login=settings.bot_login, app=app_mode(settings))
 
 
 def _store_run_or_forget(state: AppState, trigger: Trigger) -> Run | None:
     """Store the run; if that fails, forget the delivery so that GitHub may redeliver it."""
     store = state.services.store
     try:
-        return store_run(store, trigger, public_url=state.settings.public_url,
-                         stale_after=state.settings.stale_after)
+        return store_run(
+            store,
+            trigger,
+            public_url=state.settings.public_url,
+            stale_after=state.settings.stale_after,
+        )
     except BaseException:
         try:
             store.forget_delivery(trigger.delivery_id)

@@ -120,8 +120,11 @@ class _QueueDepthWarning:
         now = time.monotonic()
         if now >= self._next:
             self._next = now + QUEUE_WARNING_EVERY
-            log.warning("%d requests waited for one of the server's threads (CRA_SERVER_THREADS) "
-                        "(said at most once a minute)", depth)  # fmt: skip
+            log.warning(
+                "%d requests waited for one of the server's threads (CRA_SERVER_THREADS) "
+                "(said at most once a minute)",
+                depth,
+            )
 
 
 class _Dispatcher(ThreadedTaskDispatcher):  # type: ignore[misc]
@@ -149,8 +152,12 @@ class DoorServer(TcpWSGIServer):  # type: ignore[misc]
         cutoff = time.monotonic() - self.header_timeout
         for channel in list(self.active_channels.values()):
             request = channel.request
-            if (isinstance(request, _TimedRequest) and not request.headers_finished
-                    and not channel.requests and request.started < cutoff):
+            if (
+                isinstance(request, _TimedRequest)
+                and not request.headers_finished
+                and not channel.requests
+                and request.started < cutoff
+            ):
                 channel.will_close = True  # the I/O loop closes it on its next turn
 
     @property
@@ -165,18 +172,32 @@ class DoorServer(TcpWSGIServer):  # type: ignore[misc]
 
 
 def make_door(
-    app: Any, *, host: str, port: int, threads: int, header_timeout: float,
-    read_timeout: float, max_connections: int,
-) -> DoorServer:  # fmt: skip
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    threads: int,
+    header_timeout: float,
+    read_timeout: float,
+    max_connections: int,
+) -> DoorServer:
     """A server for `app` on host:port; call `run()` to serve and `stop()` to end."""
     quickest = min(header_timeout, read_timeout)
     return DoorServer(
-        app, header_timeout=header_timeout, host=host, port=port, threads=threads,
-        channel_timeout=max(1, math.ceil(read_timeout)), connection_limit=max_connections,
-        cleanup_interval=max(1, math.ceil(quickest / 2)), asyncore_loop_timeout=1,
-        max_request_body_size=MAX_BODY, max_request_header_size=MAX_HEADERS, ident="cra",
+        app,
+        header_timeout=header_timeout,
+        host=host,
+        port=port,
+        threads=threads,
+        channel_timeout=max(1, math.ceil(read_timeout)),
+        connection_limit=max_connections,
+        cleanup_interval=max(1, math.ceil(quickest / 2)),
+        asyncore_loop_timeout=1,
+        max_request_body_size=MAX_BODY,
+        max_request_header_size=MAX_HEADERS,
+        ident="cra",
         expose_tracebacks=False,
-    )  # fmt: skip
+    )
 
 
 def serve_in_thread(server: DoorServer) -> threading.Thread:

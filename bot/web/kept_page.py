@@ -32,12 +32,14 @@ def inline_style(stylesheet: str) -> InlineStyle:
 def file_policy(stylesheet: str) -> str:
     """The Content-Security-Policy of a kept page whose one <style> element holds `stylesheet`."""
     digest = base64.b64encode(hashlib.sha256(stylesheet.encode("utf-8")).digest()).decode()
-    return "; ".join((
-        "default-src 'none'",  # nothing loads: the page is whole as it is
-        f"style-src 'sha256-{digest}'",  # its own stylesheet, not one added to it
-        "form-action 'none'",
-        "base-uri 'none'",
-    ))  # fmt: skip
+    return "; ".join(
+        (
+            "default-src 'none'",  # nothing loads: the page is whole as it is
+            f"style-src 'sha256-{digest}'",  # its own stylesheet, not one added to it
+            "form-action 'none'",
+            "base-uri 'none'",
+        )
+    )
 
 
 def attachment(filename: str) -> str:

@@ -47,8 +47,9 @@ def _metrics_refusal(token: SecretStr | None) -> ResponseReturnValue | None:
         return answer, 401, {"WWW-Authenticate": 'Bearer realm="cra metrics"'}
     if _from_loopback() and not any(request.headers.get(h) for h in FORWARDING_HEADERS):
         return None
-    return jsonify(error="/metrics answers loopback only; set CRA_METRICS_TOKEN to read it "
-                         "from elsewhere"), 403
+    return jsonify(
+        error="/metrics answers loopback only; set CRA_METRICS_TOKEN to read it from elsewhere"
+    ), 403
 
 
 def _from_loopback() -> bool:
@@ -79,9 +80,10 @@ def render_metrics(
         "cra_runs", "gauge", "Runs by status.", [({"status": s}, n) for s, n in runs.items()]
     )
     lines += _histogram(
-        "cra_run_duration_seconds", "Start-to-finish time of finished solve and plan runs.",
+        "cra_run_duration_seconds",
+        "Start-to-finish time of finished solve and plan runs.",
         sorted(durations),
-    )  # fmt: skip
+    )
     lines += _family(
         "cra_model_tokens_total",
         "counter",

@@ -161,19 +161,32 @@ def build_page(run: Run, runlog: RunLog) -> RunPage:
     plan = _plan(runlog, key, passes, finished=not live)
     steps = [step for part in plan.parts for step in part.steps] if plan else []
     return RunPage(
-        run=run, live=live, duration_s=duration, task=orchestrated.task_description,
-        passes=[_pass_view(p, d) for p, d in details], plan=plan,
+        run=run,
+        live=live,
+        duration_s=duration,
+        task=orchestrated.task_description,
+        passes=[_pass_view(p, d) for p, d in details],
+        plan=plan,
         adjustments=_adjustments(runlog, key, passes),
         tests=_tests(details),
         environment=_load(EnvironmentReport, runlog.get_state(key, "environment")),
-        tests_changed=[*(c for step in steps for c in step.tests_changed),
-                       *(c for part in (plan.parts if plan else []) for g in part.groups
-                         for c in g.tests_changed)],
+        tests_changed=[
+            *(c for step in steps for c in step.tests_changed),
+            *(
+                c
+                for part in (plan.parts if plan else [])
+                for g in part.groups
+                for c in g.tests_changed
+            ),
+        ],
         diff=diff_lines(runlog.get_state(key, "cumulative_diff") or ""),
-        calls=[CallView(pass_label=pass_label(p), created_at=c.created_at, record=c.record)
-               for p, d in details for c in d.llm_calls],
+        calls=[
+            CallView(pass_label=pass_label(p), created_at=c.created_at, record=c.record)
+            for p, d in details
+            for c in d.llm_calls
+        ],
         usage=sum((d.usage for _, d in details), Usage()),
-    )  # fmt: skip
+    )
 
 
 def _details(runlog: RunLog, passes: Sequence[PassDetail]) -> Details:
@@ -192,10 +205,16 @@ def pass_label(p: PassDetail) -> str:
 
 def _pass_view(p: PassDetail, d: TaskRunDetail) -> PassView:
     return PassView(
-        sequence=p.sequence_order, label=pass_label(p), pass_type=p.pass_type, status=d.status,
-        started_at=d.created_at, finished_at=d.completed_at,
-        duration_s=_seconds(d.created_at, d.completed_at), calls=len(d.llm_calls),
-        tokens=d.usage.total_tokens, error=d.error,
+        sequence=p.sequence_order,
+        label=pass_label(p),
+        pass_type=p.pass_type,
+        status=d.status,
+        started_at=d.created_at,
+        finished_at=d.completed_at,
+        duration_s=_seconds(d.created_at, d.completed_at),
+        calls=len(d.llm_calls),
+        tokens=d.usage.total_tokens,
+        error=d.error,
     )
 
 
@@ -226,47 +245,88 @@ def _plan(
 
 
 def _part(
-    runlog: RunLog, key: str, part: MetaPlanPart, ran: list[tuple[str | None, str]],
-    *, finished: bool,
-) -> PartView:  # fmt: skip
+    runlog: RunLog,
+    key: str,
+    part: MetaPlanPart,
+    ran: list[tuple[str | None, str]],
+    *,
+    finished: bool,
+) -> PartView:
     plan = _load(PartPlan, runlog.get_state(key, f"part_plan:{part.id}"))
     planned = {s.id: s for s in plan.steps} if plan else {}
     landed = [step for p, step in ran if p == part.id]  # a group's pass names its steps by +
     ids = list(dict.fromkeys([*planned, *(i for step in landed for i in step.split("+"))]))
     steps = [_step(runlog, key, part.id, i, planned.get(i), finished=finished) for i in ids]
-    outcomes = [o for i in ids if (o := _load(StepOutcome, runlog.get_state(
-        key, f"step_result:{part.id}:{i}"))) is not None]
-    groups = [g for gid in landed if "+" in gid if (g := _group(runlog, key, part.id, gid,
-                                                                 outcomes)) is not None]
+    outcomes = [
+        o
+        for i in ids
+        if (o := _load(StepOutcome, runlog.get_state(key, f"step_result:{part.id}:{i}")))
+        is not None
+    ]
+    groups = [
+        g
+        for gid in landed
+        if "+" in gid
+        if (g := _group(runlog, key, part.id, gid, outcomes)) is not None
+    ]
     rationale = plan.rationale if plan else ""
-    return PartView(part_id=part.id, description=part.description, rationale=rationale,
-                    steps=steps, groups=groups)
+    return PartView(
+        part_id=part.id,
+        description=part.description,
+        rationale=rationale,
+        steps=steps,
+        groups=groups,
+    )
 
 
-def _group(runlog: RunLog, key: str, part_id: str, group_id: str,
-           outcomes: Sequence[StepOutcome]) -> GroupView | None:
+def _group(
+    runlog: RunLog, key: str, part_id: str, group_id: str, outcomes: Sequence[StepOutcome]
+) -> GroupView | None:
     """A group's view from its record (None before it finished)."""
     group = _load(GroupOutcome, runlog.get_state(key, f"group_result:{part_id}:{group_id}"))
     if group is None:
         return None
-    return GroupView(group_id=group.group_id, step_ids=group.step_ids, reason=group.reason,
-                     status=group.status, commit=group.commit, error=group.error,
-                     tests_after=tests_after_steps(group, outcomes),
-                     rounds=group_rounds(group), tests_changed=group.tests_changed)
+    return GroupView(
+        group_id=group.group_id,
+        step_ids=group.step_ids,
+        reason=group.reason,
+        status=group.status,
+        commit=group.commit,
+        error=group.error,
+        tests_after=tests_after_steps(group, outcomes),
+        rounds=group_rounds(group),
+        tests_changed=group.tests_changed,
+    )
 
 
 def _step(
-    runlog: RunLog, key: str, part_id: str, step_id: str, planned: PlanStep | None,
-    *, finished: bool,
-) -> StepView:  # fmt: skip
+    runlog: RunLog,
+    key: str,
+    part_id: str,
+    step_id: str,
+    planned: PlanStep | None,
+    *,
+    finished: bool,
+) -> StepView:
     outcome = _load(StepOutcome, runlog.get_state(key, f"step_result:{part_id}:{step_id}"))
     files = planned.target_files if planned else []
     if outcome is None:
-        return StepView(step_id=step_id, description=planned.description if planned else "",
-                        status="not run" if finished else "pending", target_files=files)
-    return StepView(step_id=step_id, description=outcome.description, status=outcome.status,
-                    commit=outcome.commit, attempts=len(outcome.attempts), error=outcome.error,
-                    target_files=files, tests_changed=outcome.tests_changed)
+        return StepView(
+            step_id=step_id,
+            description=planned.description if planned else "",
+            status="not run" if finished else "pending",
+            target_files=files,
+        )
+    return StepView(
+        step_id=step_id,
+        description=outcome.description,
+        status=outcome.status,
+        commit=outcome.commit,
+        attempts=len(outcome.attempts),
+        error=outcome.error,
+        target_files=files,
+        tests_changed=outcome.tests_changed,
+    )
 
 
 def _adjustments(runlog: RunLog, key: str, passes: Sequence[PassDetail]) -> list[AdjustmentRecord]:
@@ -284,16 +344,22 @@ def _tests(details: Details) -> list[ValidationView]:
     runs: list[ValidationView] = []
     for p, d in details:
         runs += [ValidationView(label=SETUP_LABEL, result=v.result) for v in d.setup]
-        runs += [ValidationView(label=BASELINE_LABEL, result=v.result,
-                                counts=count_words(v.result)) for v in d.baseline]
+        runs += [
+            ValidationView(label=BASELINE_LABEL, result=v.result, counts=count_words(v.result))
+            for v in d.baseline
+        ]
         for attempt in d.attempts:
             label = f"{pass_label(p)} attempt {attempt.attempt}"
-            runs += [ValidationView(
-                label=label + {"original": ORIGINAL_LABEL, "piece": PIECE_LABEL}.get(v.kind, ""),
-                result=v.result,
-                counts=count_words(v.result),
-                verdict=attempt.error_info if v is attempt.validations[-1] else None,
-            ) for v in attempt.validations]
+            runs += [
+                ValidationView(
+                    label=label
+                    + {"original": ORIGINAL_LABEL, "piece": PIECE_LABEL}.get(v.kind, ""),
+                    result=v.result,
+                    counts=count_words(v.result),
+                    verdict=attempt.error_info if v is attempt.validations[-1] else None,
+                )
+                for v in attempt.validations
+            ]
     return runs
 
 

@@ -93,8 +93,13 @@ def run_list() -> ResponseReturnValue:
     runs = [_masked(r, secrets) for r in found if r.repository in allowed]
     if _wants_json():
         return jsonify(runs=[r.model_dump(mode="json") for r in runs])
-    return render_template("runs_list.html", runs=runs, repository=repository or "",
-                           status=status or "", statuses=RUN_STATUSES)
+    return render_template(
+        "runs_list.html",
+        runs=runs,
+        repository=repository or "",
+        status=status or "",
+        statuses=RUN_STATUSES,
+    )
 
 
 @blueprint.get("/runs/<int:run_id>")
@@ -107,23 +112,27 @@ def run_page(run_id: int) -> ResponseReturnValue:
         return denied
     if run is None:
         abort(404, description=f"There is no run #{run_id}.")
-    page = _masked(build_page(run, RunLog(state.services.store.engine)),
-                   secret_values(state.settings))
+    page = _masked(
+        build_page(run, RunLog(state.services.store.engine)), secret_values(state.settings)
+    )
     if _wants_json():
         return jsonify(page.model_dump(mode="json"))
     if request.args.get("format") == "file":
         return _kept(page)
-    return render_template("run_page.html", page=page,
-                           refresh=REFRESH_SECONDS if page.live else None)
+    return render_template(
+        "run_page.html", page=page, refresh=REFRESH_SECONDS if page.live else None
+    )
 
 
 def _kept(page: RunPage) -> Response:
     """The page as one file to keep, a download: its stylesheet inline, no refresh."""
     stylesheet = Path(current_app.static_folder or "", STYLESHEET).read_text(encoding="utf-8")
-    body = render_template("run_page.html", page=page, refresh=None,
-                           kept=inline_style(stylesheet))
-    return Response(body, mimetype="text/html",
-                    headers={"Content-Disposition": attachment(f"run-{page.run.id}.html")})
+    body = render_template("run_page.html", page=page, refresh=None, kept=inline_style(stylesheet))
+    return Response(
+        body,
+        mimetype="text/html",
+        headers={"Content-Disposition": attachment(f"run-{page.run.id}.html")},
+    )
 
 
 @blueprint.app_template_filter("cra_when")

@@ -11,13 +11,15 @@ from flask import Flask, Response, request
 
 from bot.settings import BotSettings
 
-CONTENT_SECURITY_POLICY = "; ".join((
-    "default-src 'none'",  # nothing loads that is not named below: no script, frame or font
-    "style-src 'self'",  # the server's stylesheets; no inline style
-    "form-action 'self'",  # the run list's filter and the sign-out form
-    "base-uri 'none'",
-    "frame-ancestors 'none'",  # no site may frame a page (X-Frame-Options for older browsers)
-))  # fmt: skip
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'none'",  # nothing loads that is not named below: no script, frame or font
+        "style-src 'self'",  # the server's stylesheets; no inline style
+        "form-action 'self'",  # the run list's filter and the sign-out form
+        "base-uri 'none'",
+        "frame-ancestors 'none'",  # no site may frame a page (X-Frame-Options for older browsers)
+    )
+)
 HTML_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Frame-Options": "DENY",

@@ -66,11 +66,15 @@ def start_reaper(settings: BotSettings, services: Services) -> Reaper | None:
     """The server's reaper (bot.queue.liveness), unless CRA_REAP_INTERVAL is 0."""
     if settings.reap_interval <= 0:
         return None
-    reaper = Reaper(services.store, services.queue, stale_after=settings.stale_after,
-                    requeue_after=settings.requeue_after,
-                    stall_after=settings.run_stall_timeout,
-                    report=lambda run_id: report_ended(run_id, services),
-                    work_dir=settings.data_dir / "work")
+    reaper = Reaper(
+        services.store,
+        services.queue,
+        stale_after=settings.stale_after,
+        requeue_after=settings.requeue_after,
+        stall_after=settings.run_stall_timeout,
+        report=lambda run_id: report_ended(run_id, services),
+        work_dir=settings.data_dir / "work",
+    )
     return reaper.start(settings.reap_interval)
 
 
@@ -84,10 +88,15 @@ def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
         if dev:
             app.run(host=host, port=port, threaded=True)
             return 0
-        server = make_door(app, host=host, port=port, threads=settings.server_threads,
-                           header_timeout=settings.header_timeout,
-                           read_timeout=settings.read_timeout,
-                           max_connections=settings.max_connections)
+        server = make_door(
+            app,
+            host=host,
+            port=port,
+            threads=settings.server_threads,
+            header_timeout=settings.header_timeout,
+            read_timeout=settings.read_timeout,
+            max_connections=settings.max_connections,
+        )
         if threading.current_thread() is threading.main_thread():  # `docker stop` sends TERM
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         log.info("serving on http://%s:%s", host, server.port)
@@ -102,8 +111,9 @@ def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
     return 0
 
 
-def stop_runs(services: Services, *, grace: float = STOP_GRACE,
-              report_wait: float = REPORT_WAIT) -> list[int]:  # fmt: skip
+def stop_runs(
+    services: Services, *, grace: float = STOP_GRACE, report_wait: float = REPORT_WAIT
+) -> list[int]:
     """A server told to stop, with its runs in this process (the thread queue): none starts any
     more (the queued ones wait in the database for the next start), and those in progress get
     `grace` seconds to end; the rest are ended now — failed, "interrupted", each once (the
@@ -114,13 +124,14 @@ def stop_runs(services: Services, *, grace: float = STOP_GRACE,
     if not isinstance(services.queue, ThreadQueue):
         return []  # RQ: the runs are the workers' (the reaper ends those of a dead worker)
     left = services.queue.stop(grace)
-    ended = [run_id for run_id in left
-             if services.store.end_run(run_id, "failed", error=INTERRUPTED)]
+    ended = [
+        run_id for run_id in left if services.store.end_run(run_id, "failed", error=INTERRUPTED)
+    ]
     if ended:
-        log.warning("stopping: ended run(s) %s, still in progress (interrupted)",
-                    ", ".join(map(str, ended)))
+        log.warning(
+            "stopping: ended run(s) %s, still in progress (interrupted)", ", ".join(map(str, ended))
+        )
         thread = report_in_background(ended, services)
         if thread is not None:
             thread.join(report_wait)
     return ended
-

@@ -32,8 +32,14 @@ with checkout(repo, "HEAD", work_dir) as tree:
 
 def killed_checkout(repo: Path, work_dir: Path) -> Path:
     """The checkout a process killed inside it left under `work_dir` (its process is gone)."""
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(repo), str(work_dir), "kill"],
-                          env=git_env(), capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(repo), str(work_dir), "kill"],
+        env=git_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == -9, proc.stderr
     return Path(proc.stdout.strip())
 
@@ -41,9 +47,13 @@ def killed_checkout(repo: Path, work_dir: Path) -> Path:
 @contextmanager
 def live_checkout(repo: Path, work_dir: Path) -> Iterator[Path]:
     """A checkout under `work_dir` whose process runs until the block ends."""
-    with subprocess.Popen([sys.executable, "-c", _CHILD, str(repo), str(work_dir), "wait"],
-                          env=git_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          text=True) as proc:
+    with subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(repo), str(work_dir), "wait"],
+        env=git_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         try:
             yield Path(proc.stdout.readline().strip())

@@ -51,8 +51,9 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[History, Path, Path
     tmp = tmp_path_factory.mktemp("bench")
     history = build_history(tmp / "repo")
     tasks = tmp / "tasks.jsonl"
-    done = cra(tmp, "bench", "mine", "--repo", str(history.repo), "--output", str(tasks),
-               "--jobs", "2")
+    done = cra(
+        tmp, "bench", "mine", "--repo", str(history.repo), "--output", str(tasks), "--jobs", "2"
+    )
     assert done.returncode == 0, done.stderr
     assert "3 task(s) from 8 commit(s)" in done.stderr
     (tmp / "mine.log").write_text(done.stderr)  # what a CI log of the mining holds
@@ -68,15 +69,26 @@ def fix_double_task(history: History, tasks: Path) -> BenchTask:
 
 def bench_of(history: History, log: RunLog, tmp: Path, tests: TestsSetting = "hidden") -> Bench:
     """A bench of the history's repository in `tmp`, the fix's tests hidden or given."""
-    return Bench(repo=history.repo, config=load_config(history.repo), environ=dict(os.environ),
-                 log=log, sandbox=build_sandbox(test_sandbox_kind()), data_dir=tmp / "data",
-                 tests=tests)
+    return Bench(
+        repo=history.repo,
+        config=load_config(history.repo),
+        environ=dict(os.environ),
+        log=log,
+        sandbox=build_sandbox(test_sandbox_kind()),
+        data_dir=tmp / "data",
+        tests=tests,
+    )
 
 
 def cra(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*program("cra"), "--data-dir", str(tmp / "data"), *args],
-                          env=clean_env(tmp), capture_output=True, text=True, timeout=600,
-                          check=False)
+    return subprocess.run(
+        [*program("cra"), "--data-dir", str(tmp / "data"), *args],
+        env=clean_env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def test_mining_into_a_log_writes_plain_lines(mined: tuple[History, Path, Path]) -> None:
@@ -88,13 +100,26 @@ def test_mining_into_a_log_writes_plain_lines(mined: tuple[History, Path, Path])
 
 
 @pytest.mark.parametrize("tests", ["hidden", "given"])
-def test_the_oracle_resolves_every_mined_task(mined: tuple[History, Path, Path],
-                                              tmp_path: Path, tests: str) -> None:
+def test_the_oracle_resolves_every_mined_task(
+    mined: tuple[History, Path, Path], tmp_path: Path, tests: str
+) -> None:
     history, tasks, _ = mined
     results = tmp_path / "results.jsonl"
 
-    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
-               "--results", str(results), "--jobs", "2", "--tests", tests)
+    done = cra(
+        tmp_path,
+        "bench",
+        "run",
+        str(tasks),
+        "--repo",
+        str(history.repo),
+        "--results",
+        str(results),
+        "--jobs",
+        "2",
+        "--tests",
+        tests,
+    )
 
     assert done.returncode == 0, done.stderr
     found = list(read_results(results))
@@ -112,13 +137,22 @@ def test_the_oracle_resolves_every_mined_task(mined: tuple[History, Path, Path],
     assert (row["model"], row["resolved"], row["scored"]) == ("oracle", 3, 3)
 
 
-def test_a_noise_mode_runs_and_is_scored(mined: tuple[History, Path, Path],
-                                         tmp_path: Path) -> None:
+def test_a_noise_mode_runs_and_is_scored(mined: tuple[History, Path, Path], tmp_path: Path) -> None:
     history, tasks, _ = mined
     results = tmp_path / "results.jsonl"
 
-    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
-               "--results", str(results), "--model", "oracle:edits@1.0")
+    done = cra(
+        tmp_path,
+        "bench",
+        "run",
+        str(tasks),
+        "--repo",
+        str(history.repo),
+        "--results",
+        str(results),
+        "--model",
+        "oracle:edits@1.0",
+    )
 
     assert done.returncode == 0, done.stderr
     found = list(read_results(results))
@@ -133,8 +167,20 @@ def test_a_mistake_mode_runs_and_is_scored_and_its_wrong_edits_resolve_nothing(
     history, tasks, _ = mined
     results = tmp_path / "results.jsonl"
 
-    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
-               "--results", str(results), "--model", "oracle:wrong-edits@1.0", "--jobs", "2")
+    done = cra(
+        tmp_path,
+        "bench",
+        "run",
+        str(tasks),
+        "--repo",
+        str(history.repo),
+        "--results",
+        str(results),
+        "--model",
+        "oracle:wrong-edits@1.0",
+        "--jobs",
+        "2",
+    )
 
     assert done.returncode == 0, done.stderr
     found = list(read_results(results))
@@ -144,22 +190,43 @@ def test_a_mistake_mode_runs_and_is_scored_and_its_wrong_edits_resolve_nothing(
     assert all(r.calls > 0 for r in found)
 
 
-def test_an_unknown_noise_mode_is_a_usage_error(mined: tuple[History, Path, Path],
-                                                tmp_path: Path) -> None:
+def test_an_unknown_noise_mode_is_a_usage_error(
+    mined: tuple[History, Path, Path], tmp_path: Path
+) -> None:
     history, tasks, _ = mined
-    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
-               "--model", "oracle:nonsense")
+    done = cra(
+        tmp_path,
+        "bench",
+        "run",
+        str(tasks),
+        "--repo",
+        str(history.repo),
+        "--model",
+        "oracle:nonsense",
+    )
     assert done.returncode == 2 and "unknown oracle noise mode" in done.stderr
 
 
-def test_a_bench_killed_midway_resumes_without_repeating(mined: tuple[History, Path, Path],
-                                                         tmp_path: Path) -> None:
+def test_a_bench_killed_midway_resumes_without_repeating(
+    mined: tuple[History, Path, Path], tmp_path: Path
+) -> None:
     history, tasks, _ = mined
     results = tmp_path / "results.jsonl"
-    argv = [*program("cra"), "--data-dir", str(tmp_path / "data"), "bench", "run", str(tasks),
-            "--repo", str(history.repo), "--results", str(results)]
-    proc = subprocess.Popen(argv, env=clean_env(tmp_path), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    argv = [
+        *program("cra"),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "bench",
+        "run",
+        str(tasks),
+        "--repo",
+        str(history.repo),
+        "--results",
+        str(results),
+    ]
+    proc = subprocess.Popen(
+        argv, env=clean_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 300
     while not (results.exists() and results.read_text().count("\n") >= 1):
         assert proc.poll() is None and time.monotonic() < deadline
@@ -169,20 +236,22 @@ def test_a_bench_killed_midway_resumes_without_repeating(mined: tuple[History, P
     first = list(read_results(results))
     assert 1 <= len(first) < 3
 
-    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
-               "--results", str(results))
+    done = cra(
+        tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo), "--results", str(results)
+    )
 
     assert done.returncode == 0, done.stderr
     after = list(read_results(results))
-    assert after[:len(first)] == first  # appended, never rewritten
-    assert sorted(r.instance_id for r in after) == sorted(t.instance_id
-                                                          for t in read_tasks(tasks))
+    assert after[: len(first)] == first  # appended, never rewritten
+    assert sorted(r.instance_id for r in after) == sorted(t.instance_id for t in read_tasks(tasks))
     assert f"[1/{3 - len(first)}]" in done.stderr
 
 
 @pytest.mark.parametrize("tests", ["hidden", "given"])
 def test_a_run_that_edits_the_tests_instead_of_the_source_is_unresolved(
-    mined: tuple[History, Path, Path], tmp_path: Path, tests: TestsSetting,
+    mined: tuple[History, Path, Path],
+    tmp_path: Path,
+    tests: TestsSetting,
 ) -> None:
     history, tasks, _ = mined
     task = fix_double_task(history, tasks)
@@ -192,8 +261,9 @@ def test_a_run_that_edits_the_tests_instead_of_the_source_is_unresolved(
         start = start_commit(bench, task)
         # what a green but dishonest run leaves: the test weakened, a conftest that passes all
         tree = tmp_path / "cheat"
-        git.run_git(["worktree", "add", "--quiet", "--detach", str(tree), start.commit],
-                    bench.clone)
+        git.run_git(
+            ["worktree", "add", "--quiet", "--detach", str(tree), start.commit], bench.clone
+        )
         (tree / "tests" / "test_double.py").write_text("def test_double():\n    assert True\n")
         (tree / "conftest.py").write_text("import pytest\n")
         cheat = git.commit_all(tree, "make it green", author_name="m", author_email="m@x")
@@ -206,7 +276,8 @@ def test_a_run_that_edits_the_tests_instead_of_the_source_is_unresolved(
 
 
 def test_a_hidden_run_starts_without_the_fix_s_tests_and_is_scored_with_them(
-    mined: tuple[History, Path, Path], tmp_path: Path,
+    mined: tuple[History, Path, Path],
+    tmp_path: Path,
 ) -> None:
     history, tasks, _ = mined
     task = fix_double_task(history, tasks)
@@ -218,14 +289,17 @@ def test_a_hidden_run_starts_without_the_fix_s_tests_and_is_scored_with_them(
         untouched = score(bench, task, start.commit, start.commit, start.tests)
 
     assert start.commit == task.base_commit
-    assert not git.run_git(["ls-tree", "--name-only", start.commit, "tests/test_double.py"],
-                           bench.clone).strip()
+    assert not git.run_git(
+        ["ls-tree", "--name-only", start.commit, "tests/test_double.py"], bench.clone
+    ).strip()
     assert untouched["tests/test_double.py::test_double"] == "failed"  # there, not missing
 
 
 @pytest.mark.parametrize("tests", ["hidden", "given"])
 def test_the_run_meets_the_fix_s_tests_only_when_they_are_given(
-    mined: tuple[History, Path, Path], tmp_path: Path, tests: TestsSetting,
+    mined: tuple[History, Path, Path],
+    tmp_path: Path,
+    tests: TestsSetting,
 ) -> None:
     history, tasks, _ = mined
     task = fix_double_task(history, tasks)
@@ -238,8 +312,14 @@ def test_the_run_meets_the_fix_s_tests_only_when_they_are_given(
             assert oracle is not None
             return oracle
 
-        [result] = run_bench(bench, [task], ["oracle"], tmp_path / "results.jsonl",
-                             factory_for=factory_for, config_for=lambda label: config)
+        [result] = run_bench(
+            bench,
+            [task],
+            ["oracle"],
+            tmp_path / "results.jsonl",
+            factory_for=factory_for,
+            config_for=lambda label: config,
+        )
         run = log.get_orchestrator_run(result.run_id or "")
         assert run is not None
         first = log.get_task_run(run.passes[0].task_run_id)
@@ -255,14 +335,16 @@ def test_the_run_meets_the_fix_s_tests_only_when_they_are_given(
 
 
 def test_a_results_file_of_the_other_setting_is_refused(
-    mined: tuple[History, Path, Path], tmp_path: Path,
+    mined: tuple[History, Path, Path],
+    tmp_path: Path,
 ) -> None:
     history, tasks, _ = mined
     results = tmp_path / "results.jsonl"
     append_result(results, harness_error("some-task", "oracle", "no run", tests="given"))
 
-    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo),
-               "--results", str(results))
+    done = cra(
+        tmp_path, "bench", "run", str(tasks), "--repo", str(history.repo), "--results", str(results)
+    )
 
     assert done.returncode == 2 and "run with the tests given" in done.stderr
     with pytest.raises(MixedSettings):
@@ -271,15 +353,22 @@ def test_a_results_file_of_the_other_setting_is_refused(
 
 
 def test_a_task_that_crashes_the_harness_is_its_error_result_and_the_bench_goes_on(
-    mined: tuple[History, Path, Path], tmp_path: Path,
+    mined: tuple[History, Path, Path],
+    tmp_path: Path,
 ) -> None:
     history, tasks, _ = mined
     found = list(read_tasks(tasks))
     config = load_config(history.repo)
     results = tmp_path / "results.jsonl"
     with RunLog.open(f"sqlite:///{tmp_path / 'cra.db'}") as log:
-        bench = Bench(repo=history.repo, config=config, environ=dict(os.environ), log=log,
-                      sandbox=build_sandbox(test_sandbox_kind()), data_dir=tmp_path / "data")
+        bench = Bench(
+            repo=history.repo,
+            config=config,
+            environ=dict(os.environ),
+            log=log,
+            sandbox=build_sandbox(test_sandbox_kind()),
+            data_dir=tmp_path / "data",
+        )
 
         def factory_for(label: str, task: BenchTask) -> Factory:
             if task.instance_id == found[0].instance_id:
@@ -288,11 +377,19 @@ def test_a_task_that_crashes_the_harness_is_its_error_result_and_the_bench_goes_
             assert oracle is not None
             return oracle
 
-        made = run_bench(bench, found, ["oracle"], results, factory_for=factory_for,
-                         config_for=lambda label: config, jobs=2)
+        made = run_bench(
+            bench,
+            found,
+            ["oracle"],
+            results,
+            factory_for=factory_for,
+            config_for=lambda label: config,
+            jobs=2,
+        )
 
     assert len(made) == 3 and list(read_results(results)) == sorted(
-        made, key=lambda r: [m.instance_id for m in made].index(r.instance_id))
+        made, key=lambda r: [m.instance_id for m in made].index(r.instance_id)
+    )
     by_id = {r.instance_id: r for r in made}
     crashed = by_id[found[0].instance_id]
     assert crashed.outcome == "error"

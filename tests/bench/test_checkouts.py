@@ -20,11 +20,13 @@ pytestmark = pytest.mark.usefixtures("isolated_git")
 def leftovers(work_dir: Path, tree: Path) -> list[Path]:
     """What is left of the checkout `tree`: itself, its owner record, its environments."""
     return [p for p in (tree, tree.with_name(tree.name + ".owner")) if p.exists()] + sorted(
-        (work_dir / "envs").glob(f"{tree.name}-*"))
+        (work_dir / "envs").glob(f"{tree.name}-*")
+    )
 
 
-def test_a_killed_process_checkout_is_removed_with_its_environments(history: History,
-                                                                    tmp_path: Path) -> None:
+def test_a_killed_process_checkout_is_removed_with_its_environments(
+    history: History, tmp_path: Path
+) -> None:
     checkouts = git_in(history.repo, "worktree", "list")
     left = killed_checkout(history.repo, tmp_path / "work")
     assert len(leftovers(tmp_path / "work", left)) == 3

@@ -29,15 +29,18 @@ def mixed() -> list[BenchResult]:
     ]
 
 
-@pytest.mark.parametrize(("outcome", "status", "claimed"), [
-    ("unresolved", "complete", True),   # a pull request that says the tests pass, and no fix
-    ("unresolved", "failed", False),    # the run said it failed
-    ("unresolved", "partial", False),   # the run said it stopped short (a draft)
-    ("unresolved", None, False),
-    ("error", "complete", False),       # the bench scored nothing
-    ("error", None, False),
-    ("resolved", "complete", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("outcome", "status", "claimed"),
+    [
+        ("unresolved", "complete", True),  # a pull request that says the tests pass, and no fix
+        ("unresolved", "failed", False),  # the run said it failed
+        ("unresolved", "partial", False),  # the run said it stopped short (a draft)
+        ("unresolved", None, False),
+        ("error", "complete", False),  # the bench scored nothing
+        ("error", None, False),
+        ("resolved", "complete", False),
+    ],
+)
 def test_only_a_complete_run_scored_unresolved_is_a_false_success(
     outcome: str, status: str | None, claimed: bool
 ) -> None:
@@ -78,17 +81,19 @@ def test_the_json_report_carries_false_successes_and_validates(
 
 def test_the_html_page_shows_false_successes_and_says_what_they_are() -> None:
     page = render_html(build_report(mixed()))
-    row = page[page.index('<tr id="model-0"'):].split("</tr>")[0]
-    assert "<td class=\"num\">2/4</td><td class=\"num\">50.0%</td>" in row
+    row = page[page.index('<tr id="model-0"') :].split("</tr>")[0]
+    assert '<td class="num">2/4</td><td class="num">50.0%</td>' in row
     assert "false-success rate (of scored)" in page and 'id="false-success-note"' in page
 
 
 def test_a_baseline_comparison_shows_false_successes_before_and_after(tmp_path: Path) -> None:
     before = write(tmp_path / "before.jsonl", mixed())
-    now = [result("a", "m", "resolved", run_status="complete"),
-           result("b", "m", "unresolved", run_status="failed"),
-           result("d", "m", "resolved", run_status="complete"),
-           result("e", "m", "unresolved", run_status="complete")]
+    now = [
+        result("a", "m", "resolved", run_status="complete"),
+        result("b", "m", "unresolved", run_status="failed"),
+        result("d", "m", "resolved", run_status="complete"),
+        result("e", "m", "unresolved", run_status="complete"),
+    ]
     report = build_report(now, baseline=load_baseline(before))
     (c,) = report.comparison or []
     assert (c.baseline_false_successes, c.false_successes) == (2, 1)

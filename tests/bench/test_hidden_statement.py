@@ -57,14 +57,22 @@ P2P = ["tests/test_double.py::test_double_of_zero", "tests/test_mathx.py::test_n
 
 
 def mined(statement: str, f2p: list[str] = F2P) -> BenchTask:
-    return BenchTask(instance_id="local__mathx-abc", repo="local/mathx", base_commit="abc",
-                     patch=PATCH, test_patch=TEST_PATCH, problem_statement=statement,
-                     FAIL_TO_PASS=f2p, PASS_TO_PASS=P2P)
+    return BenchTask(
+        instance_id="local__mathx-abc",
+        repo="local/mathx",
+        base_commit="abc",
+        patch=PATCH,
+        test_patch=TEST_PATCH,
+        problem_statement=statement,
+        FAIL_TO_PASS=f2p,
+        PASS_TO_PASS=P2P,
+    )
 
 
 def from_a_commit() -> BenchTask:
-    return mined(compose("Fix double: it tripled\n\nSeen in the report totals.", F2P, OUTPUT,
-                         PATCH))
+    return mined(
+        compose("Fix double: it tripled\n\nSeen in the report totals.", F2P, OUTPUT, PATCH)
+    )
 
 
 def test_the_hidden_statement_holds_no_line_the_tests_add() -> None:
@@ -89,15 +97,22 @@ def test_the_hidden_statement_keeps_the_message_and_the_error() -> None:
 
 
 def test_an_issue_statement_is_kept_but_for_the_lines_the_fix_adds() -> None:
-    issue = compose("Fix double (#3)", F2P, OUTPUT, PATCH,
-                    ("double triples", "double(4) gives 12.\nreturn x * 2  # twice, not thrice"))
+    issue = compose(
+        "Fix double (#3)",
+        F2P,
+        OUTPUT,
+        PATCH,
+        ("double triples", "double(4) gives 12.\nreturn x * 2  # twice, not thrice"),
+    )
     assert hidden_statement(mined(issue)) == "double triples\n\ndouble(4) gives 12."
 
 
 def test_a_test_that_was_there_before_may_be_named() -> None:
     neg = ["tests/test_mathx.py::test_neg"]
-    task = mined(compose("Fix neg", neg, "FAILED tests/test_mathx.py::test_neg - assert 2 == -2\n",
-                         PATCH), neg)
+    task = mined(
+        compose("Fix neg", neg, "FAILED tests/test_mathx.py::test_neg - assert 2 == -2\n", PATCH),
+        neg,
+    )
     assert "FAILED tests/test_mathx.py::test_neg - assert 2 == -2" in hidden_statement(task)
 
 
@@ -105,14 +120,17 @@ def test_the_hidden_statement_leaves_out_failures_of_other_test_files() -> None:
     beside = OUTPUT.replace(
         "1 failed, 2 passed in 0.05s\n",
         "ERROR tests/test_basic.py - pytest.PytestRemovedIn10Warning: Passing a non-Collection\n"
-        "tests/test_basic.py:876: in <module>\n1 failed, 2 passed, 1 error in 0.05s\n")
+        "tests/test_basic.py:876: in <module>\n1 failed, 2 passed, 1 error in 0.05s\n",
+    )
     statement = hidden_statement(mined(compose("Fix double: it tripled", F2P, beside, PATCH)))
     assert "test_basic" not in statement  # it fails before and after: not the task's
     assert "E       assert 12 == 8" in statement and "1 failed, 2 passed, 1 error" in statement
 
 
 def test_a_dotted_name_is_no_test_file() -> None:
-    output = OUTPUT.replace("    def test_double_of_four():\n",
-                            "self = <tests.test_mathx.TestMath testMethod=test_neg>\n")
+    output = OUTPUT.replace(
+        "    def test_double_of_four():\n",
+        "self = <tests.test_mathx.TestMath testMethod=test_neg>\n",
+    )
     statement = hidden_statement(mined(compose("Fix double: it tripled", F2P, output, PATCH)))
     assert "self = <tests.test_mathx.TestMath testMethod=test_neg>" in statement

@@ -19,9 +19,18 @@ from tests.fakes.github_server import FakeGitHub
 
 # SWE-bench's instance fields and the types its datasets give them (test lists: JSON strings).
 SWE_BENCH_FIELDS = {
-    "instance_id": str, "repo": str, "base_commit": str, "patch": str, "test_patch": str,
-    "problem_statement": str, "hints_text": str, "created_at": str, "version": str,
-    "environment_setup_commit": str, "FAIL_TO_PASS": str, "PASS_TO_PASS": str,
+    "instance_id": str,
+    "repo": str,
+    "base_commit": str,
+    "patch": str,
+    "test_patch": str,
+    "problem_statement": str,
+    "hints_text": str,
+    "created_at": str,
+    "version": str,
+    "environment_setup_commit": str,
+    "FAIL_TO_PASS": str,
+    "PASS_TO_PASS": str,
 }
 
 
@@ -45,14 +54,17 @@ def test_exactly_the_fix_commits_become_tasks(history: History, mined: list[Benc
 
 
 def test_fail_to_pass_and_pass_to_pass_are_the_tests_own_outcomes(
-    history: History, mined: list[BenchTask],
+    history: History,
+    mined: list[BenchTask],
 ) -> None:
     double = by_commit(mined, history.fix_double)
     assert double.FAIL_TO_PASS == ["tests/test_double.py::test_double"]
     assert double.PASS_TO_PASS == ["tests/test_mathx.py::test_neg"]
     half = by_commit(mined, history.docs_and_fix)
-    assert half.FAIL_TO_PASS == ["tests/test_half.py::test_half",
-                                 "tests/test_half.py::test_half_odd"]
+    assert half.FAIL_TO_PASS == [
+        "tests/test_half.py::test_half",
+        "tests/test_half.py::test_half_odd",
+    ]
     assert "tests/test_double.py::test_double" in half.PASS_TO_PASS
     assert "README.md" in half.patch and "README.md" not in half.test_patch
     assert "tests/test_half.py" in half.test_patch and "tests/" not in half.patch
@@ -68,21 +80,28 @@ def test_statements_never_hold_the_fix(mined: list[BenchTask]) -> None:
 
 def test_a_statement_that_quotes_the_fix_is_scrubbed() -> None:
     patch = "+++ b/pkg/x.py\n+    return compute_the_answer(x) * 2\n"
-    text = compose("Fix it:\n    return compute_the_answer(x) * 2\nplease", ["t::a"], "E boom",
-                   patch)
+    text = compose(
+        "Fix it:\n    return compute_the_answer(x) * 2\nplease", ["t::a"], "E boom", patch
+    )
     assert "compute_the_answer" not in text and "please" in text
 
 
 def test_the_linked_issue_is_the_statement_when_the_api_can_read_it(
-    history: History, tmp_path: Path,
+    history: History,
+    tmp_path: Path,
 ) -> None:
     with FakeGitHub() as fake:
         fake.add_repo("Codertocat/mathx")
-        fake.add_issue("Codertocat/mathx", number=5, title="inc adds two",
-                       body="inc(1) gives 3, not 2.")
+        fake.add_issue(
+            "Codertocat/mathx", number=5, title="inc adds two", body="inc(1) gives 3, not 2."
+        )
         fake.add_static_token("ghs_bench")
-        options = MineOptions(repo_name="Codertocat/mathx", github_api=fake.api_url,
-                              github_token="ghs_bench", max_commits=2)
+        options = MineOptions(
+            repo_name="Codertocat/mathx",
+            github_api=fake.api_url,
+            github_token="ghs_bench",
+            max_commits=2,
+        )
         tasks = mine(history.repo, bed(history.repo, tmp_path), options).tasks
     inc = by_commit(tasks, history.fix_inc)
     assert inc.problem_statement == "inc adds two\n\ninc(1) gives 3, not 2."
@@ -119,10 +138,10 @@ def test_a_swe_bench_file_with_list_fields_or_a_json_array_is_read(tmp_path: Pat
         assert task.FAIL_TO_PASS == ["a::b"] and task.instance_id == "o__r-1"
 
 
-
-
 def test_a_checkout_under_a_relative_work_folder_lands_there(
-    history: History, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    history: History,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # `cra --data-dir data bench mine` once made every worktree inside the repository (git runs
     # there) and then looked for it here, so that no commit's tests applied

@@ -22,13 +22,13 @@ from tests.fakes.repos import ISOLATED_GIT_ENV, init_repo
 from tests.fakes.sandboxes import test_sandbox_kind
 
 STOPS_EARLY = f"{shlex.quote(sys.executable)} -m pytest -x -q -p no:cacheprovider"
-SOURCE = '''def double(x):
+SOURCE = """def double(x):
     return x * 3
 
 
 def neg(x):
     return -x
-'''
+"""
 EARLY = "from pkg.m import neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n"
 LATE = "from pkg.m import neg\n\n\ndef test_neg_zero():\n    assert neg(0) == 0\n"
 
@@ -46,26 +46,48 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> StoppingHistory:
     os.environ.update(ISOLATED_GIT_ENV)
     repo = init_repo(tmp_path_factory.mktemp("stops") / "repo")
     config = f"[testing]\ntest_command = {json.dumps(STOPS_EARLY)}\ntimeout = 120\n"
-    commit(repo, {"cra.toml": config, "pkg/__init__.py": "", "pkg/m.py": SOURCE,
-                  "tests/__init__.py": "", "tests/test_early.py": EARLY,
-                  "tests/test_zlate.py": LATE}, "Initial")
-    fix_double = commit(repo, {
-        "pkg/m.py": replace(repo, "pkg/m.py", "return x * 3", "return x * 2"),
-        "tests/test_double.py": "from pkg.m import double\n\n\ndef test_double():\n"
-                                "    assert double(2) == 4\n\n\ndef test_double_zero():\n"
-                                "    assert double(0) == 0\n",
-    }, "Fix double")
-    add_triple = commit(repo, {
-        "pkg/m.py": replace(repo, "pkg/m.py", "def neg(x):",
-                            "def triple(x):\n    return x * 3\n\n\ndef neg(x):"),
-        "tests/test_triple.py": "from pkg.m import triple\n\n\ndef test_triple():\n"
-                                "    assert triple(2) == 6\n",
-    }, "Add triple")
-    breaks_neg = commit(repo, {
-        "pkg/m.py": replace(repo, "pkg/m.py", "return -x", "return abs(x) * -1 + 1"),
-        "tests/test_neg_one.py": "from pkg.m import neg\n\n\ndef test_neg_one():\n"
-                                 "    assert neg(1) == 0\n",
-    }, "Make neg(1) zero")
+    commit(
+        repo,
+        {
+            "cra.toml": config,
+            "pkg/__init__.py": "",
+            "pkg/m.py": SOURCE,
+            "tests/__init__.py": "",
+            "tests/test_early.py": EARLY,
+            "tests/test_zlate.py": LATE,
+        },
+        "Initial",
+    )
+    fix_double = commit(
+        repo,
+        {
+            "pkg/m.py": replace(repo, "pkg/m.py", "return x * 3", "return x * 2"),
+            "tests/test_double.py": "from pkg.m import double\n\n\ndef test_double():\n"
+            "    assert double(2) == 4\n\n\ndef test_double_zero():\n"
+            "    assert double(0) == 0\n",
+        },
+        "Fix double",
+    )
+    add_triple = commit(
+        repo,
+        {
+            "pkg/m.py": replace(
+                repo, "pkg/m.py", "def neg(x):", "def triple(x):\n    return x * 3\n\n\ndef neg(x):"
+            ),
+            "tests/test_triple.py": "from pkg.m import triple\n\n\ndef test_triple():\n"
+            "    assert triple(2) == 6\n",
+        },
+        "Add triple",
+    )
+    breaks_neg = commit(
+        repo,
+        {
+            "pkg/m.py": replace(repo, "pkg/m.py", "return -x", "return abs(x) * -1 + 1"),
+            "tests/test_neg_one.py": "from pkg.m import neg\n\n\ndef test_neg_one():\n"
+            "    assert neg(1) == 0\n",
+        },
+        "Make neg(1) zero",
+    )
     return StoppingHistory(repo, fix_double, add_triple, breaks_neg)
 
 
@@ -73,8 +95,12 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> StoppingHistory:
 def mined(history: StoppingHistory, tmp_path_factory: pytest.TempPathFactory) -> Mined:
     tmp = tmp_path_factory.mktemp("mine")
     config = load_config(history.repo)
-    bed = TestBed(testing=config.testing, sandbox=build_sandbox(test_sandbox_kind()),
-                  environ=dict(os.environ), work_dir=tmp / "work")
+    bed = TestBed(
+        testing=config.testing,
+        sandbox=build_sandbox(test_sandbox_kind()),
+        environ=dict(os.environ),
+        work_dir=tmp / "work",
+    )
     return mine(history.repo, bed, MineOptions())
 
 
@@ -88,8 +114,11 @@ def test_a_run_stopped_at_the_first_failure_gives_exactly_the_failing_tests(
 ) -> None:
     fail_to_pass, pass_to_pass = task_of(mined, history.fix_double)
     assert fail_to_pass == ["tests/test_double.py::test_double"]
-    assert pass_to_pass == ["tests/test_double.py::test_double_zero",
-                            "tests/test_early.py::test_neg", "tests/test_zlate.py::test_neg_zero"]
+    assert pass_to_pass == [
+        "tests/test_double.py::test_double_zero",
+        "tests/test_early.py::test_neg",
+        "tests/test_zlate.py::test_neg_zero",
+    ]
 
 
 def test_tests_that_could_not_be_collected_are_failing_and_the_others_still_run(

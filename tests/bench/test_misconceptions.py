@@ -35,24 +35,41 @@ IMPLEMENT = "<task>\nFix scale\n</task>\n<step>\nApply the fix\nFiles: pkg/mod.p
 
 
 def oracle(label: str, instance: str = "o__r-1") -> OracleModel:
-    task = BenchTask(instance_id=instance, repo="o/r", base_commit="a" * 40, patch=PATCH,
-                     test_patch="", problem_statement="Fix scale", FAIL_TO_PASS=["t::a"])
-    return OracleModel(ModelConfig(model="oracle"), task, {"pkg/mod.py": BEFORE},
-                       parse_label(label))
+    task = BenchTask(
+        instance_id=instance,
+        repo="o/r",
+        base_commit="a" * 40,
+        patch=PATCH,
+        test_patch="",
+        problem_statement="Fix scale",
+        FAIL_TO_PASS=["t::a"],
+    )
+    return OracleModel(
+        ModelConfig(model="oracle"), task, {"pkg/mod.py": BEFORE}, parse_label(label)
+    )
 
 
-@pytest.mark.parametrize(("label", "spec"), [
-    ("oracle:context+small", OracleSpec(context=True, mistakes=SMALL_RATES)),
-    ("oracle:context+wrong-edits@0.5",
-     OracleSpec(context=True, rate=0.5, mistakes=Rates(wrong_edit=0.5))),
-    ("oracle:wrong-plans+wrong-edits", OracleSpec(mistakes=Rates(wrong_plan=0.4,
-                                                                 wrong_edit=0.5))),
-    ("oracle:wrong-judgments", OracleSpec(mistakes=Rates(false_no=0.2, false_yes=0.12))),
-    ("oracle:edits+partial-edits@0.6",
-     OracleSpec(mode="edits", rate=0.6, mistakes=Rates(partial_edit=0.6))),
-    ("oracle:wrong-tests", OracleSpec(mistakes=Rates(wrong_test=0.3))),
-    ("oracle:context+edits@0.5", OracleSpec(context=True, mode="edits", rate=0.5)),
-])
+@pytest.mark.parametrize(
+    ("label", "spec"),
+    [
+        ("oracle:context+small", OracleSpec(context=True, mistakes=SMALL_RATES)),
+        (
+            "oracle:context+wrong-edits@0.5",
+            OracleSpec(context=True, rate=0.5, mistakes=Rates(wrong_edit=0.5)),
+        ),
+        (
+            "oracle:wrong-plans+wrong-edits",
+            OracleSpec(mistakes=Rates(wrong_plan=0.4, wrong_edit=0.5)),
+        ),
+        ("oracle:wrong-judgments", OracleSpec(mistakes=Rates(false_no=0.2, false_yes=0.12))),
+        (
+            "oracle:edits+partial-edits@0.6",
+            OracleSpec(mode="edits", rate=0.6, mistakes=Rates(partial_edit=0.6)),
+        ),
+        ("oracle:wrong-tests", OracleSpec(mistakes=Rates(wrong_test=0.3))),
+        ("oracle:context+edits@0.5", OracleSpec(context=True, mode="edits", rate=0.5)),
+    ],
+)
 def test_mistake_modes_combine_with_context_each_other_and_one_noise_mode(
     label: str, spec: OracleSpec
 ) -> None:
@@ -60,20 +77,35 @@ def test_mistake_modes_combine_with_context_each_other_and_one_noise_mode(
 
 
 def test_small_makes_every_mistake_at_its_calibrated_rates_scaled_by_r() -> None:
-    calibrated = Rates(false_no=0.20, false_yes=0.12, wrong_plan=0.40, wrong_edit=0.50,
-                       partial_edit=0.35, wrong_test=0.30)
+    calibrated = Rates(
+        false_no=0.20,
+        false_yes=0.12,
+        wrong_plan=0.40,
+        wrong_edit=0.50,
+        partial_edit=0.35,
+        wrong_test=0.30,
+    )
     assert calibrated == SMALL_RATES
     half = parse_label("oracle:small@0.5")
     assert half is not None
-    assert half.mistakes == pytest.approx(Rates(false_no=0.10, false_yes=0.06, wrong_plan=0.20,
-                                                wrong_edit=0.25, partial_edit=0.175,
-                                                wrong_test=0.15))
+    assert half.mistakes == pytest.approx(
+        Rates(
+            false_no=0.10,
+            false_yes=0.06,
+            wrong_plan=0.20,
+            wrong_edit=0.25,
+            partial_edit=0.175,
+            wrong_test=0.15,
+        )
+    )
     doubled = parse_label("oracle:small@3")
     assert doubled is not None and doubled.mistakes.wrong_edit == 1.0
 
 
-@pytest.mark.parametrize(("label", "why"), [("oracle:small+wrong-edits", "already makes"),
-                                            ("oracle:context+wrong-everything", "unknown")])
+@pytest.mark.parametrize(
+    ("label", "why"),
+    [("oracle:small+wrong-edits", "already makes"), ("oracle:context+wrong-everything", "unknown")],
+)
 def test_small_beside_its_own_modes_or_an_unknown_mode_is_refused(label: str, why: str) -> None:
     with pytest.raises(ValueError, match=why):
         parse_label(label)
@@ -81,15 +113,17 @@ def test_small_beside_its_own_modes_or_an_unknown_mode_is_refused(label: str, wh
 
 def test_the_same_task_and_call_hold_the_same_misconception() -> None:
     one, again = (Misconceptions("o__r-1", SMALL_RATES) for _ in range(2))
-    assert [one.belief(f"edit:a.py:{n}", 2) for n in range(20)] == \
-        [again.belief(f"edit:a.py:{n}", 2) for n in range(20)]
+    assert [one.belief(f"edit:a.py:{n}", 2) for n in range(20)] == [
+        again.belief(f"edit:a.py:{n}", 2) for n in range(20)
+    ]
 
 
 def test_a_retry_redraws_a_misconception_about_three_times_in_ten() -> None:
     redrawn = [generation("o__r-1", f"edit:a.py:{n}", 1) for n in range(4000)]
     assert sum(redrawn) / len(redrawn) == pytest.approx(REDRAW, abs=0.03)
-    later = [generation("o__r-1", f"c{n}", 5) - generation("o__r-1", f"c{n}", 4)
-             for n in range(4000)]
+    later = [
+        generation("o__r-1", f"c{n}", 5) - generation("o__r-1", f"c{n}", 4) for n in range(4000)
+    ]
     assert sum(later) / len(later) == pytest.approx(REDRAW, abs=0.03)
 
 
@@ -106,8 +140,10 @@ def test_a_mistake_is_mostly_repeated_on_a_retry_and_tasks_draw_independently() 
 
 
 def test_a_wrong_plan_names_the_shown_file_nearest_the_fix_not_the_fix() -> None:
-    prompt = ('<file path="docs/guide.md">\nx\n</file>\n<file path="pkg/util.py">\ny\n</file>\n'
-              "Plan the fix.")
+    prompt = (
+        '<file path="docs/guide.md">\nx\n</file>\n<file path="pkg/util.py">\ny\n</file>\n'
+        "Plan the fix."
+    )
     answer = oracle("oracle:wrong-plans@1.0").complete("", prompt, stage="meta_plan")
     [part] = json.loads(answer.text)["parts"]
     assert part["affected_files"] == ["pkg/util.py"]
@@ -124,8 +160,10 @@ def test_relevance_answers_flip_at_their_own_rates() -> None:
     said_no = [o.complete("", scope("pkg/mod.py"), stage="retrieval_scope").text for o in tasks]
     assert said_no.count("no") / len(said_no) == pytest.approx(0.20, abs=0.05)
     [one] = tasks[:1]
-    said_yes = [one.complete("", scope(f"pkg/other{n}.py"), stage="retrieval_scope").text
-                for n in range(600)]
+    said_yes = [
+        one.complete("", scope(f"pkg/other{n}.py"), stage="retrieval_scope").text
+        for n in range(600)
+    ]
     assert said_yes.count("yes") / len(said_yes) == pytest.approx(0.12, abs=0.04)
 
 
@@ -164,22 +202,43 @@ new file mode 100644
 
 
 def test_a_partial_fix_edits_one_of_its_two_places() -> None:
-    task = BenchTask(instance_id="o__r-1", repo="o/r", base_commit="a" * 40, patch=TWO_PLACES,
-                     test_patch="", problem_statement="Fix", FAIL_TO_PASS=["t::a"])
-    model = OracleModel(ModelConfig(model="oracle"), task, {"pkg/mod.py": BEFORE},
-                        parse_label("oracle:partial-edits@1.0"))
+    task = BenchTask(
+        instance_id="o__r-1",
+        repo="o/r",
+        base_commit="a" * 40,
+        patch=TWO_PLACES,
+        test_patch="",
+        problem_statement="Fix",
+        FAIL_TO_PASS=["t::a"],
+    )
+    model = OracleModel(
+        ModelConfig(model="oracle"),
+        task,
+        {"pkg/mod.py": BEFORE},
+        parse_label("oracle:partial-edits@1.0"),
+    )
     edits = parse_implement_response(model.complete("", IMPLEMENT, stage="implement").text)
     assert len(edits) == 1
     plain = OracleModel(ModelConfig(model="oracle"), task, {"pkg/mod.py": BEFORE})
-    assert len(parse_implement_response(plain.complete("", IMPLEMENT, stage="implement").text)) \
-        == 2
+    assert len(parse_implement_response(plain.complete("", IMPLEMENT, stage="implement").text)) == 2
 
 
 def test_a_stage_asking_for_a_test_gets_the_fix_s_test_spoiled() -> None:
-    task = BenchTask(instance_id="o__r-1", repo="o/r", base_commit="a" * 40, patch=PATCH,
-                     test_patch=TEST_PATCH, problem_statement="Fix", FAIL_TO_PASS=["t::a"])
-    wrong = OracleModel(ModelConfig(model="oracle"), task, {"pkg/mod.py": BEFORE},
-                        parse_label("oracle:wrong-tests@1.0"))
+    task = BenchTask(
+        instance_id="o__r-1",
+        repo="o/r",
+        base_commit="a" * 40,
+        patch=PATCH,
+        test_patch=TEST_PATCH,
+        problem_statement="Fix",
+        FAIL_TO_PASS=["t::a"],
+    )
+    wrong = OracleModel(
+        ModelConfig(model="oracle"),
+        task,
+        {"pkg/mod.py": BEFORE},
+        parse_label("oracle:wrong-tests@1.0"),
+    )
     right = OracleModel(ModelConfig(model="oracle"), task, {"pkg/mod.py": BEFORE})
     [gold] = parse_implement_response(right.complete("", "Write a test", stage="reproduce").text)
     [edit] = parse_implement_response(wrong.complete("", "Write a test", stage="write_test").text)

@@ -23,7 +23,7 @@ from agent.bench.patches import FilePatch, after_patch, oracle_edits, parse_patc
 from agent.execute.matching import replace_once
 from agent.execute.parsers import parse_implement_response
 
-BEFORE = '''def clamp(x, limit):
+BEFORE = """def clamp(x, limit):
     if x > limit:
         return limit
     return x
@@ -42,20 +42,23 @@ def label(x):
     size = 1
     name = "x"
     return f"{name}:{kind}:{size}"
-'''
+"""
 FIXES = {
-    "constant": BEFORE.replace("def scale(x):\n    return x * 3",
-                               "def scale(x):\n    return x * 2"),
-    "guard": BEFORE.replace("def clamp(x, limit):\n",
-                            "def clamp(x, limit):\n    if x < 0:\n        return 0\n"),
+    "constant": BEFORE.replace(
+        "def scale(x):\n    return x * 3", "def scale(x):\n    return x * 2"
+    ),
+    "guard": BEFORE.replace(
+        "def clamp(x, limit):\n", "def clamp(x, limit):\n    if x < 0:\n        return 0\n"
+    ),
     "two changes": BEFORE.replace('"small"', '"big"').replace('"x"', '"y"'),
     "boolean": BEFORE.replace("    return x\n", "    return x and limit\n"),
 }
 
 
 def patch_of(before: str, after: str, path: str = "pkg/mod.py") -> FilePatch:
-    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{path}",
-                                f"b/{path}", lineterm="")
+    diff = difflib.unified_diff(
+        before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm=""
+    )
     [file] = parse_patch("\n".join(diff) + "\n")
     return file
 
@@ -72,8 +75,9 @@ def spoiled_answers(before: str, gold: FilePatch) -> list[str]:
     """Every answer wrong_edit gives for the fix's first hunk, over many picks."""
     start, old, new = gold.hunks[0]
     found = [wrong_edit(before, (start, old, new), pick) for pick in range(40)]
-    return sorted({oracle_edits(before, FilePatch(path=gold.path, hunks=[h]))
-                   for h in found if h is not None})
+    return sorted(
+        {oracle_edits(before, FilePatch(path=gold.path, hunks=[h])) for h in found if h is not None}
+    )
 
 
 @pytest.mark.parametrize("fix", sorted(FIXES))
@@ -95,8 +99,10 @@ def test_every_wrong_edit_applies_and_differs_from_the_fix_and_from_no_fix(fix: 
 def test_a_constant_the_fix_adds_is_off_by_one_never_back_to_the_old_value() -> None:
     gold = patch_of(BEFORE, FIXES["constant"])
     afters = {applied(BEFORE, a) for a in spoiled_answers(BEFORE, gold)}
-    assert BEFORE.replace("def scale(x):\n    return x * 3", "def scale(x):\n    return x * 1") \
+    assert (
+        BEFORE.replace("def scale(x):\n    return x * 3", "def scale(x):\n    return x * 1")
         in afters
+    )
     assert off_by_one("    if x < 0:") == ["    if x < 1:", "    if x <= 0:"]
     assert off_by_one("    return a >= b") == ["    return a > b"]
     assert off_by_one("def f(x) -> int:") == []
@@ -117,8 +123,13 @@ def test_a_guard_the_fix_adds_is_negated_or_lands_after_another_def() -> None:
     assert negated_guard("    if not ready:  # wait") == ["    if ready:  # wait"]
     assert negated_guard("  } else if (n < 0) {") == ["  } else if (!(n < 0)) {"]
     afters = {applied(BEFORE, a) for a in spoiled_answers(BEFORE, gold)}
-    assert BEFORE.replace("def clamp(x, limit):\n",
-                          "def clamp(x, limit):\n    if not (x < 0):\n        return 0\n") in afters
+    assert (
+        BEFORE.replace(
+            "def clamp(x, limit):\n",
+            "def clamp(x, limit):\n    if not (x < 0):\n        return 0\n",
+        )
+        in afters
+    )
     assert any("def scale(x):\n    if x < 0:\n        return 0\n" in a for a in afters)
 
 
@@ -127,8 +138,9 @@ def test_a_hunk_of_several_changes_is_made_in_part() -> None:
     [hunk] = gold.hunks
     parts = partial_hunk(hunk)
     assert len(parts) == 2
-    afters = {applied(BEFORE, oracle_edits(BEFORE, FilePatch(path=gold.path, hunks=[h])))
-              for h in parts}
+    afters = {
+        applied(BEFORE, oracle_edits(BEFORE, FilePatch(path=gold.path, hunks=[h]))) for h in parts
+    }
     assert afters == {BEFORE.replace('"small"', '"big"'), BEFORE.replace('"x"', '"y"')}
 
 
@@ -149,8 +161,10 @@ def test_a_partial_fix_leaves_one_of_several_places_out() -> None:
     one = patch_of(BEFORE, FIXES["constant"])
     other = patch_of("a = 1\n", "a = 2\n", "pkg/other.py")
     assert left_out([one], 3) is None
-    assert {left_out([one, other], pick) for pick in range(4)} == {("pkg/mod.py", 0),
-                                                                   ("pkg/other.py", 0)}
+    assert {left_out([one, other], pick) for pick in range(4)} == {
+        ("pkg/mod.py", 0),
+        ("pkg/other.py", 0),
+    }
 
 
 def test_a_wrong_plan_names_the_shown_file_closest_to_the_fix() -> None:
@@ -170,9 +184,11 @@ TEST = "from pkg.mod import scale\n\n\ndef test_scale():\n    assert scale(4) ==
 
 def test_a_wrong_test_expects_the_wrong_value_or_the_opposite_or_nothing() -> None:
     spoiled = {wrong_test(TEST, pick) for pick in range(3)}
-    assert spoiled == {TEST.replace("== 8", "== 9"),
-                       TEST.replace("assert scale(4) == 8", "assert not (scale(4) == 8)"),
-                       TEST.replace("== 8", "== 8 or True")}
+    assert spoiled == {
+        TEST.replace("== 8", "== 9"),
+        TEST.replace("assert scale(4) == 8", "assert not (scale(4) == 8)"),
+        TEST.replace("== 8", "== 8 or True"),
+    }
     assert wrong_test("def test_nothing():\n    pass\n", 0) is None
 
 

@@ -42,13 +42,15 @@ def old_area(w, h):
     """
     return w * h
 '''
-STUB = '''def area(w: int, h: int) -> int: ...
+STUB = """def area(w: int, h: int) -> int: ...
 def perimeter(w: int, h: int) -> int: ...
 def old_area(w: int, h: int) -> int: ...
-'''
-AREA_TESTS = ("from pkg.mod import area\n\n\ndef test_area():\n"
-              "    assert area(2, 3) == 6 and area(2, 3, scale=2) == 12\n\n\n"
-              "def test_area_fractional():\n    assert area(2, 3, scale=0.5) == 3\n")
+"""
+AREA_TESTS = (
+    "from pkg.mod import area\n\n\ndef test_area():\n"
+    "    assert area(2, 3) == 6 and area(2, 3, scale=2) == 12\n\n\n"
+    "def test_area_fractional():\n    assert area(2, 3, scale=0.5) == 3\n"
+)
 TESTS = "from pkg.mod import old_area\n\n\ndef test_old_area():\n    assert old_area(1, 1) == 1\n"
 
 
@@ -59,31 +61,62 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     tmp = tmp_path_factory.mktemp("oracle-paths")
     repo = init_repo(tmp / "repo")
     command = f"{TEST_COMMAND} --doctest-modules pkg tests"
-    commit(repo, {"cra.toml": f"[testing]\ntest_command = {json.dumps(command)}\n"
-                  "timeout = 120\n", "pkg/__init__.py": "", "pkg/mod.py": MOD,
-                  "pkg/mod.pyi": STUB, "tests/__init__.py": "", "tests/test_mod.py": TESTS},
-           "Initial")
-    commit(repo, {  # the module and its stub together
-        "pkg/mod.py": replace(repo, "pkg/mod.py", "def area(w, h):\n    return w * h + 1",
-                              "def area(w, h, scale=1):\n    return w * h * scale"),
-        "pkg/mod.pyi": replace(repo, "pkg/mod.pyi", "def area(w: int, h: int) -> int: ...",
-                               "def area(w: int, h: int, scale: int = 1) -> int: ..."),
-        "tests/test_area.py": AREA_TESTS,
-    }, "Fix area, and let it scale")
-    old_area = MOD[MOD.index("\n\ndef old_area"):]
-    commit(repo, {  # a doctested function removed with its examples, and a fix beside it
-        "pkg/mod.py": replace(repo, "pkg/mod.py", old_area, "\n").replace(
-            "2 * (w + h) + 1", "2 * (w + h)"),
-        "pkg/mod.pyi": replace(repo, "pkg/mod.pyi", "def old_area(w: int, h: int) -> int: ...\n",
-                               ""),
-        "tests/test_mod.py": "from pkg.mod import perimeter\n\n\ndef test_perimeter():\n"
-                             "    assert perimeter(1, 2) == 6\n",
-    }, "Drop old_area, and fix perimeter")
-    commit(repo, {  # a change of behaviour an existing test pinned: the test changes with it
-        "pkg/mod.py": replace(repo, "pkg/mod.py", "return w * h * scale",
-                              "return w * h * int(scale)"),
-        "tests/test_area.py": AREA_TESTS.replace("scale=0.5) == 3", "scale=0.5) == 0"),
-    }, "area takes whole scales only")
+    commit(
+        repo,
+        {
+            "cra.toml": f"[testing]\ntest_command = {json.dumps(command)}\ntimeout = 120\n",
+            "pkg/__init__.py": "",
+            "pkg/mod.py": MOD,
+            "pkg/mod.pyi": STUB,
+            "tests/__init__.py": "",
+            "tests/test_mod.py": TESTS,
+        },
+        "Initial",
+    )
+    commit(
+        repo,
+        {  # the module and its stub together
+            "pkg/mod.py": replace(
+                repo,
+                "pkg/mod.py",
+                "def area(w, h):\n    return w * h + 1",
+                "def area(w, h, scale=1):\n    return w * h * scale",
+            ),
+            "pkg/mod.pyi": replace(
+                repo,
+                "pkg/mod.pyi",
+                "def area(w: int, h: int) -> int: ...",
+                "def area(w: int, h: int, scale: int = 1) -> int: ...",
+            ),
+            "tests/test_area.py": AREA_TESTS,
+        },
+        "Fix area, and let it scale",
+    )
+    old_area = MOD[MOD.index("\n\ndef old_area") :]
+    commit(
+        repo,
+        {  # a doctested function removed with its examples, and a fix beside it
+            "pkg/mod.py": replace(repo, "pkg/mod.py", old_area, "\n").replace(
+                "2 * (w + h) + 1", "2 * (w + h)"
+            ),
+            "pkg/mod.pyi": replace(
+                repo, "pkg/mod.pyi", "def old_area(w: int, h: int) -> int: ...\n", ""
+            ),
+            "tests/test_mod.py": "from pkg.mod import perimeter\n\n\ndef test_perimeter():\n"
+            "    assert perimeter(1, 2) == 6\n",
+        },
+        "Drop old_area, and fix perimeter",
+    )
+    commit(
+        repo,
+        {  # a change of behaviour an existing test pinned: the test changes with it
+            "pkg/mod.py": replace(
+                repo, "pkg/mod.py", "return w * h * scale", "return w * h * int(scale)"
+            ),
+            "tests/test_area.py": AREA_TESTS.replace("scale=0.5) == 3", "scale=0.5) == 0"),
+        },
+        "area takes whole scales only",
+    )
     tasks = tmp / "tasks.jsonl"
     done = cra(tmp, "bench", "mine", "--repo", str(repo), "--output", str(tasks), "--jobs", "1")
     assert done.returncode == 0, done.stderr
@@ -93,13 +126,27 @@ def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
 
 @pytest.mark.parametrize("tests", ["hidden", "given"])
 def test_the_oracle_resolves_a_stub_a_removed_doctested_function_and_a_pinned_behaviour(
-    tests: str, mined: tuple[Path, Path, Path], tmp_path: Path,
+    tests: str,
+    mined: tuple[Path, Path, Path],
+    tmp_path: Path,
 ) -> None:
     repo, tasks, _ = mined
     results = tmp_path / "results.jsonl"
 
-    done = cra(tmp_path, "bench", "run", str(tasks), "--repo", str(repo),
-               "--results", str(results), "--jobs", "1", "--tests", tests)
+    done = cra(
+        tmp_path,
+        "bench",
+        "run",
+        str(tasks),
+        "--repo",
+        str(repo),
+        "--results",
+        str(results),
+        "--jobs",
+        "1",
+        "--tests",
+        tests,
+    )
 
     assert done.returncode == 0, done.stderr
     found = {r.instance_id: r for r in read_results(results)}
@@ -111,9 +158,13 @@ def test_a_step_on_the_stub_gets_the_stubs_edits(mined: tuple[Path, Path, Path])
     _, tasks, _ = mined
     task = next(t for t in read_tasks(tasks) if _scales(t))
     oracle = _oracle(task)
-    answer = oracle.complete("", "<task>\nFix area\n</task>\n<step>\nApply the fix to "
-                             "pkg/mod.pyi\nFiles: pkg/mod.pyi\n</step>", stage="implement")
-    assert '<edit file="pkg/mod.pyi">' in answer.text and "pkg/mod.py\"" not in answer.text
+    answer = oracle.complete(
+        "",
+        "<task>\nFix area\n</task>\n<step>\nApply the fix to "
+        "pkg/mod.pyi\nFiles: pkg/mod.pyi\n</step>",
+        stage="implement",
+    )
+    assert '<edit file="pkg/mod.pyi">' in answer.text and 'pkg/mod.py"' not in answer.text
 
 
 def test_a_step_whose_gold_edits_remove_doctest_examples_declares_it(
@@ -126,8 +177,9 @@ def test_a_step_whose_gold_edits_remove_doctest_examples_declares_it(
     declared = {s["target_files"][0]: s["changes_existing_tests"] for s in plan["steps"]}
     assert declared == {"pkg/mod.py": True, "pkg/mod.pyi": False}
     asked = oracle.complete("", "diff --git a/pkg/mod.py b/pkg/mod.py\n", stage="gate_test_change")
-    other = oracle.complete("", "diff --git a/pkg/other.py b/pkg/other.py\n",
-                            stage="gate_test_change")
+    other = oracle.complete(
+        "", "diff --git a/pkg/other.py b/pkg/other.py\n", stage="gate_test_change"
+    )
     assert (asked.text, other.text) == ("yes", "no")
 
 
@@ -138,12 +190,20 @@ def _oracle(task: BenchTask) -> OracleModel:
 
 def _before(task: BenchTask, path: str) -> str:
     """The file at the task's base, rebuilt from the module text above (no checkout needed)."""
-    return {"pkg/mod.py": MOD, "pkg/mod.pyi": STUB}[path] if _scales(task) else {
-        "pkg/mod.py": MOD.replace("def area(w, h):\n    return w * h + 1",
-                                  "def area(w, h, scale=1):\n    return w * h * scale"),
-        "pkg/mod.pyi": STUB.replace("def area(w: int, h: int) -> int: ...",
-                                    "def area(w: int, h: int, scale: int = 1) -> int: ..."),
-    }[path]
+    return (
+        {"pkg/mod.py": MOD, "pkg/mod.pyi": STUB}[path]
+        if _scales(task)
+        else {
+            "pkg/mod.py": MOD.replace(
+                "def area(w, h):\n    return w * h + 1",
+                "def area(w, h, scale=1):\n    return w * h * scale",
+            ),
+            "pkg/mod.pyi": STUB.replace(
+                "def area(w: int, h: int) -> int: ...",
+                "def area(w: int, h: int, scale: int = 1) -> int: ...",
+            ),
+        }[path]
+    )
 
 
 def _scales(task: BenchTask) -> bool:
@@ -152,18 +212,35 @@ def _scales(task: BenchTask) -> bool:
 
 
 def test_with_the_tests_hidden_the_tests_the_fix_changes_land_last() -> None:
-    patch = ("diff --git a/pkg/data.toml b/pkg/data.toml\n--- a/pkg/data.toml\n"
-             "+++ b/pkg/data.toml\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
-             "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
-             "@@ -1 +1 @@\n-X = 1\n+X = 2\n")
-    test_patch = ("diff --git a/tests/test_mod.py b/tests/test_mod.py\n--- a/tests/test_mod.py\n"
-                  "+++ b/tests/test_mod.py\n@@ -1 +1 @@\n-assert X == 1\n+assert X == 2\n")
-    task = BenchTask(instance_id="t", repo="r", base_commit="b", patch=patch,
-                     test_patch=test_patch, problem_statement="X must be 2", FAIL_TO_PASS=[])
-    before = {"pkg/data.toml": "a = 1\n", "pkg/mod.py": "X = 1\n",
-              "tests/test_mod.py": "assert X == 1\n"}
+    patch = (
+        "diff --git a/pkg/data.toml b/pkg/data.toml\n--- a/pkg/data.toml\n"
+        "+++ b/pkg/data.toml\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
+        "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
+        "@@ -1 +1 @@\n-X = 1\n+X = 2\n"
+    )
+    test_patch = (
+        "diff --git a/tests/test_mod.py b/tests/test_mod.py\n--- a/tests/test_mod.py\n"
+        "+++ b/tests/test_mod.py\n@@ -1 +1 @@\n-assert X == 1\n+assert X == 2\n"
+    )
+    task = BenchTask(
+        instance_id="t",
+        repo="r",
+        base_commit="b",
+        patch=patch,
+        test_patch=test_patch,
+        problem_statement="X must be 2",
+        FAIL_TO_PASS=[],
+    )
+    before = {
+        "pkg/data.toml": "a = 1\n",
+        "pkg/mod.py": "X = 1\n",
+        "tests/test_mod.py": "assert X == 1\n",
+    }
     oracle = OracleModel(ModelConfig(model="oracle"), task, before, hidden=True)
     plan = json.loads(oracle.complete("", "<task>\nt\n</task>", stage="part_plan").text)
     assert [s["target_files"][0] for s in plan["steps"]] == [
-        "pkg/mod.py", "pkg/data.toml", "tests/test_mod.py"]
+        "pkg/mod.py",
+        "pkg/data.toml",
+        "tests/test_mod.py",
+    ]
     assert [s["changes_existing_tests"] for s in plan["steps"]] == [False, False, True]

@@ -14,19 +14,25 @@ from agent.cli.main import main
 
 
 def task(number: int) -> BenchTask:
-    return BenchTask(instance_id=f"octo__calc-{number}", repo="octo/calc", base_commit="a" * 40,
-                     patch="", test_patch="", problem_statement=f"Fix {number}",
-                     FAIL_TO_PASS=[f"tests/test_{number}.py::test_it"])
+    return BenchTask(
+        instance_id=f"octo__calc-{number}",
+        repo="octo/calc",
+        base_commit="a" * 40,
+        patch="",
+        test_patch="",
+        problem_statement=f"Fix {number}",
+        FAIL_TO_PASS=[f"tests/test_{number}.py::test_it"],
+    )
 
 
 def result(number: int, model: str = "oracle", outcome: str = "resolved") -> BenchResult:
-    return BenchResult.model_validate({"instance_id": f"octo__calc-{number}", "model": model,
-                                       "outcome": outcome})
+    return BenchResult.model_validate(
+        {"instance_id": f"octo__calc-{number}", "model": model, "outcome": outcome}
+    )
 
 
 def results_file(path: Path, *results: BenchResult, torn: str = "") -> Path:
-    path.write_text("".join(r.model_dump_json() + "\n" for r in results) + torn,
-                    encoding="utf-8")
+    path.write_text("".join(r.model_dump_json() + "\n" for r in results) + torn, encoding="utf-8")
     return path
 
 
@@ -39,7 +45,8 @@ def pairs(path: Path) -> list[tuple[str, str, str]]:
 
 
 def test_split_deals_the_tasks_round_robin_into_numbered_parts(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     tasks = tmp_path / "tasks.jsonl"
     write_tasks(tasks, [task(n) for n in range(1, 6)])
@@ -48,7 +55,10 @@ def test_split_deals_the_tasks_round_robin_into_numbered_parts(
 
     assert code == 0
     assert [ids(tmp_path / "parts" / f"tasks-{n}.jsonl") for n in (1, 2, 3)] == [
-        ["octo__calc-1", "octo__calc-4"], ["octo__calc-2", "octo__calc-5"], ["octo__calc-3"]]
+        ["octo__calc-1", "octo__calc-4"],
+        ["octo__calc-2", "octo__calc-5"],
+        ["octo__calc-3"],
+    ]
     assert "3 part(s) written" in capsys.readouterr().err
     assert next(read_tasks(tmp_path / "parts" / "tasks-1.jsonl")) == task(1)  # unchanged
 
@@ -62,8 +72,9 @@ def test_split_writes_every_part_even_when_there_are_fewer_tasks(tmp_path: Path)
     assert [ids(tmp_path / f"tasks-{n}.jsonl") for n in (1, 2, 3)] == [["octo__calc-1"], [], []]
 
 
-def test_split_into_no_part_is_a_usage_error(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_split_into_no_part_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tasks = tmp_path / "tasks.jsonl"
     write_tasks(tasks, [task(1)])
 
@@ -78,23 +89,30 @@ def test_merge_keeps_every_parts_results_in_order(tmp_path: Path) -> None:
     assert main(["bench", "merge", str(one), str(two), "--out", str(tmp_path / "all.jsonl")]) == 0
 
     assert pairs(tmp_path / "all.jsonl") == [
-        ("octo__calc-1", "oracle", "resolved"), ("octo__calc-3", "oracle", "resolved"),
-        ("octo__calc-2", "oracle", "resolved"), ("octo__calc-4", "oracle", "unresolved")]
+        ("octo__calc-1", "oracle", "resolved"),
+        ("octo__calc-3", "oracle", "resolved"),
+        ("octo__calc-2", "oracle", "resolved"),
+        ("octo__calc-4", "oracle", "unresolved"),
+    ]
 
 
 def test_merge_keeps_one_result_per_task_and_model_the_last_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    first = results_file(tmp_path / "1.jsonl", result(1, outcome="error"), result(2),
-                         result(1, model="qwen"))
+    first = results_file(
+        tmp_path / "1.jsonl", result(1, outcome="error"), result(2), result(1, model="qwen")
+    )
     again = results_file(tmp_path / "2.jsonl", result(1, outcome="resolved"), result(2))
 
     code = main(["bench", "merge", str(first), str(again), "--out", str(tmp_path / "all.jsonl")])
 
     assert code == 0
     assert pairs(tmp_path / "all.jsonl") == [  # where each pair first came, as the report shows
-        ("octo__calc-1", "oracle", "resolved"), ("octo__calc-2", "oracle", "resolved"),
-        ("octo__calc-1", "qwen", "resolved")]
+        ("octo__calc-1", "oracle", "resolved"),
+        ("octo__calc-2", "oracle", "resolved"),
+        ("octo__calc-1", "qwen", "resolved"),
+    ]
     assert "3 result(s) from 2 file(s)" in (err := capsys.readouterr().err)
     assert "2 duplicate(s) left out" in err
 
@@ -117,12 +135,21 @@ def test_merge_may_write_over_one_of_its_inputs(tmp_path: Path) -> None:
 
 
 def test_merge_of_a_missing_file_is_a_usage_error_and_writes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     one = results_file(tmp_path / "1.jsonl", result(1))
 
-    code = main(["bench", "merge", str(one), str(tmp_path / "gone.jsonl"),
-                 "--out", str(tmp_path / "all.jsonl")])
+    code = main(
+        [
+            "bench",
+            "merge",
+            str(one),
+            str(tmp_path / "gone.jsonl"),
+            "--out",
+            str(tmp_path / "all.jsonl"),
+        ]
+    )
 
     assert code == 2
     assert f"no results file {tmp_path / 'gone.jsonl'}" in capsys.readouterr().err
@@ -135,8 +162,7 @@ def test_report_appends_the_table_as_a_markdown_summary(tmp_path: Path) -> None:
     results = results_file(tmp_path / "results.jsonl", result(1))
     summary.write_text("earlier steps\n", encoding="utf-8")
 
-    code = main(["bench", "report", str(results), "--tasks", str(tasks),
-                 "--summary", str(summary)])
+    code = main(["bench", "report", str(results), "--tasks", str(tasks), "--summary", str(summary)])
 
     assert code == 0
     written = summary.read_text(encoding="utf-8")
@@ -160,7 +186,8 @@ def test_merge_of_folders_reads_every_results_file_under_them(tmp_path: Path) ->
 def test_merge_of_a_folder_without_results_writes_an_empty_file(tmp_path: Path) -> None:
     (tmp_path / "parts").mkdir()
 
-    assert main(["bench", "merge", str(tmp_path / "parts"),
-                 "--out", str(tmp_path / "all.jsonl")]) == 0
+    assert (
+        main(["bench", "merge", str(tmp_path / "parts"), "--out", str(tmp_path / "all.jsonl")]) == 0
+    )
 
     assert (tmp_path / "all.jsonl").read_text(encoding="utf-8") == ""

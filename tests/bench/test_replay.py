@@ -9,10 +9,11 @@ A, C, D = "tests/test_new.py::test_a", "tests/test_old.py::test_c", "tests/test_
 
 
 def test_only_tests_that_ran_and_failed_are_failing_to_passing() -> None:
-    runs = Runs(before={A: "failed"},
-                after={A: "passed", "tests/test_new.py::test_b": "passed",
-                       C: "passed"},
-                before_stopped="pytest stopped after 1 failing test(s)")
+    runs = Runs(
+        before={A: "failed"},
+        after={A: "passed", "tests/test_new.py::test_b": "passed", C: "passed"},
+        before_stopped="pytest stopped after 1 failing test(s)",
+    )
     verdict = sort_tests(runs, FILES)
     assert verdict.fail_to_pass == [A]
     assert verdict.pass_to_pass == []
@@ -20,49 +21,49 @@ def test_only_tests_that_ran_and_failed_are_failing_to_passing() -> None:
 
 
 def test_a_test_file_that_could_not_be_collected_fails_all_its_tests() -> None:
-    runs = Runs(before={"tests/test_new.py": "error", C: "passed"},
-                after={A: "passed", C: "passed"},
-                before_stopped="pytest stopped at 1 error(s) while collecting")
+    runs = Runs(
+        before={"tests/test_new.py": "error", C: "passed"},
+        after={A: "passed", C: "passed"},
+        before_stopped="pytest stopped at 1 error(s) while collecting",
+    )
     verdict = sort_tests(runs, FILES)
     assert verdict.fail_to_pass == [A]
     assert verdict.pass_to_pass == [C]
 
 
 def test_a_fix_that_breaks_a_passing_test_is_excluded() -> None:
-    runs = Runs(before={A: "failed", C: "passed"},
-                after={A: "passed", C: "failed"})
+    runs = Runs(before={A: "failed", C: "passed"}, after={A: "passed", C: "failed"})
     verdict = sort_tests(runs, FILES)
     assert verdict.excluded is not None and "regression" in verdict.excluded
     assert verdict.detail == C
 
 
 def test_a_new_test_that_passes_only_sometimes_is_excluded() -> None:
-    runs = Runs(before={A: "failed"},
-                after={A: "passed"},
-                again={A: "failed"})
+    runs = Runs(before={A: "failed"}, after={A: "passed"}, again={A: "failed"})
     verdict = sort_tests(runs, FILES)
     assert verdict.excluded is not None and "second run" in verdict.excluded
 
 
 def test_a_steady_pass_to_pass_leaves_out_what_failed_on_the_second_run() -> None:
-    runs = Runs(before={A: "failed", C: "passed",
-                        D: "passed"},
-                after={A: "passed", C: "passed",
-                       D: "passed"},
-                again={A: "passed", C: "passed",
-                       D: "failed"})
+    runs = Runs(
+        before={A: "failed", C: "passed", D: "passed"},
+        after={A: "passed", C: "passed", D: "passed"},
+        again={A: "passed", C: "passed", D: "failed"},
+    )
     assert sort_tests(runs, FILES).pass_to_pass == [C]
 
 
 def test_a_commit_whose_tests_pass_before_is_no_task() -> None:
-    runs = Runs(before={A: "passed"},
-                after={A: "passed"})
+    runs = Runs(before={A: "passed"}, after={A: "passed"})
     assert sort_tests(runs, FILES).excluded == NO_TASK
 
 
 def test_a_test_that_fails_once_after_the_fix_is_flaky_not_broken() -> None:
-    runs = Runs(before={A: "failed", C: "passed"}, after={A: "passed", C: "failed"},
-                again={A: "passed", C: "passed"})
+    runs = Runs(
+        before={A: "failed", C: "passed"},
+        after={A: "passed", C: "failed"},
+        again={A: "passed", C: "passed"},
+    )
     verdict = sort_tests(runs, FILES)
     assert verdict.excluded is None
     assert verdict.fail_to_pass == [A] and verdict.pass_to_pass == []

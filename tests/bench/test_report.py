@@ -27,12 +27,20 @@ from agent.bench.tasks import BenchTask, write_tasks
 
 def result(instance: str, model: str, outcome: str, **fields: object) -> BenchResult:
     return BenchResult.model_validate(
-        {"instance_id": instance, "model": model, "outcome": outcome, **fields})
+        {"instance_id": instance, "model": model, "outcome": outcome, **fields}
+    )
 
 
 def task(instance: str, statement: str = "Fix the thing\n\nIt breaks.") -> BenchTask:
-    return BenchTask(instance_id=instance, repo="o/r", base_commit="0" * 40, patch="p",
-                     test_patch="t", problem_statement=statement, FAIL_TO_PASS=["t::a"])
+    return BenchTask(
+        instance_id=instance,
+        repo="o/r",
+        base_commit="0" * 40,
+        patch="p",
+        test_patch="t",
+        problem_statement=statement,
+        FAIL_TO_PASS=["t::a"],
+    )
 
 
 def write(path: Path, results: list[BenchResult]) -> Path:
@@ -42,23 +50,34 @@ def write(path: Path, results: list[BenchResult]) -> Path:
 
 
 def args(results: Path, **given: object) -> argparse.Namespace:
-    return argparse.Namespace(**{"results": results, "tasks": None, "baseline": None,
-                                 "html": None, "summary": None, "json": False,
-                                 "across_settings": False, **given})
+    return argparse.Namespace(
+        **{
+            "results": results,
+            "tasks": None,
+            "baseline": None,
+            "html": None,
+            "summary": None,
+            "json": False,
+            "across_settings": False,
+            **given,
+        }
+    )
 
 
 # --- the interval ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("k", "n", "low", "high"), [
-    (5, 10, 0.2366, 0.7634),   # the textbook values (Newcombe 1998, method 3)
-    (0, 10, 0.0, 0.2775),
-    (10, 10, 0.7225, 1.0),
-    (81, 263, 0.2553, 0.3662),  # Wallis (2013), table 2
-    (1, 1, 0.2065, 1.0),
-])  # fmt: skip
-def test_wilson_interval_matches_published_values(k: int, n: int, low: float,
-                                                  high: float) -> None:
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    [
+        (5, 10, 0.2366, 0.7634),  # the textbook values (Newcombe 1998, method 3)
+        (0, 10, 0.0, 0.2775),
+        (10, 10, 0.7225, 1.0),
+        (81, 263, 0.2553, 0.3662),  # Wallis (2013), table 2
+        (1, 1, 0.2065, 1.0),
+    ],
+)
+def test_wilson_interval_matches_published_values(k: int, n: int, low: float, high: float) -> None:
     found = wilson_interval(k, n)
     assert found is not None
     assert found == pytest.approx((low, high), abs=5e-4)
@@ -77,12 +96,17 @@ def test_wilson_interval_refuses_more_successes_than_trials() -> None:
 
 
 def test_errors_are_counted_apart_and_left_out_of_the_rate() -> None:
-    report = build_report([
-        result("a", "m", "resolved", prompt_tokens=100, completion_tokens=20, wall_s=10, calls=3),
-        result("b", "m", "unresolved", prompt_tokens=200, completion_tokens=40, wall_s=20,
-               calls=5),
-        result("c", "m", "error", error="setup failed", wall_s=1),
-    ])  # fmt: skip
+    report = build_report(
+        [
+            result(
+                "a", "m", "resolved", prompt_tokens=100, completion_tokens=20, wall_s=10, calls=3
+            ),
+            result(
+                "b", "m", "unresolved", prompt_tokens=200, completion_tokens=40, wall_s=20, calls=5
+            ),
+            result("c", "m", "error", error="setup failed", wall_s=1),
+        ]
+    )
     (m,) = report.models
     assert (m.tasks, m.resolved, m.unresolved, m.errors) == (3, 1, 1, 1)
     assert m.rate == 0.5
@@ -128,15 +152,27 @@ def test_empty_results_make_an_empty_report() -> None:
 
 
 def test_gained_and_lost_compare_only_tasks_both_benches_scored(tmp_path: Path) -> None:
-    before = write(tmp_path / "before.jsonl", [
-        result("a", "m", "unresolved"), result("b", "m", "resolved"),
-        result("c", "m", "resolved"), result("d", "m", "error"), result("e", "m", "unresolved"),
-    ])  # fmt: skip
-    report = build_report([
-        result("a", "m", "resolved"), result("b", "m", "unresolved"),
-        result("c", "m", "resolved"), result("d", "m", "resolved"), result("e", "m", "error"),
-        result("f", "m", "resolved"),
-    ], baseline=load_baseline(before))  # fmt: skip
+    before = write(
+        tmp_path / "before.jsonl",
+        [
+            result("a", "m", "unresolved"),
+            result("b", "m", "resolved"),
+            result("c", "m", "resolved"),
+            result("d", "m", "error"),
+            result("e", "m", "unresolved"),
+        ],
+    )
+    report = build_report(
+        [
+            result("a", "m", "resolved"),
+            result("b", "m", "unresolved"),
+            result("c", "m", "resolved"),
+            result("d", "m", "resolved"),
+            result("e", "m", "error"),
+            result("f", "m", "resolved"),
+        ],
+        baseline=load_baseline(before),
+    )
     (c,) = report.comparison or []
     assert (c.gained, c.lost, c.compared) == (["a"], ["b"], 3)
     assert c.baseline_rate == pytest.approx(2 / 4) and c.rate == pytest.approx(4 / 5)
@@ -145,22 +181,39 @@ def test_gained_and_lost_compare_only_tasks_both_benches_scored(tmp_path: Path) 
 
 def test_what_the_calls_cost_and_saw_is_summed_per_task_and_compared(tmp_path: Path) -> None:
     def costly(instance: str, calls: int, hunks: dict[str, bool]) -> BenchResult:
-        return result(instance, "m", "resolved", calls=calls, prompt_tokens=calls * 100,
-                      largest_prompt=calls * 10, calls_by_stage={"retrieval": calls - 2,
-                                                                 "implementing": 2},
-                      gold_files_seen={"a.py": True}, gold_hunks_seen=hunks)
-    before = write(tmp_path / "before.jsonl", [costly("a", 100, {"a.py:1-3": False}),
-                                               costly("b", 120, {"a.py:9-9": True})])
-    report = build_report([costly("a", 10, {"a.py:1-3": True}),
-                           costly("b", 14, {"a.py:9-9": False, "b.py:2-4": True})],
-                          baseline=load_baseline(before))
+        return result(
+            instance,
+            "m",
+            "resolved",
+            calls=calls,
+            prompt_tokens=calls * 100,
+            largest_prompt=calls * 10,
+            calls_by_stage={"retrieval": calls - 2, "implementing": 2},
+            gold_files_seen={"a.py": True},
+            gold_hunks_seen=hunks,
+        )
+
+    before = write(
+        tmp_path / "before.jsonl",
+        [costly("a", 100, {"a.py:1-3": False}), costly("b", 120, {"a.py:9-9": True})],
+    )
+    report = build_report(
+        [
+            costly("a", 10, {"a.py:1-3": True}),
+            costly("b", 14, {"a.py:9-9": False, "b.py:2-4": True}),
+        ],
+        baseline=load_baseline(before),
+    )
     [model] = report.models
     assert model.calls_per_task == 12 and model.prompt_tokens_per_task == 1200
-    assert model.largest_prompt == 140 and model.calls_by_stage == {"retrieval": 10,
-                                                                    "implementing": 2}
+    assert model.largest_prompt == 140 and model.calls_by_stage == {
+        "retrieval": 10,
+        "implementing": 2,
+    }
     assert model.gold_files_seen == 1.0 and model.gold_hunks_seen == pytest.approx(2 / 3)
-    [cell] = [row.cells[configuration("m", "given")] for row in report.tasks
-              if row.instance_id == "b"]
+    [cell] = [
+        row.cells[configuration("m", "given")] for row in report.tasks if row.instance_id == "b"
+    ]
     assert cell is not None and (cell.hunks_seen, cell.hunks) == (1, 2)
     assert cell.unseen_hunks == ["a.py:9-9"]
     text = render_text(report)
@@ -169,10 +222,13 @@ def test_what_the_calls_cost_and_saw_is_summed_per_task_and_compared(tmp_path: P
 
 
 def test_a_model_missing_from_either_side_is_named_not_compared(tmp_path: Path) -> None:
-    before = write(tmp_path / "before.jsonl", [result("a", "old", "resolved"),
-                                               result("a", "both", "resolved")])
-    report = build_report([result("a", "new", "resolved"), result("a", "both", "unresolved")],
-                          baseline=load_baseline(before))
+    before = write(
+        tmp_path / "before.jsonl", [result("a", "old", "resolved"), result("a", "both", "resolved")]
+    )
+    report = build_report(
+        [result("a", "new", "resolved"), result("a", "both", "unresolved")],
+        baseline=load_baseline(before),
+    )
     found = {c.model: c for c in report.comparison or []}
     assert found["new"].in_baseline is False and found["new"].rate_delta is None
     assert found["new"].gained == [] and found["new"].lost == []
@@ -187,8 +243,10 @@ def test_an_earlier_json_report_serves_as_baseline(tmp_path: Path) -> None:
     earlier = build_report([result("a", "m", "resolved"), result("b", "m", "resolved")])
     saved = tmp_path / "earlier.json"
     saved.write_text(earlier.model_dump_json(), encoding="utf-8")
-    report = build_report([result("a", "m", "resolved"), result("b", "m", "unresolved")],
-                          baseline=load_baseline(saved))
+    report = build_report(
+        [result("a", "m", "resolved"), result("b", "m", "unresolved")],
+        baseline=load_baseline(saved),
+    )
     (c,) = report.comparison or []
     assert c.lost == ["b"] and c.rate_delta == -0.5
     assert report.baseline_file == str(saved)
@@ -202,7 +260,8 @@ def test_a_baseline_that_is_neither_results_nor_report_is_one_clear_line(
     bad.write_text('{"hello": 1}', encoding="utf-8")
     assert report_command(args(results, baseline=bad)) == 2
     assert capsys.readouterr().err.strip() == (
-        f"cra: {bad} holds no bench results and is not a bench report")
+        f"cra: {bad} holds no bench results and is not a bench report"
+    )
     assert report_command(args(results, baseline=tmp_path / "missing.jsonl")) == 2
     assert "cannot read the baseline" in capsys.readouterr().err
 
@@ -217,10 +276,14 @@ def test_the_shipped_schema_is_the_one_the_models_define() -> None:
 def test_json_report_validates_against_the_shipped_schema(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    results = write(tmp_path / "r.jsonl", [
-        result("a", "m1", "resolved", run_id="r1", calls=2, prompt_tokens=5, wall_s=1.5),
-        result("b", "m1", "error", error="boom"), result("a", "m2", "unresolved"),
-    ])  # fmt: skip
+    results = write(
+        tmp_path / "r.jsonl",
+        [
+            result("a", "m1", "resolved", run_id="r1", calls=2, prompt_tokens=5, wall_s=1.5),
+            result("b", "m1", "error", error="boom"),
+            result("a", "m2", "unresolved"),
+        ],
+    )
     before = write(tmp_path / "before.jsonl", [result("a", "m1", "unresolved")])
     tasks = tmp_path / "tasks.jsonl"
     write_tasks(tasks, [task("a"), task("b"), task("z")])
@@ -253,11 +316,14 @@ def test_the_schema_rejects_a_report_with_a_wrong_outcome() -> None:
 def test_text_table_is_aligned_and_names_the_interval(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    results = write(tmp_path / "r.jsonl", [
-        result("task-1", "small", "resolved", run_id="run-1"),
-        result("task-2", "small", "unresolved", run_id="run-2"),
-        result("task-1", "a-much-longer-model-name", "error"),
-    ])  # fmt: skip
+    results = write(
+        tmp_path / "r.jsonl",
+        [
+            result("task-1", "small", "resolved", run_id="run-1"),
+            result("task-2", "small", "unresolved", run_id="run-2"),
+            result("task-1", "a-much-longer-model-name", "error"),
+        ],
+    )
     assert report_command(args(results)) == 0
     out = capsys.readouterr().out
     header, rule, *rows = out.split("\n\n")[0].splitlines()
@@ -307,9 +373,23 @@ def test_cra_bench_report_through_the_real_cli(tmp_path: Path) -> None:
 
     results = write(tmp_path / "r.jsonl", [result("a", "m", "resolved", run_id="run-a")])
     page = tmp_path / "report.html"
-    proc = subprocess.run([sys.executable, "-m", "agent.cli.main", "bench", "report", str(results),
-                           "--html", str(page), "--json"], capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent.cli.main",
+            "bench",
+            "report",
+            str(results),
+            "--html",
+            str(page),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     jsonschema.Draft202012Validator(schema()).validate(json.loads(proc.stdout))
     assert "run-a" in page.read_text(encoding="utf-8")

@@ -21,9 +21,11 @@ from tests.bench.test_report import args, result, write
 
 def both() -> list[BenchResult]:
     """One model in both settings: resolved with the tests given, unresolved with them hidden."""
-    return [result("a", "m", "resolved", tests="given", run_id="run-given"),
-            result("a", "m", "unresolved", tests="hidden", run_id="run-hidden"),
-            result("b", "m", "resolved", tests="hidden")]
+    return [
+        result("a", "m", "resolved", tests="given", run_id="run-given"),
+        result("a", "m", "unresolved", tests="hidden", run_id="run-hidden"),
+        result("b", "m", "resolved", tests="hidden"),
+    ]
 
 
 def hidden(outcome: str = "resolved") -> list[BenchResult]:
@@ -33,7 +35,9 @@ def hidden(outcome: str = "resolved") -> list[BenchResult]:
 def test_a_model_run_in_both_settings_has_a_row_for_each() -> None:
     report = build_report(both())
     assert [(m.model, m.tests, m.resolved, m.scored) for m in report.models] == [
-        ("m", "given", 1, 1), ("m", "hidden", 1, 2)]
+        ("m", "given", 1, 1),
+        ("m", "hidden", 1, 2),
+    ]
     (a, _) = report.tasks
     given, hid = a.cells[configuration("m", "given")], a.cells[configuration("m", "hidden")]
     assert given is not None and given.run_id == "run-given"
@@ -41,8 +45,9 @@ def test_a_model_run_in_both_settings_has_a_row_for_each() -> None:
 
 
 def test_a_result_written_before_settings_counts_as_given() -> None:
-    (m,) = build_report([BenchResult.model_validate(
-        {"instance_id": "a", "model": "m", "outcome": "resolved"})]).models
+    (m,) = build_report(
+        [BenchResult.model_validate({"instance_id": "a", "model": "m", "outcome": "resolved"})]
+    ).models
     assert m.tests == "given"
 
 
@@ -68,8 +73,9 @@ def test_the_json_report_names_each_rows_setting_and_validates(
 
 def test_the_html_page_names_each_rows_setting() -> None:
     page = render_html(build_report(both()))
-    assert ('<tr id="model-1" data-tests="hidden"><td class="mono">m</td>'
-            '<td class="mono">hidden</td>') in page
+    assert (
+        '<tr id="model-1" data-tests="hidden"><td class="mono">m</td><td class="mono">hidden</td>'
+    ) in page
     assert '<th class="mono">m (tests given)</th><th class="mono">m (tests hidden)</th>' in page
     assert "run-hidden" in page
 
@@ -81,8 +87,10 @@ def test_a_baseline_in_another_setting_is_refused_with_both_named(
     now = write(tmp_path / "now.jsonl", hidden())
     assert report_command(args(now, baseline=before)) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"cra: the baseline {before} ran m with the fix's tests given, these "
-                          "results with them hidden")
+    assert err.startswith(
+        f"cra: the baseline {before} ran m with the fix's tests given, these "
+        "results with them hidden"
+    )
     assert "--across-settings" in err
 
 
@@ -96,22 +104,28 @@ def test_across_settings_compares_them_when_asked(
     jsonschema.Draft202012Validator(schema()).validate(printed)
     (c,) = printed["comparison"]
     assert (c["tests"], c["baseline_tests"], c["lost"]) == ("hidden", "given", ["a"])
-    report = build_report(hidden("unresolved"), baseline=load_baseline(before),
-                          across_settings=True)
+    report = build_report(
+        hidden("unresolved"), baseline=load_baseline(before), across_settings=True
+    )
     assert "m (tests hidden) against its tests-given row: 100.0% → 0.0%" in render_text(report)
 
 
 def test_the_command_line_takes_across_settings() -> None:
-    parsed = build_parser().parse_args(["bench", "report", "r.jsonl", "--baseline", "b.jsonl",
-                                        "--across-settings"])
+    parsed = build_parser().parse_args(
+        ["bench", "report", "r.jsonl", "--baseline", "b.jsonl", "--across-settings"]
+    )
     assert parsed.across_settings is True
     assert build_parser().parse_args(["bench", "report", "r.jsonl"]).across_settings is False
 
 
 def test_rows_are_compared_with_the_baselines_row_of_the_same_setting(tmp_path: Path) -> None:
-    before = write(tmp_path / "before.jsonl", [
-        result("a", "m", "unresolved", tests="given"), result("a", "m", "resolved", tests="hidden"),
-    ])  # fmt: skip
+    before = write(
+        tmp_path / "before.jsonl",
+        [
+            result("a", "m", "unresolved", tests="given"),
+            result("a", "m", "resolved", tests="hidden"),
+        ],
+    )
     report = build_report(both(), baseline=load_baseline(before))
     found = {(c.tests, c.baseline_tests): c for c in report.comparison or []}
     assert set(found) == {("given", "given"), ("hidden", "hidden")}

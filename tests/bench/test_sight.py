@@ -19,16 +19,46 @@ BEFORE = """class Box:
         return self
 """
 # git's hunk for inserting `def shake` between open and close: three lines of context each side
-INSERT: Hunk = (2, ['    def open(self):', '        self.state = "open"', "        return self",
-                    "", "    def close(self):", '        self.state = "closed"'],
-                ['    def open(self):', '        self.state = "open"', "        return self",
-                 "", "    def shake(self):", "        return self", "",
-                 "    def close(self):", '        self.state = "closed"'])
+INSERT: Hunk = (
+    2,
+    [
+        "    def open(self):",
+        '        self.state = "open"',
+        "        return self",
+        "",
+        "    def close(self):",
+        '        self.state = "closed"',
+    ],
+    [
+        "    def open(self):",
+        '        self.state = "open"',
+        "        return self",
+        "",
+        "    def shake(self):",
+        "        return self",
+        "",
+        "    def close(self):",
+        '        self.state = "closed"',
+    ],
+)
 # git's hunk for a changed line in close, its context running up into open's body
-CHANGE: Hunk = (4, ["        return self", "", "    def close(self):",
-                    '        self.state = "closed"', "        return self"],
-                ["        return self", "", "    def close(self):",
-                 '        self.state = "shut"', "        return self"])
+CHANGE: Hunk = (
+    4,
+    [
+        "        return self",
+        "",
+        "    def close(self):",
+        '        self.state = "closed"',
+        "        return self",
+    ],
+    [
+        "        return self",
+        "",
+        "    def close(self):",
+        '        self.state = "shut"',
+        "        return self",
+    ],
+)
 
 
 def block(text: str, path: str = "box.py") -> str:
@@ -40,30 +70,42 @@ def test_a_hunk_shown_whole_is_written_whole() -> None:
 
 
 def test_an_insertion_is_anchored_on_the_shown_header_of_the_definition_after_it() -> None:
-    outline = ("class Box:\n    def open(self):\n        # … 2 lines …\n\n    def close(self):\n"
-               '        self.state = "closed"\n        # … 1 line …')
+    outline = (
+        "class Box:\n    def open(self):\n        # … 2 lines …\n\n    def close(self):\n"
+        '        self.state = "closed"\n        # … 1 line …'
+    )
     written = writable(block(outline), "box.py", BEFORE, INSERT)
-    assert written == (5, ["", "    def close(self):", '        self.state = "closed"'],
-                       ["", "    def shake(self):", "        return self", "",
-                        "    def close(self):", '        self.state = "closed"'])
+    assert written == (
+        5,
+        ["", "    def close(self):", '        self.state = "closed"'],
+        [
+            "",
+            "    def shake(self):",
+            "        return self",
+            "",
+            "    def close(self):",
+            '        self.state = "closed"',
+        ],
+    )
     # its edit, applied to the file, is the fix
     assert written is not None
     edit = oracle_edits(BEFORE, FilePatch(path="box.py", hunks=[written]))
-    found = re.search(r"<search>\n(.*)\n</search>\n<replacement>\n(.*)\n</replacement>", edit,
-                      re.S)
+    found = re.search(r"<search>\n(.*)\n</search>\n<replacement>\n(.*)\n</replacement>", edit, re.S)
     assert found is not None
     search, replacement = found.groups()
     assert BEFORE.replace(search, replacement) == BEFORE.replace(
-        "\n    def close", "\n    def shake(self):\n        return self\n\n    def close")
+        "\n    def close", "\n    def shake(self):\n        return self\n\n    def close"
+    )
 
 
 def test_a_changed_line_is_written_from_the_context_shown_with_it() -> None:
     outline = '    def close(self):\n        self.state = "closed"\n        return self'
     written = writable(block(outline), "box.py", BEFORE, CHANGE)
-    assert written == (5, ["", "    def close(self):", '        self.state = "closed"',
-                           "        return self"],
-                       ["", "    def close(self):", '        self.state = "shut"',
-                        "        return self"])
+    assert written == (
+        5,
+        ["", "    def close(self):", '        self.state = "closed"', "        return self"],
+        ["", "    def close(self):", '        self.state = "shut"', "        return self"],
+    )
 
 
 def test_a_changed_line_not_shown_is_not_written() -> None:
@@ -73,9 +115,11 @@ def test_a_changed_line_not_shown_is_not_written() -> None:
 
 def test_an_anchor_found_twice_in_the_file_is_not_enough() -> None:
     # "        return self" alone stands in the prompt, but twice in the file: no place to anchor
-    insert_after_return: Hunk = (7, ['        self.state = "closed"', "        return self"],
-                                 ['        self.state = "closed"', "        return self",
-                                  "        # done"])
+    insert_after_return: Hunk = (
+        7,
+        ['        self.state = "closed"', "        return self"],
+        ['        self.state = "closed"', "        return self", "        # done"],
+    )
     assert writable(block("        return self"), "box.py", BEFORE, insert_after_return) is None
 
 
@@ -93,7 +137,9 @@ def test_a_path_is_named_whole_not_as_the_head_or_tail_of_another() -> None:
 
 
 def test_the_step_names_its_files_on_its_own_line() -> None:
-    prompt = ("<task>\n<step>\nFiles: decoy.py\n</step>\n</task>\n"
-              "<step>\nApply the fix\nFiles: pkg/mod.py, pkg/mod.pyi\n</step>")
+    prompt = (
+        "<task>\n<step>\nFiles: decoy.py\n</step>\n</task>\n"
+        "<step>\nApply the fix\nFiles: pkg/mod.py, pkg/mod.pyi\n</step>"
+    )
     assert step_files(prompt) == ["pkg/mod.py", "pkg/mod.pyi"]
     assert step_files("<task>\nt\n</task>\n<step>\nno files\n</step>") == []

@@ -42,8 +42,14 @@ def test_generated_expectations_do_not_depend_on_the_engine() -> None:
 
 
 def test_a_result_that_differs_from_the_expected_counts_as_wrong(tmp_path: Path) -> None:
-    case = Case(name="n", shape="exact", files={"a.py": "x = 1\n"}, answer=EDIT, expect="apply",
-                expected_files={"a.py": "x = 3\n"})
+    case = Case(
+        name="n",
+        shape="exact",
+        files={"a.py": "x = 1\n"},
+        answer=EDIT,
+        expect="apply",
+        expected_files={"a.py": "x = 3\n"},
+    )
     assert run_case(case, tmp_path).outcome == "wrong_application"
 
 
@@ -53,8 +59,14 @@ def test_applying_what_should_be_rejected_counts_as_wrong(tmp_path: Path) -> Non
 
 
 def test_a_rejection_for_another_reason_is_not_counted_as_correct(tmp_path: Path) -> None:
-    case = Case(name="n", shape="ambiguous_search", files={"a.py": "y = 1\n"}, answer=EDIT,
-                expect="reject", reason="ambiguous")
+    case = Case(
+        name="n",
+        shape="ambiguous_search",
+        files={"a.py": "y = 1\n"},
+        answer=EDIT,
+        expect="reject",
+        reason="ambiguous",
+    )
     assert run_case(case, tmp_path).outcome == "missed"
 
 

@@ -45,12 +45,18 @@ def test_without_bubblewrap_the_bot_fails_closed_saying_how_to_fix_it(
 
 @pytest.mark.parametrize("argv", [["serve"], ["worker", "--burst"]])
 def test_serve_and_worker_refuse_to_start_without_a_working_sandbox(
-    argv: list[str], tmp_path: Path, no_bwrap: None, monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    tmp_path: Path,
+    no_bwrap: None,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for name, value in {"CRA_DATA_DIR": str(tmp_path / "data"), "CRA_WEBHOOK_SECRET": "s3cret",
-                        "CRA_QUEUE": "rq" if argv[0] == "worker" else "thread",
-                        "CRA_REDIS_URL": "redis://127.0.0.1:1/0"}.items():
+    for name, value in {
+        "CRA_DATA_DIR": str(tmp_path / "data"),
+        "CRA_WEBHOOK_SECRET": "s3cret",
+        "CRA_QUEUE": "rq" if argv[0] == "worker" else "thread",
+        "CRA_REDIS_URL": "redis://127.0.0.1:1/0",
+    }.items():
         monkeypatch.setenv(name, value)
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -76,8 +82,13 @@ def test_the_self_check_proves_what_the_sandbox_confines(
 ) -> None:
     config = settings(visible_dir)  # outside /tmp: only hiding keeps the canary out of view
     facts = check_sandbox(config, build_bot_sandbox(config, {"HOME": str(visible_dir)}))
-    assert facts[1:6] == ["the worktree is writable", "the system is read-only",
-                          "own PID namespace", "no network", "the data directory is hidden"]
+    assert facts[1:6] == [
+        "the worktree is writable",
+        "the system is read-only",
+        "own PID namespace",
+        "no network",
+        "the data directory is hidden",
+    ]
     assert facts[0].startswith("repository commands run in the bwrap sandbox;")
     assert facts[6:] == [OWN_NETWORK if slirp_installed() else SHARED_NETWORK]
 
@@ -92,8 +103,9 @@ def test_without_slirp4netns_the_shared_network_is_said_and_the_doctor_warns(
     assert "shares this machine's, loopback included" in findings[1].detail
     assert "CRA_SANDBOX_NETWORK=false" in (findings[1].fix or "")
     closed = replace(shared, allow_network=False)  # nothing gets the network: nothing to say
-    assert [f.status for f in doctor_sandbox(lambda: closed, tmp_path / "w2", "CRA_SANDBOX")
-            ] == ["ok"]
+    assert [f.status for f in doctor_sandbox(lambda: closed, tmp_path / "w2", "CRA_SANDBOX")] == [
+        "ok"
+    ]
 
 
 def test_the_self_check_refuses_a_network_that_reaches_the_clouds_metadata(
@@ -122,8 +134,10 @@ def test_the_self_check_refuses_a_network_that_reaches_this_machines_address(
     with pytest.raises(SettingsError) as caught:
         check_sandbox(config, metadata_only)
     said = str(caught.value)
-    assert said.startswith(f"a command given the network reaches {host_address()}, "
-                           "10.255.255.254, 172.31.255.254, 192.168.255.254, 100.127.255.254 ")
+    assert said.startswith(
+        f"a command given the network reaches {host_address()}, "
+        "10.255.255.254, 172.31.255.254, 192.168.255.254, 100.127.255.254 "
+    )
     assert "169.254" not in said and "CRA_SANDBOX_NETWORK=false" in said
 
 
@@ -164,21 +178,35 @@ def test_the_sandbox_hides_the_data_dir_key_database_env_file_and_extra_paths(
     monkeypatch.setenv("CRA_DATABASE_URL", "sqlite:////srv/cra/cra.db")
     monkeypatch.setenv("CRA_SANDBOX_HIDE", "/srv/secrets, /opt/keys")
     hidden = BotSettings.load(env_file).sandbox_hidden(Path("/home/bot"))
-    for path in (tmp_path / "data", "/etc/cra/app.pem", "/srv/cra/cra.db", env_file,
-                 "/srv/secrets", "/opt/keys", "/home/bot/.ssh", "/home/bot/.netrc"):
+    for path in (
+        tmp_path / "data",
+        "/etc/cra/app.pem",
+        "/srv/cra/cra.db",
+        env_file,
+        "/srv/secrets",
+        "/opt/keys",
+        "/home/bot/.ssh",
+        "/home/bot/.netrc",
+    ):
         assert Path(path) in hidden, path
 
 
 def test_limits_network_and_cache_come_from_the_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in {"CRA_SANDBOX_MEMORY_MB": "512", "CRA_SANDBOX_PROCESSES": "64",
-                        "CRA_SANDBOX_CPU_SECONDS": "30", "CRA_SANDBOX_FILE_SIZE_MB": "10",
-                        "CRA_SANDBOX_TMP_MB": "20", "CRA_ENV_CACHE_MB": "0"}.items():
+    for name, value in {
+        "CRA_SANDBOX_MEMORY_MB": "512",
+        "CRA_SANDBOX_PROCESSES": "64",
+        "CRA_SANDBOX_CPU_SECONDS": "30",
+        "CRA_SANDBOX_FILE_SIZE_MB": "10",
+        "CRA_SANDBOX_TMP_MB": "20",
+        "CRA_ENV_CACHE_MB": "0",
+    }.items():
         monkeypatch.setenv(name, value)
     config = BotSettings(data_dir=tmp_path)
-    assert config.sandbox_limits() == SandboxLimits(memory_mb=512, processes=64,
-                                                    cpu_seconds=30, file_size_mb=10, tmp_mb=20)
+    assert config.sandbox_limits() == SandboxLimits(
+        memory_mb=512, processes=64, cpu_seconds=30, file_size_mb=10, tmp_mb=20
+    )
     assert build_env_cache(config) is None
     monkeypatch.setenv("CRA_ENV_CACHE_MB", "100")
     cache = build_env_cache(BotSettings(data_dir=tmp_path))

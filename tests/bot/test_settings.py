@@ -187,9 +187,8 @@ def test_a_model_url_with_credentials_is_refused_without_showing_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("CRA_CODING_BASE_URL", "https://bob:hunter2@models.example/v1")
-    with pytest.raises(SettingsError, match="CRA_CODING_BASE_URL: the URL carries credentials") \
-            as caught:
+    with pytest.raises(
+        SettingsError, match="CRA_CODING_BASE_URL: the URL carries credentials"
+    ) as caught:
         BotSettings.load(None)
     assert "hunter2" not in str(caught.value)
-
-

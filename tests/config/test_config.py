@@ -51,11 +51,16 @@ def test_missing_explicit_config_is_an_error(tmp_path: Path) -> None:
 
 
 def test_partial_model_section_keeps_role_defaults(tmp_path: Path) -> None:
-    write(tmp_path / "cra.toml", '[models.coding]\nbase_url = "http://gpu:8000"\n'
-          'provider = "openai"\n')
+    write(
+        tmp_path / "cra.toml",
+        '[models.coding]\nbase_url = "http://gpu:8000"\nprovider = "openai"\n',
+    )
     coding = load_config(tmp_path).models.coding
     assert (coding.model, coding.base_url, coding.provider) == (
-        "qwen2.5-coder:3b", "http://gpu:8000", "openai")
+        "qwen2.5-coder:3b",
+        "http://gpu:8000",
+        "openai",
+    )
 
 
 def test_unknown_key_names_the_key_and_the_file(tmp_path: Path) -> None:
@@ -120,13 +125,16 @@ def test_api_key_is_read_from_the_named_variable() -> None:
     assert resolve_api_key(SolveConfig().models.coding, {}) is None
 
 
-@pytest.mark.parametrize(("url", "why"), [
-    ("https://bob:hunter2@models.example/v1", "carries credentials"),
-    ("http://token@localhost:11434", "carries credentials"),
-    ("localhost:11434", "expected the http:// or https:// URL"),
-    ("file:///etc/passwd", "expected the http:// or https:// URL"),
-    ("http://localhost:port", "not a URL"),
-])
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("https://bob:hunter2@models.example/v1", "carries credentials"),
+        ("http://token@localhost:11434", "carries credentials"),
+        ("localhost:11434", "expected the http:// or https:// URL"),
+        ("file:///etc/passwd", "expected the http:// or https:// URL"),
+        ("http://localhost:port", "not a URL"),
+    ],
+)
 def test_a_model_url_is_http_and_carries_no_credentials(url: str, why: str) -> None:
     with pytest.raises(ConfigError, match=why) as caught:
         parse_config({"models": {"coding": {"base_url": url}}})
@@ -149,8 +157,9 @@ def test_a_repositorys_own_config_cannot_open_addresses_to_the_setup_step(
 
 
 def test_the_operators_config_file_opens_addresses_to_the_setup_step(tmp_path: Path) -> None:
-    path = write(tmp_path / "ops.toml",
-                 '[sandbox]\nallow_addresses = ["10.1.2.3", "10.9.0.0/16"]\n')
+    path = write(
+        tmp_path / "ops.toml", '[sandbox]\nallow_addresses = ["10.1.2.3", "10.9.0.0/16"]\n'
+    )
     allowed = load_config(tmp_path, path).sandbox.allow_addresses
     assert allowed == [IPv4Network("10.1.2.3/32"), IPv4Network("10.9.0.0/16")]
 

@@ -10,8 +10,12 @@ from bot.cli.startup import in_environment
 
 
 def refused(config: ModelConfig) -> ModelState:
-    server = ServerState(url=config.base_url, provider=config.provider, reachable=True,
-                         problem=f"{config.base_url}/v1/models refused the API key (401)")
+    server = ServerState(
+        url=config.base_url,
+        provider=config.provider,
+        reachable=True,
+        problem=f"{config.base_url}/v1/models refused the API key (401)",
+    )
     return ModelState(server=server, name=config.model, present=None)
 
 

@@ -26,39 +26,64 @@ REPO = "Codertocat/Hello-World"
 OWNER = "Codertocat"
 SECRET = "test-webhook-secret"
 CRA_TOML = (
-    f"[testing]\ntest_command = {json.dumps('env; ' + TEST_COMMAND)}\n"
-    "[retrieval]\nstages = []\n"
+    f"[testing]\ntest_command = {json.dumps('env; ' + TEST_COMMAND)}\n[retrieval]\nstages = []\n"
 )
 
 
 class BotWorld:
     """The fake GitHub holding a buggy calc project as REPO, issue #1 about it, and a bot."""
 
-    def __init__(self, tmp: Path, fake: FakeGitHub, models: ScriptedModelServer,
-                 *, cra_toml: str = CRA_TOML, **overrides: Any) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        fake: FakeGitHub,
+        models: ScriptedModelServer,
+        *,
+        cra_toml: str = CRA_TOML,
+        **overrides: Any,
+    ) -> None:
         self.tmp, self.fake, self.models = tmp, fake, models
         source = make_python_project(tmp / "source", bug=True, config=None)
         commit_file(source, ".github/cra.toml", cra_toml, "Add cra config")
-        commit_file(source, ".gitignore", "__pycache__/\n*.pyc\n.pytest_cache/\ntest-env.txt\n",
-                    "Ignore test output")
+        commit_file(
+            source,
+            ".gitignore",
+            "__pycache__/\n*.pyc\n.pytest_cache/\ntest-env.txt\n",
+            "Ignore test output",
+        )
         fake.add_repo(REPO, source)
         fake.set_permission(REPO, OWNER, "admin")
-        fake.add_issue(REPO, number=1, title="mul is off by one",
-                       body="calc.mul(2, 3) returns 7 instead of 6.", user=OWNER)
+        fake.add_issue(
+            REPO,
+            number=1,
+            title="mul is off by one",
+            body="calc.mul(2, 3) returns 7 instead of 6.",
+            user=OWNER,
+        )
         self.settings = self.make_settings(**overrides)
         self.services: Services = build_services(self.settings, execute=execute_run)
         self.client: FlaskClient = create_app(self.settings, self.services).test_client()
 
     def make_settings(self, **overrides: Any) -> BotSettings:
-        models = {f"{role}_{key}": value for role in ("reasoning", "coding", "classifier")
-                  for key, value in (("base_url", self.models.url), ("model", f"{role}-m"))}
+        models = {
+            f"{role}_{key}": value
+            for role in ("reasoning", "coding", "classifier")
+            for key, value in (("base_url", self.models.url), ("model", f"{role}-m"))
+        }
         values: dict[str, Any] = {
-            "webhook_secret": SECRET, "data_dir": self.tmp / "bot",
+            "webhook_secret": SECRET,
+            "data_dir": self.tmp / "bot",
             "database_url": f"sqlite:///{self.tmp / 'bot.db'}",
-            "github_api_url": self.fake.api_url, "github_url": self.fake.git_url,
-            "app_id": self.fake.app_id, "private_key": self.fake.private_key_pem,
-            "label": "cra", "comment_interval": 0.0, "public_url": "http://cra.test",
-            "sandbox": test_sandbox_kind(), **models, **overrides,
+            "github_api_url": self.fake.api_url,
+            "github_url": self.fake.git_url,
+            "app_id": self.fake.app_id,
+            "private_key": self.fake.private_key_pem,
+            "label": "cra",
+            "comment_interval": 0.0,
+            "public_url": "http://cra.test",
+            "sandbox": test_sandbox_kind(),
+            **models,
+            **overrides,
         }
         return BotSettings(**values)
 
@@ -72,13 +97,25 @@ class BotWorld:
         data["installation"] = {"id": self.fake.installation_id}
         return data
 
-    def deliver(self, event: str, payload: dict[str, Any], *, delivery: str | None = None,
-                secret: str = SECRET) -> TestResponse:
+    def deliver(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        delivery: str | None = None,
+        secret: str = SECRET,
+    ) -> TestResponse:
         body = json.dumps(payload).encode()
-        return self.client.post("/webhook", data=body, headers={
-            "X-GitHub-Event": event, "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
-            "X-Hub-Signature-256": sign(body, secret), "Content-Type": "application/json",
-        })
+        return self.client.post(
+            "/webhook",
+            data=body,
+            headers={
+                "X-GitHub-Event": event,
+                "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+                "X-Hub-Signature-256": sign(body, secret),
+                "Content-Type": "application/json",
+            },
+        )
 
     def label_issue(self, number: int = 1, **kw: Any) -> TestResponse:
         data = self.payload("issues", "labeled.payload.json")
@@ -86,8 +123,15 @@ class BotWorld:
         data["issue"]["number"] = number
         return self.deliver("issues", data, **kw)
 
-    def comment(self, body: str, *, number: int, user: str = OWNER,
-                pull_request: bool = False, association: str | None = None) -> TestResponse:
+    def comment(
+        self,
+        body: str,
+        *,
+        number: int,
+        user: str = OWNER,
+        pull_request: bool = False,
+        association: str | None = None,
+    ) -> TestResponse:
         data = self.payload("issue_comment", "created.payload.json")
         data["issue"]["number"] = number
         data["comment"]["body"] = body
@@ -96,8 +140,12 @@ class BotWorld:
             data["comment"]["author_association"] = association
         if pull_request:
             url = f"https://api.github.com/repos/{REPO}/pulls/{number}"
-            data["issue"]["pull_request"] = {"url": url, "html_url": url, "diff_url": url,
-                                             "patch_url": url}
+            data["issue"]["pull_request"] = {
+                "url": url,
+                "html_url": url,
+                "diff_url": url,
+                "patch_url": url,
+            }
         return self.deliver("issue_comment", data)
 
     def review_comment(self, body: str, *, number: int, user: str = OWNER) -> TestResponse:
@@ -108,8 +156,9 @@ class BotWorld:
         data["comment"]["user"]["login"] = data["sender"]["login"] = user
         return self.deliver("pull_request_review_comment", data)
 
-    def review(self, body: str, *, number: int, user: str = OWNER,
-               state: str = "CHANGES_REQUESTED") -> TestResponse:
+    def review(
+        self, body: str, *, number: int, user: str = OWNER, state: str = "CHANGES_REQUESTED"
+    ) -> TestResponse:
         """A review of pull request `number` submitted with this summary: on the fake GitHub,
         and delivered."""
         self.fake.add_review(REPO, number, body, user=user, state=state)
@@ -135,18 +184,41 @@ class BotWorld:
     def script_fix(self, *, second_step_fails: bool = False, plan_delay: float = 0.0) -> None:
         """A 1-part, 2-step plan: fix mul, then add square (or a step that breaks a test)."""
         steps = [
-            {"id": "s1", "description": "Fix mul in calc/ops.py", "target_files": ["calc/ops.py"],
-             "target_symbols": ["mul"], "depends_on": []},
-            {"id": "s2", "description": "Add square to calc/ops.py",
-             "target_files": ["calc/ops.py"], "target_symbols": [], "depends_on": ["s1"]},
+            {
+                "id": "s1",
+                "description": "Fix mul in calc/ops.py",
+                "target_files": ["calc/ops.py"],
+                "target_symbols": ["mul"],
+                "depends_on": [],
+            },
+            {
+                "id": "s2",
+                "description": "Add square to calc/ops.py",
+                "target_files": ["calc/ops.py"],
+                "target_symbols": [],
+                "depends_on": ["s1"],
+            },
         ]
         m = self.models
-        meta = json.dumps({"task_summary": "Fix mul", "rationale": "bug", "parts": [
-            {"id": "p1", "description": "Fix mul and add square",
-             "affected_files": ["calc/ops.py"], "depends_on": []}]})
+        meta = json.dumps(
+            {
+                "task_summary": "Fix mul",
+                "rationale": "bug",
+                "parts": [
+                    {
+                        "id": "p1",
+                        "description": "Fix mul and add square",
+                        "affected_files": ["calc/ops.py"],
+                        "depends_on": [],
+                    }
+                ],
+            }
+        )
         m.script("meta_plan", Reply(text=meta, delay_s=plan_delay))
-        m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t",
-                                          "rationale": "r", "steps": steps}))
+        m.script(
+            "part_plan",
+            json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": steps}),
+        )
         fixed = '    """Return a * b."""\n    return a * b'
         m.script("implement", edit('    """Return a * b."""\n    return a * b + 1', fixed))
         square = 'def square(a: int) -> int:\n    """Return a * a."""\n    return a * a'
@@ -155,14 +227,25 @@ class BotWorld:
             second = edit("    return a + b", "    return a + b + 1")
             m.script("implement_retry", second)
         m.script("implement", second)
-        m.script("adjustment",
-                 json.dumps({"revised_steps": [steps[1]], "rationale": "mul fixed; square next",
-                             "changes_made": []}))
+        m.script(
+            "adjustment",
+            json.dumps(
+                {
+                    "revised_steps": [steps[1]],
+                    "rationale": "mul fixed; square next",
+                    "changes_made": [],
+                }
+            ),
+        )
         if second_step_fails:  # a part whose last step passed has nothing left to revise
-            m.script("adjustment", json.dumps({"revised_steps": [], "rationale": "all done",
-                                               "changes_made": []}))
+            m.script(
+                "adjustment",
+                json.dumps({"revised_steps": [], "rationale": "all done", "changes_made": []}),
+            )
 
 
 def edit(search: str, replacement: str, path: str = "calc/ops.py") -> str:
-    return (f'<edit file="{path}">\n<search>\n{search}\n</search>\n'
-            f"<replacement>\n{replacement}\n</replacement>\n</edit>")
+    return (
+        f'<edit file="{path}">\n<search>\n{search}\n</search>\n'
+        f"<replacement>\n{replacement}\n</replacement>\n</edit>"
+    )

@@ -53,26 +53,53 @@ class Solve:
         return task_run
 
 
-def write_config(tmp: Path, server: ScriptedModelServer, testing: str = "", *,
-                 command: str = TEST_COMMAND, timeout: float = 120) -> Path:
+def write_config(
+    tmp: Path,
+    server: ScriptedModelServer,
+    testing: str = "",
+    *,
+    command: str = TEST_COMMAND,
+    timeout: float = 120,
+) -> Path:
     """A cra config with every role on `server` and no retrieval stages; `testing` is more of
     the [testing] section (or sections after it)."""
     config = tmp / "cra-config.toml"
-    config.write_text("".join(
-        f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
-        for role in ("reasoning", "coding", "classifier"))
+    config.write_text(
+        "".join(
+            f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
+            for role in ("reasoning", "coding", "classifier")
+        )
         + f"[testing]\ntest_command = {json.dumps(command)}\ntimeout = {timeout:g}\n{testing}"
-        "[retrieval]\nstages = []\n")
+        "[retrieval]\nstages = []\n"
+    )
     return config
 
 
-def solve(tmp: Path, server: ScriptedModelServer, task: str, repo: Path,
-          capsys: pytest.CaptureFixture[str], *extra: str, testing: str = "",
-          config: Path | None = None) -> Solve:
+def solve(
+    tmp: Path,
+    server: ScriptedModelServer,
+    task: str,
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    *extra: str,
+    testing: str = "",
+    config: Path | None = None,
+) -> Solve:
     """`cra solve TASK` on `repo` in-process, its run log under `tmp`, every model on `server`
     (or `config`)."""
     data = tmp / "data"
     config = config or write_config(tmp, server, testing)
-    code = main(["--data-dir", str(data), "solve", task, "--repo", str(repo),
-                 "--config", str(config), *extra])
+    code = main(
+        [
+            "--data-dir",
+            str(data),
+            "solve",
+            task,
+            "--repo",
+            str(repo),
+            "--config",
+            str(config),
+            *extra,
+        ]
+    )
     return Solve(code, capsys.readouterr().out, repo, data)

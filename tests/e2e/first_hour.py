@@ -44,16 +44,29 @@ def clean_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, s
     """Our environment without CRA_ settings, git's user config out, HOME in the test's dir."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRA_")}
     env.update(ISOLATED_GIT_ENV)
-    env.update({"HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1", "XDG_DATA_HOME": "",
-                "PATH": os.pathsep.join([str(BIN), env.get("PATH", "")])})
+    env.update(
+        {
+            "HOME": str(home),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "XDG_DATA_HOME": "",
+            "PATH": os.pathsep.join([str(BIN), env.get("PATH", "")]),
+        }
+    )
     env.update(extra or {})
     return env
 
 
 def run(name: str, *args: str, env: Mapping[str, str], cwd: Path | None = None) -> Done:
     """Run `cra` or `cra-bot` to its end."""
-    done = subprocess.run([*program(name), *args], env=dict(env), cwd=cwd, capture_output=True,
-                          text=True, timeout=TIMEOUT_S, check=False)
+    done = subprocess.run(
+        [*program(name), *args],
+        env=dict(env),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
     return Done(done.returncode, done.stdout, done.stderr)
 
 
@@ -63,8 +76,7 @@ def assert_plain(done: Done, *, code: int, names: tuple[str, ...] = (), lines: i
     assert "Traceback" not in done.text, done.text
     for name in names:
         assert name in done.err, f"{name!r} not in: {done.err}"
-    complaint = [line for line in done.err.splitlines() if line.strip()
-                 and "warning:" not in line]
+    complaint = [line for line in done.err.splitlines() if line.strip() and "warning:" not in line]
     assert len(complaint) <= lines, done.err
 
 
@@ -78,22 +90,28 @@ def closed_port() -> int:
 def rsa_pem() -> str:
     """A fresh RSA private key (PEM), as GitHub hands out for an App."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(serialization.Encoding.PEM,
-                             serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption()).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ).decode()
 
 
 def ec_pem() -> str:
     """A PEM private key that is not RSA."""
     key = ec.generate_private_key(ec.SECP256R1())
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption()).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
 
 
-def models_toml(url: str, name: str = "scripted-model", provider: str = "ollama",
-                window: int | None = None) -> str:
+def models_toml(
+    url: str, name: str = "scripted-model", provider: str = "ollama", window: int | None = None
+) -> str:
     """[models.*] sections pointing all three roles at one server."""
     extra = f"context_window = {window}\n" if window else ""
-    return "".join(f'\n[models.{role}]\nprovider = "{provider}"\nbase_url = "{url}"\n'
-                   f'model = "{name}"\nmax_retries = 0\n{extra}'
-                   for role in ("reasoning", "coding", "classifier"))
+    return "".join(
+        f'\n[models.{role}]\nprovider = "{provider}"\nbase_url = "{url}"\n'
+        f'model = "{name}"\nmax_retries = 0\n{extra}'
+        for role in ("reasoning", "coding", "classifier")
+    )

@@ -53,24 +53,57 @@ class Bench:
         """cra-bot's settings: the App on the fake GitHub, the shared database, this queue, a
         liveness quick enough for a test (a silent job is abandoned after 3 s)."""
         env = settings_env(self.tmp, self.fake, self.models)
-        env.update({"CRA_DATA_DIR": str(self.tmp / data_dir), "CRA_QUEUE": "rq",
-                    "CRA_REDIS_URL": self.redis_url, "CRA_QUEUE_NAME": self.queue_name,
-                    "CRA_HEARTBEAT_INTERVAL": "1", "CRA_STALE_AFTER": "3", **extra})
+        env.update(
+            {
+                "CRA_DATA_DIR": str(self.tmp / data_dir),
+                "CRA_QUEUE": "rq",
+                "CRA_REDIS_URL": self.redis_url,
+                "CRA_QUEUE_NAME": self.queue_name,
+                "CRA_HEARTBEAT_INTERVAL": "1",
+                "CRA_STALE_AFTER": "3",
+                **extra,
+            }
+        )
         return env
 
     def bench(self, data_dir: str, *args: str) -> list[str]:
-        return [*program("cra-bot"), "bench", "--repo", REPO, "--tasks", str(self.tasks),
-                "--model", "oracle", "--results", str(self.tmp / f"{data_dir}.jsonl"), *args]
+        return [
+            *program("cra-bot"),
+            "bench",
+            "--repo",
+            REPO,
+            "--tasks",
+            str(self.tasks),
+            "--model",
+            "oracle",
+            "--results",
+            str(self.tmp / f"{data_dir}.jsonl"),
+            *args,
+        ]
 
 
 @pytest.fixture
 def world(tmp_path: Path, redis_url: str) -> Iterator[Bench]:
     history = build_history(tmp_path / "source")
     tasks = tmp_path / "tasks.jsonl"
-    mined = subprocess.run([*program("cra"), "--data-dir", str(tmp_path / "mining"), "bench",
-                            "mine", "--repo", str(history.repo), "--output", str(tasks)],
-                           env=clean_env(tmp_path), capture_output=True, text=True, timeout=600,
-                           check=False)
+    mined = subprocess.run(
+        [
+            *program("cra"),
+            "--data-dir",
+            str(tmp_path / "mining"),
+            "bench",
+            "mine",
+            "--repo",
+            str(history.repo),
+            "--output",
+            str(tasks),
+        ],
+        env=clean_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert mined.returncode == 0 and "3 task(s)" in mined.stderr, mined.stderr
     name = f"cra-test-{uuid.uuid4().hex[:8]}"
     with FakeGitHub() as fake, ScriptedModelServer() as models:
@@ -96,12 +129,25 @@ class Workers:
         """A worker, once it waits for jobs (one at a time: they migrate the one database)."""
         log = (self.world.tmp / f"{data_dir}.log").open("wb")
         self.logs.append(log)
-        proc = subprocess.Popen([*program("cra-bot"), "worker"], env=self.world.env(data_dir),
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [*program("cra-bot"), "worker"],
+            env=self.world.env(data_dir),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.procs[data_dir] = proc
-        wait_for(f"{data_dir} to wait for jobs", lambda: proc.poll() is None and any(
-            w.pid == proc.pid and w.get_state() == "idle" for w in Worker.all(queue=self.queue)),
-            self.world.tmp / f"{data_dir}.log")
+        wait_for(
+            f"{data_dir} to wait for jobs",
+            lambda: (
+                proc.poll() is None
+                and any(
+                    w.pid == proc.pid and w.get_state() == "idle"
+                    for w in Worker.all(queue=self.queue)
+                )
+            ),
+            self.world.tmp / f"{data_dir}.log",
+        )
         return proc
 
     def stop(self) -> None:
@@ -144,16 +190,28 @@ def runs_of(world: Bench, results: list[BenchResult]) -> dict[str, str]:
 
 
 def test_two_workers_finish_a_task_file_with_the_results_of_jobs_2(
-    world: Bench, workers: Workers,
+    world: Bench,
+    workers: Workers,
 ) -> None:
-    here = subprocess.run(world.bench("here", "--jobs", "2"),
-                          env=world.env("here", CRA_DATABASE_URL=f"sqlite:///{world.tmp}/here.db"),
-                          capture_output=True, text=True, timeout=900, check=False)
+    here = subprocess.run(
+        world.bench("here", "--jobs", "2"),
+        env=world.env("here", CRA_DATABASE_URL=f"sqlite:///{world.tmp}/here.db"),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert here.returncode == 0, here.stdout + here.stderr
     first, second = workers.start("worker-1"), workers.start("worker-2")
 
-    queued = subprocess.run(world.bench("queued", "--queue"), env=world.env("submitter"),
-                            capture_output=True, text=True, timeout=900, check=False)
+    queued = subprocess.run(
+        world.bench("queued", "--queue"),
+        env=world.env("submitter"),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
 
     assert queued.returncode == 0, queued.stdout + queued.stderr
     assert "3 job(s) enqueued" in queued.stderr
@@ -161,35 +219,51 @@ def test_two_workers_finish_a_task_file_with_the_results_of_jobs_2(
     assert all(o[0] == "resolved" for o in outcomes(world.tmp / "queued.jsonl").values())
     found = list(read_results(world.tmp / "queued.jsonl"))
     assert set(runs_of(world, found).values()) == {"complete"}  # each linked to its run
-    assert all((world.tmp / w / "bench" / REPO / "bench" / "repo").is_dir()  # both worked
-               for w in ("worker-1", "worker-2")), queued.stderr
+    assert all(
+        (world.tmp / w / "bench" / REPO / "bench" / "repo").is_dir()  # both worked
+        for w in ("worker-1", "worker-2")
+    ), queued.stderr
     assert first.poll() is None and second.poll() is None  # and wait for more
     published = re.search(r"oracle\s+hidden\s+3\s+3/3\s+100\.0%", queued.stdout)
     assert published, queued.stdout
-    again = subprocess.run(world.bench("queued", "--queue"), env=world.env("submitter"),
-                           capture_output=True, text=True, timeout=300, check=False)
+    again = subprocess.run(
+        world.bench("queued", "--queue"),
+        env=world.env("submitter"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert again.returncode == 0 and "0 job(s) enqueued" in again.stderr, again.stderr
 
 
 def test_a_worker_killed_mid_task_leaves_it_to_another_and_its_result_is_written_once(
-    world: Bench, workers: Workers,
+    world: Bench,
+    workers: Workers,
 ) -> None:
     doomed = workers.start("worker-1")
     submitter_log = world.tmp / "submitter.log"
     with submitter_log.open("w") as log:
-        submitter = subprocess.Popen(world.bench("queued", "--queue"), env=world.env("submitter"),
-                                     stdout=log, stderr=subprocess.STDOUT)
+        submitter = subprocess.Popen(
+            world.bench("queued", "--queue"),
+            env=world.env("submitter"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         # mid-task: the solve has checked its worktree out (the owner file names the horse)
         owners = world.tmp / "worker-1" / "bench" / REPO / "bench" / "work" / "worktrees"
-        owner = wait_for("a task's worktree", lambda: next(owners.glob("*.owner"), None),
-                         submitter_log)
+        owner = wait_for(
+            "a task's worktree", lambda: next(owners.glob("*.owner"), None), submitter_log
+        )
         info = json.loads(owner.read_text(encoding="utf-8"))
         os.killpg(int(info["pid"]), signal.SIGKILL)  # the work horse, in a group of its own
         os.killpg(doomed.pid, signal.SIGKILL)
         doomed.wait(timeout=30)
-        [job] = [Job.fetch(i, connection=workers.redis)
-                 for i in workers.queue.started_job_registry.get_job_ids()]
+        [job] = [
+            Job.fetch(i, connection=workers.redis)
+            for i in workers.queue.started_job_registry.get_job_ids()
+        ]
         assert job.get_status() == "started" and job.meta[WORKER_META].endswith(f":{info['pid']}")
         workers.start("worker-2")
 
@@ -199,7 +273,8 @@ def test_a_worker_killed_mid_task_leaves_it_to_another_and_its_result_is_written
             submitter.kill()
     found = list(read_results(world.tmp / "queued.jsonl"))
     assert sorted(r.instance_id for r in found) == sorted(
-        json.loads(line)["instance_id"] for line in world.tasks.read_text().splitlines())
+        json.loads(line)["instance_id"] for line in world.tasks.read_text().splitlines()
+    )
     assert all(r.resolved for r in found), found  # exactly once each, the killed one included
     runs = runs_of(world, found)
     assert set(runs.values()) == {"complete"} and info["run_id"] not in runs  # run again

@@ -32,26 +32,42 @@ def dispatch_event(tmp: Path) -> Path:
 
 
 def script(models: ScriptedModelServer) -> None:
-    step = {"id": "s1", "description": "Fix mul", "target_files": ["calc/ops.py"],
-            "depends_on": []}
-    models.script("meta_plan", json.dumps({"task_summary": "Fix mul", "parts": [
-        {"id": "p1", "description": "Fix mul", "affected_files": ["calc/ops.py"]}]}))
-    models.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t",
-                                           "steps": [step]}))
-    models.script("implement", f'<edit file="calc/ops.py"><search>\n{MUL_BUG}</search>'
-                               f"<replacement>\n{MUL_FIX}</replacement></edit>")
+    step = {"id": "s1", "description": "Fix mul", "target_files": ["calc/ops.py"], "depends_on": []}
+    models.script(
+        "meta_plan",
+        json.dumps(
+            {
+                "task_summary": "Fix mul",
+                "parts": [
+                    {"id": "p1", "description": "Fix mul", "affected_files": ["calc/ops.py"]}
+                ],
+            }
+        ),
+    )
+    models.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "steps": [step]}))
+    models.script(
+        "implement",
+        f'<edit file="calc/ops.py"><search>\n{MUL_BUG}</search>'
+        f"<replacement>\n{MUL_FIX}</replacement></edit>",
+    )
     models.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
 
 
 def action_env(tmp: Path, fake: FakeGitHub, models: ScriptedModelServer) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRA_", "GITHUB_"))}
     env.update(ISOLATED_GIT_ENV)
-    env.update({
-        "GITHUB_EVENT_NAME": "workflow_dispatch", "GITHUB_EVENT_PATH": str(dispatch_event(tmp)),
-        "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.api_url,
-        "GITHUB_SERVER_URL": fake.git_url, "GITHUB_REPOSITORY": REPO, "GITHUB_RUN_ID": "77",
-        "RUNNER_TEMP": str(tmp / "runner"),
-    })
+    env.update(
+        {
+            "GITHUB_EVENT_NAME": "workflow_dispatch",
+            "GITHUB_EVENT_PATH": str(dispatch_event(tmp)),
+            "GITHUB_TOKEN": TOKEN,
+            "GITHUB_API_URL": fake.api_url,
+            "GITHUB_SERVER_URL": fake.git_url,
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_RUN_ID": "77",
+            "RUNNER_TEMP": str(tmp / "runner"),
+        }
+    )
     for role in ("REASONING", "CODING", "CLASSIFIER"):
         env[f"CRA_{role}_BASE_URL"] = models.url
         env[f"CRA_{role}_MODEL"] = role.lower()
@@ -75,7 +91,10 @@ def test_action_mode_opens_a_pull_request_with_the_job_token(tmp_path: Path) -> 
         proc = subprocess.run(
             [sys.executable, "-m", "bot.cli.main", "action"],
             env=action_env(tmp_path, fake, models),
-            capture_output=True, text=True, timeout=300, check=False,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
 
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -88,11 +107,14 @@ def test_action_mode_opens_a_pull_request_with_the_job_token(tmp_path: Path) -> 
         assert "keep it small" in meta.user_prompt
 
 
-def start_action(tmp: Path, fake: FakeGitHub, models: ScriptedModelServer
-                 ) -> subprocess.Popen[str]:  # fmt: skip
-    return subprocess.Popen([sys.executable, "-m", "bot.cli.main", "action"],
-                            env=action_env(tmp, fake, models), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+def start_action(tmp: Path, fake: FakeGitHub, models: ScriptedModelServer) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot.cli.main", "action"],
+        env=action_env(tmp, fake, models),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_until(what: str, check: Callable[[], object], proc: subprocess.Popen[str]) -> None:
@@ -137,21 +159,45 @@ def test_a_run_cancelled_by_a_signal_after_a_step_committed_pushes_nothing(
     partial run would): the process may be killed any moment."""
     with FakeGitHub() as fake, ScriptedModelServer() as models:
         set_up(tmp_path, fake)
-        steps = [{"id": f"s{n}", "description": what, "target_files": ["calc/ops.py"],
-                  "depends_on": []} for n, what in ((1, "Fix mul"), (2, "Tidy mul"))]
-        models.script("meta_plan", json.dumps({"task_summary": "Fix mul", "parts": [
-            {"id": "p1", "description": "Fix mul", "affected_files": ["calc/ops.py"]}]}))
-        models.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t",
-                                               "steps": steps}))
-        models.script("implement", f'<edit file="calc/ops.py"><search>\n{MUL_BUG}</search>'
-                                   f"<replacement>\n{MUL_FIX}</replacement></edit>",
-                      Reply(text="no edits", delay_s=60))
-        models.script("adjustment", *['{"revised_steps": [{"id": "s2", "description": '
-                                      '"Tidy mul", "target_files": ["calc/ops.py"], '
-                                      '"depends_on": []}], "rationale": "go on"}'] * 3)
+        steps = [
+            {"id": f"s{n}", "description": what, "target_files": ["calc/ops.py"], "depends_on": []}
+            for n, what in ((1, "Fix mul"), (2, "Tidy mul"))
+        ]
+        models.script(
+            "meta_plan",
+            json.dumps(
+                {
+                    "task_summary": "Fix mul",
+                    "parts": [
+                        {"id": "p1", "description": "Fix mul", "affected_files": ["calc/ops.py"]}
+                    ],
+                }
+            ),
+        )
+        models.script(
+            "part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "steps": steps})
+        )
+        models.script(
+            "implement",
+            f'<edit file="calc/ops.py"><search>\n{MUL_BUG}</search>'
+            f"<replacement>\n{MUL_FIX}</replacement></edit>",
+            Reply(text="no edits", delay_s=60),
+        )
+        models.script(
+            "adjustment",
+            *[
+                '{"revised_steps": [{"id": "s2", "description": '
+                '"Tidy mul", "target_files": ["calc/ops.py"], '
+                '"depends_on": []}], "rationale": "go on"}'
+            ]
+            * 3,
+        )
         proc = start_action(tmp_path, fake, models)
-        wait_until("the second step's call", lambda: len(
-            [r for r in models.requests if r.stage == "implement"]) == 2, proc)
+        wait_until(
+            "the second step's call",
+            lambda: len([r for r in models.requests if r.stage == "implement"]) == 2,
+            proc,
+        )
 
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
@@ -172,8 +218,11 @@ def test_a_signal_while_github_is_waited_for_still_ends_the_run_and_tells_the_is
         script(models)
         fake.fail_next("POST", r"/pulls$", 500, retry_after=60)
         proc = start_action(tmp_path, fake, models)
-        wait_until("the pull request", lambda: any(
-            r.method == "POST" and r.path.endswith("/pulls") for r in fake.requests), proc)
+        wait_until(
+            "the pull request",
+            lambda: any(r.method == "POST" and r.path.endswith("/pulls") for r in fake.requests),
+            proc,
+        )
         time.sleep(0.2)  # in the client's wait before its retry
 
         proc.send_signal(signal.SIGTERM)
@@ -188,15 +237,26 @@ def test_a_signal_while_github_is_waited_for_still_ends_the_run_and_tells_the_is
 
 def test_action_mode_outside_actions_is_a_clear_usage_error() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    proc = subprocess.run([sys.executable, "-m", "bot.cli.main", "action"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli.main", "action"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 2
     assert "GITHUB_EVENT_NAME" in proc.stderr
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["register", "--help"]])
 def test_cra_bot_commands_show_help(argv: list[str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "bot.cli.main", *argv], capture_output=True,
-                          text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli.main", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "usage" in proc.stdout.lower()

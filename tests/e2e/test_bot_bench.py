@@ -36,14 +36,21 @@ pytestmark = pytest.mark.timeout(900)
 def settings_env(tmp: Path, fake: FakeGitHub, models: ScriptedModelServer) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRA_", "GITHUB_"))}
     env.update(ISOLATED_GIT_ENV)
-    env.update({
-        "CRA_APP_ID": str(fake.app_id), "CRA_PRIVATE_KEY": fake.private_key_pem,
-        "CRA_GITHUB_API_URL": fake.api_url, "CRA_GITHUB_URL": fake.git_url,
-        "CRA_DATA_DIR": str(tmp / "bot"), "CRA_DATABASE_URL": f"sqlite:///{tmp / 'bot.db'}",
-        "CRA_PUBLIC_URL": "http://cra.test", "CRA_SANDBOX": test_sandbox_kind(),
-        "CRA_CLIENT_ID": fake.client_id, "CRA_CLIENT_SECRET": fake.client_secret,
-        "CRA_WEBHOOK_SECRET": "s",
-    })  # fmt: skip
+    env.update(
+        {
+            "CRA_APP_ID": str(fake.app_id),
+            "CRA_PRIVATE_KEY": fake.private_key_pem,
+            "CRA_GITHUB_API_URL": fake.api_url,
+            "CRA_GITHUB_URL": fake.git_url,
+            "CRA_DATA_DIR": str(tmp / "bot"),
+            "CRA_DATABASE_URL": f"sqlite:///{tmp / 'bot.db'}",
+            "CRA_PUBLIC_URL": "http://cra.test",
+            "CRA_SANDBOX": test_sandbox_kind(),
+            "CRA_CLIENT_ID": fake.client_id,
+            "CRA_CLIENT_SECRET": fake.client_secret,
+            "CRA_WEBHOOK_SECRET": "s",
+        }
+    )
     for role in ("REASONING", "CODING", "CLASSIFIER"):
         env[f"CRA_{role}_BASE_URL"] = models.url
         env[f"CRA_{role}_MODEL"] = role.lower()
@@ -69,7 +76,11 @@ def test_cra_bot_bench_mines_runs_and_publishes_a_page_only_readers_see(tmp_path
 
         proc = subprocess.run(
             [sys.executable, "-m", "bot.cli.main", "bench", "--repo", REPO, "--model", "oracle"],
-            env=env, capture_output=True, text=True, timeout=600, check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
 
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -77,8 +88,7 @@ def test_cra_bot_bench_mines_runs_and_publishes_a_page_only_readers_see(tmp_path
         found = re.search(r"report: http://cra\.test/bench/(\S+)", proc.stdout)
         assert found is not None, proc.stdout
         assert models.requests == []  # the oracle answered; no model was asked
-        settings = BotSettings(**{k[4:].lower(): v for k, v in env.items()
-                                  if k.startswith("CRA_")})
+        settings = BotSettings(**{k[4:].lower(): v for k, v in env.items() if k.startswith("CRA_")})
         services = build_services(settings)
         try:
             app = create_app(settings, services)
@@ -103,9 +113,23 @@ def test_cra_bot_bench_mines_with_as_many_jobs_as_cra_bench_mine(tmp_path: Path)
         env = settings_env(tmp_path, fake, models)
 
         proc = subprocess.run(
-            [sys.executable, "-m", "bot.cli.main", "bench", "--repo", REPO, "--model", "oracle",
-             "--max", "2"],
-            env=env, capture_output=True, text=True, timeout=600, check=False,
+            [
+                sys.executable,
+                "-m",
+                "bot.cli.main",
+                "bench",
+                "--repo",
+                REPO,
+                "--model",
+                "oracle",
+                "--max",
+                "2",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
 
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -115,7 +139,7 @@ def test_cra_bot_bench_mines_with_as_many_jobs_as_cra_bench_mine(tmp_path: Path)
 
 
 def test_cra_bot_bench_in_actions_writes_the_report_files_and_the_job_summary(
-    tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     token = "ghs_" + "b" * 36 + "bench"
     history = build_history(tmp_path / "source")
@@ -124,20 +148,43 @@ def test_cra_bot_bench_in_actions_writes_the_report_files_and_the_job_summary(
         fake.add_static_token(token)
         event = tmp_path / "event.json"
         event.write_text('{"inputs": {"bench": true}}', encoding="utf-8")
-        env = {k: v for k, v in settings_env(tmp_path, fake, models).items()
-               if not k.startswith("CRA_") or k.endswith(("_BASE_URL", "_MODEL", "SANDBOX"))}
-        env.update({
-            "GITHUB_EVENT_NAME": "workflow_dispatch", "GITHUB_EVENT_PATH": str(event),
-            "GITHUB_TOKEN": token, "GITHUB_API_URL": fake.api_url,
-            "GITHUB_SERVER_URL": fake.git_url, "GITHUB_REPOSITORY": REPO,
-            "RUNNER_TEMP": str(tmp_path / "runner"),
-        })  # fmt: skip
+        env = {
+            k: v
+            for k, v in settings_env(tmp_path, fake, models).items()
+            if not k.startswith("CRA_") or k.endswith(("_BASE_URL", "_MODEL", "SANDBOX"))
+        }
+        env.update(
+            {
+                "GITHUB_EVENT_NAME": "workflow_dispatch",
+                "GITHUB_EVENT_PATH": str(event),
+                "GITHUB_TOKEN": token,
+                "GITHUB_API_URL": fake.api_url,
+                "GITHUB_SERVER_URL": fake.git_url,
+                "GITHUB_REPOSITORY": REPO,
+                "RUNNER_TEMP": str(tmp_path / "runner"),
+            }
+        )
         summary, out = tmp_path / "summary.md", tmp_path / "runner" / "cra-bench"
 
         proc = subprocess.run(
-            [sys.executable, "-m", "bot.cli.main", "bench", "--actions", "--model", "oracle",
-             "--out", str(out), "--summary", str(summary)],
-            env=env, capture_output=True, text=True, timeout=600, check=False,
+            [
+                sys.executable,
+                "-m",
+                "bot.cli.main",
+                "bench",
+                "--actions",
+                "--model",
+                "oracle",
+                "--out",
+                str(out),
+                "--summary",
+                str(summary),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
 
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -146,7 +193,11 @@ def test_cra_bot_bench_in_actions_writes_the_report_files_and_the_job_summary(
         written = summary.read_text(encoding="utf-8")
         assert written.startswith(f"## cra bench: {REPO}\n\n```text\n")
         assert re.search(r"oracle\s+hidden\s+3\s+3/3\s+100\.0%", written)
-        assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json",
-                                                          "results.jsonl"]
+        assert sorted(p.name for p in out.iterdir()) == [
+            "report.html",
+            "report.json",
+            "results.jsonl",
+        ]
         assert (out / "report.html").read_text(encoding="utf-8").count(
-            'data-outcome="resolved"') == 3
+            'data-outcome="resolved"'
+        ) == 3

@@ -40,9 +40,12 @@ def env(tmp_path: Path, github: FakeGitHub, model: ScriptedModelServer) -> dict[
     key = tmp_path / "app.pem"
     key.write_text(github.private_key_pem)
     settings = {
-        "CRA_WEBHOOK_SECRET": "s3cret", "CRA_APP_ID": str(github.app_id),
-        "CRA_PRIVATE_KEY_PATH": str(key), "CRA_DATA_DIR": str(tmp_path / "data"),
-        "CRA_GITHUB_API_URL": github.api_url, "CRA_GITHUB_URL": github.git_url,
+        "CRA_WEBHOOK_SECRET": "s3cret",
+        "CRA_APP_ID": str(github.app_id),
+        "CRA_PRIVATE_KEY_PATH": str(key),
+        "CRA_DATA_DIR": str(tmp_path / "data"),
+        "CRA_GITHUB_API_URL": github.api_url,
+        "CRA_GITHUB_URL": github.git_url,
     }
     for role in ROLES:
         settings[f"CRA_{role.upper()}_BASE_URL"] = model.url
@@ -59,8 +62,9 @@ def failed(done: Done) -> list[str]:
     return lines_of(done, "✗")
 
 
-def test_a_good_server_set_up_passes_every_check(env: dict[str, str],
-                                                 model: ScriptedModelServer) -> None:
+def test_a_good_server_set_up_passes_every_check(
+    env: dict[str, str], model: ScriptedModelServer
+) -> None:
     assert run("cra-bot", "migrate", env=env).code == 0
     done = doctor(env)
     assert done.code == 0, done.text
@@ -82,8 +86,9 @@ def test_a_fresh_database_is_a_note_not_a_failure(env: dict[str, str]) -> None:
 def test_a_key_github_does_not_know_fails_the_jwt(env: dict[str, str]) -> None:
     Path(env["CRA_PRIVATE_KEY_PATH"]).write_text(rsa_pem())
     [line] = failed(doctor(env))
-    assert line.startswith("✗ GitHub App: GitHub refused the App's JWT: GET /app: GitHub "
-                           "answered 401")
+    assert line.startswith(
+        "✗ GitHub App: GitHub refused the App's JWT: GET /app: GitHub answered 401"
+    )
     assert "CRA_APP_ID" in line
     assert_documented(line)
 
@@ -91,12 +96,14 @@ def test_a_key_github_does_not_know_fails_the_jwt(env: dict[str, str]) -> None:
 def test_a_file_that_is_not_a_key_fails_naming_the_setting(env: dict[str, str]) -> None:
     Path(env["CRA_PRIVATE_KEY_PATH"]).write_text("not a key\n")
     [line] = failed(doctor(env))
-    assert line.startswith(f"✗ GitHub App: CRA_PRIVATE_KEY_PATH={env['CRA_PRIVATE_KEY_PATH']}: "
-                           "not a PEM private key")
+    assert line.startswith(
+        f"✗ GitHub App: CRA_PRIVATE_KEY_PATH={env['CRA_PRIVATE_KEY_PATH']}: not a PEM private key"
+    )
 
 
 def test_an_unmigrated_database_fails_with_the_command_that_migrates(
-    env: dict[str, str], tmp_path: Path,
+    env: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     config = Config()
     config.set_main_option("script_location", migrations_location())
@@ -109,8 +116,7 @@ def test_an_unmigrated_database_fails_with_the_command_that_migrates(
 
     [line] = failed(doctor(env))
     assert f"is not migrated: at {first}, newest is" in line
-    assert line.endswith("→ run `cra-bot migrate` (serve and worker also migrate when they "
-                         "start)")
+    assert line.endswith("→ run `cra-bot migrate` (serve and worker also migrate when they start)")
     assert_documented(line)
     assert run("cra-bot", "migrate", env=env).code == 0
     assert doctor(env).code == 0
@@ -120,14 +126,19 @@ def test_a_model_server_that_is_down_fails_each_role(env: dict[str, str]) -> Non
     url = f"http://127.0.0.1:{closed_port()}"
     lines = failed(doctor({**env, **{f"CRA_{r.upper()}_BASE_URL": url for r in ROLES}}))
     assert [line.split(":")[0] for line in lines] == [
-        "✗ reasoning model", "✗ coding model", "✗ classifier model"]
+        "✗ reasoning model",
+        "✗ coding model",
+        "✗ classifier model",
+    ]
     assert lines[1].endswith("or fix CRA_CODING_BASE_URL")
 
 
 def test_a_missing_model_is_named_with_its_setting(env: dict[str, str]) -> None:
     [line] = failed(doctor({**env, "CRA_CODING_MODEL": "qwen2.5-coder:3b"}))
-    assert line == (f"✗ coding model: qwen2.5-coder:3b is not on {env['CRA_CODING_BASE_URL']} "
-                    "(it has: scripted-model) → ollama pull qwen2.5-coder:3b")
+    assert line == (
+        f"✗ coding model: qwen2.5-coder:3b is not on {env['CRA_CODING_BASE_URL']} "
+        "(it has: scripted-model) → ollama pull qwen2.5-coder:3b"
+    )
 
 
 def test_a_misspelt_variable_and_an_unreadable_setting(env: dict[str, str]) -> None:
@@ -135,15 +146,18 @@ def test_a_misspelt_variable_and_an_unreadable_setting(env: dict[str, str]) -> N
     assert line.startswith("✗ variables: cra-bot reads no setting CRA_WEBHOOK_SECERT")
     assert_documented(line)
     lines = failed(doctor({**env, "CRA_WORKERS": "many"}))
-    assert lines == ["✗ settings: CRA_WORKERS: expected a whole number, got the text 'many' → "
-                     "fix the variable named, then run again"]
+    assert lines == [
+        "✗ settings: CRA_WORKERS: expected a whole number, got the text 'many' → "
+        "fix the variable named, then run again"
+    ]
 
 
 def test_redis_down_fails_the_queue(env: dict[str, str]) -> None:
     url = f"redis://127.0.0.1:{closed_port()}/0"
     [line] = failed(doctor({**env, "CRA_QUEUE": "rq", "CRA_REDIS_URL": url}))
-    assert line == (f"✗ queue: Redis at {url} (CRA_REDIS_URL) does not answer: start it, or "
-                    "fix CRA_REDIS_URL")
+    assert line == (
+        f"✗ queue: Redis at {url} (CRA_REDIS_URL) does not answer: start it, or fix CRA_REDIS_URL"
+    )
     assert_documented(line)
 
 

@@ -22,8 +22,6 @@ pytestmark = pytest.mark.usefixtures("isolated_git")
 NOT_ACCESSIBLE = {"message": "Resource not accessible by integration"}  # a 403 of the App's
 
 
-
-
 def test_labeled_issue_becomes_a_tested_pull_request(world: BotWorld) -> None:
     world.script_fix()
 
@@ -51,18 +49,27 @@ def test_labeled_issue_becomes_a_tested_pull_request(world: BotWorld) -> None:
     assert run.pr_url and run.pr_url.endswith(f"/pull/{pull.number}")
 
 
-FASTER_MUL = edit('    """Return a * b."""\n    return a * b',
-                  '    """Return a * b (fast)."""\n    return a * b')
+FASTER_MUL = edit(
+    '    """Return a * b."""\n    return a * b', '    """Return a * b (fast)."""\n    return a * b'
+)
 
 
 def script_faster_mul(world: BotWorld, *, implement: bool = True) -> None:
     """The models' answers for a one-step run on the pull request making mul "faster" (its
     edit, FASTER_MUL, left to the caller when not `implement`)."""
-    step = {"id": "s1", "description": "Make mul faster", "target_files": ["calc/ops.py"],
-            "target_symbols": [], "depends_on": []}
+    step = {
+        "id": "s1",
+        "description": "Make mul faster",
+        "target_files": ["calc/ops.py"],
+        "target_symbols": [],
+        "depends_on": [],
+    }
     m = world.models
-    m.script("meta_plan", '{"task_summary": "faster", "parts": [{"id": "p1", "description": '
-             '"Make mul faster", "affected_files": ["calc/ops.py"], "depends_on": []}]}')
+    m.script(
+        "meta_plan",
+        '{"task_summary": "faster", "parts": [{"id": "p1", "description": '
+        '"Make mul faster", "affected_files": ["calc/ops.py"], "depends_on": []}]}',
+    )
     m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "steps": [step]}))
     if implement:
         m.script("implement", FASTER_MUL)
@@ -83,13 +90,13 @@ def test_solve_comment_on_the_pr_adds_commits_and_reports_on_it(
     world.models.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
 
     if where == "conversation":
-        response = world.comment("/cra solve make it faster", number=pull.number,
-                                 pull_request=True)
+        response = world.comment("/cra solve make it faster", number=pull.number, pull_request=True)
     elif where == "review comment":  # on a line of the diff
         response = world.review_comment("/cra solve make it faster", number=pull.number)
     else:  # in the summary of a review requesting changes
-        response = world.review("Slow for big inputs.\n/cra solve make it faster",
-                                number=pull.number)
+        response = world.review(
+            "Slow for big inputs.\n/cra solve make it faster", number=pull.number
+        )
     run = world.run(response)
 
     assert run.status == "succeeded", run.error
@@ -99,13 +106,17 @@ def test_solve_comment_on_the_pr_adds_commits_and_reports_on_it(
     assert subjects[0] == "Make mul faster"
     assert world.fake.pull(REPO, pull.number).body == description
     assert "Fixes #1" in (description or "")
-    [report] = [c.body for c in world.fake.comments(REPO, pull.number)
-                if c.user.login == world.fake.bot_login]
+    [report] = [
+        c.body
+        for c in world.fake.comments(REPO, pull.number)
+        if c.user.login == world.fake.bot_login
+    ]
     assert "Make mul faster" in report and "### Changes" in report
     assert f"#{pull.number}" not in report.split("\n")[0] and "Fixes" not in report
     assert len(world.fake.pulls(REPO)) == 1
-    task = next(r for r in world.models.requests
-                if r.stage == "meta_plan" and "faster" in r.user_prompt)
+    task = next(
+        r for r in world.models.requests if r.stage == "meta_plan" and "faster" in r.user_prompt
+    )
     assert "make it faster" in task.user_prompt
     if where == "review":  # the review's summary is read with the pull request's comments
         assert "Slow for big inputs." in task.user_prompt
@@ -223,8 +234,10 @@ def test_the_token_appears_nowhere(world: BotWorld, caplog: pytest.LogCaptureFix
     texts += [c.body for c in world.fake.comments(REPO)]
     texts += [p.body or "" for p in world.fake.pulls(REPO)]
     with world.services.runlog.engine.connect() as conn:
-        outputs = [row[0] or "" for row in conn.exec_driver_sql(
-            "SELECT test_output FROM validation_results")]
+        outputs = [
+            row[0] or ""
+            for row in conn.exec_driver_sql("SELECT test_output FROM validation_results")
+        ]
     assert any("PATH=" in out for out in outputs), "the test command printed its environment"
     texts += outputs
     for token in tokens:
@@ -232,9 +245,14 @@ def test_the_token_appears_nowhere(world: BotWorld, caplog: pytest.LogCaptureFix
 
 
 def test_cancel_comment_stops_the_active_run_between_passes(world: BotWorld) -> None:
-    world.models.script("meta_plan", Reply(text='{"task_summary": "t", "parts": [{"id": "p1", '
-                                           '"description": "d", "affected_files": []}]}',
-                                           delay_s=3.0))
+    world.models.script(
+        "meta_plan",
+        Reply(
+            text='{"task_summary": "t", "parts": [{"id": "p1", '
+            '"description": "d", "affected_files": []}]}',
+            delay_s=3.0,
+        ),
+    )
     started = world.label_issue()
     assert started.status_code == 202
 
@@ -280,8 +298,11 @@ def test_labeled_issue_through_rq_on_real_redis(
             assert queue.count == 1
             worker = subprocess.run(
                 [sys.executable, "-m", "bot.cli.main", "worker", "--burst"],
-                env={**os.environ, **settings_env(world)}, capture_output=True, text=True,
-                timeout=300, check=False,
+                env={**os.environ, **settings_env(world)},
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
             )
             assert worker.returncode == 0, worker.stderr[-2000:]
             run = world.services.store.get_run(response.get_json()["run_id"])
@@ -289,7 +310,9 @@ def test_labeled_issue_through_rq_on_real_redis(
             [pull] = fake.pulls(REPO)
             assert "Fixes #1" in (pull.body or "")
             assert [s for _, s in fake.commits(REPO, "cra/issue-1")][:2] == [
-                "Add square to calc/ops.py", "Fix mul in calc/ops.py"]
+                "Add square to calc/ops.py",
+                "Fix mul in calc/ops.py",
+            ]
         finally:
             world.close()
             connection.close()
@@ -338,8 +361,12 @@ def test_cancel_from_someone_without_write_access_is_refused(world: BotWorld) ->
 
 
 def test_a_cancel_whose_permission_check_fails_is_refused_and_says_why(world: BotWorld) -> None:
-    refusal = refused_cancel(world, lambda: world.fake.fail_next(
-        "GET", r"/collaborators/stranger/permission$", 403, body=NOT_ACCESSIBLE))
+    refusal = refused_cancel(
+        world,
+        lambda: world.fake.fail_next(
+            "GET", r"/collaborators/stranger/permission$", 403, body=NOT_ACCESSIBLE
+        ),
+    )
     assert refusal.error is not None and refusal.error.startswith(
         f"could not check stranger's permission on {REPO}: GitHub answered 403"
     )
@@ -370,8 +397,9 @@ def test_a_pull_request_whose_branch_is_gone_gets_a_reply_saying_so(world: BotWo
     run = world.run(world.comment("/cra solve", number=number, pull_request=True))
 
     assert (run.status, run.error) == ("rejected", "no branch feature/gone on GitHub")
-    [reply] = [c.body for c in world.fake.comments(REPO, number)
-               if c.user.login == world.fake.bot_login]
+    [reply] = [
+        c.body for c in world.fake.comments(REPO, number) if c.user.login == world.fake.bot_login
+    ]
     assert "this pull request's branch `feature/gone`" in reply
     assert world.models.requests == []
 
@@ -440,9 +468,11 @@ def test_a_push_to_the_branch_while_cra_works_is_not_overwritten(world: BotWorld
         return FASTER_MUL
 
     world.models.respond_with(someone_pushes_meanwhile)
-    run = world.run(world.comment("/cra solve make mul faster", number=pull.number,
-                                  pull_request=True) if on == "pull request" else
-                    world.comment("/cra solve make mul faster", number=1))
+    run = world.run(
+        world.comment("/cra solve make mul faster", number=pull.number, pull_request=True)
+        if on == "pull request"
+        else world.comment("/cra solve make mul faster", number=1)
+    )
 
     assert theirs and world.fake.branch_sha(REPO, "cra/issue-1") == theirs[0]  # kept
     assert run.status == "failed" and "push to cra/issue-1 rejected" in (run.error or "")
@@ -461,15 +491,24 @@ def test_a_submodule_is_named_in_the_pull_request_never_fetched(
     head = git_in(bare, "rev-parse", "refs/heads/main").strip()
     index = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "index")}
     modules = subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"], cwd=bare, env=index, check=True, text=True,
-        capture_output=True, input='[submodule "lib"]\n\tpath = vendor/lib\n'
-        "\turl = https://github.com/Codertocat/lib.git\n").stdout.strip()  # fmt: skip
-    for args in (["read-tree", head], ["update-index", "--add", "--cacheinfo",
-                                       f"100644,{modules},.gitmodules"],
-                 ["update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendor/lib"]):
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=bare,
+        env=index,
+        check=True,
+        text=True,
+        capture_output=True,
+        input='[submodule "lib"]\n\tpath = vendor/lib\n'
+        "\turl = https://github.com/Codertocat/lib.git\n",
+    ).stdout.strip()
+    for args in (
+        ["read-tree", head],
+        ["update-index", "--add", "--cacheinfo", f"100644,{modules},.gitmodules"],
+        ["update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendor/lib"],
+    ):
         subprocess.run(["git", *args], cwd=bare, env=index, check=True)
-    tree = subprocess.run(["git", "write-tree"], cwd=bare, env=index, check=True, text=True,
-                          capture_output=True).stdout.strip()  # fmt: skip
+    tree = subprocess.run(
+        ["git", "write-tree"], cwd=bare, env=index, check=True, text=True, capture_output=True
+    ).stdout.strip()
     sha = git_in(bare, "commit-tree", tree, "-p", head, "-m", "Add a submodule").strip()
     git_in(bare, "update-ref", "refs/heads/main", sha, head)
     world.script_fix()
@@ -478,5 +517,6 @@ def test_a_submodule_is_named_in_the_pull_request_never_fetched(
 
     assert run.status == "succeeded", run.error
     [pull] = world.fake.pulls(REPO)
-    assert ("- Note: not checked out: the submodule vendor/lib (cra never fetches a submodule;"
-            in (pull.body or ""))
+    assert "- Note: not checked out: the submodule vendor/lib (cra never fetches a submodule;" in (
+        pull.body or ""
+    )

@@ -17,9 +17,11 @@ from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import ISOLATED_GIT_ENV, TEST_COMMAND
 
-GREEDY = {"budget": {"max_tokens_per_run": 50_000_000, "max_tokens_per_step": 9_000_000},
-          "orchestrator": {"max_retries_per_step": 9, "max_calls_per_step": 500},
-          "testing": {"timeout": 3600.0}}
+GREEDY = {
+    "budget": {"max_tokens_per_run": 50_000_000, "max_tokens_per_step": 9_000_000},
+    "orchestrator": {"max_retries_per_step": 9, "max_calls_per_step": 500},
+    "testing": {"timeout": 3600.0},
+}
 
 
 def greedy_toml(test_command: str = TEST_COMMAND) -> str:
@@ -44,6 +46,7 @@ def world_with(tmp_path: Path) -> Iterator[Any]:
     """Builds the bot world with a greedy repository and the given server maximums."""
     worlds: list[BotWorld] = []
     with FakeGitHub() as fake, ScriptedModelServer() as models:
+
         def build(cra_toml: str | None = None, **server: Any) -> BotWorld:
             world = BotWorld(tmp_path, fake, models, cra_toml=cra_toml or greedy_toml(), **server)
             worlds.append(world)
@@ -58,8 +61,11 @@ def world_with(tmp_path: Path) -> Iterator[Any]:
 
 def told(world: BotWorld, run: Run) -> str:
     """Everything cra wrote about the run: its comments and its pull request's body."""
-    texts = [c.body for c in world.fake.comments(REPO, run.issue_number)
-             if c.user.login == world.fake.bot_login]
+    texts = [
+        c.body
+        for c in world.fake.comments(REPO, run.issue_number)
+        if c.user.login == world.fake.bot_login
+    ]
     texts += [p.body or "" for p in world.fake.pulls(REPO)]
     return "\n".join(texts).replace("\\", "")  # Markdown escapes undone
 
@@ -121,10 +127,17 @@ def test_the_server_caps_the_test_timeout(world_with: Any) -> None:
 def _running(world: BotWorld, number: int, installation_id: int) -> None:
     """Another run, already running, on issue `number`."""
     store = world.services.store
-    other = store.create_run(Trigger(command="solve", repository=REPO, issue_number=number,
-                                     actor="Codertocat", source="label",
-                                     installation_id=installation_id,
-                                     delivery_id=f"d-{number}"))
+    other = store.create_run(
+        Trigger(
+            command="solve",
+            repository=REPO,
+            issue_number=number,
+            actor="Codertocat",
+            source="label",
+            installation_id=installation_id,
+            delivery_id=f"d-{number}",
+        )
+    )
     assert store.claim_run(other.id)
 
 
@@ -146,4 +159,3 @@ def test_a_run_over_the_installations_limit_is_refused_saying_so(world_with: Any
     run = world.run(world.label_issue())
     assert run.status == "rejected"
     assert "CRA_MAX_RUNS_PER_INSTALLATION" in told(world, run)
-

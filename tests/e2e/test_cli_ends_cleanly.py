@@ -30,19 +30,44 @@ from tests.fakes.sandboxes import processes_with
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
-STEP = {"id": "s1", "description": "Fix mul", "target_files": ["calc/ops.py"],
-        "target_symbols": ["mul"], "depends_on": []}
-META = json.dumps({"task_summary": "t", "rationale": "r", "parts": [
-    {"id": "p1", "description": "Fix mul", "affected_files": ["calc/ops.py"], "depends_on": []}]})
+STEP = {
+    "id": "s1",
+    "description": "Fix mul",
+    "target_files": ["calc/ops.py"],
+    "target_symbols": ["mul"],
+    "depends_on": [],
+}
+META = json.dumps(
+    {
+        "task_summary": "t",
+        "rationale": "r",
+        "parts": [
+            {
+                "id": "p1",
+                "description": "Fix mul",
+                "affected_files": ["calc/ops.py"],
+                "depends_on": [],
+            }
+        ],
+    }
+)
 PART = json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": [STEP]})
 # A second step keeps the plan's adjustment after the first (none follows a part's last step):
 # its slow answer is where these runs are stopped, once the first step is committed.
-THEN = {"id": "s2", "description": "Document mul", "target_files": ["calc/ops.py"],
-        "target_symbols": ["mul"], "depends_on": ["s1"]}
-PART_TWO = json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r",
-                       "steps": [STEP, THEN]})
-FIX = (f'<edit file="calc/ops.py">\n<search>\n{MUL_BUG.rstrip()}\n</search>\n'
-       f"<replacement>\n{MUL_FIX.rstrip()}\n</replacement>\n</edit>")
+THEN = {
+    "id": "s2",
+    "description": "Document mul",
+    "target_files": ["calc/ops.py"],
+    "target_symbols": ["mul"],
+    "depends_on": ["s1"],
+}
+PART_TWO = json.dumps(
+    {"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": [STEP, THEN]}
+)
+FIX = (
+    f'<edit file="calc/ops.py">\n<search>\n{MUL_BUG.rstrip()}\n</search>\n'
+    f"<replacement>\n{MUL_FIX.rstrip()}\n</replacement>\n</edit>"
+)
 
 
 @pytest.fixture
@@ -53,11 +78,15 @@ def server() -> Iterator[ScriptedModelServer]:
 
 def write_config(tmp: Path, server: ScriptedModelServer, *, timeout: float = 60.0) -> Path:
     config = tmp / "cra-config.toml"
-    config.write_text("".join(
-        f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
-        f"request_timeout = {timeout}\n" for role in ("reasoning", "coding", "classifier"))
+    config.write_text(
+        "".join(
+            f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
+            f"request_timeout = {timeout}\n"
+            for role in ("reasoning", "coding", "classifier")
+        )
         + f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\ntimeout = 120\n"
-        "[retrieval]\nstages = []\n")
+        "[retrieval]\nstages = []\n"
+    )
     return config
 
 
@@ -72,10 +101,21 @@ class Solve:
         self.extra = extra
 
     def start(self) -> subprocess.Popen[str]:
-        argv = [*program("cra"), "--data-dir", str(self.data), "solve", "Fix mul",
-                "--repo", str(self.repo), "--config", str(self.config), *self.extra]
-        return subprocess.Popen(argv, env=self.env, text=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        argv = [
+            *program("cra"),
+            "--data-dir",
+            str(self.data),
+            "solve",
+            "Fix mul",
+            "--repo",
+            str(self.repo),
+            "--config",
+            str(self.config),
+            *self.extra,
+        ]
+        return subprocess.Popen(
+            argv, env=self.env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
 
     def branches(self) -> list[str]:
         return git_in(self.repo, "branch", "--list", "cra/*", "--format=%(refname:short)").split()
@@ -101,17 +141,27 @@ def run_id_of(err: str) -> str:
     return line.split("cra: run ", 1)[1].split()[0]
 
 
-@pytest.mark.parametrize(("signum", "code", "plan"), [
-    (signal.SIGINT, 130, False), (signal.SIGTERM, 143, False),
-    (signal.SIGINT, 130, True), (signal.SIGTERM, 143, True),
-])
+@pytest.mark.parametrize(
+    ("signum", "code", "plan"),
+    [
+        (signal.SIGINT, 130, False),
+        (signal.SIGTERM, 143, False),
+        (signal.SIGINT, 130, True),
+        (signal.SIGTERM, 143, True),
+    ],
+)
 def test_a_signal_during_a_model_call_cancels_the_run_cleanly(
-    tmp_path: Path, server: ScriptedModelServer, signum: int, code: int, plan: bool,
+    tmp_path: Path,
+    server: ScriptedModelServer,
+    signum: int,
+    code: int,
+    plan: bool,
 ) -> None:
     if plan:
         plan_file = tmp_path / "plan.json"
-        plan_file.write_text(json.dumps({"task_summary": "Fix mul", "rationale": "r",
-                                         "steps": [STEP]}))
+        plan_file.write_text(
+            json.dumps({"task_summary": "Fix mul", "rationale": "r", "steps": [STEP]})
+        )
         server.script("implement", Reply(text=FIX, delay_s=60))
         solve = Solve(tmp_path, server, "--plan", str(plan_file))
     else:
@@ -125,8 +175,9 @@ def test_a_signal_during_a_model_call_cancels_the_run_cleanly(
 
     assert proc.returncode == code, err
     assert "Traceback" not in err, err
-    [said] = [line for line in err.splitlines() if line.startswith("cra: run ")
-              and "cancelled" in line]
+    [said] = [
+        line for line in err.splitlines() if line.startswith("cra: run ") and "cancelled" in line
+    ]
     name = signal.Signals(signum).name
     run_id = run_id_of(err)
     assert said == f"cra: run {run_id} cancelled (interrupted by {name})"
@@ -137,13 +188,15 @@ def test_a_signal_during_a_model_call_cancels_the_run_cleanly(
 
 
 def test_keep_keeps_the_branch_of_an_interrupted_run(
-    tmp_path: Path, server: ScriptedModelServer,
+    tmp_path: Path,
+    server: ScriptedModelServer,
 ) -> None:
     server.script("meta_plan", META)
     server.script("part_plan", PART_TWO)
     server.script("implement", FIX)
-    server.script("adjustment", Reply(text='{"revised_steps": [], "rationale": "done"}',
-                                      delay_s=60))
+    server.script(
+        "adjustment", Reply(text='{"revised_steps": [], "rationale": "done"}', delay_s=60)
+    )
     solve = Solve(tmp_path, server, "--keep")
     proc = solve.start()
     wait_for_call(server, proc, count=4)
@@ -158,7 +211,8 @@ def test_keep_keeps_the_branch_of_an_interrupted_run(
 
 
 def test_the_next_run_removes_what_a_killed_run_left(
-    tmp_path: Path, server: ScriptedModelServer,
+    tmp_path: Path,
+    server: ScriptedModelServer,
 ) -> None:
     server.script("meta_plan", Reply(text=META, delay_s=60))
     solve = Solve(tmp_path, server)
@@ -197,7 +251,9 @@ def test_a_live_runs_worktree_is_left_alone(tmp_path: Path, server: ScriptedMode
 
 
 def test_a_trickling_model_is_cut_and_the_error_names_it_first(
-    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    server: ScriptedModelServer,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     server.script("meta_plan", META)
     server.script("part_plan", PART)
@@ -205,9 +261,19 @@ def test_a_trickling_model_is_cut_and_the_error_names_it_first(
     repo = make_python_project(tmp_path / "repo", bug=True, config=DEFAULT_CRA_TOML)
     config = write_config(tmp_path, server, timeout=1.0)
 
-    code = main(["--data-dir", str(tmp_path / "data"), "solve", "--json",
-                 "Fix mul: tests/test_ops.py::test_mul fails", "--repo", str(repo),
-                 "--config", str(config)])
+    code = main(
+        [
+            "--data-dir",
+            str(tmp_path / "data"),
+            "solve",
+            "--json",
+            "Fix mul: tests/test_ops.py::test_mul fails",
+            "--repo",
+            str(repo),
+            "--config",
+            str(config),
+        ]
+    )
 
     result = json.loads(capsys.readouterr().out)
     assert code == 1 and result["status"] == "failed"
@@ -220,7 +286,9 @@ def test_a_trickling_model_is_cut_and_the_error_names_it_first(
 
 
 def test_an_orchestrated_run_stores_its_effective_config(
-    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    server: ScriptedModelServer,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     server.script("meta_plan", META)
     server.script("part_plan", PART)
@@ -229,8 +297,22 @@ def test_an_orchestrated_run_stores_its_effective_config(
     repo = make_python_project(tmp_path / "repo", bug=True, config=DEFAULT_CRA_TOML)
     config = write_config(tmp_path, server, timeout=42.0)
 
-    assert main(["--data-dir", str(tmp_path / "data"), "solve", "--json", "Fix mul",
-                 "--repo", str(repo), "--config", str(config)]) == 0
+    assert (
+        main(
+            [
+                "--data-dir",
+                str(tmp_path / "data"),
+                "solve",
+                "--json",
+                "Fix mul",
+                "--repo",
+                str(repo),
+                "--config",
+                str(config),
+            ]
+        )
+        == 0
+    )
     run_id = json.loads(capsys.readouterr().out)["task_id"]
 
     with RunLog.open(f"sqlite:///{tmp_path / 'data' / 'cra.db'}") as log:
@@ -245,13 +327,16 @@ def test_an_orchestrated_run_stores_its_effective_config(
 
 
 def test_cra_runs_ends_a_killed_run_and_keeps_the_commits_it_made(
-    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    server: ScriptedModelServer,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     server.script("meta_plan", META)
     server.script("part_plan", PART_TWO)
     server.script("implement", FIX)
-    server.script("adjustment", Reply(text='{"revised_steps": [], "rationale": "done"}',
-                                      delay_s=60))
+    server.script(
+        "adjustment", Reply(text='{"revised_steps": [], "rationale": "done"}', delay_s=60)
+    )
     solve = Solve(tmp_path, server)
     proc = solve.start()
     wait_for_call(server, proc, count=4)  # the first step passed and was committed
@@ -262,25 +347,28 @@ def test_cra_runs_ends_a_killed_run_and_keeps_the_commits_it_made(
     assert main(["--data-dir", str(solve.data), "runs", "--json"]) == 0
 
     said = capsys.readouterr().err
-    assert (f"cra: removed the worktree of run {killed}, whose process is gone; its branch "
-            "cra/fix-mul keeps the commits it made") in said
+    assert (
+        f"cra: removed the worktree of run {killed}, whose process is gone; its branch "
+        "cra/fix-mul keeps the commits it made"
+    ) in said
     assert solve.worktrees() == [] and solve.branches() == ["cra/fix-mul"]
     with solve.log() as log:
         record = log.get_orchestrator_run(killed)
         assert record is not None and record.status == "failed"
         passes = [log.get_task_run(p.task_run_id) for p in record.passes]
     assert [p.status for p in passes if p is not None and p.status == "running"] == []
-    assert any(p is not None and p.error == "interrupted: its cra process is gone"
-               for p in passes)
+    assert any(p is not None and p.error == "interrupted: its cra process is gone" for p in passes)
 
 
 def test_sigterm_while_the_tests_run_cancels_and_leaves_no_process(
-    tmp_path: Path, server: ScriptedModelServer,
+    tmp_path: Path,
+    server: ScriptedModelServer,
 ) -> None:
     marker = "417.25"  # a sleep no other test runs
     solve = Solve(tmp_path, server)
-    solve.config.write_text(solve.config.read_text().replace(
-        json.dumps(TEST_COMMAND), json.dumps(f"sleep {marker}")))
+    solve.config.write_text(
+        solve.config.read_text().replace(json.dumps(TEST_COMMAND), json.dumps(f"sleep {marker}"))
+    )
     proc = solve.start()
     deadline = time.monotonic() + 120
     while not processes_with(marker):
@@ -309,14 +397,30 @@ def test_sigterm_while_the_tests_run_cancels_and_leaves_no_process(
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_during_cra_plan_records_the_plan_run_cancelled(
-    tmp_path: Path, server: ScriptedModelServer, signum: int, code: int,
+    tmp_path: Path,
+    server: ScriptedModelServer,
+    signum: int,
+    code: int,
 ) -> None:
     server.script("meta_plan", Reply(text=META, delay_s=60))
     solve = Solve(tmp_path, server)
     proc = subprocess.Popen(
-        [*program("cra"), "--data-dir", str(solve.data), "plan", "Fix mul", "--repo",
-         str(solve.repo), "--config", str(solve.config)],
-        env=solve.env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        [
+            *program("cra"),
+            "--data-dir",
+            str(solve.data),
+            "plan",
+            "Fix mul",
+            "--repo",
+            str(solve.repo),
+            "--config",
+            str(solve.config),
+        ],
+        env=solve.env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     wait_for_call(server, proc)
 
     proc.send_signal(signum)
@@ -331,7 +435,8 @@ def test_a_signal_during_cra_plan_records_the_plan_run_cancelled(
 
 
 def test_with_json_an_interrupted_run_still_prints_its_result(
-    tmp_path: Path, server: ScriptedModelServer,
+    tmp_path: Path,
+    server: ScriptedModelServer,
 ) -> None:
     server.script("meta_plan", Reply(text=META, delay_s=60))
     solve = Solve(tmp_path, server, "--json")

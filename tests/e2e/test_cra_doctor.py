@@ -31,7 +31,8 @@ def troubleshooting_rows() -> list[re.Pattern[str]]:
 def assert_documented(line: str) -> None:
     """A ✗ or ! line the doctor printed matches a row of the troubleshooting table."""
     assert any(row.match(line) for row in troubleshooting_rows()), (
-        f"the troubleshooting table has no row for: {line}")
+        f"the troubleshooting table has no row for: {line}"
+    )
 
 
 def lines_of(done: Done, mark: str) -> list[str]:
@@ -49,26 +50,46 @@ def repo(tmp_path: Path) -> Path:
     return make_python_project(tmp_path / "repo", config=None)
 
 
-def doctor(tmp: Path, repo: Path, config_text: str, *extra: str,
-           env: dict[str, str] | None = None) -> Done:
+def doctor(
+    tmp: Path, repo: Path, config_text: str, *extra: str, env: dict[str, str] | None = None
+) -> Done:
     config = tmp / "cra.toml"
     config.write_text(config_text, encoding="utf-8")
-    return run("cra", "doctor", "--repo", str(repo), "--config", str(config),
-               "--data-dir", str(tmp / "data"), *extra, env=env or clean_env(tmp))
+    return run(
+        "cra",
+        "doctor",
+        "--repo",
+        str(repo),
+        "--config",
+        str(config),
+        "--data-dir",
+        str(tmp / "data"),
+        *extra,
+        env=env or clean_env(tmp),
+    )
 
 
 def good_config(url: str, **models: object) -> str:
     return f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\n" + models_toml(url, **models)
 
 
-def test_a_good_set_up_passes_every_check(tmp_path: Path, repo: Path,
-                                          server: ScriptedModelServer) -> None:
+def test_a_good_set_up_passes_every_check(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer
+) -> None:
     done = doctor(tmp_path, repo, good_config(server.url))
     assert done.code == 0, done.text
     checks = [line.split(":")[0] for line in done.out.splitlines() if line[:2] in ("✓ ", "✗ ")]
-    assert checks == ["✓ git", "✓ variables", "✓ data dir", "✓ sandbox", "✓ config",
-                      "✓ test command", "✓ reasoning model", "✓ coding model",
-                      "✓ classifier model"]
+    assert checks == [
+        "✓ git",
+        "✓ variables",
+        "✓ data dir",
+        "✓ sandbox",
+        "✓ config",
+        "✓ test command",
+        "✓ reasoning model",
+        "✓ coding model",
+        "✓ classifier model",
+    ]
     assert "scripted-model on " + server.url + ": present; window 32768, cra uses 16384" in done.out
     assert "✓ sandbox: repository commands run in the bwrap sandbox" in done.out
     assert "the data directory is hidden" in done.out
@@ -88,8 +109,9 @@ def test_the_operators_config_opens_an_address_to_the_setup_step_and_the_doctor_
     assert line.endswith("nor IPv6; the operator opened 10.1.2.3/32"), line
 
 
-def test_json_gives_the_same_findings(tmp_path: Path, repo: Path,
-                                      server: ScriptedModelServer) -> None:
+def test_json_gives_the_same_findings(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer
+) -> None:
     done = doctor(tmp_path, repo, good_config(f"http://127.0.0.1:{closed_port()}"), "--json")
     report = json.loads(done.out)
     assert done.code == 1 and report["passed"] is False
@@ -99,8 +121,7 @@ def test_json_gives_the_same_findings(tmp_path: Path, repo: Path,
     assert "ollama serve" in by_check["coding model"]["fix"]
 
 
-def test_a_server_that_is_down_fails_each_role_with_its_setting(tmp_path: Path,
-                                                                repo: Path) -> None:
+def test_a_server_that_is_down_fails_each_role_with_its_setting(tmp_path: Path, repo: Path) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
     done = doctor(tmp_path, repo, good_config(url))
     assert done.code == 1
@@ -127,15 +148,17 @@ def test_an_ollama_model_without_a_tag_is_its_latest(tmp_path: Path, repo: Path)
 
 
 def test_a_window_larger_than_an_ollama_model_was_trained_on_is_a_warning(
-    tmp_path: Path, repo: Path,
+    tmp_path: Path,
+    repo: Path,
 ) -> None:
     with ScriptedModelServer(windows={"scripted-model": 8192}) as small:
         done = doctor(tmp_path, repo, good_config(small.url, window=16384))
     assert done.code == 0, done.text  # Ollama runs it, with a window it was not made for
     [warning, *_] = lines_of(done, "!")
     assert "cra uses a 16384-token window but the model was trained on 8192" in warning
-    assert warning.endswith("→ set models.reasoning.context_window in "
-                            f"{tmp_path / 'cra.toml'} to 8192 or less")
+    assert warning.endswith(
+        f"→ set models.reasoning.context_window in {tmp_path / 'cra.toml'} to 8192 or less"
+    )
     assert_documented(warning.replace("reasoning", "coding"))
 
 
@@ -146,8 +169,9 @@ def test_a_window_larger_than_an_openai_server_allows_fails(tmp_path: Path, repo
     assert all("but the server allows 4096" in line for line in lines_of(done, "✗"))
 
 
-def test_a_test_command_that_is_not_found_fails(tmp_path: Path, repo: Path,
-                                                server: ScriptedModelServer) -> None:
+def test_a_test_command_that_is_not_found_fails(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer
+) -> None:
     text = good_config(server.url).replace(json.dumps(TEST_COMMAND), '"pytst -q"')
     done = doctor(tmp_path, repo, text)
     assert done.code == 1
@@ -156,15 +180,17 @@ def test_a_test_command_that_is_not_found_fails(tmp_path: Path, repo: Path,
     assert_documented(line)
 
 
-def test_no_test_command_fails_with_what_to_add(tmp_path: Path, repo: Path,
-                                                server: ScriptedModelServer) -> None:
+def test_no_test_command_fails_with_what_to_add(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer
+) -> None:
     done = doctor(tmp_path, repo, models_toml(server.url))
     [line] = lines_of(done, "✗")
     assert "no [testing] test_command" in line and 'add test_command = "pytest -q"' in line
 
 
-def test_an_invalid_config_fails_and_names_the_key(tmp_path: Path, repo: Path,
-                                                   server: ScriptedModelServer) -> None:
+def test_an_invalid_config_fails_and_names_the_key(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer
+) -> None:
     text = good_config(server.url).replace("test_command", "test_comand")
     done = doctor(tmp_path, repo, text)
     assert done.code == 1
@@ -173,17 +199,21 @@ def test_an_invalid_config_fails_and_names_the_key(tmp_path: Path, repo: Path,
     assert_documented(line)
 
 
-def test_a_misspelt_variable_fails_the_variables_check(tmp_path: Path, repo: Path,
-                                                       server: ScriptedModelServer) -> None:
+def test_a_misspelt_variable_fails_the_variables_check(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer
+) -> None:
     env = clean_env(tmp_path, {"CRA_DATABASE_ULR": "sqlite:///x.db"})
     done = doctor(tmp_path, repo, good_config(server.url), env=env)
     [line] = lines_of(done, "✗")
-    assert line == ("✗ variables: cra reads no setting CRA_DATABASE_ULR; did you mean "
-                    "CRA_DATABASE_URL? → rename it CRA_DATABASE_URL")
+    assert line == (
+        "✗ variables: cra reads no setting CRA_DATABASE_ULR; did you mean "
+        "CRA_DATABASE_URL? → rename it CRA_DATABASE_URL"
+    )
 
 
-def test_outside_a_repository_the_doctor_says_so(tmp_path: Path,
-                                                 server: ScriptedModelServer) -> None:
+def test_outside_a_repository_the_doctor_says_so(
+    tmp_path: Path, server: ScriptedModelServer
+) -> None:
     done = doctor(tmp_path, tmp_path, good_config(server.url))
     assert done.code == 1 and "✗ repository: " in done.out and "Traceback" not in done.text
 
@@ -196,23 +226,30 @@ def test_a_repository_without_commits_fails_as_cra_solve_would(
     git_in(empty, "init", "-q")
     done = doctor(tmp_path, empty, good_config(server.url))
     assert done.code == 1 and "Traceback" not in done.text
-    assert (f"✗ repository: {empty} has no commits yet: cra works from a commit → commit the "
-            "code and its tests first") in done.out
+    assert (
+        f"✗ repository: {empty} has no commits yet: cra works from a commit → commit the "
+        "code and its tests first"
+    ) in done.out
 
 
-def test_no_sandbox_is_said_out_loud_but_passes(tmp_path: Path, repo: Path,
-                                                server: ScriptedModelServer) -> None:
+def test_no_sandbox_is_said_out_loud_but_passes(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer
+) -> None:
     env = clean_env(tmp_path, {"CRA_SANDBOX": "none"})
     done = doctor(tmp_path, repo, good_config(server.url), env=env)
     assert done.code == 0, done.text
     [line] = lines_of(done, "!")
-    assert line.startswith("! sandbox: repository commands run UNSANDBOXED (sandbox none: "
-                           "chosen explicitly) → install bubblewrap")
+    assert line.startswith(
+        "! sandbox: repository commands run UNSANDBOXED (sandbox none: "
+        "chosen explicitly) → install bubblewrap"
+    )
     assert_documented(line)
 
 
 def test_a_sandbox_asked_for_and_missing_fails_with_the_install_hint(
-    tmp_path: Path, repo: Path, server: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    server: ScriptedModelServer,
 ) -> None:
     tools = tmp_path / "bin"  # a PATH with git and a shell, without bubblewrap
     tools.mkdir()

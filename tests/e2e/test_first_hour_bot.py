@@ -28,10 +28,15 @@ def env(tmp_path: Path) -> dict[str, str]:
     """A server's settings that would start: secret, App id, a key file, a data dir."""
     key = tmp_path / "app.pem"
     key.write_text(rsa_pem())
-    return clean_env(tmp_path, {
-        "CRA_WEBHOOK_SECRET": "s3cret", "CRA_APP_ID": "123",
-        "CRA_PRIVATE_KEY_PATH": str(key), "CRA_DATA_DIR": str(tmp_path / "data"),
-    })
+    return clean_env(
+        tmp_path,
+        {
+            "CRA_WEBHOOK_SECRET": "s3cret",
+            "CRA_APP_ID": "123",
+            "CRA_PRIVATE_KEY_PATH": str(key),
+            "CRA_DATA_DIR": str(tmp_path / "data"),
+        },
+    )
 
 
 def serve(env: dict[str, str], *args: str) -> Done:
@@ -45,8 +50,15 @@ def test_no_app_id_is_named(env: dict[str, str]) -> None:
 
 def test_a_key_file_that_does_not_exist_is_named(env: dict[str, str], tmp_path: Path) -> None:
     env["CRA_PRIVATE_KEY_PATH"] = str(tmp_path / "missing.pem")
-    assert_plain(serve(env), code=2, names=(f"CRA_PRIVATE_KEY_PATH={tmp_path / 'missing.pem'}",
-                                            "no such file", "download a private key"))
+    assert_plain(
+        serve(env),
+        code=2,
+        names=(
+            f"CRA_PRIVATE_KEY_PATH={tmp_path / 'missing.pem'}",
+            "no such file",
+            "download a private key",
+        ),
+    )
 
 
 def test_a_file_that_is_not_a_key_is_refused_before_serving(env: dict[str, str]) -> None:
@@ -61,24 +73,32 @@ def test_a_key_that_is_not_rsa_is_refused(env: dict[str, str]) -> None:
 
 def test_a_key_in_the_variable_is_checked_too(env: dict[str, str]) -> None:
     env.pop("CRA_PRIVATE_KEY_PATH")
-    env["CRA_PRIVATE_KEY"] = ("-----BEGIN RSA PRIVATE KEY-----\\nnope\\n"
-                              "-----END RSA PRIVATE KEY-----")
+    env["CRA_PRIVATE_KEY"] = (
+        "-----BEGIN RSA PRIVATE KEY-----\\nnope\\n-----END RSA PRIVATE KEY-----"
+    )
     assert_plain(serve(env), code=2, names=("CRA_PRIVATE_KEY", "not a PEM private key"))
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_a_missing_env_file_is_named(env: dict[str, str], tmp_path: Path, where: str) -> None:
     missing = str(tmp_path / "nope.env")
-    args = (["--env-file", missing, "serve"] if where == "before"
-            else ["serve", "--env-file", missing])
+    args = (
+        ["--env-file", missing, "serve"] if where == "before" else ["serve", "--env-file", missing]
+    )
     done = run("cra-bot", *args, "--port", str(closed_port()), env=env)
     assert_plain(done, code=2, names=(missing, "--env-file"))
 
 
 def test_a_setting_of_the_wrong_type_is_said_in_plain_words(env: dict[str, str]) -> None:
     done = serve({**env, "CRA_WORKERS": "many", "CRA_ON_PARTIAL": "drafts"})
-    assert_plain(done, code=2, names=("CRA_WORKERS: expected a whole number, got the text 'many'",
-                                      "CRA_ON_PARTIAL: expected one of 'draft' or 'comment'"))
+    assert_plain(
+        done,
+        code=2,
+        names=(
+            "CRA_WORKERS: expected a whole number, got the text 'many'",
+            "CRA_ON_PARTIAL: expected one of 'draft' or 'comment'",
+        ),
+    )
     assert "pydantic" not in done.err
 
 
@@ -105,7 +125,9 @@ def test_a_database_that_does_not_answer_is_named(env: dict[str, str]) -> None:
 
 
 def test_an_rq_queue_without_redis_is_named(env: dict[str, str]) -> None:
-    done = serve({**env, "CRA_QUEUE": "rq", "CRA_REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0"})
+    done = serve(
+        {**env, "CRA_QUEUE": "rq", "CRA_REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0"}
+    )
     assert_plain(done, code=2, names=("CRA_REDIS_URL", "does not answer"))
 
 
@@ -113,12 +135,14 @@ def test_a_misspelt_variable_is_named_at_start(env: dict[str, str]) -> None:
     secret = env.pop("CRA_WEBHOOK_SECRET")
     done = serve({**env, "CRA_WEBHOOK_SECERT": secret})
     assert_plain(done, code=2, names=("CRA_WEBHOOK_SECRET",))
-    assert ("cra-bot reads no setting CRA_WEBHOOK_SECERT; did you mean CRA_WEBHOOK_SECRET?"
-            in done.err)
+    assert (
+        "cra-bot reads no setting CRA_WEBHOOK_SECERT; did you mean CRA_WEBHOOK_SECRET?" in done.err
+    )
 
 
-def test_a_misspelt_variable_in_the_env_file_is_named_too(env: dict[str, str],
-                                                          tmp_path: Path) -> None:
+def test_a_misspelt_variable_in_the_env_file_is_named_too(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     dotenv = tmp_path / ".env"
     dotenv.write_text("CRA_LABLE=cra-please\n")
     done = run("cra-bot", "migrate", "--env-file", str(dotenv), env=env)
@@ -126,8 +150,9 @@ def test_a_misspelt_variable_in_the_env_file_is_named_too(env: dict[str, str],
     assert "CRA_LABLE; did you mean CRA_LABEL?" in done.err
 
 
-def test_migrate_is_quiet_and_verbose_shows_the_migrations(env: dict[str, str],
-                                                           tmp_path: Path) -> None:
+def test_migrate_is_quiet_and_verbose_shows_the_migrations(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     quiet = run("cra-bot", "migrate", env=env)
     loud = run("cra-bot", "migrate", "-v", env={**env, "CRA_DATA_DIR": str(tmp_path / "other")})
     assert quiet.code == loud.code == 0, quiet.text + loud.text
@@ -139,8 +164,9 @@ def test_migrate_is_quiet_and_verbose_shows_the_migrations(env: dict[str, str],
 def serving(env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = closed_port()
     argv = [*program("cra-bot"), "serve", "--port", str(port)]
-    with subprocess.Popen(argv, env=env, text=True, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen(
+        argv, env=env, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    ) as proc:
         url = f"http://127.0.0.1:{port}"
         try:
             yield url, proc
@@ -160,8 +186,9 @@ def test_a_start_says_where_it_serves_which_models_are_down_and_nothing_else(
     _, err = proc.communicate(timeout=30)
     lines = err.splitlines()
     assert "INFO bot.sandboxes sandbox: repository commands run in the " in lines[0], err
-    assert [line.split(":")[:2] for line in lines[1:4]] == [
-        ["cra-bot", " warning"]] * 3, err  # no model server here: it starts, and says so
+    assert [line.split(":")[:2] for line in lines[1:4]] == [["cra-bot", " warning"]] * 3, (
+        err
+    )  # no model server here: it starts, and says so
     assert "CRA_CODING_BASE_URL" in lines[2] and "refused the connection" in lines[2]
     assert lines[4].endswith(f"INFO bot.web.serve serving on {url}")
     assert len(lines) == 5, err  # nothing from the libraries: no Alembic, no server chatter

@@ -49,8 +49,19 @@ def write_config(path: Path, testing: str, url: str) -> Path:
 
 
 def solve(tmp: Path, repo: Path, config: Path, env: dict[str, str], *extra: str) -> Done:
-    return run("cra", "solve", "Fix the failing test_mul", "--repo", str(repo), "--config",
-               str(config), "--data-dir", str(tmp / "data"), *extra, env=env)
+    return run(
+        "cra",
+        "solve",
+        "Fix the failing test_mul",
+        "--repo",
+        str(repo),
+        "--config",
+        str(config),
+        "--data-dir",
+        str(tmp / "data"),
+        *extra,
+        env=env,
+    )
 
 
 def test_both_programs_say_their_version(env: dict[str, str]) -> None:
@@ -67,8 +78,9 @@ def test_global_options_work_after_the_subcommand(tmp_path: Path, env: dict[str,
     assert (tmp_path / "d" / "cra.db").exists()
 
 
-def test_a_data_dir_that_cannot_be_a_directory_is_named(tmp_path: Path,
-                                                        env: dict[str, str]) -> None:
+def test_a_data_dir_that_cannot_be_a_directory_is_named(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     done = run("cra", "runs", "--data-dir", str(blocker / "cra"), env=env)
@@ -76,63 +88,101 @@ def test_a_data_dir_that_cannot_be_a_directory_is_named(tmp_path: Path,
 
 
 def test_an_unknown_config_key_says_did_you_mean_and_calls_no_model(
-    tmp_path: Path, repo: Path, env: dict[str, str], server: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
+    server: ScriptedModelServer,
 ) -> None:
-    config = write_config(tmp_path / "cra.toml", f"test_comand = {json.dumps(TEST_COMMAND)}",
-                          server.url)
+    config = write_config(
+        tmp_path / "cra.toml", f"test_comand = {json.dumps(TEST_COMMAND)}", server.url
+    )
     done = solve(tmp_path, repo, config, env)
-    assert_plain(done, code=2, names=(str(config), "unknown key testing.test_comand",
-                                      "did you mean testing.test_command?"))
+    assert_plain(
+        done,
+        code=2,
+        names=(
+            str(config),
+            "unknown key testing.test_comand",
+            "did you mean testing.test_command?",
+        ),
+    )
     assert server.requests == []
 
 
 def test_a_wrong_type_in_the_config_is_said_in_plain_words(
-    tmp_path: Path, repo: Path, env: dict[str, str], server: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
+    server: ScriptedModelServer,
 ) -> None:
-    config = write_config(tmp_path / "cra.toml", 'test_command = "pytest"\ntimeout = "soon"',
-                          server.url)
+    config = write_config(
+        tmp_path / "cra.toml", 'test_command = "pytest"\ntimeout = "soon"', server.url
+    )
     done = solve(tmp_path, repo, config, env)
-    assert_plain(done, code=2, names=(
-        str(config), "testing.timeout: expected a number, got the text 'soon'"))
+    assert_plain(
+        done, code=2, names=(str(config), "testing.timeout: expected a number, got the text 'soon'")
+    )
     assert "Input should" not in done.err and server.requests == []
 
 
 @pytest.mark.parametrize("command", ["solve", "plan"])
 def test_a_repository_without_commits_is_named_and_calls_no_model(
-    tmp_path: Path, env: dict[str, str], server: ScriptedModelServer, command: str,
+    tmp_path: Path,
+    env: dict[str, str],
+    server: ScriptedModelServer,
+    command: str,
 ) -> None:
     empty = tmp_path / "empty"
     git_in(tmp_path, "init", "--quiet", str(empty))
-    config = write_config(tmp_path / "cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}",
-                          server.url)
-    done = run("cra", command, "Add a parser", "--repo", str(empty), "--config", str(config),
-               "--data-dir", str(tmp_path / "data"), env=env)
+    config = write_config(
+        tmp_path / "cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}", server.url
+    )
+    done = run(
+        "cra",
+        command,
+        "Add a parser",
+        "--repo",
+        str(empty),
+        "--config",
+        str(config),
+        "--data-dir",
+        str(tmp_path / "data"),
+        env=env,
+    )
     assert_plain(done, code=2, names=(str(empty), "has no commits yet"))
     assert "rev-parse" not in done.text and server.requests == []
 
 
 def test_solve_says_uncommitted_changes_are_not_part_of_the_run(
-    tmp_path: Path, repo: Path, env: dict[str, str],
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
 ) -> None:
     (repo / "calc" / "ops.py").write_text("# being edited\n", encoding="utf-8")
     (repo / "notes.txt").write_text("mine\n", encoding="utf-8")
-    config = write_config(tmp_path / "cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}",
-                          f"http://127.0.0.1:{closed_port()}")
+    config = write_config(
+        tmp_path / "cra.toml",
+        f"test_command = {json.dumps(TEST_COMMAND)}",
+        f"http://127.0.0.1:{closed_port()}",
+    )
     done = solve(tmp_path, repo, config, env)
     head = git_in(repo, "rev-parse", "HEAD").strip()
-    assert (f"cra: note: the run starts from HEAD ({head[:12]}); uncommitted changes are not "
-            "part of it: calc/ops.py, notes.txt") in done.err
+    assert (
+        f"cra: note: the run starts from HEAD ({head[:12]}); uncommitted changes are not "
+        "part of it: calc/ops.py, notes.txt"
+    ) in done.err
     git_in(repo, "checkout", "--", "calc/ops.py")
     (repo / "notes.txt").unlink()
     assert "cra: note:" not in solve(tmp_path, repo, config, env).err
 
 
 def test_a_model_server_refusing_connections_is_named_at_once(
-    tmp_path: Path, repo: Path, env: dict[str, str],
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
 ) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
-    config = write_config(tmp_path / "cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}",
-                          url)
+    config = write_config(tmp_path / "cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}", url)
     done = solve(tmp_path, repo, config, env)
     assert_plain(done, code=2, names=(url, "refused the connection", "base_url"))
     assert "attempt" not in done.err  # no retries: retrying cures nothing here
@@ -140,24 +190,29 @@ def test_a_model_server_refusing_connections_is_named_at_once(
 
 
 def test_a_model_ollama_does_not_have_is_named_at_start_with_the_pull_command(
-    tmp_path: Path, repo: Path, env: dict[str, str],
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
 ) -> None:
     with ScriptedModelServer(models=("llama3:8b",)) as other:
-        config = write_config(tmp_path / "cra.toml", 'test_command = "no-such-runner"',
-                              other.url)
+        config = write_config(tmp_path / "cra.toml", 'test_command = "no-such-runner"', other.url)
         done = solve(tmp_path, repo, config, env)
         assert other.chat_requests == []
-        warning = ("cra: warning: the reasoning model: scripted-model is not on "
-                   f"{other.url} (it has: llama3:8b) → ollama pull scripted-model")
+        warning = (
+            "cra: warning: the reasoning model: scripted-model is not on "
+            f"{other.url} (it has: llama3:8b) → ollama pull scripted-model"
+        )
     assert warning in done.err.splitlines()
     assert done.err.index(warning) < done.err.index(" started — see it with")
 
 
 def test_a_test_command_that_does_not_exist_ends_the_run_before_planning(
-    tmp_path: Path, repo: Path, env: dict[str, str], server: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
+    server: ScriptedModelServer,
 ) -> None:
-    config = write_config(tmp_path / "cra.toml", 'test_command = "no-such-runner -q"',
-                          server.url)
+    config = write_config(tmp_path / "cra.toml", 'test_command = "no-such-runner -q"', server.url)
     done = solve(tmp_path, repo, config, env)
 
     assert done.code == 1 and "Traceback" not in done.text, done.text
@@ -170,7 +225,10 @@ def test_a_test_command_that_does_not_exist_ends_the_run_before_planning(
 
 
 def test_a_test_script_that_is_not_executable_ends_the_run_before_planning(
-    tmp_path: Path, repo: Path, env: dict[str, str], server: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
+    server: ScriptedModelServer,
 ) -> None:
     (repo / "run_tests.sh").write_text("#!/bin/sh\nexec python -m pytest -q\n")
     git_in(repo, "add", "run_tests.sh")
@@ -186,7 +244,10 @@ def test_a_test_script_that_is_not_executable_ends_the_run_before_planning(
 
 
 def test_solve_says_its_run_id_and_how_to_see_it(
-    tmp_path: Path, repo: Path, env: dict[str, str], server: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
+    server: ScriptedModelServer,
 ) -> None:
     config = write_config(tmp_path / "cra.toml", 'test_command = "no-such-runner"', server.url)
     done = solve(tmp_path, repo, config, env, "--json")
@@ -198,16 +259,23 @@ def test_solve_says_its_run_id_and_how_to_see_it(
 
 
 def test_a_misspelt_variable_is_named_with_the_setting_it_meant(
-    tmp_path: Path, env: dict[str, str],
+    tmp_path: Path,
+    env: dict[str, str],
 ) -> None:
-    done = run("cra", "runs", "--data-dir", str(tmp_path / "d"),
-               env={**env, "CRA_DATA_DIRR": str(tmp_path / "x")})
+    done = run(
+        "cra",
+        "runs",
+        "--data-dir",
+        str(tmp_path / "d"),
+        env={**env, "CRA_DATA_DIRR": str(tmp_path / "x")},
+    )
     assert done.code == 0
     assert "cra reads no setting CRA_DATA_DIRR; did you mean CRA_DATA_DIR?" in done.err
 
 
 def test_a_normal_start_prints_no_library_chatter_and_verbose_shows_it(
-    tmp_path: Path, env: dict[str, str],
+    tmp_path: Path,
+    env: dict[str, str],
 ) -> None:
     quiet = run("cra", "runs", "--data-dir", str(tmp_path / "a"), env=env)
     loud = run("cra", "runs", "-v", "--data-dir", str(tmp_path / "b"), env=env)
@@ -227,12 +295,25 @@ def test_a_closed_pipe_ends_the_output_quietly(tmp_path: Path, env: dict[str, st
 
 
 def test_doctor_takes_the_config_and_repository_it_is_given(
-    tmp_path: Path, repo: Path, env: dict[str, str], server: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
+    server: ScriptedModelServer,
 ) -> None:
-    config = write_config(tmp_path / "cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}",
-                          server.url)
-    done = run("cra", "doctor", "--repo", str(repo), "--config", str(config),
-               "--data-dir", str(tmp_path / "d"), env=env)
+    config = write_config(
+        tmp_path / "cra.toml", f"test_command = {json.dumps(TEST_COMMAND)}", server.url
+    )
+    done = run(
+        "cra",
+        "doctor",
+        "--repo",
+        str(repo),
+        "--config",
+        str(config),
+        "--data-dir",
+        str(tmp_path / "d"),
+        env=env,
+    )
     assert done.code == 0, done.text
     assert server.chat_requests == []
 
@@ -248,13 +329,18 @@ def many_files(root: Path, count: int) -> Path:
 
 
 def test_index_draws_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
-    tmp_path: Path, env: dict[str, str],
+    tmp_path: Path,
+    env: dict[str, str],
 ) -> None:
     repo = many_files(tmp_path / "many", 40)
     argv = [*program("cra"), "index", "--repo", str(repo)]
     leader, follower = pty.openpty()
-    with subprocess.Popen([*argv, "--data-dir", str(tmp_path / "tty")], env=env,
-                          stdout=subprocess.DEVNULL, stderr=follower) as proc:
+    with subprocess.Popen(
+        [*argv, "--data-dir", str(tmp_path / "tty")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+    ) as proc:
         os.close(follower)
         seen = b""
         with contextlib.suppress(OSError):  # EIO once the process has closed the terminal
@@ -265,7 +351,6 @@ def test_index_draws_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(
     drawn = seen.decode()
     assert "\rindexing [" in drawn and "40/40 files" in drawn and "█" * 24 in drawn
 
-    plain = run("cra", "index", "--repo", str(repo), "--data-dir", str(tmp_path / "pipe"),
-                env=env)
+    plain = run("cra", "index", "--repo", str(repo), "--data-dir", str(tmp_path / "pipe"), env=env)
     assert plain.code == 0
     assert plain.err.splitlines() == [f"indexing: {n}/40 files" for n in range(4, 41, 4)]

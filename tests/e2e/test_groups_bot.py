@@ -23,23 +23,49 @@ def test_a_fix_across_files_lands_as_one_group_and_the_pr_check_and_page_say_so(
 ) -> None:
     """One planned step over two files: split into a piece per file, gated once both are in,
     one commit; the pull request, the check run and the run page name the group and why."""
-    step = {"id": "s1", "description": "Fix mul, add square and export it",
-            "target_files": ["calc/ops.py", "calc/__init__.py"], "target_symbols": [],
-            "depends_on": []}
+    step = {
+        "id": "s1",
+        "description": "Fix mul, add square and export it",
+        "target_files": ["calc/ops.py", "calc/__init__.py"],
+        "target_symbols": [],
+        "depends_on": [],
+    }
     m = world.models
-    m.script("meta_plan", json.dumps({"task_summary": "Fix mul", "rationale": "bug", "parts": [
-        {"id": "p1", "description": "Fix mul and export square",
-         "affected_files": ["calc/ops.py", "calc/__init__.py"], "depends_on": []}]}))
-    m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r",
-                                      "steps": [step]}))
+    m.script(
+        "meta_plan",
+        json.dumps(
+            {
+                "task_summary": "Fix mul",
+                "rationale": "bug",
+                "parts": [
+                    {
+                        "id": "p1",
+                        "description": "Fix mul and export square",
+                        "affected_files": ["calc/ops.py", "calc/__init__.py"],
+                        "depends_on": [],
+                    }
+                ],
+            }
+        ),
+    )
+    m.script(
+        "part_plan",
+        json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": [step]}),
+    )
     fixed = '    """Return a * b."""\n    return a * b'
     square = 'def square(a: int) -> int:\n    """Return a * a."""\n    return a * a'
-    m.script("implement", edit('    """Return a * b."""\n    return a * b + 1',
-                               fixed + "\n\n\n" + square),
-             edit("from calc.ops import add, mul, sub",
-                  "from calc.ops import add, mul, square, sub", path="calc/__init__.py"))
-    m.script("adjustment", json.dumps({"revised_steps": [], "rationale": "done",
-                                       "changes_made": []}))
+    m.script(
+        "implement",
+        edit('    """Return a * b."""\n    return a * b + 1', fixed + "\n\n\n" + square),
+        edit(
+            "from calc.ops import add, mul, sub",
+            "from calc.ops import add, mul, square, sub",
+            path="calc/__init__.py",
+        ),
+    )
+    m.script(
+        "adjustment", json.dumps({"revised_steps": [], "rationale": "done", "changes_made": []})
+    )
 
     run = world.run(world.label_issue())
 

@@ -33,26 +33,56 @@ def server() -> Iterator[ScriptedModelServer]:
         yield srv
 
 
-def cra_solve(tmp: Path, server: ScriptedModelServer, task: str, *extra: str,
-              bug: bool = True, testing: str = "", config: Path | None = None,
-              capsys: pytest.CaptureFixture[str]) -> Solve:
+def cra_solve(
+    tmp: Path,
+    server: ScriptedModelServer,
+    task: str,
+    *extra: str,
+    bug: bool = True,
+    testing: str = "",
+    config: Path | None = None,
+    capsys: pytest.CaptureFixture[str],
+) -> Solve:
     repo = make_python_project(tmp / "repo", bug=bug, config=DEFAULT_CRA_TOML)
     return solve(tmp, server, task, repo, capsys, *extra, testing=testing, config=config)
 
 
 def plan_step(description: str, files: list[str], *, changes_tests: bool = False) -> str:
-    step = {"id": "s1", "description": description, "target_files": files,
-            "target_symbols": [], "depends_on": [], "changes_existing_tests": changes_tests}
+    step = {
+        "id": "s1",
+        "description": description,
+        "target_files": files,
+        "target_symbols": [],
+        "depends_on": [],
+        "changes_existing_tests": changes_tests,
+    }
     return json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": [step]})
 
 
-def script_plan(server: ScriptedModelServer, description: str, files: list[str], *,
-                changes_tests: bool = False) -> None:
-    server.script("meta_plan", json.dumps({"task_summary": "t", "rationale": "r", "parts": [
-        {"id": "p1", "description": description, "affected_files": files, "depends_on": []}]}))
+def script_plan(
+    server: ScriptedModelServer, description: str, files: list[str], *, changes_tests: bool = False
+) -> None:
+    server.script(
+        "meta_plan",
+        json.dumps(
+            {
+                "task_summary": "t",
+                "rationale": "r",
+                "parts": [
+                    {
+                        "id": "p1",
+                        "description": description,
+                        "affected_files": files,
+                        "depends_on": [],
+                    }
+                ],
+            }
+        ),
+    )
     server.script("part_plan", plan_step(description, files, changes_tests=changes_tests))
-    server.script("adjustment", json.dumps({"revised_steps": [], "rationale": "done",
-                                            "changes_made": []}))
+    server.script(
+        "adjustment", json.dumps({"revised_steps": [], "rationale": "done", "changes_made": []})
+    )
 
 
 def test_the_rejected_attempt_is_recorded_with_the_gate_verdict(
@@ -74,14 +104,27 @@ def test_the_rejected_attempt_is_recorded_with_the_gate_verdict(
 def test_a_task_that_asks_to_change_tested_behaviour_succeeds_with_its_test_change_listed(
     tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    script_plan(server, "Make sub return b - a, and update its test", ["calc/ops.py", TEST_FILE],
-                changes_tests=True)
-    server.script("implement", edit("calc/ops.py", "    return a - b", "    return b - a")
-                  + "\n" + edit(TEST_FILE, SUB_TEST, "    assert sub(5, 3) == -2"))
+    script_plan(
+        server,
+        "Make sub return b - a, and update its test",
+        ["calc/ops.py", TEST_FILE],
+        changes_tests=True,
+    )
+    server.script(
+        "implement",
+        edit("calc/ops.py", "    return a - b", "    return b - a")
+        + "\n"
+        + edit(TEST_FILE, SUB_TEST, "    assert sub(5, 3) == -2"),
+    )
     server.script("gate_test_change", "yes")
 
-    run = cra_solve(tmp_path, server, "sub(a, b) must return b - a from now on; update "
-                    "test_sub to expect that", bug=False, capsys=capsys)
+    run = cra_solve(
+        tmp_path,
+        server,
+        "sub(a, b) must return b - a from now on; update test_sub to expect that",
+        bug=False,
+        capsys=capsys,
+    )
 
     assert run.code == 0, run.out
     assert "status: complete" in run.out
@@ -95,8 +138,9 @@ def test_a_declared_test_change_the_task_does_not_ask_for_is_rejected(
     tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script_plan(server, "Fix mul and its test", ["calc/ops.py", TEST_FILE], changes_tests=True)
-    server.script("implement", edit(TEST_FILE, "    assert mul(2, 3) == 6",
-                                    "    assert mul(2, 3) == 7"))
+    server.script(
+        "implement", edit(TEST_FILE, "    assert mul(2, 3) == 6", "    assert mul(2, 3) == 7")
+    )
     server.script("gate_test_change", "no")
     server.script("implement_retry", FIX)
 
@@ -117,8 +161,9 @@ def test_a_hanging_attempt_is_stopped_after_a_timeout_derived_from_the_baseline(
 
     # the derived limit (the baseline's duration and 3 s) is outgrown, the run again under the
     # configured 8 s too: the code's own timeout, told to the model
-    config = write_config(tmp_path, server, "timeout_factor = 1.0\ntimeout_margin = 3.0\n",
-                          timeout=8)
+    config = write_config(
+        tmp_path, server, "timeout_factor = 1.0\ntimeout_margin = 3.0\n", timeout=8
+    )
     run = cra_solve(tmp_path, server, "Fix mul", config=config, capsys=capsys)
 
     assert run.code == 0, run.out
@@ -138,8 +183,12 @@ def test_a_fix_whose_suite_outgrows_a_limit_derived_from_a_fast_failing_baseline
     (repo / "tests" / "test_slow.py").write_text(SLOW_TEST)  # after test_ops.py, which fails
     git_in(repo, "add", "--all")
     git_in(repo, "commit", "--quiet", "-m", "A slow test")
-    config = write_config(tmp_path, server, "timeout_factor = 1.0\ntimeout_margin = 1.0\n",
-                          command=f"{TEST_COMMAND} -x")  # the baseline stops at test_mul
+    config = write_config(
+        tmp_path,
+        server,
+        "timeout_factor = 1.0\ntimeout_margin = 1.0\n",
+        command=f"{TEST_COMMAND} -x",
+    )  # the baseline stops at test_mul
 
     run = solve(tmp_path, server, "Fix mul", repo, capsys, config=config)
 
@@ -154,19 +203,36 @@ def test_a_fix_whose_suite_outgrows_a_limit_derived_from_a_fast_failing_baseline
 # --- `cra solve --plan` (the single pass) ----------------------------------------------------
 
 
-def solve_with_plan(tmp: Path, server: ScriptedModelServer, task: str, test_role: str, *,
-                    bug: bool = True, capsys: pytest.CaptureFixture[str]) -> Solve:
+def solve_with_plan(
+    tmp: Path,
+    server: ScriptedModelServer,
+    task: str,
+    test_role: str,
+    *,
+    bug: bool = True,
+    capsys: pytest.CaptureFixture[str],
+) -> Solve:
     plan = tmp / "plan.json"
-    plan.write_text(json.dumps({
-        "task_summary": task, "rationale": "r", "execution_order": ["calc/ops.py"],
-        "affected_files": [{"path": "calc/ops.py", "role": "modify", "changes": "the code"},
-                           {"path": TEST_FILE, "role": test_role, "changes": "its tests"}],
-    }))
+    plan.write_text(
+        json.dumps(
+            {
+                "task_summary": task,
+                "rationale": "r",
+                "execution_order": ["calc/ops.py"],
+                "affected_files": [
+                    {"path": "calc/ops.py", "role": "modify", "changes": "the code"},
+                    {"path": TEST_FILE, "role": test_role, "changes": "its tests"},
+                ],
+            }
+        )
+    )
     return cra_solve(tmp, server, task, "--plan", str(plan), bug=bug, capsys=capsys)
 
 
-@pytest.mark.parametrize("name", ["failing test deleted", "conftest skips",
-                                  "new test patches the code", "cra.toml edited"])
+@pytest.mark.parametrize(
+    "name",
+    ["failing test deleted", "conftest skips", "new test patches the code", "cra.toml edited"],
+)
 def test_the_single_pass_rejects_weakened_tests_of_a_plan_that_reads_them(
     name: str, tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -187,14 +253,22 @@ def test_the_single_pass_rejects_weakened_tests_of_a_plan_that_reads_them(
 def test_the_single_pass_allows_a_test_change_its_plan_declares_and_the_task_asks_for(
     tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server.script("implement", edit("calc/ops.py", "    return a - b", "    return b - a")
-                  + "\n" + edit(TEST_FILE, SUB_TEST, "    assert sub(5, 3) == -2"))
+    server.script(
+        "implement",
+        edit("calc/ops.py", "    return a - b", "    return b - a")
+        + "\n"
+        + edit(TEST_FILE, SUB_TEST, "    assert sub(5, 3) == -2"),
+    )
     server.script("gate_test_change", "yes")
 
-    run = solve_with_plan(tmp_path, server, "sub must return b - a; update test_sub",
-                          "modify", bug=False, capsys=capsys)
+    run = solve_with_plan(
+        tmp_path,
+        server,
+        "sub must return b - a; update test_sub",
+        "modify",
+        bug=False,
+        capsys=capsys,
+    )
 
     assert run.code == 0, run.out
     assert "Tests changed" in run.out and "tests/test_ops.py::test_sub" in run.out
-
-

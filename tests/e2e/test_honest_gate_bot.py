@@ -25,15 +25,39 @@ def world(public_world: BotWorld) -> BotWorld:
 
 def script_plan(world: BotWorld, description: str, *, changes_tests: bool = False) -> None:
     files = ["calc/ops.py", TEST_FILE]
-    step = {"id": "s1", "description": description, "target_files": files,
-            "target_symbols": [], "depends_on": [], "changes_existing_tests": changes_tests}
+    step = {
+        "id": "s1",
+        "description": description,
+        "target_files": files,
+        "target_symbols": [],
+        "depends_on": [],
+        "changes_existing_tests": changes_tests,
+    }
     m = world.models
-    m.script("meta_plan", json.dumps({"task_summary": "t", "rationale": "r", "parts": [
-        {"id": "p1", "description": description, "affected_files": files, "depends_on": []}]}))
-    m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r",
-                                      "steps": [step]}))
-    m.script("adjustment", json.dumps({"revised_steps": [], "rationale": "done",
-                                       "changes_made": []}))
+    m.script(
+        "meta_plan",
+        json.dumps(
+            {
+                "task_summary": "t",
+                "rationale": "r",
+                "parts": [
+                    {
+                        "id": "p1",
+                        "description": description,
+                        "affected_files": files,
+                        "depends_on": [],
+                    }
+                ],
+            }
+        ),
+    )
+    m.script(
+        "part_plan",
+        json.dumps({"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": [step]}),
+    )
+    m.script(
+        "adjustment", json.dumps({"revised_steps": [], "rationale": "done", "changes_made": []})
+    )
 
 
 def changed_files(world: BotWorld) -> list[str]:
@@ -43,8 +67,15 @@ def changed_files(world: BotWorld) -> list[str]:
 # One per kind (the CLI test covers every variant): a replaced file, a deleted test, a skip
 # marker, a conftest that deselects, a runner config that deselects, a conftest that rewrites
 # outcomes (found by the original re-run), cra's own config.
-KINDS = ["test file replaced", "failing test deleted", "module-level skip", "conftest deselects",
-         "runner config deselects", "conftest rewrites outcomes", "cra.toml edited"]
+KINDS = [
+    "test file replaced",
+    "failing test deleted",
+    "module-level skip",
+    "conftest deselects",
+    "runner config deselects",
+    "conftest rewrites outcomes",
+    "cra.toml edited",
+]
 
 
 @pytest.mark.parametrize("name", KINDS)
@@ -72,14 +103,22 @@ def test_the_pull_request_holds_only_the_real_fix(name: str, world: BotWorld) ->
 
 
 def test_a_requested_test_change_is_shown_and_the_check_is_neutral(world: BotWorld) -> None:
-    world.fake.add_issue(REPO, number=2, title="sub should return b - a",
-                         body="sub(a, b) must return b - a now; update test_sub for it.",
-                         user="Codertocat")
+    world.fake.add_issue(
+        REPO,
+        number=2,
+        title="sub should return b - a",
+        body="sub(a, b) must return b - a now; update test_sub for it.",
+        user="Codertocat",
+    )
     script_plan(world, "Make sub return b - a and update test_sub", changes_tests=True)
-    world.models.script("implement",
-                        edit("    return a - b", "    return b - a") + "\n"
-                        + edit(SUB_TEST, "    assert sub(5, 3) == -2", path=TEST_FILE)
-                        + "\n" + FIX)
+    world.models.script(
+        "implement",
+        edit("    return a - b", "    return b - a")
+        + "\n"
+        + edit(SUB_TEST, "    assert sub(5, 3) == -2", path=TEST_FILE)
+        + "\n"
+        + FIX,
+    )
     world.models.script("gate_test_change", "yes")
 
     run = world.run(world.label_issue(2))

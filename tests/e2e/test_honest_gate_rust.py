@@ -53,17 +53,31 @@ FIX = edit("src/lib.rs", BUG, FIXED)
 
 # name → (the weakening answer, what the rejection says)
 WEAKENINGS: dict[str, tuple[str, str]] = {
-    "in-source test rewritten": (edit("src/lib.rs", MUL_TEST, "        assert_eq!(mul(2, 3), 5);"),
-                                 "original test files"),
-    "in-source test deleted": (edit("src/lib.rs", f"    #[test]\n    fn muls() {{\n{MUL_TEST}\n"
-                                    "    }", ""), "fewer tests ran"),
-    "test module switched off": (edit("src/lib.rs", "#[cfg(test)]\nmod tests {",
-                                      '#[cfg(all(test, feature = "never"))]\nmod tests {'),
-                                 "no test was collected"),
+    "in-source test rewritten": (
+        edit("src/lib.rs", MUL_TEST, "        assert_eq!(mul(2, 3), 5);"),
+        "original test files",
+    ),
+    "in-source test deleted": (
+        edit("src/lib.rs", f"    #[test]\n    fn muls() {{\n{MUL_TEST}\n    }}", ""),
+        "fewer tests ran",
+    ),
+    "test module switched off": (
+        edit(
+            "src/lib.rs",
+            "#[cfg(test)]\nmod tests {",
+            '#[cfg(all(test, feature = "never"))]\nmod tests {',
+        ),
+        "no test was collected",
+    ),
     "test filter in .cargo/config.toml": (
-        edit(".cargo/config.toml", "", "[target.'cfg(all())']\n"
-             'runner = ["sh", "-c", "exec \\"$0\\" \\"$@\\" --skip muls"]\n'),
-        "fewer tests ran"),
+        edit(
+            ".cargo/config.toml",
+            "",
+            "[target.'cfg(all())']\n"
+            'runner = ["sh", "-c", "exec \\"$0\\" \\"$@\\" --skip muls"]\n',
+        ),
+        "fewer tests ran",
+    ),
 }
 
 
@@ -91,30 +105,53 @@ def rust_toolchain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CARGO_HOME", os.environ.get("CARGO_HOME", str(home / ".cargo")))
 
 
-def solve(tmp: Path, server: ScriptedModelServer, task: str = "tests::muls fails: fix mul", *,
-          lib: str = LIB_RS) -> tuple[int, Path]:
+def solve(
+    tmp: Path,
+    server: ScriptedModelServer,
+    task: str = "tests::muls fails: fix mul",
+    *,
+    lib: str = LIB_RS,
+) -> tuple[int, Path]:
     repo = tmp / "crate"
     init_repo(repo)
-    write_files(repo, {"Cargo.toml": CARGO_TOML, "src/lib.rs": lib,
-                       ".gitignore": "/target\nCargo.lock\n"})
+    write_files(
+        repo, {"Cargo.toml": CARGO_TOML, "src/lib.rs": lib, ".gitignore": "/target\nCargo.lock\n"}
+    )
     git_in(repo, "add", "--all")
     git_in(repo, "commit", "--quiet", "--no-verify", "-m", "A calc crate")
     config = tmp / "cra-config.toml"
-    config.write_text("".join(
-        f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
-        for role in ("reasoning", "coding", "classifier"))
+    config.write_text(
+        "".join(
+            f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "{role}-m"\nmax_retries = 0\n'
+            for role in ("reasoning", "coding", "classifier")
+        )
         + f"[testing]\ntest_command = {json.dumps(COMMAND)}\ntimeout = 300\n"
         'env = ["RUSTUP_HOME", "CARGO_HOME"]\n'
-        '[retrieval]\nstages = []\n')  # fmt: skip
-    code = main(["--data-dir", str(tmp / "data"), "solve", task,
-                 "--repo", str(repo), "--config", str(config), "--sandbox", "none"])
+        "[retrieval]\nstages = []\n"
+    )
+    code = main(
+        [
+            "--data-dir",
+            str(tmp / "data"),
+            "solve",
+            task,
+            "--repo",
+            str(repo),
+            "--config",
+            str(config),
+            "--sandbox",
+            "none",
+        ]
+    )
     return code, repo
 
 
 def branch_diff(repo: Path) -> tuple[list[str], str]:
     [branch] = git_in(repo, "branch", "--list", "cra/*", "--format=%(refname:short)").split()
-    return (git_in(repo, "diff", "--name-only", f"main...{branch}").split(),
-            git_in(repo, "show", f"{branch}:src/lib.rs"))
+    return (
+        git_in(repo, "diff", "--name-only", f"main...{branch}").split(),
+        git_in(repo, "show", f"{branch}:src/lib.rs"),
+    )
 
 
 @requires_cargo
@@ -162,14 +199,23 @@ def test_a_rust_task_that_asks_to_change_tested_behaviour_succeeds_with_its_test
     tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fixed = LIB_RS.replace(BUG, FIXED)
-    script_plan(server, "Make add return a + b + 1, and update its test", ["src/lib.rs"],
-                changes_tests=True)
-    server.script("implement", edit("src/lib.rs", "    a + b\n}", "    a + b + 1\n}") + "\n"
-                  + edit("src/lib.rs", "assert_eq!(add(2, 3), 5);", "assert_eq!(add(2, 3), 6);"))
+    script_plan(
+        server, "Make add return a + b + 1, and update its test", ["src/lib.rs"], changes_tests=True
+    )
+    server.script(
+        "implement",
+        edit("src/lib.rs", "    a + b\n}", "    a + b + 1\n}")
+        + "\n"
+        + edit("src/lib.rs", "assert_eq!(add(2, 3), 5);", "assert_eq!(add(2, 3), 6);"),
+    )
     server.script("gate_test_change", "yes")
 
-    code, repo = solve(tmp_path, server, "add(a, b) must return a + b + 1 from now on; update "
-                       "its test to expect that", lib=fixed)
+    code, repo = solve(
+        tmp_path,
+        server,
+        "add(a, b) must return a + b + 1 from now on; update its test to expect that",
+        lib=fixed,
+    )
     out = capsys.readouterr().out
 
     assert code == 0, out
@@ -183,8 +229,8 @@ def test_a_rust_task_that_asks_to_change_tested_behaviour_succeeds_with_its_test
 
 DOC_TEST = "/// assert_eq!(calc::mul(2, 3), 6);"
 DOCUMENTED_LIB_RS = LIB_RS.replace(
-    BUG, f"/// Multiplies.\n///\n/// ```\n{DOC_TEST}\n/// ```\n{BUG}").replace(
-    f"\n    #[test]\n    fn muls() {{\n{MUL_TEST}\n    }}\n", "\n")
+    BUG, f"/// Multiplies.\n///\n/// ```\n{DOC_TEST}\n/// ```\n{BUG}"
+).replace(f"\n    #[test]\n    fn muls() {{\n{MUL_TEST}\n    }}\n", "\n")
 
 
 @requires_cargo
@@ -195,15 +241,13 @@ def test_a_rewritten_rust_doc_test_is_refused_and_the_real_fix_lands(
     server.script("implement", edit("src/lib.rs", DOC_TEST, DOC_TEST.replace("6)", "5)")))
     server.script("implement_retry", FIX)
 
-    code, repo = solve(tmp_path, server, "src/lib.rs - mul fails: fix mul",
-                       lib=DOCUMENTED_LIB_RS)
+    code, repo = solve(tmp_path, server, "src/lib.rs - mul fails: fix mul", lib=DOCUMENTED_LIB_RS)
     out = capsys.readouterr().out
 
     assert code == 0, out
     assert "status: complete" in out
     retry = next(r for r in server.requests if r.stage == "implement_retry")
-    assert "src/lib.rs: doctest examples changed or removed (its doc comments)" in \
-        retry.user_prompt
+    assert "src/lib.rs: doctest examples changed or removed (its doc comments)" in retry.user_prompt
     assert "the step must make pass still fail: src/lib.rs - mul" in retry.user_prompt
     files, lib = branch_diff(repo)
     assert files == ["src/lib.rs"]

@@ -39,11 +39,10 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
-
-
 def bot_comments(world: BotWorld, number: int = 1) -> list[str]:
-    return [c.body for c in world.fake.comments(REPO, number)
-            if c.user.login == world.fake.bot_login]
+    return [
+        c.body for c in world.fake.comments(REPO, number) if c.user.login == world.fake.bot_login
+    ]
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
@@ -56,11 +55,16 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def trigger(repository: str = REPO, number: int = 1, installation_id: int | None = None
-            ) -> Trigger:
-    return Trigger(command="solve", repository=repository, issue_number=number, actor=OWNER,
-                   source="label", delivery_id=str(uuid.uuid4()),
-                   installation_id=installation_id)
+def trigger(repository: str = REPO, number: int = 1, installation_id: int | None = None) -> Trigger:
+    return Trigger(
+        command="solve",
+        repository=repository,
+        issue_number=number,
+        actor=OWNER,
+        source="label",
+        delivery_id=str(uuid.uuid4()),
+        installation_id=installation_id,
+    )
 
 
 # --- whatever a job raises, the run ends ------------------------------------------------------
@@ -85,16 +89,25 @@ class ReportsRaise(GitHubAPI):
     def issue(self, repo: str, number: int, *, installation_id: int | None) -> IssueInfo:
         raise ValueError("GitHub is down in some odd way")
 
-    def comment(self, repo: str, issue_number: int, body: str, *,
-                installation_id: int | None) -> int:
+    def comment(
+        self, repo: str, issue_number: int, body: str, *, installation_id: int | None
+    ) -> int:
         raise ValueError("GitHub is down in some odd way")
 
-    def edit_comment(self, repo: str, comment_id: int, body: str, *,
-                     installation_id: int | None) -> None:
+    def edit_comment(
+        self, repo: str, comment_id: int, body: str, *, installation_id: int | None
+    ) -> None:
         raise ValueError("GitHub is down in some odd way")
 
-    def react(self, repo: str, issue_number: int, content: Reaction, *,
-              comment_id: int | None = None, installation_id: int | None) -> None:
+    def react(
+        self,
+        repo: str,
+        issue_number: int,
+        content: Reaction,
+        *,
+        comment_id: int | None = None,
+        installation_id: int | None,
+    ) -> None:
         raise ValueError("GitHub is down in some odd way")
 
 
@@ -149,8 +162,13 @@ def test_cancel_ends_a_run_whose_worker_is_gone(world: BotWorld) -> None:
     sha = world.fake.branch_sha(REPO, "main")
     assert sha is not None
     check_id = world.services.github.create_check_run(
-        REPO, sha, name="cra", title="cra is working", summary="",
-        installation_id=world.fake.installation_id)
+        REPO,
+        sha,
+        name="cra",
+        title="cra is working",
+        summary="",
+        installation_id=world.fake.installation_id,
+    )
     world.services.store.update_run(run.id, check_run_id=check_id)
 
     world.run(world.comment("/cra cancel", number=1))
@@ -227,23 +245,48 @@ def test_a_pr_run_opens_its_check_in_progress_and_concludes_it(world: BotWorld) 
     number = open_pull(world)
     head = world.fake.branch_sha(REPO, "cra/issue-1")
     earlier = {c.id for c in world.fake.check_runs(REPO)}
-    step = {"id": "s1", "description": "Document mul", "target_files": ["calc/ops.py"],
-            "target_symbols": [], "depends_on": []}
+    step = {
+        "id": "s1",
+        "description": "Document mul",
+        "target_files": ["calc/ops.py"],
+        "target_symbols": [],
+        "depends_on": [],
+    }
     m = world.models
-    m.script("meta_plan", Reply(text=json.dumps({"task_summary": "doc", "parts": [
-        {"id": "p1", "description": "Document mul", "affected_files": ["calc/ops.py"],
-         "depends_on": []}]}), delay_s=2.0))
+    m.script(
+        "meta_plan",
+        Reply(
+            text=json.dumps(
+                {
+                    "task_summary": "doc",
+                    "parts": [
+                        {
+                            "id": "p1",
+                            "description": "Document mul",
+                            "affected_files": ["calc/ops.py"],
+                            "depends_on": [],
+                        }
+                    ],
+                }
+            ),
+            delay_s=2.0,
+        ),
+    )
     m.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "steps": [step]}))
-    m.script("implement", '<edit file="calc/ops.py">\n<search>\n    """Return a * b."""\n'
-             '</search>\n<replacement>\n    """Return a times b."""\n</replacement>\n</edit>')
+    m.script(
+        "implement",
+        '<edit file="calc/ops.py">\n<search>\n    """Return a * b."""\n'
+        '</search>\n<replacement>\n    """Return a times b."""\n</replacement>\n</edit>',
+    )
     m.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
 
     response = world.comment("/cra solve document mul", number=number, pull_request=True)
     assert response.status_code == 202
 
     def started() -> list[Any]:
-        return [c for c in world.fake.check_runs(REPO)
-                if c.head_sha == head and c.id not in earlier]
+        return [
+            c for c in world.fake.check_runs(REPO) if c.head_sha == head and c.id not in earlier
+        ]
 
     [working] = wait_for("the check run on the PR's head", started)
     assert working.status == "in_progress" and working.conclusion is None
@@ -268,8 +311,7 @@ def test_a_failed_pr_run_concludes_its_check_as_failure(world: BotWorld) -> None
     run = world.run(world.comment("/cra solve do more", number=number, pull_request=True))
 
     assert run.status == "failed"
-    [check] = [c for c in world.fake.check_runs(REPO)
-               if c.head_sha == head and c.id not in earlier]
+    [check] = [c for c in world.fake.check_runs(REPO) if c.head_sha == head and c.id not in earlier]
     assert (check.status, check.conclusion) == ("completed", "failure")
     assert check.title and "failed" in check.title
     summary = check_patches(world, check.id)[-1]["output"]["summary"]
@@ -279,8 +321,11 @@ def test_a_failed_pr_run_concludes_its_check_as_failure(world: BotWorld) -> None
 
 def check_patches(world: BotWorld, check_id: int) -> list[dict[str, Any]]:
     """The bodies of the updates the bot sent to one check run, in order."""
-    return [r.json for r in world.fake.requests
-            if r.method == "PATCH" and r.path.endswith(f"/check-runs/{check_id}")]
+    return [
+        r.json
+        for r in world.fake.requests
+        if r.method == "PATCH" and r.path.endswith(f"/check-runs/{check_id}")
+    ]
 
 
 def test_an_issue_run_on_a_branch_with_a_pr_checks_from_start_to_end(world: BotWorld) -> None:
@@ -292,8 +337,9 @@ def test_an_issue_run_on_a_branch_with_a_pr_checks_from_start_to_end(world: BotW
     assert response.status_code == 202
 
     def started() -> list[Any]:
-        return [c for c in world.fake.check_runs(REPO)
-                if c.head_sha == head and c.id not in earlier]
+        return [
+            c for c in world.fake.check_runs(REPO) if c.head_sha == head and c.id not in earlier
+        ]
 
     [working] = wait_for("the check run on the branch's head", started)
     assert working.status == "in_progress" and working.conclusion is None
@@ -317,8 +363,7 @@ def test_a_failed_issue_run_on_a_branch_with_a_pr_concludes_its_check_as_failure
     run = world.run(world.comment("/cra solve do more", number=1))
 
     assert run.status == "failed"
-    [check] = [c for c in world.fake.check_runs(REPO)
-               if c.head_sha == head and c.id not in earlier]
+    [check] = [c for c in world.fake.check_runs(REPO) if c.head_sha == head and c.id not in earlier]
     assert (check.status, check.conclusion) == ("completed", "failure")
     assert check.title and "failed" in check.title
 
@@ -330,13 +375,20 @@ def server_env(world: BotWorld, **extra: str) -> dict[str, str]:
     s = world.settings
     assert s.private_key is not None and s.webhook_secret is not None
     values = {
-        "CRA_WEBHOOK_SECRET": SECRET, "CRA_APP_ID": str(s.app_id),
+        "CRA_WEBHOOK_SECRET": SECRET,
+        "CRA_APP_ID": str(s.app_id),
         "CRA_PRIVATE_KEY": s.private_key.get_secret_value(),
-        "CRA_DATA_DIR": str(s.data_dir), "CRA_DATABASE_URL": s.database_url,
-        "CRA_GITHUB_API_URL": s.github_api_url, "CRA_GITHUB_URL": s.github_url,
-        "CRA_PUBLIC_URL": "http://cra.test", "CRA_COMMENT_INTERVAL": "0",
-        "CRA_SANDBOX": s.sandbox, "CRA_HEARTBEAT_INTERVAL": "0.3", "CRA_STALE_AFTER": "3",
-        "CRA_REAP_INTERVAL": "0.5", "CRA_REQUEUE_AFTER": "3",
+        "CRA_DATA_DIR": str(s.data_dir),
+        "CRA_DATABASE_URL": s.database_url,
+        "CRA_GITHUB_API_URL": s.github_api_url,
+        "CRA_GITHUB_URL": s.github_url,
+        "CRA_PUBLIC_URL": "http://cra.test",
+        "CRA_COMMENT_INTERVAL": "0",
+        "CRA_SANDBOX": s.sandbox,
+        "CRA_HEARTBEAT_INTERVAL": "0.3",
+        "CRA_STALE_AFTER": "3",
+        "CRA_REAP_INTERVAL": "0.5",
+        "CRA_REQUEUE_AFTER": "3",
     }
     for role in ("reasoning", "coding", "classifier"):
         values[f"CRA_{role.upper()}_BASE_URL"] = world.models.url
@@ -352,8 +404,12 @@ class Server:
         self.port = closed_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(Path(env["CRA_DATA_DIR"]).parent / f"serve-{self.port}.log", "w")  # noqa: SIM115
-        self.proc = subprocess.Popen([*program("cra-bot"), "serve", "--port", str(self.port)],
-                                     env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [*program("cra-bot"), "serve", "--port", str(self.port)],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         with httpx.Client(transport=httpx.HTTPTransport(retries=30)) as client:
             wait_for("the server to answer", lambda: self._answers(client), timeout=60)
 
@@ -371,9 +427,17 @@ class Server:
 
     def deliver(self, world: BotWorld, event: str, payload: dict[str, Any]) -> httpx.Response:
         body = json.dumps(payload).encode()
-        return httpx.post(f"{self.url}/webhook", content=body, timeout=30, headers={
-            "X-GitHub-Event": event, "X-GitHub-Delivery": str(uuid.uuid4()),
-            "X-Hub-Signature-256": sign(body, SECRET), "Content-Type": "application/json"})
+        return httpx.post(
+            f"{self.url}/webhook",
+            content=body,
+            timeout=30,
+            headers={
+                "X-GitHub-Event": event,
+                "X-GitHub-Delivery": str(uuid.uuid4()),
+                "X-Hub-Signature-256": sign(body, SECRET),
+                "Content-Type": "application/json",
+            },
+        )
 
     def label(self, world: BotWorld, number: int = 1) -> int:
         data = world.payload("issues", "labeled.payload.json")
@@ -433,8 +497,10 @@ def test_a_server_killed_mid_run_ends_the_run_at_restart_and_frees_the_issue(
         server = Server(env)
         ended = status_of(world, run_id)
         assert ended.status == "failed" and ended.error == "interrupted"
-        wait_for("the issue to be told", lambda: any(
-            "server stopped during" in body for body in bot_comments(world)))
+        wait_for(
+            "the issue to be told",
+            lambda: any("server stopped during" in body for body in bot_comments(world)),
+        )
         again = server.solve_again(world)
         assert again.status_code == 202, again.text  # a run, not "busy"
         assert again.json()["run_id"] != run_id
@@ -489,20 +555,27 @@ def test_a_thread_queue_server_killed_mid_run_is_reaped_by_another_server(
         wait_for("the run to start", lambda: status_of(world, run_id).status == "running")
         wait_for("the model call", lambda: world.models.requests)
         worktrees = world.settings.data_dir / "work" / "worktrees"
-        [worktree] = wait_for("the run's worktree", lambda: worktrees.is_dir() and [
-            p for p in worktrees.iterdir() if p.is_dir()])
+        [worktree] = wait_for(
+            "the run's worktree",
+            lambda: worktrees.is_dir() and [p for p in worktrees.iterdir() if p.is_dir()],
+        )
         survivor = Server(env)  # starting, it leaves the live run of the other one alone
         time.sleep(1.0)  # several of the other's heartbeats
         assert status_of(world, run_id).status == "running"
         assert worktree.is_dir()
         doomed.kill()
 
-        ended = wait_for("the reaper", lambda: (r := status_of(world, run_id)).status
-                         != "running" and r, timeout=60)
+        ended = wait_for(
+            "the reaper",
+            lambda: (r := status_of(world, run_id)).status != "running" and r,
+            timeout=60,
+        )
         assert ended.status == "failed", ended
         assert ended.error and ended.error.startswith("the worker stopped: no heartbeat since")
-        wait_for("the issue to be told", lambda: any(
-            "the worker stopped" in body for body in bot_comments(world)))
+        wait_for(
+            "the issue to be told",
+            lambda: any("the worker stopped" in body for body in bot_comments(world)),
+        )
         again = survivor.solve_again(world)
         assert again.status_code == 202, again.text  # a run, not "busy"
         assert again.json()["run_id"] != run_id
@@ -515,8 +588,10 @@ def test_a_thread_queue_server_killed_mid_run_is_reaped_by_another_server(
 
 def test_a_restart_with_runs_that_cannot_be_reported_still_starts(world: BotWorld) -> None:
     store = world.services.store
-    runs = [store.create_run(trigger(repository=name)) for name in
-            ("Codertocat/gone", "no-slash", "x/" + "y" * 300)]
+    runs = [
+        store.create_run(trigger(repository=name))
+        for name in ("Codertocat/gone", "no-slash", "x/" + "y" * 300)
+    ]
     for run in runs:
         assert store.claim_run(run.id)
 
@@ -534,8 +609,10 @@ def test_a_restart_while_github_answers_500_starts_before_the_reports_and_ends_t
     world: BotWorld,
 ) -> None:
     store = world.services.store
-    runs = [store.create_run(trigger(number=n, installation_id=world.fake.installation_id))
-            for n in (1, 2)]
+    runs = [
+        store.create_run(trigger(number=n, installation_id=world.fake.installation_id))
+        for n in (1, 2)
+    ]
     for run in runs:
         assert store.claim_run(run.id)
     # every report is answered 500 "retry after 50 s": told in line, two runs would hold the
@@ -547,8 +624,12 @@ def test_a_restart_while_github_answers_500_starts_before_the_reports_and_ends_t
         for run in runs:
             ended = status_of(world, run.id)
             assert ended.status == "failed" and ended.error == "interrupted", ended
-        wait_for("the report to be tried", lambda: any(
-            r.method == "POST" and r.path.endswith("/comments") for r in world.fake.requests))
+        wait_for(
+            "the report to be tried",
+            lambda: any(
+                r.method == "POST" and r.path.endswith("/comments") for r in world.fake.requests
+            ),
+        )
         assert bot_comments(world) == []
     finally:
         server.stop()
@@ -556,19 +637,32 @@ def test_a_restart_while_github_answers_500_starts_before_the_reports_and_ends_t
 
 @pytest.mark.redis
 def test_an_rq_worker_killed_mid_run_is_reaped_and_the_issue_freed(
-    world: BotWorld, redis_url: str,
+    world: BotWorld,
+    redis_url: str,
 ) -> None:
     hold_the_model(world)
-    env = server_env(world, CRA_QUEUE="rq", CRA_REDIS_URL=redis_url,
-                     CRA_QUEUE_NAME=f"cra-test-{uuid.uuid4().hex[:8]}")
+    env = server_env(
+        world,
+        CRA_QUEUE="rq",
+        CRA_REDIS_URL=redis_url,
+        CRA_QUEUE_NAME=f"cra-test-{uuid.uuid4().hex[:8]}",
+    )
     server = Server(env)
     worker_log = open(world.tmp / "worker.log", "w")  # noqa: SIM115
-    worker = subprocess.Popen([*program("cra-bot"), "worker"], env=env, stdout=worker_log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    worker = subprocess.Popen(
+        [*program("cra-bot"), "worker"],
+        env=env,
+        stdout=worker_log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         run_id = server.label(world)
-        wait_for("the worker to take the run", lambda: status_of(world, run_id).status
-                 == "running", timeout=90)
+        wait_for(
+            "the worker to take the run",
+            lambda: status_of(world, run_id).status == "running",
+            timeout=90,
+        )
         wait_for("the model call", lambda: world.models.requests)
         horse = int((status_of(world, run_id).worker or "").rsplit(":", 1)[1])
         assert horse != worker.pid  # RQ runs the job in a work horse, in a session of its own
@@ -576,12 +670,17 @@ def test_an_rq_worker_killed_mid_run_is_reaped_and_the_issue_freed(
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
 
-        ended = wait_for("the reaper", lambda: (r := status_of(world, run_id)).status
-                         != "running" and r, timeout=60)
+        ended = wait_for(
+            "the reaper",
+            lambda: (r := status_of(world, run_id)).status != "running" and r,
+            timeout=60,
+        )
         assert ended.status == "failed", ended
         assert ended.error and ended.error.startswith("the worker stopped: no heartbeat since")
-        wait_for("the issue to be told", lambda: any(
-            "the worker stopped" in body for body in bot_comments(world)))
+        wait_for(
+            "the issue to be told",
+            lambda: any("the worker stopped" in body for body in bot_comments(world)),
+        )
         again = server.solve_again(world)
         assert again.status_code == 202, again.text
         assert again.json()["run_id"] != run_id
@@ -594,8 +693,13 @@ def test_an_rq_worker_killed_mid_run_is_reaped_and_the_issue_freed(
 
 @pytest.mark.redis
 def test_a_run_queued_on_no_queue_is_queued_again(world: BotWorld, redis_url: str) -> None:
-    env = server_env(world, CRA_QUEUE="rq", CRA_REDIS_URL=redis_url, CRA_REQUEUE_AFTER="0.5",
-                     CRA_QUEUE_NAME=f"cra-test-{uuid.uuid4().hex[:8]}")
+    env = server_env(
+        world,
+        CRA_QUEUE="rq",
+        CRA_REDIS_URL=redis_url,
+        CRA_REQUEUE_AFTER="0.5",
+        CRA_QUEUE_NAME=f"cra-test-{uuid.uuid4().hex[:8]}",
+    )
     run = world.services.store.create_run(trigger())  # stored, but its enqueue was lost
     server = Server(env)
     try:
@@ -611,28 +715,44 @@ def test_a_run_queued_on_no_queue_is_queued_again(world: BotWorld, redis_url: st
 
 @pytest.mark.redis
 def test_a_run_whose_job_fails_before_it_starts_ends_failed_and_the_issue_is_told(
-    world: BotWorld, redis_url: str,
+    world: BotWorld,
+    redis_url: str,
 ) -> None:
     """A worker deployed without the App's key: every job fails before it claims its run. The
     reaper queues the run again a few times, then fails it and tells the issue — the run never
     cycles through the queue forever."""
-    env = server_env(world, CRA_QUEUE="rq", CRA_REDIS_URL=redis_url, CRA_REQUEUE_AFTER="0.5",
-                     CRA_QUEUE_NAME=f"cra-test-{uuid.uuid4().hex[:8]}")
+    env = server_env(
+        world,
+        CRA_QUEUE="rq",
+        CRA_REDIS_URL=redis_url,
+        CRA_REQUEUE_AFTER="0.5",
+        CRA_QUEUE_NAME=f"cra-test-{uuid.uuid4().hex[:8]}",
+    )
     server = Server(env)
     broken = {k: v for k, v in env.items() if k != "CRA_PRIVATE_KEY"}
     worker_log = open(world.tmp / "rq-worker.log", "w")  # noqa: SIM115
     rq = Path(sys.executable).parent / "rq"
-    worker = subprocess.Popen([str(rq), "worker", "--url", redis_url, env["CRA_QUEUE_NAME"]],
-                              env=broken, cwd=ROOT, stdout=worker_log, stderr=subprocess.STDOUT,
-                              start_new_session=True)
+    worker = subprocess.Popen(
+        [str(rq), "worker", "--url", redis_url, env["CRA_QUEUE_NAME"]],
+        env=broken,
+        cwd=ROOT,
+        stdout=worker_log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         run_id = server.label(world)
-        ended = wait_for("the reaper to give up on the run", lambda: (
-            r := status_of(world, run_id)).status != "queued" and r, timeout=120)
+        ended = wait_for(
+            "the reaper to give up on the run",
+            lambda: (r := status_of(world, run_id)).status != "queued" and r,
+            timeout=120,
+        )
         assert ended.status == "failed" and ended.requeues == MAX_REQUEUES, ended
         assert ended.error and ended.error.startswith("no worker could start this run")
-        wait_for("the issue to be told", lambda: any(
-            "no worker could start this run" in body for body in bot_comments(world)))
+        wait_for(
+            "the issue to be told",
+            lambda: any("no worker could start this run" in body for body in bot_comments(world)),
+        )
         assert "CRA_PRIVATE_KEY" in (world.tmp / "rq-worker.log").read_text()  # why, in its log
     finally:
         os.killpg(worker.pid, signal.SIGKILL)
@@ -648,13 +768,23 @@ def test_a_run_past_its_time_limit_ends_while_its_worker_is_stuck(world: BotWorl
     server = Server(server_env(world, CRA_MAX_RUN_MINUTES="0.05"))
     try:
         run_id = server.label(world)
-        ended = wait_for("the time limit", lambda: (r := status_of(world, run_id)).status
-                         != "running" and r.status != "queued" and r, timeout=60)
+        ended = wait_for(
+            "the time limit",
+            lambda: (
+                (r := status_of(world, run_id)).status != "running" and r.status != "queued" and r
+            ),
+            timeout=60,
+        )
         assert ended.status == "failed", ended
-        assert ended.error == ("the run worked longer than its limit of 0.05 min "
-                               "(CRA_MAX_RUN_MINUTES) and was ended")
-        wait_for("the issue to be told", lambda: any(
-            "worked longer than its limit of 0.05 min" in body for body in bot_comments(world)))
+        assert ended.error == (
+            "the run worked longer than its limit of 0.05 min (CRA_MAX_RUN_MINUTES) and was ended"
+        )
+        wait_for(
+            "the issue to be told",
+            lambda: any(
+                "worked longer than its limit of 0.05 min" in body for body in bot_comments(world)
+            ),
+        )
         again = server.solve_again(world)
         assert again.status_code == 202, again.text
     finally:

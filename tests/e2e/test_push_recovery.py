@@ -28,8 +28,14 @@ def land_on_github(world: BotWorld, *, author: tuple[str, str]) -> str:
     main = git_in(bare, "rev-parse", "refs/heads/main").strip()
     name, email = author
     env = {**git_env(), "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email}
-    sha = subprocess.run(["git", "commit-tree", f"{main}^{{tree}}", "-p", main, "-m", "Late"],
-                         cwd=bare, env=env, capture_output=True, text=True, check=True).stdout
+    sha = subprocess.run(
+        ["git", "commit-tree", f"{main}^{{tree}}", "-p", main, "-m", "Late"],
+        cwd=bare,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     git_in(bare, "update-ref", f"refs/heads/{BRANCH}", sha.strip())
     return sha.strip()
 
@@ -62,8 +68,11 @@ def test_a_push_github_drops_once_is_tried_again_and_the_pull_request_opens(
     assert run.status == "succeeded", run.error
     assert waits == [publish.PUSH_BACKOFF]
     [pull] = world.fake.pulls(REPO)
-    assert pull.head_ref == "cra/issue-1" and run.pr_url and run.pr_url.endswith(
-        f"/pull/{pull.number}")
+    assert (
+        pull.head_ref == "cra/issue-1"
+        and run.pr_url
+        and run.pr_url.endswith(f"/pull/{pull.number}")
+    )
 
 
 def test_a_push_github_keeps_dropping_fails_the_run_after_its_last_try(world: BotWorld) -> None:
@@ -83,8 +92,10 @@ def test_a_killed_runs_push_landing_late_is_replaced_and_the_pull_request_opens(
     world: BotWorld,
 ) -> None:
     world.script_fix()
-    late = LandsAfterTheSync(world.settings.data_dir / "mirrors",
-                             lambda: land_on_github(world, author=(AUTHOR_NAME, AUTHOR_EMAIL)))
+    late = LandsAfterTheSync(
+        world.settings.data_dir / "mirrors",
+        lambda: land_on_github(world, author=(AUTHOR_NAME, AUTHOR_EMAIL)),
+    )
     world.services.mirrors = late
 
     run = world.run(world.label_issue())
@@ -98,8 +109,10 @@ def test_a_killed_runs_push_landing_late_is_replaced_and_the_pull_request_opens(
 
 def test_a_persons_push_landing_while_cra_works_is_still_kept(world: BotWorld) -> None:
     world.script_fix()
-    late = LandsAfterTheSync(world.settings.data_dir / "mirrors",
-                             lambda: land_on_github(world, author=("Ada", "ada@example.com")))
+    late = LandsAfterTheSync(
+        world.settings.data_dir / "mirrors",
+        lambda: land_on_github(world, author=("Ada", "ada@example.com")),
+    )
     world.services.mirrors = late
 
     run = world.run(world.label_issue())

@@ -62,10 +62,11 @@ def assert_matches(shown: list[str], printed: list[str], tmp: Path, command: str
         if expected == "…":
             skipping = True
             continue
-        rest = actual[position:] if skipping else actual[position:position + 1]
+        rest = actual[position:] if skipping else actual[position : position + 1]
         assert expected in rest, (
             f"the docs show, after `{command}`:\n  {expected}\nbut it printed:\n"
-            + "\n".join(actual))
+            + "\n".join(actual)
+        )
         position += rest.index(expected) + 1
         skipping = False
 
@@ -83,14 +84,24 @@ def argv_of(command: str, tmp: Path, run_id: str) -> list[str]:
 def test_the_examples_of_make_try_and_cra_runs_are_what_they_print(tmp_path: Path) -> None:
     blocks = console_blocks()
     assert [command for command, _ in blocks][:1] == ["make try"]
-    assert sum(command.split()[-2:-1] == ["runs"] or command.endswith(" runs")
-               for command, _ in blocks) >= 2
+    assert (
+        sum(
+            command.split()[-2:-1] == ["runs"] or command.endswith(" runs") for command, _ in blocks
+        )
+        >= 2
+    )
     env = clean_env(tmp_path / "home")
     run_id = ""
     for command, shown in blocks:
-        done = subprocess.run(argv_of(command, tmp_path, run_id), env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=200,
-                              check=False)
+        done = subprocess.run(
+            argv_of(command, tmp_path, run_id),
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=200,
+            check=False,
+        )
         printed = done.stdout
         assert done.returncode == 0, printed
         assert_matches(shown, printed.splitlines(), tmp_path, command)

@@ -43,8 +43,10 @@ def tools() -> Tools:
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if chromium is not None and driver is not None:
         return Tools(chromium, driver)
-    reason = ("the browser test needs Debian's chromium and chromium-driver "
-              "(apt-get install chromium chromium-driver)")
+    reason = (
+        "the browser test needs Debian's chromium and chromium-driver "
+        "(apt-get install chromium chromium-driver)"
+    )
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI=true: {reason}; .ci/run should have installed them")
     pytest.skip(f"{reason}; skipped locally")
@@ -65,21 +67,29 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
     for key, value in ISOLATED_GIT_ENV.items():
         monkeypatch.setenv(key, value)
     with FakeGitHub() as fake, ScriptedModelServer() as models:
-        world = BotWorld(tmp_path, fake, models, client_id=fake.client_id,
-                         client_secret=fake.client_secret, public_url=None)
+        world = BotWorld(
+            tmp_path,
+            fake,
+            models,
+            client_id=fake.client_id,
+            client_secret=fake.client_secret,
+            public_url=None,
+        )
         try:
             fake.set_private(REPO)
             world.script_fix(second_step_fails=True)
             run = world.run(world.label_issue())
             assert run.status == "partial", run.error
-            server = make_server("127.0.0.1", 0, create_app(world.settings, world.services),
-                                 threaded=True)
+            server = make_server(
+                "127.0.0.1", 0, create_app(world.settings, world.services), threaded=True
+            )
             fake.register_callback(f"http://127.0.0.1:{server.port}/auth/callback")
             thread = threading.Thread(target=server.serve_forever, daemon=True)
             thread.start()
             try:
-                yield Served(f"http://127.0.0.1:{server.port}", run.id, fake,
-                             world.settings.data_dir)
+                yield Served(
+                    f"http://127.0.0.1:{server.port}", run.id, fake, world.settings.data_dir
+                )
             finally:
                 server.shutdown()
                 thread.join()

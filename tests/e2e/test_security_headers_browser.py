@@ -47,8 +47,10 @@ class Elsewhere:
 def elsewhere(served: Served) -> Iterator[Elsewhere]:
     target = f"{served.url}/runs/{served.run_id}"
     pages = {
-        "/": (f'<!doctype html><title>elsewhere</title><iframe id="victim" src="{target}" '
-              'width="900" height="600"></iframe><iframe id="own" src="/own"></iframe>'),
+        "/": (
+            f'<!doctype html><title>elsewhere</title><iframe id="victim" src="{target}" '
+            'width="900" height="600"></iframe><iframe id="own" src="/own"></iframe>'
+        ),
         "/own": f'<!doctype html><title>own</title><p id="own-text">{OWN_TEXT}</p>',
     }
 
@@ -103,13 +105,17 @@ def test_a_run_page_framed_by_another_origin_shows_nothing_in_chromium(
 def test_no_page_logs_a_csp_violation_and_each_is_styled_in_chromium(
     tools: Tools, served: Served, tmp_path: Path
 ) -> None:
-    report = build_report([BenchResult(instance_id="octo__calc-1", model="qwen",
-                                       outcome="resolved", run_id="run-1")])
+    report = build_report(
+        [BenchResult(instance_id="octo__calc-1", model="qwen", outcome="resolved", run_id="run-1")]
+    )
     report_id = BenchReports(served.data_dir / "bench" / "reports").save(REPO, report)
     pages = {
-        "run page": f"/runs/{served.run_id}", "run list": "/runs", "bench page":
-        f"/bench/{report_id}", "run not found": "/runs/999999", "sign-in page": "/runs",
-    }  # fmt: skip
+        "run page": f"/runs/{served.run_id}",
+        "run list": "/runs",
+        "bench page": f"/bench/{report_id}",
+        "run not found": "/runs/999999",
+        "sign-in page": "/runs",
+    }
     seen: dict[str, tuple[list[str], bool, dict[str, object]]] = {}
     with Browser(tools.chromedriver, tools.chromium, tmp_path / "profile") as browser:
         signed_in(browser, served)

@@ -39,8 +39,10 @@ NEG = 'def neg(a: int) -> int:\n    """Return -a."""\n    return -a\n'
 
 
 def edit(path: str, search: str, replacement: str) -> str:
-    return (f'<edit file="{path}">\n<search>\n{search.rstrip()}\n</search>\n'
-            f"<replacement>\n{replacement.rstrip()}\n</replacement>\n</edit>")
+    return (
+        f'<edit file="{path}">\n<search>\n{search.rstrip()}\n</search>\n'
+        f"<replacement>\n{replacement.rstrip()}\n</replacement>\n</edit>"
+    )
 
 
 def append_to_ops(code: str, body: str = MUL_FIX) -> str:
@@ -52,24 +54,34 @@ def append_to_ops(code: str, body: str = MUL_FIX) -> str:
 def step(
     sid: str, description: str, files: Sequence[str], deps: Sequence[str] = ()
 ) -> dict[str, Any]:
-    return {"id": sid, "description": description, "target_files": list(files),
-            "target_symbols": [], "depends_on": list(deps)}
+    return {
+        "id": sid,
+        "description": description,
+        "target_files": list(files),
+        "target_symbols": [],
+        "depends_on": list(deps),
+    }
 
 
 def meta(*parts: tuple[str, str, Sequence[str]]) -> str:
-    return json.dumps({"task_summary": "t", "rationale": "r", "parts": [
-        {"id": pid, "description": d, "affected_files": list(f), "depends_on": []}
-        for pid, d, f in parts]})
+    return json.dumps(
+        {
+            "task_summary": "t",
+            "rationale": "r",
+            "parts": [
+                {"id": pid, "description": d, "affected_files": list(f), "depends_on": []}
+                for pid, d, f in parts
+            ],
+        }
+    )
 
 
 def part(pid: str, *steps: dict[str, Any]) -> str:
-    return json.dumps({"part_id": pid, "task_summary": "t", "rationale": "r",
-                       "steps": list(steps)})
+    return json.dumps({"part_id": pid, "task_summary": "t", "rationale": "r", "steps": list(steps)})
 
 
 def adjustment(*steps: dict[str, Any], rationale: str = "keep going") -> str:
-    return json.dumps({"revised_steps": list(steps), "rationale": rationale,
-                       "changes_made": []})
+    return json.dumps({"revised_steps": list(steps), "rationale": rationale, "changes_made": []})
 
 
 @pytest.fixture
@@ -90,10 +102,15 @@ class Harness:
         self.cancel_after: int | None = None
 
     def config(self, **sections: dict[str, Any]) -> Any:
-        models = {role: {"base_url": self.server.url, "model": f"{role}-model",
-                         "max_retries": 0} for role in ("reasoning", "coding", "classifier")}
-        data: dict[str, Any] = {"models": models, "testing": {"test_command": TEST_COMMAND},
-                                "retrieval": {"stages": []}}
+        models = {
+            role: {"base_url": self.server.url, "model": f"{role}-model", "max_retries": 0}
+            for role in ("reasoning", "coding", "classifier")
+        }
+        data: dict[str, Any] = {
+            "models": models,
+            "testing": {"test_command": TEST_COMMAND},
+            "retrieval": {"stages": []},
+        }
         for name, values in sections.items():
             data[name] = {**data.get(name, {}), **values}
         return parse_config(data)
@@ -108,11 +125,16 @@ class Harness:
     def solve(self, task: str, **sections: dict[str, Any]) -> OrchestratorResult:
         config = self.config(**sections)
         router = ModelRouter(config.models, factory=HTTPChatModel)
-        sandbox = build_sandbox(test_sandbox_kind(), hide=hidden_paths(data=[self.work],
-                                                                       home=None))
-        runtime = Runtime(log=self.log, models=router, environ=dict(os.environ),
-                          work_dir=self.work, sandbox=sandbox, observer=self,
-                          should_cancel=self.should_cancel)
+        sandbox = build_sandbox(test_sandbox_kind(), hide=hidden_paths(data=[self.work], home=None))
+        runtime = Runtime(
+            log=self.log,
+            models=router,
+            environ=dict(os.environ),
+            work_dir=self.work,
+            sandbox=sandbox,
+            observer=self,
+            should_cancel=self.should_cancel,
+        )
         try:
             return solve(task, self.repo, config, runtime)
         finally:
@@ -139,8 +161,11 @@ def buggy(tmp_path: Path, server: ScriptedModelServer) -> Iterator[Harness]:
 S1 = step("s1", "Add power to calc/ops.py", ["calc/ops.py"])
 S2 = step("s2", "Export power from calc/__init__.py", ["calc/__init__.py"], ["s1"])
 N1 = step("s1", "Add neg to calc/ops.py", ["calc/ops.py"])
-EXPORT = edit("calc/__init__.py", "from calc.ops import add, mul, sub",
-              "from calc.ops import add, mul, power, sub")
+EXPORT = edit(
+    "calc/__init__.py",
+    "from calc.ops import add, mul, sub",
+    "from calc.ops import add, mul, power, sub",
+)
 
 
 def script_two_parts(
@@ -154,11 +179,22 @@ def script_two_parts(
     def r(text: str) -> Reply:
         return Reply(text=text, usage=usage)
 
-    server.script("meta_plan", r(meta(("p1", "Add power", ["calc/ops.py", "calc/__init__.py"]),
-                                      ("p2", "Add neg", ["calc/ops.py"]))))
+    server.script(
+        "meta_plan",
+        r(
+            meta(
+                ("p1", "Add power", ["calc/ops.py", "calc/__init__.py"]),
+                ("p2", "Add neg", ["calc/ops.py"]),
+            )
+        ),
+    )
     server.script("part_plan", r(part("p1", S1, S2)), r(part("p2", N1)))
-    server.script("implement", r(append_to_ops(POWER)), r(EXPORT),
-                  r(edit("calc/ops.py", POWER, POWER + "\n\n" + NEG)))
+    server.script(
+        "implement",
+        r(append_to_ops(POWER)),
+        r(EXPORT),
+        r(edit("calc/ops.py", POWER, POWER + "\n\n" + NEG)),
+    )
     # after p1/s1 only: a part whose last step passed has nothing left to revise
     server.script("adjustment", r(first_adjustment or adjustment(S2)))
 
@@ -170,11 +206,16 @@ def test_two_parts_three_steps_pass_with_one_commit_per_step(clean: Harness) -> 
 
     assert result.status == "complete", result.error
     assert [(o.part_id, o.step_id, o.status) for o in result.steps] == [
-        ("p1", "s1", "passed"), ("p1", "s2", "passed"), ("p2", "s1", "passed")]
+        ("p1", "s1", "passed"),
+        ("p1", "s2", "passed"),
+        ("p2", "s1", "passed"),
+    ]
     assert result.branch is not None
     assert clean.commits(result.branch) == [
-        "Add neg to calc/ops.py", "Export power from calc/__init__.py",
-        "Add power to calc/ops.py"]
+        "Add neg to calc/ops.py",
+        "Export power from calc/__init__.py",
+        "Add power to calc/ops.py",
+    ]
     assert "def neg" in result.diff and "power, sub" in result.diff
     assert result.files_changed == ["calc/__init__.py", "calc/ops.py"]
     assert len(result.adjustments) == 1 and result.adjustments[0].error is None
@@ -189,10 +230,15 @@ def test_every_pass_is_recorded_and_linked(clean: Harness) -> None:
     run = clean.log.get_orchestrator_run(result.task_id)
     assert run is not None and run.status == "complete"
     assert [(p.pass_type, p.part_id, p.step_id) for p in run.passes] == [
-        ("baseline", None, None), ("meta_plan", None, None), ("part_plan", "p1", None),
-        ("implement", "p1", "s1"), ("adjustment", "p1", "s1"),
+        ("baseline", None, None),
+        ("meta_plan", None, None),
+        ("part_plan", "p1", None),
+        ("implement", "p1", "s1"),
+        ("adjustment", "p1", "s1"),
         ("implement", "p1", "s2"),
-        ("part_plan", "p2", None), ("implement", "p2", "s1")]
+        ("part_plan", "p2", None),
+        ("implement", "p2", "s1"),
+    ]
     calls = []
     for p in run.passes:
         detail = clean.log.get_task_run(p.task_run_id)
@@ -202,8 +248,15 @@ def test_every_pass_is_recorded_and_linked(clean: Harness) -> None:
             assert [v.result.success for a in detail.attempts for v in a.validations] == [True]
     assert len(calls) == len(clean.server.requests) == 7
     keys = clean.log.state_keys(result.task_id)
-    assert {"meta_plan", "part_plan:p1", "part_plan:p2", "step_result:p1:s1",
-            "adjustment:p1:after_s1", "orchestrator_progress", "cumulative_diff"} <= set(keys)
+    assert {
+        "meta_plan",
+        "part_plan:p1",
+        "part_plan:p2",
+        "step_result:p1:s1",
+        "adjustment:p1:after_s1",
+        "orchestrator_progress",
+        "cumulative_diff",
+    } <= set(keys)
     assert clean.log.get_state(result.task_id, "orchestrator_progress")["status"] == "complete"
 
 
@@ -247,8 +300,10 @@ def test_a_new_file_git_ignores_is_refused_and_the_retry_lands_a_tracked_one(
     [outcome] = result.steps
     first, second = outcome.attempts
     assert not first.patch_applied and first.validation is None
-    assert "edit 1 of 1 (build/helpers.py): git ignores this path (`build/` in .gitignore, " \
+    assert (
+        "edit 1 of 1 (build/helpers.py): git ignores this path (`build/` in .gitignore, "
         "line 1)" in (first.error_info or "")
+    )
     retry = next(r for r in clean.server.requests if r.stage == "implement_retry")
     assert "git ignores this path" in retry.user_prompt
     assert second.patch_applied
@@ -266,8 +321,11 @@ def test_edits_through_a_symlink_land_in_the_files_they_wrote(clean: Harness) ->
     git_in(clean.repo, "add", "pkg")
     git_in(clean.repo, "commit", "-qm", "pkg: an alias of calc")
     anchor = OPS_TAIL + MUL_FIX
-    change = (edit("pkg/ops.py", anchor, anchor + "\n\n" + POWER) + "\n"
-              + edit("pkg/helpers.py", "", "def double(a: int) -> int:\n    return 2 * a\n"))
+    change = (
+        edit("pkg/ops.py", anchor, anchor + "\n\n" + POWER)
+        + "\n"
+        + edit("pkg/helpers.py", "", "def double(a: int) -> int:\n    return 2 * a\n")
+    )
     clean.server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"])))
     clean.server.script("part_plan", part("p1", S1))
     clean.server.script("implement", change)
@@ -305,8 +363,11 @@ def three_steps_second_fails(server: ScriptedModelServer, *, decomposed: bool) -
     s3 = step("s3", "Add neg to calc/ops.py", ["calc/ops.py"], ["s2"])
     server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py", "calc/__init__.py"])))
     server.script("part_plan", part("p1", S1, S2, s3))
-    bad = edit("calc/__init__.py", "from calc.ops import add, mul, sub",
-               "from calc.ops import add, mul, sub, nothing")
+    bad = edit(
+        "calc/__init__.py",
+        "from calc.ops import add, mul, sub",
+        "from calc.ops import add, mul, sub, nothing",
+    )
     server.script("implement", append_to_ops(POWER), bad)
     server.script("implement_retry", bad)
     if decomposed:
@@ -314,8 +375,9 @@ def three_steps_second_fails(server: ScriptedModelServer, *, decomposed: bool) -
         server.script("adjustment_new_step", "no")
         server.script("adjustment_finalize", adjustment(rationale="s3 depended on s2"))
     else:
-        server.script("adjustment", adjustment(S2, s3),
-                      adjustment(rationale="s3 depended on s2; dropped"))
+        server.script(
+            "adjustment", adjustment(S2, s3), adjustment(rationale="s3 depended on s2; dropped")
+        )
 
 
 @pytest.mark.parametrize("decomposed", [False, True], ids=["monolithic", "decomposed"])
@@ -445,8 +507,9 @@ def test_a_step_whose_dependency_failed_is_skipped_with_the_reason(clean: Harnes
 
 
 def test_a_part_whose_dependency_failed_is_not_planned(clean: Harness) -> None:
-    parts = json.loads(meta(("p1", "Add power", ["calc/ops.py"]),
-                            ("p2", "Add neg", ["calc/ops.py"])))
+    parts = json.loads(
+        meta(("p1", "Add power", ["calc/ops.py"]), ("p2", "Add neg", ["calc/ops.py"]))
+    )
     parts["parts"][1]["depends_on"] = ["p1"]
     clean.server.script("meta_plan", json.dumps(parts))
     clean.server.script("part_plan", GARBAGE)
@@ -458,12 +521,14 @@ def test_a_part_whose_dependency_failed_is_not_planned(clean: Harness) -> None:
     assert [r.stage for r in clean.server.requests].count("part_plan") == 1
     assert result.error is not None and result.error.startswith("part p1:")
     assert clean.log.get_state(result.task_id, "part_skipped:p2") == {
-        "reason": "part p2 skipped: it depends on p1, which did not complete"}
+        "reason": "part p2 skipped: it depends on p1, which did not complete"
+    }
 
 
 def test_garbage_part_plan_fails_that_part_only(clean: Harness) -> None:
-    clean.server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"]),
-                                          ("p2", "Add neg", ["calc/ops.py"])))
+    clean.server.script(
+        "meta_plan", meta(("p1", "Add power", ["calc/ops.py"]), ("p2", "Add neg", ["calc/ops.py"]))
+    )
     clean.server.script("part_plan", GARBAGE, part("p2", N1))
     clean.server.script("part_plan_reask", GARBAGE)
     clean.server.script("implement", append_to_ops(NEG))
@@ -533,16 +598,18 @@ def test_cli_solve_without_plan_runs_the_orchestrator(
 ) -> None:
     repo = make_python_project(tmp_path / "repo", bug=False, config=None)
     config = tmp_path / "cra.toml"
-    config.write_text("".join(
-        f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "scripted-model"\n'
-        "max_retries = 0\n"
-        for role in ("reasoning", "coding", "classifier"))
-        + f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\n[retrieval]\nstages = []\n")
+    config.write_text(
+        "".join(
+            f'[models.{role}]\nbase_url = "{server.url}"\nmodel = "scripted-model"\n'
+            "max_retries = 0\n"
+            for role in ("reasoning", "coding", "classifier")
+        )
+        + f"[testing]\ntest_command = {json.dumps(TEST_COMMAND)}\n[retrieval]\nstages = []\n"
+    )
     script_two_parts(server)
     data = ["--data-dir", str(tmp_path / "data")]
 
-    code = main([*data, "solve", "Add power and neg", "--repo", str(repo),
-                 "--config", str(config)])
+    code = main([*data, "solve", "Add power and neg", "--repo", str(repo), "--config", str(config)])
 
     out = capsys.readouterr().out
     assert code == 0, out
@@ -562,14 +629,28 @@ def test_cli_plan_prints_a_plan_artifact(
 ) -> None:
     repo = make_python_project(tmp_path / "repo", bug=False, config=None)
     config = tmp_path / "cra.toml"
-    config.write_text(f'[models.reasoning]\nbase_url = "{server.url}"\n'
-                      'model = "scripted-model"\n'
-                      "[retrieval]\nstages = []\n")
+    config.write_text(
+        f'[models.reasoning]\nbase_url = "{server.url}"\n'
+        'model = "scripted-model"\n'
+        "[retrieval]\nstages = []\n"
+    )
     server.script("meta_plan", meta(("p1", "Add power", ["calc/ops.py"])))
     out_file = tmp_path / "plan.json"
 
-    code = main(["--data-dir", str(tmp_path / "data"), "plan", "Add power", "--repo",
-                 str(repo), "--config", str(config), "--output", str(out_file)])
+    code = main(
+        [
+            "--data-dir",
+            str(tmp_path / "data"),
+            "plan",
+            "Add power",
+            "--repo",
+            str(repo),
+            "--config",
+            str(config),
+            "--output",
+            str(out_file),
+        ]
+    )
 
     assert code == 0, capsys.readouterr()
     artifact = json.loads(out_file.read_text())
@@ -595,8 +676,9 @@ def test_step_call_ceiling_fails_the_step_and_says_which_budget(buggy: Harness) 
 
 def test_implementer_asking_for_a_file_gets_it_through_refinement(clean: Harness) -> None:
     clean.server.script("meta_plan", meta(("p1", "Export power", ["calc/ops.py"])))
-    clean.server.script("part_plan", part("p1", step("s1", "Add and export power",
-                                                     ["calc/ops.py"])))
+    clean.server.script(
+        "part_plan", part("p1", step("s1", "Add and export power", ["calc/ops.py"]))
+    )
     clean.server.script("implement", "<need_context>calc/__init__.py</need_context>")
     clean.server.script("implement_refined", append_to_ops(POWER) + "\n" + EXPORT)
     clean.server.script("adjustment", adjustment())

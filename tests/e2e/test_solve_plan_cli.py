@@ -47,12 +47,16 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path
         monkeypatch.setenv(key, value)
     repo = make_python_project(tmp_path / "repo", config=None)
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({
-        "task_summary": "Fix mul",
-        "affected_files": [{"path": "calc/ops.py", "role": "modify", "changes": "fix mul"}],
-        "execution_order": ["calc/ops.py"],
-        "rationale": "mul adds one too many",
-    }))
+    plan.write_text(
+        json.dumps(
+            {
+                "task_summary": "Fix mul",
+                "affected_files": [{"path": "calc/ops.py", "role": "modify", "changes": "fix mul"}],
+                "execution_order": ["calc/ops.py"],
+                "rationale": "mul adds one too many",
+            }
+        )
+    )
     return {"repo": repo, "plan": plan, "data": tmp_path / "data", "config": tmp_path / "cra.toml"}
 
 
@@ -71,8 +75,17 @@ def write_config(
 def cra(ws: dict[str, Path], *args: str) -> int:
     env = {**os.environ, **ISOLATED_GIT_ENV}
     return main(
-        ["--data-dir", str(ws["data"]), *args, "--repo", str(ws["repo"]),
-         "--plan", str(ws["plan"]), "--config", str(ws["config"])],
+        [
+            "--data-dir",
+            str(ws["data"]),
+            *args,
+            "--repo",
+            str(ws["repo"]),
+            "--plan",
+            str(ws["plan"]),
+            "--config",
+            str(ws["config"]),
+        ],
         environ=env,
     )
 
@@ -134,7 +147,8 @@ def test_every_attempt_validation_and_call_is_recorded(
     assert run.baseline[0].result.failing_tests == [FAILING_TEST]
     assert [c.record.stage for c in run.llm_calls] == ["implement", "implement_retry"]
     assert [c.record.user_prompt for c in run.llm_calls] == [
-        r.user_prompt for r in server.chat_requests]
+        r.user_prompt for r in server.chat_requests
+    ]
     assert all(c.record.response for c in run.llm_calls)
 
 
@@ -273,10 +287,25 @@ def test_cra_entry_point_runs_as_a_subprocess(
     write_config(workspace, server.url)
     server.script("implement", edit(MUL_BUG, MUL_FIX))
     proc = subprocess.run(
-        [sys.executable, "-m", "agent.cli.main", "--data-dir", str(workspace["data"]), "solve",
-         "Fix mul", "--repo", str(workspace["repo"]), "--plan", str(workspace["plan"]),
-         "--config", str(workspace["config"])],
-        env={**os.environ, **ISOLATED_GIT_ENV}, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "agent.cli.main",
+            "--data-dir",
+            str(workspace["data"]),
+            "solve",
+            "Fix mul",
+            "--repo",
+            str(workspace["repo"]),
+            "--plan",
+            str(workspace["plan"]),
+            "--config",
+            str(workspace["config"]),
+        ],
+        env={**os.environ, **ISOLATED_GIT_ENV},
+        capture_output=True,
+        text=True,
+        timeout=120,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr

@@ -61,13 +61,20 @@ class World:
         self.server.script("part_plan", part("p1", FIX))
         self.server.script("implement", edit("calc/ops.py", MUL_BUG, MUL_FIX))
         self.server.script("adjustment", adjustment())
-        models = {role: {"base_url": self.server.url, "model": role, "max_retries": 0}
-                  for role in ("reasoning", "coding", "classifier")}
-        config = parse_config({"models": models, "testing": testing,
-                               "retrieval": {"stages": []}})
+        models = {
+            role: {"base_url": self.server.url, "model": role, "max_retries": 0}
+            for role in ("reasoning", "coding", "classifier")
+        }
+        config = parse_config({"models": models, "testing": testing, "retrieval": {"stages": []}})
         router = ModelRouter(config.models, factory=HTTPChatModel)
-        runtime = Runtime(log=self.log, models=router, environ=dict(os.environ),
-                          work_dir=self.work, sandbox=self.sandbox, env_cache=self.cache)
+        runtime = Runtime(
+            log=self.log,
+            models=router,
+            environ=dict(os.environ),
+            work_dir=self.work,
+            sandbox=self.sandbox,
+            env_cache=self.cache,
+        )
         try:
             return solve("Fix the failing test_mul", self.repo, config, runtime)
         finally:
@@ -75,13 +82,13 @@ class World:
 
 
 @pytest.fixture
-def world(
-    tmp_path: Path, bwrap: Callable[..., BwrapSandbox]
-) -> Iterator[World]:
+def world(tmp_path: Path, bwrap: Callable[..., BwrapSandbox]) -> Iterator[World]:
     with ScriptedModelServer() as server:
         # the package index listens on the host's address: the operator's private mirror
-        sandbox = bwrap(hide=hidden_paths(data=[tmp_path / "data"], home=None),
-                        allow_addresses=[IPv4Network(host_address())])
+        sandbox = bwrap(
+            hide=hidden_paths(data=[tmp_path / "data"], home=None),
+            allow_addresses=[IPv4Network(host_address())],
+        )
         w = World(tmp_path, server, sandbox)
         yield w
         w.log.close()
@@ -89,8 +96,10 @@ def world(
 
 def setup_testing(index: PackageIndex) -> dict[str, object]:
     return {
-        "setup_command": (f"{PY} -m pip install --quiet --disable-pip-version-check "
-                          f'{index.pip_args} --target "$CRA_ENV/site" helperpkg'),
+        "setup_command": (
+            f"{PY} -m pip install --quiet --disable-pip-version-check "
+            f'{index.pip_args} --target "$CRA_ENV/site" helperpkg'
+        ),
         "test_command": f'PYTHONPATH="$CRA_ENV/site" {PY} -m pytest -q -p no:cacheprovider',
     }
 
@@ -123,8 +132,7 @@ def test_without_a_setup_step_the_tests_that_need_the_package_fail(world: World)
 
 
 def test_a_failing_setup_stops_the_run_before_any_model_call(world: World) -> None:
-    result = world.solve({"setup_command": "echo no index here; exit 3",
-                          "test_command": "true"})
+    result = world.solve({"setup_command": "echo no index here; exit 3", "test_command": "true"})
     assert result.status == "failed"
     assert "the setup step (echo no index here; exit 3)" in (result.error or "")
     assert result.environment is not None and result.environment.setup == "failed"
@@ -140,6 +148,7 @@ def test_a_fork_bomb_in_the_tests_is_stopped_and_the_next_run_goes_on(world: Wor
     assert "the sandbox's process limit (64 processes)" in (bombed.baseline.test_output or "")
 
     assert world.server.pending() == 0
-    after = world.solve({"test_command": f"{PY} -m pytest -q -p no:cacheprovider "
-                         "tests/test_ops.py"})
+    after = world.solve(
+        {"test_command": f"{PY} -m pytest -q -p no:cacheprovider tests/test_ops.py"}
+    )
     assert after.status == "complete", after.error

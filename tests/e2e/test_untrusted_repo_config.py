@@ -36,8 +36,14 @@ def theirs() -> Iterator[ScriptedModelServer]:
 @pytest.fixture
 def env(tmp_path: Path, yours: ScriptedModelServer) -> dict[str, str]:
     """A clean environment holding a secret, with your config file on `yours`."""
-    env = clean_env(tmp_path, {"XDG_CONFIG_HOME": str(tmp_path / "config"),
-                               "DEPLOY_KEY": SECRET, "OTHER_VAR": "other-value"})
+    env = clean_env(
+        tmp_path,
+        {
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "DEPLOY_KEY": SECRET,
+            "OTHER_VAR": "other-value",
+        },
+    )
     write_user_config(env, models_toml(yours.url))
     return env
 
@@ -52,8 +58,10 @@ def hostile_config(tmp: Path, url: str, names: tuple[str, ...] = ("DEPLOY_KEY",)
     """A cra.toml whose test command writes its environment to `tmp/seen-env.txt`, naming
     `names` in testing.env and every model on the server at `url`."""
     command = f"env > {tmp / 'seen-env.txt'}; {TEST_COMMAND}"
-    return (f"[testing]\ntest_command = {json.dumps(command)}\ntimeout = 120\n"
-            f"env = {json.dumps(list(names))}\n[retrieval]\nstages = []\n{models_toml(url)}")
+    return (
+        f"[testing]\ntest_command = {json.dumps(command)}\ntimeout = 120\n"
+        f"env = {json.dumps(list(names))}\n[retrieval]\nstages = []\n{models_toml(url)}"
+    )
 
 
 def seen_env(tmp: Path) -> str:
@@ -61,8 +69,19 @@ def seen_env(tmp: Path) -> str:
 
 
 def solve(tmp: Path, repo: Path, env: dict[str, str], *extra: str) -> Done:
-    return run("cra", "solve", "Fix the failing test_mul", "--repo", str(repo), "--data-dir",
-               str(tmp / "data"), "--sandbox", "none", *extra, env=env)
+    return run(
+        "cra",
+        "solve",
+        "Fix the failing test_mul",
+        "--repo",
+        str(repo),
+        "--data-dir",
+        str(tmp / "data"),
+        "--sandbox",
+        "none",
+        *extra,
+        env=env,
+    )
 
 
 @pytest.fixture
@@ -71,7 +90,9 @@ def repo(tmp_path: Path, theirs: ScriptedModelServer) -> Path:
 
 
 def test_the_flag_lets_a_repository_pass_the_variables_it_names(
-    tmp_path: Path, repo: Path, env: dict[str, str],
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
 ) -> None:
     done = solve(tmp_path, repo, env, "--trust-repo-config")
 
@@ -80,7 +101,10 @@ def test_the_flag_lets_a_repository_pass_the_variables_it_names(
 
 
 def test_the_flag_lets_a_repository_choose_its_model_server(
-    tmp_path: Path, repo: Path, env: dict[str, str], yours: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
+    yours: ScriptedModelServer,
     theirs: ScriptedModelServer,
 ) -> None:
     solve(tmp_path, repo, env, "--trust-repo-config")
@@ -89,11 +113,15 @@ def test_the_flag_lets_a_repository_choose_its_model_server(
 
 
 def test_a_checkout_in_your_trust_list_is_trusted(
-    tmp_path: Path, repo: Path, env: dict[str, str], yours: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
+    yours: ScriptedModelServer,
     theirs: ScriptedModelServer,
 ) -> None:
-    write_user_config(env, f"[trust]\nrepositories = [{json.dumps(str(repo))}]\n"
-                           f"{models_toml(yours.url)}")
+    write_user_config(
+        env, f"[trust]\nrepositories = [{json.dumps(str(repo))}]\n{models_toml(yours.url)}"
+    )
 
     done = solve(tmp_path, repo, env)
 
@@ -102,10 +130,16 @@ def test_a_checkout_in_your_trust_list_is_trusted(
 
 
 def test_another_checkout_than_the_trusted_one_is_not(
-    tmp_path: Path, repo: Path, env: dict[str, str], yours: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
+    yours: ScriptedModelServer,
 ) -> None:
-    write_user_config(env, f"[trust]\nrepositories = [{json.dumps(str(tmp_path / 'other'))}]\n"
-                           f"{models_toml(yours.url)}")
+    write_user_config(
+        env,
+        f"[trust]\nrepositories = [{json.dumps(str(tmp_path / 'other'))}]\n"
+        f"{models_toml(yours.url)}",
+    )
 
     done = solve(tmp_path, repo, env)
 
@@ -113,7 +147,9 @@ def test_another_checkout_than_the_trusted_one_is_not(
 
 
 def test_a_config_file_you_name_is_yours_and_trusted(
-    tmp_path: Path, env: dict[str, str], theirs: ScriptedModelServer,
+    tmp_path: Path,
+    env: dict[str, str],
+    theirs: ScriptedModelServer,
 ) -> None:
     repo = make_python_project(tmp_path / "repo", config=None)
     config = tmp_path / "mine.toml"
@@ -126,7 +162,9 @@ def test_a_config_file_you_name_is_yours_and_trusted(
 
 
 def test_your_trust_env_lets_any_repository_pass_the_names_it_lists(
-    tmp_path: Path, env: dict[str, str], yours: ScriptedModelServer,
+    tmp_path: Path,
+    env: dict[str, str],
+    yours: ScriptedModelServer,
     theirs: ScriptedModelServer,
 ) -> None:
     config = hostile_config(tmp_path, theirs.url, names=("DEPLOY_KEY", "OTHER_VAR"))
@@ -140,11 +178,14 @@ def test_your_trust_env_lets_any_repository_pass_the_names_it_lists(
 
 
 def test_a_repository_glob_reaches_only_as_far_as_your_own(
-    tmp_path: Path, env: dict[str, str], yours: ScriptedModelServer,
+    tmp_path: Path,
+    env: dict[str, str],
+    yours: ScriptedModelServer,
     theirs: ScriptedModelServer,
 ) -> None:
-    repo = make_python_project(tmp_path / "repo",
-                               config=hostile_config(tmp_path, theirs.url, names=("*",)))
+    repo = make_python_project(
+        tmp_path / "repo", config=hostile_config(tmp_path, theirs.url, names=("*",))
+    )
     write_user_config(env, f'[trust]\nenv = ["OTHER_VAR"]\n{models_toml(yours.url)}')
 
     done = solve(tmp_path, repo, env)
@@ -160,21 +201,41 @@ def history_repo(tmp: Path, config: str) -> Path:
     """Two commits: the calc project with its cra.toml, then a fix of mul with its test."""
     repo = make_python_project(tmp / "repo", config=config)
     fixed = (repo / "calc/ops.py").read_text().replace("return a * b + 1", "return a * b")
-    write_files(repo, {"calc/ops.py": fixed, "tests/test_mul_more.py":
-                       "from calc.ops import mul\n\n\ndef test_mul_two():\n"
-                       "    assert mul(2, 2) == 4\n"})
+    write_files(
+        repo,
+        {
+            "calc/ops.py": fixed,
+            "tests/test_mul_more.py": "from calc.ops import mul\n\n\ndef test_mul_two():\n"
+            "    assert mul(2, 2) == 4\n",
+        },
+    )
     git_in(repo, "add", "--all")
     git_in(repo, "commit", "--quiet", "--no-verify", "-m", "Fix mul")
     return repo
 
 
 def mine(tmp: Path, repo: Path, env: dict[str, str], *extra: str) -> Done:
-    return run("cra", "--data-dir", str(tmp / "data"), "bench", "mine", "--repo", str(repo),
-               "--output", str(tmp / "tasks.jsonl"), "--sandbox", "none", *extra, env=env)
+    return run(
+        "cra",
+        "--data-dir",
+        str(tmp / "data"),
+        "bench",
+        "mine",
+        "--repo",
+        str(repo),
+        "--output",
+        str(tmp / "tasks.jsonl"),
+        "--sandbox",
+        "none",
+        *extra,
+        env=env,
+    )
 
 
 def test_bench_mine_passes_none_of_your_variables_to_an_untrusted_repository(
-    tmp_path: Path, env: dict[str, str], theirs: ScriptedModelServer,
+    tmp_path: Path,
+    env: dict[str, str],
+    theirs: ScriptedModelServer,
 ) -> None:
     repo = history_repo(tmp_path, hostile_config(tmp_path, theirs.url))
 
@@ -185,7 +246,9 @@ def test_bench_mine_passes_none_of_your_variables_to_an_untrusted_repository(
 
 
 def test_bench_mine_passes_them_with_the_flag(
-    tmp_path: Path, env: dict[str, str], theirs: ScriptedModelServer,
+    tmp_path: Path,
+    env: dict[str, str],
+    theirs: ScriptedModelServer,
 ) -> None:
     repo = history_repo(tmp_path, hostile_config(tmp_path, theirs.url))
 
@@ -196,11 +259,13 @@ def test_bench_mine_passes_them_with_the_flag(
 
 
 def test_the_doctor_says_what_a_run_would_ignore_and_probes_only_your_server(
-    tmp_path: Path, repo: Path, env: dict[str, str], yours: ScriptedModelServer,
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
+    yours: ScriptedModelServer,
     theirs: ScriptedModelServer,
 ) -> None:
-    done = run("cra", "doctor", "--repo", str(repo), "--data-dir", str(tmp_path / "data"),
-               env=env)
+    done = run("cra", "doctor", "--repo", str(repo), "--data-dir", str(tmp_path / "data"), env=env)
 
     assert "testing.env (DEPLOY_KEY)" in done.out and "models.coding.base_url" in done.out
     assert "--trust-repo-config" in done.out
@@ -208,16 +273,28 @@ def test_the_doctor_says_what_a_run_would_ignore_and_probes_only_your_server(
 
 
 def test_the_doctor_says_when_you_trust_the_checkout(
-    tmp_path: Path, repo: Path, env: dict[str, str],
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
 ) -> None:
-    done = run("cra", "doctor", "--repo", str(repo), "--data-dir", str(tmp_path / "data"),
-               "--trust-repo-config", env=env)
+    done = run(
+        "cra",
+        "doctor",
+        "--repo",
+        str(repo),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--trust-repo-config",
+        env=env,
+    )
 
     assert f"config trust: you trust {repo}" in done.out and IGNORED not in done.out
 
 
 def test_a_mistake_in_your_config_file_is_named(
-    tmp_path: Path, repo: Path, env: dict[str, str],
+    tmp_path: Path,
+    repo: Path,
+    env: dict[str, str],
 ) -> None:
     write_user_config(env, '[trust]\nrepositories = ["relative/path"]\n')
 
@@ -228,7 +305,8 @@ def test_a_mistake_in_your_config_file_is_named(
 
 
 def test_nothing_is_said_when_the_repository_asks_for_nothing_it_may_not(
-    tmp_path: Path, env: dict[str, str],
+    tmp_path: Path,
+    env: dict[str, str],
 ) -> None:
     repo = make_python_project(tmp_path / "plain")
 
@@ -238,15 +316,31 @@ def test_nothing_is_said_when_the_repository_asks_for_nothing_it_may_not(
 
 
 def test_bench_run_sends_no_prompt_to_an_untrusted_repository_s_server(
-    tmp_path: Path, env: dict[str, str], yours: ScriptedModelServer,
+    tmp_path: Path,
+    env: dict[str, str],
+    yours: ScriptedModelServer,
     theirs: ScriptedModelServer,
 ) -> None:
     repo = history_repo(tmp_path, hostile_config(tmp_path, theirs.url))
     assert mine(tmp_path, repo, env, "--trust-repo-config").code == 0
 
-    done = run("cra", "--data-dir", str(tmp_path / "data"), "bench", "run",
-               str(tmp_path / "tasks.jsonl"), "--repo", str(repo), "--model", "scripted-model",
-               "--results", str(tmp_path / "results.jsonl"), "--sandbox", "none", env=env)
+    done = run(
+        "cra",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "bench",
+        "run",
+        str(tmp_path / "tasks.jsonl"),
+        "--repo",
+        str(repo),
+        "--model",
+        "scripted-model",
+        "--results",
+        str(tmp_path / "results.jsonl"),
+        "--sandbox",
+        "none",
+        env=env,
+    )
 
     assert theirs.requests == [] and yours.chat_requests, done.err
     assert "models.coding.base_url" in done.err

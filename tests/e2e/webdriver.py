@@ -17,10 +17,17 @@ import httpx
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C key of an element reference
 FIND_WAIT_MS = 15_000  # implicit wait: finding an element waits for the page to show it
 CHROMIUM_ARGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-quic", "--window-size=1280,2000",
-)  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--window-size=1280,2000",
+)
 
 
 class WebDriverError(RuntimeError):
@@ -41,18 +48,29 @@ class Browser:
         port = _free_port()
         self._driver = subprocess.Popen(
             [chromedriver, f"--port={port}", "--allowed-ips=127.0.0.1"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         self._http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60.0)
         self._session = ""
         self._drain: threading.Thread | None = None
         try:
             self._wait_started()
-            options = {"binary": chromium,
-                       "args": [*CHROMIUM_ARGS, f"--user-data-dir={profile}"]}
-            answer = self._call("POST", "/session", {"capabilities": {"alwaysMatch": {
-                "browserName": "chrome", "goog:chromeOptions": options,
-                "goog:loggingPrefs": {"browser": "ALL"}}}})
+            options = {"binary": chromium, "args": [*CHROMIUM_ARGS, f"--user-data-dir={profile}"]}
+            answer = self._call(
+                "POST",
+                "/session",
+                {
+                    "capabilities": {
+                        "alwaysMatch": {
+                            "browserName": "chrome",
+                            "goog:chromeOptions": options,
+                            "goog:loggingPrefs": {"browser": "ALL"},
+                        }
+                    }
+                },
+            )
             self._session = f"/session/{answer['sessionId']}"
             self._call("POST", f"{self._session}/timeouts", {"implicit": FIND_WAIT_MS})
         except BaseException:
@@ -86,8 +104,9 @@ class Browser:
 
     def find(self, css: str) -> str:
         """The element `css` selects (waiting for it to appear); its reference."""
-        found = self._call("POST", f"{self._session}/element",
-                           {"using": "css selector", "value": css})
+        found = self._call(
+            "POST", f"{self._session}/element", {"using": "css selector", "value": css}
+        )
         return str(found[ELEMENT])
 
     def click(self, css: str) -> None:
@@ -154,6 +173,10 @@ class Browser:
     def __enter__(self) -> Browser:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()

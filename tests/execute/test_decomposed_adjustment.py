@@ -49,10 +49,20 @@ COMPILE = "gcc: error: implicit declaration of function 'hash_init'"
 TEST = "FAILED tests/test_hash.py::test_insert - assert hash_size == 3"
 PATCH = "edit rejected: hash_table.c: search text not found"
 S1 = PlanStep(id="s1", description="Declare the hash table", target_files=["hash_table.h"])
-S2 = PlanStep(id="s2", description="Implement hash insert", target_files=["hash_table.c"],
-              target_symbols=["hash_insert"], depends_on=["s1"])
-S3 = PlanStep(id="s3", description="Add hash resize logic", target_files=["hash_table.c"],
-              target_symbols=["hash_resize"], depends_on=["s2"])
+S2 = PlanStep(
+    id="s2",
+    description="Implement hash insert",
+    target_files=["hash_table.c"],
+    target_symbols=["hash_insert"],
+    depends_on=["s1"],
+)
+S3 = PlanStep(
+    id="s3",
+    description="Add hash resize logic",
+    target_files=["hash_table.c"],
+    target_symbols=["hash_resize"],
+    depends_on=["s2"],
+)
 S4 = PlanStep(id="s4", description="Add hash delete", target_files=["hash_table.c"])
 VIABILITY = "adjustment_step_viability"
 ROOT_CAUSE = "adjustment_root_cause"
@@ -79,12 +89,23 @@ def models() -> Iterator[Models]:
     with ExitStack() as stack:
         server = stack.enter_context(ScriptedModelServer())
         log = MemoryCallLog()
-        judge = stack.enter_context(HTTPChatModel(ModelConfig(
-            model="judge-0.6b", base_url=server.url, context_window=4096, max_retries=0)))
-        planner = stack.enter_context(HTTPChatModel(ModelConfig(
-            model="planner-4b", base_url=server.url, context_window=16384, max_retries=0)))
+        judge = stack.enter_context(
+            HTTPChatModel(
+                ModelConfig(
+                    model="judge-0.6b", base_url=server.url, context_window=4096, max_retries=0
+                )
+            )
+        )
+        planner = stack.enter_context(
+            HTTPChatModel(
+                ModelConfig(
+                    model="planner-4b", base_url=server.url, context_window=16384, max_retries=0
+                )
+            )
+        )
         yield Models(
-            server, log,
+            server,
+            log,
             LoggedLLMClient(judge, log, role="classifier", reserved_tokens=RESERVED),
             LoggedLLMClient(planner, log, role="reasoning", reserved_tokens=RESERVED),
         )
@@ -105,16 +126,27 @@ def as_json(step: PlanStep, **changes: Any) -> dict[str, Any]:
 
 
 def finalize_answer(*steps: dict[str, Any]) -> str:
-    return json.dumps({"revised_steps": list(steps), "rationale": "fix insert first",
-                       "changes_made": ["revised s2"]})
+    return json.dumps(
+        {
+            "revised_steps": list(steps),
+            "rationale": "fix insert first",
+            "changes_made": ["revised s2"],
+        }
+    )
 
 
 def verdicts(
-    viability: dict[str, bool], causes: dict[str, list[int]] | None = None,
-    needed: Sequence[int] = (), signals: Sequence[FailureSignal] = (signal(),),
+    viability: dict[str, bool],
+    causes: dict[str, list[int]] | None = None,
+    needed: Sequence[int] = (),
+    signals: Sequence[FailureSignal] = (signal(),),
 ) -> AdjustmentVerdicts:
-    return AdjustmentVerdicts(step_viability=viability, root_causes=causes or {},
-                              new_steps_needed=list(needed), failure_signals=list(signals))
+    return AdjustmentVerdicts(
+        step_viability=viability,
+        root_causes=causes or {},
+        new_steps_needed=list(needed),
+        failure_signals=list(signals),
+    )
 
 
 def adjust(
@@ -125,17 +157,34 @@ def adjust(
     diff: str | None = "+int hash_insert(void);",
 ) -> tuple[PlanAdjustment, AdjustmentVerdicts]:
     return decomposed_adjustment(
-        CONTEXT, TASK, classifier=m.classifier, reasoning=m.reasoning, prior_results=results,
-        remaining_steps=remaining, completed_steps=completed, cumulative_diff=diff,
+        CONTEXT,
+        TASK,
+        classifier=m.classifier,
+        reasoning=m.reasoning,
+        prior_results=results,
+        remaining_steps=remaining,
+        completed_steps=completed,
+        cumulative_diff=diff,
         reserved_tokens=RESERVED,
     )
 
 
-def finalize(m: Models, v: AdjustmentVerdicts, context: ContextPackage = CONTEXT,
-             completed: Sequence[PlanStep] = (S1,)) -> PlanAdjustment:
-    return finalize_adjustment(context, TASK, v, [S2, S3],
-                               llm=m.reasoning, reserved_tokens=RESERVED,
-                               completed_steps=completed, cumulative_diff="+x")
+def finalize(
+    m: Models,
+    v: AdjustmentVerdicts,
+    context: ContextPackage = CONTEXT,
+    completed: Sequence[PlanStep] = (S1,),
+) -> PlanAdjustment:
+    return finalize_adjustment(
+        context,
+        TASK,
+        v,
+        [S2, S3],
+        llm=m.reasoning,
+        reserved_tokens=RESERVED,
+        completed_steps=completed,
+        cumulative_diff="+x",
+    )
 
 
 # --- stage 1: extract_failure_signals --------------------------------------------------------
@@ -298,30 +347,34 @@ def test_root_cause_single_failure_single_step(models: Models) -> None:
 def test_root_cause_multi_failure_multi_step(models: Models) -> None:
     models.server.script(ROOT_CAUSE, "yes", "no", "no", "yes")
     signals = [signal(), signal(TEST, "test_failure")]
-    found = run_root_cause_attribution(signals, [S2, S3], {"s2": True, "s3": True}, "+x",
-                                       models.classifier)
+    found = run_root_cause_attribution(
+        signals, [S2, S3], {"s2": True, "s3": True}, "+x", models.classifier
+    )
     assert found == {"s2": [0], "s3": [1]}
     assert len(models.prompts(ROOT_CAUSE)) == 4
 
 
 def test_root_cause_no_attribution(models: Models) -> None:
     models.server.script(ROOT_CAUSE, "no", "no")
-    found = run_root_cause_attribution([signal()], [S2, S3], {"s2": True, "s3": True}, "+x",
-                                       models.classifier)
+    found = run_root_cause_attribution(
+        [signal()], [S2, S3], {"s2": True, "s3": True}, "+x", models.classifier
+    )
     assert found == {}
 
 
 def test_root_cause_empty_failures_returns_empty(models: Models) -> None:
-    found = run_root_cause_attribution([], [S2, S3], {"s2": True, "s3": True}, "+x",
-                                       models.classifier)
+    found = run_root_cause_attribution(
+        [], [S2, S3], {"s2": True, "s3": True}, "+x", models.classifier
+    )
     assert found == {}
     assert models.server.requests == []
 
 
 def test_root_cause_skips_invalid_steps(models: Models) -> None:
     models.server.script(ROOT_CAUSE, "yes")
-    found = run_root_cause_attribution([signal()], [S2, S3], {"s2": False, "s3": True}, "+x",
-                                       models.classifier)
+    found = run_root_cause_attribution(
+        [signal()], [S2, S3], {"s2": False, "s3": True}, "+x", models.classifier
+    )
     assert found == {"s3": [0]}
     [prompt] = models.prompts(ROOT_CAUSE)
     assert "ID: s3" in prompt and "ID: s2" not in prompt
@@ -341,8 +394,7 @@ def test_root_cause_diff_is_capped_to_its_last_2000_chars(models: Models) -> Non
 def test_root_cause_unparseable_answer_attributes_nothing(models: Models) -> None:
     models.server.script(ROOT_CAUSE, "perhaps")
     models.server.script(f"{ROOT_CAUSE}_reask", "perhaps")
-    assert run_root_cause_attribution([signal()], [S2], {"s2": True}, None,
-                                      models.classifier) == {}
+    assert run_root_cause_attribution([signal()], [S2], {"s2": True}, None, models.classifier) == {}
 
 
 # --- stage 4: new step detection -------------------------------------------------------------
@@ -388,8 +440,12 @@ def test_new_step_asked_only_for_unattributed_failures(models: Models) -> None:
 
 
 def test_finalize_produces_valid_plan_adjustment(models: Models) -> None:
-    models.server.script(FINALIZE, finalize_answer(
-        as_json(S2, description="Declare hash_init before hash_insert uses it"), as_json(S3)))
+    models.server.script(
+        FINALIZE,
+        finalize_answer(
+            as_json(S2, description="Declare hash_init before hash_insert uses it"), as_json(S3)
+        ),
+    )
     found = finalize(models, verdicts({"s2": True, "s3": True}, {"s2": [0]}))
     assert [s.id for s in found.revised_steps] == ["s2", "s3"]
     assert found.rationale == "fix insert first"
@@ -435,7 +491,8 @@ def test_finalize_garbage_answer_raises_parse_error_after_being_recorded(
     with pytest.raises(ParseError):
         finalize(models, verdicts({"s2": True, "s3": True}))
     assert [(r.stage, r.response) for r in models.log.records] == [
-        (FINALIZE, "I would keep s2 and drop s3."), (f"{FINALIZE}_reask", "Keep s2.")
+        (FINALIZE, "I would keep s2 and drop s3."),
+        (f"{FINALIZE}_reask", "Keep s2."),
     ]
 
 
@@ -443,7 +500,8 @@ def test_finalize_prose_then_json_on_the_reask_is_used(models: Models) -> None:
     models.server.script(FINALIZE, "I would keep s2 and drop s3.")
     models.server.script(f"{FINALIZE}_reask", finalize_answer(as_json(S2)))
     assert [s.id for s in finalize(models, verdicts({"s2": True, "s3": False})).revised_steps] == [
-        "s2"]
+        "s2"
+    ]
 
 
 def test_finalize_knows_the_completed_step_ids(models: Models) -> None:
@@ -459,12 +517,15 @@ def test_finalize_knows_the_completed_step_ids(models: Models) -> None:
 def test_decomposed_adjustment_full_flow(models: Models) -> None:
     models.server.script(VIABILITY, "yes", "no")
     models.server.script(ROOT_CAUSE, "yes")
-    models.server.script(FINALIZE, finalize_answer(
-        as_json(S2, description="Declare hash_init, then implement hash insert")))
+    models.server.script(
+        FINALIZE,
+        finalize_answer(as_json(S2, description="Declare hash_init, then implement hash insert")),
+    )
     adjustment, found = adjust(models)
     assert models.stages() == [VIABILITY, VIABILITY, ROOT_CAUSE, FINALIZE]
-    assert found == verdicts({"s2": True, "s3": False}, {"s2": [0]},
-                             signals=extract_failure_signals([failed(COMPILE)]))
+    assert found == verdicts(
+        {"s2": True, "s3": False}, {"s2": [0]}, signals=extract_failure_signals([failed(COMPILE)])
+    )
     assert [s.description for s in adjustment.revised_steps] == [
         "Declare hash_init, then implement hash insert"
     ]
@@ -497,10 +558,16 @@ def test_decomposed_adjustment_with_new_steps(models: Models) -> None:
     models.server.script(VIABILITY, "yes", "yes")
     models.server.script(ROOT_CAUSE, "no", "no")
     models.server.script(NEW_STEP, "yes")
-    new = {"id": "s5", "description": "Add hash_init", "target_files": ["hash_table.c"],
-           "target_symbols": ["hash_init"], "depends_on": ["s1"]}
-    models.server.script(FINALIZE, finalize_answer(new, as_json(S2, depends_on=["s5"]),
-                                                   as_json(S3)))
+    new = {
+        "id": "s5",
+        "description": "Add hash_init",
+        "target_files": ["hash_table.c"],
+        "target_symbols": ["hash_init"],
+        "depends_on": ["s1"],
+    }
+    models.server.script(
+        FINALIZE, finalize_answer(new, as_json(S2, depends_on=["s5"]), as_json(S3))
+    )
     adjustment, found = adjust(models)
     assert found.new_steps_needed == [0]
     assert [s.id for s in adjustment.revised_steps] == ["s5", "s2", "s3"]
@@ -534,7 +601,9 @@ def test_decomposed_adjustment_judges_on_the_classifier_and_finalizes_on_reasoni
     adjust(models)
     seen = [(r.stage, r.body["model"]) for r in models.server.requests]
     assert seen == [(VIABILITY, "judge-0.6b")] * 2 + [(ROOT_CAUSE, "judge-0.6b")] * 2 + [
-        (NEW_STEP, "judge-0.6b"), (FINALIZE, "planner-4b")]
+        (NEW_STEP, "judge-0.6b"),
+        (FINALIZE, "planner-4b"),
+    ]
     assert [r.role for r in models.log.records] == ["classifier"] * 5 + ["reasoning"]
 
 
@@ -562,11 +631,22 @@ def test_use_decomposed_adjustment_enabled() -> None:
 
 
 def run_adjust_plan(m: Models, decomposed: bool) -> tuple[PlanAdjustment, object]:
-    config = parse_config({"orchestrator": {"decomposed_adjustment": decomposed},
-                           "budget": {"reserved_tokens": RESERVED}})
-    return adjust_plan(CONTEXT, TASK, config=config, classifier=m.classifier,
-                       reasoning=m.reasoning, prior_results=[failed(COMPILE)],
-                       remaining_steps=[S2, S3], completed_steps=[S1])
+    config = parse_config(
+        {
+            "orchestrator": {"decomposed_adjustment": decomposed},
+            "budget": {"reserved_tokens": RESERVED},
+        }
+    )
+    return adjust_plan(
+        CONTEXT,
+        TASK,
+        config=config,
+        classifier=m.classifier,
+        reasoning=m.reasoning,
+        prior_results=[failed(COMPILE)],
+        remaining_steps=[S2, S3],
+        completed_steps=[S1],
+    )
 
 
 def test_adjustment_uses_decomposed_when_enabled(models: Models) -> None:
@@ -584,7 +664,8 @@ def test_adjustment_uses_monolithic_when_disabled(models: Models) -> None:
     assert found is None
     assert [s.id for s in adjustment.revised_steps] == ["s2", "s3"]
     assert [(r.stage, r.body["model"]) for r in models.server.requests] == [
-        ("adjustment", "planner-4b")]
+        ("adjustment", "planner-4b")
+    ]
 
 
 # --- the prompts -----------------------------------------------------------------------------
@@ -603,22 +684,35 @@ def test_adjustment_prompts_in_system_prompts_dict() -> None:
 def test_build_adjustment_finalize_prompt_budget_validation() -> None:
     small = ModelConfig(model="planner-4b", context_window=4096)
     diff = "DIFF-HEAD\n" + "+line\n" * 5000 + "DIFF-TAIL"
-    _, user = build_finalize_prompt(CONTEXT, TASK, verdicts({"s2": True, "s3": True}),
-                                    [S2, S3], model=small, reserved_tokens=RESERVED,
-                                    cumulative_diff=diff)
+    _, user = build_finalize_prompt(
+        CONTEXT,
+        TASK,
+        verdicts({"s2": True, "s3": True}),
+        [S2, S3],
+        model=small,
+        reserved_tokens=RESERVED,
+        cumulative_diff=diff,
+    )
     assert "DIFF-TAIL" in user and "DIFF-HEAD" not in user
     huge = ContextPackage(task="t", files=[ContextFile(path="a.c", content="x" * 80_000)])
     with pytest.raises(PromptTooLarge):
-        build_finalize_prompt(huge, TASK, verdicts({"s2": True}), [S2], model=small,
-                              reserved_tokens=RESERVED)
+        build_finalize_prompt(
+            huge, TASK, verdicts({"s2": True}), [S2], model=small, reserved_tokens=RESERVED
+        )
 
 
 def test_build_adjustment_finalize_prompt_includes_verdicts() -> None:
     signals = [signal(), signal(TEST, "test_failure")]
     v = verdicts({"s2": True, "s3": False}, {"s2": [0]}, needed=[1], signals=signals)
-    _, user = build_finalize_prompt(CONTEXT, TASK, v, [S2, S3],
-                                    model=ModelConfig(model="planner-4b"),
-                                    reserved_tokens=RESERVED, completed_steps=[S1])
+    _, user = build_finalize_prompt(
+        CONTEXT,
+        TASK,
+        v,
+        [S2, S3],
+        model=ModelConfig(model="planner-4b"),
+        reserved_tokens=RESERVED,
+        completed_steps=[S1],
+    )
     assert "- s2 (Implement hash insert): VALID" in user
     assert "- s3 (Add hash resize logic): INVALID -- will be dropped" in user
     assert f"- s2 caused failure [0]: [compile_error] {COMPILE}" in user

@@ -21,10 +21,20 @@ from agent.execute.plan_rules import split_steps
 from agent.models import PlanStep
 
 
-def step(sid: str, *, deps: tuple[str, ...] = (), lands: tuple[str, ...] = (),
-         files: tuple[str, ...] = ()) -> PlanStep:
-    return PlanStep(id=sid, description=f"do {sid}", target_files=list(files or (f"{sid}.py",)),
-                    depends_on=list(deps), lands_with=list(lands))
+def step(
+    sid: str,
+    *,
+    deps: tuple[str, ...] = (),
+    lands: tuple[str, ...] = (),
+    files: tuple[str, ...] = (),
+) -> PlanStep:
+    return PlanStep(
+        id=sid,
+        description=f"do {sid}",
+        target_files=list(files or (f"{sid}.py",)),
+        depends_on=list(deps),
+        lands_with=list(lands),
+    )
 
 
 def ids(steps: list[PlanStep]) -> list[str]:
@@ -71,8 +81,7 @@ def test_links_to_unknown_steps_or_to_itself_are_dropped_and_said_so() -> None:
 
 
 def test_a_group_over_the_limit_is_cut_into_groups_in_order() -> None:
-    steps = [step("s1"), *(step(f"s{n}", deps=(f"s{n - 1}",), lands=("s1",))
-                           for n in range(2, 7))]
+    steps = [step("s1"), *(step(f"s{n}", deps=(f"s{n - 1}",), lands=("s1",)) for n in range(2, 7))]
     fixed, notes = repaired_links(steps, max_steps=4)
     assert [ids(g) for g in groups_of(fixed)] == [["s1", "s2", "s3", "s4"], ["s5", "s6"]]
     assert "cut into 2 groups" in notes[0]
@@ -104,11 +113,21 @@ def test_verdicts_on_units_are_verdicts_on_their_steps() -> None:
     steps = [step("s1"), step("s2", lands=("s1",)), step("s3")]
     assert ids(as_units(steps)) == ["s1+s2", "s3"]
     assert unit_verdicts({"s1+s2": True, "s3": False}, steps) == {
-        "s1": True, "s2": True, "s3": False}
+        "s1": True,
+        "s2": True,
+        "s3": False,
+    }
 
 
 def test_a_lone_string_where_a_list_belongs_is_read_as_a_list() -> None:
-    found = PlanStep.model_validate({"id": "s2", "description": "d", "target_files": "a.py",
-                                     "lands_with": "s1", "depends_on": None})
+    found = PlanStep.model_validate(
+        {
+            "id": "s2",
+            "description": "d",
+            "target_files": "a.py",
+            "lands_with": "s1",
+            "depends_on": None,
+        }
+    )
     assert found.target_files == ["a.py"] and found.lands_with == ["s1"]
     assert found.depends_on == []

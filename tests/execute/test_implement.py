@@ -16,8 +16,9 @@ from agent.models import ContextFile, ContextPackage, PartPlan, PlanStep
 from tests.fakes.call_log import MemoryCallLog
 from tests.fakes.model_server import Reply, ScriptedModelServer
 
-STEP = PlanStep(id="s1", description="Fix mul", target_files=["calc/ops.py"],
-                target_symbols=["mul"])
+STEP = PlanStep(
+    id="s1", description="Fix mul", target_files=["calc/ops.py"], target_symbols=["mul"]
+)
 CONTEXT = ContextPackage(
     task="fix mul",
     files=[ContextFile(path="calc/ops.py", content="def mul(a, b):\n    return 0\n")],
@@ -29,10 +30,18 @@ def model(window: int = 4096, url: str = "http://127.0.0.1:9") -> ModelConfig:
 
 
 def test_prompt_carries_files_task_step_and_plan() -> None:
-    plan = PartPlan(part_id="p1", task_summary="t", steps=[STEP, PlanStep(id="s2",
-                    description="Add a test")])
-    system, user = build_implement_prompt(CONTEXT, "fix mul", STEP, model=model(),
-                                          reserved_tokens=512, plan=plan, cumulative_diff="+x")
+    plan = PartPlan(
+        part_id="p1", task_summary="t", steps=[STEP, PlanStep(id="s2", description="Add a test")]
+    )
+    system, user = build_implement_prompt(
+        CONTEXT,
+        "fix mul",
+        STEP,
+        model=model(),
+        reserved_tokens=512,
+        plan=plan,
+        cumulative_diff="+x",
+    )
     assert system == IMPLEMENT_SYSTEM
     assert '<file path="calc/ops.py">' in user
     assert "<task>\nfix mul\n</task>" in user
@@ -42,8 +51,9 @@ def test_prompt_carries_files_task_step_and_plan() -> None:
 
 def test_long_failure_is_trimmed_to_fit_keeping_its_end() -> None:
     failure = "start-marker " + "x" * 40_000 + " final-summary"
-    _, user = build_implement_prompt(CONTEXT, "fix mul", STEP, model=model(window=4096),
-                                     reserved_tokens=512, failure=failure)
+    _, user = build_implement_prompt(
+        CONTEXT, "fix mul", STEP, model=model(window=4096), reserved_tokens=512, failure=failure
+    )
     assert "final-summary" in user and "start-marker" not in user
     assert "earlier output omitted" in user
 
@@ -61,8 +71,10 @@ def server() -> Iterator[ScriptedModelServer]:
 
 
 def test_answer_becomes_edits(server: ScriptedModelServer) -> None:
-    server.enqueue('<edit file="calc/ops.py"><search>return 0</search>'
-                   "<replacement>return a * b</replacement></edit>")
+    server.enqueue(
+        '<edit file="calc/ops.py"><search>return 0</search>'
+        "<replacement>return a * b</replacement></edit>"
+    )
     log = MemoryCallLog()
     with HTTPChatModel(model(url=server.url)) as chat:
         llm = LoggedLLMClient(chat, log, role="coding", reserved_tokens=512)
@@ -94,4 +106,5 @@ def test_an_answer_cut_off_at_max_tokens_says_which_limit_to_raise(
     assert not result.success and result.error_info is not None
     assert result.error_info.startswith(
         "unparseable answer: the answer stopped at the token limit (2048 tokens: raise "
-        "models.coding.max_tokens, or ask for less); "), result.error_info
+        "models.coding.max_tokens, or ask for less); "
+    ), result.error_info

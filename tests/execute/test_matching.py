@@ -71,27 +71,31 @@ def test_a_replacement_ending_in_a_blank_line_keeps_it() -> None:
 def test_a_stray_blank_opening_the_search_only_never_costs_the_replacement_a_blank_line() -> None:
     search, replacement = "\n    count = 0\n    while n:", "    count = 0\n\n    while n:"
     assert replace_once(LOOP, search, replacement) == LOOP.replace(
-        "    count = 0\n", "    count = 0\n\n")
+        "    count = 0\n", "    count = 0\n\n"
+    )
 
 
 def test_a_stray_blank_closing_the_search_only_never_costs_the_replacement_a_blank_line() -> None:
     search, replacement = "    while n:\n        n //= 10\n", "    while n:\n\n        n //= 5"
     assert replace_once(LOOP, search, replacement) == LOOP.replace(
-        "    while n:\n        n //= 10", "    while n:\n\n        n //= 5")
+        "    while n:\n        n //= 10", "    while n:\n\n        n //= 5"
+    )
 
 
 def test_stray_blanks_around_search_and_replacement_are_dropped_from_both() -> None:
     search = "\n    while n:\n        n //= 10\n"
     replacement = "\n    while n:\n\n        n //= 5\n"
     assert replace_once(LOOP, search, replacement) == LOOP.replace(
-        "    while n:\n        n //= 10", "    while n:\n\n        n //= 5")
+        "    while n:\n        n //= 10", "    while n:\n\n        n //= 5"
+    )
 
 
 def test_a_stray_closing_blank_in_both_keeps_a_line_added_after_a_new_blank_in_place() -> None:
     search = "        n //= 10\n        count += 1\n"
     replacement = "        n //= 10\n        count += 1\n\n    assert n == 0\n"
     assert replace_once(LOOP, search, replacement) == LOOP.replace(
-        "        count += 1\n", "        count += 1\n\n    assert n == 0\n")
+        "        count += 1\n", "        count += 1\n\n    assert n == 0\n"
+    )
 
 
 def test_a_blank_the_file_has_where_a_forgiven_search_opens_is_the_files_to_delete() -> None:
@@ -172,23 +176,28 @@ def test_an_elided_search_applies_when_each_piece_is_unique_and_in_order() -> No
     search = "    result = {}\n    ...\n    return result"
     replacement = "    result: dict[str, str] = {}\n    ...\n    return result"
     assert replace_once(ELIDED, search, replacement) == ELIDED.replace(
-        "result = {}", "result: dict[str, str] = {}")
+        "result = {}", "result: dict[str, str] = {}"
+    )
 
 
 def test_a_comment_elision_with_words_is_recognised() -> None:
     search = "def parse(text):\n    # ... existing code ...\n        result[key] = value"
-    replacement = ("def parse(text):\n    # ... existing code ...\n        result[key] = value\n"
-                   "        print(key)")
+    replacement = (
+        "def parse(text):\n    # ... existing code ...\n        result[key] = value\n"
+        "        print(key)"
+    )
     result = replace_once(ELIDED, search, replacement)
-    assert result == ELIDED.replace("result[key] = value\n",
-                                    "result[key] = value\n        print(key)\n")
+    assert result == ELIDED.replace(
+        "result[key] = value\n", "result[key] = value\n        print(key)\n"
+    )
 
 
 def test_a_comment_elision_with_its_words_against_the_dots_is_recognised() -> None:
     search = "    result = {}\n    # ...existing code...\n    return result"
     replacement = "    result: dict[str, str] = {}\n    # ...existing code...\n    return result"
     assert replace_once(ELIDED, search, replacement) == ELIDED.replace(
-        "result = {}", "result: dict[str, str] = {}")
+        "result = {}", "result: dict[str, str] = {}"
+    )
 
 
 def test_an_elision_closing_the_search_only_is_refused_as_it_may_stand_for_a_deletion() -> None:
@@ -203,8 +212,11 @@ def test_an_elision_the_replacement_drops_is_refused() -> None:
 
 def test_elided_pieces_out_of_order_are_refused() -> None:
     with pytest.raises(PatchRejected, match="not found"):
-        replace_once(ELIDED, "    return result\n    ...\n    result = {}",
-                     "    return result\n    ...\n    result = {}")
+        replace_once(
+            ELIDED,
+            "    return result\n    ...\n    result = {}",
+            "    return result\n    ...\n    result = {}",
+        )
 
 
 def test_an_elided_piece_that_fits_two_places_is_refused() -> None:
@@ -217,18 +229,39 @@ def test_a_literal_ellipsis_in_the_file_is_matched_as_code_first() -> None:
     text = "class P(Protocol):\n    def f(self) -> int:\n        ...\n"
     search = "    def f(self) -> int:\n        ..."
     assert replace_once(text, search, "    def f(self) -> str:\n        ...") == (
-        text.replace("-> int", "-> str"))
+        text.replace("-> int", "-> str")
+    )
 
 
-@pytest.mark.parametrize("line", ["...", "    # ...", "// ... rest unchanged ...", "…",
-                                  "/* ... */", "# ... existing code", "# ...existing code...",
-                                  "// ...existing code...", "<!-- …rest of the list… -->"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "...",
+        "    # ...",
+        "// ... rest unchanged ...",
+        "…",
+        "/* ... */",
+        "# ... existing code",
+        "# ...existing code...",
+        "// ...existing code...",
+        "<!-- …rest of the list… -->",
+    ],
+)
 def test_elision_lines(line: str) -> None:
     assert is_elision(line)
 
 
-@pytest.mark.parametrize("line", ["...rest,", "x = ...", "# see the docs...", "print('...')",
-                                  "...existing code...", "# ...; x = f(a) + [1]"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "...rest,",
+        "x = ...",
+        "# see the docs...",
+        "print('...')",
+        "...existing code...",
+        "# ...; x = f(a) + [1]",
+    ],
+)
 def test_code_with_dots_is_not_an_elision(line: str) -> None:
     assert not is_elision(line)
 
@@ -236,13 +269,18 @@ def test_code_with_dots_is_not_an_elision(line: str) -> None:
 # --- a byte order mark -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("search,replacement", [
-    ("def count(n):  \n    count = 0", "def count(n: int) -> int:\n    count = 0"),  # forgiving
-    ("def count(n):\n    count = 0", "def count(n: int) -> int:\n    count = 0"),  # exact
-    ("\ufeffdef count(n):\n    count = 0", "\ufeffdef count(n: int) -> int:\n    count = 0"),
-], ids=["trailing spaces", "exact", "copied with the mark"])
+@pytest.mark.parametrize(
+    "search,replacement",
+    [
+        ("def count(n):  \n    count = 0", "def count(n: int) -> int:\n    count = 0"),  # forgiving
+        ("def count(n):\n    count = 0", "def count(n: int) -> int:\n    count = 0"),  # exact
+        ("\ufeffdef count(n):\n    count = 0", "\ufeffdef count(n: int) -> int:\n    count = 0"),
+    ],
+    ids=["trailing spaces", "exact", "copied with the mark"],
+)
 def test_a_byte_order_mark_is_not_part_of_the_first_line_and_is_kept(
-    search: str, replacement: str,
+    search: str,
+    replacement: str,
 ) -> None:
     result = replace_once("\ufeff" + LOOP, search, replacement)
     assert result == "\ufeff" + LOOP.replace("def count(n):", "def count(n: int) -> int:")

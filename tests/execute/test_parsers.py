@@ -79,7 +79,7 @@ def test_think_block_before_the_json_is_skipped_even_when_it_holds_json() -> Non
 
 
 def test_orphan_closing_think_tag_drops_the_reasoning_before_it() -> None:
-    text = f"the opening tag was in the template {{\"x\": 1}}</think>{json.dumps(META_PLAN)}"
+    text = f'the opening tag was in the template {{"x": 1}}</think>{json.dumps(META_PLAN)}'
     assert isinstance(parse_plan_response(text, "meta_plan"), MetaPlan)
 
 
@@ -377,10 +377,13 @@ def test_words_that_start_with_edit_are_not_blocks() -> None:
         parse_implement_response("Open <editor> and change it yourself.")
 
 
-@pytest.mark.parametrize("garbage", [
-    '{"part_id": "p", "steps": ' + "[" * 100_000 + "]" * 100_000 + "}",  # past Python's stack
-    '{"part_id": "p", "steps": [], "n": ' + "9" * 5_000 + "}",  # more digits than int() takes
-])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        '{"part_id": "p", "steps": ' + "[" * 100_000 + "]" * 100_000 + "}",  # past Python's stack
+        '{"part_id": "p", "steps": [], "n": ' + "9" * 5_000 + "}",  # more digits than int() takes
+    ],
+)
 def test_an_answer_json_cannot_hold_is_a_parse_error(garbage: str) -> None:
     with pytest.raises(ParseError, match="no JSON object in the part_plan answer"):
         parse_plan_response(garbage, "part_plan")

@@ -23,14 +23,14 @@ from agent.execute.patch import (
 from agent.execute.paths import commit_refusal, repository_path
 from agent.models import PatchEdit
 
-CALC = '''\
+CALC = """\
 class Calculator:
     def add(self, a, b):
         return a + b
 
     def sub(self, a, b):
         return a - b
-'''
+"""
 
 
 def _edit(path: str, search: str, replacement: str) -> PatchEdit:
@@ -251,11 +251,20 @@ def test_a_file_with_a_byte_order_mark_keeps_it_through_a_forgiving_edit_of_line
     tmp_path: Path,
 ) -> None:
     _tree(tmp_path, {"calc.py": b"\xef\xbb\xbf" + CALC.encode()})
-    result = apply_edits([_edit("calc.py", "class Calculator:   \n    def add(self, a, b):",
-                                "class Calc:\n    def add(self, a, b):")], tmp_path)
+    result = apply_edits(
+        [
+            _edit(
+                "calc.py",
+                "class Calculator:   \n    def add(self, a, b):",
+                "class Calc:\n    def add(self, a, b):",
+            )
+        ],
+        tmp_path,
+    )
     assert result.success, result.error_info
     assert (tmp_path / "calc.py").read_bytes() == b"\xef\xbb\xbf" + CALC.replace(
-        "class Calculator:", "class Calc:").encode()
+        "class Calculator:", "class Calc:"
+    ).encode()
 
 
 def test_multiple_edits_to_one_file_apply_in_sequence(tmp_path: Path) -> None:
@@ -271,8 +280,9 @@ def test_multiple_edits_to_one_file_apply_in_sequence(tmp_path: Path) -> None:
 
 
 def test_a_new_file_is_created_with_its_parent_directories(tmp_path: Path) -> None:
-    result = apply_edits([_edit("tests/unit/test_calc.py", "", "def test_add():\n    pass")],
-                         tmp_path)
+    result = apply_edits(
+        [_edit("tests/unit/test_calc.py", "", "def test_add():\n    pass")], tmp_path
+    )
     assert result.success, result.error_info
     assert (tmp_path / "tests/unit/test_calc.py").read_text() == "def test_add():\n    pass\n"
     assert result.files_created == ["tests/unit/test_calc.py"]
@@ -333,8 +343,10 @@ def test_a_not_found_edit_carries_the_closest_region_as_hint(tmp_path: Path) -> 
 def test_an_unsafe_edit_is_rejected_and_nothing_is_written(
     tmp_path: Path, rel: str, reason: str
 ) -> None:
-    root = _tree(tmp_path / "repo", {"calc.py": CALC, ".git/config": "[core]\n",
-                                     ".github/workflows/ci.yml": "on: push\n"})
+    root = _tree(
+        tmp_path / "repo",
+        {"calc.py": CALC, ".git/config": "[core]\n", ".github/workflows/ci.yml": "on: push\n"},
+    )
     before = _snapshot(tmp_path)
     result = apply_edits([_edit("calc.py", "a + b", "b + a"), _edit(rel, "", "evil\n")], root)
     assert not result.success
@@ -348,13 +360,24 @@ def test_an_edit_into_a_real_submodule_is_refused_where_git_would_drop_it(
 ) -> None:
     """In a worktree of a repository with a submodule (not checked out, as a run's worktree has
     it), `git add --all` would leave a file created there out of the commit without a word."""
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
 
     def git(*args: str, cwd: Path) -> None:
-        subprocess.run(["git", "-c", "protocol.file.allow=always", *args], cwd=cwd, env=env,
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["git", "-c", "protocol.file.allow=always", *args],
+            cwd=cwd,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
 
     for name in ("sub", "main"):
         (tmp_path / name).mkdir()
@@ -367,8 +390,9 @@ def test_an_edit_into_a_real_submodule_is_refused_where_git_would_drop_it(
     git("worktree", "add", "-q", "--detach", str(tmp_path / "wt"), cwd=tmp_path / "main")
     worktree = tmp_path / "wt"
     before = _snapshot(worktree)
-    result = apply_edits([_edit("main.py", "x = 1", "x = 2"), _edit("lib/new.py", "", "y\n")],
-                         worktree)  # fmt: skip
+    result = apply_edits(
+        [_edit("main.py", "x = 1", "x = 2"), _edit("lib/new.py", "", "y\n")], worktree
+    )
     assert not result.success
     assert "edit 2 of 2 (lib/new.py): inside the submodule lib/" in (result.error_info or "")
     assert _snapshot(worktree) == before
@@ -377,30 +401,45 @@ def test_an_edit_into_a_real_submodule_is_refused_where_git_would_drop_it(
 def _repository(root: Path, files: dict[str, str]) -> Path:
     """A git repository at `root` with `files` committed."""
     _tree(root, files)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
     for argv in (["init", "-q"], ["add", "."], ["commit", "-qm", "files"]):
         subprocess.run(["git", *argv], cwd=root, env=env, check=True, capture_output=True)
     return root
 
 
 def test_edits_a_commit_takes_are_not_refused(tmp_path: Path) -> None:
-    root = _repository(tmp_path, {"a.py": "x = 1\n", "*weird?.py": "y = 1\n",
-                                  ".gitignore": "*.log\n!keep.log\n"})  # fmt: skip
-    edits = [_edit("a.py", "x = 1", "x = 2"), _edit("./*weird?.py", "y = 1", "y = 2"),
-             _edit("pkg/new.py", "", "z = 1\n"), _edit("keep.log", "", "kept\n"),
-             _edit("../outside.py", "", "left to the edit engine\n")]  # fmt: skip
+    root = _repository(
+        tmp_path, {"a.py": "x = 1\n", "*weird?.py": "y = 1\n", ".gitignore": "*.log\n!keep.log\n"}
+    )
+    edits = [
+        _edit("a.py", "x = 1", "x = 2"),
+        _edit("./*weird?.py", "y = 1", "y = 2"),
+        _edit("pkg/new.py", "", "z = 1\n"),
+        _edit("keep.log", "", "kept\n"),
+        _edit("../outside.py", "", "left to the edit engine\n"),
+    ]
     assert commit_refusal(root, edits) is None
 
 
 def test_a_new_file_git_ignores_is_refused_naming_the_rule(tmp_path: Path) -> None:
     root = _repository(tmp_path, {"a.py": "x = 1\n", ".gitignore": "# out\nbuild/\n*.log\n"})
-    edits = [_edit("a.py", "x = 1", "x = 2"), _edit("build/gen.py", "", "g = 1\n"),
-             _edit("debug.log", "", "d\n")]  # fmt: skip
+    edits = [
+        _edit("a.py", "x = 1", "x = 2"),
+        _edit("build/gen.py", "", "g = 1\n"),
+        _edit("debug.log", "", "d\n"),
+    ]
     refusal = commit_refusal(root, edits) or ""
-    assert refusal.startswith("edit 2 of 3 (build/gen.py): git ignores this path (`build/` in "
-                              ".gitignore, line 2)")  # fmt: skip
+    assert refusal.startswith(
+        "edit 2 of 3 (build/gen.py): git ignores this path (`build/` in .gitignore, line 2)"
+    )
 
 
 def test_an_edit_through_a_symlink_is_committed_by_its_target(tmp_path: Path) -> None:
@@ -424,8 +463,11 @@ def test_an_existing_untracked_file_is_refused(tmp_path: Path) -> None:
 
 def test_a_later_failing_edit_leaves_earlier_files_untouched(tmp_path: Path) -> None:
     _tree(tmp_path, {"calc.py": CALC, "other.py": "y = 1\n"})
-    edits = [_edit("calc.py", "a + b", "b + a"), _edit("new.py", "", "n = 1\n"),
-             _edit("other.py", "y = 2", "y = 3")]
+    edits = [
+        _edit("calc.py", "a + b", "b + a"),
+        _edit("new.py", "", "n = 1\n"),
+        _edit("other.py", "y = 2", "y = 3"),
+    ]
     before = _snapshot(tmp_path)
     result = apply_edits(edits, tmp_path)
     assert not result.success
@@ -435,8 +477,11 @@ def test_a_later_failing_edit_leaves_earlier_files_untouched(tmp_path: Path) -> 
 
 def test_validate_edits_reports_every_failing_edit_without_writing(tmp_path: Path) -> None:
     _tree(tmp_path, {"calc.py": CALC})
-    edits = [_edit("calc.py", "a * b", "x"), _edit("calc.py", "a + b", "x"),
-             _edit("gone.py", "x", "y")]
+    edits = [
+        _edit("calc.py", "a * b", "x"),
+        _edit("calc.py", "a + b", "x"),
+        _edit("gone.py", "x", "y"),
+    ]
     problems = validate_edits(edits, tmp_path)
     assert [p.split(":")[0] for p in problems] == ["edit 1 of 3 (calc.py)", "edit 3 of 3 (gone.py)"]
     assert (tmp_path / "calc.py").read_text() == CALC
@@ -492,8 +537,11 @@ class FailingWriter:
 def test_a_write_failing_midway_restores_everything_written_so_far(tmp_path: Path) -> None:
     _tree(tmp_path, {"a.py": "a = 1\n", "z.py": "z = 1\n"})
     before = _snapshot(tmp_path)
-    edits = [_edit("a.py", "a = 1", "a = 2"), _edit("pkg/new.py", "", "n = 1"),
-             _edit("z.py", "z = 1", "z = 2")]
+    edits = [
+        _edit("a.py", "a = 1", "a = 2"),
+        _edit("pkg/new.py", "", "n = 1"),
+        _edit("z.py", "z = 1", "z = 2"),
+    ]
     writer = FailingWriter("z.py")
     result = apply_edits(edits, tmp_path, write=writer)
     assert not result.success
@@ -508,8 +556,10 @@ def test_a_write_failing_midway_restores_everything_written_so_far(tmp_path: Pat
 
 
 def test_rollback_restores_exact_bytes_and_removes_created_files_and_dirs(tmp_path: Path) -> None:
-    _tree(tmp_path, {"calc.py": CALC.replace("\n", "\r\n"), "util.py": "u = 'ü'\n",
-                     "pkg/__init__.py": ""})
+    _tree(
+        tmp_path,
+        {"calc.py": CALC.replace("\n", "\r\n"), "util.py": "u = 'ü'\n", "pkg/__init__.py": ""},
+    )
     before = _snapshot(tmp_path)
     edits = [
         _edit("calc.py", "return a + b\n", "return a + b + 0\n"),
@@ -522,7 +572,10 @@ def test_rollback_restores_exact_bytes_and_removes_created_files_and_dirs(tmp_pa
     rollback_edits(result, tmp_path)
     assert _snapshot(tmp_path) == before
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
-        "calc.py", "pkg", "pkg/__init__.py", "util.py",
+        "calc.py",
+        "pkg",
+        "pkg/__init__.py",
+        "util.py",
     ]
 
 
@@ -569,15 +622,27 @@ def test_git_accepts_the_diff(tmp_path: Path) -> None:
     original = {"calc.py": CALC, "a.txt": "one\ntwo", "w.bat": "@echo off\r\necho 1\r\n"}
     _tree(tmp_path / "before", original)
     work = _tree(tmp_path / "work", original)
-    edits = [_edit("calc.py", "def sub(self, a, b):\n    return a - b", "def sub(self, a, b):\n"
-                   "    return b - a"), _edit("a.txt", "two", "two\nthree"),
-             _edit("w.bat", "echo 1", "echo 2"), _edit("docs/new.md", "", "# New")]
+    edits = [
+        _edit(
+            "calc.py",
+            "def sub(self, a, b):\n    return a - b",
+            "def sub(self, a, b):\n    return b - a",
+        ),
+        _edit("a.txt", "two", "two\nthree"),
+        _edit("w.bat", "echo 1", "echo 2"),
+        _edit("docs/new.md", "", "# New"),
+    ]
     result = apply_edits(edits, work)
     assert result.success, result.error_info
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
     subprocess.run(["git", "init", "-q"], cwd=tmp_path / "before", check=True, env=env)
-    subprocess.run(["git", "apply", "-"], cwd=tmp_path / "before", check=True, env=env,
-                   input=result.diff.encode())
+    subprocess.run(
+        ["git", "apply", "-"],
+        cwd=tmp_path / "before",
+        check=True,
+        env=env,
+        input=result.diff.encode(),
+    )
     snapshot = _snapshot(tmp_path / "before")
     snapshot.pop(".git", None)
     assert {k: v for k, v in snapshot.items() if not k.startswith(".git/")} == _snapshot(work)

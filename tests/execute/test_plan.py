@@ -38,13 +38,19 @@ CONTEXT = ContextPackage(
 )
 TASK = "Add a divide function"
 DONE = PlanStep(id="s1", description="Add divide", target_files=["calc/ops.py"])
-TODO = PlanStep(id="s2", description="Test divide", target_files=["tests/test_ops.py"],
-                depends_on=["s1"])
+TODO = PlanStep(
+    id="s2", description="Test divide", target_files=["tests/test_ops.py"], depends_on=["s1"]
+)
 
 
 def step(step_id: str, *deps: str, files: tuple[str, ...] = ("calc/ops.py",)) -> dict[str, Any]:
-    return {"id": step_id, "description": f"do {step_id}", "target_files": list(files),
-            "target_symbols": [], "depends_on": list(deps)}
+    return {
+        "id": step_id,
+        "description": f"do {step_id}",
+        "target_files": list(files),
+        "target_symbols": [],
+        "depends_on": list(deps),
+    }
 
 
 def meta_answer(*parts: dict[str, Any]) -> str:
@@ -52,13 +58,18 @@ def meta_answer(*parts: dict[str, Any]) -> str:
 
 
 def part(part_id: str, *deps: str, files: tuple[str, ...] = ("calc/ops.py",)) -> dict[str, Any]:
-    return {"id": part_id, "description": f"part {part_id}", "affected_files": list(files),
-            "depends_on": list(deps)}
+    return {
+        "id": part_id,
+        "description": f"part {part_id}",
+        "affected_files": list(files),
+        "depends_on": list(deps),
+    }
 
 
 def part_answer(part_id: str, *steps: dict[str, Any]) -> str:
-    return json.dumps({"part_id": part_id, "task_summary": "t", "steps": list(steps),
-                       "rationale": "r"})
+    return json.dumps(
+        {"part_id": part_id, "task_summary": "t", "steps": list(steps), "rationale": "r"}
+    )
 
 
 def adjustment_answer(*steps: dict[str, Any]) -> str:
@@ -76,10 +87,18 @@ def log() -> MemoryCallLog:
     return MemoryCallLog()
 
 
-def planner_config(server: ScriptedModelServer, provider: Literal["ollama", "openai"] = "ollama",
-                   window: int = 16384) -> ModelConfig:
-    return ModelConfig(provider=provider, model="planner", base_url=server.url,
-                       context_window=window, max_retries=0)
+def planner_config(
+    server: ScriptedModelServer,
+    provider: Literal["ollama", "openai"] = "ollama",
+    window: int = 16384,
+) -> ModelConfig:
+    return ModelConfig(
+        provider=provider,
+        model="planner",
+        base_url=server.url,
+        context_window=window,
+        max_retries=0,
+    )
 
 
 @pytest.fixture
@@ -89,20 +108,35 @@ def llm(server: ScriptedModelServer, log: MemoryCallLog) -> Iterator[LoggedLLMCl
 
 
 def meta(llm: LoggedLLMClient) -> MetaPlan:
-    return execute_plan(CONTEXT, TASK, llm, pass_type="meta_plan", reserved_tokens=RESERVED,
-                        step_token_budget=30000)
+    return execute_plan(
+        CONTEXT, TASK, llm, pass_type="meta_plan", reserved_tokens=RESERVED, step_token_budget=30000
+    )
 
 
 def part_plan(llm: LoggedLLMClient, expected: str | None = None) -> PartPlan:
-    return execute_plan(CONTEXT, TASK, llm, pass_type="part_plan", reserved_tokens=RESERVED,
-                        step_token_budget=30000, expected_part_id=expected)
+    return execute_plan(
+        CONTEXT,
+        TASK,
+        llm,
+        pass_type="part_plan",
+        reserved_tokens=RESERVED,
+        step_token_budget=30000,
+        expected_part_id=expected,
+    )
 
 
 def adjust(llm: LoggedLLMClient, completed: tuple[PlanStep, ...] = (DONE,)) -> PlanAdjustment:
     return execute_plan(
-        CONTEXT, TASK, llm, pass_type="adjustment", reserved_tokens=RESERVED,
-        step_token_budget=30000, prior_results=[StepResult(success=False, error_info="boom")],
-        remaining_steps=[TODO], completed_steps=completed, cumulative_diff="+x",
+        CONTEXT,
+        TASK,
+        llm,
+        pass_type="adjustment",
+        reserved_tokens=RESERVED,
+        step_token_budget=30000,
+        prior_results=[StepResult(success=False, error_info="boom")],
+        remaining_steps=[TODO],
+        completed_steps=completed,
+        cumulative_diff="+x",
     )
 
 
@@ -226,7 +260,9 @@ def test_answer_without_a_json_object_raises_parse_error_after_being_recorded(
         meta(llm)
     assert caught.value.raw == answer
     assert [(r.stage, r.response, r.error) for r in log.records] == [
-        ("meta_plan", answer, None), ("meta_plan_reask", answer, None)]
+        ("meta_plan", answer, None),
+        ("meta_plan_reask", answer, None),
+    ]
 
 
 def test_an_answer_cut_off_at_max_tokens_says_so_in_the_reask_and_the_error(
@@ -235,8 +271,11 @@ def test_an_answer_cut_off_at_max_tokens_says_so_in_the_reask_and_the_error(
     cut = meta_answer(part("p1"))[:40]
     server.script("meta_plan", Reply(text=cut, cut_off=True))
     server.script("meta_plan_reask", Reply(text=cut, cut_off=True))
-    with pytest.raises(ParseError, match=r"^the answer stopped at the token limit \(2048 tokens: "
-                                         r"raise models.reasoning.max_tokens") as caught:
+    with pytest.raises(
+        ParseError,
+        match=r"^the answer stopped at the token limit \(2048 tokens: "
+        r"raise models.reasoning.max_tokens",
+    ) as caught:
         meta(llm)
     assert caught.value.raw == cut
     assert "stopped at the token limit" in server.requests[1].user_prompt  # told on the re-ask
@@ -291,7 +330,7 @@ def test_a_prose_answer_is_asked_again_once_with_the_error_and_the_shape(
     first, again = log.records
     assert (first.stage, again.stage) == ("meta_plan", "meta_plan_reask")
     assert again.user_prompt.startswith(first.user_prompt)
-    note = again.user_prompt[len(first.user_prompt):]
+    note = again.user_prompt[len(first.user_prompt) :]
     assert "could not be used: no JSON object in the meta_plan answer" in note
     assert '"parts": [{"id": "p1"' in note
     assert llm.usage.calls == 2  # the re-ask is charged like any call
@@ -312,7 +351,9 @@ def test_a_part_plan_step_over_two_files_is_split_without_a_reask(
     server.script("part_plan", part_answer("p1", step("s1", files=("calc/ops.py", "calc/io.py"))))
     plan = part_plan(llm)
     assert [(s.id, s.target_files) for s in plan.steps] == [
-        ("s1.1", ["calc/ops.py"]), ("s1.2", ["calc/io.py"])]
+        ("s1.1", ["calc/ops.py"]),
+        ("s1.2", ["calc/io.py"]),
+    ]
     assert len(log.records) == 1
 
 
@@ -368,9 +409,14 @@ def test_a_plan_that_only_broke_a_rule_is_kept_when_the_reask_is_garbage(
     assert [s.id for s in part_plan(llm).steps] == ["s1"]
 
 
-@pytest.mark.parametrize("wrap", [
-    "```json\n{}\n```", "Here is the plan:\n{}\nHope this helps.", "<think>hmm</think>{}",
-])
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        "```json\n{}\n```",
+        "Here is the plan:\n{}\nHope this helps.",
+        "<think>hmm</think>{}",
+    ],
+)
 def test_fenced_or_wrapped_json_with_trailing_commas_is_repaired_without_a_reask(
     server: ScriptedModelServer, llm: LoggedLLMClient, log: MemoryCallLog, wrap: str
 ) -> None:
@@ -395,16 +441,23 @@ def test_prompt_too_large_raises_before_any_request(
     with HTTPChatModel(planner_config(server, window=4096)) as chat:
         llm = LoggedLLMClient(chat, log, role="reasoning", reserved_tokens=RESERVED)
         with pytest.raises(PromptTooLarge):
-            execute_plan(huge, TASK, llm, pass_type="meta_plan", reserved_tokens=RESERVED,
-                         step_token_budget=30000)
+            execute_plan(
+                huge,
+                TASK,
+                llm,
+                pass_type="meta_plan",
+                reserved_tokens=RESERVED,
+                step_token_budget=30000,
+            )
     assert server.requests == []
 
 
 # --- the schema ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pass_type", ["meta_plan", "part_plan", "adjustment",
-                                       "adjustment_finalize"])
+@pytest.mark.parametrize(
+    "pass_type", ["meta_plan", "part_plan", "adjustment", "adjustment_finalize"]
+)
 def test_plan_schema_is_flat_without_references(pass_type: PassType) -> None:
     text = json.dumps(plan_schema(pass_type))
     assert "$ref" not in text and "$defs" not in text and "definitions" not in text
@@ -412,9 +465,11 @@ def test_plan_schema_is_flat_without_references(pass_type: PassType) -> None:
 
 @pytest.mark.parametrize(
     ("pass_type", "model", "nested"),
-    [("meta_plan", MetaPlan, ("parts", MetaPlanPart)),
-     ("part_plan", PartPlan, ("steps", PlanStep)),
-     ("adjustment", PlanAdjustment, ("revised_steps", PlanStep))],
+    [
+        ("meta_plan", MetaPlan, ("parts", MetaPlanPart)),
+        ("part_plan", PartPlan, ("steps", PlanStep)),
+        ("adjustment", PlanAdjustment, ("revised_steps", PlanStep)),
+    ],
 )
 def test_plan_schema_has_the_models_fields_and_requires_their_required_ones(
     pass_type: PassType, model: type[BaseModel], nested: tuple[str, type[BaseModel]]
@@ -441,8 +496,12 @@ def artifact_source() -> MetaPlan:
         task_summary="add division",
         rationale="core first, then the CLI",
         parts=[
-            MetaPlanPart(id="p1", description="Wire divide into the CLI",
-                         affected_files=["calc/cli.py", "calc/ops.py"], depends_on=["p2"]),
+            MetaPlanPart(
+                id="p1",
+                description="Wire divide into the CLI",
+                affected_files=["calc/cli.py", "calc/ops.py"],
+                depends_on=["p2"],
+            ),
             MetaPlanPart(id="p2", description="Add divide", affected_files=["calc/ops.py"]),
         ],
     )
@@ -452,8 +511,9 @@ def test_plan_artifact_lists_each_file_once_with_the_changes_of_its_parts() -> N
     artifact = plan_to_artifact(artifact_source())
     assert artifact.affected_files == [
         AffectedFile(path="calc/cli.py", role="modify", changes="Wire divide into the CLI"),
-        AffectedFile(path="calc/ops.py", role="modify",
-                     changes="Wire divide into the CLI; Add divide"),
+        AffectedFile(
+            path="calc/ops.py", role="modify", changes="Wire divide into the CLI; Add divide"
+        ),
     ]
 
 
@@ -463,5 +523,7 @@ def test_plan_artifact_execution_order_follows_the_part_dependencies() -> None:
 
 def test_plan_artifact_keeps_the_summary_and_rationale() -> None:
     artifact = plan_to_artifact(artifact_source())
-    assert (artifact.task_summary, artifact.rationale) == ("add division",
-                                                           "core first, then the CLI")
+    assert (artifact.task_summary, artifact.rationale) == (
+        "add division",
+        "core first, then the CLI",
+    )

@@ -27,8 +27,9 @@ CONTEXT = ContextPackage(
     files=[ContextFile(path="calc/ops.py", content="def mul(a, b):\n    return a * b\n")],
 )
 DONE = PlanStep(id="s1", description="Add divide", target_files=["calc/ops.py"])
-TODO = PlanStep(id="s2", description="Test divide", target_files=["tests/test_ops.py"],
-                depends_on=["s1"])
+TODO = PlanStep(
+    id="s2", description="Test divide", target_files=["tests/test_ops.py"], depends_on=["s1"]
+)
 PLANNER_PASSES: tuple[PlanPassType, ...] = ("meta_plan", "part_plan", "adjustment")
 
 
@@ -49,10 +50,17 @@ def prompt(
     completed_steps: Sequence[PlanStep] = (),
 ) -> tuple[str, str]:
     return build_plan_prompt(
-        CONTEXT, "Add a divide function", pass_type=pass_type, model=model(window),
-        reserved_tokens=reserved, step_token_budget=budget, cumulative_diff=cumulative_diff,
-        prior_results=prior_results, test_results=test_results,
-        remaining_steps=remaining_steps, completed_steps=completed_steps,
+        CONTEXT,
+        "Add a divide function",
+        pass_type=pass_type,
+        model=model(window),
+        reserved_tokens=reserved,
+        step_token_budget=budget,
+        cumulative_diff=cumulative_diff,
+        prior_results=prior_results,
+        test_results=test_results,
+        remaining_steps=remaining_steps,
+        completed_steps=completed_steps,
     )
 
 
@@ -63,8 +71,14 @@ def section(user: str, tag: str) -> str:
 
 def test_system_prompts_hold_every_pass_type() -> None:
     assert set(SYSTEM_PROMPTS) == {
-        "meta_plan", "part_plan", "adjustment", "implement", "adjustment_step_viability",
-        "adjustment_root_cause", "adjustment_new_step", "adjustment_finalize",
+        "meta_plan",
+        "part_plan",
+        "adjustment",
+        "implement",
+        "adjustment_step_viability",
+        "adjustment_root_cause",
+        "adjustment_new_step",
+        "adjustment_finalize",
     }
     assert SYSTEM_PROMPTS["implement"] == IMPLEMENT_SYSTEM
 
@@ -82,14 +96,27 @@ def test_planner_prompt_declares_task_text_data_and_forbids_code(pass_type: Plan
     assert "No code in the plan" in system
 
 
-def test_a_planner_is_told_the_ranked_files_that_did_not_fit_but_not_those_judged_unneeded(
-) -> None:
-    crowded = CONTEXT.model_copy(update={"dropped": [
-        DroppedFile(path="calc/keywords.py", reason="over budget (needs 900 tokens, 80 left)"),
-        DroppedFile(path="calc/io.py", reason="scope: not needed"),
-    ]})
-    _, user = build_plan_prompt(crowded, "Add a divide function", pass_type="meta_plan",
-                                model=model(), reserved_tokens=512, step_token_budget=30000)
+def test_a_planner_is_told_the_ranked_files_that_did_not_fit_but_not_those_judged_unneeded() -> (
+    None
+):
+    crowded = CONTEXT.model_copy(
+        update={
+            "dropped": [
+                DroppedFile(
+                    path="calc/keywords.py", reason="over budget (needs 900 tokens, 80 left)"
+                ),
+                DroppedFile(path="calc/io.py", reason="scope: not needed"),
+            ]
+        }
+    )
+    _, user = build_plan_prompt(
+        crowded,
+        "Add a divide function",
+        pass_type="meta_plan",
+        model=model(),
+        reserved_tokens=512,
+        step_token_budget=30000,
+    )
     more = section(user, "more_files")
     assert more.endswith("\ncalc/keywords.py") and "calc/io.py" not in user
     assert user.index("</files>") < user.index("<more_files>") < user.index("<task>")
@@ -98,8 +125,15 @@ def test_a_planner_is_told_the_ranked_files_that_did_not_fit_but_not_those_judge
 
 def test_meta_plan_prompt_states_its_json_shape() -> None:
     system = prompt("meta_plan")[0]
-    for field in ('"task_summary"', '"parts"', '"id"', '"description"', '"affected_files"',
-                  '"depends_on"', '"rationale"'):
+    for field in (
+        '"task_summary"',
+        '"parts"',
+        '"id"',
+        '"description"',
+        '"affected_files"',
+        '"depends_on"',
+        '"rationale"',
+    ):
         assert field in system
     assert "affected_files: the exact repository paths" in system
 
@@ -131,8 +165,13 @@ def test_user_prompt_carries_the_files_and_the_task() -> None:
 
 def test_sections_without_material_are_left_out() -> None:
     user = prompt("meta_plan")[1]
-    for tag in ("completed_steps", "remaining_steps", "step_results", "test_results",
-                "prior_changes"):
+    for tag in (
+        "completed_steps",
+        "remaining_steps",
+        "step_results",
+        "test_results",
+        "prior_changes",
+    ):
         assert f"<{tag}>" not in user
 
 
@@ -153,8 +192,11 @@ def test_step_results_carry_success_and_the_end_of_a_long_error() -> None:
 
 
 def test_test_results_carry_failing_tests_and_the_output_tail() -> None:
-    run = ValidationResult(success=False, failing_tests=["test_div", "test_mul"],
-                           test_output="OUT-HEAD " + "o" * 9000 + " 2 failed")
+    run = ValidationResult(
+        success=False,
+        failing_tests=["test_div", "test_mul"],
+        test_output="OUT-HEAD " + "o" * 9000 + " 2 failed",
+    )
     text = section(prompt("adjustment", test_results=[run])[1], "test_results")
     assert "Test run 1: failed" in text
     assert "Failing tests: test_div, test_mul" in text
@@ -171,8 +213,9 @@ def test_prior_changes_keep_the_last_chars_of_a_long_diff() -> None:
 def test_old_diff_is_trimmed_first_to_fit_the_window() -> None:
     diff = "DIFF-HEAD " + "d" * 20_000 + " DIFF-TAIL"
     tests = [ValidationResult(success=False, test_output="TEST-HEAD " + "t" * 3000 + " TEST-TAIL")]
-    user = prompt("adjustment", window=4096, reserved=512, cumulative_diff=diff,
-                  test_results=tests)[1]
+    user = prompt(
+        "adjustment", window=4096, reserved=512, cumulative_diff=diff, test_results=tests
+    )[1]
     assert "DIFF-TAIL" in user and "DIFF-HEAD" not in user
     assert len(section(user, "prior_changes")) < DIFF_CAP_CHARS
     assert "TEST-HEAD" in user and "TEST-TAIL" in user
@@ -181,8 +224,9 @@ def test_old_diff_is_trimmed_first_to_fit_the_window() -> None:
 def test_test_output_is_trimmed_once_the_diff_is_at_its_minimum() -> None:
     diff = "DIFF-HEAD " + "d" * 20_000 + " DIFF-TAIL"
     tests = [ValidationResult(success=False, test_output="TEST-HEAD " + "t" * 3000 + " TEST-TAIL")]
-    user = prompt("adjustment", window=2048, reserved=256, cumulative_diff=diff,
-                  test_results=tests)[1]
+    user = prompt(
+        "adjustment", window=2048, reserved=256, cumulative_diff=diff, test_results=tests
+    )[1]
     assert "DIFF-TAIL" in user and "DIFF-HEAD" not in user
     assert "TEST-TAIL" in user and "TEST-HEAD" not in user
     assert "earlier output omitted" in section(user, "test_results")
@@ -191,17 +235,25 @@ def test_test_output_is_trimmed_once_the_diff_is_at_its_minimum() -> None:
 def test_trimming_is_deterministic() -> None:
     diff = "d" * 30_000
     tests = [ValidationResult(success=False, test_output="t" * 5000)]
-    first = prompt("adjustment", window=2048, reserved=256, cumulative_diff=diff,
-                   test_results=tests)
-    assert first == prompt("adjustment", window=2048, reserved=256, cumulative_diff=diff,
-                           test_results=tests)
+    first = prompt(
+        "adjustment", window=2048, reserved=256, cumulative_diff=diff, test_results=tests
+    )
+    assert first == prompt(
+        "adjustment", window=2048, reserved=256, cumulative_diff=diff, test_results=tests
+    )
 
 
 def test_prompt_that_cannot_be_trimmed_enough_raises_prompt_too_large() -> None:
     huge = ContextPackage(task="t", files=[ContextFile(path="a.py", content="x" * 50_000)])
     with pytest.raises(PromptTooLarge) as caught:
-        build_plan_prompt(huge, "t", pass_type="meta_plan", model=model(4096),
-                          reserved_tokens=512, step_token_budget=30000)
+        build_plan_prompt(
+            huge,
+            "t",
+            pass_type="meta_plan",
+            model=model(4096),
+            reserved_tokens=512,
+            step_token_budget=30000,
+        )
     assert caught.value.stage == "meta_plan"
     assert caught.value.tokens > caught.value.limit
 

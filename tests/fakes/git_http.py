@@ -42,7 +42,11 @@ def _dechunked(rfile: io.BufferedIOBase) -> Iterator[bytes]:
 
 
 def cgi_env(
-    handler: BaseHTTPRequestHandler, *, project_root: Path, path_info: str, query: str,
+    handler: BaseHTTPRequestHandler,
+    *,
+    project_root: Path,
+    path_info: str,
+    query: str,
     remote_user: str,
 ) -> dict[str, str]:
     """The CGI environment of `git http-backend` for this request (pushes enabled)."""
@@ -77,8 +81,11 @@ def cgi_env(
 def serve_http_backend(handler: BaseHTTPRequestHandler, env: Mapping[str, str]) -> int:
     """Run `git http-backend`, streaming the request in and its answer out; the HTTP status."""
     proc = subprocess.Popen(
-        ["git", "http-backend"], env=dict(env),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        ["git", "http-backend"],
+        env=dict(env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     stdout = cast(io.BufferedReader, proc.stdout)
     feeder = threading.Thread(target=_feed, args=(request_body(handler), proc.stdin), daemon=True)

@@ -39,8 +39,13 @@ MESSAGES = {401: "Bad credentials", 403: "Forbidden", 404: "Not Found", 429: SEC
 class HttpError(Exception):
     """An API error answer: status, message and GitHub's `errors` list."""
 
-    def __init__(self, status: int, message: str | None = None, errors: list[Any] | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str | None = None,
+        errors: list[Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message or MESSAGES.get(status, "Server Error")
@@ -57,9 +62,11 @@ class HttpError(Exception):
 
 def invalid(resource: str, message: str, field: str = "data") -> HttpError:
     """A 422 Validation Failed with one custom error, as GitHub sends it."""
-    return HttpError(422, "Validation Failed",
-                     [{"resource": resource, "code": "custom", "field": field,
-                       "message": message}])
+    return HttpError(
+        422,
+        "Validation Failed",
+        [{"resource": resource, "code": "custom", "field": field, "message": message}],
+    )
 
 
 @dataclass(frozen=True)
@@ -90,8 +97,9 @@ class Answer:
 class Api:
     """The API handlers; each runs with the World's lock held and returns an Answer."""
 
-    def __init__(self, world: World, shapes: Shapes, api_url: str, app_id: int,
-                 app_slug: str) -> None:
+    def __init__(
+        self, world: World, shapes: Shapes, api_url: str, app_id: int, app_slug: str
+    ) -> None:
         self.world = world
         self.shapes = shapes
         self.api_url = api_url
@@ -99,8 +107,9 @@ class Api:
         self.app_slug = app_slug
         self.routes = routes(self)
 
-    def match(self, method: str, path: str
-              ) -> tuple[bool, Callable[[Call], Answer], dict[str, str]] | None:
+    def match(
+        self, method: str, path: str
+    ) -> tuple[bool, Callable[[Call], Answer], dict[str, str]] | None:
         """(needs the app JWT, handler, path parameters) of the route, or None."""
         for verb, pattern, as_app, run in self.routes:
             found = pattern.match(path)
@@ -133,8 +142,13 @@ class Api:
     def _pull_json(self, repo: Repo, pull: Pull) -> dict[str, Any]:
         """A pull request rendered with live head and base SHAs."""
         base_sha = repo.branch_sha(pull.base_ref) or "0" * 40
-        return self.shapes.pull(repo, pull, self.world.head_sha(repo, pull), base_sha,
-                                self.world.repos.get(pull.head_repo))
+        return self.shapes.pull(
+            repo,
+            pull,
+            self.world.head_sha(repo, pull),
+            base_sha,
+            self.world.repos.get(pull.head_repo),
+        )
 
     def _page(self, items: list[Any], call: Call) -> Answer:
         """One page of a list, with GitHub's Link header."""
@@ -147,7 +161,7 @@ class Api:
                 q = urlencode({**call.query, "per_page": per_page, "page": n})
                 links.append(f'<{self.api_url}{call.path}?{q}>; rel="{rel}"')
         headers = (("Link", ", ".join(links)),) if links else ()
-        return Answer(200, items[(page - 1) * per_page: page * per_page], headers)
+        return Answer(200, items[(page - 1) * per_page : page * per_page], headers)
 
     def _visible_repo(self, call: Call) -> Repo:
         """The call's repository, if the caller may see it; else 404."""
@@ -169,38 +183,68 @@ class Api:
         if installation.suspended:
             raise HttpError(403, "This installation has been suspended")
         token = self.world.mint(installation.id)
-        return Answer(201, {
-            "token": token.value, "expires_at": iso(token.expires_at),
-            "permissions": {"checks": "write", "contents": "write", "issues": "write",
-                            "metadata": "read", "pull_requests": "write"},
-            "repository_selection": "all" if installation.repositories is None else "selected",
-        })
+        return Answer(
+            201,
+            {
+                "token": token.value,
+                "expires_at": iso(token.expires_at),
+                "permissions": {
+                    "checks": "write",
+                    "contents": "write",
+                    "issues": "write",
+                    "metadata": "read",
+                    "pull_requests": "write",
+                },
+                "repository_selection": "all" if installation.repositories is None else "selected",
+            },
+        )
 
     def api_app(self, call: Call) -> Answer:
         """GET /app: the authenticated app."""
-        return Answer(200, {"id": self.app_id, "slug": self.app_slug, "name": self.app_slug,
-                            "owner": self.shapes.user(User("Codertocat", "Organization")),
-                            "html_url": f"{self.shapes.html}/apps/{self.app_slug}",
-                            "installations_count": len(self.world.installations)})
+        return Answer(
+            200,
+            {
+                "id": self.app_id,
+                "slug": self.app_slug,
+                "name": self.app_slug,
+                "owner": self.shapes.user(User("Codertocat", "Organization")),
+                "html_url": f"{self.shapes.html}/apps/{self.app_slug}",
+                "installations_count": len(self.world.installations),
+            },
+        )
 
     def api_app_installations(self, call: Call) -> Answer:
         """GET /app/installations: every installation of the app (one page)."""
-        return self._page([
-            {"id": inst.id, "app_id": self.app_id, "app_slug": self.app_slug,
-             "target_type": "Organization",
-             "repository_selection": "all" if inst.repositories is None else "selected",
-             "account": self.shapes.user(User("Codertocat", "Organization"))}
-            for inst in self.world.installations.values()], call)
+        return self._page(
+            [
+                {
+                    "id": inst.id,
+                    "app_id": self.app_id,
+                    "app_slug": self.app_slug,
+                    "target_type": "Organization",
+                    "repository_selection": "all" if inst.repositories is None else "selected",
+                    "account": self.shapes.user(User("Codertocat", "Organization")),
+                }
+                for inst in self.world.installations.values()
+            ],
+            call,
+        )
 
     def api_repo_installation(self, call: Call) -> Answer:
         """GET /repos/{o}/{r}/installation: the installation covering the repo."""
         repo = self._visible_repo(call)
         for inst in self.world.installations.values():
             if inst.repositories is None or repo.full_name in inst.repositories:
-                return Answer(200, {"id": inst.id, "app_id": self.app_id,
-                                     "app_slug": self.app_slug, "target_type": "Organization",
-                                     "account": self.shapes.user(User(repo.owner,
-                                                                      "Organization"))})
+                return Answer(
+                    200,
+                    {
+                        "id": inst.id,
+                        "app_id": self.app_id,
+                        "app_slug": self.app_slug,
+                        "target_type": "Organization",
+                        "account": self.shapes.user(User(repo.owner, "Organization")),
+                    },
+                )
         raise HttpError(404)
 
     def api_user(self, call: Call) -> Answer:
@@ -222,8 +266,7 @@ class Api:
             raise HttpError(404, f"{login} is not a user")
         user = self.shapes.user(User(login))
         user["role_name"] = role
-        return Answer(200, {"permission": LEGACY_PERMISSION[role], "role_name": role,
-                             "user": user})
+        return Answer(200, {"permission": LEGACY_PERMISSION[role], "role_name": role, "user": user})
 
     def api_get_issue(self, call: Call) -> Answer:
         """GET .../issues/{n} (pull requests too, with `pull_request`)."""
@@ -241,16 +284,16 @@ class Api:
         issue = self._issue(repo, int(call.params["n"]))
         self._edit_issue(issue, call, "Issue")
         if isinstance(call.field("labels"), list):
-            issue.labels = [lb["name"] if isinstance(lb, dict) else str(lb)
-                            for lb in call.field("labels")]
+            issue.labels = [
+                lb["name"] if isinstance(lb, dict) else str(lb) for lb in call.field("labels")
+            ]
         return Answer(200, self._issue_json(repo, issue))
 
     def _edit_issue(self, issue: Issue, call: Call, resource: str) -> None:
         """Apply title, body and state edits shared by issues and pull requests."""
         body = call.field("body", issue.body)
         if body is not None and len(body) > MAX_BODY:
-            raise invalid(resource, f"Body is too long (maximum is {MAX_BODY} characters)",
-                           "body")
+            raise invalid(resource, f"Body is too long (maximum is {MAX_BODY} characters)", "body")
         issue.title = call.field("title", issue.title)
         issue.body = body
         state = call.field("state", issue.state)
@@ -266,8 +309,9 @@ class Api:
         repo = self._visible_repo(call)
         number = int(call.params["n"])
         self._issue(repo, number)
-        found = [self.shapes.comment(repo, c) for c in repo.comments.values()
-                 if c.issue_number == number]
+        found = [
+            self.shapes.comment(repo, c) for c in repo.comments.values() if c.issue_number == number
+        ]
         return self._page(found, call)
 
     def api_post_comment(self, call: Call) -> Answer:
@@ -305,8 +349,9 @@ class Api:
         comment.body, comment.updated_at = body, self.world.clock()
         return Answer(200, self.shapes.comment(repo, comment))
 
-    def _react(self, call: Call, repo: Repo, issue_number: int | None,
-               comment_id: int | None) -> Answer:
+    def _react(
+        self, call: Call, repo: Repo, issue_number: int | None, comment_id: int | None
+    ) -> Answer:
         """Add a reaction once per account and content (200 when it exists)."""
         content = call.field("content")
         if content not in REACTIONS:
@@ -314,10 +359,15 @@ class Api:
         actor = self._actor(call)
         for r in repo.reactions:
             if (r.issue_number, r.comment_id, r.content, r.user) == (
-                    issue_number, comment_id, content, actor):
+                issue_number,
+                comment_id,
+                content,
+                actor,
+            ):
                 return Answer(200, self.shapes.reaction(r))
-        reaction = Reaction(self.world.next_id(), content, actor, issue_number, comment_id,
-                            self.world.clock())
+        reaction = Reaction(
+            self.world.next_id(), content, actor, issue_number, comment_id, self.world.clock()
+        )
         repo.reactions.append(reaction)
         return Answer(201, self.shapes.reaction(reaction))
 
@@ -338,10 +388,15 @@ class Api:
         state = call.query.get("state", "open")
         owner, _, ref = call.query.get("head", "").rpartition(":")
         base = call.query.get("base")
-        found = [self._pull_json(repo, p) for p in sorted(
-            (i for i in repo.issues.values() if isinstance(i, Pull)), key=lambda p: -p.number)
-            if state in ("all", p.state) and base in (None, p.base_ref)
-            and (not ref or (ref == p.head_ref and owner in ("", p.head_repo.split("/")[0])))]
+        found = [
+            self._pull_json(repo, p)
+            for p in sorted(
+                (i for i in repo.issues.values() if isinstance(i, Pull)), key=lambda p: -p.number
+            )
+            if state in ("all", p.state)
+            and base in (None, p.base_ref)
+            and (not ref or (ref == p.head_ref and owner in ("", p.head_repo.split("/")[0])))
+        ]
         return self._page(found, call)
 
     def api_create_pull(self, call: Call) -> Answer:
@@ -352,27 +407,52 @@ class Api:
             raise invalid("PullRequest", "title, head and base are required", "title")
         body = call.field("body")
         if isinstance(body, str) and len(body) > MAX_BODY:
-            raise invalid("PullRequest", f"Body is too long (maximum is {MAX_BODY} characters)",
-                           "body")
+            raise invalid(
+                "PullRequest", f"Body is too long (maximum is {MAX_BODY} characters)", "body"
+            )
         owner, _, ref = head.rpartition(":")
         head_sha, base_sha = repo.branch_sha(ref), repo.branch_sha(base)
         if owner not in ("", repo.owner) or head_sha is None:
-            raise HttpError(422, "Validation Failed",
-                            [{"resource": "PullRequest", "field": "head", "code": "invalid"}])
+            raise HttpError(
+                422,
+                "Validation Failed",
+                [{"resource": "PullRequest", "field": "head", "code": "invalid"}],
+            )
         if base_sha is None:
-            raise HttpError(422, "Validation Failed",
-                            [{"resource": "PullRequest", "field": "base", "code": "invalid"}])
+            raise HttpError(
+                422,
+                "Validation Failed",
+                [{"resource": "PullRequest", "field": "base", "code": "invalid"}],
+            )
         for p in repo.issues.values():
-            if isinstance(p, Pull) and p.state == "open" and (p.head_ref, p.base_ref) == (
-                    ref, base) and p.head_repo == repo.full_name:
-                raise invalid("PullRequest",
-                               f"A pull request already exists for {repo.owner}:{ref}.")
+            if (
+                isinstance(p, Pull)
+                and p.state == "open"
+                and (p.head_ref, p.base_ref) == (ref, base)
+                and p.head_repo == repo.full_name
+            ):
+                raise invalid(
+                    "PullRequest", f"A pull request already exists for {repo.owner}:{ref}."
+                )
         if repo.is_ancestor(head_sha, base_sha):
             raise invalid("PullRequest", f"No commits between {base} and {ref}")
         now = self.world.clock()
-        pull = Pull(repo.take_number(), title, body, self._actor(call), [], "open", False, now,
-                    now, head_ref=ref, base_ref=base, head_repo=repo.full_name,
-                    draft=bool(call.field("draft", False)), head_sha=head_sha)
+        pull = Pull(
+            repo.take_number(),
+            title,
+            body,
+            self._actor(call),
+            [],
+            "open",
+            False,
+            now,
+            now,
+            head_ref=ref,
+            base_ref=base,
+            head_repo=repo.full_name,
+            draft=bool(call.field("draft", False)),
+            head_sha=head_sha,
+        )
         repo.issues[pull.number] = pull
         return Answer(201, self._pull_json(repo, pull))
 
@@ -389,23 +469,37 @@ class Api:
         base = call.field("base")
         if isinstance(base, str):
             if repo.branch_sha(base) is None:
-                raise HttpError(422, "Validation Failed",
-                                [{"resource": "PullRequest", "field": "base", "code": "invalid"}])
+                raise HttpError(
+                    422,
+                    "Validation Failed",
+                    [{"resource": "PullRequest", "field": "base", "code": "invalid"}],
+                )
             pull.base_ref = base
         return Answer(200, self._pull_json(repo, pull))
 
     def api_list_review_comments(self, call: Call) -> Answer:
         """GET .../pulls/{n}/comments, paginated."""
         repo, number, sha = self._pull_head(call)
-        return self._page([self.shapes.review_comment(repo, c, sha)
-                           for c in repo.review_comments.values() if c.pull_number == number],
-                          call)
+        return self._page(
+            [
+                self.shapes.review_comment(repo, c, sha)
+                for c in repo.review_comments.values()
+                if c.pull_number == number
+            ],
+            call,
+        )
 
     def api_list_reviews(self, call: Call) -> Answer:
         """GET .../pulls/{n}/reviews, paginated, oldest first."""
         repo, number, sha = self._pull_head(call)
-        return self._page([self.shapes.review(repo, r, sha)
-                           for r in repo.reviews.values() if r.pull_number == number], call)
+        return self._page(
+            [
+                self.shapes.review(repo, r, sha)
+                for r in repo.reviews.values()
+                if r.pull_number == number
+            ],
+            call,
+        )
 
     def _pull_head(self, call: Call) -> tuple[Repo, int, str]:
         """The call's repository, pull request {n} (404 unless it exists) and its head sha."""
@@ -419,9 +513,20 @@ class Api:
         name, head_sha = call.field("name"), call.field("head_sha")
         if not name or not head_sha:
             raise invalid("CheckRun", "name and head_sha are required", "name")
-        run = CheckRun(self.world.next_id(), name, head_sha, "queued", None, None, None, None,
-                       call.field("details_url"), call.field("external_id"),
-                       self.world.clock(), None)
+        run = CheckRun(
+            self.world.next_id(),
+            name,
+            head_sha,
+            "queued",
+            None,
+            None,
+            None,
+            None,
+            call.field("details_url"),
+            call.field("external_id"),
+            self.world.clock(),
+            None,
+        )
         self._edit_check_run(run, call)
         repo.check_runs[run.id] = run
         return Answer(201, self.shapes.check_run(repo, run))
@@ -450,18 +555,24 @@ class Api:
         status = call.field("status", run.status)
         conclusion = call.field("conclusion", run.conclusion)
         if status not in CHECK_STATUSES or conclusion not in (None, *CHECK_CONCLUSIONS):
-            raise invalid("CheckRun", f"invalid status {status!r} / conclusion {conclusion!r}",
-                           "status")
+            raise invalid(
+                "CheckRun", f"invalid status {status!r} / conclusion {conclusion!r}", "status"
+            )
         if conclusion is not None:
             status = "completed"
         if status == "completed" and conclusion is None:
-            raise invalid("CheckRun", "Conclusion must be set when status is completed",
-                           "conclusion")
+            raise invalid(
+                "CheckRun", "Conclusion must be set when status is completed", "conclusion"
+            )
         output = call.field("output") or {}
         summary = output.get("summary", run.summary)
         if summary is not None and len(summary) > MAX_SUMMARY:
-            raise invalid("CheckRun", f"Invalid request. Only {MAX_SUMMARY} characters are "
-                                       f"allowed; {len(summary)} were supplied.", "summary")
+            raise invalid(
+                "CheckRun",
+                f"Invalid request. Only {MAX_SUMMARY} characters are "
+                f"allowed; {len(summary)} were supplied.",
+                "summary",
+            )
         run.title = output.get("title", run.title)
         run.summary, run.text = summary, output.get("text", run.text)
         if status == "completed" and run.completed_at is None:

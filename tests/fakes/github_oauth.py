@@ -51,24 +51,29 @@ class OAuth:
         """The approval page for a sign-in request, or an error page."""
         problem = self._request_problem(query)
         if problem:
-            return 400, _page("Sign-in error", f"<p id=\"error\">{html.escape(problem)}</p>")
+            return 400, _page("Sign-in error", f'<p id="error">{html.escape(problem)}</p>')
         hidden = "".join(
             f'<input type="hidden" name="{k}" value="{html.escape(query.get(k, ""), quote=True)}">'
-            for k in ("client_id", "redirect_uri", "state"))
-        form = (f"<p>Authorize <b>{html.escape(self.app_name)}</b> to know who you are.</p>"
-                '<form method="post" action="/login/oauth/authorize">' + hidden +
-                '<label>Signed in to GitHub as <input id="login" name="login"></label> '
-                '<button id="authorize" type="submit">Authorize</button></form>')
+            for k in ("client_id", "redirect_uri", "state")
+        )
+        form = (
+            f"<p>Authorize <b>{html.escape(self.app_name)}</b> to know who you are.</p>"
+            '<form method="post" action="/login/oauth/authorize">'
+            + hidden
+            + '<label>Signed in to GitHub as <input id="login" name="login"></label> '
+            '<button id="authorize" type="submit">Authorize</button></form>'
+        )
         return 200, _page("Authorize application", form)
 
     def approve(self, form: dict[str, str]) -> tuple[int, str]:
         """(302, redirect with code and state) for an approval, or (400, error page)."""
         problem = self._request_problem(form) or ("" if form.get("login") else "no login given")
         if problem:
-            return 400, _page("Sign-in error", f"<p id=\"error\">{html.escape(problem)}</p>")
+            return 400, _page("Sign-in error", f'<p id="error">{html.escape(problem)}</p>')
         code = secrets.token_hex(10)
-        self.grants[code] = Grant(form["login"], form["redirect_uri"],
-                                  self.world.clock() + CODE_TTL_S)
+        self.grants[code] = Grant(
+            form["login"], form["redirect_uri"], self.world.clock() + CODE_TTL_S
+        )
         query = urlencode({"code": code, "state": form.get("state", "")})
         separator = "&" if "?" in form["redirect_uri"] else "?"
         return 302, form["redirect_uri"] + separator + query
@@ -88,21 +93,31 @@ class OAuth:
 
     def exchange(self, form: dict[str, str]) -> dict[str, Any]:
         """POST /login/oauth/access_token: a user token, or GitHub's error fields (status 200)."""
-        if (form.get("client_id"), form.get("client_secret")) != (self.client_id,
-                                                                  self.client_secret):
-            return _error("incorrect_client_credentials",
-                          "The client_id and/or client_secret passed are incorrect.")
+        if (form.get("client_id"), form.get("client_secret")) != (
+            self.client_id,
+            self.client_secret,
+        ):
+            return _error(
+                "incorrect_client_credentials",
+                "The client_id and/or client_secret passed are incorrect.",
+            )
         grant = self.grants.pop(form.get("code", ""), None)
         if grant is None or grant.expires_at <= self.world.clock():
             return _error("bad_verification_code", "The code passed is incorrect or expired.")
         if form.get("redirect_uri") and form["redirect_uri"] != grant.redirect_uri:
-            return _error("redirect_uri_mismatch",
-                          "The redirect_uri MUST match the registered callback URL for this "
-                          "application.")
+            return _error(
+                "redirect_uri_mismatch",
+                "The redirect_uri MUST match the registered callback URL for this application.",
+            )
         token = self.mint_user_token(grant.login)
-        return {"access_token": token.value, "token_type": "bearer", "scope": "",
-                "expires_in": USER_TOKEN_TTL_S, "refresh_token": "ghr_" + secrets.token_hex(20),
-                "refresh_token_expires_in": 15897600}
+        return {
+            "access_token": token.value,
+            "token_type": "bearer",
+            "scope": "",
+            "expires_in": USER_TOKEN_TTL_S,
+            "refresh_token": "ghr_" + secrets.token_hex(20),
+            "refresh_token_expires_in": 15897600,
+        }
 
     def mint_user_token(self, login: str) -> Token:
         """A user access token for `login` ("ghu_…"), valid for eight hours."""
@@ -140,5 +155,7 @@ def _basic(header: str | None) -> tuple[str, str] | None:
 
 
 def _page(title: str, body: str) -> str:
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}"
-            f"</title></head><body><h1>{title}</h1>{body}</body></html>")
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title}'
+        f"</title></head><body><h1>{title}</h1>{body}</body></html>"
+    )

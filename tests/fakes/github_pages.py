@@ -31,6 +31,12 @@ def pull_page(repo: Repo, pull: Pull, head_sha: str) -> str:
 
 def _diff(repo: Repo, base: str, head: str) -> str:
     """`git diff base...head` in the repository's bare clone."""
-    proc = subprocess.run(["git", "diff", f"{base}...{head}"], cwd=repo.path, env=git_env(),
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", "diff", f"{base}...{head}"],
+        cwd=repo.path,
+        env=git_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return proc.stdout

@@ -102,8 +102,13 @@ class FakeGitHub:
     """A stateful fake GitHub on 127.0.0.1: REST API, installation tokens, git over HTTP."""
 
     def __init__(
-        self, *, app_id: int = 12345, installation_id: int = 67890, app_slug: str = "cra",
-        clock: Callable[[], float] = time.time, root: Path | None = None,
+        self,
+        *,
+        app_id: int = 12345,
+        installation_id: int = 67890,
+        app_slug: str = "cra",
+        clock: Callable[[], float] = time.time,
+        root: Path | None = None,
     ) -> None:
         self.app_id = app_id
         self.installation_id = installation_id
@@ -114,8 +119,12 @@ class FakeGitHub:
         self._world = World(clock, User(f"{app_slug}[bot]", "Bot"), installation_id)
         self.client_id = f"Iv1.{app_id:012d}"
         self.client_secret = secrets.token_hex(20)
-        self._oauth = OAuth(self._world, client_id=self.client_id,
-                            client_secret=self.client_secret, app_name=app_slug)
+        self._oauth = OAuth(
+            self._world,
+            client_id=self.client_id,
+            client_secret=self.client_secret,
+            app_name=app_slug,
+        )
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._api: Api | None = None
@@ -127,8 +136,12 @@ class FakeGitHub:
         self._server = _Server(self)
         shapes = Shapes(self.api_url, self.git_url, self.app_id, self.app_slug)
         self._api = Api(self._world, shapes, self.api_url, self.app_id, self.app_slug)
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        args=(POLL_INTERVAL_S,), name="fake-github", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            args=(POLL_INTERVAL_S,),
+            name="fake-github",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -146,8 +159,12 @@ class FakeGitHub:
     def __enter__(self) -> FakeGitHub:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     @property
@@ -166,9 +183,15 @@ class FakeGitHub:
     @property
     def private_key_pem(self) -> str:
         """The app's private key (PKCS#8 PEM), for AppTokens / Auth.AppAuth."""
-        return _test_key().private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption()).decode()
+        return (
+            _test_key()
+            .private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+            .decode()
+        )
 
     @property
     def bot_login(self) -> str:
@@ -177,8 +200,9 @@ class FakeGitHub:
 
     # --- arranging state --------------------------------------------------------------------
 
-    def add_repo(self, full_name: str, source: Path | None = None, *,
-                 default_branch: str = "main") -> Path:
+    def add_repo(
+        self, full_name: str, source: Path | None = None, *, default_branch: str = "main"
+    ) -> Path:
         """A repository backed by a bare clone of `source` (empty without one); its path."""
         owner, _, name = full_name.partition("/")
         if not owner or not name or "/" in name:
@@ -210,8 +234,9 @@ class FakeGitHub:
         with self._world.lock:
             self._oauth.callback_urls.append(url)
 
-    def add_installation(self, installation_id: int,
-                         repositories: tuple[str, ...] | None = None) -> None:
+    def add_installation(
+        self, installation_id: int, repositories: tuple[str, ...] | None = None
+    ) -> None:
         """Another installation of the app, on some repositories (None: all)."""
         with self._world.lock:
             repos = None if repositories is None else frozenset(repositories)
@@ -247,21 +272,51 @@ class FakeGitHub:
         with self._world.lock:
             self._world.repo(repo).collaborators[user] = role
 
-    def add_issue(self, repo: str, *, number: int | None = None, title: str = "An issue",
-                  body: str | None = "", user: str = "octocat", labels: tuple[str, ...] = (),
-                  state: str = "open", locked: bool = False) -> int:
+    def add_issue(
+        self,
+        repo: str,
+        *,
+        number: int | None = None,
+        title: str = "An issue",
+        body: str | None = "",
+        user: str = "octocat",
+        labels: tuple[str, ...] = (),
+        state: str = "open",
+        locked: bool = False,
+    ) -> int:
         """An issue; its number."""
         with self._world.lock:
             r = self._world.repo(repo)
             number, now = r.take_number(number), self.clock()
-            r.issues[number] = Issue(number, title, body, User(user), list(labels), state,
-                                     locked, now, now, now if state == "closed" else None)
+            r.issues[number] = Issue(
+                number,
+                title,
+                body,
+                User(user),
+                list(labels),
+                state,
+                locked,
+                now,
+                now,
+                now if state == "closed" else None,
+            )
             return number
 
-    def add_pull(self, repo: str, *, head: str, base: str | None = None, title: str = "A change",
-                 body: str | None = "", user: str = "octocat", draft: bool = False,
-                 head_repo: str | None = None, head_sha: str | None = None,
-                 state: str = "open", number: int | None = None) -> int:
+    def add_pull(
+        self,
+        repo: str,
+        *,
+        head: str,
+        base: str | None = None,
+        title: str = "A change",
+        body: str | None = "",
+        user: str = "octocat",
+        draft: bool = False,
+        head_repo: str | None = None,
+        head_sha: str | None = None,
+        state: str = "open",
+        number: int | None = None,
+    ) -> int:
         """A pull request from `head` (a branch of `head_repo`, default this repo); its number.
 
         The head SHA follows the branch when it exists here; a fork's is `head_sha`.
@@ -270,14 +325,25 @@ class FakeGitHub:
             r = self._world.repo(repo)
             number, now = r.take_number(number), self.clock()
             r.issues[number] = Pull(
-                number, title, body, User(user), [], state, False, now, now,
-                now if state == "closed" else None, head_ref=head,
-                base_ref=base or r.default_branch, head_repo=head_repo or repo, draft=draft,
-                head_sha=head_sha)
+                number,
+                title,
+                body,
+                User(user),
+                [],
+                state,
+                False,
+                now,
+                now,
+                now if state == "closed" else None,
+                head_ref=head,
+                base_ref=base or r.default_branch,
+                head_repo=head_repo or repo,
+                draft=draft,
+                head_sha=head_sha,
+            )
             return number
 
-    def add_comment(self, repo: str, issue_number: int, body: str, *,
-                    user: str = "octocat") -> int:
+    def add_comment(self, repo: str, issue_number: int, body: str, *, user: str = "octocat") -> int:
         """A person's comment on an issue or pull request; its id."""
         with self._world.lock:
             r = self._world.repo(repo)
@@ -285,18 +351,34 @@ class FakeGitHub:
                 raise KeyError(f"no #{issue_number} in {repo}")
             return self._started_api.comment(r, issue_number, body, User(user)).id
 
-    def add_review_comment(self, repo: str, pull_number: int, body: str, *,
-                           user: str = "octocat", path: str = "README.md", line: int = 1) -> int:
+    def add_review_comment(
+        self,
+        repo: str,
+        pull_number: int,
+        body: str,
+        *,
+        user: str = "octocat",
+        path: str = "README.md",
+        line: int = 1,
+    ) -> int:
         """A review comment on a pull request's diff; its id."""
         with self._world.lock:
             r = self._world.repo(repo)
             cid = self._world.next_id()
-            r.review_comments[cid] = ReviewComment(cid, pull_number, body, User(user), path,
-                                                   line, self.clock())
+            r.review_comments[cid] = ReviewComment(
+                cid, pull_number, body, User(user), path, line, self.clock()
+            )
             return cid
 
-    def add_review(self, repo: str, pull_number: int, body: str | None, *,
-                   user: str = "octocat", state: str = "COMMENTED") -> int:
+    def add_review(
+        self,
+        repo: str,
+        pull_number: int,
+        body: str | None,
+        *,
+        user: str = "octocat",
+        state: str = "COMMENTED",
+    ) -> int:
         """A submitted review of a pull request, with its summary body; its id. A login
         ending in "[bot]" is an app's bot, as on GitHub."""
         author = User(user, "Bot" if user.endswith("[bot]") else "User")
@@ -306,10 +388,17 @@ class FakeGitHub:
             r.reviews[rid] = Review(rid, pull_number, body, author, state, self.clock())
             return rid
 
-    def fail_next(self, method: str, path_regex: str, status: int, *,
-                  retry_after: str | float | None = None, times: int = 1,
-                  body: dict[str, Any] | None = None,
-                  headers: dict[str, str] | None = None) -> None:
+    def fail_next(
+        self,
+        method: str,
+        path_regex: str,
+        status: int,
+        *,
+        retry_after: str | float | None = None,
+        times: int = 1,
+        body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         """Answer the next `times` requests matching method and path (re.search) with `status`.
 
         API paths are matched without the /api/v3 prefix, git paths as sent. A 403 or 429
@@ -317,11 +406,17 @@ class FakeGitHub:
         """
         message = SECONDARY_RATE_LIMIT if status in (403, 429) else MESSAGES.get(status)
         with self._world.lock:
-            self._world.failures.append(Failure(
-                method.upper(), re.compile(path_regex), status,
-                None if retry_after is None else str(retry_after), times,
-                body or {"message": message or "Server Error", "documentation_url": DOCS},
-                dict(headers or {})))
+            self._world.failures.append(
+                Failure(
+                    method.upper(),
+                    re.compile(path_regex),
+                    status,
+                    None if retry_after is None else str(retry_after),
+                    times,
+                    body or {"message": message or "Server Error", "documentation_url": DOCS},
+                    dict(headers or {}),
+                )
+            )
 
     # --- inspecting state -------------------------------------------------------------------
 
@@ -355,12 +450,18 @@ class FakeGitHub:
             found = self._world.repo(repo).comments.values()
             return copy.deepcopy([c for c in found if issue_number in (None, c.issue_number)])
 
-    def reactions(self, repo: str, *, issue_number: int | None = None,
-                  comment_id: int | None = None) -> list[Reaction]:
+    def reactions(
+        self, repo: str, *, issue_number: int | None = None, comment_id: int | None = None
+    ) -> list[Reaction]:
         """Copies of the reactions on an issue (not its comments) or on one comment."""
         with self._world.lock:
-            return copy.deepcopy([r for r in self._world.repo(repo).reactions
-                                  if (r.issue_number, r.comment_id) == (issue_number, comment_id)])
+            return copy.deepcopy(
+                [
+                    r
+                    for r in self._world.repo(repo).reactions
+                    if (r.issue_number, r.comment_id) == (issue_number, comment_id)
+                ]
+            )
 
     def check_runs(self, repo: str) -> list[CheckRun]:
         """Copies of the check runs, oldest first."""
@@ -381,8 +482,9 @@ class FakeGitHub:
     def commits(self, repo: str, branch: str) -> list[tuple[str, str]]:
         """(sha, subject) of the commits on `branch`, newest first."""
         out = git_in(self.repo_path(repo), "log", "--format=%H %s", f"refs/heads/{branch}", "--")
-        return [(sha, subject) for sha, _, subject in
-                (line.partition(" ") for line in out.splitlines())]
+        return [
+            (sha, subject) for sha, _, subject in (line.partition(" ") for line in out.splitlines())
+        ]
 
     def read_file(self, repo: str, ref: str, path: str) -> str:
         """The content of `path` at `ref`."""
@@ -405,7 +507,7 @@ class FakeGitHub:
         if split.path in (OAUTH_AUTHORIZE, OAUTH_ACCESS_TOKEN):
             self._handle_oauth(handler, split.path, dict(parse_qsl(split.query)))
         elif split.path == API_PREFIX or split.path.startswith(API_PREFIX + "/"):
-            path = split.path[len(API_PREFIX):] or "/"
+            path = split.path[len(API_PREFIX) :] or "/"
             self._handle_api(handler, path, dict(parse_qsl(split.query)))
         elif match := _GIT_PATH.match(split.path):
             self._handle_git(handler, match, split.query)
@@ -414,8 +516,9 @@ class FakeGitHub:
         else:
             _send_json(handler, 404, {"message": "Not Found", "documentation_url": DOCS})
 
-    def _handle_api(self, handler: BaseHTTPRequestHandler, path: str, query: dict[str, str]
-                    ) -> None:
+    def _handle_api(
+        self, handler: BaseHTTPRequestHandler, path: str, query: dict[str, str]
+    ) -> None:
         """Record, maybe fail, authenticate and route an API request."""
         raw = b"".join(request_body(handler))
         if handler.headers.get("Content-Encoding", "").lower() == "gzip":
@@ -425,13 +528,15 @@ class FakeGitHub:
         self._record("api", handler, path, query, body, auth)
         try:
             answer = self._failure(handler.command, path) or self._route(
-                handler.command, path, query, body, auth, handler.headers.get("Authorization"))
+                handler.command, path, query, body, auth, handler.headers.get("Authorization")
+            )
         except HttpError as err:
             answer = Answer(err.status, err.body(), tuple(err.headers.items()))
         _send_json(handler, answer.status, answer.payload, self._rate_headers(answer.headers))
 
-    def _handle_oauth(self, handler: BaseHTTPRequestHandler, path: str,
-                      query: dict[str, str]) -> None:
+    def _handle_oauth(
+        self, handler: BaseHTTPRequestHandler, path: str, query: dict[str, str]
+    ) -> None:
         """The web side of sign-in: the authorize page and its form, the code exchange."""
         raw = b"".join(request_body(handler))
         form = {**query, **_form_or_json(raw, handler.headers.get("Content-Type", ""))}
@@ -440,8 +545,11 @@ class FakeGitHub:
             if path == OAUTH_ACCESS_TOKEN and handler.command == "POST":
                 answer = self._oauth.exchange(form)
             elif path == OAUTH_AUTHORIZE and handler.command in ("GET", "POST"):
-                status, text = (self._oauth.authorize_page(query) if handler.command == "GET"
-                                else self._oauth.approve(form))
+                status, text = (
+                    self._oauth.authorize_page(query)
+                    if handler.command == "GET"
+                    else self._oauth.approve(form)
+                )
                 if status == 302:
                     _send(handler, 302, b"", "text/html", (("Location", text),))
                 else:
@@ -452,11 +560,17 @@ class FakeGitHub:
         if "json" in handler.headers.get("Accept", ""):
             _send_json(handler, 200, answer)
         else:  # GitHub's default answer to the exchange is form-encoded
-            _send(handler, 200, urlencode(answer).encode(), "application/x-www-form-urlencoded",
-                  ())
+            _send(handler, 200, urlencode(answer).encode(), "application/x-www-form-urlencoded", ())
 
-    def _route(self, method: str, path: str, query: dict[str, str], body: Any,
-               auth: tuple[str, str] | None, authorization: str | None = None) -> Answer:
+    def _route(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        body: Any,
+        auth: tuple[str, str] | None,
+        authorization: str | None = None,
+    ) -> Answer:
         """Find the route, authenticate the caller, run the handler under the lock."""
         if method == "DELETE" and _APP_TOKEN_PATH.match(path):
             with self._world.lock:
@@ -478,15 +592,19 @@ class FakeGitHub:
         with self._world.lock:
             repo = self._world.repos.get(f"{unquote(match['owner'])}/{unquote(match['name'])}")
             pull = repo.issues.get(int(match["n"])) if repo is not None else None
-            page = (pull_page(repo, pull, self._world.head_sha(repo, pull))
-                    if repo is not None and isinstance(pull, Pull) else None)
+            page = (
+                pull_page(repo, pull, self._world.head_sha(repo, pull))
+                if repo is not None and isinstance(pull, Pull)
+                else None
+            )
         if page is None:
             _send_text(handler, 404, "Not Found")
         else:
             _send(handler, 200, page.encode(), "text/html; charset=utf-8", ())
 
-    def _handle_git(self, handler: BaseHTTPRequestHandler, match: re.Match[str], query: str
-                    ) -> None:
+    def _handle_git(
+        self, handler: BaseHTTPRequestHandler, match: re.Match[str], query: str
+    ) -> None:
         """Serve git smart-HTTP for a repository, demanding a live token as Basic credentials."""
         auth = _parse_auth(handler.headers.get("Authorization"))
         path = handler.path.split("?", 1)[0]
@@ -496,8 +614,9 @@ class FakeGitHub:
             _send_json(handler, failure.status, failure.payload, failure.headers)
             return
         if auth is None:
-            _send_text(handler, 401, "Authentication required",
-                       {"WWW-Authenticate": 'Basic realm="fake"'})
+            _send_text(
+                handler, 401, "Authentication required", {"WWW-Authenticate": 'Basic realm="fake"'}
+            )
             return
         with self._world.lock:
             token = self._world.live_token(auth[1]) if auth[0] == "basic" else None
@@ -509,18 +628,34 @@ class FakeGitHub:
             _send_text(handler, 404, "Repository not found.")
         else:
             path_info = f"/{repo.path.parent.name}/{repo.path.name}{match['rest']}"
-            serve_http_backend(handler, cgi_env(handler, project_root=self.root,
-                                                path_info=path_info, query=query,
-                                                remote_user=token.actor.login))
+            serve_http_backend(
+                handler,
+                cgi_env(
+                    handler,
+                    project_root=self.root,
+                    path_info=path_info,
+                    query=query,
+                    remote_user=token.actor.login,
+                ),
+            )
 
-    def _record(self, kind: str, handler: BaseHTTPRequestHandler, path: str,
-                query: dict[str, str], body: Any, auth: tuple[str, str] | None) -> None:
+    def _record(
+        self,
+        kind: str,
+        handler: BaseHTTPRequestHandler,
+        path: str,
+        query: dict[str, str],
+        body: Any,
+        auth: tuple[str, str] | None,
+    ) -> None:
         """Remember a request (its headers without Authorization)."""
-        headers = {k.lower(): v for k, v in handler.headers.items()
-                   if k.lower() != "authorization"}
+        headers = {k.lower(): v for k, v in handler.headers.items() if k.lower() != "authorization"}
         with self._world.lock:
-            self._world.requests.append(RecordedRequest(
-                kind, handler.command, path, query, headers, body, auth[1] if auth else None))
+            self._world.requests.append(
+                RecordedRequest(
+                    kind, handler.command, path, query, headers, body, auth[1] if auth else None
+                )
+            )
 
     def _failure(self, method: str, path: str) -> Answer | None:
         """The injected failure for this request, consuming one of its times."""
@@ -538,10 +673,14 @@ class FakeGitHub:
 
     def _rate_headers(self, extra: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         """GitHub's rate limit headers (overridable by an injected failure's headers)."""
-        base = {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999",
-                "X-RateLimit-Used": "1", "X-RateLimit-Resource": "core",
-                "X-RateLimit-Reset": str(int(self.clock()) + 3600),
-                "X-GitHub-Media-Type": "github.v3; format=json"}
+        base = {
+            "X-RateLimit-Limit": "5000",
+            "X-RateLimit-Remaining": "4999",
+            "X-RateLimit-Used": "1",
+            "X-RateLimit-Resource": "core",
+            "X-RateLimit-Reset": str(int(self.clock()) + 3600),
+            "X-GitHub-Media-Type": "github.v3; format=json",
+        }
         base.update(dict(extra))
         return tuple(base.items())
 
@@ -560,20 +699,34 @@ class FakeGitHub:
         if auth is None or auth[0] != "bearer":
             raise HttpError(401, "A JSON web token could not be decoded")
         try:
-            claims = jwt.decode(auth[1], _test_key().public_key(), algorithms=["RS256"],
-                                options={"verify_exp": False, "verify_iat": False,
-                                         "verify_nbf": False, "require": ["iat", "exp", "iss"]})
+            claims = jwt.decode(
+                auth[1],
+                _test_key().public_key(),
+                algorithms=["RS256"],
+                options={
+                    "verify_exp": False,
+                    "verify_iat": False,
+                    "verify_nbf": False,
+                    "require": ["iat", "exp", "iss"],
+                },
+            )
         except jwt.PyJWTError as exc:
             raise HttpError(401, "A JSON web token could not be decoded") from exc
         now = self.clock()
         if str(claims["iss"]) != str(self.app_id):
             raise HttpError(401, "'Issuer' claim ('iss') must be an Integer")
         if float(claims["iat"]) > now + JWT_LEEWAY_S:
-            raise HttpError(401, "'Issued at' claim ('iat') must be an Integer representing "
-                                 "the time that the assertion was issued")
+            raise HttpError(
+                401,
+                "'Issued at' claim ('iat') must be an Integer representing "
+                "the time that the assertion was issued",
+            )
         if float(claims["exp"]) <= now:
-            raise HttpError(401, "'Expiration time' claim ('exp') must be a numeric value "
-                                 "representing the future time at which the assertion expires")
+            raise HttpError(
+                401,
+                "'Expiration time' claim ('exp') must be a numeric value "
+                "representing the future time at which the assertion expires",
+            )
         if float(claims["exp"]) > now + JWT_MAX_AHEAD_S + JWT_LEEWAY_S:
             raise HttpError(401, "'Expiration time' claim ('exp') is too far in the future")
 
@@ -594,21 +747,31 @@ def _json_or_none(raw: bytes) -> Any:
         return None
 
 
-def _send_json(handler: BaseHTTPRequestHandler, status: int, payload: Any,
-               headers: tuple[tuple[str, str], ...] = ()) -> None:
+def _send_json(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    payload: Any,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> None:
     """Send a JSON answer (no body for 204)."""
     data = b"" if status == 204 else json.dumps(payload).encode()
     _send(handler, status, data, "application/json; charset=utf-8", headers)
 
 
-def _send_text(handler: BaseHTTPRequestHandler, status: int, text: str,
-               headers: dict[str, str] | None = None) -> None:
+def _send_text(
+    handler: BaseHTTPRequestHandler, status: int, text: str, headers: dict[str, str] | None = None
+) -> None:
     """Send a plain-text answer (git clients print it)."""
     _send(handler, status, text.encode(), "text/plain", tuple((headers or {}).items()))
 
 
-def _send(handler: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str,
-          headers: tuple[tuple[str, str], ...]) -> None:
+def _send(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    data: bytes,
+    content_type: str,
+    headers: tuple[tuple[str, str], ...],
+) -> None:
     """Send an answer; a client that already hung up is not an error."""
     try:
         handler.send_response(status)

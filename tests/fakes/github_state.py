@@ -19,14 +19,26 @@ from tests.fakes.repos import git_env
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 ROLES = ("admin", "maintain", "write", "triage", "read")
 LEGACY_PERMISSION = {
-    "admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read",
+    "admin": "admin",
+    "maintain": "write",
+    "write": "write",
+    "triage": "read",
+    "read": "read",
     "none": "none",
 }
 CHECK_STATUSES = frozenset({"queued", "in_progress", "completed"})
-CHECK_CONCLUSIONS = frozenset({
-    "action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale",
-    "timed_out",
-})
+CHECK_CONCLUSIONS = frozenset(
+    {
+        "action_required",
+        "cancelled",
+        "failure",
+        "neutral",
+        "success",
+        "skipped",
+        "stale",
+        "timed_out",
+    }
+)
 
 
 class ManualClock:
@@ -199,14 +211,24 @@ class Repo:
     def branch_sha(self, branch: str) -> str | None:
         """The commit a branch points at, or None."""
         proc = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], cwd=self.path,
-            env=git_env(), capture_output=True, text=True, check=False)
+            ["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
+            cwd=self.path,
+            env=git_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         return proc.stdout.strip() or None
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Whether commit `ancestor` is reachable from `descendant`."""
-        proc = subprocess.run(["git", "merge-base", "--is-ancestor", ancestor, descendant],
-                              cwd=self.path, env=git_env(), capture_output=True, check=False)
+        proc = subprocess.run(
+            ["git", "merge-base", "--is-ancestor", ancestor, descendant],
+            cwd=self.path,
+            env=git_env(),
+            capture_output=True,
+            check=False,
+        )
         return proc.returncode == 0
 
 
@@ -305,8 +327,10 @@ class World:
 
     def installed(self, repo: Repo) -> bool:
         """Whether some installation of the app covers `repo`."""
-        return any(i.repositories is None or repo.full_name in i.repositories
-                   for i in self.installations.values())
+        return any(
+            i.repositories is None or repo.full_name in i.repositories
+            for i in self.installations.values()
+        )
 
     def user_can_read(self, login: str, repo: Repo) -> bool:
         """Whether a person can read `repo`: it is public, or they have a role on it."""

@@ -115,10 +115,13 @@ class _Script:
 
 def scripted_config(url: str, test_command: str = "python -c pass") -> str:
     """A cra.toml pointing every role at the scripted server at `url`, without retries."""
-    return "".join(
-        f'[models.{role}]\nbase_url = "{url}"\nmodel = "m"\nmax_retries = 0\n'
-        for role in ("reasoning", "coding", "classifier")
-    ) + f"[testing]\ntest_command = {json.dumps(test_command)}\n"
+    return (
+        "".join(
+            f'[models.{role}]\nbase_url = "{url}"\nmodel = "m"\nmax_retries = 0\n'
+            for role in ("reasoning", "coding", "classifier")
+        )
+        + f"[testing]\ntest_command = {json.dumps(test_command)}\n"
+    )
 
 
 def _as_reply(item: Reply | str) -> Reply:
@@ -186,8 +189,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"models": [{"name": m, "model": m} for m in models]})
         elif path in ("/v1/models", "/models"):
             windows = self.server.owner.windows
-            data = [{"id": m, "object": "model", "owned_by": "scripted",
-                     **({"max_model_len": windows[m]} if m in windows else {})} for m in models]
+            data = [
+                {
+                    "id": m,
+                    "object": "model",
+                    "owned_by": "scripted",
+                    **({"max_model_len": windows[m]} if m in windows else {}),
+                }
+                for m in models
+            ]
             self._send_json(200, {"object": "list", "data": data})
         else:
             self._send_json(404, {"error": f"no route {path}"})
@@ -329,7 +339,10 @@ class ScriptedModelServer:
     """A loopback model server answering from a FIFO queue or per-stage scripts."""
 
     def __init__(
-        self, *, models: Sequence[str] = ("scripted-model",), reject_json_schema: bool = False,
+        self,
+        *,
+        models: Sequence[str] = ("scripted-model",),
+        reject_json_schema: bool = False,
         windows: Mapping[str, int] | None = None,
     ) -> None:
         self.models = tuple(models)
@@ -372,8 +385,11 @@ class ScriptedModelServer:
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         """The model calls: chat requests of either API (not listings or /api/show)."""
-        return [r for r in self.requests
-                if r.path == "/api/chat" or r.path.endswith("/chat/completions")]
+        return [
+            r
+            for r in self.requests
+            if r.path == "/api/chat" or r.path.endswith("/chat/completions")
+        ]
 
     @property
     def unscripted(self) -> list[RecordedRequest]:

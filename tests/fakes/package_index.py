@@ -27,11 +27,17 @@ def build_wheel(directory: Path, name: str, version: str, files: dict[str, str])
     contents = {
         **files,
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{info}/WHEEL": ("Wheel-Version: 1.0\nGenerator: cra-tests\nRoot-Is-Purelib: true\n"
-                          "Tag: py3-none-any\n"),
+        f"{info}/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: cra-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
     }
-    record = "".join(f"{path},{_record_hash(text.encode())},{len(text.encode())}\n"
-                     for path, text in contents.items()) + f"{info}/RECORD,,\n"
+    record = (
+        "".join(
+            f"{path},{_record_hash(text.encode())},{len(text.encode())}\n"
+            for path, text in contents.items()
+        )
+        + f"{info}/RECORD,,\n"
+    )
     wheel = directory / f"{name}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
         for path, text in {**contents, f"{info}/RECORD": record}.items():
@@ -79,8 +85,9 @@ class PackageIndex:
         parts = [p for p in request.path.split("/") if p]
         if len(parts) == 2 and parts[0] == "files" and (self.directory / parts[1]).is_file():
             self.downloads.append(parts[1])
-            self._send(request, (self.directory / parts[1]).read_bytes(),
-                       "application/octet-stream")
+            self._send(
+                request, (self.directory / parts[1]).read_bytes(), "application/octet-stream"
+            )
         elif len(parts) == 2 and parts[0] == "simple":
             wheels = sorted(self.directory.glob(f"{parts[1].replace('-', '_')}-*.whl"))
             links = "".join(f'<a href="/files/{w.name}">{w.name}</a>\n' for w in wheels)
@@ -101,7 +108,9 @@ class PackageIndex:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None,
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self._server.shutdown()

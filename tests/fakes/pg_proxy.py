@@ -19,7 +19,7 @@ def _answered(data: bytes) -> bool:
     """Whether the server's bytes hold a whole ReadyForQuery message (the statement's end)."""
     at = 0
     while at + 5 <= len(data):
-        kind, length = data[at:at + 1], struct.unpack("!I", data[at + 1:at + 5])[0]
+        kind, length = data[at : at + 1], struct.unpack("!I", data[at + 1 : at + 5])[0]
         if at + 1 + length > len(data):
             return False
         if kind == READY_FOR_QUERY:
@@ -49,7 +49,8 @@ class AnswerLosingProxy:
         the server's answers)."""
         parsed = make_url(url)
         proxied = parsed.set(host="127.0.0.1", port=self.port).update_query_dict(
-            {"sslmode": "disable", "gssencmode": "disable"})
+            {"sslmode": "disable", "gssencmode": "disable"}
+        )
         return proxied.render_as_string(hide_password=False)
 
     def arm(self, marker: bytes) -> None:
@@ -73,13 +74,16 @@ class AnswerLosingProxy:
                 return
             server = socket.create_connection(self._target)
             losing = threading.Event()
-            threading.Thread(target=self._upstream, args=(client, server, losing),
-                             daemon=True).start()  # fmt: skip
-            threading.Thread(target=self._downstream, args=(server, client, losing),
-                             daemon=True).start()  # fmt: skip
+            threading.Thread(
+                target=self._upstream, args=(client, server, losing), daemon=True
+            ).start()
+            threading.Thread(
+                target=self._downstream, args=(server, client, losing), daemon=True
+            ).start()
 
-    def _upstream(self, client: socket.socket, server: socket.socket,
-                  losing: threading.Event) -> None:  # fmt: skip
+    def _upstream(
+        self, client: socket.socket, server: socket.socket, losing: threading.Event
+    ) -> None:
         """Client to server; marks the connection whose answer is to be lost."""
         try:
             while data := client.recv(65536):
@@ -91,8 +95,9 @@ class AnswerLosingProxy:
         finally:
             _close(server)
 
-    def _downstream(self, server: socket.socket, client: socket.socket,
-                    losing: threading.Event) -> None:  # fmt: skip
+    def _downstream(
+        self, server: socket.socket, client: socket.socket, losing: threading.Event
+    ) -> None:
         """Server to client; once losing, holds the answer back and cuts it when complete."""
         held = b""
         try:
@@ -116,8 +121,9 @@ class AnswerLosingProxy:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:  # fmt: skip
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 

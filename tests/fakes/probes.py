@@ -43,12 +43,18 @@ class BotFiles:
 
     def hidden(self) -> list[Path]:
         """Files the tests must not be able to read."""
-        return [self.key, self.database, self.mirror / "hooks" / "pre-commit.sample",
-                self.mirror / "description", self.other_mirror / "HEAD",
-                self.other_worktree / "calc" / "ops.py", self.data / "cra.db"]
+        return [
+            self.key,
+            self.database,
+            self.mirror / "hooks" / "pre-commit.sample",
+            self.mirror / "description",
+            self.other_mirror / "HEAD",
+            self.other_worktree / "calc" / "ops.py",
+            self.data / "cra.db",
+        ]
 
 
-PROBE_TESTS = '''
+PROBE_TESTS = """
 import os
 import shlex
 import shutil
@@ -77,20 +83,23 @@ def test_git_works_without_the_mirror_config():
     common = subprocess.run(["git", "rev-parse", "--git-common-dir"], capture_output=True,
                             text=True).stdout.strip()
     assert "ghs_leaked" not in open(os.path.join(common, "config")).read()
-'''
+"""
 
 
 def probe_testing(files: BotFiles) -> TestingConfig:
     (files.worktree / "tests" / "test_probe.py").write_text(PROBE_TESTS)
     os.environ["PROBE_HIDDEN"] = os.pathsep.join(map(str, files.hidden()))
     os.environ["PROBE_VISIBLE"] = str(files.visible)
-    return TestingConfig(test_command=f"{PY} -m pytest -q -p no:cacheprovider tests",
-                         env=["PROBE_*"])
+    return TestingConfig(
+        test_command=f"{PY} -m pytest -q -p no:cacheprovider tests", env=["PROBE_*"]
+    )
 
 
 def connect_command(host: str, port: int) -> str:
-    code = (f"import socket; socket.create_connection(({host!r}, {port}), timeout=5); "
-            "print('connected')")
+    code = (
+        f"import socket; socket.create_connection(({host!r}, {port}), timeout=5); "
+        "print('connected')"
+    )
     return f"{PY} -c {code!r}"
 
 
@@ -110,18 +119,25 @@ for host in sys.argv[1:]:
 
 def routes_to(sandbox: BwrapSandbox, tmp_path: Path, *hosts: str) -> dict[str, str]:
     """What a command given the network finds of a route to each host."""
-    result = run_command(f"{PY} -c {shlex.quote(ROUTED)} {shlex.join(hosts)}", tmp_path,
-                         sandbox=sandbox, timeout=30, env={"PATH": PATH}, max_output_chars=5000,
-                         network=True)
+    result = run_command(
+        f"{PY} -c {shlex.quote(ROUTED)} {shlex.join(hosts)}",
+        tmp_path,
+        sandbox=sandbox,
+        timeout=30,
+        env={"PATH": PATH},
+        max_output_chars=5000,
+        network=True,
+    )
     assert result.exit_code == 0, result.output
     return dict(line.split(" ", 1) for line in result.output.splitlines())
 
 
 def needs_slirp() -> None:
     if not slirp_installed():
-        pytest.skip("slirp4netns is not installed: a command with the network shares the "
-                    "host's; .ci/run installs it")
-
+        pytest.skip(
+            "slirp4netns is not installed: a command with the network shares the "
+            "host's; .ci/run installs it"
+        )
 
 
 @pytest.fixture
@@ -139,8 +155,9 @@ def bot_files(visible_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     git_in(mirror, "config", "remote.origin.url", "https://x:ghs_leaked@github.example/a/c")
     worktrees = data / "work" / "worktrees"
     for name in ("run-a", "run-b"):
-        git_in(mirror, "worktree", "add", "--quiet", "-b", f"cra/{name}",
-               str(worktrees / name), "HEAD")
+        git_in(
+            mirror, "worktree", "add", "--quiet", "-b", f"cra/{name}", str(worktrees / name), "HEAD"
+        )
     database = data / "cra.db"
     with sqlite3.connect(database) as db:
         db.execute("create table runs (token text)")
@@ -149,8 +166,9 @@ def bot_files(visible_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     key.write_text("-----BEGIN RSA PRIVATE KEY-----\n")
     visible = visible_dir / "visible.txt"
     visible.write_text("visible")
-    return BotFiles(data, key, database, mirror, other, worktrees / "run-a",
-                    worktrees / "run-b", visible)
+    return BotFiles(
+        data, key, database, mirror, other, worktrees / "run-a", worktrees / "run-b", visible
+    )
 
 
 @pytest.fixture
@@ -177,4 +195,3 @@ def world_listener() -> Iterator[tuple[str, int]]:
         server.bind(("0.0.0.0", 0))
         server.listen(8)
         yield host_address(), server.getsockname()[1]
-

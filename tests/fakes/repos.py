@@ -60,7 +60,7 @@ def sub(a: int, b: int) -> int:
 def mul(a: int, b: int) -> int:
     """Return a * b."""
 {body}'''
-TEST_OPS_PY = '''from calc import add, mul, sub
+TEST_OPS_PY = """from calc import add, mul, sub
 
 
 def test_add():
@@ -73,7 +73,7 @@ def test_sub():
 
 def test_mul():
     assert mul(2, 3) == 6
-'''
+"""
 
 
 def git_env() -> dict[str, str]:

@@ -51,11 +51,18 @@ def host_address() -> str:
 def fence_closing(*networks: str) -> netblock.Fence:
     """A fence routing only `networks` unreachable (the real netblock, told less): a sandbox
     whose network reaches what it must not."""
-    def fence(net: int, user: int | None, routes: netblock.Routes, *, gateway: IPv4Address,
-              interface: str) -> str | None:
+
+    def fence(
+        net: int, user: int | None, routes: netblock.Routes, *, gateway: IPv4Address, interface: str
+    ) -> str | None:
         del routes
-        return netblock.block(net, user, netblock.Routes(tuple(map(IPv4Network, networks))),
-                              gateway=gateway, interface=interface)
+        return netblock.block(
+            net,
+            user,
+            netblock.Routes(tuple(map(IPv4Network, networks))),
+            gateway=gateway,
+            interface=interface,
+        )
 
     return fence
 
@@ -75,7 +82,8 @@ def processes_with(marker: str) -> list[int]:
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes().replace(
-                    b"\0", b" ").decode(errors="replace"):  # fmt: skip
+                b"\0", b" "
+            ).decode(errors="replace"):
                 found.append(int(entry.name))
         except OSError:
             continue

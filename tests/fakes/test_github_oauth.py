@@ -40,10 +40,16 @@ def approve(gh: FakeGitHub, login: str, redirect_uri: str = CALLBACK) -> str:
 
 
 def exchange(gh: FakeGitHub, code: str, **overrides: str) -> dict[str, object]:
-    form = {"client_id": gh.client_id, "client_secret": gh.client_secret, "code": code,
-            "redirect_uri": CALLBACK, **overrides}
-    answer = httpx.post(f"{gh.git_url}/login/oauth/access_token", data=form,
-                        headers={"Accept": "application/json"})
+    form = {
+        "client_id": gh.client_id,
+        "client_secret": gh.client_secret,
+        "code": code,
+        "redirect_uri": CALLBACK,
+        **overrides,
+    }
+    answer = httpx.post(
+        f"{gh.git_url}/login/oauth/access_token", data=form, headers={"Accept": "application/json"}
+    )
     assert answer.status_code == 200
     body: dict[str, object] = answer.json()
     return body
@@ -62,9 +68,11 @@ def test_a_code_becomes_a_user_token_once(gh: FakeGitHub) -> None:
 
 def test_a_code_is_bound_to_its_redirect_uri_and_the_client_secret(gh: FakeGitHub) -> None:
     assert exchange(gh, approve(gh, "member"), redirect_uri="http://evil.test/cb")["error"] == (
-        "redirect_uri_mismatch")
+        "redirect_uri_mismatch"
+    )
     assert exchange(gh, approve(gh, "member"), client_secret="wrong")["error"] == (
-        "incorrect_client_credentials")
+        "incorrect_client_credentials"
+    )
 
 
 def test_registered_callbacks_limit_where_sign_in_may_return(gh: FakeGitHub) -> None:
@@ -91,6 +99,7 @@ def test_the_client_revokes_a_user_token(gh: FakeGitHub) -> None:
     url = f"{gh.api_url}/applications/{gh.client_id}/token"
     refused = httpx.request("DELETE", url, json={"access_token": token}, auth=("x", "y"))
     assert refused.status_code == 401
-    done = httpx.request("DELETE", url, json={"access_token": token},
-                         auth=(gh.client_id, gh.client_secret))
+    done = httpx.request(
+        "DELETE", url, json={"access_token": token}, auth=(gh.client_id, gh.client_secret)
+    )
     assert done.status_code == 204 and api(gh, "/user", token).status_code == 401

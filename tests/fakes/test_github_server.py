@@ -60,21 +60,27 @@ def mint(gh: FakeGitHub, bearer: str | None) -> httpx.Response:
 
 def auth_env(token: str) -> dict[str, str]:
     basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    return {**git_env(), "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraheader",
-            "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}"}
+    return {
+        **git_env(),
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "http.extraheader",
+        "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
+    }
 
 
 def git(cwd: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          check=False)
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
 
 
 def push_branch(gh: FakeGitHub, tmp_path: Path, token: str, branch: str) -> str:
     """Clone over HTTP, commit on `branch`, push it; the new commit's SHA."""
     work = tmp_path / "work"
     env = auth_env(token)
-    assert git(tmp_path, "clone", "-q", f"{gh.git_url}/{REPO}.git", str(work), env=env
-               ).returncode == 0
+    assert (
+        git(tmp_path, "clone", "-q", f"{gh.git_url}/{REPO}.git", str(work), env=env).returncode == 0
+    )
     git_in(work, "checkout", "-q", "-b", branch)
     sha = commit_file(work, "NOTES.md", "notes\n", "Add notes")
     pushed = git(work, "push", "-q", "origin", branch, env=env)
@@ -90,14 +96,14 @@ def test_access_token_needs_a_jwt(gh: FakeGitHub) -> None:
     assert mint(gh, "not-a-jwt").status_code == 401
 
 
-def test_access_token_refuses_a_jwt_signed_by_another_key(gh: FakeGitHub,
-                                                           clock: ManualClock) -> None:
+def test_access_token_refuses_a_jwt_signed_by_another_key(
+    gh: FakeGitHub, clock: ManualClock
+) -> None:
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     assert mint(gh, app_jwt(gh, clock(), key=other)).status_code == 401  # type: ignore[arg-type]
 
 
-def test_access_token_refuses_expired_and_overlong_jwts(gh: FakeGitHub,
-                                                        clock: ManualClock) -> None:
+def test_access_token_refuses_expired_and_overlong_jwts(gh: FakeGitHub, clock: ManualClock) -> None:
     assert mint(gh, app_jwt(gh, clock() - 3600)).status_code == 401
     assert mint(gh, app_jwt(gh, clock(), lifetime=3600)).status_code == 401
 
@@ -113,15 +119,19 @@ def test_access_token_is_long_and_expires_in_an_hour(gh: FakeGitHub, clock: Manu
 
 def test_pygithub_integration_gets_a_token() -> None:
     real_time_gh = FakeGitHub()  # PyGithub signs with the real clock
-    with real_time_gh as other, GithubIntegration(
-            auth=Auth.AppAuth(other.app_id, other.private_key_pem),
-            base_url=other.api_url) as integration:
+    with (
+        real_time_gh as other,
+        GithubIntegration(
+            auth=Auth.AppAuth(other.app_id, other.private_key_pem), base_url=other.api_url
+        ) as integration,
+    ):
         token = integration.get_access_token(other.installation_id).token
     assert token.startswith("ghs_")
 
 
-def test_installation_token_expires_after_an_hour(gh: FakeGitHub, http: httpx.Client,
-                                                  clock: ManualClock) -> None:
+def test_installation_token_expires_after_an_hour(
+    gh: FakeGitHub, http: httpx.Client, clock: ManualClock
+) -> None:
     assert http.get(f"/repos/{REPO}").status_code == 200
 
     clock.advance(3600)
@@ -140,8 +150,9 @@ def test_static_token_works_and_never_expires(gh: FakeGitHub, clock: ManualClock
     gh.add_static_token("ghs_actions")
     clock.advance(10 * 24 * 3600)
 
-    answer = httpx.get(f"{gh.api_url}/repos/{REPO}",
-                       headers={"Authorization": "Bearer ghs_actions"})
+    answer = httpx.get(
+        f"{gh.api_url}/repos/{REPO}", headers={"Authorization": "Bearer ghs_actions"}
+    )
 
     assert answer.status_code == 200
     assert answer.json()["default_branch"] == "main"
@@ -156,24 +167,37 @@ def test_token_of_another_installation_cannot_see_the_repo(gh: FakeGitHub) -> No
     assert answer.status_code == 404
 
 
-def test_requests_are_recorded_without_authorization(gh: FakeGitHub, http: httpx.Client,
-                                                     token: str) -> None:
+def test_requests_are_recorded_without_authorization(
+    gh: FakeGitHub, http: httpx.Client, token: str
+) -> None:
     http.get(f"/repos/{REPO}")
 
     [seen] = gh.requests
-    assert (seen.kind, seen.method, seen.path, seen.token) == ("api", "GET", f"/repos/{REPO}",
-                                                               token)
+    assert (seen.kind, seen.method, seen.path, seen.token) == (
+        "api",
+        "GET",
+        f"/repos/{REPO}",
+        token,
+    )
     assert "authorization" not in seen.headers
 
 
 # --- permissions, issues, comments, reactions ------------------------------------------------
 
 
-@pytest.mark.parametrize(("role", "legacy"), [("admin", "admin"), ("maintain", "write"),
-                                              ("write", "write"), ("triage", "read"),
-                                              ("read", "read")])
-def test_permission_answers_in_githubs_shape(gh: FakeGitHub, http: httpx.Client, role: str,
-                                             legacy: str) -> None:
+@pytest.mark.parametrize(
+    ("role", "legacy"),
+    [
+        ("admin", "admin"),
+        ("maintain", "write"),
+        ("write", "write"),
+        ("triage", "read"),
+        ("read", "read"),
+    ],
+)
+def test_permission_answers_in_githubs_shape(
+    gh: FakeGitHub, http: httpx.Client, role: str, legacy: str
+) -> None:
     gh.set_permission(REPO, "alice", role)
 
     body = http.get(f"/repos/{REPO}/collaborators/alice/permission").json()
@@ -206,15 +230,13 @@ def test_too_long_comment_is_422(gh: FakeGitHub, http: httpx.Client) -> None:
     assert gh.comments(REPO) == []
 
 
-def test_reactions_on_issues_and_comments_are_kept_once(gh: FakeGitHub,
-                                                        http: httpx.Client) -> None:
+def test_reactions_on_issues_and_comments_are_kept_once(gh: FakeGitHub, http: httpx.Client) -> None:
     number = gh.add_issue(REPO)
     comment_id = gh.add_comment(REPO, number, "/cra solve")
 
     first = http.post(f"/repos/{REPO}/issues/{number}/reactions", json={"content": "eyes"})
     again = http.post(f"/repos/{REPO}/issues/{number}/reactions", json={"content": "eyes"})
-    http.post(f"/repos/{REPO}/issues/comments/{comment_id}/reactions",
-              json={"content": "rocket"})
+    http.post(f"/repos/{REPO}/issues/comments/{comment_id}/reactions", json={"content": "rocket"})
 
     assert (first.status_code, again.status_code) == (201, 200)
     assert [r.content for r in gh.reactions(REPO, issue_number=number)] == ["eyes"]
@@ -254,21 +276,30 @@ def test_comment_lists_paginate_with_link_headers(gh: FakeGitHub, http: httpx.Cl
 
 
 def test_pull_request_needs_a_pushed_branch(gh: FakeGitHub, http: httpx.Client) -> None:
-    answer = http.post(f"/repos/{REPO}/pulls",
-                       json={"title": "t", "head": "cra/issue-1", "base": "main"})
+    answer = http.post(
+        f"/repos/{REPO}/pulls", json={"title": "t", "head": "cra/issue-1", "base": "main"}
+    )
 
     assert answer.status_code == 422
     assert answer.json()["errors"][0]["field"] == "head"
 
 
-def test_pull_request_shares_numbers_with_issues(gh: FakeGitHub, http: httpx.Client,
-                                                 tmp_path: Path, token: str) -> None:
+def test_pull_request_shares_numbers_with_issues(
+    gh: FakeGitHub, http: httpx.Client, tmp_path: Path, token: str
+) -> None:
     issue = gh.add_issue(REPO)
     sha = push_branch(gh, tmp_path, token, "cra/issue-1")
 
-    answer = http.post(f"/repos/{REPO}/pulls", json={
-        "title": "cra: fix", "body": "Fixes #1", "head": "cra/issue-1", "base": "main",
-        "draft": True})
+    answer = http.post(
+        f"/repos/{REPO}/pulls",
+        json={
+            "title": "cra: fix",
+            "body": "Fixes #1",
+            "head": "cra/issue-1",
+            "base": "main",
+            "draft": True,
+        },
+    )
 
     pull = answer.json()
     assert answer.status_code == 201
@@ -279,8 +310,9 @@ def test_pull_request_shares_numbers_with_issues(gh: FakeGitHub, http: httpx.Cli
     assert "pull_request" in as_issue
 
 
-def test_second_pull_request_from_a_branch_is_422(gh: FakeGitHub, http: httpx.Client,
-                                                  tmp_path: Path, token: str) -> None:
+def test_second_pull_request_from_a_branch_is_422(
+    gh: FakeGitHub, http: httpx.Client, tmp_path: Path, token: str
+) -> None:
     push_branch(gh, tmp_path, token, "cra/issue-1")
     fields = {"title": "t", "head": "cra/issue-1", "base": "main"}
 
@@ -296,14 +328,16 @@ def test_pull_list_filters_on_head_and_state(gh: FakeGitHub, http: httpx.Client)
     gh.add_pull(REPO, head="cra/issue-1", state="closed")
     gh.add_pull(REPO, head="other")
 
-    found = http.get(f"/repos/{REPO}/pulls", params={"head": "acme:cra/issue-1",
-                                                     "state": "open"}).json()
+    found = http.get(
+        f"/repos/{REPO}/pulls", params={"head": "acme:cra/issue-1", "state": "open"}
+    ).json()
 
     assert [p["number"] for p in found] == [1]
 
 
-def test_pull_head_follows_pushes(gh: FakeGitHub, http: httpx.Client, tmp_path: Path,
-                                  token: str) -> None:
+def test_pull_head_follows_pushes(
+    gh: FakeGitHub, http: httpx.Client, tmp_path: Path, token: str
+) -> None:
     number = gh.add_pull(REPO, head="cra/issue-1")
     sha = push_branch(gh, tmp_path, token, "cra/issue-1")
 
@@ -319,27 +353,43 @@ def test_pull_patch_and_review_comments(gh: FakeGitHub, http: httpx.Client) -> N
 
     assert (gh.pull(REPO, number).title, gh.pull(REPO, number).body) == ("new", "b")
     assert [(c["body"], c["path"], c["line"]) for c in comments] == [
-        ("rename this", "calc/ops.py", 3)]
+        ("rename this", "calc/ops.py", 3)
+    ]
 
 
-def test_check_run_goes_from_in_progress_to_completed(gh: FakeGitHub, http: httpx.Client,
-                                                      clock: ManualClock) -> None:
-    created = http.post(f"/repos/{REPO}/check-runs", json={
-        "name": "cra", "head_sha": "a" * 40, "status": "in_progress",
-        "output": {"title": "Running", "summary": "step 1"}}).json()
+def test_check_run_goes_from_in_progress_to_completed(
+    gh: FakeGitHub, http: httpx.Client, clock: ManualClock
+) -> None:
+    created = http.post(
+        f"/repos/{REPO}/check-runs",
+        json={
+            "name": "cra",
+            "head_sha": "a" * 40,
+            "status": "in_progress",
+            "output": {"title": "Running", "summary": "step 1"},
+        },
+    ).json()
     clock.advance(30)
-    http.patch(f"/repos/{REPO}/check-runs/{created['id']}", json={
-        "conclusion": "success", "output": {"title": "Done", "summary": "all green"}})
+    http.patch(
+        f"/repos/{REPO}/check-runs/{created['id']}",
+        json={"conclusion": "success", "output": {"title": "Done", "summary": "all green"}},
+    )
 
     [run] = gh.check_runs(REPO)
     assert (run.status, run.conclusion, run.title, run.summary) == (
-        "completed", "success", "Done", "all green")
+        "completed",
+        "success",
+        "Done",
+        "all green",
+    )
     assert run.completed_at == clock()
 
 
 def test_check_run_completed_without_conclusion_is_422(http: httpx.Client) -> None:
-    answer = http.post(f"/repos/{REPO}/check-runs",
-                       json={"name": "cra", "head_sha": "a" * 40, "status": "completed"})
+    answer = http.post(
+        f"/repos/{REPO}/check-runs",
+        json={"name": "cra", "head_sha": "a" * 40, "status": "completed"},
+    )
     assert answer.status_code == 422
 
 
@@ -353,13 +403,15 @@ def test_fail_next_answers_once_then_recovers(gh: FakeGitHub, http: httpx.Client
     assert http.get(f"/repos/{REPO}").status_code == 200
 
 
-def test_fail_next_secondary_rate_limit_carries_retry_after(gh: FakeGitHub,
-                                                            http: httpx.Client) -> None:
+def test_fail_next_secondary_rate_limit_carries_retry_after(
+    gh: FakeGitHub, http: httpx.Client
+) -> None:
     gh.fail_next("POST", r"/comments$", 403, retry_after=7, times=2)
     number = gh.add_issue(REPO)
 
-    answers = [http.post(f"/repos/{REPO}/issues/{number}/comments", json={"body": "x"})
-               for _ in range(3)]
+    answers = [
+        http.post(f"/repos/{REPO}/issues/{number}/comments", json={"body": "x"}) for _ in range(3)
+    ]
 
     assert [a.status_code for a in answers] == [403, 403, 201]
     assert answers[0].headers["Retry-After"] == "7"
@@ -391,8 +443,9 @@ def test_git_answers_401_with_a_basic_challenge(gh: FakeGitHub) -> None:
     assert answer.headers["WWW-Authenticate"] == 'Basic realm="fake"'
 
 
-def test_clone_with_an_expired_token_is_403(gh: FakeGitHub, tmp_path: Path, token: str,
-                                            clock: ManualClock) -> None:
+def test_clone_with_an_expired_token_is_403(
+    gh: FakeGitHub, tmp_path: Path, token: str, clock: ManualClock
+) -> None:
     clock.advance(3601)
     basic = httpx.BasicAuth("x-access-token", token)
 
@@ -410,8 +463,7 @@ def test_pushed_branch_is_visible(gh: FakeGitHub, tmp_path: Path, token: str) ->
     assert gh.branch_sha(REPO, "nope") is None
 
 
-def test_large_push_with_a_chunked_body_lands(gh: FakeGitHub, tmp_path: Path,
-                                             token: str) -> None:
+def test_large_push_with_a_chunked_body_lands(gh: FakeGitHub, tmp_path: Path, token: str) -> None:
     work = tmp_path / "work"
     git(tmp_path, "clone", "-q", f"{gh.git_url}/{REPO}.git", str(work), env=auth_env(token))
     git_in(work, "checkout", "-q", "-b", "big")
@@ -449,10 +501,14 @@ def test_gzip_request_bodies_are_inflated(gh: FakeGitHub, token: str) -> None:
     request = f"0032want {head}\n".encode() + b"00000009done\n"
 
     answer = httpx.post(
-        f"{gh.git_url}/{REPO}.git/git-upload-pack", content=gzip.compress(request),
+        f"{gh.git_url}/{REPO}.git/git-upload-pack",
+        content=gzip.compress(request),
         auth=httpx.BasicAuth("x-access-token", token),
-        headers={"Content-Type": "application/x-git-upload-pack-request",
-                 "Content-Encoding": "gzip"})
+        headers={
+            "Content-Type": "application/x-git-upload-pack-request",
+            "Content-Encoding": "gzip",
+        },
+    )
 
     assert answer.status_code == 200
     assert answer.content.startswith(b"0008NAK\n")
@@ -464,4 +520,6 @@ def test_pygithub_reads_the_fake_like_an_enterprise_server(gh: FakeGitHub, token
     with Github(base_url=gh.api_url, auth=Auth.Token(token)) as client:
         repo = client.get_repo(REPO)
         assert (repo.default_branch, repo.get_collaborator_role_name("alice")) == (
-            "main", "maintain")
+            "main",
+            "maintain",
+        )

@@ -148,6 +148,7 @@ def test_a_responder_answers_what_nothing_scripted_answers() -> None:
         server.respond_with(lambda request: f"echo {request.stage}")
         config = ModelConfig(model="m", base_url=server.url, max_retries=0)
         with HTTPChatModel(config) as model:
-            answers = [model.complete("s", "u", stage=stage).text
-                       for stage in ("plan", "plan", "judge")]
+            answers = [
+                model.complete("s", "u", stage=stage).text for stage in ("plan", "plan", "judge")
+            ]
     assert answers == ["scripted", "echo plan", "echo judge"]

@@ -23,8 +23,15 @@ from tests.fakes.repos import (
 def run_tests(project: Path) -> subprocess.CompletedProcess[str]:
     """Run the project's configured test command the way a user would."""
     command = tomllib.loads((project / "cra.toml").read_text())["testing"]["test_command"]
-    return subprocess.run(command, shell=True, cwd=project, capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin"}, check=False)
+    return subprocess.run(
+        command,
+        shell=True,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+        check=False,
+    )
 
 
 def test_the_buggy_project_fails_exactly_test_mul(tmp_path: Path) -> None:

@@ -65,9 +65,11 @@ def test_the_files_doctests_are_read_from() -> None:
 
 
 def test_a_changed_expected_value_is_a_changed_example() -> None:
-    assert changed_examples("calc/ops.py", OPS, OPS.replace("    6\n    \"\"\"\n    return a",
-                                                            "    7\n    \"\"\"\n    return a")) \
-        == ["mul"]
+    assert changed_examples(
+        "calc/ops.py",
+        OPS,
+        OPS.replace('    6\n    """\n    return a', '    7\n    """\n    return a'),
+    ) == ["mul"]
 
 
 def test_a_removed_example_is_a_changed_example() -> None:
@@ -76,21 +78,21 @@ def test_a_removed_example_is_a_changed_example() -> None:
 
 
 def test_a_changed_example_source_or_option_is_a_changed_example() -> None:
-    assert changed_examples("calc/ops.py", OPS, OPS.replace("mul(2, 3)", "mul(2, 4)")) \
-        == ["mul"]
+    assert changed_examples("calc/ops.py", OPS, OPS.replace("mul(2, 3)", "mul(2, 4)")) == ["mul"]
     skipped = OPS.replace(">>> mul(2, 3)", ">>> mul(2, 3)  # doctest: +SKIP")
     assert changed_examples("calc/ops.py", OPS, skipped) == ["mul"]
 
 
 def test_a_removed_owner_is_a_changed_example() -> None:
-    gone = OPS[:OPS.index("def mul")] + "mul = lambda a, b: a * b\n"
+    gone = OPS[: OPS.index("def mul")] + "mul = lambda a, b: a * b\n"
     assert changed_examples("calc/ops.py", OPS, gone) == ["mul", "__test__.edge"]
 
 
 def test_a_code_change_and_added_examples_are_no_change() -> None:
     assert changed_examples("calc/ops.py", OPS, FIXED) == []
-    more = FIXED.replace(MUL_SEEN, "    >>> mul(0, 1)\n    0\n" + MUL_SEEN
-                         + "    >>> mul(4, 5)\n    20\n")
+    more = FIXED.replace(
+        MUL_SEEN, "    >>> mul(0, 1)\n    0\n" + MUL_SEEN + "    >>> mul(4, 5)\n    20\n"
+    )
     assert changed_examples("calc/ops.py", OPS, more) == []
     assert changed_examples("calc/ops.py", OPS, FIXED.replace("Return a × b.", "a × b")) == []
 
@@ -112,8 +114,9 @@ def test_an_unreadable_version_compares_the_files_examples_in_order() -> None:
 
 def test_a_text_file_is_all_examples() -> None:
     text = "Usage\n=====\n\n>>> from calc import mul\n>>> mul(2, 3)\n6\n"
-    assert examples("docs/usage.rst", text) == {"": [("from calc import mul\n", ""),
-                                                      ("mul(2, 3)\n", "6\n")]}
+    assert examples("docs/usage.rst", text) == {
+        "": [("from calc import mul\n", ""), ("mul(2, 3)\n", "6\n")]
+    }
     assert changed_examples("docs/usage.rst", text, text.replace("Usage", "How to")) == []
     assert changed_examples("docs/usage.rst", text, text.replace("6\n", "7\n")) == [""]
     assert with_examples_of("docs/usage.rst", text.replace("6\n", "7\n"), text) == text
@@ -121,12 +124,13 @@ def test_a_text_file_is_all_examples() -> None:
 
 def test_the_new_code_takes_the_old_docstrings() -> None:
     weakened = FIXED.replace(MUL_SEEN, "    >>> mul(2, 3)\n    7\n").replace(
-        '"edge": """\n>>> mul(0, 5)', '"edge": """\n>>> mul(0, 6)')
+        '"edge": """\n>>> mul(0, 5)', '"edge": """\n>>> mul(0, 6)'
+    )
     assert with_examples_of("calc/ops.py", weakened, OPS) == FIXED
 
 
 def test_the_examples_of_a_removed_owner_stay_out_and_the_code_changes_stay_in() -> None:
-    gone = FIXED[:FIXED.index("def mul")] + "mul = lambda a, b: a * b\n"
+    gone = FIXED[: FIXED.index("def mul")] + "mul = lambda a, b: a * b\n"
     assert with_examples_of("calc/ops.py", gone, OPS) == gone
     weakened = gone.replace(">>> Calc().double(3)\n        6", ">>> Calc().double(3)\n        7")
     assert with_examples_of("calc/ops.py", weakened, OPS) == gone  # the others put back
@@ -142,10 +146,11 @@ def test_docstrings_are_put_back_exactly_past_a_byte_order_mark_and_crlf_endings
     windows = "\ufeff" + OPS.replace("\n", "\r\n")
     weakened = windows.replace("a * b + 1", "a * b").replace("    6\r\n", "    7\r\n")
     assert with_examples_of("calc/ops.py", weakened, windows) == "\ufeff" + FIXED.replace(
-        "\n", "\r\n")
+        "\n", "\r\n"
+    )
 
 
-RUST = '''//! A calculator.
+RUST = """//! A calculator.
 //!
 //! ```
 //! assert_eq!(calc::add(1, 1), 2);
@@ -159,12 +164,13 @@ RUST = '''//! A calculator.
 pub fn mul(a: i64, b: i64) -> i64 {
     a + b
 }
-'''
+"""
 
 
 def test_the_doc_tests_of_a_rust_file_are_the_code_blocks_of_its_doc_comments() -> None:
-    assert examples("src/lib.rs", RUST) == {"": [("", "assert_eq!(calc::add(1, 1), 2);"),
-                                                  ("", "assert_eq!(calc::mul(2, 3), 6);")]}
+    assert examples("src/lib.rs", RUST) == {
+        "": [("", "assert_eq!(calc::add(1, 1), 2);"), ("", "assert_eq!(calc::mul(2, 3), 6);")]
+    }
     assert examples("src/lib.rs", "//// ```\n//// not a doc\n//// ```\nfn f() {}\n") == {}
 
 
@@ -172,6 +178,7 @@ def test_a_rust_doc_test_rewritten_or_switched_off_is_a_changed_example() -> Non
     fixed = RUST.replace("    a + b", "    a * b")
     assert changed_examples("src/lib.rs", RUST, fixed) == []
     assert changed_examples("src/lib.rs", RUST, fixed.replace("3), 6)", "3), 5)")) == [""]
-    assert changed_examples("src/lib.rs", RUST, RUST.replace("/// ```\n/// assert",
-                                                             "/// ```ignore\n/// assert")) == [""]
+    assert changed_examples(
+        "src/lib.rs", RUST, RUST.replace("/// ```\n/// assert", "/// ```ignore\n/// assert")
+    ) == [""]
     assert with_examples_of("src/lib.rs", fixed, RUST) is None

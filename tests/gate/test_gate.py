@@ -19,45 +19,48 @@ from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
 # --- the gate files --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("path", "role"), [
-    ("cra.toml", "cra_config"),
-    (".github/cra.toml", "cra_config"),
-    ("conftest.py", "runner_config"),
-    ("src/pkg/tests/conftest.py", "runner_config"),
-    ("pytest.ini", "runner_config"),
-    ("tox.ini", "runner_config"),
-    ("jest.config.ts", "runner_config"),
-    ("web/vitest.config.mjs", "runner_config"),
-    (".mocharc.yml", "runner_config"),
-    ("pytest.toml", "runner_config"),  # pytest 9 reads it before any other
-    (".pytest.toml", "runner_config"),
-    ("web/vite.config.ts", "runner_config"),  # vitest reads its `test` section
-    ("tests/test_ops.py", "test"),
-    ("calc/tests.py", "test"),  # Django's layout
-    ("tests.py", "test"),
-    ("pkg/ops_tests.py", "test"),
-    ("pkg/testmath.py", "test"),  # unittest discovers test*.py
-    ("testdata/mul.txt", "test"),  # what a test compares against
-    ("pkg/testdata/input.json", "test"),
-    ("src/snapshots/calc__mul.snap", "test"),
-    ("web/__snapshots__/app.test.js.snap", "test"),
-    ("fixtures/users.json", "test"),
-    ("docs/testimonials.md", None),
-    ("pkg/ops_test.go", "test"),
-    ("src/sum.test.js", "test"),
-    ("lib/calc-test.js", "test"),  # node --test's defaults
-    ("test-more.mjs", "test"),
-    ("docs/load-test.md", None),
-    (".npmrc", "runner_config"),  # script-shell=/bin/true: `npm test` exits 0
-    ("web/.yarnrc.yml", "runner_config"),
-    (".cargo/config.toml", "runner_config"),  # a runner, an alias, rustflags
-    ("crates/calc/.cargo/config", "runner_config"),
-    ("config.toml", None),
-    ("src/lib.rs", None),  # its tests inside it count: see gate_changes
-    ("calc/ops.py", None),
-    ("pyproject.toml", None),
-    ("docs/cra.toml", None),
-])
+@pytest.mark.parametrize(
+    ("path", "role"),
+    [
+        ("cra.toml", "cra_config"),
+        (".github/cra.toml", "cra_config"),
+        ("conftest.py", "runner_config"),
+        ("src/pkg/tests/conftest.py", "runner_config"),
+        ("pytest.ini", "runner_config"),
+        ("tox.ini", "runner_config"),
+        ("jest.config.ts", "runner_config"),
+        ("web/vitest.config.mjs", "runner_config"),
+        (".mocharc.yml", "runner_config"),
+        ("pytest.toml", "runner_config"),  # pytest 9 reads it before any other
+        (".pytest.toml", "runner_config"),
+        ("web/vite.config.ts", "runner_config"),  # vitest reads its `test` section
+        ("tests/test_ops.py", "test"),
+        ("calc/tests.py", "test"),  # Django's layout
+        ("tests.py", "test"),
+        ("pkg/ops_tests.py", "test"),
+        ("pkg/testmath.py", "test"),  # unittest discovers test*.py
+        ("testdata/mul.txt", "test"),  # what a test compares against
+        ("pkg/testdata/input.json", "test"),
+        ("src/snapshots/calc__mul.snap", "test"),
+        ("web/__snapshots__/app.test.js.snap", "test"),
+        ("fixtures/users.json", "test"),
+        ("docs/testimonials.md", None),
+        ("pkg/ops_test.go", "test"),
+        ("src/sum.test.js", "test"),
+        ("lib/calc-test.js", "test"),  # node --test's defaults
+        ("test-more.mjs", "test"),
+        ("docs/load-test.md", None),
+        (".npmrc", "runner_config"),  # script-shell=/bin/true: `npm test` exits 0
+        ("web/.yarnrc.yml", "runner_config"),
+        (".cargo/config.toml", "runner_config"),  # a runner, an alias, rustflags
+        ("crates/calc/.cargo/config", "runner_config"),
+        ("config.toml", None),
+        ("src/lib.rs", None),  # its tests inside it count: see gate_changes
+        ("calc/ops.py", None),
+        ("pyproject.toml", None),
+        ("docs/cra.toml", None),
+    ],
+)
 def test_gate_roles_by_name(path: str, role: str | None) -> None:
     assert gate_role(path) == role
 
@@ -70,17 +73,21 @@ def test_the_test_command_names_its_own_files() -> None:
     assert command_files(None) == set()
 
 
-PYPROJECT = '[project]\nname = "calc"\ndependencies = []\n\n[tool.pytest.ini_options]\n' \
-            'addopts = "-q"\n'
+PYPROJECT = (
+    '[project]\nname = "calc"\ndependencies = []\n\n[tool.pytest.ini_options]\naddopts = "-q"\n'
+)
 
 
 def test_a_sectioned_file_is_a_gate_file_only_when_its_test_sections_change() -> None:
     new_dependency = PYPROJECT.replace("[]", '["attrs"]')
-    deselect = PYPROJECT.replace('"-q"', '"-q -k \'not mul\'"')
+    deselect = PYPROJECT.replace('"-q"', "\"-q -k 'not mul'\"")
     assert gate_changes({"pyproject.toml": (PYPROJECT, new_dependency)}, None) == []
     [change] = gate_changes({"pyproject.toml": (PYPROJECT, deselect)}, None)
-    assert (change.path, change.role, change.status) == ("pyproject.toml", "runner_config",
-                                                         "modified")
+    assert (change.path, change.role, change.status) == (
+        "pyproject.toml",
+        "runner_config",
+        "modified",
+    )
 
 
 def test_setup_cfg_and_package_json_sections() -> None:
@@ -99,16 +106,22 @@ def test_the_task_runners_sections_of_pyproject() -> None:
     poe = '[project]\nname = "calc"\n\n[tool.poe.tasks]\ntest = "pytest -q"\n'
     for text in (pdm, poe):
         assert gate_changes({"pyproject.toml": (text, text.replace("pytest -q", "true"))}, None)
-        assert gate_changes({"pyproject.toml": (text, text.replace('"calc"', '"c2"'))},
-                            None) == []
+        assert gate_changes({"pyproject.toml": (text, text.replace('"calc"', '"c2"'))}, None) == []
 
 
 def test_created_and_deleted_gate_files() -> None:
-    changes = gate_changes({"conftest.py": (None, "x = 1\n"),
-                            "tests/test_a.py": ("def test_a(): pass\n", None),
-                            "calc/ops.py": ("a\n", "b\n")}, None)
-    assert [(c.path, c.status) for c in changes] == [("conftest.py", "created"),
-                                                     ("tests/test_a.py", "deleted")]
+    changes = gate_changes(
+        {
+            "conftest.py": (None, "x = 1\n"),
+            "tests/test_a.py": ("def test_a(): pass\n", None),
+            "calc/ops.py": ("a\n", "b\n"),
+        },
+        None,
+    )
+    assert [(c.path, c.status) for c in changes] == [
+        ("conftest.py", "created"),
+        ("tests/test_a.py", "deleted"),
+    ]
 
 
 def test_tests_are_placed_in_their_files() -> None:
@@ -120,13 +133,19 @@ def test_tests_are_placed_in_their_files() -> None:
 
 # --- the verdict -----------------------------------------------------------------------------
 
-ADD, SUB, MUL = ("tests/test_ops.py::test_add", "tests/test_ops.py::test_sub",
-                 "tests/test_ops.py::test_mul")
+ADD, SUB, MUL = (
+    "tests/test_ops.py::test_add",
+    "tests/test_ops.py::test_sub",
+    "tests/test_ops.py::test_mul",
+)
 
 
 def run(
-    outcomes: dict[str, TestOutcome] | None = None, *, exit_code: int | None = None,
-    source: str = "junit", timed_out: bool = False,
+    outcomes: dict[str, TestOutcome] | None = None,
+    *,
+    exit_code: int | None = None,
+    source: str = "junit",
+    timed_out: bool = False,
 ) -> ValidationResult:
     """A test run with per-test outcomes as a JUnit report would give them."""
     outcomes = outcomes or {}
@@ -134,15 +153,29 @@ def run(
     passing = [t for t, o in outcomes.items() if o == "passed"]
     if exit_code is None and not timed_out:
         exit_code = 1 if failing else 0
-    counts = None if source == "none" else TestCounts(
-        passed=len(passing), failed=len(failing),
-        skipped=sum(o == "skipped" for o in outcomes.values()),
-        xfailed=sum(o == "xfailed" for o in outcomes.values()))
-    report = TestReport(source=source, counts=counts,  # type: ignore[arg-type]
-                        outcomes=outcomes if source in ("junit", "names") else {})
-    return ValidationResult(success=exit_code == 0 and not timed_out, exit_code=exit_code,
-                            failing_tests=failing, passing_tests=passing, report=report,
-                            timed_out=timed_out)
+    counts = (
+        None
+        if source == "none"
+        else TestCounts(
+            passed=len(passing),
+            failed=len(failing),
+            skipped=sum(o == "skipped" for o in outcomes.values()),
+            xfailed=sum(o == "xfailed" for o in outcomes.values()),
+        )
+    )
+    report = TestReport(
+        source=source,
+        counts=counts,  # type: ignore[arg-type]
+        outcomes=outcomes if source in ("junit", "names") else {},
+    )
+    return ValidationResult(
+        success=exit_code == 0 and not timed_out,
+        exit_code=exit_code,
+        failing_tests=failing,
+        passing_tests=passing,
+        report=report,
+        timed_out=timed_out,
+    )
 
 
 RED = run({ADD: "passed", SUB: "passed", MUL: "failed"})
@@ -158,10 +191,14 @@ def test_a_test_that_passed_before_and_fails_does_not_pass_though_the_command_ex
     verdict = judge(RED, hidden, targets=[MUL])
     assert not verdict.passed
     assert verdict.problems == [
-        "1 test(s) passed before and now fail (though the test command exited 0): " + ADD]
+        "1 test(s) passed before and now fail (though the test command exited 0): " + ADD
+    ]
     assert judge(RED, hidden, targets=[MUL], allowed=lambda t: t == ADD).passed  # declared
-    assert judge(run({ADD: "failed", MUL: "failed"}, exit_code=0),  # failed at the baseline
-                 run({ADD: "failed", MUL: "passed"}, exit_code=0), targets=[MUL]).passed
+    assert judge(
+        run({ADD: "failed", MUL: "failed"}, exit_code=0),  # failed at the baseline
+        run({ADD: "failed", MUL: "passed"}, exit_code=0),
+        targets=[MUL],
+    ).passed
 
 
 def test_a_deleted_test_does_not_pass_even_when_everything_left_passes() -> None:
@@ -211,8 +248,9 @@ def test_counts_guard_runners_that_do_not_name_their_tests() -> None:
     skipped = run({ADD: "passed", SUB: "passed", MUL: "skipped"}, source="summary")
     assert not judge(before, fewer).passed
     assert not judge(before, skipped).passed
-    assert judge(before, run({ADD: "passed", SUB: "passed", MUL: "passed"},
-                             source="summary")).passed
+    assert judge(
+        before, run({ADD: "passed", SUB: "passed", MUL: "passed"}, source="summary")
+    ).passed
 
 
 def test_new_tests_are_welcome() -> None:
@@ -221,8 +259,9 @@ def test_new_tests_are_welcome() -> None:
 
 
 def test_a_target_that_no_longer_exists_does_not_pass() -> None:
-    verdict = judge(RED, run({ADD: "passed", SUB: "passed", "tests/test_x.py::t": "passed"}),
-                    targets=[MUL])
+    verdict = judge(
+        RED, run({ADD: "passed", SUB: "passed", "tests/test_x.py::t": "passed"}), targets=[MUL]
+    )
     assert not verdict.passed
 
 
@@ -269,12 +308,30 @@ def test_a_file_that_could_not_be_collected_runs_once_its_tests_do() -> None:
     assert not judge(before, run({ADD: "passed"}), targets=["tests/test_flags.py"]).passed
 
 
-@pytest.mark.parametrize("path", [
-    "calc/ops.py", "src/app/main.go", "README.md", "docs/conf.py", "lib/index.js",
-    "tests/test_ops.py", "conftest.py", "sub/conftest.py", "pytest.ini", "tox.ini",
-    "setup.cfg", "pyproject.toml", "package.json", "jest.config.js", "run_tests.sh",
-    "cra.toml", ".github/cra.toml", "spec/widget.spec.ts", "pkg/ops_test.go",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [
+        "calc/ops.py",
+        "src/app/main.go",
+        "README.md",
+        "docs/conf.py",
+        "lib/index.js",
+        "tests/test_ops.py",
+        "conftest.py",
+        "sub/conftest.py",
+        "pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "package.json",
+        "jest.config.js",
+        "run_tests.sh",
+        "cra.toml",
+        ".github/cra.toml",
+        "spec/widget.spec.ts",
+        "pkg/ops_test.go",
+    ],
+)
 def test_only_files_that_may_be_gate_files_can_change_the_gate(path: str) -> None:
     command = "sh run_tests.sh && pytest -q"
     change = {path: ("[tool.pytest.ini_options]\naddopts = '-q'\n", "x = 1\n")}
@@ -317,16 +374,25 @@ def test_a_change_to_a_rust_files_tests_is_a_test_change_of_that_file_only() -> 
     weakened = FIXED_RS.replace("mul(2, 3), 6", "mul(2, 3), 5")
     [change] = gate_changes({"src/lib.rs": (LIB_RS, weakened)}, "cargo test")
     assert (change.path, change.role, change.status, change.tests_only) == (
-        "src/lib.rs", "test", "modified", True)
+        "src/lib.rs",
+        "test",
+        "modified",
+        True,
+    )
     assert may_be_gate_file("src/lib.rs", "cargo test")
     # a new source file brings its own tests: welcome, and nothing to run the old way
     assert gate_changes({"src/new.rs": (None, LIB_RS)}, "cargo test") == []
 
 
-@pytest.mark.parametrize("added", [
-    "[lib]\ntest = false\n", '[[test]]\nname = "it"\nharness = false\n',
-    "[features]\ndefault = []\n", "[profile.test]\nopt-level = 1\n",
-])
+@pytest.mark.parametrize(
+    "added",
+    [
+        "[lib]\ntest = false\n",
+        '[[test]]\nname = "it"\nharness = false\n',
+        "[features]\ndefault = []\n",
+        "[profile.test]\nopt-level = 1\n",
+    ],
+)
 def test_cargo_toml_counts_where_it_says_what_cargo_test_runs(added: str) -> None:
     before = '[package]\nname = "calc"\nversion = "0.1.0"\n\n[dependencies]\n'
     [change] = gate_changes({"Cargo.toml": (before, before + added)}, "cargo test")
@@ -355,7 +421,8 @@ def test_a_run_that_stopped_before_every_test_ran_never_passes() -> None:
     red = run({"tests::muls": "failed", "tests::adds": "passed"}, source="names")
     still_red = run({"tests::muls": "failed", "tests::adds": "passed"}, source="names")
     assert judge(red, still_red).passed  # an old failure may remain …
-    partial = still_red.model_copy(update={
-        "report": still_red.report.model_copy(update={"incomplete": stopped})})
+    partial = still_red.model_copy(
+        update={"report": still_red.report.model_copy(update={"incomplete": stopped})}
+    )
     verdict = judge(red, partial)  # … but not when the targets after it never ran
     assert not verdict.passed and verdict.problems == [f"not every test ran: {stopped}"]

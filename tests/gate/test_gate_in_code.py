@@ -35,7 +35,11 @@ def run_nowhere(path: str) -> bool:
 def test_a_changed_doctest_expected_value_is_a_test_change_where_the_tests_run_doctests() -> None:
     [change] = gate_changes({"calc/ops.py": (OPS, WEAKENED)}, None, run_everywhere)
     assert (change.path, change.role, change.status, change.tests_only) == (
-        "calc/ops.py", "test", "modified", True)
+        "calc/ops.py",
+        "test",
+        "modified",
+        True,
+    )
     assert "doctest examples changed or removed (mul)" in change.reason
 
 
@@ -62,8 +66,7 @@ def test_the_repository_is_asked_whether_it_runs_doctests_only_when_examples_cha
         asked.append(path)
         return True
 
-    gate_changes({"calc/ops.py": (OPS, FIXED), "README.md": ("a\n", "b\n")}, None,
-                 runs_doctests)
+    gate_changes({"calc/ops.py": (OPS, FIXED), "README.md": ("a\n", "b\n")}, None, runs_doctests)
     assert asked == []
     gate_changes({"calc/ops.py": (OPS, WEAKENED)}, None, runs_doctests)
     assert asked == ["calc/ops.py"]
@@ -74,14 +77,18 @@ def test_a_doctest_text_file_the_tests_run_is_a_test() -> None:
     [change] = gate_changes({"docs/usage.rst": (USAGE, weakened)}, None, run_everywhere)
     assert (change.role, change.tests_only) == ("test", True)
     assert "(the file)" in change.reason
-    assert gate_changes({"docs/usage.rst": (USAGE, USAGE + "\nMore prose.\n")}, None,
-                        run_everywhere) == []
+    assert (
+        gate_changes({"docs/usage.rst": (USAGE, USAGE + "\nMore prose.\n")}, None, run_everywhere)
+        == []
+    )
 
 
 def test_a_rewritten_rust_doc_test_is_a_test_change_even_beside_changed_test_items() -> None:
-    lib = ("/// ```\n/// assert_eq!(calc::mul(2, 3), 6);\n/// ```\n"
-           "pub fn mul(a: i64, b: i64) -> i64 {\n    a + b\n}\n\n"
-           "#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {}\n}\n")
+    lib = (
+        "/// ```\n/// assert_eq!(calc::mul(2, 3), 6);\n/// ```\n"
+        "pub fn mul(a: i64, b: i64) -> i64 {\n    a + b\n}\n\n"
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {}\n}\n"
+    )
     weakened = lib.replace("3), 6)", "3), 5)")
     [change] = gate_changes({"src/lib.rs": (lib, weakened)}, None, run_everywhere)
     assert (change.role, change.tests_only) == ("test", True)
@@ -93,10 +100,10 @@ def test_a_rewritten_rust_doc_test_is_a_test_change_even_beside_changed_test_ite
 
 def test_package_code_that_patches_pytest_is_a_runner_config_change() -> None:
     [change] = gate_changes({"calc/__init__.py": (INIT, PATCHES_PYTEST)}, None)
-    assert (change.role, change.status, change.tests_only) == ("runner_config", "modified",
-                                                               False)
+    assert (change.role, change.status, change.tests_only) == ("runner_config", "modified", False)
     assert change.reason.startswith(
-        "calc/__init__.py now reaches into the test runner (`_pytest`, ")
+        "calc/__init__.py now reaches into the test runner (`_pytest`, "
+    )
     assert "like a conftest.py" in change.reason
 
 
@@ -124,16 +131,22 @@ def test_a_pytest11_entry_point_is_a_runner_config_change() -> None:
     pyproject = '[project]\nname = "calc"\n'
     cfg = "[metadata]\nname = calc\n"
     plugins = {
-        "pyproject.toml": (pyproject, pyproject + '\n[project.entry-points.pytest11]\n'
-                                                  'calc = "calc._plugin"\n'),
+        "pyproject.toml": (
+            pyproject,
+            pyproject + '\n[project.entry-points.pytest11]\ncalc = "calc._plugin"\n',
+        ),
         "setup.cfg": (cfg, cfg + "[options.entry_points]\npytest11 =\n    calc = calc._p\n"),
-        "setup.py": ("from setuptools import setup\nsetup()\n",
-                     "from setuptools import setup\nsetup(entry_points={'pytest11': []})\n"),
+        "setup.py": (
+            "from setuptools import setup\nsetup()\n",
+            "from setuptools import setup\nsetup(entry_points={'pytest11': []})\n",
+        ),
     }
     changes = gate_changes(plugins, None)
-    assert [(c.path, c.role) for c in changes] == [("pyproject.toml", "runner_config"),
-                                                   ("setup.cfg", "runner_config"),
-                                                   ("setup.py", "runner_config")]
+    assert [(c.path, c.role) for c in changes] == [
+        ("pyproject.toml", "runner_config"),
+        ("setup.cfg", "runner_config"),
+        ("setup.py", "runner_config"),
+    ]
 
 
 def test_the_rejection_asks_to_leave_doctests_and_pytest_alone() -> None:

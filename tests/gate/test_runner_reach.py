@@ -6,7 +6,7 @@ from __future__ import annotations
 from agent.gate.runner_reach import new_references, references
 
 INIT = '"""A calculator: run its tests with pytest."""\n\nfrom calc.ops import mul\n'
-PATCH = '''import _pytest.reports
+PATCH = """import _pytest.reports
 
 _made = _pytest.reports.TestReport.from_item_and_call
 
@@ -18,7 +18,7 @@ def _passed(item, call):
 
 
 _pytest.reports.TestReport.from_item_and_call = _passed
-'''
+"""
 
 
 def test_importing_and_patching_pytests_internals_is_a_new_reference() -> None:
@@ -28,16 +28,19 @@ def test_importing_and_patching_pytests_internals_is_a_new_reference() -> None:
 
 
 def test_plugins_hooks_and_sys_modules_games_are_new_references() -> None:
-    assert new_references(INIT, INIT + 'pytest_plugins = ["calc.plugin"]\n') \
-        == ["pytest_plugins"]
-    assert new_references(INIT, INIT + "def pytest_collection_modifyitems(items):\n"
-                          "    items.clear()\n") == ["def pytest_collection_modifyitems"]
-    assert new_references(INIT, INIT + 'import sys\nsys.modules["_pytest.runner"].x = 1\n') \
-        == ["'_pytest.runner'"]
-    assert new_references(INIT, INIT + "from pluggy import HookimplMarker\n") \
-        == ["from pluggy import HookimplMarker"]
-    assert new_references(INIT, INIT + 'import os\nos.environ["PYTEST_ADDOPTS"] = "-x"\n') \
-        == ["'PYTEST_ADDOPTS'"]
+    assert new_references(INIT, INIT + 'pytest_plugins = ["calc.plugin"]\n') == ["pytest_plugins"]
+    assert new_references(
+        INIT, INIT + "def pytest_collection_modifyitems(items):\n    items.clear()\n"
+    ) == ["def pytest_collection_modifyitems"]
+    assert new_references(INIT, INIT + 'import sys\nsys.modules["_pytest.runner"].x = 1\n') == [
+        "'_pytest.runner'"
+    ]
+    assert new_references(INIT, INIT + "from pluggy import HookimplMarker\n") == [
+        "from pluggy import HookimplMarker"
+    ]
+    assert new_references(INIT, INIT + 'import os\nos.environ["PYTEST_ADDOPTS"] = "-x"\n') == [
+        "'PYTEST_ADDOPTS'"
+    ]
 
 
 def test_an_entry_point_in_setup_py_is_a_new_reference() -> None:
@@ -54,8 +57,9 @@ def test_references_the_file_already_made_are_not_new() -> None:
 
 
 def test_prose_and_comments_are_no_reference() -> None:
-    documented = INIT + '\n\ndef mul2(a):\n    """Tested by pytest."""\n    # see pytest\n' \
-                        "    return 2 * a\n"
+    documented = (
+        INIT + '\n\ndef mul2(a):\n    """Tested by pytest."""\n    # see pytest\n    return 2 * a\n'
+    )
     assert new_references(INIT, documented) == []
     assert references(documented) == set()
 

@@ -35,10 +35,11 @@ def test_the_test_items_of_a_file_are_its_cfg_test_modules_and_test_functions() 
 
 
 def test_attributes_that_do_not_make_a_test() -> None:
-    text = ('#[cfg(feature = "x")]\nmod x {}\n#[cfg_attr(test, derive(Debug))]\nstruct S;\n'
-            "#[tokio::test]\nasync fn t() {}\n#[cfg(all(test, unix))]\nmod u;\n")
-    assert items_of(text) == ["#[tokio::test]\nasync fn t() {}",
-                              "#[cfg(all(test, unix))]\nmod u;"]
+    text = (
+        '#[cfg(feature = "x")]\nmod x {}\n#[cfg_attr(test, derive(Debug))]\nstruct S;\n'
+        "#[tokio::test]\nasync fn t() {}\n#[cfg(all(test, unix))]\nmod u;\n"
+    )
+    assert items_of(text) == ["#[tokio::test]\nasync fn t() {}", "#[cfg(all(test, unix))]\nmod u;"]
 
 
 def test_a_file_that_is_all_tests() -> None:

@@ -27,14 +27,15 @@ commands = pytest
 
 
 def test_pyproject_keeps_its_new_metadata_and_takes_back_its_test_sections() -> None:
-    after = (PYPROJECT.replace('version = "1.0"', 'version = "2.0"')
-             .replace('addopts = "-q"', 'addopts = "-q --deselect tests/t.py::test_x"')
-             .replace("[testenv]\n", ""))
+    after = (
+        PYPROJECT.replace('version = "1.0"', 'version = "2.0"')
+        .replace('addopts = "-q"', 'addopts = "-q --deselect tests/t.py::test_x"')
+        .replace("[testenv]\n", "")
+    )
     spliced = with_testing_sections_of("pyproject.toml", after, PYPROJECT)
     assert spliced is not None
     assert tomllib.loads(spliced)["project"]["version"] == "2.0"
-    assert sections_of("pyproject.toml", spliced) == sections_of("pyproject.toml",
-                                                                 PYPROJECT)
+    assert sections_of("pyproject.toml", spliced) == sections_of("pyproject.toml", PYPROJECT)
 
 
 def test_a_test_section_that_is_not_a_whole_table_cannot_be_spliced() -> None:
@@ -54,4 +55,5 @@ def test_setup_cfg_takes_back_its_pytest_section() -> None:
     before = "[metadata]\nname = p\n\n[tool:pytest]\naddopts = -q\n"
     after = "[metadata]\nname = q\n\n[tool:pytest]\naddopts = -p no:x\n"
     assert with_testing_sections_of("setup.cfg", after, before) == (
-        "[metadata]\nname = q\n\n[tool:pytest]\naddopts = -q\n")
+        "[metadata]\nname = q\n\n[tool:pytest]\naddopts = -q\n"
+    )

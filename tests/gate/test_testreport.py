@@ -47,8 +47,10 @@ ERROR tests/test_ops.py::test_uses_broken - RuntimeError: boom
 3 failed, 1 passed, 1 error in 0.99s
 """
 PYTEST_FAILED = [
-    "tests/test_ops.py::test_mul", "tests/test_ops.py::test_mul_param[1-1]",
-    "tests/test_ops.py::test_mul_param[0-5]", "tests/test_ops.py::test_uses_broken",
+    "tests/test_ops.py::test_mul",
+    "tests/test_ops.py::test_mul_param[1-1]",
+    "tests/test_ops.py::test_mul_param[0-5]",
+    "tests/test_ops.py::test_uses_broken",
 ]
 
 PYTEST_V = """\
@@ -260,27 +262,50 @@ AssertionError: expected 7 to be 6 // Object.is equality
 """
 
 
-@pytest.mark.parametrize(("output", "failing", "passing"), [
-    pytest.param(PYTEST_Q, PYTEST_FAILED, [], id="pytest -q"),
-    pytest.param(PYTEST_V, PYTEST_FAILED, ["tests/test_ops.py::test_add"], id="pytest -v"),
-    pytest.param(PYTEST_RA, [PYTEST_FAILED[3], *PYTEST_FAILED[:3]],
-                 ["tests/test_ops.py::test_add"], id="pytest -rA"),
-    pytest.param(PYTEST_COLOURED, ["tests/test_ops.py::test_mul"], [], id="pytest colours"),
-    pytest.param(UNITTEST_V, ["tests.test_unit.OpsTest.test_error",
-                              "tests.test_unit.OpsTest.test_mul"],
-                 ["tests.test_unit.OpsTest.test_add"], id="unittest -v"),
-    pytest.param(UNITTEST_PY310, ["tests.test_unit.OpsTest.test_mul"], [], id="unittest 3.10"),
-    pytest.param(GO_TEST_V, ["TestMul", "TestMulTable", "TestMulTable/by_zero"],
-                 ["TestAdd", "TestMulTable/by_one"], id="go test -v"),
-    pytest.param(GO_TEST, ["TestMul"], [], id="go test"),
-    pytest.param(CARGO_TEST, ["tests::multiplies"],
-                 ["tests::adds", "src/lib.rs - add"], id="cargo test"),
-    pytest.param(JEST_VERBOSE, ["src/mul.test.js", "multiplies", "math › multiplies"],
-                 ["adds", "src/sum.test.js", "sums"], id="jest --verbose"),
-    pytest.param(JEST_SUITE_ERROR, ["src/broken.test.js"], [], id="jest suite error"),
-    pytest.param(VITEST, ["math > multiplies", "src/mul.test.ts > math > multiplies"],
-                 ["src/sum.test.ts"], id="vitest"),
-])
+@pytest.mark.parametrize(
+    ("output", "failing", "passing"),
+    [
+        pytest.param(PYTEST_Q, PYTEST_FAILED, [], id="pytest -q"),
+        pytest.param(PYTEST_V, PYTEST_FAILED, ["tests/test_ops.py::test_add"], id="pytest -v"),
+        pytest.param(
+            PYTEST_RA,
+            [PYTEST_FAILED[3], *PYTEST_FAILED[:3]],
+            ["tests/test_ops.py::test_add"],
+            id="pytest -rA",
+        ),
+        pytest.param(PYTEST_COLOURED, ["tests/test_ops.py::test_mul"], [], id="pytest colours"),
+        pytest.param(
+            UNITTEST_V,
+            ["tests.test_unit.OpsTest.test_error", "tests.test_unit.OpsTest.test_mul"],
+            ["tests.test_unit.OpsTest.test_add"],
+            id="unittest -v",
+        ),
+        pytest.param(UNITTEST_PY310, ["tests.test_unit.OpsTest.test_mul"], [], id="unittest 3.10"),
+        pytest.param(
+            GO_TEST_V,
+            ["TestMul", "TestMulTable", "TestMulTable/by_zero"],
+            ["TestAdd", "TestMulTable/by_one"],
+            id="go test -v",
+        ),
+        pytest.param(GO_TEST, ["TestMul"], [], id="go test"),
+        pytest.param(
+            CARGO_TEST, ["tests::multiplies"], ["tests::adds", "src/lib.rs - add"], id="cargo test"
+        ),
+        pytest.param(
+            JEST_VERBOSE,
+            ["src/mul.test.js", "multiplies", "math › multiplies"],
+            ["adds", "src/sum.test.js", "sums"],
+            id="jest --verbose",
+        ),
+        pytest.param(JEST_SUITE_ERROR, ["src/broken.test.js"], [], id="jest suite error"),
+        pytest.param(
+            VITEST,
+            ["math > multiplies", "src/mul.test.ts > math > multiplies"],
+            ["src/sum.test.ts"],
+            id="vitest",
+        ),
+    ],
+)
 def test_test_names_are_parsed_from_each_runner(
     output: str, failing: list[str], passing: list[str]
 ) -> None:
@@ -304,36 +329,82 @@ tests/test_ops.py::test_div FAILED                                       [100%]
 
 def test_outcomes_name_skipped_and_xfailed_tests() -> None:
     assert parse_outcomes(PYTEST_SKIPS) == {
-        "tests/test_ops.py::test_add": "passed", "tests/test_ops.py::test_sub": "skipped",
-        "tests/test_ops.py::test_mul": "xfailed", "tests/test_ops.py::test_div": "failed",
+        "tests/test_ops.py::test_add": "passed",
+        "tests/test_ops.py::test_sub": "skipped",
+        "tests/test_ops.py::test_mul": "xfailed",
+        "tests/test_ops.py::test_div": "failed",
     }
 
 
-@pytest.mark.parametrize(("output", "runner", "counts"), [
-    pytest.param(PYTEST_SKIPS, "pytest",
-                 TestCounts(passed=1, failed=1, skipped=1, xfailed=1), id="pytest -v"),
-    pytest.param("..F.s\n1 failed, 3 passed, 1 skipped, 2 deselected, 1 warning in 0.12s\n",
-                 "pytest", TestCounts(passed=3, failed=1, skipped=1), id="pytest -q"),
-    pytest.param("\nno tests ran in 0.01s\n", "pytest", TestCounts(), id="pytest nothing"),
-    pytest.param("===== 2 errors in 0.30s =====\n", "pytest", TestCounts(errors=2),
-                 id="pytest collection errors"),
-    pytest.param("....\n---\nRan 6 tests in 0.001s\n\nFAILED (failures=1, errors=1, "
-                 "skipped=1, expected failures=1)\n", "unittest",
-                 TestCounts(passed=2, failed=1, errors=1, skipped=1, xfailed=1), id="unittest"),
-    pytest.param("Ran 3 tests in 0.000s\n\nOK (skipped=1)\n", "unittest",
-                 TestCounts(passed=2, skipped=1), id="unittest ok"),
-    pytest.param("test result: ok. 4 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n"
-                 "test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered "
-                 "out\n", "cargo", TestCounts(passed=5, failed=2, skipped=1), id="cargo"),
-    pytest.param("Tests:       1 failed, 2 skipped, 5 passed, 8 total\n", "js",
-                 TestCounts(passed=5, failed=1, skipped=2), id="jest"),
-    pytest.param("      Tests  1 failed | 5 passed | 1 skipped (7)\n", "js",
-                 TestCounts(passed=5, failed=1, skipped=1), id="vitest"),
-    pytest.param("  5 passing (12ms)\n  2 pending\n  1 failing\n", "js",
-                 TestCounts(passed=5, failed=1, skipped=2), id="mocha"),
-    pytest.param("ok  \texample.com/calc\t0.002s\nFAIL\texample.com/calc/mul\t0.003s\n", "go",
-                 TestCounts(passed=1, failed=1), id="go test"),
-])
+@pytest.mark.parametrize(
+    ("output", "runner", "counts"),
+    [
+        pytest.param(
+            PYTEST_SKIPS,
+            "pytest",
+            TestCounts(passed=1, failed=1, skipped=1, xfailed=1),
+            id="pytest -v",
+        ),
+        pytest.param(
+            "..F.s\n1 failed, 3 passed, 1 skipped, 2 deselected, 1 warning in 0.12s\n",
+            "pytest",
+            TestCounts(passed=3, failed=1, skipped=1),
+            id="pytest -q",
+        ),
+        pytest.param("\nno tests ran in 0.01s\n", "pytest", TestCounts(), id="pytest nothing"),
+        pytest.param(
+            "===== 2 errors in 0.30s =====\n",
+            "pytest",
+            TestCounts(errors=2),
+            id="pytest collection errors",
+        ),
+        pytest.param(
+            "....\n---\nRan 6 tests in 0.001s\n\nFAILED (failures=1, errors=1, "
+            "skipped=1, expected failures=1)\n",
+            "unittest",
+            TestCounts(passed=2, failed=1, errors=1, skipped=1, xfailed=1),
+            id="unittest",
+        ),
+        pytest.param(
+            "Ran 3 tests in 0.000s\n\nOK (skipped=1)\n",
+            "unittest",
+            TestCounts(passed=2, skipped=1),
+            id="unittest ok",
+        ),
+        pytest.param(
+            "test result: ok. 4 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n"
+            "test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered "
+            "out\n",
+            "cargo",
+            TestCounts(passed=5, failed=2, skipped=1),
+            id="cargo",
+        ),
+        pytest.param(
+            "Tests:       1 failed, 2 skipped, 5 passed, 8 total\n",
+            "js",
+            TestCounts(passed=5, failed=1, skipped=2),
+            id="jest",
+        ),
+        pytest.param(
+            "      Tests  1 failed | 5 passed | 1 skipped (7)\n",
+            "js",
+            TestCounts(passed=5, failed=1, skipped=1),
+            id="vitest",
+        ),
+        pytest.param(
+            "  5 passing (12ms)\n  2 pending\n  1 failing\n",
+            "js",
+            TestCounts(passed=5, failed=1, skipped=2),
+            id="mocha",
+        ),
+        pytest.param(
+            "ok  \texample.com/calc\t0.002s\nFAIL\texample.com/calc/mul\t0.003s\n",
+            "go",
+            TestCounts(passed=1, failed=1),
+            id="go test",
+        ),
+    ],
+)
 def test_counts_come_from_each_runners_summary(
     output: str, runner: str, counts: TestCounts
 ) -> None:
@@ -410,8 +481,10 @@ def test_node_tap_names_every_test_and_counts_its_summary() -> None:
     report = read_report(output("node_tap.txt"), None)
     assert report.source == "names" and report.runner == "tap"
     assert report.counts == TestCounts(passed=3, failed=3)
-    assert named_tests(output("node_tap.txt")) == (["extra mul", "mul", "legacy broken"],
-                                                   ["extra add", "add", "sub"])
+    assert named_tests(output("node_tap.txt")) == (
+        ["extra mul", "mul", "legacy broken"],
+        ["extra add", "add", "sub"],
+    )
 
 
 def test_node_spec_failures_are_read_once_with_the_summarys_counts() -> None:
@@ -546,22 +619,34 @@ def test_cargo_test_that_ran_every_target_is_complete(name: str) -> None:
     assert report.runner == "cargo" and report.incomplete is None
 
 
-@pytest.mark.parametrize(("tail", "why"), [
-    ("!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!", "after 1 failing"),
-    ("!!!!!!!!! xdist.dsession.Interrupted: stopping after 2 failures !!!!!!!!!",
-     "after 2 failing"),
-    ("!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!",
-     "while collecting the tests, and ran none"),
-])
-def test_pytest_stopping_early_is_incomplete_whatever_reports_its_tests(tail: str,
-                                                                        why: str) -> None:
+@pytest.mark.parametrize(
+    ("tail", "why"),
+    [
+        ("!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!", "after 1 failing"),
+        (
+            "!!!!!!!!! xdist.dsession.Interrupted: stopping after 2 failures !!!!!!!!!",
+            "after 2 failing",
+        ),
+        (
+            "!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!",
+            "while collecting the tests, and ran none",
+        ),
+    ],
+)
+def test_pytest_stopping_early_is_incomplete_whatever_reports_its_tests(
+    tail: str, why: str
+) -> None:
     output = f"FAILED tests/test_a.py::test_a - assert 0\n{tail}\n1 failed in 0.1s\n"
-    junit = ('<testsuites><testsuite><testcase classname="tests.test_a" name="test_a" '
-             'file="tests/test_a.py"><failure/></testcase></testsuite></testsuites>')
+    junit = (
+        '<testsuites><testsuite><testcase classname="tests.test_a" name="test_a" '
+        'file="tests/test_a.py"><failure/></testcase></testsuite></testsuites>'
+    )
     for report in (read_report(output, None), read_report(output, junit)):
         assert report.incomplete is not None and why in report.incomplete
 
 
 def test_pytest_that_ran_everything_is_complete() -> None:
-    assert read_report("FAILED tests/test_a.py::test_a\n1 failed, 3 passed in 0.1s\n",
-                       None).incomplete is None
+    assert (
+        read_report("FAILED tests/test_a.py::test_a\n1 failed, 3 passed in 0.1s\n", None).incomplete
+        is None
+    )

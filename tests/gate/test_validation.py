@@ -46,8 +46,15 @@ ENVIRON = {
     "MY_SETTING": "visible",
     "UNLISTED": "hidden",
 }
-SECRET_VALUES = ("ghs_fake", "gho_fake", "sk-fake", "whsec-fake", "npm_fake", "django-fake",
-                 "/keys/id")
+SECRET_VALUES = (
+    "ghs_fake",
+    "gho_fake",
+    "sk-fake",
+    "whsec-fake",
+    "npm_fake",
+    "django-fake",
+    "/keys/id",
+)
 
 
 @pytest.fixture(params=["none", "bwrap"])
@@ -64,8 +71,14 @@ def run(
 ) -> tuple[str, bool, int | None]:
     """Run `command` in tmp_path with a 30 s timeout; (output, timed_out, exit code)."""
     options: dict[str, float] = {"timeout": 30.0, "kill_grace": 0.5, **kwargs}
-    result = run_command(command, tmp_path, sandbox=sandbox, env={"PATH": ENVIRON["PATH"]},
-                         max_output_chars=10_000, **options)
+    result = run_command(
+        command,
+        tmp_path,
+        sandbox=sandbox,
+        env={"PATH": ENVIRON["PATH"]},
+        max_output_chars=10_000,
+        **options,
+    )
     return result.output, result.timed_out, result.exit_code
 
 
@@ -74,8 +87,12 @@ def run(
 
 def test_scrubbed_env_keeps_the_base_variables_and_the_allow_list() -> None:
     env = scrubbed_env(ENVIRON, ["MY_*"])
-    assert env == {"PATH": ENVIRON["PATH"], "HOME": "/home/cra", "LANG": "C.UTF-8",
-                   "MY_SETTING": "visible"}
+    assert env == {
+        "PATH": ENVIRON["PATH"],
+        "HOME": "/home/cra",
+        "LANG": "C.UTF-8",
+        "MY_SETTING": "visible",
+    }
 
 
 # --- running one command ---------------------------------------------------------------------
@@ -100,8 +117,9 @@ def test_commands_run_through_the_shell_in_the_given_directory(
 def test_a_hanging_command_and_its_grandchild_are_killed_at_the_timeout(
     tmp_path: Path, sandbox: Sandbox
 ) -> None:
-    output, timed_out, code = run("echo started; sleep 300 & sleep 300", tmp_path, sandbox,
-                                   timeout=1)
+    output, timed_out, code = run(
+        "echo started; sleep 300 & sleep 300", tmp_path, sandbox, timeout=1
+    )
     assert timed_out and code is None
     assert output.startswith("started\n")
     assert "killed after 1 s" in output
@@ -158,14 +176,21 @@ class StartingBwrap:
 
     def launch(self, command: str, *, tree: Path, cwd: Path, **_: object) -> Launch:
         read, write = os.pipe()
-        script = ("import os, subprocess, sys; "
-                  "child = subprocess.Popen(['/bin/sh', '-c', 'exec ' + sys.argv[2]], "
-                  "start_new_session=True); "
-                  "os.write(int(sys.argv[1]), b'{\\n    \"child-pid\": %d\\n}\\n' % child.pid); "
-                  "os.close(int(sys.argv[1])); "
-                  "os.execvp('sleep', ['sleep', '300'])")  # fmt: skip
-        return Launch([sys.executable, "-c", script, str(write), command],
-                      {"PATH": ENVIRON["PATH"]}, cwd, (write,), info_fd=read)  # fmt: skip
+        script = (
+            "import os, subprocess, sys; "
+            "child = subprocess.Popen(['/bin/sh', '-c', 'exec ' + sys.argv[2]], "
+            "start_new_session=True); "
+            "os.write(int(sys.argv[1]), b'{\\n    \"child-pid\": %d\\n}\\n' % child.pid); "
+            "os.close(int(sys.argv[1])); "
+            "os.execvp('sleep', ['sleep', '300'])"
+        )
+        return Launch(
+            [sys.executable, "-c", script, str(write), command],
+            {"PATH": ENVIRON["PATH"]},
+            cwd,
+            (write,),
+            info_fd=read,
+        )
 
 
 class StartingBwrapSignalled(StartingBwrap):
@@ -208,8 +233,7 @@ def test_the_sandboxs_init_is_killed_even_before_it_dies_with_bwrap(
 
 @pytest.mark.timeout(30)
 def test_a_command_ignoring_sigterm_is_killed(tmp_path: Path, sandbox: Sandbox) -> None:
-    _, timed_out, _ = run("trap '' TERM; sleep 300", tmp_path, sandbox, timeout=0.5,
-                         kill_grace=0.2)
+    _, timed_out, _ = run("trap '' TERM; sleep 300", tmp_path, sandbox, timeout=0.5, kill_grace=0.2)
     assert timed_out
 
 
@@ -229,8 +253,14 @@ def test_long_output_keeps_head_and_tail_around_an_omission_marker(
 ) -> None:
     script = 'i=0; while [ $i -lt 500 ]; do echo "line $i"; i=$((i+1)); done'
     full = "".join(f"line {i}\n" for i in range(500))
-    result = run_command(script, tmp_path, sandbox=sandbox, timeout=30,
-                         env={"PATH": ENVIRON["PATH"]}, max_output_chars=300)
+    result = run_command(
+        script,
+        tmp_path,
+        sandbox=sandbox,
+        timeout=30,
+        env={"PATH": ENVIRON["PATH"]},
+        max_output_chars=300,
+    )
     assert result.truncated
     assert result.output.startswith("line 0\nline 1\n")
     assert result.output.endswith("line 498\nline 499\n")
@@ -250,21 +280,27 @@ def test_cap_output_leaves_short_text_alone_and_splits_long_text_evenly() -> Non
 
 def test_a_missing_directory_is_a_validation_error(tmp_path: Path, sandbox: Sandbox) -> None:
     with pytest.raises(ValidationError, match="could not start"):
-        run_command("true", tmp_path / "missing", sandbox=sandbox, timeout=5, env={},
-                    max_output_chars=1000)
+        run_command(
+            "true", tmp_path / "missing", sandbox=sandbox, timeout=5, env={}, max_output_chars=1000
+        )
 
 
 # --- comparison with the baseline ------------------------------------------------------------
 
 
 def result(
-    success: bool = False, failing: list[str] | None = None, passing: list[str] | None = None,
+    success: bool = False,
+    failing: list[str] | None = None,
+    passing: list[str] | None = None,
     timed_out: bool = False,
 ) -> ValidationResult:
     """A validation with the given outcome."""
     return ValidationResult(
-        success=success, failing_tests=failing or [], passing_tests=passing or [],
-        exit_code=None if timed_out else (0 if success else 1), timed_out=timed_out,
+        success=success,
+        failing_tests=failing or [],
+        passing_tests=passing or [],
+        exit_code=None if timed_out else (0 if success else 1),
+        timed_out=timed_out,
     )
 
 
@@ -311,8 +347,11 @@ def test_run_validation_names_the_failing_test_of_the_buggy_project(
 def test_run_validation_succeeds_on_the_fixed_project(project: Path, sandbox: Sandbox) -> None:
     ops = project / "calc" / "ops.py"
     ops.write_text(ops.read_text().replace(MUL_BUG, MUL_FIX))
-    testing = TestingConfig(test_command=TEST_COMMAND + " -rA", lint_command="echo lint; exit 3",
-                            type_check_command="echo types")
+    testing = TestingConfig(
+        test_command=TEST_COMMAND + " -rA",
+        lint_command="echo lint; exit 3",
+        type_check_command="echo types",
+    )
     validation = run_validation(project, testing, environ=python_env(), sandbox=sandbox)
     assert validation.success and validation.exit_code == 0
     assert validation.failing_tests == []
@@ -328,8 +367,7 @@ def test_run_validation_without_a_test_command_is_an_error(tmp_path: Path) -> No
 def test_run_validation_reports_a_timeout(tmp_path: Path, sandbox: Sandbox) -> None:
     sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
     testing = TestingConfig(test_command=sleeper, timeout=0.5)
-    validation = run_validation(tmp_path, testing, environ=ENVIRON, sandbox=sandbox,
-                                kill_grace=0.2)
+    validation = run_validation(tmp_path, testing, environ=ENVIRON, sandbox=sandbox, kill_grace=0.2)
     assert validation.timed_out and not validation.success
     assert validation.exit_code is None
 
@@ -351,8 +389,9 @@ def test_a_same_size_edit_within_the_second_is_never_hidden_by_bytecode(
 
 
 def test_pytest_runs_are_counted_from_a_junit_report(project: Path, sandbox: Sandbox) -> None:
-    validation = run_validation(project, TestingConfig(test_command=TEST_COMMAND),
-                                environ=python_env(), sandbox=sandbox)
+    validation = run_validation(
+        project, TestingConfig(test_command=TEST_COMMAND), environ=python_env(), sandbox=sandbox
+    )
     assert validation.report.source == "junit"
     assert validation.report.counts is not None
     assert (validation.report.counts.passed, validation.report.counts.failed) == (2, 1)
@@ -363,21 +402,22 @@ def test_pytest_runs_are_counted_from_a_junit_report(project: Path, sandbox: San
 def test_a_test_file_that_cannot_be_collected_does_not_stop_the_others(
     project: Path, sandbox: Sandbox
 ) -> None:
-    (project / "tests" / "test_new.py").write_text("from calc import cube\n\n\n"
-                                                   "def test_cube():\n    assert cube(2) == 8\n")
-    validation = run_validation(project, TestingConfig(test_command=TEST_COMMAND),
-                                environ=python_env(), sandbox=sandbox)
+    (project / "tests" / "test_new.py").write_text(
+        "from calc import cube\n\n\ndef test_cube():\n    assert cube(2) == 8\n"
+    )
+    validation = run_validation(
+        project, TestingConfig(test_command=TEST_COMMAND), environ=python_env(), sandbox=sandbox
+    )
     assert validation.report.outcomes["tests/test_new.py"] == "error"
     assert validation.report.outcomes["tests/test_ops.py::test_add"] == "passed"
     assert validation.report.incomplete is None and not validation.success
 
 
-def test_a_run_that_exits_before_reporting_has_no_report(
-    project: Path, sandbox: Sandbox
-) -> None:
+def test_a_run_that_exits_before_reporting_has_no_report(project: Path, sandbox: Sandbox) -> None:
     (project / "conftest.py").write_text("import os\nos._exit(0)\n")
-    validation = run_validation(project, TestingConfig(test_command=TEST_COMMAND),
-                                environ=python_env(), sandbox=sandbox)
+    validation = run_validation(
+        project, TestingConfig(test_command=TEST_COMMAND), environ=python_env(), sandbox=sandbox
+    )
     assert validation.success and not validation.report.reported
 
 
@@ -396,8 +436,9 @@ def test_the_timeout_given_never_exceeds_the_configured_one(
 ) -> None:
     sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
     testing = TestingConfig(test_command=sleeper, timeout=0.5)
-    validation = run_validation(tmp_path, testing, environ=ENVIRON, kill_grace=0.2, timeout=30,
-                                sandbox=sandbox)
+    validation = run_validation(
+        tmp_path, testing, environ=ENVIRON, kill_grace=0.2, timeout=30, sandbox=sandbox
+    )
     assert validation.timed_out and validation.timeout_s == 0.5
     assert validation.rerun_for_time_s is None  # the configured limit is the code's: judged
 
@@ -416,7 +457,8 @@ def test_a_run_that_outgrows_the_derived_limit_is_judged_on_a_run_under_the_conf
 ) -> None:
     slow_pass = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(1.5)'"
     testing = TestingConfig(test_command=slow_pass, timeout=30)
-    validation = run_validation(tmp_path, testing, environ=ENVIRON, kill_grace=0.2,
-                                timeout=0.5, sandbox=sandbox)
+    validation = run_validation(
+        tmp_path, testing, environ=ENVIRON, kill_grace=0.2, timeout=0.5, sandbox=sandbox
+    )
     assert validation.success and not validation.timed_out
     assert validation.rerun_for_time_s == 0.5 and validation.timeout_s == 30

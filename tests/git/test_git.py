@@ -34,8 +34,9 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def worktree(project: Path, tmp_path: Path) -> Path:
-    return worktrees.add_worktree(project, tmp_path / "wt", commit=git.head_commit(project),
-                            branch="cra/work")
+    return worktrees.add_worktree(
+        project, tmp_path / "wt", commit=git.head_commit(project), branch="cra/work"
+    )
 
 
 def snapshot(repo: Path) -> dict[str, str]:
@@ -68,8 +69,9 @@ def test_worktree_from_a_checkout_leaves_the_users_tree_index_and_head_alone(
     git_in(project, "add", "notes.txt")
     before, before_branches = snapshot(project), branches(project)
 
-    wt = worktrees.add_worktree(project, tmp_path / "wt", commit=git.head_commit(project),
-                          branch="cra/fix-mul")
+    wt = worktrees.add_worktree(
+        project, tmp_path / "wt", commit=git.head_commit(project), branch="cra/fix-mul"
+    )
     replace_in(wt / "calc" / "ops.py", MUL_BUG, MUL_FIX)
     git.commit_all(wt, "Fix mul", author_name="cra", author_email="cra@example.com")
 
@@ -109,8 +111,9 @@ def test_mirror_sync_fetches_new_commits_and_spares_branches_checked_out_in_work
     source = make_python_project(tmp_path / "source")
     remote = make_bare_remote(tmp_path, source)
     mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
-    wt = worktrees.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
-                          branch="cra/issue-1")
+    wt = worktrees.add_worktree(
+        mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"), branch="cra/issue-1"
+    )
     (wt / "new.txt").write_text("work in progress\n")
     ours = git.commit_all(wt, "WIP", author_name="cra", author_email="cra@example.com")
     new_main = commit_file(source, "README.md", "# calc\n", "Add a README")
@@ -126,8 +129,9 @@ def test_push_branch_from_a_mirror_worktree_pushes_only_that_branch(tmp_path: Pa
     remote = make_bare_remote(tmp_path)
     before = git_in(remote, "for-each-ref")
     mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
-    wt = worktrees.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
-                          branch="cra/issue-7")
+    wt = worktrees.add_worktree(
+        mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"), branch="cra/issue-7"
+    )
     (wt / "new.txt").write_text("fix\n")
     sha = git.commit_all(wt, "Fix", author_name="cra", author_email="cra@example.com")
     git_in(mirror, "branch", "local-only")
@@ -145,8 +149,9 @@ def _pushed_twice(tmp_path: Path) -> tuple[Path, Path]:
     """A remote and a mirror worktree on cra/issue-7 with a commit to push."""
     remote = make_bare_remote(tmp_path)
     mirror = remotes.mirror_sync(remote.as_uri(), tmp_path / "calc.git")
-    wt = worktrees.add_worktree(mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"),
-                          branch="cra/issue-7")
+    wt = worktrees.add_worktree(
+        mirror, tmp_path / "wt", commit=git.resolve_commit(mirror, "main"), branch="cra/issue-7"
+    )
     (wt / "new.txt").write_text("fix\n")
     git.commit_all(wt, "Fix", author_name="cra", author_email="cra@example.com")
     return remote, wt
@@ -162,7 +167,8 @@ def test_a_push_onto_a_branch_that_moved_on_says_so(tmp_path: Path) -> None:
         remotes.push_branch(wt, remote.as_uri(), "cra/issue-7")
 
     assert remotes.push_rejection(caught.value) == (
-        "the branch changed on GitHub while cra worked (someone pushed to it)")
+        "the branch changed on GitHub while cra worked (someone pushed to it)"
+    )
     assert git_in(remote, "rev-parse", "cra/issue-7").strip() == theirs
 
 
@@ -175,8 +181,7 @@ def test_a_push_the_remote_refuses_quotes_its_reason(tmp_path: Path) -> None:
     with pytest.raises(GitError) as caught:
         remotes.push_branch(wt, remote.as_uri(), "cra/issue-7", replacing="")
 
-    assert remotes.push_rejection(caught.value) == (
-        "GitHub refused it (pre-receive hook declined)")
+    assert remotes.push_rejection(caught.value) == ("GitHub refused it (pre-receive hook declined)")
 
 
 def test_a_push_onto_a_moved_branch_is_stale_and_one_the_remote_refuses_is_not(
@@ -231,19 +236,27 @@ def test_mirror_sync_rejects_a_url_with_credentials_without_echoing_them(
     assert not (tmp_path / "m").exists()
 
 
-@pytest.mark.parametrize("url", [
-    "https://ghp_token@github.com/o/r.git",
-    "ssh://git:hunter2@example.com/r.git",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://ghp_token@github.com/o/r.git",
+        "ssh://git:hunter2@example.com/r.git",
+    ],
+)
 def test_reject_credentials_refuses_userinfo_secrets(url: str) -> None:
     with pytest.raises(CredentialsInUrl):
         remotes.reject_credentials(url)
 
 
-@pytest.mark.parametrize("url", [
-    "https://github.com/o/r.git", "ssh://git@github.com/o/r.git", "git@github.com:o/r.git",
-    "file:///srv/git/r.git",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://github.com/o/r.git",
+        "ssh://git@github.com/o/r.git",
+        "git@github.com:o/r.git",
+        "file:///srv/git/r.git",
+    ],
+)
 def test_reject_credentials_accepts_plain_urls(url: str) -> None:
     assert remotes.reject_credentials(url) == url
 
@@ -313,8 +326,11 @@ def test_unique_branch_steps_around_branches_that_share_its_namespace(project: P
     assert git.unique_branch(project, "cra/fix") == "cra/fix-2"
     git_in(project, "branch", "-D", "cra/fix/old")
     git_in(project, "branch", "cra")  # then no branch cra/… can exist at all
-    with pytest.raises(GitError, match="a branch named 'cra' exists, so no branch 'cra/fix' "
-                                       "can be made: rename or delete 'cra'"):
+    with pytest.raises(
+        GitError,
+        match="a branch named 'cra' exists, so no branch 'cra/fix' "
+        "can be made: rename or delete 'cra'",
+    ):
         git.unique_branch(project, "cra/fix")
 
 
@@ -342,8 +358,11 @@ def test_commit_all_sets_author_committer_and_trailers(worktree: Path) -> None:
     (worktree / "CHANGES.md").write_text("# fixed mul\n")
 
     sha = git.commit_all(
-        worktree, "Fix mul (#12)\n\n#12 was an off-by-one.", author_name="cra bot",
-        author_email="cra@example.com", co_authors=["Ada <ada@example.com>"],
+        worktree,
+        "Fix mul (#12)\n\n#12 was an off-by-one.",
+        author_name="cra bot",
+        author_email="cra@example.com",
+        co_authors=["Ada <ada@example.com>"],
         trailers={"Cra-Run": "run-1"},
     )
 
@@ -356,7 +375,9 @@ def test_commit_all_sets_author_committer_and_trailers(worktree: Path) -> None:
         "Co-authored-by: Ada <ada@example.com>\nCra-Run: run-1\n\n"
     )
     assert git_in(worktree, "show", "--name-status", "--format=", "HEAD").split("\n")[:3] == [
-        "A\tCHANGES.md", "M\tcalc/ops.py", "D\ttests/__init__.py",
+        "A\tCHANGES.md",
+        "M\tcalc/ops.py",
+        "D\ttests/__init__.py",
     ]
 
 
@@ -415,8 +436,7 @@ def test_diff_between_commits(worktree: Path) -> None:
 
     assert "calc/ops.py" in text and "later.txt" not in text
     assert git.diff_stats(worktree, base, head).files == ["calc/ops.py"]
-    assert git.diff_with_stats(worktree, base, head) == (text, git.diff_stats(worktree, base,
-                                                                              head))
+    assert git.diff_with_stats(worktree, base, head) == (text, git.diff_stats(worktree, base, head))
 
 
 def test_diff_with_stats_of_binary_mode_and_empty_changes(worktree: Path) -> None:
@@ -446,9 +466,7 @@ def test_apply_diff_applies_a_worktree_diff_to_the_users_tree(
     assert git_in(project, "diff", "--cached", "--name-only") == ""
 
 
-def test_apply_diff_that_does_not_apply_changes_nothing(
-    project: Path, worktree: Path
-) -> None:
+def test_apply_diff_that_does_not_apply_changes_nothing(project: Path, worktree: Path) -> None:
     base = git.head_commit(worktree)
     replace_in(worktree / "calc" / "ops.py", MUL_BUG, MUL_FIX)
     (worktree / "calc" / "div.py").write_text("def div(a, b):\n    return a // b\n")
@@ -488,8 +506,11 @@ def test_a_ref_that_looks_like_an_option_is_refused(project: Path, tmp_path: Pat
 
 
 def test_run_git_env_extras_reach_git_but_no_config_file(project: Path) -> None:
-    out = git.run_git(["var", "GIT_AUTHOR_IDENT"], project,
-                      env={"GIT_AUTHOR_NAME": "Env Only", "GIT_AUTHOR_EMAIL": "env@x"})
+    out = git.run_git(
+        ["var", "GIT_AUTHOR_IDENT"],
+        project,
+        env={"GIT_AUTHOR_NAME": "Env Only", "GIT_AUTHOR_EMAIL": "env@x"},
+    )
     assert out.startswith("Env Only <env@x>")
     assert "Env Only" not in (project / ".git" / "config").read_text()
 
@@ -512,8 +533,12 @@ def test_a_token_passed_through_askpass_never_reaches_a_credential_helper(
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     approve = "protocol=https\nhost=example.com\nusername=x-access-token\npassword=ghs_s3cret\n\n"
 
-    git.run_git(["credential", "approve"], project, input=approve,
-                env={"GIT_ASKPASS": str(tmp_path / "askpass.sh")})
+    git.run_git(
+        ["credential", "approve"],
+        project,
+        input=approve,
+        env={"GIT_ASKPASS": str(tmp_path / "askpass.sh")},
+    )
     assert not store.exists()
 
     git.run_git(["credential", "approve"], project, input=approve)  # the control: no askpass
@@ -528,9 +553,12 @@ def test_a_git_errors_summary_is_the_command_and_gits_reason_without_the_argv(
     summary = caught.value.summary
     assert summary.startswith("git clone failed: fatal: ")  # git names the remote, and
     assert "mirror.git" not in summary and "--mirror" not in summary  # nothing of this machine
-    hinted = GitError(["-c", "core.hooksPath=/dev/null", "push", "--", "u"], 1,
-                      " ! [rejected] a -> a (fetch first)\nerror: failed to push some refs to "
-                      "'u'\nhint: Updates were rejected\n")
+    hinted = GitError(
+        ["-c", "core.hooksPath=/dev/null", "push", "--", "u"],
+        1,
+        " ! [rejected] a -> a (fetch first)\nerror: failed to push some refs to "
+        "'u'\nhint: Updates were rejected\n",
+    )
     assert hinted.summary == "git push failed: error: failed to push some refs to 'u'"
     assert GitError(["status"], 3, "").summary == "git status failed: exit status 3"
 

@@ -26,8 +26,7 @@ def test_head_of_a_checkout_is_gits(repo: Path) -> None:
 
 def test_head_of_a_linked_worktree_after_a_commit_is_gits(repo: Path, tmp_path: Path) -> None:
     tree = tmp_path / "tree"
-    subprocess.run(["git", "worktree", "add", "-q", "-b", "cra/x", str(tree)], cwd=repo,
-                   check=True)
+    subprocess.run(["git", "worktree", "add", "-q", "-b", "cra/x", str(tree)], cwd=repo, check=True)
     (tree / "new.txt").write_text("new\n")
     sha = git.commit_all(tree, "Add new.txt", author_name="cra", author_email="cra@example.com")
     assert sha is not None and sha == git.head_commit(tree) == head_from_files(tree)
@@ -53,16 +52,22 @@ def test_a_directory_that_is_no_repository_gives_none(tmp_path: Path) -> None:
 
 
 def _git_says(repo: Path, name: str) -> bool:
-    return subprocess.run(["git", "show-ref", "--verify", "--quiet", f"refs/heads/{name}"],
-                          cwd=repo).returncode == 0
+    return (
+        subprocess.run(
+            ["git", "show-ref", "--verify", "--quiet", f"refs/heads/{name}"], cwd=repo
+        ).returncode
+        == 0
+    )
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
-def test_branch_existence_from_files_agrees_with_git(repo: Path, tmp_path: Path,
-                                                     packed: bool) -> None:
+def test_branch_existence_from_files_agrees_with_git(
+    repo: Path, tmp_path: Path, packed: bool
+) -> None:
     tree = tmp_path / "tree"
-    subprocess.run(["git", "worktree", "add", "-q", "-b", "cra/fix-it", str(tree)], cwd=repo,
-                   check=True)
+    subprocess.run(
+        ["git", "worktree", "add", "-q", "-b", "cra/fix-it", str(tree)], cwd=repo, check=True
+    )
     subprocess.run(["git", "branch", "cra/other"], cwd=repo, check=True)
     if packed:
         subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True)
@@ -75,8 +80,14 @@ def test_branch_existence_from_files_agrees_with_git(repo: Path, tmp_path: Path,
 
 def test_odd_ref_names_and_reftable_are_left_to_git(repo: Path) -> None:
     common = repo / ".git"
-    for ref in ("refs/heads/a..b", "refs/heads/x.lock", "refs/heads/.hidden", "refs/heads/sp ace",
-                "refs/tags/v1", "refs/heads/é"):
+    for ref in (
+        "refs/heads/a..b",
+        "refs/heads/x.lock",
+        "refs/heads/.hidden",
+        "refs/heads/sp ace",
+        "refs/tags/v1",
+        "refs/heads/é",
+    ):
         assert ref_exists_in_files(common, ref) is None, ref
     (common / "reftable").mkdir()
     assert ref_exists_in_files(common, "refs/heads/main") is None
@@ -91,12 +102,29 @@ def test_unique_branch_skips_a_packed_branch(repo: Path) -> None:
 @pytest.mark.parametrize("name", ["cra/fix-it", "cra/a_b/c-1", "x", "cra/2fix", "_a/b"])
 def test_plain_branch_names_are_ones_git_accepts(repo: Path, name: str) -> None:
     assert git.PLAIN_BRANCH.fullmatch(name)
-    assert subprocess.run(["git", "check-ref-format", "--branch", name], cwd=repo,
-                          capture_output=True).returncode == 0
+    assert (
+        subprocess.run(
+            ["git", "check-ref-format", "--branch", name], cwd=repo, capture_output=True
+        ).returncode
+        == 0
+    )
 
 
-@pytest.mark.parametrize("name", ["cra/a..b", "cra/x.lock", "cra/.hidden", "cra/a b", "cra/",
-                                  "cra//x", "cra/a@{1}", "-x", "cra/x~1", "HEAD"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cra/a..b",
+        "cra/x.lock",
+        "cra/.hidden",
+        "cra/a b",
+        "cra/",
+        "cra//x",
+        "cra/a@{1}",
+        "-x",
+        "cra/x~1",
+        "HEAD",
+    ],
+)
 def test_other_branch_names_are_left_to_git(repo: Path, name: str) -> None:
     if git.PLAIN_BRANCH.fullmatch(name) and name != "HEAD":
         pytest.fail(f"{name} taken as plain")

@@ -71,8 +71,13 @@ def test_submodules_are_read_from_the_index_and_named_by_gitmodules(tmp_path: Pa
     repo = make_python_project(tmp_path / "repo")
     sha = "1" * 40
     git_in(repo, "update-index", "--add", "--cacheinfo", f"160000,{sha},third party/lib")
-    write_files(repo, {".gitmodules": '[submodule "odd.name"]\n\tpath = third party/lib\n'
-                                      "\turl = https://example.com/lib.git\n"})  # fmt: skip
+    write_files(
+        repo,
+        {
+            ".gitmodules": '[submodule "odd.name"]\n\tpath = third party/lib\n'
+            "\turl = https://example.com/lib.git\n"
+        },
+    )
 
     [found] = submodules(repo)
 
@@ -81,7 +86,8 @@ def test_submodules_are_read_from_the_index_and_named_by_gitmodules(tmp_path: Pa
     assert check_out_submodules(repo, repo) == [
         "not checked out: the submodule third party/lib (cra never fetches a submodule; it "
         "copies only those a local checkout has initialised): tests that need their files "
-        "fail before and after the change"]
+        "fail before and after the change"
+    ]
 
 
 def test_a_tree_without_submodules_gets_no_note(tmp_path: Path) -> None:

@@ -42,8 +42,14 @@ def test_symlinks_fifos_and_missing_files_are_not_read(tmp_path: Path, secret: P
     (tree / "pkg" / "local.py").symlink_to("../in_tree.py")  # even one inside the tree
     (tree / "dir").symlink_to(secret.parent, target_is_directory=True)
     os.mkfifo(tree / "fifo")  # never blocks: opened without waiting for a writer
-    for rel in ("pkg/link.py", "pkg/local.py", "dir/secret.txt", "fifo", "missing.py",
-                "../outside/secret.txt"):
+    for rel in (
+        "pkg/link.py",
+        "pkg/local.py",
+        "dir/secret.txt",
+        "fifo",
+        "missing.py",
+        "../outside/secret.txt",
+    ):
         with pytest.raises(OSError):
             read_in_tree(tree, rel)
         assert read_text_in_tree(tree, rel) is None

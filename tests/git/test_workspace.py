@@ -17,8 +17,14 @@ pytestmark = pytest.mark.usefixtures("isolated_git")
 
 def test_a_scratch_tree_is_the_worktree_with_the_given_files_in_place(tmp_path: Path) -> None:
     repo = make_python_project(tmp_path / "repo")
-    write_files(repo, {"conftest.py": "SKIP = True\n", "calc/new.py": "x = 1\n",
-                       "tests/test_ops.py": "# emptied\n"})
+    write_files(
+        repo,
+        {
+            "conftest.py": "SKIP = True\n",
+            "calc/new.py": "x = 1\n",
+            "tests/test_ops.py": "# emptied\n",
+        },
+    )
     restore = {"conftest.py": None, "tests/test_ops.py": "def test_a():\n    pass\n"}
 
     with scratch_tree(repo, restore, parent=tmp_path / "scratch") as tree:

@@ -41,17 +41,21 @@ def test_every_test_of_the_catalogue_is_listed() -> None:
 
 
 def test_every_test_is_named_for_an_attack_or_its_control() -> None:
-    assert [name for name in written()
-            if not re.search(r"::test_(attack|control)_", name)] == []
+    assert [name for name in written() if not re.search(r"::test_(attack|control)_", name)] == []
 
 
-@pytest.mark.parametrize(("test", "variants"), [
-    ("test_attack_weakened_test_is_refused_and_the_real_fix_lands", WEAKENINGS),
-    ("test_attack_package_code_patching_pytest_is_refused", PYTEST_PATCHES),
-    ("test_attack_hostile_field_in_a_signed_delivery_is_422_with_no_run", LABELED),
-    ("test_attack_model_answering_garbage_fails_the_run_honestly_with_nothing_pushed",
-     MODEL_GARBAGE),
-])
+@pytest.mark.parametrize(
+    ("test", "variants"),
+    [
+        ("test_attack_weakened_test_is_refused_and_the_real_fix_lands", WEAKENINGS),
+        ("test_attack_package_code_patching_pytest_is_refused", PYTEST_PATCHES),
+        ("test_attack_hostile_field_in_a_signed_delivery_is_422_with_no_run", LABELED),
+        (
+            "test_attack_model_answering_garbage_fails_the_run_honestly_with_nothing_pushed",
+            MODEL_GARBAGE,
+        ),
+    ],
+)
 def test_every_named_variant_of_an_attack_is_listed_in_its_row(
     test: str, variants: dict[str, object]
 ) -> None:

@@ -86,13 +86,17 @@ def test_attack_edit_applied_through_a_symlink_leaving_the_tree_writes_nothing_o
     assert (tmp_path / "outside/secret.py").read_text() == "key = 1\n"
 
 
-@pytest.mark.parametrize("listed", ['path = vendor/lib', 'path = "vendor/lib"',
-                                    "PATH = ./vendor/lib/ "])
-def test_attack_edit_inside_a_submodule_is_refused(
-    tmp_path: Path, listed: str
-) -> None:
-    root = tree_of(tmp_path, {".gitmodules": f'[submodule "lib"]\r\n\t{listed}\r\n\turl = ../lib\n',
-                            "vendor/library/ok.py": "x = 1\n"})
+@pytest.mark.parametrize(
+    "listed", ["path = vendor/lib", 'path = "vendor/lib"', "PATH = ./vendor/lib/ "]
+)
+def test_attack_edit_inside_a_submodule_is_refused(tmp_path: Path, listed: str) -> None:
+    root = tree_of(
+        tmp_path,
+        {
+            ".gitmodules": f'[submodule "lib"]\r\n\t{listed}\r\n\turl = ../lib\n',
+            "vendor/library/ok.py": "x = 1\n",
+        },
+    )
     (root / "vendor/lib").mkdir(parents=True)  # a submodule not checked out: an empty directory
     for rel in ("vendor/lib/new.py", "vendor/lib/deep/er.py", "vendor/lib"):
         with pytest.raises(UnsafePath, match="inside the submodule vendor/lib/"):
@@ -102,12 +106,13 @@ def test_attack_edit_inside_a_submodule_is_refused(
 
 
 def test_attack_edit_inside_a_nested_repository_is_refused(tmp_path: Path) -> None:
-    root = tree_of(tmp_path, {"tools/clone/.git": "gitdir: /elsewhere\n", "tools/clone/a.py": "",
-                            "tools/b.py": ""})  # fmt: skip
+    root = tree_of(
+        tmp_path,
+        {"tools/clone/.git": "gitdir: /elsewhere\n", "tools/clone/a.py": "", "tools/b.py": ""},
+    )
     with pytest.raises(UnsafePath, match="inside tools/clone/, another git repository"):
         check_path(root, "tools/clone/a.py")
     assert check_path(root, "tools/b.py") == (root / "tools/b.py").resolve()
-
 
 
 def test_attack_repository_config_unprotecting_workflows_is_ignored(tmp_path: Path) -> None:

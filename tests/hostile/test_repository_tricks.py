@@ -52,8 +52,14 @@ def test_attack_repointing_the_worktrees_git_at_a_hostile_git_dir_is_refused(
     """)
     real = git_in(tree, "rev-parse", "--absolute-git-dir").strip()
 
-    result = run_command(f"set -- calc/evil {real}\n{script}", tree, sandbox=bwrap(), timeout=60,
-                         env={"PATH": PATH}, max_output_chars=5000)
+    result = run_command(
+        f"set -- calc/evil {real}\n{script}",
+        tree,
+        sandbox=bwrap(),
+        timeout=60,
+        env={"PATH": PATH},
+        max_output_chars=5000,
+    )
 
     refused = [line for line in result.output.splitlines() if line.endswith("refused")]
     assert refused == ["rewrite refused", "removal refused", "move refused"]
@@ -72,8 +78,16 @@ def test_attack_submodule_repointed_at_a_hostile_git_dir_never_runs_its_filter(
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     lib = make_python_project(tmp_path / "lib", bug=False)
     source = make_python_project(tmp_path / "source", bug=False)
-    git_in(source, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", str(lib),
-           "vendor/lib")
+    git_in(
+        source,
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "--quiet",
+        "add",
+        str(lib),
+        "vendor/lib",
+    )
     git_in(source, "commit", "--quiet", "-m", "Add lib")
     ws = open_workspace(source, work_dir=tmp_path / "work", run_id="r1", branch_hint="x")
     tree, marker = ws.worktree, tmp_path / "marker"
@@ -84,8 +98,14 @@ def test_attack_submodule_repointed_at_a_hostile_git_dir_never_runs_its_filter(
         echo changed >> calc/ops.py
     """)
 
-    result = run_command(f"set -- evil {real}\n{script}", tree, sandbox=bwrap(), timeout=60,
-                         env={"PATH": PATH}, max_output_chars=5000)
+    result = run_command(
+        f"set -- evil {real}\n{script}",
+        tree,
+        sandbox=bwrap(),
+        timeout=60,
+        env={"PATH": PATH},
+        max_output_chars=5000,
+    )
 
     assert result.exit_code == 0, result.output
     assert "calc/ops.py" in git.diff(tree, ws.base)  # the worktree's diff, via `git add --all`
@@ -116,8 +136,9 @@ def test_attack_unchecked_out_submodule_given_a_hostile_git_dir_never_runs_its_f
         (evil / folder / ".keep").write_text("")
     (evil / "HEAD").write_text("ref: refs/heads/main\n")
     shutil.copyfile(template / ".git" / "index", evil / "index")
-    (evil / "config").write_text(f'[core]\n\trepositoryformatversion = 0\n[filter "x"]\n'
-                                 f'\tclean = "touch {marker}; cat"\n')
+    (evil / "config").write_text(
+        f'[core]\n\trepositoryformatversion = 0\n[filter "x"]\n\tclean = "touch {marker}; cat"\n'
+    )
     (evil / "info" / "attributes").write_text("* filter=x\n")
     (source / "gitfile").write_text("gitdir: ../evil\n")
     git_in(source, "add", ".")
@@ -127,11 +148,14 @@ def test_attack_unchecked_out_submodule_given_a_hostile_git_dir_never_runs_its_f
     git_in(tmp_path, "clone", "--quiet", "--mirror", str(source), str(mirror))
     ws = open_workspace(mirror, work_dir=tmp_path / "work", run_id="r1", branch_hint="x")
     tree = ws.worktree
-    script = ("ln gitfile lib/.git && cp calc/ops.py lib/ && touch -d 2001-01-01 lib/ops.py"
-              " && echo changed >> calc/ops.py")
+    script = (
+        "ln gitfile lib/.git && cp calc/ops.py lib/ && touch -d 2001-01-01 lib/ops.py"
+        " && echo changed >> calc/ops.py"
+    )
 
-    result = run_command(script, tree, sandbox=bwrap(), timeout=60, env={"PATH": PATH},
-                         max_output_chars=5000)  # fmt: skip
+    result = run_command(
+        script, tree, sandbox=bwrap(), timeout=60, env={"PATH": PATH}, max_output_chars=5000
+    )
 
     assert result.exit_code == 0, result.output
     assert "calc/ops.py" in git.diff(tree, ws.base)
@@ -139,19 +163,31 @@ def test_attack_unchecked_out_submodule_given_a_hostile_git_dir_never_runs_its_f
     git.commit_all(tree, "all", author_name="a", author_email="a@example.com")
     assert not marker.exists()
 
+
 def test_attack_repository_hooks_never_run(tmp_path: Path) -> None:
     """Hooks that run on checkouts, index and ref updates too, not only on commits."""
     project = make_python_project(tmp_path / "project")
     marks = tmp_path / "marks"
     marks.mkdir()
     hooks = project / ".git" / "hooks"
-    names = ("post-checkout", "post-index-change", "reference-transaction", "pre-commit",
-             "post-commit", "pre-auto-gc", "post-rewrite")
+    names = (
+        "post-checkout",
+        "post-index-change",
+        "reference-transaction",
+        "pre-commit",
+        "post-commit",
+        "pre-auto-gc",
+        "post-rewrite",
+    )
     for name in names:
         (hooks / name).write_text(f"#!/bin/sh\ntouch {marks}/{name}\n")
         (hooks / name).chmod(0o755)
-    worktree = worktrees.add_worktree(project, tmp_path / "wt", commit=git.head_commit(project),
-                                branch=git.unique_branch(project, "cra/hooks"))
+    worktree = worktrees.add_worktree(
+        project,
+        tmp_path / "wt",
+        commit=git.head_commit(project),
+        branch=git.unique_branch(project, "cra/hooks"),
+    )
     ops = worktree / "calc" / "ops.py"
     ops.write_text(ops.read_text().replace(MUL_BUG, MUL_FIX))
     assert git.commit_all(worktree, "Fix", author_name="a", author_email="a@x") is not None
@@ -160,6 +196,7 @@ def test_attack_repository_hooks_never_run(tmp_path: Path) -> None:
     git.delete_branch(project, "cra/hooks")
 
     assert sorted(p.name for p in marks.iterdir()) == []
+
 
 def test_attack_tests_folder_replaced_with_a_link_out_is_never_written_through(
     tmp_path: Path,
@@ -182,7 +219,10 @@ def test_attack_tests_folder_replaced_with_a_link_out_is_never_written_through(
         assert not (tree / "tests/test_new.py").exists()
 
     assert sorted((p.name, p.read_text()) for p in outside.iterdir()) == [
-        ("test_new.py", "kept\n"), ("test_ops.py", "kept\n")]
+        ("test_new.py", "kept\n"),
+        ("test_ops.py", "kept\n"),
+    ]
+
 
 def test_attack_submodule_commit_only_its_url_has_is_never_fetched(
     tmp_path: Path,
@@ -198,8 +238,10 @@ def test_attack_submodule_commit_only_its_url_has_is_never_fetched(
     ws = open_workspace(repo, work_dir=tmp_path / "work", run_id="r3", branch_hint="fix")
 
     [note] = ws.notes
-    assert note.startswith(f"the submodule vendor/lib could not be checked out at {newer[:12]} "
-                           "from this checkout's copy (")
+    assert note.startswith(
+        f"the submodule vendor/lib could not be checked out at {newer[:12]} "
+        "from this checkout's copy ("
+    )
     assert note.endswith("`git submodule update` in the checkout fetches it")
     assert not (ws.worktree / "vendor/lib/helper.py").exists()
     close_workspace(ws, keep_branch=False)

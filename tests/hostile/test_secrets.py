@@ -48,9 +48,13 @@ def test_attack_testing_env_star_reaches_no_credential_of_the_bots(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`testing.env = ["*"]` in a repository's cra.toml reaches no credential of the server's."""
-    for name, value in {"AWS_ACCESS_KEY_ID": "AKIA", "DATABASE_URL": "postgres://u:pw@db/x",
-                        "SSH_AUTH_SOCK": "/run/ssh", "PIP_INDEX_URL": "http://pypi.local",
-                        "PATH": "/usr/bin"}.items():
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "AKIA",
+        "DATABASE_URL": "postgres://u:pw@db/x",
+        "SSH_AUTH_SOCK": "/run/ssh",
+        "PIP_INDEX_URL": "http://pypi.local",
+        "PATH": "/usr/bin",
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("CRA_TEST_ENV", "PIP_*,DATABASE_URL_FOR_TESTS")
     settings = BotSettings.load()

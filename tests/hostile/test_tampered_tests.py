@@ -51,8 +51,7 @@ def test_attack_weakened_test_is_refused_and_the_real_fix_lands(
     server.script("implement", weakening)
     server.script("implement_retry", FIX)
 
-    run = cra_solve(tmp_path, server, "tests/test_ops.py::test_mul fails: fix mul",
-                    capsys=capsys)
+    run = cra_solve(tmp_path, server, "tests/test_ops.py::test_mul fails: fix mul", capsys=capsys)
 
     assert run.code == 0, run.out
     assert "status: complete" in run.out
@@ -74,13 +73,23 @@ def test_attack_test_weakened_through_a_symlink_is_refused(
     git_in(repo, "add", "calc/link.py")
     git_in(repo, "commit", "--quiet", "-m", "A link to the tests")
     script_plan(server, "Fix mul in calc/ops.py", ["calc/ops.py"])
-    server.script("implement", edit("calc/link.py", "    assert mul(2, 3) == 6",
-                                    "    assert True"))  # writes tests/test_ops.py
+    server.script(
+        "implement", edit("calc/link.py", "    assert mul(2, 3) == 6", "    assert True")
+    )  # writes tests/test_ops.py
     server.script("implement_retry", FIX)
 
-    code = main(["--data-dir", str(tmp_path / "data"), "solve",
-                 "tests/test_ops.py::test_mul fails: fix mul", "--repo", str(repo),
-                 "--config", str(write_config(tmp_path, server))])  # fmt: skip
+    code = main(
+        [
+            "--data-dir",
+            str(tmp_path / "data"),
+            "solve",
+            "tests/test_ops.py::test_mul fails: fix mul",
+            "--repo",
+            str(repo),
+            "--config",
+            str(write_config(tmp_path, server)),
+        ]
+    )
 
     run = Solve(code, capsys.readouterr().out, repo, tmp_path / "data")
     assert run.code == 0 and "status: complete" in run.out, run.out
@@ -100,13 +109,20 @@ def test_attack_test_command_hiding_its_exit_code_is_refused(
     server.script("implement_retry", FIX)
     hiding = "sh -c " + shlex.quote(f"{TEST_COMMAND} || true")
 
-    run = cra_solve(tmp_path, server, "Fix mul", capsys=capsys,
-                    config=write_config(tmp_path, server, command=hiding))
+    run = cra_solve(
+        tmp_path,
+        server,
+        "Fix mul",
+        capsys=capsys,
+        config=write_config(tmp_path, server, command=hiding),
+    )
 
     assert run.code == 0, run.out
     retry = next(r for r in server.requests if r.stage == "implement_retry")
-    assert ("1 test(s) passed before and now fail (though the test command exited 0): "
-            "tests/test_ops.py::test_add") in retry.user_prompt
+    assert (
+        "1 test(s) passed before and now fail (though the test command exited 0): "
+        "tests/test_ops.py::test_add"
+    ) in retry.user_prompt
     assert "return a + b + 1" not in run.show("calc/ops.py")
 
 
@@ -115,8 +131,9 @@ def test_attack_doctest_expected_value_rewritten_is_refused(
 ) -> None:
     repo = doctested_project(tmp_path / "repo")
     script_plan(server, "Fix mul in calc/ops.py", ["calc/ops.py"])
-    server.script("implement", edit("calc/ops.py", "    >>> mul(2, 3)\n    6",
-                                    "    >>> mul(2, 3)\n    7"))
+    server.script(
+        "implement", edit("calc/ops.py", "    >>> mul(2, 3)\n    6", "    >>> mul(2, 3)\n    7")
+    )
     server.script("implement_retry", FIX)
 
     run = solve(tmp_path, server, f"{DOCTEST} fails: fix mul", repo, capsys)

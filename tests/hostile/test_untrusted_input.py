@@ -30,8 +30,6 @@ from tests.runlog.test_store import postgres_schema_url
 Change = Callable[[dict[str, Any]], None]
 
 
-
-
 def labeled(world: BotWorld, change: Change) -> dict[str, Any]:
     data = world.payload("issues", "labeled.payload.json")
     data["label"]["name"] = "cra"
@@ -55,6 +53,7 @@ def setter(*path: str, value: Any) -> Change:
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = value
+
     return change
 
 
@@ -65,16 +64,20 @@ LABELED: dict[str, tuple[Change, str]] = {
     "installation id a string": (setter("installation", "id", value="12"), "installation.id"),
     "issue number 2^70": (setter("issue", "number", value=2**70), "issue number"),
     "issue number 2^31": (setter("issue", "number", value=2**31), "issue number"),
-    "full_name without a slash": (setter("repository", "full_name", value="Hello-World"),
-                                  "owner/name"),
-    "full_name with two slashes": (setter("repository", "full_name", value="a/b/c"),
-                                   "owner/name"),
-    "full_name absurdly long": (setter("repository", "full_name", value="o/" + "x" * 5000),
-                                "owner/name"),
-    "full_name with a dot-dot": (setter("repository", "full_name", value="../etc"),
-                                 "owner/name"),
-    "full_name with spaces": (setter("repository", "full_name", value="own er/na me"),
-                              "owner/name"),
+    "full_name without a slash": (
+        setter("repository", "full_name", value="Hello-World"),
+        "owner/name",
+    ),
+    "full_name with two slashes": (setter("repository", "full_name", value="a/b/c"), "owner/name"),
+    "full_name absurdly long": (
+        setter("repository", "full_name", value="o/" + "x" * 5000),
+        "owner/name",
+    ),
+    "full_name with a dot-dot": (setter("repository", "full_name", value="../etc"), "owner/name"),
+    "full_name with spaces": (
+        setter("repository", "full_name", value="own er/na me"),
+        "owner/name",
+    ),
     "sender login absurd": (setter("sender", "login", value="x" * 300), "sender.login"),
     "issue number negative": (setter("issue", "number", value=-1), "issue number"),
     "issue number a string": (setter("issue", "number", value="1"), "issue.number"),
@@ -87,7 +90,8 @@ LABELED: dict[str, tuple[Change, str]] = {
 
 @pytest.mark.parametrize("name", list(LABELED))
 def test_attack_hostile_field_in_a_signed_delivery_is_422_with_no_run(
-    world: BotWorld, name: str,
+    world: BotWorld,
+    name: str,
 ) -> None:
     change, reason = LABELED[name]
 
@@ -101,10 +105,12 @@ def test_attack_hostile_field_in_a_signed_delivery_is_422_with_no_run(
 
 @pytest.mark.parametrize("value", [2**63, 2**70, 0, -1, "7", 1.5])
 def test_attack_comment_id_out_of_range_is_422(
-    world: BotWorld, value: object,
+    world: BotWorld,
+    value: object,
 ) -> None:
-    response = world.deliver("issue_comment",
-                             commented(world, setter("comment", "id", value=value)))
+    response = world.deliver(
+        "issue_comment", commented(world, setter("comment", "id", value=value))
+    )
 
     assert response.status_code == 422, response.get_data(as_text=True)
     assert "comment.id" in response.get_json()["error"]
@@ -112,8 +118,9 @@ def test_attack_comment_id_out_of_range_is_422(
 
 
 def test_control_a_comment_id_in_range_still_runs(world: BotWorld) -> None:
-    response = world.deliver("issue_comment",
-                             commented(world, setter("comment", "id", value=2**63 - 1)))
+    response = world.deliver(
+        "issue_comment", commented(world, setter("comment", "id", value=2**63 - 1))
+    )
 
     assert response.status_code == 202, response.get_data(as_text=True)
 
@@ -128,8 +135,17 @@ def test_control_a_valid_delivery_after_hostile_ones_still_runs(world: BotWorld)
     assert run.status == "succeeded" and run.repository == REPO
 
 
-@pytest.mark.parametrize("path", ["/runs/99999999999999999999", "/runs/9223372036854775808",
-                                  "/runs/0", "/runs/-1", "/runs/1e9", "/runs/abc"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/runs/99999999999999999999",
+        "/runs/9223372036854775808",
+        "/runs/0",
+        "/runs/-1",
+        "/runs/1e9",
+        "/runs/abc",
+    ],
+)
 def test_attack_run_page_of_an_impossible_id_is_404(tmp_path: Path, path: str) -> None:
     with FakeGitHub() as fake, ScriptedModelServer() as models:
         world = BotWorld(tmp_path, fake, models, run_pages="public")
@@ -170,13 +186,19 @@ def test_attack_action_with_a_nul_is_400(any_world: BotWorld) -> None:
     assert any_world.services.store.count_deliveries() == 0
 
 
-@pytest.mark.parametrize(("event", "delivery", "reason"), [
-    ("issues\x00", "d-1", "X-GitHub-Event is not an event name"),
-    ("x" * 5000, "d-1", "X-GitHub-Event is not an event name"),
-    ("issues", "d\x00-1", "X-GitHub-Delivery holds control characters"),
-])
+@pytest.mark.parametrize(
+    ("event", "delivery", "reason"),
+    [
+        ("issues\x00", "d-1", "X-GitHub-Event is not an event name"),
+        ("x" * 5000, "d-1", "X-GitHub-Event is not an event name"),
+        ("issues", "d\x00-1", "X-GitHub-Delivery holds control characters"),
+    ],
+)
 def test_attack_headers_no_github_delivery_has_are_400(
-    any_world: BotWorld, event: str, delivery: str, reason: str,
+    any_world: BotWorld,
+    event: str,
+    delivery: str,
+    reason: str,
 ) -> None:
     response = any_world.deliver(event, labeled(any_world, lambda data: None), delivery=delivery)
 
@@ -195,8 +217,11 @@ def labeled_body(world: BotWorld) -> bytes:
 
 
 def post(world: BotWorld, body: bytes, signature: str | None) -> TestResponse:
-    headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": "d-hostile",
-               "Content-Type": "application/json"}
+    headers = {
+        "X-GitHub-Event": "issues",
+        "X-GitHub-Delivery": "d-hostile",
+        "Content-Type": "application/json",
+    }
     if signature is not None:
         headers["X-Hub-Signature-256"] = signature
     return world.client.post("/webhook", data=body, headers=headers)
@@ -230,36 +255,62 @@ def test_attack_signed_malformed_json_is_400(world: BotWorld, body: bytes) -> No
 # --- commands in code ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    "`\n/cra solve\n`",  # a single backtick span over lines
-    "see `this\n/cra solve\nand that` here",  # opened and closed mid-line
-    "``\n/cra solve\n``",  # double backticks
-    "``a ` b\n/cra solve\n``",  # a shorter run inside does not close it
-    "x ```\n/cra solve\ny ``` z",  # triple backticks that are no fence (text before them)
-    "```js`\n/cra solve\n```js`",  # a backtick in the info string: no fence, inline code
-    "`one`, then `two\n/cra solve\nthree`",  # a later span on the same line
-    "`a\n\n`b\n/cra solve\n`",  # the paragraph's own span, after one left open before
-    "`\n  /cra solve\n`",  # indented a little
-    "\\\\`\n/cra solve\n`",  # an escaped backslash escapes no backtick
-    "- `item\n/cra solve`",  # a list item's lazy continuation line
-    "a ````\n/cra solve\nb ```` c",  # four backticks, closed mid-line
-], ids=["single", "mid-line", "double", "shorter-run-inside", "triple", "info-backtick",
-        "second-span", "after-paragraph", "indented", "escaped-backslash", "list-item",
-        "four"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "`\n/cra solve\n`",  # a single backtick span over lines
+        "see `this\n/cra solve\nand that` here",  # opened and closed mid-line
+        "``\n/cra solve\n``",  # double backticks
+        "``a ` b\n/cra solve\n``",  # a shorter run inside does not close it
+        "x ```\n/cra solve\ny ``` z",  # triple backticks that are no fence (text before them)
+        "```js`\n/cra solve\n```js`",  # a backtick in the info string: no fence, inline code
+        "`one`, then `two\n/cra solve\nthree`",  # a later span on the same line
+        "`a\n\n`b\n/cra solve\n`",  # the paragraph's own span, after one left open before
+        "`\n  /cra solve\n`",  # indented a little
+        "\\\\`\n/cra solve\n`",  # an escaped backslash escapes no backtick
+        "- `item\n/cra solve`",  # a list item's lazy continuation line
+        "a ````\n/cra solve\nb ```` c",  # four backticks, closed mid-line
+    ],
+    ids=[
+        "single",
+        "mid-line",
+        "double",
+        "shorter-run-inside",
+        "triple",
+        "info-backtick",
+        "second-span",
+        "after-paragraph",
+        "indented",
+        "escaped-backslash",
+        "list-item",
+        "four",
+    ],
+)
 def test_attack_command_inside_inline_code_spanning_lines_triggers_nothing(text: str) -> None:
     assert routed_comment(text) is None
 
 
-@pytest.mark.parametrize("text", [
-    "```\n/cra solve\n```",
-    "~~~\n/cra solve\n~~~",
-    "~~~~ text\n/cra solve\n~~~~",
-    "```\n/cra solve",  # a fence left open runs to the end
-    "    /cra solve",
-    "text\n\n    /cra solve",
-    "\t/cra solve",
-], ids=["backticks", "tildes", "long-tildes", "unclosed-fence", "indented", "indented-after",
-        "tab-indented"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\n/cra solve\n```",
+        "~~~\n/cra solve\n~~~",
+        "~~~~ text\n/cra solve\n~~~~",
+        "```\n/cra solve",  # a fence left open runs to the end
+        "    /cra solve",
+        "text\n\n    /cra solve",
+        "\t/cra solve",
+    ],
+    ids=[
+        "backticks",
+        "tildes",
+        "long-tildes",
+        "unclosed-fence",
+        "indented",
+        "indented-after",
+        "tab-indented",
+    ],
+)
 def test_attack_command_in_a_code_block_triggers_nothing(text: str) -> None:
     assert routed_comment(text) is None
 
@@ -271,8 +322,9 @@ def test_attack_oversized_diff_is_cut_to_fit_github() -> None:
     lines = "".join(f"+line {i}\n" for i in range(100_000))
     body = compose_pr_body(ctx(result(diff=DIFF + lines)))
     assert len(body) <= PR_BODY_LIMIT
-    assert re.search(r"… diff truncated: [\d,]+ lines omitted; see the branch `cra/issue-12`\.",
-                     body)
+    assert re.search(
+        r"… diff truncated: [\d,]+ lines omitted; see the branch `cra/issue-12`\.", body
+    )
     assert markup_problems(body) == []
 
 
@@ -298,8 +350,9 @@ def test_attack_model_answering_garbage_fails_the_run_honestly_with_nothing_push
 ) -> None:
     with ScriptedModelServer() as server:
         server.respond_with(lambda request: MODEL_GARBAGE[name])
-        run = cra_solve(tmp_path, server, "tests/test_ops.py::test_mul fails: fix mul",
-                        capsys=capsys)
+        run = cra_solve(
+            tmp_path, server, "tests/test_ops.py::test_mul fails: fix mul", capsys=capsys
+        )
 
     assert run.code != 0 and run.out.startswith("status: failed"), run.out
     assert git_in(run.repo, "branch", "--list", "cra/*") == ""

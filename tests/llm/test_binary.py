@@ -92,9 +92,7 @@ def test_one_call_per_item_with_context_item_and_instruction(server, llm):
     assert server.requests[0].system_prompt == "You judge steps."
 
 
-def test_unparseable_answer_is_asked_again_then_takes_the_default_and_is_counted(
-    server, llm, log
-):
+def test_unparseable_answer_is_asked_again_then_takes_the_default_and_is_counted(server, llm, log):
     server.script("viability", "perhaps", "yes")
     server.script("viability_reask", "it depends")
     result = judge(llm, ["a", "b"], default=False)
@@ -109,7 +107,8 @@ def test_the_reask_carries_a_firmer_instruction_and_its_answer_is_used(server, l
     assert judge(llm, ["a"]).verdicts == {"A": True}
     assert log.records[1].user_prompt == (
         "Task: fix the bug.\n\nStep: a\n\nYour previous answer was neither yes nor no. "
-        "Answer with exactly one word: yes or no.")
+        "Answer with exactly one word: yes or no."
+    )
 
 
 def test_a_cached_question_is_not_asked_again(server, log):
@@ -117,8 +116,7 @@ def test_a_cached_question_is_not_asked_again(server, log):
     cache = JudgmentCache()
     server.script("viability", "yes", "no")
     with HTTPChatModel(config) as model:
-        llm = LoggedLLMClient(model, log, role="classifier", reserved_tokens=512,
-                              judgments=cache)
+        llm = LoggedLLMClient(model, log, role="classifier", reserved_tokens=512, judgments=cache)
         assert judge(llm, ["a"]).verdicts == {"A": True}
         assert judge(llm, ["a", "b"]).verdicts == {"A": True, "B": False}
     assert [r.user_prompt.split("\n\n")[1] for r in server.requests] == ["Step: a", "Step: b"]
@@ -129,12 +127,21 @@ def test_a_new_content_version_asks_the_question_again(server, log):
     config = ModelConfig(model="judge", base_url=server.url, max_retries=0)
     server.script("viability", "yes", "no")
     with HTTPChatModel(config) as model:
-        llm = LoggedLLMClient(model, log, role="classifier", reserved_tokens=512,
-                              judgments=JudgmentCache())
+        llm = LoggedLLMClient(
+            model, log, role="classifier", reserved_tokens=512, judgments=JudgmentCache()
+        )
         for version in ("sha1", "sha2", "sha2"):
             found = run_binary_judgment(
-                ["a"], llm=llm, system_prompt="s", task_context="t", format_item=str,
-                item_key=str, stage="viability", default=False, version=lambda _, v=version: v)
+                ["a"],
+                llm=llm,
+                system_prompt="s",
+                task_context="t",
+                format_item=str,
+                item_key=str,
+                stage="viability",
+                default=False,
+                version=lambda _, v=version: v,
+            )
     assert found.verdicts == {"a": False} and len(server.requests) == 2
 
 
@@ -148,7 +155,12 @@ def test_budget_exhaustion_propagates(server, log):
     server.enqueue("yes", "yes")
     config = ModelConfig(model="judge", base_url=server.url, max_retries=0)
     with HTTPChatModel(config) as model:
-        limited = LoggedLLMClient(model, log, role="classifier", reserved_tokens=512,
-                                  budgets=[TaskBudget("judge", max_tokens=None, max_calls=1)])
+        limited = LoggedLLMClient(
+            model,
+            log,
+            role="classifier",
+            reserved_tokens=512,
+            budgets=[TaskBudget("judge", max_tokens=None, max_calls=1)],
+        )
         with pytest.raises(BudgetExhausted):
             judge(limited, ["a", "b"])

@@ -254,7 +254,8 @@ def test_connection_refused_is_retried_then_raises(sleep):
         model.complete("s", "u")
     assert caught.value.retryable and caught.value.status is None
     assert "failed after 2 attempt(s): the model server is unreachable (ConnectError" in str(
-        caught.value)
+        caught.value
+    )
     assert sleep.calls == [1.0]
 
 
@@ -348,14 +349,20 @@ def test_a_plain_http_model_server_gets_no_ca_bundle_and_https_gets_certifis() -
 
     plain = _verify("http://127.0.0.1:11434")
     assert (plain.verify_mode, plain.check_hostname, plain.get_ca_certs()) == (
-        ssl.CERT_REQUIRED, True, [])
+        ssl.CERT_REQUIRED,
+        True,
+        [],
+    )
     assert _verify("HTTPS://models.example.com") is tls_context()
 
 
-@pytest.mark.parametrize("body", [
-    b'{"message": {"content": "x"}, "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-    b'{"message": {"content": "x"}, "n": ' + b"9" * 5_000 + b"}",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"message": {"content": "x"}, "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'{"message": {"content": "x"}, "n": ' + b"9" * 5_000 + b"}",
+    ],
+)
 def test_a_body_json_cannot_hold_raises_llm_error(server, sleep, body):
     server.enqueue(Reply(raw_body=body))
     with make_model(server, sleep) as model, pytest.raises(LLMError, match="not JSON"):
@@ -378,8 +385,10 @@ def test_an_answer_stopped_at_max_tokens_is_marked_cut_off(server, sleep, provid
 
 @pytest.mark.parametrize("provider", ["ollama", "openai"])
 def test_a_reasoning_models_thoughts_are_kept_when_it_gave_no_content(server, sleep, provider):
-    server.enqueue(Reply(text="", thinking='I will answer {"ok": true}', cut_off=True),
-                   Reply(text="yes", thinking="easy"))
+    server.enqueue(
+        Reply(text="", thinking='I will answer {"ok": true}', cut_off=True),
+        Reply(text="yes", thinking="easy"),
+    )
     with make_model(server, sleep, provider=provider) as model:
         only_thought = model.complete("s", "u")
         answered = model.complete("s", "u")
@@ -390,9 +399,14 @@ def test_a_reasoning_models_thoughts_are_kept_when_it_gave_no_content(server, sl
 
 def test_a_redirect_is_not_followed_and_says_where_it_points(server, sleep):
     server.enqueue(Reply(status=301, redirect="https://models.example/v1"))
-    with make_model(server, sleep) as model, pytest.raises(
-            LLMError, match=r"answered 301, a redirect to https://models.example/v1: set "
-                            "base_url to where the model server is"):
+    with (
+        make_model(server, sleep) as model,
+        pytest.raises(
+            LLMError,
+            match=r"answered 301, a redirect to https://models.example/v1: set "
+            "base_url to where the model server is",
+        ),
+    ):
         model.complete("s", "u")
     assert len(server.requests) == 1
 
@@ -406,7 +420,9 @@ def test_an_answer_with_no_content_names_its_real_status(server, sleep):
 def test_an_answer_past_the_size_cap_is_an_error_not_a_memory_fill(server, sleep):
     body = b'{"message": {"content": "' + b"x" * (MAX_ANSWER_BYTES + 1) + b'"}}'
     server.enqueue(Reply(raw_body=body))
-    with make_model(server, sleep) as model, pytest.raises(
-            LLMError, match="answered 200 with more than 8 MiB: not a model's answer"):
+    with (
+        make_model(server, sleep) as model,
+        pytest.raises(LLMError, match="answered 200 with more than 8 MiB: not a model's answer"),
+    ):
         model.complete("s", "u")
     assert len(server.requests) == 1

@@ -29,8 +29,9 @@ def server() -> Iterator[ScriptedModelServer]:
 
 
 def model(server: ScriptedModelServer, timeout: float = 1.0) -> HTTPChatModel:
-    return HTTPChatModel(ModelConfig(base_url=server.url, model="tiny", request_timeout=timeout,
-                                     max_retries=0))
+    return HTTPChatModel(
+        ModelConfig(base_url=server.url, model="tiny", request_timeout=timeout, max_retries=0)
+    )
 
 
 def test_a_trickling_answer_is_cut_at_the_deadline(server: ScriptedModelServer) -> None:
@@ -73,8 +74,7 @@ def test_the_deadline_belongs_to_the_thread_and_its_block(server: ScriptedModelS
 
 def test_proxies_from_the_environment_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
-    with HTTPChatModel(ModelConfig(base_url="http://models.internal:11434",
-                                   model="tiny")) as m:
+    with HTTPChatModel(ModelConfig(base_url="http://models.internal:11434", model="tiny")) as m:
         assert m._http._mounts  # httpx still routes through the proxy the environment names
 
 
@@ -93,8 +93,10 @@ def test_a_model_list_that_trickles_in_is_cut_at_the_probes_deadline() -> None:
         conn, _ = listener.accept()
         with conn:
             conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: 100000\r\n\r\n")
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 100000\r\n\r\n"
+            )
             while not stop.wait(0.2):
                 try:
                     conn.sendall(b" ")

@@ -31,8 +31,9 @@ def server() -> Iterator[ScriptedModelServer]:
 
 @pytest.fixture
 def model(server: ScriptedModelServer) -> Iterator[HTTPChatModel]:
-    config = ModelConfig(model="coder", base_url=server.url, context_window=1000, max_retries=0,
-                         max_tokens=20)
+    config = ModelConfig(
+        model="coder", base_url=server.url, context_window=1000, max_retries=0, max_tokens=20
+    )
     with HTTPChatModel(config, sleep=lambda _: None) as m:
         yield m
 

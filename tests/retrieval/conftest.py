@@ -83,20 +83,20 @@ def authenticate(users: dict[str, str], name: str, password: str) -> bool:
     """True when `password` is the password of `name`."""
     return users.get(name) == hash_password(password)
 '''
-TEST_CART_PY = '''from shop.cart import Cart
+TEST_CART_PY = """from shop.cart import Cart
 
 
 def test_total_applies_discount():
     cart = Cart()
     cart.add_item("apple", 2)
     assert cart.total({"apple": 1.0}, "HALF") == 1.2
-'''
-TEST_PRICING_PY = '''from shop.pricing import apply_discount
+"""
+TEST_PRICING_PY = """from shop.pricing import apply_discount
 
 
 def test_unknown_code_gives_no_discount():
     assert apply_discount(10.0, "NOPE") == 10.0
-'''
+"""
 SHOP_FILES = {
     "README.md": "# shop\n\nA tiny shop: carts, pricing, inventory and users.\n",
     "shop/__init__.py": '"""A tiny shop."""\n',

@@ -45,7 +45,8 @@ def repository(draw: st.DrawFn) -> dict[str, str]:
         stem = f"{draw(NAMES)}{n}"
         if folder == "docs":
             files[f"{folder}/{stem}.md"] = "# notes\n" + "cart price tax\n" * draw(
-                st.integers(0, 200))
+                st.integers(0, 200)
+            )
         else:
             prefix = "test_" if folder == "tests" else ""
             files[f"{folder}/{prefix}{stem}.py"] = draw(python_module())
@@ -59,21 +60,35 @@ def assert_within(package: ContextPackage, budget: int) -> None:
     assert len({f.path for f in package.files}) == len(package.files)
 
 
-@settings(max_examples=30, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(files=repository(), budget=st.integers(0, 4000), seed_count=st.integers(0, 3),
-       mode=st.sampled_from(["plan", "implement"]))
-def test_retrieve_never_exceeds_the_budget(files: dict[str, str], budget: int, seed_count: int,
-                                           mode: str) -> None:
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    files=repository(),
+    budget=st.integers(0, 4000),
+    seed_count=st.integers(0, 3),
+    mode=st.sampled_from(["plan", "implement"]),
+)
+def test_retrieve_never_exceeds_the_budget(
+    files: dict[str, str], budget: int, seed_count: int, mode: str
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp) / "repo", files)
         seeds = sorted(files)[:seed_count]
         with RepoIndex.open(Path(tmp) / "index.sqlite") as index:
             index.update(repo)
-            package = retrieve("the cart price ignores tax", index, budget, root=repo,
-                               mode=mode,  # type: ignore[arg-type]
-                               seeds=Seeds(files=seeds), classifier=None,
-                               config=RetrievalConfig(whole_file_tokens=100))
+            package = retrieve(
+                "the cart price ignores tax",
+                index,
+                budget,
+                root=repo,
+                mode=mode,  # type: ignore[arg-type]
+                seeds=Seeds(files=seeds),
+                classifier=None,
+                config=RetrievalConfig(whole_file_tokens=100),
+            )
     assert_within(package, budget)
     kept = {f.path for f in package.files}
     reasons = {d.path: d.reason for d in package.dropped}
@@ -88,22 +103,41 @@ SOURCES = {"shop/cart.py": CART_PY, "shop/pricing.py": PRICING_PY, "shop/users.p
 
 
 @settings(max_examples=60, deadline=None)
-@given(budget=st.integers(0, 2500), picks=st.lists(st.tuples(st.sampled_from(sorted(SOURCES)),
-                                                            st.booleans(), DETAILS), max_size=3,
-                                                  unique_by=lambda t: t[0]),
-       whole=st.integers(0, 800))
+@given(
+    budget=st.integers(0, 2500),
+    picks=st.lists(
+        st.tuples(st.sampled_from(sorted(SOURCES)), st.booleans(), DETAILS),
+        max_size=3,
+        unique_by=lambda t: t[0],
+    ),
+    whole=st.integers(0, 800),
+)
 def test_packing_never_exceeds_the_budget_whatever_the_chosen_details(
-    budget: int, picks: list[tuple[str, bool, str]], whole: int,
+    budget: int,
+    picks: list[tuple[str, bool, str]],
+    whole: int,
 ) -> None:
     entries = []
     for path, seed, detail in sorted(picks, key=lambda p: not p[1]):
         symbols = parse_source(path, SOURCES[path]).symbols
         details = {s.qualname: detail for s in symbols}
-        entries.append(Entry(path=path, text=SOURCES[path], symbols=symbols, reason="test",
-                             seed=seed, details=details))  # type: ignore[misc]
-    files, dropped = pack(entries, budget, whole_file_tokens=whole,
-                          seed_symbols=[])
-    package = ContextPackage(task="t", files=files, dropped=dropped, budget_tokens=budget,
-                             used_tokens=sum(f.tokens for f in files))
+        entries.append(
+            Entry(
+                path=path,
+                text=SOURCES[path],
+                symbols=symbols,
+                reason="test",
+                seed=seed,
+                details=details,
+            )
+        )  # type: ignore[misc]
+    files, dropped = pack(entries, budget, whole_file_tokens=whole, seed_symbols=[])
+    package = ContextPackage(
+        task="t",
+        files=files,
+        dropped=dropped,
+        budget_tokens=budget,
+        used_tokens=sum(f.tokens for f in files),
+    )
     assert_within(package, budget)
     assert {f.path for f in files} | {d.path for d in dropped} == {p[0] for p in picks}

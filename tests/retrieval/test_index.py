@@ -20,16 +20,25 @@ def paths_of(index: RepoIndex) -> list[str]:
 
 def test_first_update_parses_every_tracked_file(shop: Path, index: RepoIndex) -> None:
     stats = index.update(shop)
-    assert (stats.files, stats.parsed, stats.reused, stats.removed) == (len(SHOP_FILES),
-                                                                         len(SHOP_FILES), 0, 0)
+    assert (stats.files, stats.parsed, stats.reused, stats.removed) == (
+        len(SHOP_FILES),
+        len(SHOP_FILES),
+        0,
+        0,
+    )
     assert stats.languages == {"markdown": 1, "python": len(SHOP_FILES) - 1}
     assert paths_of(index) == sorted(SHOP_FILES)
 
 
 def test_python_symbols_carry_kind_span_signature_and_docstring(shop_index: RepoIndex) -> None:
     found = {s.qualname: s for s in shop_index.symbols_in("shop/cart.py")}
-    assert list(found) == ["Cart", "Cart.__init__", "Cart.add_item", "Cart.remove_item",
-                           "Cart.total"]
+    assert list(found) == [
+        "Cart",
+        "Cart.__init__",
+        "Cart.add_item",
+        "Cart.remove_item",
+        "Cart.total",
+    ]
     add_item = found["Cart.add_item"]
     assert (add_item.kind, add_item.start_line, add_item.end_line) == ("method", 12, 14)
     assert add_item.signature == "def add_item(self, sku: str, quantity: int = 1) -> None:"
@@ -44,14 +53,17 @@ def test_imports_resolve_to_files(shop_index: RepoIndex) -> None:
 
 
 def test_relative_and_src_layout_imports_resolve(tmp_path: Path, index: RepoIndex) -> None:
-    repo = make_repo(tmp_path / "r", {
-        "src/pkg/__init__.py": "from . import core\n",
-        "src/pkg/core.py": "from .util import helper\n",
-        "src/pkg/util.py": "def helper():\n    return 1\n",
-        "app.js": "import { x } from './lib/x';\nconst y = require('./y.js');\n",
-        "lib/x.js": "export const x = 1;\n",
-        "y.js": "module.exports = 2;\n",
-    })
+    repo = make_repo(
+        tmp_path / "r",
+        {
+            "src/pkg/__init__.py": "from . import core\n",
+            "src/pkg/core.py": "from .util import helper\n",
+            "src/pkg/util.py": "def helper():\n    return 1\n",
+            "app.js": "import { x } from './lib/x';\nconst y = require('./y.js');\n",
+            "lib/x.js": "export const x = 1;\n",
+            "y.js": "module.exports = 2;\n",
+        },
+    )
     index.update(repo)
     edges = index.import_edges(["src/pkg/core.py", "app.js"])
     assert ("src/pkg/__init__.py", "src/pkg/core.py") in edges
@@ -71,10 +83,14 @@ def test_unchanged_repository_parses_nothing(shop: Path, shop_index: RepoIndex) 
     assert (stats.parsed, stats.reused, stats.removed) == (0, len(SHOP_FILES), 0)
 
 
-def test_reindex_after_one_change_parses_only_that_file(shop: Path,
-                                                        shop_index: RepoIndex) -> None:
-    write_files(shop, {"shop/pricing.py": SHOP_FILES["shop/pricing.py"]
-                       + "\n\ndef shipping_cost(weight: float) -> float:\n    return 5.0\n"})
+def test_reindex_after_one_change_parses_only_that_file(shop: Path, shop_index: RepoIndex) -> None:
+    write_files(
+        shop,
+        {
+            "shop/pricing.py": SHOP_FILES["shop/pricing.py"]
+            + "\n\ndef shipping_cost(weight: float) -> float:\n    return 5.0\n"
+        },
+    )
     commit_all(shop, "shipping")
     stats = shop_index.update(shop)
     assert (stats.parsed, stats.reused) == (1, len(SHOP_FILES) - 1)
@@ -100,13 +116,16 @@ def test_deleted_file_disappears(shop: Path, shop_index: RepoIndex) -> None:
 
 
 def test_odd_files_are_skipped_capped_or_indexed_as_text(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "odd", {
-        "ok.py": "def fine():\n    return 1\n",
-        "broken.py": "def broken(:\n    pass\n",
-        "huge.py": "x = 1\n" * 400,
-        "node_modules/lib/index.js": "module.exports = 1;\n",
-        "static/app.min.js": "var a=1;\n",
-    })
+    repo = make_repo(
+        tmp_path / "odd",
+        {
+            "ok.py": "def fine():\n    return 1\n",
+            "broken.py": "def broken(:\n    pass\n",
+            "huge.py": "x = 1\n" * 400,
+            "node_modules/lib/index.js": "module.exports = 1;\n",
+            "static/app.min.js": "var a=1;\n",
+        },
+    )
     (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
     (repo / "latin.py").write_bytes("# caf\xe9\ndef menu():\n    return 'ok'\n".encode("latin-1"))
     commit_all(repo, "odd files")
@@ -132,8 +151,9 @@ def test_changed_skip_rules_rebuild_the_index(shop: Path, tmp_path: Path) -> Non
 
 
 def test_worktrees_of_one_repository_share_an_index_file(shop: Path, tmp_path: Path) -> None:
-    worktree = worktrees.add_worktree(shop, tmp_path / "wt", commit=git.head_commit(shop),
-                                branch="cra/x")
+    worktree = worktrees.add_worktree(
+        shop, tmp_path / "wt", commit=git.head_commit(shop), branch="cra/x"
+    )
     data = tmp_path / "data"
     assert default_index_path(data, worktree) == default_index_path(data, shop)
     assert default_index_path(data, shop).parent == data / "index"
@@ -144,8 +164,7 @@ def test_cra_index_prints_the_stats(shop: Path, tmp_path: Path, capsys) -> None:
     text = capsys.readouterr().out
     assert f"files: {len(SHOP_FILES)} ({len(SHOP_FILES)} parsed" in text
     assert "languages: python 8, markdown 1" in text
-    assert main(["--data-dir", str(tmp_path / "data"), "index", "--repo", str(shop),
-                 "--json"]) == 0
+    assert main(["--data-dir", str(tmp_path / "data"), "index", "--repo", str(shop), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert (stats["files"], stats["parsed"], stats["reused"]) == (9, 0, 9)
 

@@ -21,9 +21,11 @@ def outline(source: str, path: str = "m.py", default: str = "signature", **detai
 def test_chosen_body_is_exact_and_the_rest_are_signatures() -> None:
     text = outline(CART_PY, Cart__total="full")
     assert "from shop.pricing import apply_discount, tax_rate" in text
-    assert "    def add_item(self, sku: str, quantity: int = 1) -> None:\n" \
-           '        """Put `quantity` of `sku` in the cart."""\n' \
-           f"        {MARK}\n" in text
+    assert (
+        "    def add_item(self, sku: str, quantity: int = 1) -> None:\n"
+        '        """Put `quantity` of `sku` in the cart."""\n'
+        f"        {MARK}\n" in text
+    )
     body_start = CART_PY.index("    def total")
     assert CART_PY[body_start:].rstrip("\n") in text
     assert "self.items[sku] = self.items.get(sku, 0) + quantity" not in text
@@ -53,15 +55,19 @@ def test_go_outline_shows_signatures() -> None:
 def test_a_full_body_keeps_the_lines_bordering_it_as_a_diff_context_does() -> None:
     def function(name: str) -> str:
         return f"def {name}(x):\n" + "".join(f"    x = x + {n}  # {name}\n" for n in range(8))
+
     source = "\n".join(function(name) for name in ("before", "chosen", "after"))
     text = outline(source, chosen="full")
     # three lines each side: before's last two and the blank line; the blank line, after's
     # header and its first line
-    assert f"    {MARK}\n    x = x + 6  # before\n    x = x + 7  # before\n\n{function('chosen')}"\
-           f"\ndef after(x):\n    x = x + 0  # after\n    {MARK}" in text
+    assert (
+        f"    {MARK}\n    x = x + 6  # before\n    x = x + 7  # before\n\n{function('chosen')}"
+        f"\ndef after(x):\n    x = x + 0  # after\n    {MARK}" in text
+    )
     assert "x = x + 5  # before" not in text and "x = x + 1  # after" not in text
-    plain = render_outline(source, parse_source("m.py", source).symbols, {"chosen": "full"},
-                           borders=False)
+    plain = render_outline(
+        source, parse_source("m.py", source).symbols, {"chosen": "full"}, borders=False
+    )
     assert "# before" not in plain and "# after" not in plain and function("chosen") in plain
 
 
@@ -83,13 +89,19 @@ def test_a_data_module_folds_its_tables_and_shows_a_chosen_one_whole() -> None:
 
 
 def test_a_file_too_long_for_its_outline_is_shown_by_its_headlines() -> None:
-    members = "".join(f"    def method_{n}(self, value: int) -> int:\n"
-                      f"        \"\"\"Method {n}.\"\"\"\n        return value + {n}\n\n"
-                      for n in range(40))
+    members = "".join(
+        f"    def method_{n}(self, value: int) -> int:\n"
+        f'        """Method {n}."""\n        return value + {n}\n\n'
+        for n in range(40)
+    )
     text = f'"""Many methods."""\n\n\nclass Big:\n    """A big class."""\n\n{members}'
     text += "\n\ndef helper() -> None:\n    pass\n"
-    entry = Entry(path="big.py", text=text, symbols=parse_source("big.py", text).symbols,
-                  reason="rank: search")
+    entry = Entry(
+        path="big.py",
+        text=text,
+        symbols=parse_source("big.py", text).symbols,
+        reason="rank: search",
+    )
     signatures = render_outline(text, entry.symbols, {})
     room = estimate_tokens(signatures) // 2
     [file], dropped = pack([entry], room + 40, whole_file_tokens=100, seed_symbols=[])
@@ -102,14 +114,19 @@ def test_a_file_too_long_for_its_outline_is_shown_by_its_headlines() -> None:
 
 
 def test_a_named_class_too_large_to_show_is_shown_by_its_named_member() -> None:
-    members = "".join(f"    def method_{n}(self, value: int) -> int:\n"
-                      f"        return value + {n}\n\n" for n in range(60))
+    members = "".join(
+        f"    def method_{n}(self, value: int) -> int:\n        return value + {n}\n\n"
+        for n in range(60)
+    )
     text = f"class Big:\n{members}\n\ndef other() -> None:\n    pass\n"
-    entry = Entry(path="big.py", text=text, symbols=parse_source("big.py", text).symbols,
-                  reason="seed: defines Big")
+    entry = Entry(
+        path="big.py",
+        text=text,
+        symbols=parse_source("big.py", text).symbols,
+        reason="seed: defines Big",
+    )
     room = estimate_tokens(text) // 3
-    [file], dropped = pack([entry], room, whole_file_tokens=100,
-                           seed_symbols=["Big", "method_7"])
+    [file], dropped = pack([entry], room, whole_file_tokens=100, seed_symbols=["Big", "method_7"])
     assert dropped == []
     assert "    def method_7(self, value: int) -> int:\n        return value + 7" in file.content
     assert file.content.startswith("class Big:") and "method_9" not in file.content

@@ -47,8 +47,14 @@ const handler = (req) => {
 def test_identifiers_split_on_snake_and_camel_case() -> None:
     assert split_identifier("parse_yesNo2") == ["parse", "yes", "no", "2"]
     assert split_identifier("HTTPServerError") == ["http", "server", "error"]
-    assert terms("JSONDecoder.raw_decode") == ["json", "decoder", "jsondecoder", "raw", "decode",
-                                              "rawdecode"]
+    assert terms("JSONDecoder.raw_decode") == [
+        "json",
+        "decoder",
+        "jsondecoder",
+        "raw",
+        "decode",
+        "rawdecode",
+    ]
 
 
 def test_python_syntax_error_comes_back_as_text() -> None:
@@ -129,20 +135,33 @@ def test_javascript_file_yields_symbols() -> None:
     assert [i.module for i in parsed.imports] == []
 
 
-@pytest.mark.parametrize(("path", "source", "expected"), [
-    ("a.ts", "interface Shape { area(): number }\nexport class Box {\n  area() { return 1 }\n}\n",
-     ["Shape", "Box", "Box.area"]),
-    ("a.tsx", "export function App() {\n  return <div/>;\n}\n", ["App"]),
-    ("a.rs", "struct P { x: i32 }\nimpl P {\n    fn norm(&self) -> i32 { self.x }\n}\n",
-     ["P", "P", "P.norm"]),
-    ("A.java", "class A {\n  int f(int x) { return x; }\n}\n", ["A", "A.f"]),
-    ("a.rb", "class Cart\n  def total\n    0\n  end\nend\n", ["Cart", "Cart.total"]),
-    ("a.c", "static int add(int a, int b) {\n  return a + b;\n}\n", ["add"]),
-    ("a.cpp", "namespace geo {\nclass Shape {\n  int area() { return 0; }\n};\n}\n",
-     ["geo", "geo.Shape", "geo.Shape.area"]),
-])
-def test_every_bundled_grammar_yields_definitions(path: str, source: str,
-                                                 expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("path", "source", "expected"),
+    [
+        (
+            "a.ts",
+            "interface Shape { area(): number }\nexport class Box {\n  area() { return 1 }\n}\n",
+            ["Shape", "Box", "Box.area"],
+        ),
+        ("a.tsx", "export function App() {\n  return <div/>;\n}\n", ["App"]),
+        (
+            "a.rs",
+            "struct P { x: i32 }\nimpl P {\n    fn norm(&self) -> i32 { self.x }\n}\n",
+            ["P", "P", "P.norm"],
+        ),
+        ("A.java", "class A {\n  int f(int x) { return x; }\n}\n", ["A", "A.f"]),
+        ("a.rb", "class Cart\n  def total\n    0\n  end\nend\n", ["Cart", "Cart.total"]),
+        ("a.c", "static int add(int a, int b) {\n  return a + b;\n}\n", ["add"]),
+        (
+            "a.cpp",
+            "namespace geo {\nclass Shape {\n  int area() { return 0; }\n};\n}\n",
+            ["geo", "geo.Shape", "geo.Shape.area"],
+        ),
+    ],
+)
+def test_every_bundled_grammar_yields_definitions(
+    path: str, source: str, expected: list[str]
+) -> None:
     pytest.importorskip("tree_sitter")
     language = parse_source(path, source).language
     if language not in treesitter.available():
@@ -150,8 +169,7 @@ def test_every_bundled_grammar_yields_definitions(path: str, source: str,
     assert [s.qualname for s in parse_source(path, source).symbols] == expected
 
 
-def test_indexed_go_and_javascript_symbols_are_searchable(tmp_path: Path,
-                                                          index: RepoIndex) -> None:
+def test_indexed_go_and_javascript_symbols_are_searchable(tmp_path: Path, index: RepoIndex) -> None:
     pytest.importorskip("tree_sitter_go")
     pytest.importorskip("tree_sitter_javascript")
     repo = make_repo(tmp_path / "poly", {"health.go": GO_SOURCE, "web/slug.js": JS_SOURCE})

@@ -23,11 +23,27 @@ TASK = "The cart total must apply the discount code before adding tax."
 NO_STAGES = RetrievalConfig(stages=[])
 
 
-def run(index: RepoIndex, root: Path, *, budget: int = 4000, files: tuple[str, ...] = (),
-        classifier: LoggedLLMClient | None = None, config: RetrievalConfig = NO_STAGES,
-        task: str = TASK, mode: str = "implement") -> ContextPackage:
-    return retrieve(task, index, budget, root=root, mode=mode,  # type: ignore[arg-type]
-                    seeds=Seeds(files=list(files)), classifier=classifier, config=config)
+def run(
+    index: RepoIndex,
+    root: Path,
+    *,
+    budget: int = 4000,
+    files: tuple[str, ...] = (),
+    classifier: LoggedLLMClient | None = None,
+    config: RetrievalConfig = NO_STAGES,
+    task: str = TASK,
+    mode: str = "implement",
+) -> ContextPackage:
+    return retrieve(
+        task,
+        index,
+        budget,
+        root=root,
+        mode=mode,  # type: ignore[arg-type]
+        seeds=Seeds(files=list(files)),
+        classifier=classifier,
+        config=config,
+    )
 
 
 def paths(package: ContextPackage) -> list[str]:
@@ -39,8 +55,11 @@ def dropped(package: ContextPackage) -> dict[str, str]:
 
 
 def asked_files(server: ScriptedModelServer) -> list[str]:
-    return [re.search(r"File: (\S+)", r.user_prompt)[1]  # type: ignore[index]
-            for r in server.requests if r.stage == "retrieval_scope"]
+    return [
+        re.search(r"File: (\S+)", r.user_prompt)[1]  # type: ignore[index]
+        for r in server.requests
+        if r.stage == "retrieval_scope"
+    ]
 
 
 @pytest.fixture
@@ -62,8 +81,9 @@ def test_ranking_pulls_in_imports_and_tests_of_seeds(shop_index: RepoIndex) -> N
 def test_for_an_implement_step_sources_rank_above_tests(shop_index: RepoIndex) -> None:
     task = "test_total_applies_discount fails: the cart total applies the discount wrongly"
     plain = [c.path for c in rank(task, shop_index, ResolvedSeeds(), limit=20)]
-    sources_first = [c.path for c in rank(task, shop_index, ResolvedSeeds(), limit=20,
-                                          prefer_source=True)]
+    sources_first = [
+        c.path for c in rank(task, shop_index, ResolvedSeeds(), limit=20, prefer_source=True)
+    ]
     assert plain[0].startswith("tests/")
     first_test = next(i for i, p in enumerate(sources_first) if p.startswith("tests/"))
     assert all(p.startswith("shop/") for p in sources_first[:first_test])
@@ -71,14 +91,13 @@ def test_for_an_implement_step_sources_rank_above_tests(shop_index: RepoIndex) -
 
 
 def test_the_first_hits_import_neighbours_are_credited(shop_index: RepoIndex) -> None:
-    ranked = {c.path: c.reasons for c in rank("cart total", shop_index, ResolvedSeeds(),
-                                               limit=20)}
+    ranked = {c.path: c.reasons for c in rank("cart total", shop_index, ResolvedSeeds(), limit=20)}
     assert "imported by shop/cart.py (first hit)" in ranked["shop/pricing.py"]
 
 
-def test_rank_only_makes_no_model_calls(shop: Path, shop_index: RepoIndex,
-                                        classifier: LoggedLLMClient,
-                                        server: ScriptedModelServer) -> None:
+def test_rank_only_makes_no_model_calls(
+    shop: Path, shop_index: RepoIndex, classifier: LoggedLLMClient, server: ScriptedModelServer
+) -> None:
     package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier)
     assert server.requests == []
     assert paths(package)[0] == "shop/cart.py"
@@ -88,21 +107,31 @@ def test_rank_only_makes_no_model_calls(shop: Path, shop_index: RepoIndex,
 
 
 def test_an_implement_pass_holds_its_named_files_and_a_little_more(
-    shop: Path, shop_index: RepoIndex,
+    shop: Path,
+    shop_index: RepoIndex,
 ) -> None:
-    lean = run(shop_index, shop, files=("shop/cart.py",),
-               config=RetrievalConfig(stages=[], implement_extra_tokens=0))
+    lean = run(
+        shop_index,
+        shop,
+        files=("shop/cart.py",),
+        config=RetrievalConfig(stages=[], implement_extra_tokens=0),
+    )
     assert paths(lean)[0] == "shop/cart.py" and lean.files[0].detail == "full"
     assert lean.used_tokens <= lean.budget_tokens
-    roomy = run(shop_index, shop, files=("shop/cart.py",),
-                config=RetrievalConfig(stages=[], implement_extra_tokens=400))
+    roomy = run(
+        shop_index,
+        shop,
+        files=("shop/cart.py",),
+        config=RetrievalConfig(stages=[], implement_extra_tokens=400),
+    )
     assert len(roomy.files) > 1 and roomy.budget_tokens == lean.budget_tokens + 400
     planned = run(shop_index, shop, files=("shop/cart.py",), mode="plan")
     assert planned.budget_tokens == 4000  # a planner pass's budget is its caller's
 
 
-def test_without_a_classifier_the_configured_stages_are_skipped(shop: Path,
-                                                                shop_index: RepoIndex) -> None:
+def test_without_a_classifier_the_configured_stages_are_skipped(
+    shop: Path, shop_index: RepoIndex
+) -> None:
     package = run(shop_index, shop, files=("shop/cart.py",), config=RetrievalConfig())
     assert paths(package)[0] == "shop/cart.py"
     assert "shop/pricing.py" in paths(package)
@@ -115,8 +144,9 @@ def test_seeds_are_present_even_in_a_tight_budget(shop: Path, shop_index: RepoIn
     assert {f.detail for f in package.files[:2]} <= {"full", "outline", "truncated"}
 
 
-def test_a_seed_larger_than_the_budget_is_cut_short_not_dropped(shop: Path,
-                                                               shop_index: RepoIndex) -> None:
+def test_a_seed_larger_than_the_budget_is_cut_short_not_dropped(
+    shop: Path, shop_index: RepoIndex
+) -> None:
     package = run(shop_index, shop, budget=120, files=("shop/cart.py",))
     [cart] = package.files
     assert (cart.path, cart.detail) == ("shop/cart.py", "truncated")
@@ -125,15 +155,21 @@ def test_a_seed_larger_than_the_budget_is_cut_short_not_dropped(shop: Path,
     assert package.used_tokens <= 120
 
 
-def test_plan_mode_shows_large_ranked_files_as_outlines(shop: Path,
-                                                        shop_index: RepoIndex) -> None:
-    package = run(shop_index, shop, budget=4000, files=("shop/pricing.py",), mode="plan",
-                  config=RetrievalConfig(stages=[], whole_file_tokens=50))
+def test_plan_mode_shows_large_ranked_files_as_outlines(shop: Path, shop_index: RepoIndex) -> None:
+    package = run(
+        shop_index,
+        shop,
+        budget=4000,
+        files=("shop/pricing.py",),
+        mode="plan",
+        config=RetrievalConfig(stages=[], whole_file_tokens=50),
+    )
     details = {f.path: f.detail for f in package.files}
     assert details["shop/pricing.py"] == "full"  # a seed stays whole while it fits
     assert details["shop/cart.py"] == "outline"
     assert "def add_item(self, sku: str, quantity: int = 1) -> None:" in next(
-        f.content for f in package.files if f.path == "shop/cart.py")
+        f.content for f in package.files if f.path == "shop/cart.py"
+    )
 
 
 def test_a_seed_that_does_not_exist_is_recorded(shop: Path, shop_index: RepoIndex) -> None:
@@ -141,14 +177,16 @@ def test_a_seed_that_does_not_exist_is_recorded(shop: Path, shop_index: RepoInde
     assert dropped(package)["shop/shipping.py"].startswith("not in the repository")
 
 
-def test_scope_no_drops_a_file_and_yes_keeps_one(shop: Path, shop_index: RepoIndex,
-                                                 classifier: LoggedLLMClient,
-                                                 server: ScriptedModelServer,
-                                                 call_log: MemoryCallLog) -> None:
+def test_scope_no_drops_a_file_and_yes_keeps_one(
+    shop: Path,
+    shop_index: RepoIndex,
+    classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+    call_log: MemoryCallLog,
+) -> None:
     server.script("retrieval_scope", "No.", "Yes")
     config = RetrievalConfig(stages=["scope"], top_k=2)
-    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
-                  config=config)
+    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier, config=config)
     refused, accepted = asked_files(server)
     assert dropped(package)[refused] == "scope: not needed"
     assert accepted in paths(package) and refused not in paths(package)
@@ -157,25 +195,32 @@ def test_scope_no_drops_a_file_and_yes_keeps_one(shop: Path, shop_index: RepoInd
     assert [r.stage for r in call_log.records] == ["retrieval_scope"] * 2
 
 
-def test_an_unparseable_scope_answer_drops_the_file(shop: Path, shop_index: RepoIndex,
-                                                    classifier: LoggedLLMClient,
-                                                    server: ScriptedModelServer) -> None:
+def test_an_unparseable_scope_answer_drops_the_file(
+    shop: Path, shop_index: RepoIndex, classifier: LoggedLLMClient, server: ScriptedModelServer
+) -> None:
     server.script("retrieval_scope", "It might be useful, hard to say.")
     server.script("retrieval_scope_reask", "Hard to say.")
-    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
-                  config=RetrievalConfig(stages=["scope"], top_k=1))
+    package = run(
+        shop_index,
+        shop,
+        files=("shop/cart.py",),
+        classifier=classifier,
+        config=RetrievalConfig(stages=["scope"], top_k=1),
+    )
     [asked] = asked_files(server)
     assert dropped(package)[asked] == "scope: unparseable answer"
     assert paths(package) == ["shop/cart.py"]
 
 
 def test_scope_questions_stop_at_the_call_cap_and_the_rest_are_shown_unasked(
-    shop: Path, shop_index: RepoIndex, classifier: LoggedLLMClient, server: ScriptedModelServer,
+    shop: Path,
+    shop_index: RepoIndex,
+    classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
 ) -> None:
     server.script("retrieval_scope", "yes")
     config = RetrievalConfig(stages=["scope"], top_k=3, max_classifier_calls=1)
-    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
-                  config=config)
+    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier, config=config)
     assert len(asked_files(server)) == 1
     reasons = [f.reason for f in package.files]
     assert sum(r.startswith("scope: needed") for r in reasons) == 1
@@ -183,32 +228,45 @@ def test_scope_questions_stop_at_the_call_cap_and_the_rest_are_shown_unasked(
 
 
 def test_only_the_first_ranked_files_are_asked_about(
-    shop: Path, shop_index: RepoIndex, classifier: LoggedLLMClient, server: ScriptedModelServer,
+    shop: Path,
+    shop_index: RepoIndex,
+    classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
 ) -> None:
     server.script("retrieval_scope", "no")
     config = RetrievalConfig(stages=["scope"], top_k=4, scope_questions=1)
-    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
-                  config=config)
+    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier, config=config)
     [refused] = asked_files(server)
     assert dropped(package)[refused] == "scope: not needed"
     assert len([f for f in package.files if f.reason.startswith("scope: not asked")]) == 3
 
 
 def test_precision_shows_the_chosen_body_and_omits_the_rest(
-    pricing_only: Path, index: RepoIndex, classifier: LoggedLLMClient,
-    server: ScriptedModelServer, call_log: MemoryCallLog,
+    pricing_only: Path,
+    index: RepoIndex,
+    classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+    call_log: MemoryCallLog,
 ) -> None:
     # tax_rate shares the task's words, so it is asked about first (yes), then apply_discount
     # (no): one question each.
     server.script("retrieval_precision", "yes", "no")
     config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
-    package = run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier,
-                  config=config, task="The tax rate must be 25 percent.", budget=90)
+    package = run(
+        index,
+        pricing_only,
+        files=("shop/pricing.py",),
+        classifier=classifier,
+        config=config,
+        task="The tax rate must be 25 percent.",
+        budget=90,
+    )
     [pricing] = [f for f in package.files if f.path == "shop/pricing.py"]
     assert pricing.detail == "outline"
     assert pricing.symbols == {"apply_discount": "omitted", "tax_rate": "full"}
-    assert 'def tax_rate() -> float:\n    """The sales tax rate."""\n    return 0.2' \
-        in pricing.content
+    assert (
+        'def tax_rate() -> float:\n    """The sales tax rate."""\n    return 0.2' in pricing.content
+    )
     assert "def apply_discount" not in pricing.content and MARK in pricing.content
     assert 'DISCOUNTS = {"SAVE10": 0.10, "HALF": 0.50}' in pricing.content
     assert "full body of `tax_rate`" in server.requests[0].user_prompt
@@ -217,14 +275,23 @@ def test_precision_shows_the_chosen_body_and_omits_the_rest(
 
 
 def _method(name: str, words: str) -> str:
-    return (f"    def {name}(self, value):\n        \"\"\"{words}.\"\"\"\n"
-            + "".join(f"        value = value + {n}\n" for n in range(12))
-            + "        return value\n\n")
+    return (
+        f'    def {name}(self, value):\n        """{words}."""\n'
+        + "".join(f"        value = value + {n}\n" for n in range(12))
+        + "        return value\n\n"
+    )
 
 
 def ask_once(
-    root: Path, path: str, source: str, index: RepoIndex, classifier: LoggedLLMClient,
-    server: ScriptedModelServer, *, task: str, budget: int,
+    root: Path,
+    path: str,
+    source: str,
+    index: RepoIndex,
+    classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+    *,
+    task: str,
+    budget: int,
 ) -> tuple[str, ContextPackage]:
     """Retrieval for an implement pass naming `path`, the one file of a repository at `root`,
     with one precision question allowed and answered yes: that question's prompt, and the
@@ -232,27 +299,35 @@ def ask_once(
     repo = make_repo(root, {path: source})
     index.update(repo)
     server.script("retrieval_precision", "yes")
-    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10,
-                             precision_max_questions=1)
-    package = run(index, repo, files=(path,), classifier=classifier, config=config, task=task,
-                  budget=budget)
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10, precision_max_questions=1)
+    package = run(
+        index, repo, files=(path,), classifier=classifier, config=config, task=task, budget=budget
+    )
     [request] = server.requests
     return request.user_prompt, package
 
 
 def test_precision_asks_first_about_the_method_holding_the_tasks_words_in_a_file_of_classes(
-    tmp_path: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    tmp_path: Path,
+    index: RepoIndex,
+    classifier: LoggedLLMClient,
     server: ScriptedModelServer,
 ) -> None:
     # the words of the task are in one method of the second class; questions about the
     # classes themselves would be spent before reaching it
     first = "class Reader:\n" + "".join(_method(f"read_{n}", f"Read part {n}") for n in range(8))
-    second = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}")
-                                          for n in range(7))
+    second = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}") for n in range(7))
     second += _method("help_option_names", "The help option names, in declaration order")
-    asked, package = ask_once(tmp_path / "io", "pkg/io.py", f"{first}\n{second}", index,
-                              classifier, server, budget=600,
-                              task="Keep the declaration order of help option names")
+    asked, package = ask_once(
+        tmp_path / "io",
+        "pkg/io.py",
+        f"{first}\n{second}",
+        index,
+        classifier,
+        server,
+        budget=600,
+        task="Keep the declaration order of help option names",
+    )
     assert "full body of `Writer.help_option_names`" in asked
     [io] = package.files
     assert io.symbols["Writer.help_option_names"] == "full"
@@ -261,66 +336,110 @@ def test_precision_asks_first_about_the_method_holding_the_tasks_words_in_a_file
 
 
 def test_precision_asks_first_about_what_the_named_definitions_body_calls(
-    tmp_path: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    tmp_path: Path,
+    index: RepoIndex,
+    classifier: LoggedLLMClient,
     server: ScriptedModelServer,
 ) -> None:
     # the task names `style`, shown in full unasked; the helper it calls holds none of the
     # task's words, the decoys hold them all — the helper is still asked about first
     def function(name: str, doc: str, call: str = "") -> str:
-        return (f"def {name}(value):\n    \"\"\"{doc}.\"\"\"\n"
-                + "".join(f"    value = value + {n}\n" for n in range(12))
-                + (f"    value = {call}(value)\n" if call else "") + "    return value\n\n\n")
-    decoys = "".join(function(f"black_colour_{n}", "Validate a black colour value")
-                     for n in range(4))
-    source = decoys + function("_code", "A number for the terminal") + function(
-        "style", "Style the text", call="_code")
-    asked, package = ask_once(tmp_path / "term", "pkg/term.py", source, index, classifier,
-                              server, budget=600,
-                              task="`style` must validate a black colour value")
+        return (
+            f'def {name}(value):\n    """{doc}."""\n'
+            + "".join(f"    value = value + {n}\n" for n in range(12))
+            + (f"    value = {call}(value)\n" if call else "")
+            + "    return value\n\n\n"
+        )
+
+    decoys = "".join(
+        function(f"black_colour_{n}", "Validate a black colour value") for n in range(4)
+    )
+    source = (
+        decoys
+        + function("_code", "A number for the terminal")
+        + function("style", "Style the text", call="_code")
+    )
+    asked, package = ask_once(
+        tmp_path / "term",
+        "pkg/term.py",
+        source,
+        index,
+        classifier,
+        server,
+        budget=600,
+        task="`style` must validate a black colour value",
+    )
     assert "full body of `_code`" in asked
     assert package.files[0].symbols["_code"] == "full"
 
 
 def test_a_named_file_that_fits_its_share_stays_whole_without_questions(
-    pricing_only: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    pricing_only: Path,
+    index: RepoIndex,
+    classifier: LoggedLLMClient,
     server: ScriptedModelServer,
 ) -> None:
     config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
-    package = run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier,
-                  config=config, budget=4000)
+    package = run(
+        index,
+        pricing_only,
+        files=("shop/pricing.py",),
+        classifier=classifier,
+        config=config,
+        budget=4000,
+    )
     assert server.requests == []
     assert package.files[0].detail == "full"
 
 
 def test_plan_passes_ask_no_precision_question(
-    pricing_only: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    pricing_only: Path,
+    index: RepoIndex,
+    classifier: LoggedLLMClient,
     server: ScriptedModelServer,
 ) -> None:
     config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
-    run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier, config=config,
-        budget=90, mode="plan")
+    run(
+        index,
+        pricing_only,
+        files=("shop/pricing.py",),
+        classifier=classifier,
+        config=config,
+        budget=90,
+        mode="plan",
+    )
     assert server.requests == []
 
 
-def test_small_files_stay_whole_without_questions(shop: Path, shop_index: RepoIndex,
-                                                  classifier: LoggedLLMClient,
-                                                  server: ScriptedModelServer) -> None:
+def test_small_files_stay_whole_without_questions(
+    shop: Path, shop_index: RepoIndex, classifier: LoggedLLMClient, server: ScriptedModelServer
+) -> None:
     config = RetrievalConfig(stages=["precision"], top_k=1)
-    package = run(shop_index, shop, files=("shop/pricing.py",), classifier=classifier,
-                  config=config)
+    package = run(
+        shop_index, shop, files=("shop/pricing.py",), classifier=classifier, config=config
+    )
     assert server.requests == []
     assert package.files[0].detail == "full"
     assert package.files[0].content == PRICING_PY
 
 
 def test_a_seeded_symbol_is_shown_in_full_without_a_question(
-    pricing_only: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    pricing_only: Path,
+    index: RepoIndex,
+    classifier: LoggedLLMClient,
     server: ScriptedModelServer,
 ) -> None:
     server.script("retrieval_precision", "no")
     config = RetrievalConfig(stages=["precision"], whole_file_tokens=10)
-    package = run(index, pricing_only, files=("shop/pricing.py",), classifier=classifier,
-                  config=config, task="`apply_discount` ignores lower-case codes", budget=100)
+    package = run(
+        index,
+        pricing_only,
+        files=("shop/pricing.py",),
+        classifier=classifier,
+        config=config,
+        task="`apply_discount` ignores lower-case codes",
+        budget=100,
+    )
     assert package.files[0].symbols == {"apply_discount": "full", "tax_rate": "omitted"}
     assert len(server.requests) == 1
 
@@ -331,31 +450,43 @@ def test_the_same_inputs_give_the_same_package(shop: Path, shop_index: RepoIndex
 
 
 def test_refinement_brings_in_a_missing_file_within_the_same_budget(
-    shop: Path, shop_index: RepoIndex,
+    shop: Path,
+    shop_index: RepoIndex,
 ) -> None:
-    package = run(shop_index, shop, budget=1500, files=("shop/cart.py",),
-                  config=RetrievalConfig(stages=[], top_k=1))
+    package = run(
+        shop_index,
+        shop,
+        budget=1500,
+        files=("shop/cart.py",),
+        config=RetrievalConfig(stages=[], top_k=1),
+    )
     assert "shop/users.py" not in paths(package)
     request = RefinementRequest(reason="needs the user model", missing_files=["shop/users.py"])
-    refined = refine(package, request, shop_index, root=shop, classifier=None,
-                     config=RetrievalConfig(stages=[], top_k=1))
+    refined = refine(
+        package,
+        request,
+        shop_index,
+        root=shop,
+        classifier=None,
+        config=RetrievalConfig(stages=[], top_k=1),
+    )
     assert paths(refined)[:2] == ["shop/cart.py", "shop/users.py"]
     assert refined.budget_tokens == 1500 and refined.used_tokens <= 1500
     assert refined.seed_files == ["shop/cart.py", "shop/users.py"]
 
 
 def test_refinement_does_not_ask_again_about_files_already_judged(
-    shop: Path, shop_index: RepoIndex, classifier: LoggedLLMClient,
+    shop: Path,
+    shop_index: RepoIndex,
+    classifier: LoggedLLMClient,
     server: ScriptedModelServer,
 ) -> None:
     server.script("retrieval_scope", "yes", "no")
     config = RetrievalConfig(stages=["scope"], top_k=1)
-    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier,
-                  config=config)
+    package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier, config=config)
     [kept] = asked_files(server)
     request = RefinementRequest(reason="NameError", missing_symbols=["hash_password"])
-    refined = refine(package, request, shop_index, root=shop, classifier=classifier,
-                     config=config)
+    refined = refine(package, request, shop_index, root=shop, classifier=classifier, config=config)
     assert "shop/users.py" in paths(refined) and kept in paths(refined)
     assert asked_files(server).count(kept) == 1
     assert len(asked_files(server)) == 2
@@ -366,23 +497,37 @@ def test_indexed_context_refreshes_after_a_commit(shop: Path, shop_index: RepoIn
     (shop / "shop" / "shipping.py").write_text("def shipping_cost():\n    return 5\n")
     commit_all(shop, "shipping")
     source.refresh()
-    package = source.gather("`shipping_cost` is too high", mode="implement", files=(),
-                            failure=None, budget_tokens=2000, classifier=None)
+    package = source.gather(
+        "`shipping_cost` is too high",
+        mode="implement",
+        files=(),
+        failure=None,
+        budget_tokens=2000,
+        classifier=None,
+    )
     assert paths(package)[0] == "shop/shipping.py"
 
 
 def test_the_method_asked_about_in_a_class_the_task_names_keeps_its_body(
-    tmp_path: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    tmp_path: Path,
+    index: RepoIndex,
+    classifier: LoggedLLMClient,
     server: ScriptedModelServer,
 ) -> None:
     # the task names the class: its members are asked about, and the body judged needed is
     # shown with the class's header even when the other members' signatures do not fit
-    body = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}")
-                                       for n in range(20))
+    body = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}") for n in range(20))
     body += _method("write_trailer", "Write the trailer")
-    asked, package = ask_once(tmp_path / "io", "pkg/io.py", body, index, classifier, server,
-                              budget=250,
-                              task="`Writer` writes the trailer twice")
+    asked, package = ask_once(
+        tmp_path / "io",
+        "pkg/io.py",
+        body,
+        index,
+        classifier,
+        server,
+        budget=250,
+        task="`Writer` writes the trailer twice",
+    )
     assert "full body of `Writer.write_trailer`" in asked
     [io] = package.files
     assert io.symbols["Writer.write_trailer"] == "full" and io.symbols["Writer"] != "full"
@@ -392,19 +537,26 @@ def test_the_method_asked_about_in_a_class_the_task_names_keeps_its_body(
 
 
 def test_a_named_class_in_a_large_named_file_is_shown_by_its_members(
-    tmp_path: Path, index: RepoIndex, classifier: LoggedLLMClient,
+    tmp_path: Path,
+    index: RepoIndex,
+    classifier: LoggedLLMClient,
     server: ScriptedModelServer,
 ) -> None:
     # the task names the class and one of its methods: the method is shown whole without a
     # question, the class by its header, not its every member
-    body = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}")
-                                       for n in range(20))
+    body = "class Writer:\n" + "".join(_method(f"write_{n}", f"Write part {n}") for n in range(20))
     repo = make_repo(tmp_path / "io", {"pkg/io.py": body})
     index.update(repo)
-    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10,
-                             precision_max_questions=0)
-    package = run(index, repo, files=("pkg/io.py",), classifier=classifier, config=config,
-                  task="`Writer.write_3` writes part 3 twice (see `Writer`)", budget=500)
+    config = RetrievalConfig(stages=["precision"], whole_file_tokens=10, precision_max_questions=0)
+    package = run(
+        index,
+        repo,
+        files=("pkg/io.py",),
+        classifier=classifier,
+        config=config,
+        task="`Writer.write_3` writes part 3 twice (see `Writer`)",
+        budget=500,
+    )
     [io] = package.files
     assert io.symbols["Writer.write_3"] == "full" and io.symbols["Writer.write_4"] != "full"
     assert "        value = value + 11" in io.content and "def write_5" not in io.content
@@ -412,12 +564,13 @@ def test_a_named_class_in_a_large_named_file_is_shown_by_its_members(
 
 
 def test_a_plan_pass_records_the_files_ranked_below_those_it_considered(
-    shop: Path, shop_index: RepoIndex,
+    shop: Path,
+    shop_index: RepoIndex,
 ) -> None:
     config = RetrievalConfig(stages=[], top_k=1)
     plan = run(shop_index, shop, config=config, mode="plan")
     below = [d for d in plan.dropped if "ranked below the 1 files considered" in d.reason]
     assert below and all(d.reason.startswith("over budget") for d in below)
-    assert plan.dropped[-len(below):] == below  # after the files that did not fit
+    assert plan.dropped[-len(below) :] == below  # after the files that did not fit
     implement = run(shop_index, shop, config=config)
     assert not [d for d in implement.dropped if "ranked below" in d.reason]

@@ -8,23 +8,25 @@ from agent.retrieval.index import RepoIndex
 from agent.retrieval.seeds import Seeds, resolve_seeds
 from tests.retrieval.conftest import make_repo
 
-TRACEBACK = '''Traceback (most recent call last):
+TRACEBACK = """Traceback (most recent call last):
   File "/tmp/cra/wt-17/tests/test_cart.py", line 7, in test_total_applies_discount
     assert cart.total({"apple": 1.0}, "HALF") == 1.2
   File "/tmp/cra/wt-17/shop/cart.py", line 24, in total
     return apply_discount(subtotal, code) * (1 + tax_rate())
 AssertionError
-'''
+"""
 
 
 def resolve(index: RepoIndex, root: Path, task: str = "", **seeds: object):
     return resolve_seeds(task, Seeds.model_validate(seeds), index, root=root)
 
 
-def test_named_files_come_first_and_absent_ones_are_missing(shop: Path,
-                                                            shop_index: RepoIndex) -> None:
-    found = resolve(shop_index, shop, files=["./shop/users.py", "shop/new_module.py",
-                                             "../outside.py"])
+def test_named_files_come_first_and_absent_ones_are_missing(
+    shop: Path, shop_index: RepoIndex
+) -> None:
+    found = resolve(
+        shop_index, shop, files=["./shop/users.py", "shop/new_module.py", "../outside.py"]
+    )
     assert found.files == ["shop/users.py"]
     assert found.missing == ["shop/new_module.py", "../outside.py"]
 
@@ -35,8 +37,9 @@ def test_a_named_test_id_seeds_its_file_and_function(shop: Path, shop_index: Rep
     assert found.symbols == ["test_total_applies_discount"]
 
 
-def test_a_failing_tests_subject_seeds_the_file_defining_it(shop: Path,
-                                                            shop_index: RepoIndex) -> None:
+def test_a_failing_tests_subject_seeds_the_file_defining_it(
+    shop: Path, shop_index: RepoIndex
+) -> None:
     text = "FAILED tests/test_pricing.py::test_apply_discount_ignores_case - assert 9.0 == 10.0"
     found = resolve(shop_index, shop, text=text)
     assert found.files == ["tests/test_pricing.py", "shop/pricing.py"]
@@ -73,8 +76,7 @@ def test_pytest_summary_lines_seed_test_files(shop: Path, shop_index: RepoIndex)
     assert found.reasons["tests/test_pricing.py"] == "test id in text"
 
 
-def test_a_dotted_module_path_in_the_task_seeds_its_file(shop: Path,
-                                                         shop_index: RepoIndex) -> None:
+def test_a_dotted_module_path_in_the_task_seeds_its_file(shop: Path, shop_index: RepoIndex) -> None:
     found = resolve(shop_index, shop, "shop.pricing.apply_discount ignores the code's case")
     assert found.files[0] == "shop/pricing.py"
     assert found.reasons["shop/pricing.py"] == "module path in text"
@@ -85,8 +87,7 @@ def test_a_dotted_package_path_seeds_its_init(shop: Path, shop_index: RepoIndex)
     assert "shop/__init__.py" in found.files
 
 
-def test_a_dotted_name_that_is_no_module_seeds_no_file(shop: Path,
-                                                       shop_index: RepoIndex) -> None:
+def test_a_dotted_name_that_is_no_module_seeds_no_file(shop: Path, shop_index: RepoIndex) -> None:
     found = resolve(shop_index, shop, "self.items grows without bound; os.path.join is fine")
     assert found.files == []
 
@@ -94,8 +95,11 @@ def test_a_dotted_name_that_is_no_module_seeds_no_file(shop: Path,
 def test_a_file_line_reference_seeds_the_file_and_the_definition_there(
     shop: Path, shop_index: RepoIndex
 ) -> None:
-    line = next(n for n, text in enumerate((shop / "shop/cart.py").read_text().splitlines(), 1)
-                if "subtotal = sum" in text)
+    line = next(
+        n
+        for n, text in enumerate((shop / "shop/cart.py").read_text().splitlines(), 1)
+        if "subtotal = sum" in text
+    )
     found = resolve(shop_index, shop, f"the tax is applied twice (see cart.py:{line})")
     assert found.files == ["shop/cart.py"]
     assert "Cart.total" in found.symbols
@@ -104,11 +108,14 @@ def test_a_file_line_reference_seeds_the_file_and_the_definition_there(
 def test_a_dotted_name_a_module_only_re_exports_seeds_where_it_is_defined_first(
     tmp_path: Path, index: RepoIndex
 ) -> None:
-    repo = make_repo(tmp_path / "facade", {
-        "pkg/__init__.py": "",
-        "pkg/_impl.py": "def total(xs):\n    return sum(xs) + 1\n",
-        "pkg/api.py": "from pkg._impl import total\n\n__all__ = ['total']\n",
-    })
+    repo = make_repo(
+        tmp_path / "facade",
+        {
+            "pkg/__init__.py": "",
+            "pkg/_impl.py": "def total(xs):\n    return sum(xs) + 1\n",
+            "pkg/api.py": "from pkg._impl import total\n\n__all__ = ['total']\n",
+        },
+    )
     index.update(repo)
     found = resolve(index, repo, "pkg.api.total adds one too many")
     assert found.files[:2] == ["pkg/_impl.py", "pkg/api.py"]

@@ -5,22 +5,29 @@ from __future__ import annotations
 from agent.models import AttemptRecord, GateVerdict, PlanStep, ValidationResult
 from agent.run.blame import changed_symbols, implicated
 
-STEPS = [PlanStep(id="s1", description="area", target_files=["shapes/geometry.py"],
-                  target_symbols=["area"]),
-         PlanStep(id="s2", description="describe", target_files=["shapes/report.py"]),
-         PlanStep(id="s3", description="main", target_files=["shapes/cli.py"])]
+STEPS = [
+    PlanStep(
+        id="s1", description="area", target_files=["shapes/geometry.py"], target_symbols=["area"]
+    ),
+    PlanStep(id="s2", description="describe", target_files=["shapes/report.py"]),
+    PlanStep(id="s3", description="main", target_files=["shapes/cli.py"]),
+]
 
 
 def failed(output: str, failing: list[str], *, weakened: bool = False) -> AttemptRecord:
     run = ValidationResult(success=False, test_output=output, failing_tests=failing)
-    return AttemptRecord(attempt=1, validation=run,
-                         gate=GateVerdict(passed=False, problems=["tests fail"],
-                                          weakened=weakened))
+    return AttemptRecord(
+        attempt=1,
+        validation=run,
+        gate=GateVerdict(passed=False, problems=["tests fail"], weakened=weakened),
+    )
 
 
 def test_a_traceback_frame_points_to_its_file_before_any_symbol() -> None:
-    attempt = failed("/tmp/w/shapes/report.py:9: in describe\nE   TypeError: area() takes 1",
-                     ["tests/test_shapes.py::test_describe"])
+    attempt = failed(
+        "/tmp/w/shapes/report.py:9: in describe\nE   TypeError: area() takes 1",
+        ["tests/test_shapes.py::test_describe"],
+    )
     assert implicated(STEPS, attempt, {}) == {"s2"}
 
 
@@ -31,8 +38,10 @@ def test_a_failing_test_points_to_the_file_it_tests() -> None:
 
 def test_a_symbol_a_step_changed_points_to_it_when_nothing_surer_does() -> None:
     attempt = failed("E   NameError: name 'surface' is not defined", ["tests/t.py::test_x"])
-    diff = "diff --git a/shapes/geometry.py b/shapes/geometry.py\n-def area(w, h):\n" \
-           "+def surface(w, h):\n"
+    diff = (
+        "diff --git a/shapes/geometry.py b/shapes/geometry.py\n-def area(w, h):\n"
+        "+def surface(w, h):\n"
+    )
     assert implicated(STEPS, attempt, {"s1": diff}) == {"s1"}
     assert changed_symbols(STEPS[0], diff) == ["area", "surface"]
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 from agent.models import ValidationResult
 from agent.run.steps import task_target_tests
 
-BASELINE = ValidationResult(success=False, failing_tests=[
-    "tests/test_fixtures.py::test_valid[spec-table-7]",
-    "tests/test_fixtures.py::test_invalid[table-3]",
-    "tests/test_fixtures.py::test_invalid[table-4]",
-    "tests/test_misc.py::test_load",
-])
+BASELINE = ValidationResult(
+    success=False,
+    failing_tests=[
+        "tests/test_fixtures.py::test_valid[spec-table-7]",
+        "tests/test_fixtures.py::test_invalid[table-3]",
+        "tests/test_fixtures.py::test_invalid[table-4]",
+        "tests/test_misc.py::test_load",
+    ],
+)
 
 
 def test_named_ids_are_the_targets_not_every_failure_of_their_file() -> None:
@@ -21,12 +24,14 @@ def test_named_ids_are_the_targets_not_every_failure_of_their_file() -> None:
 def test_a_named_test_takes_every_parameter_of_it() -> None:
     assert task_target_tests(BASELINE, "test_invalid is broken") == [
         "tests/test_fixtures.py::test_invalid[table-3]",
-        "tests/test_fixtures.py::test_invalid[table-4]"]
+        "tests/test_fixtures.py::test_invalid[table-4]",
+    ]
 
 
 def test_a_named_file_takes_its_failures_when_no_test_of_it_is_named() -> None:
     assert task_target_tests(BASELINE, "tests/test_misc.py fails") == [
-        "tests/test_misc.py::test_load"]
+        "tests/test_misc.py::test_load"
+    ]
 
 
 def test_a_longer_name_is_not_a_mention_of_a_shorter_one() -> None:
@@ -34,9 +39,11 @@ def test_a_longer_name_is_not_a_mention_of_a_shorter_one() -> None:
 
 
 def test_a_test_only_a_quoted_output_names_is_no_target_when_the_prose_names_one() -> None:
-    task = ("These tests fail and should pass:\n- tests/test_misc.py::test_load\n\n"
-            "Their output:\n```\nFAILED tests/test_misc.py::test_load\n"
-            "FAILED tests/test_fixtures.py::test_invalid[table-3]\n```\n")
+    task = (
+        "These tests fail and should pass:\n- tests/test_misc.py::test_load\n\n"
+        "Their output:\n```\nFAILED tests/test_misc.py::test_load\n"
+        "FAILED tests/test_fixtures.py::test_invalid[table-3]\n```\n"
+    )
     assert task_target_tests(BASELINE, task) == ["tests/test_misc.py::test_load"]
 
 

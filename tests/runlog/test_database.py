@@ -35,6 +35,7 @@ def test_databases_with_their_own_locking_get_no_lock() -> None:
 
 def test_concurrent_writes_to_one_file_all_land(tmp_path: Path) -> None:
     with BotStore.open(f"sqlite:///{tmp_path / 'cra.db'}") as store:
+
         def write(n: int) -> None:
             for k in range(25):
                 store.record_delivery(f"d-{n}-{k}", "issues", "opened")
@@ -61,10 +62,17 @@ def test_the_heads_read_from_the_migration_files_are_alembics() -> None:
 def test_a_database_at_the_newest_migration_opens_without_alembic(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'cra.db'}"
     BotStore.open(url).close()  # created and migrated
-    code = ("import sys\nfrom agent.runlog.store import RunLog\n"
-            f"RunLog.open({url!r}).close()\nprint('alembic' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "import sys\nfrom agent.runlog.store import RunLog\n"
+        f"RunLog.open({url!r}).close()\nprint('alembic' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.stdout.strip() == "False"
 
 
@@ -85,7 +93,8 @@ def test_a_database_behind_the_newest_migration_is_upgraded(tmp_path: Path) -> N
         connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN progress_at")  # 0009's
         connection.exec_driver_sql("ALTER TABLE runs DROP COLUMN progress")
         connection.exec_driver_sql(  # 0010's
-            "ALTER TABLE validation_results DROP COLUMN rerun_for_time_s")
+            "ALTER TABLE validation_results DROP COLUMN rerun_for_time_s"
+        )
     assert not at_head(engine)
     BotStore.open(url).close()
     assert at_head(engine)
@@ -94,8 +103,12 @@ def test_a_database_behind_the_newest_migration_is_upgraded(tmp_path: Path) -> N
 
 def _kept_ids(store: BotStore) -> list[str]:
     with store.engine.connect() as connection:
-        return [row[0] for row in connection.exec_driver_sql(
-            "SELECT delivery_id FROM deliveries ORDER BY delivery_id")]
+        return [
+            row[0]
+            for row in connection.exec_driver_sql(
+                "SELECT delivery_id FROM deliveries ORDER BY delivery_id"
+            )
+        ]
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -110,8 +123,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BotStore]:
             yield opened
 
 
-INSERT = ("INSERT INTO deliveries (delivery_id, event, received_at) "
-          "VALUES ('{}', 'issues', CURRENT_TIMESTAMP)")
+INSERT = (
+    "INSERT INTO deliveries (delivery_id, event, received_at) "
+    "VALUES ('{}', 'issues', CURRENT_TIMESTAMP)"
+)
 
 
 def _insert(connection: Any, delivery_id: str) -> None:

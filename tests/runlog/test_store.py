@@ -157,9 +157,14 @@ def test_finishing_a_task_run_records_outcome_cost_and_end(log: RunLog) -> None:
     run_id = start(log)
     usage = Usage(prompt_tokens=1000, completion_tokens=200, latency_ms=3000)
     log.finish_task_run(
-        run_id, status="partial", success=False, usage=usage, final_diff="--- a\n+++ b\n",
-        branch="cra/fix", error="step 2 failed",
-    )  # fmt: skip
+        run_id,
+        status="partial",
+        success=False,
+        usage=usage,
+        final_diff="--- a\n+++ b\n",
+        branch="cra/fix",
+        error="step 2 failed",
+    )
     detail = log.get_task_run(run_id)
     assert detail is not None
     assert (detail.status, detail.success, detail.branch) == ("partial", False, "cra/fix")
@@ -204,14 +209,21 @@ def test_attempts_carry_their_validations_and_the_baseline_stands_apart(log: Run
     baseline = ValidationResult(success=False, failing_tests=["t::a"], passing_tests=["t::b"])
     log.record_validation(run_id, baseline, attempt_id=None, kind="baseline")
     attempt = AttemptRecord(
-        attempt=1, raw_response="<edit/>", usage=Usage(prompt_tokens=50, completion_tokens=5),
-        patch_applied=True, unified_diff="diff", validation=ValidationResult(success=True),
-    )  # fmt: skip
+        attempt=1,
+        raw_response="<edit/>",
+        usage=Usage(prompt_tokens=50, completion_tokens=5),
+        patch_applied=True,
+        unified_diff="diff",
+        validation=ValidationResult(success=True),
+    )
     attempt_id = log.record_attempt(run_id, attempt)
     checked = ValidationResult(
-        success=True, test_output="2 passed", passing_tests=["t::a", "t::b"], exit_code=0,
+        success=True,
+        test_output="2 passed",
+        passing_tests=["t::a", "t::b"],
+        exit_code=0,
         duration_ms=1200,
-    )  # fmt: skip
+    )
     log.record_validation(run_id, checked, attempt_id=attempt_id, kind="attempt")
 
     detail = log.get_task_run(run_id)
@@ -264,9 +276,13 @@ def test_an_orchestrator_run_traces_to_the_prompts_of_each_pass(log: RunLog) -> 
     log.record_llm_call(call("meta_plan", plan_run, "plan it"))
     log.record_llm_call(call("implement", step_run, "code it"))
     log.record_pass(
-        orchestrator_run_id=orch_id, task_run_id=step_run, pass_type="implement",
-        sequence_order=2, part_id="p1", step_id="s1",
-    )  # fmt: skip
+        orchestrator_run_id=orch_id,
+        task_run_id=step_run,
+        pass_type="implement",
+        sequence_order=2,
+        part_id="p1",
+        step_id="s1",
+    )
     log.record_pass(
         orchestrator_run_id=orch_id, task_run_id=plan_run, pass_type="meta_plan", sequence_order=1
     )

@@ -48,13 +48,17 @@ def index(tmp_path: Path) -> Iterator[PackageIndex]:
 
 def config_for(index: PackageIndex, **extra: object) -> TestingConfig:
     """pip installs helperpkg from the local index into $CRA_ENV; the tests import it."""
-    setup = (f"{PY} -m pip install --quiet --disable-pip-version-check --no-input "
-             f'{index.pip_args} --target "$CRA_ENV/site" helperpkg')
-    return TestingConfig.model_validate({
-        "setup_command": setup,
-        "test_command": f'PYTHONPATH="$CRA_ENV/site" {PY} -m pytest -q -p no:cacheprovider',
-        **extra,
-    })
+    setup = (
+        f"{PY} -m pip install --quiet --disable-pip-version-check --no-input "
+        f'{index.pip_args} --target "$CRA_ENV/site" helperpkg'
+    )
+    return TestingConfig.model_validate(
+        {
+            "setup_command": setup,
+            "test_command": f'PYTHONPATH="$CRA_ENV/site" {PY} -m pytest -q -p no:cacheprovider',
+            **extra,
+        }
+    )
 
 
 @pytest.fixture
@@ -65,19 +69,28 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def prepare(repo: Path, testing: TestingConfig, sandbox: Sandbox, cache: EnvCache | None,
-            env_dir: Path) -> Environment:
-    return prepare_environment(repo, repo, testing, sandbox=sandbox, environ=dict(os.environ),
-                               env_dir=env_dir, cache=cache)
+def prepare(
+    repo: Path, testing: TestingConfig, sandbox: Sandbox, cache: EnvCache | None, env_dir: Path
+) -> Environment:
+    return prepare_environment(
+        repo, repo, testing, sandbox=sandbox, environ=dict(os.environ), env_dir=env_dir, cache=cache
+    )
 
 
 # --- keys ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("path", "expected"), [
-    ("package.json", True), ("web/app/package.json", True), ("requirements-dev.txt", True),
-    ("requirements/test.txt", True), ("src/calc/ops.py", False), ("docs/requirements.md", False),
-])
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("package.json", True),
+        ("web/app/package.json", True),
+        ("requirements-dev.txt", True),
+        ("requirements/test.txt", True),
+        ("src/calc/ops.py", False),
+        ("docs/requirements.md", False),
+    ],
+)
 def test_setup_inputs_name_files_at_any_depth_or_by_path(path: str, expected: bool) -> None:
     patterns = TestingConfig().setup_inputs
     assert matches_input(path, patterns) is expected
@@ -87,12 +100,10 @@ def test_the_key_follows_the_dependency_files_not_the_code(repo: Path) -> None:
     inputs = TestingConfig().setup_inputs
     first = setup_key(repo, "pip install -r requirements.txt", inputs, {"PATH": "/usr/bin"})
     commit_file(repo, "calc/ops.py", "# changed\n", "Change code")
-    assert setup_key(repo, "pip install -r requirements.txt", inputs,
-                     {"PATH": "/usr/bin"}) == first
+    assert setup_key(repo, "pip install -r requirements.txt", inputs, {"PATH": "/usr/bin"}) == first
     assert setup_key(repo, "pip install .", inputs, {"PATH": "/usr/bin"}) != first
     commit_file(repo, "requirements.txt", "helperpkg==2.0\n", "Bump helperpkg")
-    assert setup_key(repo, "pip install -r requirements.txt", inputs,
-                     {"PATH": "/usr/bin"}) != first
+    assert setup_key(repo, "pip install -r requirements.txt", inputs, {"PATH": "/usr/bin"}) != first
 
 
 def test_repo_ids_differ_by_path_and_read_as_the_name(tmp_path: Path) -> None:
@@ -110,21 +121,24 @@ def test_setup_installs_what_the_tests_need_and_the_next_run_reuses_it(
     sandbox = bwrap(allow_addresses=index.allowed)
     cache = EnvCache(tmp_path / "cache", max_bytes=1 << 30)
     (tmp_path / "empty").mkdir()
-    without = run_validation(repo, testing, environ=dict(os.environ),
-                             sandbox=sandbox.with_env(tmp_path / "empty"))
+    without = run_validation(
+        repo, testing, environ=dict(os.environ), sandbox=sandbox.with_env(tmp_path / "empty")
+    )
     assert not without.success and "No module named 'helperpkg'" in (without.test_output or "")
 
     first = prepare(repo, testing, sandbox, cache, tmp_path / "env1")
     assert first.report.setup == "ran", first.setup
-    tests = run_validation(repo, testing, environ=dict(os.environ),
-                           sandbox=sandbox.with_env(first.path))
+    tests = run_validation(
+        repo, testing, environ=dict(os.environ), sandbox=sandbox.with_env(first.path)
+    )
     assert tests.success, tests.test_output
 
     second = prepare(repo, testing, sandbox, cache, tmp_path / "env2")
     assert second.report.setup == "cached" and second.report.cache_key == first.report.cache_key
     assert index.downloads == ["helperpkg-1.0-py3-none-any.whl"]  # fetched once
-    again = run_validation(repo, testing, environ=dict(os.environ),
-                           sandbox=sandbox.with_env(second.path))
+    again = run_validation(
+        repo, testing, environ=dict(os.environ), sandbox=sandbox.with_env(second.path)
+    )
     assert again.success, again.test_output
 
 
@@ -137,12 +151,14 @@ def test_tests_run_without_network_while_the_setup_had_it(
     sandbox = bwrap(allow_addresses=index.allowed)  # the index: the operator's private mirror
     env = prepare(repo, testing, sandbox, None, tmp_path / "env")
     assert env.report.setup == "ran"
-    result = run_validation(repo, testing, environ=dict(os.environ),
-                            sandbox=sandbox.with_env(env.path))
+    result = run_validation(
+        repo, testing, environ=dict(os.environ), sandbox=sandbox.with_env(env.path)
+    )
     assert not result.success and "Network is unreachable" in (result.test_output or "")
     online = testing.model_copy(update={"network": True})  # a repository that asks for it
-    assert run_validation(repo, online, environ=dict(os.environ),
-                          sandbox=sandbox.with_env(env.path)).success
+    assert run_validation(
+        repo, online, environ=dict(os.environ), sandbox=sandbox.with_env(env.path)
+    ).success
 
 
 def test_a_changed_dependency_file_runs_the_setup_again(
@@ -172,8 +188,10 @@ def test_setup_files_left_in_the_worktree_are_restored_when_ignored(
     bwrap: MakeBwrap, repo: Path, tmp_path: Path
 ) -> None:
     commit_file(repo, ".gitignore", "node_modules/\n__pycache__/\n", "Ignore node_modules")
-    testing = TestingConfig(setup_command="mkdir -p node_modules/left && echo pad > "
-                            "node_modules/left/index.js", test_command="true")
+    testing = TestingConfig(
+        setup_command="mkdir -p node_modules/left && echo pad > node_modules/left/index.js",
+        test_command="true",
+    )
     cache = EnvCache(tmp_path / "cache", max_bytes=1 << 30)
     first = prepare(repo, testing, bwrap(), cache, tmp_path / "env1")
     assert first.report.setup == "ran" and first.tree_paths == ["node_modules"]
@@ -196,8 +214,11 @@ def test_a_cached_setup_is_never_restored_through_a_symlink_of_the_checkout(
     log): restoring would copy through it as the worker, outside the sandbox. Nothing is
     restored; the setup runs afresh, in the sandbox, and says why."""
     commit_file(repo, ".gitignore", "node_modules/\ncfg.local\n__pycache__/\n", "Ignore")
-    testing = TestingConfig(setup_command="mkdir -p node_modules && echo pad > node_modules/"
-                            "config; echo pad > cfg.local; true", test_command="true")
+    testing = TestingConfig(
+        setup_command="mkdir -p node_modules && echo pad > node_modules/"
+        "config; echo pad > cfg.local; true",
+        test_command="true",
+    )
     cache = EnvCache(tmp_path / "cache", max_bytes=1 << 30)
     first = prepare(repo, testing, bwrap(), cache, tmp_path / "env1")
     assert first.report.setup == "ran" and sorted(first.tree_paths) == ["cfg.local", "node_modules"]
@@ -207,8 +228,9 @@ def test_a_cached_setup_is_never_restored_through_a_symlink_of_the_checkout(
         (outside / name).write_text("kept\n")
     shutil.rmtree(repo / "node_modules")
     (repo / "cfg.local").unlink()
-    os.symlink(os.path.relpath(outside if link == "node_modules" else outside / "cfg", repo),
-               repo / link)
+    os.symlink(
+        os.path.relpath(outside if link == "node_modules" else outside / "cfg", repo), repo / link
+    )
     git_in(repo, "add", "--force", "--", link)
     git_in(repo, "commit", "--quiet", "--no-verify", "-m", "Link")
     second = prepare(repo, testing, bwrap(), cache, tmp_path / "env2")
@@ -227,16 +249,22 @@ def test_setup_files_are_never_attached_through_a_symlink_of_the_tree(
     outside.mkdir()
     scratch.mkdir()
     (scratch / "node_modules").symlink_to(outside)  # left by a test command, say
-    env = Environment(tmp_path / "env", EnvironmentReport(sandbox="none", isolated=False),
-                      tree_paths=["node_modules/left"])
+    env = Environment(
+        tmp_path / "env",
+        EnvironmentReport(sandbox="none", isolated=False),
+        tree_paths=["node_modules/left"],
+    )
     env.attach(repo, scratch)
     assert list(outside.iterdir()) == []
 
 
-@pytest.mark.parametrize(("command", "note"), [
-    ("echo changed >> requirements.txt", "changed tracked files (requirements.txt)"),
-    ("echo x > stray.txt", "untracked files that are not git-ignored (stray.txt)"),
-])
+@pytest.mark.parametrize(
+    ("command", "note"),
+    [
+        ("echo changed >> requirements.txt", "changed tracked files (requirements.txt)"),
+        ("echo x > stray.txt", "untracked files that are not git-ignored (stray.txt)"),
+    ],
+)
 def test_a_setup_that_changes_the_repository_is_not_cached(
     bwrap: MakeBwrap, repo: Path, tmp_path: Path, command: str, note: str
 ) -> None:
@@ -263,8 +291,11 @@ def test_two_runs_of_one_repository_starting_together_build_once(
     bwrap: MakeBwrap, repo: Path, tmp_path: Path
 ) -> None:
     """Run a builds (held in its setup by a fifo) while run b starts: b waits, then reuses."""
-    testing = TestingConfig(setup_command='cat "$CRA_ENV/gate" > /dev/null; rm "$CRA_ENV/gate"; '
-                            'echo built > "$CRA_ENV/made"', test_command="true")
+    testing = TestingConfig(
+        setup_command='cat "$CRA_ENV/gate" > /dev/null; rm "$CRA_ENV/gate"; '
+        'echo built > "$CRA_ENV/made"',
+        test_command="true",
+    )
     cache = EnvCache(tmp_path / "cache", max_bytes=1 << 30)
     results: dict[str, Environment] = {}
 

@@ -33,9 +33,21 @@ def test_private_link_local_metadata_and_the_machines_own_addresses_are_closed()
     assert routes.opened == ()
 
 
-@pytest.mark.parametrize("address", ["1.1.1.1", "8.8.8.8", "140.82.112.3", "151.101.0.223",
-                                     "172.15.255.255", "172.32.0.1", "192.169.0.1",
-                                     "100.63.255.255", "100.128.0.1", "192.0.2.3"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "1.1.1.1",
+        "8.8.8.8",
+        "140.82.112.3",
+        "151.101.0.223",
+        "172.15.255.255",
+        "172.32.0.1",
+        "192.169.0.1",
+        "100.63.255.255",
+        "100.128.0.1",
+        "192.0.2.3",
+    ],
+)
 def test_the_public_internet_is_never_closed(address: str) -> None:
     assert not closes(plan([], [HOST], local=SLIRP), address)
 
@@ -106,34 +118,51 @@ Local:
 
 
 def test_the_machines_addresses_are_its_local_host_routes() -> None:
-    assert own_addresses(FIB_TRIE) == [IPv4Address(a) for a in
-                                       ("192.0.2.2", "127.0.0.1", "172.17.0.1")]
+    assert own_addresses(FIB_TRIE) == [
+        IPv4Address(a) for a in ("192.0.2.2", "127.0.0.1", "172.17.0.1")
+    ]
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("10.1.2.3", "10.1.2.3/32"), (" 10.9.0.0/16", "10.9.0.0/16"), ("192.0.2.2/32", "192.0.2.2/32"),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("10.1.2.3", "10.1.2.3/32"),
+        (" 10.9.0.0/16", "10.9.0.0/16"),
+        ("192.0.2.2/32", "192.0.2.2/32"),
+    ],
+)
 def test_an_allowed_address_is_an_ipv4_address_or_network(value: str, expected: str) -> None:
     assert TypeAdapter(AllowedNetwork).validate_python(value) == IPv4Network(expected)
 
 
-@pytest.mark.parametrize(("value", "said"), [
-    ("10.9.0.1/16", "has host bits set"),
-    ("fd00::1", "has no IPv6"),
-    ("mirror.internal", "is not an IPv4 address or network"),
-    ("169.254.169.254", "never opened"),
-    ("169.254.0.0/16", "never opened"),
-    ("168.63.129.16", "never opened"),
-])
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("10.9.0.1/16", "has host bits set"),
+        ("fd00::1", "has no IPv6"),
+        ("mirror.internal", "is not an IPv4 address or network"),
+        ("169.254.169.254", "never opened"),
+        ("169.254.0.0/16", "never opened"),
+        ("168.63.129.16", "never opened"),
+    ],
+)
 def test_an_allowed_address_that_cannot_be_opened_is_refused(value: str, said: str) -> None:
     with pytest.raises(ValidationError, match=said):
         TypeAdapter(AllowedNetwork).validate_python(value)
 
 
 def test_the_self_checks_probe_expects_every_closed_range_closed_but_the_allowed() -> None:
-    closed, opened = network_targets(nets("10.1.2.3/32", "192.168.0.0/16"),
-                                     [HOST, IPv4Address("127.0.0.1")], port=4321)
-    assert closed == ["tcp,192.0.2.2,4321", "udp,10.255.255.254,53", "udp,172.31.255.254,53",
-                      "udp,100.127.255.254,53", "udp,169.254.169.254,80",
-                      "udp,100.100.100.200,80", "udp,168.63.129.16,80", "udp,fd00::1,53"]
+    closed, opened = network_targets(
+        nets("10.1.2.3/32", "192.168.0.0/16"), [HOST, IPv4Address("127.0.0.1")], port=4321
+    )
+    assert closed == [
+        "tcp,192.0.2.2,4321",
+        "udp,10.255.255.254,53",
+        "udp,172.31.255.254,53",
+        "udp,100.127.255.254,53",
+        "udp,169.254.169.254,80",
+        "udp,100.100.100.200,80",
+        "udp,168.63.129.16,80",
+        "udp,fd00::1,53",
+    ]
     assert opened == ["udp,10.1.2.3,53", "udp,192.168.0.0,53"]

@@ -63,17 +63,32 @@ def test_an_allowed_address_is_opened_and_nothing_else(
     needs_slirp()
     host, port = world_listener
     sandbox = bwrap(allow_addresses=[IPv4Network(host), IPv4Network("10.1.2.3")])
-    result = run_command(connect_command(host, port), tmp_path, sandbox=sandbox, timeout=30,
-                         env={"PATH": PATH}, max_output_chars=5000, network=True)
+    result = run_command(
+        connect_command(host, port),
+        tmp_path,
+        sandbox=sandbox,
+        timeout=30,
+        env={"PATH": PATH},
+        max_output_chars=5000,
+        network=True,
+    )
     assert result.output == "connected\n"
     assert routes_to(sandbox, tmp_path, "10.1.2.3", "10.1.2.4", "192.168.1.1") == {
-        "10.1.2.3": "routed", "10.1.2.4": "No route to host", "192.168.1.1": "No route to host"}
+        "10.1.2.3": "routed",
+        "10.1.2.4": "No route to host",
+        "192.168.1.1": "No route to host",
+    }
 
 
 def test_a_namespace_that_cannot_be_joined_is_said() -> None:
     with open(os.devnull) as null:
-        said = netblock.block(null.fileno(), None, netblock.Routes(netblock.METADATA),
-                              gateway=IPv4Address("10.0.2.2"), interface="tap0")
+        said = netblock.block(
+            null.fileno(),
+            None,
+            netblock.Routes(netblock.METADATA),
+            gateway=IPv4Address("10.0.2.2"),
+            interface="tap0",
+        )
     assert said is not None and said.startswith("joining the namespace: "), said
 
 
@@ -82,11 +97,19 @@ def test_a_network_that_cannot_be_connected_is_reported_and_the_command_never_ru
 ) -> None:
     sandbox = bwrap()
     broken = replace(sandbox, tools=replace(sandbox.tools, slirp4netns=shutil.which("false")))
-    result = run_command("echo ran", tmp_path, sandbox=broken, timeout=30, env={"PATH": PATH},
-                         max_output_chars=5000, network=True)
+    result = run_command(
+        "echo ran",
+        tmp_path,
+        sandbox=broken,
+        timeout=30,
+        env={"PATH": PATH},
+        max_output_chars=5000,
+        network=True,
+    )
     assert result.exit_code != 0 and "ran" not in result.output.split()
-    assert result.output.startswith("[cra] the command did not run: slirp4netns did not "
-                                    "connect the sandbox's network"), result.output
+    assert result.output.startswith(
+        "[cra] the command did not run: slirp4netns did not connect the sandbox's network"
+    ), result.output
     assert "exited with status 1" in result.output
 
 
@@ -96,12 +119,19 @@ def test_a_slirp4netns_that_cannot_open_the_tun_device_says_how_to_give_it_one(
     """A container's /dev may lack /dev/net/tun, or have it root-only: a non-root worker's
     slirp4netns cannot open it."""
     fake = tmp_path / "slirp4netns"
-    fake.write_text('#!/bin/sh\necho \'open("/dev/net/tun"): Permission denied\' >&2; exit 1\n')
+    fake.write_text("#!/bin/sh\necho 'open(\"/dev/net/tun\"): Permission denied' >&2; exit 1\n")
     fake.chmod(0o755)
     sandbox = bwrap()
     broken = replace(sandbox, tools=replace(sandbox.tools, slirp4netns=str(fake)))
-    result = run_command("echo ran", tmp_path, sandbox=broken, timeout=30, env={"PATH": PATH},
-                         max_output_chars=5000, network=True)
+    result = run_command(
+        "echo ran",
+        tmp_path,
+        sandbox=broken,
+        timeout=30,
+        env={"PATH": PATH},
+        max_output_chars=5000,
+        network=True,
+    )
     assert "ran" not in result.output.split()
     assert "it needs /dev/net/tun, usable by the worker's user (mode 0666" in result.output
 
@@ -115,8 +145,18 @@ def test_commands_given_the_network_at_once_all_start(bwrap: MakeBwrap, tmp_path
     sandbox = bwrap()
 
     def run_some(_: int) -> list[str]:
-        return [run_command("echo ok", tmp_path, sandbox=sandbox, timeout=30, network=True,
-                            env={"PATH": PATH}, max_output_chars=2000).output for _ in range(20)]
+        return [
+            run_command(
+                "echo ok",
+                tmp_path,
+                sandbox=sandbox,
+                timeout=30,
+                network=True,
+                env={"PATH": PATH},
+                max_output_chars=2000,
+            ).output
+            for _ in range(20)
+        ]
 
     with ThreadPoolExecutor(4) as pool:
         outputs = [output for batch in pool.map(run_some, range(4)) for output in batch]
@@ -136,8 +176,15 @@ def test_a_command_allowed_the_network_resolves_names(bwrap: MakeBwrap, tmp_path
     """Its resolv.conf names slirp4netns's resolver (the host's may be on loopback)."""
     if not slirp_installed():
         pytest.skip("slirp4netns is not installed; .ci/run installs it")
-    result = run_command("cat /etc/resolv.conf", tmp_path, sandbox=bwrap(), timeout=30,
-                         env={"PATH": PATH}, max_output_chars=5000, network=True)
+    result = run_command(
+        "cat /etc/resolv.conf",
+        tmp_path,
+        sandbox=bwrap(),
+        timeout=30,
+        env={"PATH": PATH},
+        max_output_chars=5000,
+        network=True,
+    )
     assert result.output == "nameserver 10.0.2.3\n"
 
 
@@ -154,8 +201,9 @@ def test_the_system_is_read_only_the_tree_writable_and_tmp_private(
         ls /tmp
         test -e {host} && echo host-tmp-visible
     """).format(host=tmp_path / "host-only")
-    result = run_command(script, tmp_path, sandbox=bwrap(), timeout=30, env={"PATH": PATH},
-                         max_output_chars=5000)
+    result = run_command(
+        script, tmp_path, sandbox=bwrap(), timeout=30, env={"PATH": PATH}, max_output_chars=5000
+    )
     assert result.exit_code == 1  # the last test fails: the host's /tmp is not there
     assert result.output == f"{TREE_MOUNT}\n"
     assert (tmp_path / "made.txt").read_text() == "made\n"
@@ -163,14 +211,19 @@ def test_the_system_is_read_only_the_tree_writable_and_tmp_private(
 
 def test_a_subdirectory_cwd_runs_there_in_the_tree(bwrap: MakeBwrap, tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
-    result = run_command("pwd", tmp_path / "src", tree=tmp_path, sandbox=bwrap(), timeout=30,
-                         env={"PATH": PATH}, max_output_chars=5000)
+    result = run_command(
+        "pwd",
+        tmp_path / "src",
+        tree=tmp_path,
+        sandbox=bwrap(),
+        timeout=30,
+        env={"PATH": PATH},
+        max_output_chars=5000,
+    )
     assert result.output == f"{TREE_MOUNT}/src\n"
 
 
-def test_a_caller_can_name_paths_as_the_command_sees_them(
-    bwrap: MakeBwrap, tmp_path: Path
-) -> None:
+def test_a_caller_can_name_paths_as_the_command_sees_them(bwrap: MakeBwrap, tmp_path: Path) -> None:
     tree, env = tmp_path / "tree", tmp_path / "env"
     sandbox = bwrap().with_env(env)
     assert sandbox.seen_as(tree / "out" / "junit.xml", tree=tree) == TREE_MOUNT / "out/junit.xml"
@@ -186,16 +239,29 @@ def test_an_unprivileged_worker_gets_the_same_sandbox(
     nobody = 65534
     for path in (bot_files.data, bot_files.key.parent):
         subprocess.run(["chown", "-R", f"{nobody}:{nobody}", str(path)], check=True)
-    sandbox = replace(bwrap(hide=hidden_paths(data=bot_files.hide(), home=None),
-                            limits=SandboxLimits(processes=32)), as_root=False)
-    script = (f"cat {bot_files.key} {bot_files.database}; git log -1 --format=%s; id -u; "
-              "echo ok > written; for i in $(seq 64); do sleep 5 & done; echo all-started")
-    launch = sandbox.launch(script, tree=bot_files.worktree, cwd=bot_files.worktree,
-                            env={"PATH": PATH}, network=False)
-    proc = subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}",
-                           "--clear-groups", "--", *launch.argv], env=launch.env,
-                          cwd=launch.cwd, pass_fds=launch.pass_fds, capture_output=True,
-                          text=True, timeout=60, check=False)
+    sandbox = replace(
+        bwrap(
+            hide=hidden_paths(data=bot_files.hide(), home=None), limits=SandboxLimits(processes=32)
+        ),
+        as_root=False,
+    )
+    script = (
+        f"cat {bot_files.key} {bot_files.database}; git log -1 --format=%s; id -u; "
+        "echo ok > written; for i in $(seq 64); do sleep 5 & done; echo all-started"
+    )
+    launch = sandbox.launch(
+        script, tree=bot_files.worktree, cwd=bot_files.worktree, env={"PATH": PATH}, network=False
+    )
+    proc = subprocess.run(
+        ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", "--", *launch.argv],
+        env=launch.env,
+        cwd=launch.cwd,
+        pass_fds=launch.pass_fds,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     launch.close()
     out = proc.stdout + proc.stderr
     assert "No such file or directory" in out and "BEGIN RSA" not in out
@@ -225,20 +291,24 @@ def test_auto_falls_back_to_none_only_when_bubblewrap_is_not_installed(
 
 
 def test_no_sandbox_runs_on_the_host(tmp_path: Path) -> None:
-    result = run_command("pwd", tmp_path, sandbox=NoSandbox(), timeout=30, env={"PATH": PATH},
-                         max_output_chars=5000)
+    result = run_command(
+        "pwd", tmp_path, sandbox=NoSandbox(), timeout=30, env={"PATH": PATH}, max_output_chars=5000
+    )
     assert result.output == f"{tmp_path}\n"
 
 
-@pytest.mark.parametrize(("code", "output", "expected"), [
-    (0, "Cannot fork", None),
-    (1, "nothing special", None),
-    (128 + 24, "", "CPU-time limit (900 s per process)"),
-    (128 + 25, "", "file-size limit (4096 MB per file)"),
-    (2, "sh: Cannot fork", "process limit (512 processes)"),
-    (1, "MemoryError", "memory limit (2048 MB per process)"),
-    (137, "", "memory limit"),
-])
+@pytest.mark.parametrize(
+    ("code", "output", "expected"),
+    [
+        (0, "Cannot fork", None),
+        (1, "nothing special", None),
+        (128 + 24, "", "CPU-time limit (900 s per process)"),
+        (128 + 25, "", "file-size limit (4096 MB per file)"),
+        (2, "sh: Cannot fork", "process limit (512 processes)"),
+        (1, "MemoryError", "memory limit (2048 MB per process)"),
+        (137, "", "memory limit"),
+    ],
+)
 def test_limit_notes_name_the_limit(code: int, output: str, expected: str | None) -> None:
     note = limit_note(code, output, SandboxLimits())
     assert (note is None) if expected is None else (note is not None and expected in note)
@@ -255,14 +325,17 @@ def test_a_scratch_tree_reads_the_worktrees_ignored_files_through_its_links(
     (worktree / "vendored" / "helper").mkdir(parents=True)
     (worktree / "vendored" / "helper" / "__init__.py").write_text("VALUE = 42\n")
     (worktree / "tests" / "test_helper.py").write_text(
-        "import helper\n\n\ndef test_helper():\n    assert helper.VALUE == 42\n")
-    testing = TestingConfig(test_command=f"PYTHONPATH=vendored {PY} -m pytest -q "
-                            "-p no:cacheprovider")
+        "import helper\n\n\ndef test_helper():\n    assert helper.VALUE == 42\n"
+    )
+    testing = TestingConfig(
+        test_command=f"PYTHONPATH=vendored {PY} -m pytest -q -p no:cacheprovider"
+    )
     with scratch_tree(worktree, {}, parent=tmp_path / "scratch") as scratch:
         assert (scratch / "vendored").is_symlink()
         alone = run_validation(scratch, testing, environ=dict(os.environ), sandbox=bwrap())
-        linked = run_validation(scratch, testing, environ=dict(os.environ), sandbox=bwrap(),
-                                read_only=[worktree])
+        linked = run_validation(
+            scratch, testing, environ=dict(os.environ), sandbox=bwrap(), read_only=[worktree]
+        )
     assert not alone.success and "No module named 'helper'" in (alone.test_output or "")
     assert linked.success, linked.test_output
 
@@ -279,9 +352,13 @@ def test_git_works_in_a_worktree_of_a_repository_without_a_config_file(
     tree = tmp_path / "tree"
     git_in(mirror, "worktree", "add", "--quiet", "--detach", str(tree), "HEAD")
 
-    result = run_command("git log -1 --format=%s", tree, sandbox=bwrap(), timeout=60,
-                         env={"PATH": PATH}, max_output_chars=2000)
+    result = run_command(
+        "git log -1 --format=%s",
+        tree,
+        sandbox=bwrap(),
+        timeout=60,
+        env={"PATH": PATH},
+        max_output_chars=2000,
+    )
 
     assert result.exit_code == 0, result.output
-
-

@@ -18,4 +18,4 @@ def page_items(items: Sequence[T], page: int, per_page: int) -> list[T]:
     if page < 1 or page > page_count(len(items), per_page):
         raise IndexError(f"no page {page}")
     start = (page - 1) * per_page
-    return list(items[start:start + per_page])
+    return list(items[start : start + per_page])

@@ -55,9 +55,16 @@ class Site:
 
 
 def _trigger(repository: str, number: int) -> Trigger:
-    return Trigger(command="solve", repository=repository, issue_number=number, actor=OWNER,
-                   instructions=SECRET_TASK, source="comment", installation_id=1,
-                   delivery_id=f"d-{repository}-{number}")
+    return Trigger(
+        command="solve",
+        repository=repository,
+        issue_number=number,
+        actor=OWNER,
+        instructions=SECRET_TASK,
+        source="comment",
+        installation_id=1,
+        delivery_id=f"d-{repository}-{number}",
+    )
 
 
 @pytest.fixture
@@ -69,13 +76,17 @@ def site(tmp_path: Path) -> Iterator[Site]:
         fake.set_private(HIDDEN)
         fake.set_permission(PRIVATE, OWNER, "read")
         settings = BotSettings(
-            webhook_secret="s", data_dir=tmp_path, database_url=f"sqlite:///{tmp_path}/cra.db",
-            github_url=fake.git_url, github_api_url=fake.api_url, client_id=fake.client_id,
-            client_secret=fake.client_secret, public_url="http://cra.test",
+            webhook_secret="s",
+            data_dir=tmp_path,
+            database_url=f"sqlite:///{tmp_path}/cra.db",
+            github_url=fake.git_url,
+            github_api_url=fake.api_url,
+            client_id=fake.client_id,
+            client_secret=fake.client_secret,
+            public_url="http://cra.test",
         )
         with BotStore.open(settings.database_url) as store:
-            runs = {name: store.create_run(_trigger(name, 7)) for name in (PRIVATE, PUBLIC,
-                                                                            HIDDEN)}
+            runs = {name: store.create_run(_trigger(name, 7)) for name in (PRIVATE, PUBLIC, HIDDEN)}
             yield Site(fake, settings, store, runs)
 
 
@@ -122,7 +133,8 @@ def test_sign_in_starts_at_github_with_the_app_client_and_a_state(site: Site) ->
     target = urlsplit(response.headers["Location"])
     query = parse_qs(target.query)
     assert f"{target.scheme}://{target.netloc}{target.path}" == (
-        f"{site.fake.git_url}/login/oauth/authorize")
+        f"{site.fake.git_url}/login/oauth/authorize"
+    )
     assert query["client_id"] == [site.fake.client_id]
     assert query["redirect_uri"] == ["http://cra.test/auth/callback"]
     assert len(query["state"][0]) >= 32
@@ -203,8 +215,15 @@ def test_access_answers_are_cached_briefly(site: Site) -> None:
 
 def test_next_never_leaves_the_server(site: Site) -> None:
     client = site.client()
-    for target in ("https://evil.example/", "//evil.example/x", "/\\evil.example",
-                   "/\t/evil.example/", "/\n/evil.example/", "/ /evil.example/", "/\x00x"):
+    for target in (
+        "https://evil.example/",
+        "//evil.example/x",
+        "/\\evil.example",
+        "/\t/evil.example/",
+        "/\n/evil.example/",
+        "/ /evil.example/",
+        "/\x00x",
+    ):
         landed = sign_in(site, client, OWNER, next_path=target)
         assert landed.headers["Location"] == "/runs"
 

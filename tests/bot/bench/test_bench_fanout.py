@@ -32,16 +32,35 @@ def answer_job(payload: str) -> str:
     RAN.append(f"{job.task.instance_id} {job.label}")
     if "crash" in job.task.problem_statement:
         raise RuntimeError("the worker's disk is full")
-    return BenchResult(instance_id=job.task.instance_id, model=job.label, outcome="resolved",
-                       run_id=f"run-{job.task.instance_id}").model_dump_json()
+    return BenchResult(
+        instance_id=job.task.instance_id,
+        model=job.label,
+        outcome="resolved",
+        run_id=f"run-{job.task.instance_id}",
+    ).model_dump_json()
 
 
-def asked(*numbers: int, labels: tuple[str, ...] = ("oracle",),
-          statement: str = "Fix it") -> list[BenchJob]:
-    return [BenchJob(repository="octo/calc", base="b" * 40, label=label, task=BenchTask(
-        instance_id=f"octo__calc-{n}", repo="octo/calc", base_commit="a" * 40, patch="",
-        test_patch="", problem_statement=statement, FAIL_TO_PASS=["t"]))
-        for n in numbers for label in labels]
+def asked(
+    *numbers: int, labels: tuple[str, ...] = ("oracle",), statement: str = "Fix it"
+) -> list[BenchJob]:
+    return [
+        BenchJob(
+            repository="octo/calc",
+            base="b" * 40,
+            label=label,
+            task=BenchTask(
+                instance_id=f"octo__calc-{n}",
+                repo="octo/calc",
+                base_commit="a" * 40,
+                patch="",
+                test_patch="",
+                problem_statement=statement,
+                FAIL_TO_PASS=["t"],
+            ),
+        )
+        for n in numbers
+        for label in labels
+    ]
 
 
 def pairs(results: Path) -> list[tuple[str, str, str]]:
@@ -67,8 +86,9 @@ def redis(redis_url: str, queue_name: str) -> Iterator[Redis]:
     connection.close()
 
 
-def fan_out(redis_url: str, queue_name: str, redis: Redis,
-            between: Callable[[FanOut], None] | None = None) -> FanOut:
+def fan_out(
+    redis_url: str, queue_name: str, redis: Redis, between: Callable[[FanOut], None] | None = None
+) -> FanOut:
     """A FanOut whose waits run the queued jobs in this process instead of sleeping."""
     made: list[FanOut] = []
 
@@ -77,14 +97,20 @@ def fan_out(redis_url: str, queue_name: str, redis: Redis,
             between(made[0])
         SimpleWorker([made[0].queue], connection=redis).work(burst=True)
 
-    made.append(FanOut(redis_url, queue_name, job_timeout=60, job=f"{__name__}.answer_job",
-                       sleep=work, poll=0))
+    made.append(
+        FanOut(
+            redis_url, queue_name, job_timeout=60, job=f"{__name__}.answer_job", sleep=work, poll=0
+        )
+    )
     return made[0]
 
 
 @pytest.mark.redis
 def test_every_task_and_model_ends_with_one_result_and_its_job_is_gone(
-    redis_url: str, redis: Redis, queue_name: str, tmp_path: Path,
+    redis_url: str,
+    redis: Redis,
+    queue_name: str,
+    tmp_path: Path,
 ) -> None:
     results, said = tmp_path / "results.jsonl", []
     fan = fan_out(redis_url, queue_name, redis)
@@ -93,10 +119,14 @@ def test_every_task_and_model_ends_with_one_result_and_its_job_is_gone(
 
     assert left == 0
     assert sorted(pairs(results)) == [
-        ("octo__calc-1", "oracle", "resolved"), ("octo__calc-1", "qwen", "resolved"),
-        ("octo__calc-2", "oracle", "resolved"), ("octo__calc-2", "qwen", "resolved")]
+        ("octo__calc-1", "oracle", "resolved"),
+        ("octo__calc-1", "qwen", "resolved"),
+        ("octo__calc-2", "oracle", "resolved"),
+        ("octo__calc-2", "qwen", "resolved"),
+    ]
     assert [r.run_id for r in read_results(results)] == [
-        f"run-{r.instance_id}" for r in read_results(results)]  # each linked to its run
+        f"run-{r.instance_id}" for r in read_results(results)
+    ]  # each linked to its run
     assert said[0] == f"4 job(s) enqueued on {queue_name}-bench, 0 already there"
     assert any(line.startswith("[4/4] ") for line in said)
     assert fan.queue.count == 0 and fan.queue.finished_job_registry.count == 0
@@ -105,11 +135,15 @@ def test_every_task_and_model_ends_with_one_result_and_its_job_is_gone(
 
 @pytest.mark.redis
 def test_a_rerun_enqueues_only_what_the_results_file_lacks(
-    redis_url: str, redis: Redis, queue_name: str, tmp_path: Path,
+    redis_url: str,
+    redis: Redis,
+    queue_name: str,
+    tmp_path: Path,
 ) -> None:
     results, said = tmp_path / "results.jsonl", []
-    append_result(results, BenchResult(instance_id="octo__calc-1", model="oracle",
-                                       outcome="unresolved"))
+    append_result(
+        results, BenchResult(instance_id="octo__calc-1", model="oracle", outcome="unresolved")
+    )
     fan = fan_out(redis_url, queue_name, redis)
 
     fan.run(results, asked(1, 2, 3), said.append)
@@ -123,7 +157,10 @@ def test_a_rerun_enqueues_only_what_the_results_file_lacks(
 
 @pytest.mark.redis
 def test_jobs_left_on_the_queue_are_gathered_by_the_next_run_not_enqueued_again(
-    redis_url: str, redis: Redis, queue_name: str, tmp_path: Path,
+    redis_url: str,
+    redis: Redis,
+    queue_name: str,
+    tmp_path: Path,
 ) -> None:
     results, said = tmp_path / "results.jsonl", []
     fan = fan_out(redis_url, queue_name, redis)
@@ -131,7 +168,8 @@ def test_jobs_left_on_the_queue_are_gathered_by_the_next_run_not_enqueued_again(
     left = fan.run(results, asked(1, 2), said.append, wait=False)  # `--no-wait`
     assert left == 2 and not results.exists()
     assert sorted(fan.queue.job_ids) == sorted(  # the ids the next run looks for
-        bench_job_id(queue_name, results, f"octo__calc-{n}", "oracle") for n in (1, 2))
+        bench_job_id(queue_name, results, f"octo__calc-{n}", "oracle") for n in (1, 2)
+    )
     fan.run(results, asked(1, 2), said.append)
 
     assert said[2] == f"0 job(s) enqueued on {queue_name}-bench, 2 already there"
@@ -142,7 +180,10 @@ def test_jobs_left_on_the_queue_are_gathered_by_the_next_run_not_enqueued_again(
 
 @pytest.mark.redis
 def test_a_job_lost_from_the_queue_is_enqueued_again(
-    redis_url: str, redis: Redis, queue_name: str, tmp_path: Path,
+    redis_url: str,
+    redis: Redis,
+    queue_name: str,
+    tmp_path: Path,
 ) -> None:
     results = tmp_path / "results.jsonl"
     lost: list[str] = []
@@ -163,7 +204,10 @@ def test_a_job_lost_from_the_queue_is_enqueued_again(
 
 @pytest.mark.redis
 def test_a_job_that_keeps_failing_is_its_tasks_harness_error_and_the_bench_ends(
-    redis_url: str, redis: Redis, queue_name: str, tmp_path: Path,
+    redis_url: str,
+    redis: Redis,
+    queue_name: str,
+    tmp_path: Path,
 ) -> None:
     results = tmp_path / "results.jsonl"
     fan = fan_out(redis_url, queue_name, redis)
@@ -173,8 +217,9 @@ def test_a_job_that_keeps_failing_is_its_tasks_harness_error_and_the_bench_ends(
     assert RAN == ["octo__calc-1 oracle"] * 3  # the first run and two retries
     [result] = read_results(results)
     assert result.outcome == "error" and result.error is not None
-    assert result.error.startswith("no worker could run it (3 tries at most): RuntimeError: "
-                                   "the worker's disk is full")
+    assert result.error.startswith(
+        "no worker could run it (3 tries at most): RuntimeError: the worker's disk is full"
+    )
     assert fan.queue.failed_job_registry.count == 0  # gathered, then deleted
     fan.close()
 
@@ -185,17 +230,35 @@ def test_a_benchs_job_ids_are_the_same_on_every_run_and_apart_per_results_file(
     one = bench_job_id("cra", tmp_path / "a.jsonl", "octo__calc-1", "oracle")
     assert one == bench_job_id("cra", tmp_path / "a.jsonl", "octo__calc-1", "oracle")
     assert one.startswith("cra-bench-")
-    assert len({one, bench_job_id("cra", tmp_path / "b.jsonl", "octo__calc-1", "oracle"),
+    assert (
+        len(
+            {
+                one,
+                bench_job_id("cra", tmp_path / "b.jsonl", "octo__calc-1", "oracle"),
                 bench_job_id("cra", tmp_path / "a.jsonl", "octo__calc-1", "qwen"),
-                bench_job_id("other", tmp_path / "a.jsonl", "octo__calc-1", "oracle")}) == 4
+                bench_job_id("other", tmp_path / "a.jsonl", "octo__calc-1", "oracle"),
+            }
+        )
+        == 4
+    )
 
 
 @pytest.mark.redis
 def test_the_worker_takes_runs_before_bench_tasks_and_beats_by_cras_liveness_settings(
-    redis_url: str, redis: Redis, queue_name: str, tmp_path: Path,
+    redis_url: str,
+    redis: Redis,
+    queue_name: str,
+    tmp_path: Path,
 ) -> None:
-    settings = BotSettings(webhook_secret="s", data_dir=tmp_path, queue="rq", redis_url=redis_url,
-                           queue_name=queue_name, heartbeat_interval=2.5, stale_after=40)
+    settings = BotSettings(
+        webhook_secret="s",
+        data_dir=tmp_path,
+        queue="rq",
+        redis_url=redis_url,
+        queue_name=queue_name,
+        heartbeat_interval=2.5,
+        stale_after=40,
+    )
     worker = build_worker(settings, redis)
     [job] = [Queue(bench_queue_name(queue_name), connection=redis).enqueue(BENCH_JOB, "{}")]
 

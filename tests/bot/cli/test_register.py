@@ -20,13 +20,23 @@ from bot.errors import GitHubError
 from bot.settings import BotSettings
 
 APP_YML = Path(__file__).resolve().parents[3] / "app.yml"
-PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7s3cr3t\nline2==\n"
-       "-----END RSA PRIVATE KEY-----\n")
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7s3cr3t\nline2==\n"
+    "-----END RSA PRIVATE KEY-----\n"
+)
 CONVERSION = {
-    "id": 4242, "slug": "cra-test", "name": "cra-test", "node_id": "A_1",
-    "html_url": "https://github.com/apps/cra-test", "owner": {"login": "octocat"},
-    "pem": PEM, "webhook_secret": "whsec-0123456789abcdef", "client_id": "Iv1.abc",
-    "client_secret": "client-s3cret", "permissions": {"issues": "write"}, "events": ["issues"],
+    "id": 4242,
+    "slug": "cra-test",
+    "name": "cra-test",
+    "node_id": "A_1",
+    "html_url": "https://github.com/apps/cra-test",
+    "owner": {"login": "octocat"},
+    "pem": PEM,
+    "webhook_secret": "whsec-0123456789abcdef",
+    "client_id": "Iv1.abc",
+    "client_secret": "client-s3cret",
+    "permissions": {"issues": "write"},
+    "events": ["issues"],
 }
 SECRETS = ("MIIEowIBAAKCAQEA7s3cr3t", "whsec-0123456789abcdef", "client-s3cret")
 
@@ -35,12 +45,13 @@ def creds() -> AppCredentials:
     return AppCredentials.model_validate(CONVERSION)
 
 
-def github(seen: list[httpx.Request], status: int = 201, body: object = CONVERSION
-           ) -> httpx.Client:
+def github(seen: list[httpx.Request], status: int = 201, body: object = CONVERSION) -> httpx.Client:
     """An httpx client whose transport plays GitHub's conversions endpoint."""
+
     def answer(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         return httpx.Response(status, json=body)
+
     return httpx.Client(transport=httpx.MockTransport(answer))
 
 
@@ -82,20 +93,31 @@ def read_form(page: str) -> FormReader:
 
 
 def manifest(**kw: Any) -> dict[str, Any]:
-    return manifest_from_app_yml(APP_YML, webhook_url="https://cra.example.com/webhook",
-                                 redirect_url="http://127.0.0.1:3000/callback", **kw)
+    return manifest_from_app_yml(
+        APP_YML,
+        webhook_url="https://cra.example.com/webhook",
+        redirect_url="http://127.0.0.1:3000/callback",
+        **kw,
+    )
 
 
 def test_app_yml_asks_for_the_minimal_permissions() -> None:
     assert manifest()["default_permissions"] == {
-        "contents": "write", "issues": "write", "pull_requests": "write", "checks": "write",
-        "metadata": "read"}
+        "contents": "write",
+        "issues": "write",
+        "pull_requests": "write",
+        "checks": "write",
+        "metadata": "read",
+    }
 
 
 def test_app_yml_subscribes_to_the_trigger_events() -> None:
-    assert manifest()["default_events"] == ["issues", "issue_comment",
-                                            "pull_request_review_comment",
-                                            "pull_request_review"]
+    assert manifest()["default_events"] == [
+        "issues",
+        "issue_comment",
+        "pull_request_review_comment",
+        "pull_request_review",
+    ]
 
 
 def test_app_yml_is_a_private_app() -> None:
@@ -109,16 +131,20 @@ def test_manifest_fills_in_the_webhook_redirect_and_homepage_urls() -> None:
     assert m["url"] == "https://cra.example.com"
 
 
-@pytest.mark.parametrize(("webhook", "callback"), [
-    ("https://cra.example.com/webhook", "https://cra.example.com/auth/callback"),
-    ("https://example.com/cra/webhook/", "https://example.com/cra/auth/callback"),
-    ("https://hooks.example.com/github", "https://hooks.example.com/auth/callback"),
-])
+@pytest.mark.parametrize(
+    ("webhook", "callback"),
+    [
+        ("https://cra.example.com/webhook", "https://cra.example.com/auth/callback"),
+        ("https://example.com/cra/webhook/", "https://example.com/cra/auth/callback"),
+        ("https://hooks.example.com/github", "https://hooks.example.com/auth/callback"),
+    ],
+)
 def test_manifest_lists_the_sign_in_callback_beside_the_webhook(
     webhook: str, callback: str
 ) -> None:
-    made = manifest_from_app_yml(APP_YML, webhook_url=webhook,
-                                 redirect_url="http://127.0.0.1:3000/callback")
+    made = manifest_from_app_yml(
+        APP_YML, webhook_url=webhook, redirect_url="http://127.0.0.1:3000/callback"
+    )
     assert made["callback_urls"] == [callback]
 
 
@@ -129,19 +155,24 @@ def test_manifest_takes_a_name_and_homepage_when_given() -> None:
 
 def test_manifest_drops_events_github_rejects(tmp_path: Path) -> None:
     yml = tmp_path / "app.yml"
-    yml.write_text("name: x\ndefault_permissions: {issues: write}\ndefault_events:\n"
-                   "  - issues\n  - installation\n  - installation_repositories\n"
-                   "  - workflow_dispatch\n")
+    yml.write_text(
+        "name: x\ndefault_permissions: {issues: write}\ndefault_events:\n"
+        "  - issues\n  - installation\n  - installation_repositories\n"
+        "  - workflow_dispatch\n"
+    )
     m = manifest_from_app_yml(yml, webhook_url="https://h/webhook", redirect_url="http://r")
     assert m["default_events"] == ["issues"]
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("default_permissions: {issues: write}\n", "needs a `name`"),
-    ("name: x\n", "needs `default_permissions`"),
-    ("- a list\n", "must hold a mapping"),
-    ("name: [unclosed\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("default_permissions: {issues: write}\n", "needs a `name`"),
+        ("name: x\n", "needs `default_permissions`"),
+        ("- a list\n", "must hold a mapping"),
+        ("name: [unclosed\n", "not valid YAML"),
+    ],
+)
 def test_a_broken_app_yml_is_refused_with_the_reason(
     tmp_path: Path, text: str, problem: str
 ) -> None:
@@ -159,8 +190,15 @@ def test_the_webhook_url_must_be_http() -> None:
 def test_a_bad_app_yml_stops_the_flow_before_the_browser_opens(tmp_path: Path) -> None:
     browser = Browser()
     with pytest.raises(RegisterError, match="webhook URL"):
-        run_register(app_yml=APP_YML, env_path=tmp_path / ".env", webhook_url="nope",
-                     http=github([]), out=io.StringIO(), open_browser=browser, wait_seconds=10)
+        run_register(
+            app_yml=APP_YML,
+            env_path=tmp_path / ".env",
+            webhook_url="nope",
+            http=github([]),
+            out=io.StringIO(),
+            open_browser=browser,
+            wait_seconds=10,
+        )
     assert browser.answers == []
 
 
@@ -195,7 +233,9 @@ def test_exchange_posts_the_code_without_authentication() -> None:
     seen: list[httpx.Request] = []
     got = exchange_code("https://api.github.com/", "c0de", github(seen))
     assert (seen[0].method, str(seen[0].url)) == (
-        "POST", "https://api.github.com/app-manifests/c0de/conversions")
+        "POST",
+        "https://api.github.com/app-manifests/c0de/conversions",
+    )
     assert "authorization" not in seen[0].headers
     assert (got.id, got.slug, got.pem.get_secret_value()) == (4242, "cra-test", PEM)
 
@@ -220,9 +260,11 @@ def test_an_answer_without_credentials_is_an_error() -> None:
 def test_an_unreachable_github_is_an_error() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("refused", request=request)
+
     with pytest.raises(GitHubError, match="could not reach"):
-        exchange_code("https://api.github.com", "c",
-                      httpx.Client(transport=httpx.MockTransport(refuse)))
+        exchange_code(
+            "https://api.github.com", "c", httpx.Client(transport=httpx.MockTransport(refuse))
+        )
 
 
 def test_credentials_never_show_their_secrets() -> None:
@@ -244,10 +286,15 @@ def test_env_file_is_mode_600_and_loads_back(tmp_path: Path) -> None:
     values = dotenv_values(env)
     session = values.pop("CRA_SESSION_SECRET")
     assert session is not None and len(session) >= 40
-    assert values == {"CRA_APP_ID": "4242", "CRA_APP_SLUG": "cra-test",
-                      "CRA_WEBHOOK_SECRET": "whsec-0123456789abcdef",
-                      "CRA_CLIENT_ID": "Iv1.abc", "CRA_CLIENT_SECRET": "client-s3cret",
-                      "CRA_PUBLIC_URL": "https://cra.example.com", "CRA_PRIVATE_KEY": PEM}
+    assert values == {
+        "CRA_APP_ID": "4242",
+        "CRA_APP_SLUG": "cra-test",
+        "CRA_WEBHOOK_SECRET": "whsec-0123456789abcdef",
+        "CRA_CLIENT_ID": "Iv1.abc",
+        "CRA_CLIENT_SECRET": "client-s3cret",
+        "CRA_PUBLIC_URL": "https://cra.example.com",
+        "CRA_PRIVATE_KEY": PEM,
+    }
 
 
 def test_env_file_holds_the_oauth_client_for_signing_in_to_the_run_pages(tmp_path: Path) -> None:
@@ -262,8 +309,7 @@ def test_each_registration_gets_its_own_session_secret(tmp_path: Path) -> None:
     first, second = tmp_path / "a.env", tmp_path / "b.env"
     write_env(first, creds(), force=False)
     write_env(second, creds(), force=False)
-    assert (dotenv_values(first)["CRA_SESSION_SECRET"]
-            != dotenv_values(second)["CRA_SESSION_SECRET"])
+    assert dotenv_values(first)["CRA_SESSION_SECRET"] != dotenv_values(second)["CRA_SESSION_SECRET"]
 
 
 def test_an_existing_env_file_is_not_overwritten(tmp_path: Path) -> None:
@@ -310,18 +356,27 @@ class Browser:
             state = parse_qs(urlsplit(form.action).query)["state"][0]
             states = ["forged", state] if self.wrong_state_first else [state]
             for sent in [*states, state]:  # the last one replays the redirect
-                answer = web.get(self.manifest["redirect_url"],
-                                 params={"code": "c0de", "state": sent})
+                answer = web.get(
+                    self.manifest["redirect_url"], params={"code": "c0de", "state": sent}
+                )
                 self.answers.append((answer.status_code, answer.text))
 
 
-def register(tmp_path: Path, browser: Browser, seen: list[httpx.Request], **kw: Any
-             ) -> tuple[AppCredentials, str]:
+def register(
+    tmp_path: Path, browser: Browser, seen: list[httpx.Request], **kw: Any
+) -> tuple[AppCredentials, str]:
     """Run the flow; the credentials and what it printed (never a secret)."""
     out = io.StringIO()
-    got = run_register(app_yml=APP_YML, env_path=tmp_path / ".env",
-                       webhook_url="https://cra.example.com/webhook", http=github(seen),
-                       out=out, open_browser=browser, wait_seconds=10, **kw)
+    got = run_register(
+        app_yml=APP_YML,
+        env_path=tmp_path / ".env",
+        webhook_url="https://cra.example.com/webhook",
+        http=github(seen),
+        out=out,
+        open_browser=browser,
+        wait_seconds=10,
+        **kw,
+    )
     printed = out.getvalue()
     assert not any(secret in printed for secret in SECRETS)
     return got, printed
@@ -368,18 +423,29 @@ def test_an_existing_env_file_stops_the_flow_before_any_app_exists(tmp_path: Pat
 def test_a_refused_code_fails_the_run_and_writes_nothing(tmp_path: Path) -> None:
     browser, seen = Browser(), list[httpx.Request]()
     with pytest.raises(GitHubError, match="404"):
-        run_register(app_yml=APP_YML, env_path=tmp_path / ".env",
-                     webhook_url="https://cra.example.com/webhook",
-                     http=github(seen, 404, {"message": "Not Found"}), out=io.StringIO(),
-                     open_browser=browser, wait_seconds=10)
+        run_register(
+            app_yml=APP_YML,
+            env_path=tmp_path / ".env",
+            webhook_url="https://cra.example.com/webhook",
+            http=github(seen, 404, {"message": "Not Found"}),
+            out=io.StringIO(),
+            open_browser=browser,
+            wait_seconds=10,
+        )
     assert browser.answers[0][0] == 502 and not (tmp_path / ".env").exists()
 
 
 def test_no_redirect_in_time_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(RegisterError, match="did not send the browser back"):
-        run_register(app_yml=APP_YML, env_path=tmp_path / ".env",
-                     webhook_url="https://cra.example.com/webhook", http=github([]),
-                     out=io.StringIO(), open_browser=None, wait_seconds=0.01)
+        run_register(
+            app_yml=APP_YML,
+            env_path=tmp_path / ".env",
+            webhook_url="https://cra.example.com/webhook",
+            http=github([]),
+            out=io.StringIO(),
+            open_browser=None,
+            wait_seconds=0.01,
+        )
 
 
 # --- the command -------------------------------------------------------------------------------
@@ -395,7 +461,16 @@ def test_register_main_reports_an_existing_env_file(
 ) -> None:
     env = tmp_path / ".env"
     env.write_text("KEEP=1\n")
-    code = register_main(["--webhook-url", "https://cra.example.com/webhook",
-                          "--env-file", str(env), "--app-yml", str(APP_YML), "--no-browser"])
+    code = register_main(
+        [
+            "--webhook-url",
+            "https://cra.example.com/webhook",
+            "--env-file",
+            str(env),
+            "--app-yml",
+            str(APP_YML),
+            "--no-browser",
+        ]
+    )
     assert code == 1
     assert f"cra-bot register: {env} already exists" in capsys.readouterr().err

@@ -33,19 +33,26 @@ def test_a_pem_rsa_key_loads_from_a_file_or_the_variable(tmp_path: Path) -> None
 
 def test_a_pkcs8_rsa_key_is_fine_too(tmp_path: Path) -> None:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()).decode()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
     assert load_private_key(settings(private_key=SecretStr(pem))) == pem
 
 
-@pytest.mark.parametrize(("content", "says"), [
-    ("", "not a PEM private key"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n",
-     "not a PEM private key"),
-    (ec_pem(), "GitHub Apps sign with RSA"),
-])
-def test_what_is_not_an_rsa_key_is_refused_naming_the_file(tmp_path: Path, content: str,
-                                                           says: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("", "not a PEM private key"),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n",
+            "not a PEM private key",
+        ),
+        (ec_pem(), "GitHub Apps sign with RSA"),
+    ],
+)
+def test_what_is_not_an_rsa_key_is_refused_naming_the_file(
+    tmp_path: Path, content: str, says: str
+) -> None:
     key = tmp_path / "k.pem"
     key.write_text(content)
     with pytest.raises(SettingsError) as info:
@@ -55,8 +62,11 @@ def test_what_is_not_an_rsa_key_is_refused_naming_the_file(tmp_path: Path, conte
 
 def test_an_encrypted_key_is_refused(tmp_path: Path) -> None:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.BestAvailableEncryption(b"pw")).decode()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"pw"),
+    ).decode()
     with pytest.raises(SettingsError, match="encrypted"):
         load_private_key(settings(private_key=SecretStr(pem)))
 
@@ -71,11 +81,18 @@ def test_variables_nothing_reads_come_from_the_environment_and_the_env_file(
 ) -> None:
     dotenv = tmp_path / ".env"
     dotenv.write_text("CRA_APP_ID=1\nCRA_APP_SLUG=cra\nCRA_WEBHOK_SECRET=x\n")
-    env = {"CRA_LABEL": "cra", "CRA_TEST_REDIS_URL": "redis://", "CRA_MODEL_URL": "http://x",
-           "CRA_WOKERS": "3", "CRA_SOMETHING_ELSE": "1"}
+    env = {
+        "CRA_LABEL": "cra",
+        "CRA_TEST_REDIS_URL": "redis://",
+        "CRA_MODEL_URL": "http://x",
+        "CRA_WOKERS": "3",
+        "CRA_SOMETHING_ELSE": "1",
+    }
     assert unknown_settings(env, dotenv) == [
-        ("CRA_SOMETHING_ELSE", None), ("CRA_WEBHOK_SECRET", "CRA_WEBHOOK_SECRET"),
-        ("CRA_WOKERS", "CRA_WORKERS")]
+        ("CRA_SOMETHING_ELSE", None),
+        ("CRA_WEBHOK_SECRET", "CRA_WEBHOOK_SECRET"),
+        ("CRA_WOKERS", "CRA_WORKERS"),
+    ]
 
 
 def test_a_settings_error_names_the_variables_in_plain_words(
@@ -103,5 +120,6 @@ def test_a_port_in_use_is_refused_and_a_free_one_is_not() -> None:
 
 def test_urls_are_shown_without_their_password() -> None:
     assert shown_url("postgresql+psycopg://cra:hunter2@db/cra") == (
-        "postgresql+psycopg://cra:***@db/cra")
+        "postgresql+psycopg://cra:***@db/cra"
+    )
     assert shown_url("not a url") == "(not a URL)"

@@ -93,8 +93,9 @@ def test_token_is_minted_once_and_cached(gh: FakeGitHub, tokens: AppTokens, inst
     assert minted(gh) == 1
 
 
-def test_token_is_refreshed_five_minutes_before_expiry(gh: FakeGitHub, tokens: AppTokens,
-                                                      clock: ManualClock, inst: int) -> None:
+def test_token_is_refreshed_five_minutes_before_expiry(
+    gh: FakeGitHub, tokens: AppTokens, clock: ManualClock, inst: int
+) -> None:
     first = tokens.token(inst)
     clock.advance(54 * 60)
     assert tokens.token(inst) == first
@@ -105,8 +106,9 @@ def test_token_is_refreshed_five_minutes_before_expiry(gh: FakeGitHub, tokens: A
     assert minted(gh) == 2
 
 
-def test_calls_after_an_hour_use_a_fresh_token(gh: FakeGitHub, api: GitHubAPI,
-                                               clock: ManualClock, inst: int) -> None:
+def test_calls_after_an_hour_use_a_fresh_token(
+    gh: FakeGitHub, api: GitHubAPI, clock: ManualClock, inst: int
+) -> None:
     api.default_branch(REPO, installation_id=inst)
     clock.advance(2 * 3600)
 
@@ -140,9 +142,9 @@ def test_wrong_app_key_is_permission_denied(gh: FakeGitHub, clock: ManualClock) 
         bad.token(gh.installation_id)
 
 
-def test_token_is_absent_from_reprs_errors_and_logs(gh: FakeGitHub, tokens: AppTokens,
-                                                    api: GitHubAPI, inst: int,
-                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_token_is_absent_from_reprs_errors_and_logs(
+    gh: FakeGitHub, tokens: AppTokens, api: GitHubAPI, inst: int, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     token = tokens.token(inst)
     gh.fail_next("GET", r"/issues/\d+$", 500, times=10)
@@ -150,9 +152,16 @@ def test_token_is_absent_from_reprs_errors_and_logs(gh: FakeGitHub, tokens: AppT
     with pytest.raises(GitHubError) as caught:
         api.issue(REPO, 1, installation_id=inst)
 
-    shown = [repr(tokens), repr(api), repr(StaticToken(token)), str(caught.value),
-             repr(caught.value), repr(caught.value.__cause__), repr(caught.value.__context__),
-             caplog.text]
+    shown = [
+        repr(tokens),
+        repr(api),
+        repr(StaticToken(token)),
+        str(caught.value),
+        repr(caught.value),
+        repr(caught.value.__cause__),
+        repr(caught.value.__context__),
+        caplog.text,
+    ]
     assert not any(token in text or token[4:40] in text for text in shown)
 
 
@@ -160,8 +169,7 @@ def test_token_is_absent_from_reprs_errors_and_logs(gh: FakeGitHub, tokens: AppT
 
 
 @pytest.mark.parametrize("role", ["admin", "maintain", "write", "triage", "read"])
-def test_permission_is_the_role_name(gh: FakeGitHub, api: GitHubAPI, inst: int,
-                                     role: str) -> None:
+def test_permission_is_the_role_name(gh: FakeGitHub, api: GitHubAPI, inst: int, role: str) -> None:
     gh.set_permission(REPO, "alice", role)
     assert api.permission(REPO, "alice", installation_id=inst) == role
 
@@ -252,9 +260,15 @@ def test_issue_info(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
 
     info = api.issue(REPO, number, installation_id=inst)
 
-    assert info == IssueInfo(number=number, title="mul is wrong", body="", state="open",
-                             locked=True, is_pull_request=False,
-                             html_url=f"{gh.git_url}/{REPO}/issues/{number}")
+    assert info == IssueInfo(
+        number=number,
+        title="mul is wrong",
+        body="",
+        state="open",
+        locked=True,
+        is_pull_request=False,
+        html_url=f"{gh.git_url}/{REPO}/issues/{number}",
+    )
 
 
 def test_issue_of_a_pull_request_says_so(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
@@ -274,10 +288,18 @@ def test_pull_info(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
 
     info = api.pull(REPO, number, installation_id=inst)
 
-    assert info == PullInfo(number=number, title="t", body="b", head_ref="main",
-                            head_sha=main, head_repo=REPO, base_ref="main",
-                            html_url=f"{gh.git_url}/{REPO}/pull/{number}", draft=True,
-                            state="open")
+    assert info == PullInfo(
+        number=number,
+        title="t",
+        body="b",
+        head_ref="main",
+        head_sha=main,
+        head_repo=REPO,
+        base_ref="main",
+        html_url=f"{gh.git_url}/{REPO}/pull/{number}",
+        draft=True,
+        state="open",
+    )
 
 
 def test_pull_from_a_fork(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
@@ -293,8 +315,9 @@ def test_default_branch(gh: FakeGitHub, source: Path, api: GitHubAPI, inst: int)
     assert api.default_branch("acme/trunk", installation_id=inst) == "trunk"
 
 
-def test_review_comments_by_people_oldest_first(gh: FakeGitHub, api: GitHubAPI,
-                                                clock: ManualClock, inst: int) -> None:
+def test_review_comments_by_people_oldest_first(
+    gh: FakeGitHub, api: GitHubAPI, clock: ManualClock, inst: int
+) -> None:
     number = gh.add_pull(REPO, head="feature")
     gh.add_comment(REPO, number, "first")
     clock.advance(10)
@@ -310,7 +333,11 @@ def test_review_comments_by_people_oldest_first(gh: FakeGitHub, api: GitHubAPI,
     gh.add_comment(REPO, number, "fourth")
 
     assert api.review_comments(REPO, number, installation_id=inst) == [
-        "first", "second, on a line", "third, a review's summary", "fourth"]
+        "first",
+        "second, on a line",
+        "third, a review's summary",
+        "fourth",
+    ]
 
 
 def test_review_comments_read_every_page(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
@@ -321,8 +348,9 @@ def test_review_comments_read_every_page(gh: FakeGitHub, api: GitHubAPI, inst: i
     assert len(api.review_comments(REPO, number, installation_id=inst)) == 130
 
 
-def test_find_pull_finds_only_the_open_one_from_the_branch(gh: FakeGitHub, api: GitHubAPI,
-                                                           inst: int) -> None:
+def test_find_pull_finds_only_the_open_one_from_the_branch(
+    gh: FakeGitHub, api: GitHubAPI, inst: int
+) -> None:
     assert api.find_pull(REPO, "cra/issue-1", installation_id=inst) is None
     gh.add_pull(REPO, head="cra/issue-1", state="closed")
     gh.add_pull(REPO, head="other")
@@ -345,23 +373,35 @@ def pushed_branch(gh: FakeGitHub, tmp_path: Path, branch: str) -> None:
     git_in(work, "push", "--quiet", "origin", branch)
 
 
-def test_create_and_update_pull(gh: FakeGitHub, api: GitHubAPI, tmp_path: Path,
-                                inst: int) -> None:
+def test_create_and_update_pull(gh: FakeGitHub, api: GitHubAPI, tmp_path: Path, inst: int) -> None:
     pushed_branch(gh, tmp_path, "cra/issue-1")
 
-    created = api.create_pull(REPO, title="cra: fix mul", body="Fixes #1", head="cra/issue-1",
-                              base="main", draft=True, installation_id=inst)
+    created = api.create_pull(
+        REPO,
+        title="cra: fix mul",
+        body="Fixes #1",
+        head="cra/issue-1",
+        base="main",
+        draft=True,
+        installation_id=inst,
+    )
     api.update_pull(REPO, created.number, body="Fixes #1, better", installation_id=inst)
 
     pull = gh.pull(REPO, created.number)
     assert (pull.title, pull.body, pull.draft, pull.head_ref, pull.base_ref) == (
-        "cra: fix mul", "Fixes #1, better", True, "cra/issue-1", "main")
+        "cra: fix mul",
+        "Fixes #1, better",
+        True,
+        "cra/issue-1",
+        "main",
+    )
     assert created.head_sha == gh.branch_sha(REPO, "cra/issue-1")
     assert pull.user.login == gh.bot_login
 
 
-def test_duplicate_pull_is_a_422_github_error(gh: FakeGitHub, api: GitHubAPI, tmp_path: Path,
-                                              inst: int) -> None:
+def test_duplicate_pull_is_a_422_github_error(
+    gh: FakeGitHub, api: GitHubAPI, tmp_path: Path, inst: int
+) -> None:
     pushed_branch(gh, tmp_path, "cra/issue-1")
     fields = {"title": "t", "body": "b", "head": "cra/issue-1", "base": "main", "draft": False}
     api.create_pull(REPO, **fields, installation_id=inst)  # type: ignore[arg-type]
@@ -380,8 +420,11 @@ def test_comment_then_edit_in_place(gh: FakeGitHub, api: GitHubAPI, inst: int) -
     api.edit_comment(REPO, comment_id, "- [x] step 1", installation_id=inst)
 
     [comment] = gh.comments(REPO, number)
-    assert (comment.id, comment.body, comment.user.login) == (comment_id, "- [x] step 1",
-                                                              gh.bot_login)
+    assert (comment.id, comment.body, comment.user.login) == (
+        comment_id,
+        "- [x] step 1",
+        gh.bot_login,
+    )
 
 
 def test_react_on_issue_and_on_comment(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
@@ -399,17 +442,32 @@ def test_check_run_lifecycle(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
     sha = gh.branch_sha(REPO, "main")
     assert sha is not None
 
-    run_id = api.create_check_run(REPO, sha, name="cra", title="Running", summary="step 1/3",
-                                  installation_id=inst)
+    run_id = api.create_check_run(
+        REPO, sha, name="cra", title="Running", summary="step 1/3", installation_id=inst
+    )
     in_progress = gh.check_runs(REPO)[0]
-    api.update_check_run(REPO, run_id, status="completed", conclusion="failure",
-                         title="Failed", summary="step 2 failed", installation_id=inst)
+    api.update_check_run(
+        REPO,
+        run_id,
+        status="completed",
+        conclusion="failure",
+        title="Failed",
+        summary="step 2 failed",
+        installation_id=inst,
+    )
 
     [done] = gh.check_runs(REPO)
-    assert (in_progress.id, in_progress.status, in_progress.head_sha) == (run_id, "in_progress",
-                                                                         sha)
+    assert (in_progress.id, in_progress.status, in_progress.head_sha) == (
+        run_id,
+        "in_progress",
+        sha,
+    )
     assert (done.status, done.conclusion, done.title, done.summary) == (
-        "completed", "failure", "Failed", "step 2 failed")
+        "completed",
+        "failure",
+        "Failed",
+        "step 2 failed",
+    )
 
 
 def test_static_token_mode_writes_as_actions(gh: FakeGitHub, sleeps: Sleeps) -> None:
@@ -425,8 +483,9 @@ def test_static_token_mode_writes_as_actions(gh: FakeGitHub, sleeps: Sleeps) -> 
 # --- retries ---------------------------------------------------------------------------------
 
 
-def test_502_is_retried_with_backoff(gh: FakeGitHub, api: GitHubAPI, sleeps: Sleeps,
-                                     inst: int) -> None:
+def test_502_is_retried_with_backoff(
+    gh: FakeGitHub, api: GitHubAPI, sleeps: Sleeps, inst: int
+) -> None:
     number = gh.add_issue(REPO)
     gh.fail_next("POST", r"/comments$", 502, times=2)
 
@@ -436,8 +495,9 @@ def test_502_is_retried_with_backoff(gh: FakeGitHub, api: GitHubAPI, sleeps: Sle
     assert [c.body for c in gh.comments(REPO, number)] == ["hi"]
 
 
-def test_secondary_rate_limit_waits_retry_after(gh: FakeGitHub, api: GitHubAPI,
-                                                sleeps: Sleeps, inst: int) -> None:
+def test_secondary_rate_limit_waits_retry_after(
+    gh: FakeGitHub, api: GitHubAPI, sleeps: Sleeps, inst: int
+) -> None:
     number = gh.add_issue(REPO)
     gh.fail_next("POST", r"/reactions$", 403, retry_after=7)
 
@@ -454,16 +514,18 @@ def test_429_is_retried(gh: FakeGitHub, api: GitHubAPI, sleeps: Sleeps, inst: in
     assert sleeps.calls == [0.0]
 
 
-def test_token_minting_is_retried(gh: FakeGitHub, tokens: AppTokens, sleeps: Sleeps,
-                                  inst: int) -> None:
+def test_token_minting_is_retried(
+    gh: FakeGitHub, tokens: AppTokens, sleeps: Sleeps, inst: int
+) -> None:
     gh.fail_next("POST", r"/access_tokens$", 503)
 
     assert tokens.token(inst).startswith("ghs_")
     assert sleeps.calls == [1.0]
 
 
-def test_retries_give_up_with_the_status(gh: FakeGitHub, api: GitHubAPI, sleeps: Sleeps,
-                                         inst: int) -> None:
+def test_retries_give_up_with_the_status(
+    gh: FakeGitHub, api: GitHubAPI, sleeps: Sleeps, inst: int
+) -> None:
     gh.fail_next("GET", rf"^/repos/{REPO}$", 502, times=10)
 
     with pytest.raises(GitHubError) as caught:
@@ -473,11 +535,13 @@ def test_retries_give_up_with_the_status(gh: FakeGitHub, api: GitHubAPI, sleeps:
     assert len(sleeps.calls) == 3
 
 
-def test_plain_403_is_permission_denied_without_retry(gh: FakeGitHub, api: GitHubAPI,
-                                                      sleeps: Sleeps, inst: int) -> None:
+def test_plain_403_is_permission_denied_without_retry(
+    gh: FakeGitHub, api: GitHubAPI, sleeps: Sleeps, inst: int
+) -> None:
     number = gh.add_issue(REPO)
-    gh.fail_next("POST", r"/comments$", 403,
-                 body={"message": "Resource not accessible by integration"})
+    gh.fail_next(
+        "POST", r"/comments$", 403, body={"message": "Resource not accessible by integration"}
+    )
 
     with pytest.raises(PermissionDenied) as caught:
         api.comment(REPO, number, "hi", installation_id=inst)
@@ -499,8 +563,9 @@ def test_clone_url(api: GitHubAPI, gh: FakeGitHub) -> None:
     assert api.clone_url(REPO) == f"{gh.git_url}/{REPO}.git"
 
 
-def test_git_auth_env_carries_the_token_as_an_extraheader(api: GitHubAPI, tokens: AppTokens,
-                                                          inst: int) -> None:
+def test_git_auth_env_carries_the_token_as_an_extraheader(
+    api: GitHubAPI, tokens: AppTokens, inst: int
+) -> None:
     env = api.git_auth_env(inst)
 
     assert (env["GIT_CONFIG_COUNT"], env["GIT_CONFIG_KEY_0"]) == ("1", "http.extraheader")
@@ -508,8 +573,9 @@ def test_git_auth_env_carries_the_token_as_an_extraheader(api: GitHubAPI, tokens
 
 
 @pytest.mark.usefixtures("isolated_git")
-def test_mirror_and_push_with_git_auth_env(gh: FakeGitHub, api: GitHubAPI, tokens: AppTokens,
-                                           tmp_path: Path, inst: int) -> None:
+def test_mirror_and_push_with_git_auth_env(
+    gh: FakeGitHub, api: GitHubAPI, tokens: AppTokens, tmp_path: Path, inst: int
+) -> None:
     url, env = api.clone_url(REPO), api.git_auth_env(inst)
     mirror = mirror_sync(url, tmp_path / "mirror.git", env=env)
     worktree = add_worktree(mirror, tmp_path / "wt", commit="main", branch="cra/issue-1")
@@ -520,8 +586,10 @@ def test_mirror_and_push_with_git_auth_env(gh: FakeGitHub, api: GitHubAPI, token
     assert gh.branch_sha(REPO, "cra/issue-1") == sha
     token = tokens.token(inst)
     configs = [mirror / "config", worktree / ".git"]
-    assert all(token not in p.read_text() and env["GIT_CONFIG_VALUE_0"] not in p.read_text()
-               for p in configs)
+    assert all(
+        token not in p.read_text() and env["GIT_CONFIG_VALUE_0"] not in p.read_text()
+        for p in configs
+    )
     assert {r.token for r in gh.requests if r.kind == "git"} == {token}
 
 
@@ -549,8 +617,7 @@ def recorded(scenario: str, status: int) -> tuple[dict[str, object], dict[str, s
 @responses.activate
 def test_validation_failure_keeps_githubs_message(sleeps: Sleeps, clock: ManualClock) -> None:
     body, _ = recorded("errors", 422)
-    responses.add(responses.POST, f"{MOCKED}/repos/{REPO}/issues/1/comments", json=body,
-                  status=422)
+    responses.add(responses.POST, f"{MOCKED}/repos/{REPO}/issues/1/comments", json=body, status=422)
     api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
 
     with pytest.raises(GitHubError) as caught:
@@ -562,12 +629,15 @@ def test_validation_failure_keeps_githubs_message(sleeps: Sleeps, clock: ManualC
 
 
 @responses.activate
-def test_spent_primary_rate_limit_is_not_slept_through(sleeps: Sleeps,
-                                                       clock: ManualClock) -> None:
+def test_spent_primary_rate_limit_is_not_slept_through(sleeps: Sleeps, clock: ManualClock) -> None:
     reset = int(clock()) + 1800
-    responses.add(responses.GET, f"{MOCKED}/repos/{REPO}", status=403,
-                  json={"message": "API rate limit exceeded for installation ID 1."},
-                  headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)})
+    responses.add(
+        responses.GET,
+        f"{MOCKED}/repos/{REPO}",
+        status=403,
+        json={"message": "API rate limit exceeded for installation ID 1."},
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)},
+    )
     api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
 
     with pytest.raises(GitHubError) as caught:
@@ -580,8 +650,9 @@ def test_spent_primary_rate_limit_is_not_slept_through(sleeps: Sleeps,
 
 @responses.activate
 def test_bad_credentials_are_permission_denied(sleeps: Sleeps, clock: ManualClock) -> None:
-    responses.add(responses.GET, f"{MOCKED}/repos/{REPO}", status=401,
-                  json={"message": "Bad credentials"})
+    responses.add(
+        responses.GET, f"{MOCKED}/repos/{REPO}", status=401, json={"message": "Bad credentials"}
+    )
     api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
 
     with pytest.raises(PermissionDenied):
@@ -589,10 +660,12 @@ def test_bad_credentials_are_permission_denied(sleeps: Sleeps, clock: ManualCloc
 
 
 @responses.activate
-def test_connection_errors_are_retried_then_a_github_error(sleeps: Sleeps,
-                                                           clock: ManualClock) -> None:
-    responses.add(responses.GET, f"{MOCKED}/repos/{REPO}",
-                  body=requests.ConnectionError("connection refused"))
+def test_connection_errors_are_retried_then_a_github_error(
+    sleeps: Sleeps, clock: ManualClock
+) -> None:
+    responses.add(
+        responses.GET, f"{MOCKED}/repos/{REPO}", body=requests.ConnectionError("connection refused")
+    )
     api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
 
     with pytest.raises(GitHubError) as caught:

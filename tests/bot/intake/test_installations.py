@@ -49,12 +49,20 @@ class DoorServices:
 def app_settings(tmp_path: Path, gh: FakeGitHub | None = None, **changes: Any) -> BotSettings:
     """Settings of a GitHub App server (an App id, no CRA_TOKEN) on a SQLite file."""
     fields: dict[str, Any] = {
-        "webhook_secret": SECRET, "label": "bug", "data_dir": tmp_path, "sandbox": "none",
-        "database_url": f"sqlite:///{tmp_path / 'cra.db'}", "app_id": 12345,
-    }  # fmt: skip
+        "webhook_secret": SECRET,
+        "label": "bug",
+        "data_dir": tmp_path,
+        "sandbox": "none",
+        "database_url": f"sqlite:///{tmp_path / 'cra.db'}",
+        "app_id": 12345,
+    }
     if gh is not None:
-        fields.update(app_id=gh.app_id, private_key=gh.private_key_pem,
-                      github_api_url=gh.api_url, github_url=gh.git_url)  # fmt: skip
+        fields.update(
+            app_id=gh.app_id,
+            private_key=gh.private_key_pem,
+            github_api_url=gh.api_url,
+            github_url=gh.git_url,
+        )
     return BotSettings(**{**fields, **changes})
 
 
@@ -68,13 +76,20 @@ def door(settings: BotSettings, store: BotStore) -> Flask:
     return create_app(settings, DoorServices(store))
 
 
-def deliver(client: FlaskClient, event: str, body: bytes, delivery_id: str | None = None
-            ) -> TestResponse:
+def deliver(
+    client: FlaskClient, event: str, body: bytes, delivery_id: str | None = None
+) -> TestResponse:
     """POST a delivery with GitHub's headers, signed over the exact bytes."""
-    return client.post("/webhook", data=body, headers={
-        "X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
-        "Content-Type": "application/json", "X-Hub-Signature-256": sign(body, SECRET),
-    })  # fmt: skip
+    return client.post(
+        "/webhook",
+        data=body,
+        headers={
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
+            "Content-Type": "application/json",
+            "X-Hub-Signature-256": sign(body, SECRET),
+        },
+    )
 
 
 def changed(event: str, file: str, **fields: Any) -> bytes:
@@ -97,7 +112,8 @@ def suspension(action: str) -> bytes:
 
 
 def test_an_app_asked_for_a_run_without_an_installation_answers_422_with_the_reason(
-    tmp_path: Path, store: BotStore,
+    tmp_path: Path,
+    store: BotStore,
 ) -> None:
     client = door(app_settings(tmp_path), store).test_client()
 
@@ -111,7 +127,9 @@ def test_an_app_asked_for_a_run_without_an_installation_answers_422_with_the_rea
 
 @pytest.mark.parametrize("body", ["/cra solve keep it small", "/cra cancel", "/cra help"])
 def test_an_app_refuses_every_command_without_an_installation(
-    tmp_path: Path, store: BotStore, body: str,
+    tmp_path: Path,
+    store: BotStore,
+    body: str,
 ) -> None:
     client = door(app_settings(tmp_path), store).test_client()
     comment = json.loads(webhook_bytes("issue_comment", "created.payload.json"))
@@ -124,7 +142,8 @@ def test_an_app_refuses_every_command_without_an_installation(
 
 
 def test_a_repository_webhook_server_queues_the_same_delivery(
-    tmp_path: Path, store: BotStore,
+    tmp_path: Path,
+    store: BotStore,
 ) -> None:
     settings = app_settings(tmp_path, token="a-repository-token")  # CRA_TOKEN: not the App
     client = door(settings, store).test_client()
@@ -146,13 +165,20 @@ def test_an_app_queues_a_run_its_installation_asks_for(tmp_path: Path, store: Bo
     assert [run.installation_id for run in store.list_runs()] == [1]
 
 
-@pytest.mark.parametrize(("event", "file", "status"), [
-    ("ping", "payload.json", 200),  # the App's own hook says hello without an installation
-    ("issues", "opened.payload.json", 204),  # asks nothing of cra: nothing to refuse
-    ("push", "payload.json", 204),
-])
+@pytest.mark.parametrize(
+    ("event", "file", "status"),
+    [
+        ("ping", "payload.json", 200),  # the App's own hook says hello without an installation
+        ("issues", "opened.payload.json", 204),  # asks nothing of cra: nothing to refuse
+        ("push", "payload.json", 204),
+    ],
+)
 def test_an_app_answers_deliveries_that_ask_for_no_run_as_before(
-    tmp_path: Path, store: BotStore, event: str, file: str, status: int,
+    tmp_path: Path,
+    store: BotStore,
+    event: str,
+    file: str,
+    status: int,
 ) -> None:
     client = door(app_settings(tmp_path), store).test_client()
 
@@ -189,7 +215,8 @@ def minted(gh: FakeGitHub) -> int:
 
 
 def test_a_worker_keeps_its_cached_token_while_nothing_changes(
-    gh: FakeGitHub, worker: Services,
+    gh: FakeGitHub,
+    worker: Services,
 ) -> None:
     worker.github.issue(REPO, 1, installation_id=INSTALLATION)
     worker.github.issue(REPO, 1, installation_id=INSTALLATION)
@@ -198,7 +225,9 @@ def test_a_worker_keeps_its_cached_token_while_nothing_changes(
 
 
 def test_after_installation_deleted_no_worker_uses_the_installations_cached_token(
-    gh: FakeGitHub, worker: Services, client: FlaskClient,
+    gh: FakeGitHub,
+    worker: Services,
+    client: FlaskClient,
 ) -> None:
     worker.github.issue(REPO, 1, installation_id=INSTALLATION)  # a token is cached
     gh.remove_installation(INSTALLATION)
@@ -211,7 +240,9 @@ def test_after_installation_deleted_no_worker_uses_the_installations_cached_toke
 
 
 def test_after_installation_suspend_no_worker_uses_the_installations_cached_token(
-    gh: FakeGitHub, worker: Services, client: FlaskClient,
+    gh: FakeGitHub,
+    worker: Services,
+    client: FlaskClient,
 ) -> None:
     worker.github.issue(REPO, 1, installation_id=INSTALLATION)
     gh.suspend_installation(INSTALLATION)
@@ -223,7 +254,9 @@ def test_after_installation_suspend_no_worker_uses_the_installations_cached_toke
 
 
 def test_after_installation_unsuspend_a_worker_mints_a_new_token_and_works(
-    gh: FakeGitHub, worker: Services, client: FlaskClient,
+    gh: FakeGitHub,
+    worker: Services,
+    client: FlaskClient,
 ) -> None:
     gh.suspend_installation(INSTALLATION)
     deliver(client, "installation", suspension("suspend"))
@@ -242,33 +275,50 @@ def access_cache(app: Flask) -> AccessCache:
 
 
 def test_installation_deleted_drops_the_access_answers_about_its_accounts_repositories(
-    tmp_path: Path, store: BotStore,
+    tmp_path: Path,
+    store: BotStore,
 ) -> None:
     app = door(app_settings(tmp_path), store)
     cache = access_cache(app)
     cache.put("mona", ACCOUNT_REPO, True)
     cache.put("mona", "someone-else/repo", True)
 
-    deliver(app.test_client(), "installation",
-            webhook_bytes("installation", "deleted.payload.json"))  # fmt: skip
+    deliver(
+        app.test_client(), "installation", webhook_bytes("installation", "deleted.payload.json")
+    )
 
     assert cache.get("mona", ACCOUNT_REPO) is None
     assert cache.get("mona", "someone-else/repo") is True
 
 
 def test_repositories_removed_from_an_installation_drop_their_access_answers(
-    tmp_path: Path, store: BotStore,
+    tmp_path: Path,
+    store: BotStore,
 ) -> None:
     app = door(app_settings(tmp_path), store)
     cache = access_cache(app)
     cache.put("mona", "Codertocat/Hello-World", True)
     cache.put("mona", "Codertocat/Other", True)
-    removed = [{"id": 186853002, "name": "Hello-World", "full_name": "Codertocat/Hello-World",
-                "private": False}]  # fmt: skip
+    removed = [
+        {
+            "id": 186853002,
+            "name": "Hello-World",
+            "full_name": "Codertocat/Hello-World",
+            "private": False,
+        }
+    ]
 
-    deliver(app.test_client(), "installation_repositories",
-            changed("installation_repositories", "added.payload.json", action="removed",
-                    repositories_added=[], repositories_removed=removed))  # fmt: skip
+    deliver(
+        app.test_client(),
+        "installation_repositories",
+        changed(
+            "installation_repositories",
+            "added.payload.json",
+            action="removed",
+            repositories_added=[],
+            repositories_removed=removed,
+        ),
+    )
 
     assert cache.get("mona", "Codertocat/Hello-World") is None
     assert cache.get("mona", "Codertocat/Other") is True

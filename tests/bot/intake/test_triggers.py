@@ -37,8 +37,7 @@ def event(
     return parse_delivery({"X-GitHub-Event": name, "X-GitHub-Delivery": "d-1"}, body)
 
 
-def comment(text: str, *, on_pull_request: bool = False, association: str | None = None
-            ) -> Event:
+def comment(text: str, *, on_pull_request: bool = False, association: str | None = None) -> Event:
     """issue_comment.created with this body, on an issue or a pull request."""
 
     def change(payload: Payload) -> None:
@@ -174,15 +173,18 @@ def test_a_no_break_space_loosens_nothing_else(text: str) -> None:
     assert routed(comment(text)) is None
 
 
-@pytest.mark.parametrize("text", [
-    "```\nexample\n```\n/cra plan",
-    "~~~~ python\nx\n~~~~~\n/cra plan",
-    "> quoted\n\n/cra plan",
-    "<!-- a note -->\n/cra plan",
-    "```\n<!--\n```\n/cra plan",  # the comment mark was code; the fence is closed
-    "<pre>x</pre>\n/cra plan",
-    "<!--\n```\n-->\n/cra plan",  # a fence in a comment opens nothing
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\nexample\n```\n/cra plan",
+        "~~~~ python\nx\n~~~~~\n/cra plan",
+        "> quoted\n\n/cra plan",
+        "<!-- a note -->\n/cra plan",
+        "```\n<!--\n```\n/cra plan",  # the comment mark was code; the fence is closed
+        "<pre>x</pre>\n/cra plan",
+        "<!--\n```\n-->\n/cra plan",  # a fence in a comment opens nothing
+    ],
+)
 def test_a_command_after_closed_code_quotes_and_comments_counts(text: str) -> None:
     trigger = routed(comment(text))
     assert trigger is not None and trigger.command == "plan"
@@ -223,9 +225,11 @@ def test_a_closed_or_locked_issue_is_ignored(field: str, value: object) -> None:
     assert routed(event("issue_comment", "created.payload.json", change)) is None
 
 
-def saying(name: str, file: str, key: str, body: str | None,
-           change: Callable[[Payload], None] | None) -> Event:  # fmt: skip
+def saying(
+    name: str, file: str, key: str, body: str | None, change: Callable[[Payload], None] | None
+) -> Event:
     """The recorded delivery with `body` as the body of its `key` object, then `change`d."""
+
     def edit(payload: Payload) -> None:
         payload[key]["body"] = body
         if change is not None:
@@ -245,7 +249,11 @@ def test_a_solve_in_a_review_comment_works_on_the_pull_request_and_names_the_lin
     path, line = payload["comment"]["path"], payload["comment"]["line"]
     assert trigger is not None
     assert (trigger.command, trigger.issue_number, trigger.is_pull_request, trigger.source) == (
-        "solve", payload["pull_request"]["number"], True, "comment")
+        "solve",
+        payload["pull_request"]["number"],
+        True,
+        "comment",
+    )
     assert trigger.instructions == f'(a review comment on "{path}", line {line}) use a set here'
     assert trigger.comment_id is None  # its reaction goes on the pull request
 
@@ -281,20 +289,25 @@ def test_a_review_comments_instructions_are_cleaned_but_not_its_file_name() -> N
     assert trigger.instructions == r'(a review comment on "\u003c!--x", line 1) use a set'
 
 
-@pytest.mark.parametrize("body,command", [("/cra cancel", "cancel"), ("/cra", "help"),
-                                          ("/cra plan", "plan")])
+@pytest.mark.parametrize(
+    "body,command", [("/cra cancel", "cancel"), ("/cra", "help"), ("/cra plan", "plan")]
+)
 def test_other_commands_in_a_review_comment_are_commands_too(body: str, command: str) -> None:
     trigger = routed(review_comment(body))
     assert trigger is not None and trigger.command == command
     assert trigger.instructions.startswith("(a review comment on") == (command == "plan")
 
 
-@pytest.mark.parametrize("change", [
-    lambda p: p["pull_request"].update(state="closed"),
-    lambda p: p["pull_request"].update(locked=True),
-    lambda p: p["comment"]["user"].update(type="Bot"),
-    lambda p: p["comment"].update(body="looks good; maybe /cra solve later"),
-], ids=["closed", "locked", "bot", "no command line"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: p["pull_request"].update(state="closed"),
+        lambda p: p["pull_request"].update(locked=True),
+        lambda p: p["comment"]["user"].update(type="Bot"),
+        lambda p: p["comment"].update(body="looks good; maybe /cra solve later"),
+    ],
+    ids=["closed", "locked", "bot", "no command line"],
+)
 def test_a_review_comment_that_asks_nothing_triggers_nothing(
     change: Callable[[Payload], None],
 ) -> None:
@@ -317,33 +330,46 @@ def test_the_recorded_review_without_a_summary_triggers_nothing() -> None:
 
 @pytest.mark.parametrize("state", ["changes_requested", "commented", "approved"])
 def test_a_solve_in_a_reviews_summary_works_on_the_pull_request(state: str) -> None:
-    trigger = routed(review("Two things.\n\n/cra solve rename `x` and add a test",
-                            lambda p: p["review"].update(state=state)))
+    trigger = routed(
+        review(
+            "Two things.\n\n/cra solve rename `x` and add a test",
+            lambda p: p["review"].update(state=state),
+        )
+    )
     payload = json.loads(webhook_bytes("pull_request_review", "submitted.payload.json"))
     assert trigger is not None
-    assert (trigger.command, trigger.issue_number, trigger.is_pull_request, trigger.source,
-            trigger.actor) == ("solve", payload["pull_request"]["number"], True, "comment",
-                               payload["sender"]["login"])
+    assert (
+        trigger.command,
+        trigger.issue_number,
+        trigger.is_pull_request,
+        trigger.source,
+        trigger.actor,
+    ) == ("solve", payload["pull_request"]["number"], True, "comment", payload["sender"]["login"])
     assert trigger.instructions == "rename `x` and add a test"
     assert trigger.comment_id is None  # a review has no reactions: cra's goes on the PR
 
 
-@pytest.mark.parametrize("body,command", [("/cra cancel", "cancel"), ("/cra", "help"),
-                                          ("/cra plan", "plan")])
+@pytest.mark.parametrize(
+    "body,command", [("/cra cancel", "cancel"), ("/cra", "help"), ("/cra plan", "plan")]
+)
 def test_other_commands_in_a_reviews_summary_are_commands_too(body: str, command: str) -> None:
     trigger = routed(review(body))
     assert trigger is not None and trigger.command == command
 
 
-@pytest.mark.parametrize("change", [
-    lambda p: p["pull_request"].update(state="closed"),
-    lambda p: p["pull_request"].update(locked=True),
-    lambda p: p["review"]["user"].update(type="Bot"),
-    lambda p: p["review"].update(body="LGTM, though /cra solve might do the rest"),
-    lambda p: p["review"].update(body="```\n/cra solve\n```"),
-    lambda p: p.update(action="edited"),
-    lambda p: p.update(action="dismissed"),
-], ids=["closed", "locked", "bot", "no command line", "fenced", "edited", "dismissed"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: p["pull_request"].update(state="closed"),
+        lambda p: p["pull_request"].update(locked=True),
+        lambda p: p["review"]["user"].update(type="Bot"),
+        lambda p: p["review"].update(body="LGTM, though /cra solve might do the rest"),
+        lambda p: p["review"].update(body="```\n/cra solve\n```"),
+        lambda p: p.update(action="edited"),
+        lambda p: p.update(action="dismissed"),
+    ],
+    ids=["closed", "locked", "bot", "no command line", "fenced", "edited", "dismissed"],
+)
 def test_a_review_that_asks_nothing_triggers_nothing(change: Callable[[Payload], None]) -> None:
     assert routed(review("/cra solve", change)) is None
 
@@ -422,11 +448,19 @@ def test_the_router_calls_handlers_for_the_event_and_action() -> None:
     assert seen == ["labeled", "any labeled", "any opened"]
 
 
-@pytest.mark.parametrize(("association", "command"), [
-    ("NONE", "refuse"), ("FIRST_TIMER", "refuse"), ("FIRST_TIME_CONTRIBUTOR", "refuse"),
-    ("CONTRIBUTOR", "refuse"), ("MANNEQUIN", "refuse"),
-    ("OWNER", "solve"), ("MEMBER", "solve"), ("COLLABORATOR", "solve"),  # the worker checks
-])
+@pytest.mark.parametrize(
+    ("association", "command"),
+    [
+        ("NONE", "refuse"),
+        ("FIRST_TIMER", "refuse"),
+        ("FIRST_TIME_CONTRIBUTOR", "refuse"),
+        ("CONTRIBUTOR", "refuse"),
+        ("MANNEQUIN", "refuse"),
+        ("OWNER", "solve"),
+        ("MEMBER", "solve"),
+        ("COLLABORATOR", "solve"),  # the worker checks
+    ],
+)
 def test_a_solve_from_someone_github_calls_an_outsider_is_refused_at_once(
     association: str, command: str
 ) -> None:

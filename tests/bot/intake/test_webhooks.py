@@ -18,8 +18,10 @@ from tests.fixtures import webhook_bytes
 
 SECRET = "It's a Secret to Everybody"
 LABELED = webhook_bytes("issues", "labeled.payload.json")
-FIXTURE_BODIES = [path.read_bytes() for path in sorted(
-    (Path(__file__).parents[2] / "fixtures").rglob("*payload.json"))]  # fmt: skip
+FIXTURE_BODIES = [
+    path.read_bytes()
+    for path in sorted((Path(__file__).parents[2] / "fixtures").rglob("*payload.json"))
+]
 
 
 def headers(event: str, delivery: str = "72d3162e-cc78-11e3-81ab-4c9367dc0958") -> dict[str, str]:
@@ -115,8 +117,9 @@ def test_a_body_the_fast_parser_refuses_is_read_as_the_standard_parser_reads_it(
     assert repr(payload) == repr(json.loads(body))
 
 
-@pytest.mark.parametrize("number", [2**63, 2**64 - 1, 2**64, 10**25, -(2**63), -(2**63) - 1,
-                                    -(2**70)])  # fmt: skip
+@pytest.mark.parametrize(
+    "number", [2**63, 2**64 - 1, 2**64, 10**25, -(2**63), -(2**63) - 1, -(2**70)]
+)
 def test_integers_of_any_size_read_as_the_standard_parser_reads_them(number: int) -> None:
     body = b'{"action": "opened", "issue": {"number": %d, "score": 1.25}}' % number
     payload = parse_delivery(headers("issues"), body).payload

@@ -49,11 +49,15 @@ def running(store: BotStore, number: int = 1) -> int:
     return run.id
 
 
-def reaper(store: BotStore, queue: HeldQueue | None = None, reported: list[int] | None = None,
-           ) -> Reaper:
+def reaper(
+    store: BotStore,
+    queue: HeldQueue | None = None,
+    reported: list[int] | None = None,
+) -> Reaper:
     sink = reported if reported is not None else []
-    return Reaper(store, queue or HeldQueue(), stale_after=STALE, requeue_after=60.0,
-                  report=sink.append)
+    return Reaper(
+        store, queue or HeldQueue(), stale_after=STALE, requeue_after=60.0, report=sink.append
+    )
 
 
 def test_a_silent_run_is_failed_and_reported_once(store: BotStore, clock: ManualClock) -> None:
@@ -125,8 +129,9 @@ def test_a_queued_run_no_queue_holds_is_queued_again(store: BotStore, clock: Man
     assert reaper(store, queue).sweep().requeued == []  # now held: never enqueued twice
 
 
-def test_a_run_no_worker_can_start_fails_after_a_few_requeues(store: BotStore,
-                                                              clock: ManualClock) -> None:
+def test_a_run_no_worker_can_start_fails_after_a_few_requeues(
+    store: BotStore, clock: ManualClock
+) -> None:
     """A job that fails before it claims its run (the worker cannot build its services) leaves
     the run queued and held by no queue: queued again MAX_REQUEUES times, then failed, said
     once — never cycling forever."""
@@ -168,8 +173,9 @@ def test_a_run_past_its_time_limit_is_ended_even_if_its_worker_is_stuck(
     run = live_store.get_run(run_id)
     assert heartbeat.lost and reported == [run_id]
     assert run is not None and run.status == "failed"
-    assert run.error == ("the run worked longer than its limit of 0.005 min "
-                         "(CRA_MAX_RUN_MINUTES) and was ended")
+    assert run.error == (
+        "the run worked longer than its limit of 0.005 min (CRA_MAX_RUN_MINUTES) and was ended"
+    )
     assert live_store.end_run(run_id, "succeeded") is False  # the worker's late end changes nothing
 
 
@@ -191,8 +197,7 @@ def test_a_failing_report_does_not_stop_the_sweep(store: BotStore, clock: Manual
     def boom(run_id: int) -> None:
         raise ValueError("cannot report")
 
-    swept = Reaper(store, HeldQueue(), stale_after=STALE, requeue_after=60.0,
-                   report=boom).sweep()
+    swept = Reaper(store, HeldQueue(), stale_after=STALE, requeue_after=60.0, report=boom).sweep()
 
     assert swept.ended == ids
 
@@ -230,8 +235,13 @@ def test_recover_ends_only_the_runs_of_dead_processes_of_this_host(store: BotSto
     dead.wait()
     alive = subprocess.Popen(["sleep", "60"])
     try:
-        workers = {1: f"{host}:{dead.pid}", 2: f"{host}:{alive.pid}", 3: "elsewhere:1",
-                   4: worker_name(), 5: None}  # 4: this process's id (a container's pid 1, again)
+        workers = {
+            1: f"{host}:{dead.pid}",
+            2: f"{host}:{alive.pid}",
+            3: "elsewhere:1",
+            4: worker_name(),
+            5: None,
+        }  # 4: this process's id (a container's pid 1, again)
         ids = {}
         for number, worker in workers.items():
             run = store.create_run(trigger(issue_number=number, delivery_id=f"d-{number}"))

@@ -229,8 +229,9 @@ def test_a_worker_whose_run_has_ended_is_replaced_at_the_watchdogs_next_look() -
             release.wait(30)  # a hung model call, say: only the test lets it go
         done.append(run_id)
 
-    run_queue = ThreadQueue(execute, workers=1, give_up_after=3600, ended=over.__contains__,
-                            watch_every=0.05)
+    run_queue = ThreadQueue(
+        execute, workers=1, give_up_after=3600, ended=over.__contains__, watch_every=0.05
+    )
     try:
         run_queue.enqueue(1)
         assert stuck.wait(10)
@@ -278,8 +279,7 @@ def test_a_run_within_the_limit_keeps_its_worker() -> None:
 def test_the_servers_queue_gives_up_after_the_run_limit_and_the_reapers_patience(
     tmp_path: Path,
 ) -> None:
-    settings = BotSettings(webhook_secret="s", data_dir=tmp_path, max_run_minutes=2,
-                           stale_after=90)  # fmt: skip
+    settings = BotSettings(webhook_secret="s", data_dir=tmp_path, max_run_minutes=2, stale_after=90)
     run_queue = build_queue(settings, lambda _: None)
     try:
         assert isinstance(run_queue, ThreadQueue)
@@ -377,8 +377,15 @@ def test_rq_is_unhealthy_when_redis_is_unreachable() -> None:
 def test_an_rq_job_times_out_when_a_thread_worker_would_be_given_up_on(
     redis_url: str, redis: Redis, rq_name: str, tmp_path: Path
 ) -> None:
-    settings = BotSettings(webhook_secret="s", data_dir=tmp_path, queue="rq", redis_url=redis_url,
-                           queue_name=rq_name, max_run_minutes=2, stale_after=90)  # fmt: skip
+    settings = BotSettings(
+        webhook_secret="s",
+        data_dir=tmp_path,
+        queue="rq",
+        redis_url=redis_url,
+        queue_name=rq_name,
+        max_run_minutes=2,
+        stale_after=90,
+    )
     run_queue = build_queue(settings, lambda _: None)
     try:
         assert isinstance(run_queue, RQQueue)

@@ -23,8 +23,14 @@ STALL = 1800.0
 
 
 def reaper(store: BotStore, reported: list[int] | None = None) -> Reaper:
-    return Reaper(store, HeldQueue(), stale_after=STALE, requeue_after=60.0,
-                  stall_after=STALL, report=(reported if reported is not None else []).append)
+    return Reaper(
+        store,
+        HeldQueue(),
+        stale_after=STALE,
+        requeue_after=60.0,
+        stall_after=STALL,
+        report=(reported if reported is not None else []).append,
+    )
 
 
 def beat_for(store: BotStore, clock: ManualClock, run_id: int, seconds: float) -> None:
@@ -45,8 +51,15 @@ class AnsweringModel:
     def config(self) -> ModelConfig:
         return ModelConfig(model="coder-m")
 
-    def complete(self, system: str, user: str, *, json_schema: dict[str, Any] | None = None,
-                 json_mode: bool = False, stage: str = "") -> LLMResponse:
+    def complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
+        stage: str = "",
+    ) -> LLMResponse:
         if self.fail:
             raise LLMError("the model is gone")
         return LLMResponse(text="ok", raw_text="ok", model="coder-m", usage=Usage())
@@ -56,7 +69,8 @@ class AnsweringModel:
 
 
 def test_a_run_that_beats_but_makes_no_progress_is_ended_and_reported_once(
-    store: BotStore, clock: ManualClock,
+    store: BotStore,
+    clock: ManualClock,
 ) -> None:
     run_id = running(store)
     RunProgress(store, run_id)("a call to coder-m (implement) started")
@@ -68,12 +82,15 @@ def test_a_run_that_beats_but_makes_no_progress_is_ended_and_reported_once(
     assert (first.ended, second.ended, reported) == ([run_id], [], [run_id])
     run = store.get_run(run_id)
     assert run is not None and run.status == "failed" and run.finished_at == clock.now
-    assert run.error == ("no progress for 30 minutes (CRA_RUN_STALL_TIMEOUT): last progress was "
-                         "a call to coder-m (implement) started at 2025-03-01 12:00:00 UTC")
+    assert run.error == (
+        "no progress for 30 minutes (CRA_RUN_STALL_TIMEOUT): last progress was "
+        "a call to coder-m (implement) started at 2025-03-01 12:00:00 UTC"
+    )
 
 
-def test_a_run_that_never_moved_since_its_start_says_so(store: BotStore,
-                                                        clock: ManualClock) -> None:
+def test_a_run_that_never_moved_since_its_start_says_so(
+    store: BotStore, clock: ManualClock
+) -> None:
     run_id = running(store)
     beat_for(store, clock, run_id, STALL + 60)
 
@@ -113,8 +130,7 @@ def test_the_stall_check_is_off_without_a_timeout(store: BotStore, clock: Manual
     assert swept.ended == []
 
 
-def test_each_model_call_stamps_its_start_and_its_end(store: BotStore,
-                                                      clock: ManualClock) -> None:
+def test_each_model_call_stamps_its_start_and_its_end(store: BotStore, clock: ManualClock) -> None:
     run_id = running(store)
     told: list[str] = []
     progress = RunProgress(store, run_id)
@@ -123,8 +139,10 @@ def test_each_model_call_stamps_its_start_and_its_end(store: BotStore,
     clock.now += timedelta(minutes=5)
     assert model.complete("system", "user", stage="implement").raw_text == "ok"
 
-    assert told == ["a call to coder-m (implement) started",
-                    "a call to coder-m (implement) answered"]
+    assert told == [
+        "a call to coder-m (implement) started",
+        "a call to coder-m (implement) answered",
+    ]
     run = store.get_run(run_id)
     assert run is not None and run.progress_at == clock.now
     assert run.progress == "a call to coder-m (implement) answered"
@@ -140,8 +158,9 @@ def test_a_failed_model_call_stamps_its_end_too(store: BotStore) -> None:
     assert run is not None and run.progress == "a call to coder-m (plan) failed"
 
 
-def test_each_repository_command_stamps_its_start(store: BotStore, clock: ManualClock,
-                                                  tmp_path: Path) -> None:
+def test_each_repository_command_stamps_its_start(
+    store: BotStore, clock: ManualClock, tmp_path: Path
+) -> None:
     run_id = running(store)
     sandbox = ProgressSandbox(NoSandbox(), RunProgress(store, run_id)).with_env(tmp_path / "env")
 

@@ -46,13 +46,20 @@ HOSTILE = "</details> ``` ~~~ <script>x</script> @everyone Fixes #1 | *a* _b_ \\
 
 
 def validation(*failing: str, output: str = "", passing: tuple[str, ...] = ()) -> ValidationResult:
-    return ValidationResult(success=not failing, failing_tests=list(failing),
-                            passing_tests=list(passing), test_output=output,
-                            exit_code=1 if failing else 0)
+    return ValidationResult(
+        success=not failing,
+        failing_tests=list(failing),
+        passing_tests=list(passing),
+        test_output=output,
+        exit_code=1 if failing else 0,
+    )
 
 
-BASELINE = validation("tests/test_calc.py::test_mul", "tests/test_calc.py::test_div",
-                      output="FAILED tests/test_calc.py::test_mul\n2 failed, 5 passed")
+BASELINE = validation(
+    "tests/test_calc.py::test_mul",
+    "tests/test_calc.py::test_div",
+    output="FAILED tests/test_calc.py::test_mul\n2 failed, 5 passed",
+)
 DIFF = """diff --git a/calc.py b/calc.py
 index 1111111..2222222 100644
 --- a/calc.py
@@ -65,22 +72,31 @@ index 1111111..2222222 100644
 
 
 def step(part: str, sid: str, status: str, **kw: object) -> StepOutcome:
-    return StepOutcome.model_validate({"part_id": part, "step_id": sid, "status": status,
-                                       "description": f"do {sid}", **kw})
+    return StepOutcome.model_validate(
+        {"part_id": part, "step_id": sid, "status": status, "description": f"do {sid}", **kw}
+    )
 
 
 def result(**kw: object) -> OrchestratorResult:
     fields: dict[str, object] = {
-        "task_id": "t1", "status": "complete", "branch": "cra/issue-12", "diff": DIFF,
-        "files_changed": ["calc.py"], "baseline": BASELINE,
+        "task_id": "t1",
+        "status": "complete",
+        "branch": "cra/issue-12",
+        "diff": DIFF,
+        "files_changed": ["calc.py"],
+        "baseline": BASELINE,
         "final_validation": validation(output="7 passed"),
-        "meta_plan": MetaPlan(task_summary="fix calc",
-                              parts=[MetaPlanPart(id="p1", description="Fix mul")]),
+        "meta_plan": MetaPlan(
+            task_summary="fix calc", parts=[MetaPlanPart(id="p1", description="Fix mul")]
+        ),
         "steps": [step("p1", "s1", "passed", commit="0123456789abcdef")],
-        "steps_completed": 1, "parts_completed": 1,
+        "steps_completed": 1,
+        "parts_completed": 1,
         "usage": Usage(prompt_tokens=9000, completion_tokens=1000, calls=5),
-        "usage_by_role": {"reasoning": Usage(prompt_tokens=6000, calls=2),
-                          "coding": Usage(prompt_tokens=3000, completion_tokens=1000, calls=3)},
+        "usage_by_role": {
+            "reasoning": Usage(prompt_tokens=6000, calls=2),
+            "coding": Usage(prompt_tokens=3000, completion_tokens=1000, calls=3),
+        },
         "wall_ms": 83_000,
     }
     return OrchestratorResult.model_validate({**fields, **kw})
@@ -91,21 +107,32 @@ def partial_result(**kw: object) -> OrchestratorResult:
     fields: dict[str, object] = {
         "status": "partial",
         "final_validation": validation("tests/test_calc.py::test_div", output="1 failed"),
-        "steps": [step("p1", "s1", "passed", commit="0123456789abcdef"),
-                  step("p1", "s2", "failed", error="tests failed: tests/test_calc.py::test_div",
-                       validation=after),
-                  step("p1", "s3", "skipped", error="depends on a failed step")],
-        "steps_completed": 1, "steps_failed": 2,
+        "steps": [
+            step("p1", "s1", "passed", commit="0123456789abcdef"),
+            step(
+                "p1",
+                "s2",
+                "failed",
+                error="tests failed: tests/test_calc.py::test_div",
+                validation=after,
+            ),
+            step("p1", "s3", "skipped", error="depends on a failed step"),
+        ],
+        "steps_completed": 1,
+        "steps_failed": 2,
     }
     return result(**{**fields, **kw})
 
 
 def ctx(res: OrchestratorResult | None = None, **kw: object) -> PrContext:
     fields: dict[str, object] = {
-        "issue_number": 12, "issue_title": "Calculator multiplies wrong",
-        "result": res or result(), "run_url": "https://cra.example/runs/7",
+        "issue_number": 12,
+        "issue_title": "Calculator multiplies wrong",
+        "result": res or result(),
+        "run_url": "https://cra.example/runs/7",
         "models": {"reasoning": "qwen3:32b", "coding": "qwen2.5-coder:14b"},
-        "partial": False, "repository": "octo/calc",
+        "partial": False,
+        "repository": "octo/calc",
     }
     return PrContext.model_validate({**fields, **kw})
 
@@ -216,15 +243,24 @@ def test_plan_lists_parts_and_steps_with_marks_and_short_shas() -> None:
 
 def test_adjustment_shows_its_step_rationale_changes_and_verdicts() -> None:
     record = AdjustmentRecord(
-        part_id="p1", after_step="s2", mode="decomposed",
-        adjustment=PlanAdjustment(revised_steps=[PlanStep(id="s3-r2", description="redo")],
-                                  rationale="Division needs a guard first.",
-                                  changes_made=["split s3 in two"]),
+        part_id="p1",
+        after_step="s2",
+        mode="decomposed",
+        adjustment=PlanAdjustment(
+            revised_steps=[PlanStep(id="s3-r2", description="redo")],
+            rationale="Division needs a guard first.",
+            changes_made=["split s3 in two"],
+        ),
         verdicts=AdjustmentVerdicts(
-            step_viability={"s3": False, "s4": True}, root_causes={"s4": [0]},
-            new_steps_needed=[1], failure_signals=[
+            step_viability={"s3": False, "s4": True},
+            root_causes={"s4": [0]},
+            new_steps_needed=[1],
+            failure_signals=[
                 FailureSignal(category="test_failure", message="test_div", source="pytest"),
-                FailureSignal(category="runtime_error", message="ZeroDivision", source="x")]))
+                FailureSignal(category="runtime_error", message="ZeroDivision", source="x"),
+            ],
+        ),
+    )
     body = compose_pr_body(ctx(partial_result(adjustments=[record]), partial=True))
     assert "**After step `p1/s2`** (decomposed adjustment)" in body
     assert "Division needs a guard first." in body
@@ -235,8 +271,9 @@ def test_adjustment_shows_its_step_rationale_changes_and_verdicts() -> None:
 
 
 def test_a_failed_adjustment_says_so() -> None:
-    record = AdjustmentRecord(part_id="p1", after_step="s2", mode="monolithic",
-                              error="no plan could be parsed")
+    record = AdjustmentRecord(
+        part_id="p1", after_step="s2", mode="monolithic", error="no plan could be parsed"
+    )
     body = compose_pr_body(ctx(partial_result(adjustments=[record]), partial=True))
     assert "The adjustment failed: no plan could be parsed" in body
 
@@ -245,8 +282,10 @@ def test_tests_table_counts_failing_tests_and_lists_what_changed() -> None:
     body = compose_pr_body(ctx())
     assert "| test command | ❌ failed | ✅ passed |" in body
     assert "| failing tests | 2 | 0 |" in body
-    assert "- Newly passing (2): `tests/test_calc.py::test_mul`, `tests/test_calc.py::test_div`" \
+    assert (
+        "- Newly passing (2): `tests/test_calc.py::test_mul`, `tests/test_calc.py::test_div`"
         in body
+    )
     assert "- Newly failing (0): none" in body
 
 
@@ -266,8 +305,7 @@ def test_a_diff_line_is_one_line_whatever_characters_it_holds() -> None:
     one line, so the diff never shows its tail as a context line of its own."""
     sneaky = "+    r = a * b;\f __import__('os').system('x'); return r\r # \u2028 y\n"
     body = compose_pr_body(ctx(result(diff=DIFF + sneaky)))
-    assert ("+    r = a * b;\\f __import__('os').system('x'); return r\\r # \\u2028 y\n"
-            in body)
+    assert "+    r = a * b;\\f __import__('os').system('x'); return r\\r # \\u2028 y\n" in body
     assert "\n __import__" not in body
 
 
@@ -275,8 +313,10 @@ def test_a_diff_line_cut_short_is_said_so() -> None:
     long_line = "+    return a * b" + " " * 1_200 + "; __import__('os').system('x')\n"
     body = compose_pr_body(ctx(result(diff=DIFF + long_line)))
     assert "system" not in body
-    assert ("… 1 line longer than 1,000 characters shown cut short (ending in …); see the branch "
-            "`cra/issue-12`.") in body
+    assert (
+        "… 1 line longer than 1,000 characters shown cut short (ending in …); see the branch "
+        "`cra/issue-12`."
+    ) in body
 
 
 def test_usage_shows_tokens_by_role_models_calls_and_wall_time() -> None:
@@ -295,11 +335,19 @@ def test_links_the_run_page_when_there_is_one() -> None:
 
 
 def test_untrusted_plan_text_cannot_break_markup_ping_or_close() -> None:
-    res = partial_result(steps=[step("p1", "s1", "failed", description=HOSTILE, error=HOSTILE)],
-                         adjustments=[AdjustmentRecord(
-                             part_id="p1", after_step="s1", mode="monolithic",
-                             adjustment=PlanAdjustment(revised_steps=[], rationale=HOSTILE,
-                                                       changes_made=[HOSTILE]))])
+    res = partial_result(
+        steps=[step("p1", "s1", "failed", description=HOSTILE, error=HOSTILE)],
+        adjustments=[
+            AdjustmentRecord(
+                part_id="p1",
+                after_step="s1",
+                mode="monolithic",
+                adjustment=PlanAdjustment(
+                    revised_steps=[], rationale=HOSTILE, changes_made=[HOSTILE]
+                ),
+            )
+        ],
+    )
     body = compose_pr_body(ctx(res, partial=True))
     assert markup_problems(body) == []
     assert "@everyone" not in body and "Fixes #1" not in body
@@ -337,8 +385,16 @@ def test_a_huge_plan_is_cut_in_whole_steps_with_a_count() -> None:
     assert re.search(r"… [\d,]+ more steps omitted \([\d,]+ passed, 0 failed or skipped\)", body)
 
 
-HOSTILE_PIECES = [*"ab <>/`~|*_\\@#!-\n&;", "</details>", "<details>", "```", "~~~", "@everyone",
-                  "Fixes #1", "<summary>"]
+HOSTILE_PIECES = [
+    *"ab <>/`~|*_\\@#!-\n&;",
+    "</details>",
+    "<details>",
+    "```",
+    "~~~",
+    "@everyone",
+    "Fixes #1",
+    "<summary>",
+]
 hostile_text = st.lists(st.sampled_from(HOSTILE_PIECES), max_size=12).map("".join)
 
 
@@ -349,26 +405,49 @@ def huge_results(draw: st.DrawFn) -> OrchestratorResult:
     output = "\n".join(chunk * draw(st.integers(0, 20_000)))
     n_steps = draw(st.integers(0, 2_000))
     text = "".join(chunk) * draw(st.integers(1, 50))
-    steps = [step(f"p{i % 7}", f"s{i}", ("passed", "failed", "skipped")[i % 3],
-                  description=text, error=text, commit="abcdef0123")
-             for i in range(n_steps)]
-    adjustments = [AdjustmentRecord(part_id="p1", after_step=f"s{i}", mode="monolithic",
-                                    adjustment=PlanAdjustment(revised_steps=[], rationale=text,
-                                                              changes_made=[text] * 30))
-                   for i in range(draw(st.integers(0, 300)))]
-    return result(status="partial", diff="\n".join(diff_lines),
-                  final_validation=validation("t" * 50, output=output), steps=steps,
-                  adjustments=adjustments, error=text)
+    steps = [
+        step(
+            f"p{i % 7}",
+            f"s{i}",
+            ("passed", "failed", "skipped")[i % 3],
+            description=text,
+            error=text,
+            commit="abcdef0123",
+        )
+        for i in range(n_steps)
+    ]
+    adjustments = [
+        AdjustmentRecord(
+            part_id="p1",
+            after_step=f"s{i}",
+            mode="monolithic",
+            adjustment=PlanAdjustment(revised_steps=[], rationale=text, changes_made=[text] * 30),
+        )
+        for i in range(draw(st.integers(0, 300)))
+    ]
+    return result(
+        status="partial",
+        diff="\n".join(diff_lines),
+        final_validation=validation("t" * 50, output=output),
+        steps=steps,
+        adjustments=adjustments,
+        error=text,
+    )
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(huge_results())
 def test_any_result_fits_github_with_balanced_markup(res: OrchestratorResult) -> None:
     context = ctx(res, partial=True)
-    for text, limit in [(compose_pr_body(context), PR_BODY_LIMIT),
-                        (compose_check_summary(context), CHECK_SUMMARY_LIMIT),
-                        (failure_comment(context, last_test_output=res.diff), COMMENT_LIMIT)]:
+    for text, limit in [
+        (compose_pr_body(context), PR_BODY_LIMIT),
+        (compose_check_summary(context), CHECK_SUMMARY_LIMIT),
+        (failure_comment(context, last_test_output=res.diff), COMMENT_LIMIT),
+    ]:
         assert len(text) <= limit
         assert markup_problems(text) == []
         assert "@everyone" not in "\n".join(split_fences(text)[0])
@@ -392,11 +471,18 @@ def test_check_title_is_one_short_line() -> None:
 
 
 def test_failure_comment_says_which_step_failed_and_folds_the_last_output() -> None:
-    res = result(status="failed", branch=None, diff="", steps=[
-        step("p1", "s1", "failed", error="tests failed: test_mul")], steps_completed=0)
+    res = result(
+        status="failed",
+        branch=None,
+        diff="",
+        steps=[step("p1", "s1", "failed", error="tests failed: test_mul")],
+        steps_completed=0,
+    )
     text = failure_comment(ctx(res), last_test_output="E   assert 3 == 2\n1 failed")
-    assert text.startswith("**cra could not fix this issue.** 0 of 1 step passed; "
-                           "step `p1/s1` failed — tests failed: test\\_mul.")
+    assert text.startswith(
+        "**cra could not fix this issue.** 0 of 1 step passed; "
+        "step `p1/s1` failed — tests failed: test\\_mul."
+    )
     assert "<details><summary>Last test output (2 lines)</summary>\n\n```text\n" in text
     assert "1 failed\n```\n\n</details>" in text
     assert "Fixes" not in text
@@ -408,8 +494,11 @@ UNSANDBOXED = EnvironmentReport(sandbox="none", isolated=False)
 def test_an_unsandboxed_run_says_so_in_the_pr_the_check_run_and_the_comment() -> None:
     res = result(environment=UNSANDBOXED)
     failed = result(status="failed", environment=UNSANDBOXED)
-    texts = {"pr": compose_pr_body(ctx(res)), "check": compose_check_summary(ctx(res)),
-             "comment": failure_comment(ctx(failed), last_test_output=None)}
+    texts = {
+        "pr": compose_pr_body(ctx(res)),
+        "check": compose_check_summary(ctx(res)),
+        "comment": failure_comment(ctx(failed), last_test_output=None),
+    }
     for name, text in texts.items():
         assert "**The tests ran unsandboxed**" in text, name
 
@@ -418,16 +507,20 @@ def test_a_sandboxed_run_names_its_sandbox_and_how_the_setup_went() -> None:
     env = EnvironmentReport(sandbox="bwrap", isolated=True, setup="cached")
     body = compose_pr_body(ctx(result(environment=env)))
     assert "unsandboxed" not in body
-    assert ("Commands ran in the `bwrap` sandbox; the setup step was restored from the "
-            "environment cache.") in body
+    assert (
+        "Commands ran in the `bwrap` sandbox; the setup step was restored from the "
+        "environment cache."
+    ) in body
 
 
 def test_the_environments_notes_follow_it_escaped() -> None:
     note = "not checked out: the submodule vendor/[lib]`x` @octocat (cra never fetches)"
     env = EnvironmentReport(sandbox="bwrap", isolated=True, notes=[note])
     body = compose_pr_body(ctx(result(environment=env)))
-    assert ("Commands ran in the `bwrap` sandbox.\n- Note: not checked out: the submodule "
-            "vendor/\\[lib\\]\\`x\\` @\u200doctocat (cra never fetches)") in body
+    assert (
+        "Commands ran in the `bwrap` sandbox.\n- Note: not checked out: the submodule "
+        "vendor/\\[lib\\]\\`x\\` @\u200doctocat (cra never fetches)"
+    ) in body
 
 
 def test_failure_comment_caps_the_output_and_keeps_its_end() -> None:
@@ -439,15 +532,27 @@ def test_failure_comment_caps_the_output_and_keeps_its_end() -> None:
 
 
 def test_failure_comment_falls_back_to_the_failed_steps_output() -> None:
-    res = result(status="failed", steps=[step("p1", "s1", "failed", validation=validation(
-        "test_mul", output="E   assert 3 == 2"))], steps_completed=0)
+    res = result(
+        status="failed",
+        steps=[
+            step(
+                "p1", "s1", "failed", validation=validation("test_mul", output="E   assert 3 == 2")
+            )
+        ],
+        steps_completed=0,
+    )
     text = failure_comment(ctx(res), last_test_output=None)
     assert "<details><summary>Test output of the failed step p1/s1 (1 line)</summary>" in text
 
 
 def test_failure_comment_without_steps_or_output() -> None:
-    res = result(status="failed", steps=[], steps_completed=0, error="planning failed: no JSON",
-                 final_validation=None)
+    res = result(
+        status="failed",
+        steps=[],
+        steps_completed=0,
+        error="planning failed: no JSON",
+        final_validation=None,
+    )
     text = failure_comment(ctx(res), last_test_output=None)
     assert "no step ran; planning failed: no JSON." in text and "<details>" not in text
 
@@ -456,20 +561,34 @@ def test_failure_comment_without_steps_or_output() -> None:
 
 
 def test_progress_comment_is_a_checklist_with_running_and_failed_marks() -> None:
-    text = progress_comment(run_id=7, status="running", run_url="https://cra.example/runs/7",
-                            steps=[("Baseline tests", "passed"), ("p1/s1 fix mul", "running"),
-                                   ("p1/s2 fix div", "failed"), ("p1/s3 docs", "skipped"),
-                                   ("p2/s1 more", "pending")])
-    assert text.startswith("🔧 **cra is working on this.** [Run 7](https://cra.example/runs/7)"
-                           " · 3/5 steps done")
+    text = progress_comment(
+        run_id=7,
+        status="running",
+        run_url="https://cra.example/runs/7",
+        steps=[
+            ("Baseline tests", "passed"),
+            ("p1/s1 fix mul", "running"),
+            ("p1/s2 fix div", "failed"),
+            ("p1/s3 docs", "skipped"),
+            ("p2/s1 more", "pending"),
+        ],
+    )
+    assert text.startswith(
+        "🔧 **cra is working on this.** [Run 7](https://cra.example/runs/7) · 3/5 steps done"
+    )
     assert "- [x] Baseline tests\n- [ ] p1/s1 fix mul — ⏳ *running*\n" in text
     assert "- [ ] p1/s2 fix div — ❌ *failed*\n- [ ] ~~p1/s3 docs~~ — *skipped*\n" in text
     assert "- [ ] p2/s1 more" in text and "<!-- cra:run=7 -->" in text
 
 
 def test_progress_comment_final_form_links_the_pull_request() -> None:
-    text = progress_comment(run_id=7, status="partial", steps=[("s1", "passed")],
-                            note="Draft pull request opened.", pr_url="https://gh/o/r/pull/3")
+    text = progress_comment(
+        run_id=7,
+        status="partial",
+        steps=[("s1", "passed")],
+        note="Draft pull request opened.",
+        pr_url="https://gh/o/r/pull/3",
+    )
     assert text.startswith("⚠️ **cra finished only part of this")
     assert "Draft pull request opened." in text and "[Pull request](https://gh/o/r/pull/3)" in text
 
@@ -495,7 +614,8 @@ def test_progress_comment_fits_with_thousands_of_steps() -> None:
 
 def test_permission_refusal_addresses_the_user() -> None:
     assert refusal_text("permission", user="octocat") == (
-        "@octocat, only people with write access can start cra runs here.")
+        "@octocat, only people with write access can start cra runs here."
+    )
 
 
 def test_an_unchecked_permission_is_not_blamed_on_the_user() -> None:
@@ -524,8 +644,12 @@ def test_busy_reply_points_at_the_running_run() -> None:
 
 
 def test_config_error_names_the_key_and_the_file() -> None:
-    text = refusal_text("config", key="models.coding", file=".github/cra.toml",
-                        message="gpt-9 is not an allowed model")
+    text = refusal_text(
+        "config",
+        key="models.coding",
+        file=".github/cra.toml",
+        message="gpt-9 is not an allowed model",
+    )
     assert "`models.coding` in `.github/cra.toml` (gpt-9 is not an allowed model)" in text
 
 
@@ -554,8 +678,10 @@ def test_an_interrupted_run_says_the_server_stopped() -> None:
     assert "the server stopped during run #9" in refusal_text("interrupted", run_id=9)
 
 
-@pytest.mark.parametrize("kind", ["cancel", "cancelled", "nothing_to_cancel", "closed", "locked",
-                                  "refuse", "interrupted"])
+@pytest.mark.parametrize(
+    "kind",
+    ["cancel", "cancelled", "nothing_to_cancel", "closed", "locked", "refuse", "interrupted"],
+)
 def test_every_refusal_is_one_short_paragraph(kind: str) -> None:
     text = refusal_text(kind, user="octocat")
     assert 0 < len(text) < 200 and "\n" not in text
@@ -568,28 +694,48 @@ def test_an_unknown_refusal_kind_is_a_bug() -> None:
 
 # --- the gate's numbers and changed tests ----------------------------------------------------
 
-CHANGE = TestChange(path="tests/test_calc.py", tests=["tests/test_calc.py::test_sub"],
-                    diff="diff --git a/tests/test_calc.py b/tests/test_calc.py\n"
-                         "-    assert sub(5, 3) == 2\n+    assert sub(5, 3) == -2\n",
-                    reason="the task asks sub to return b - a", step="p1/s1")
+CHANGE = TestChange(
+    path="tests/test_calc.py",
+    tests=["tests/test_calc.py::test_sub"],
+    diff="diff --git a/tests/test_calc.py b/tests/test_calc.py\n"
+    "-    assert sub(5, 3) == 2\n+    assert sub(5, 3) == -2\n",
+    reason="the task asks sub to return b - a",
+    step="p1/s1",
+)
 
 
 def counted(passed: int, failed: int, skipped: int = 0) -> ValidationResult:
-    report = TestReport(source="junit", counts=TestCounts(passed=passed, failed=failed,
-                                                          skipped=skipped))
-    return ValidationResult(success=not failed, exit_code=int(bool(failed)), report=report,
-                            failing_tests=[f"t::f{i}" for i in range(failed)])
+    report = TestReport(
+        source="junit", counts=TestCounts(passed=passed, failed=failed, skipped=skipped)
+    )
+    return ValidationResult(
+        success=not failed,
+        exit_code=int(bool(failed)),
+        report=report,
+        failing_tests=[f"t::f{i}" for i in range(failed)],
+    )
 
 
 def changed_result() -> OrchestratorResult:
     rerun = AttemptRecord(attempt=1, gate=GateVerdict(passed=True, original_rerun=True))
-    return result(steps=[step("p1", "s1", "passed", commit="0123456789abcdef",
-                              tests_changed=[CHANGE], attempts=[rerun])])
+    return result(
+        steps=[
+            step(
+                "p1",
+                "s1",
+                "passed",
+                commit="0123456789abcdef",
+                tests_changed=[CHANGE],
+                attempts=[rerun],
+            )
+        ]
+    )
 
 
 def test_tests_table_counts_tests_by_outcome_before_and_after() -> None:
-    body = compose_pr_body(ctx(result(baseline=counted(5, 2, 1),
-                                      final_validation=counted(7, 0, 1))))
+    body = compose_pr_body(
+        ctx(result(baseline=counted(5, 2, 1), final_validation=counted(7, 0, 1)))
+    )
     assert "| tests passed | 5 | 7 |" in body
     assert "| tests failed | 2 | 0 |" in body and "| tests skipped | 1 | 1 |" in body
     assert "Original tests re-run: not needed" in body
@@ -598,11 +744,19 @@ def test_tests_table_counts_tests_by_outcome_before_and_after() -> None:
 def test_a_test_run_judged_on_its_re_run_for_time_is_said_so() -> None:
     again = ValidationResult(success=True, exit_code=0, timeout_s=600, rerun_for_time_s=43.5)
     attempt = AttemptRecord(attempt=1, validation=again)
-    body = compose_pr_body(ctx(result(
-        baseline=counted(5, 2), final_validation=counted(7, 0),
-        steps=[step("p1", "s1", "passed", commit="0123456789abcdef", attempts=[attempt])])))
-    assert ("Re-run for time: 1 test run outgrew the limit derived from the baseline (43.5 s) "
-            "and ran again under the configured timeout (600 s)") in body
+    body = compose_pr_body(
+        ctx(
+            result(
+                baseline=counted(5, 2),
+                final_validation=counted(7, 0),
+                steps=[step("p1", "s1", "passed", commit="0123456789abcdef", attempts=[attempt])],
+            )
+        )
+    )
+    assert (
+        "Re-run for time: 1 test run outgrew the limit derived from the baseline (43.5 s) "
+        "and ran again under the configured timeout (600 s)"
+    ) in body
     plain = compose_pr_body(ctx(result(baseline=counted(5, 2), final_validation=counted(7, 0))))
     assert "Re-run for time" not in plain
 
@@ -643,10 +797,20 @@ def test_a_large_tests_changed_section_is_shortened_never_dropped() -> None:
     """Ten changed test files with long names, reasons and emoji diffs (two UTF-16 units a
     character): the section stays, with as many files as fit and a note for the rest."""
     names = [f"tests/test_calc.py::test_{i}_" + "&" * 150 for i in range(20)]
-    changes = [TestChange(path=f"tests/test_{i}.py", tests=names, diff="+" + "😀" * 1999,
-                          reason="&" * 160, step="s1") for i in range(10)]
-    res = result(steps=[step("p1", "s1", "passed", commit="0123456789abcdef",
-                             tests_changed=changes)], diff=DIFF + "+x\n" * 20_000)
+    changes = [
+        TestChange(
+            path=f"tests/test_{i}.py",
+            tests=names,
+            diff="+" + "😀" * 1999,
+            reason="&" * 160,
+            step="s1",
+        )
+        for i in range(10)
+    ]
+    res = result(
+        steps=[step("p1", "s1", "passed", commit="0123456789abcdef", tests_changed=changes)],
+        diff=DIFF + "+x\n" * 20_000,
+    )
     body = compose_pr_body(ctx(res))
     assert size(body) <= PR_BODY_LIMIT
     assert "### Tests changed (10 files)" in body and "see Tests changed" in body

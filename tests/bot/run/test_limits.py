@@ -13,12 +13,20 @@ from bot.run.limits import LIMITS, Limit, LimitSpec, concurrency_refusal, explai
 from bot.run.repo_config import limited_config
 from bot.settings import BotSettings
 
-HUGE = {"budget.max_tokens_per_run": 50_000_000, "budget.max_tokens_per_step": 9_000_000,
-        "orchestrator.max_retries_per_step": 99, "orchestrator.max_calls_per_step": 999,
-        "testing.timeout": 86400.0}
-LOW = {"budget.max_tokens_per_run": 1000, "budget.max_tokens_per_step": 500,
-       "orchestrator.max_retries_per_step": 0, "orchestrator.max_calls_per_step": 2,
-       "testing.timeout": 5.0}
+HUGE = {
+    "budget.max_tokens_per_run": 50_000_000,
+    "budget.max_tokens_per_step": 9_000_000,
+    "orchestrator.max_retries_per_step": 99,
+    "orchestrator.max_calls_per_step": 999,
+    "testing.timeout": 86400.0,
+}
+LOW = {
+    "budget.max_tokens_per_run": 1000,
+    "budget.max_tokens_per_step": 500,
+    "orchestrator.max_retries_per_step": 0,
+    "orchestrator.max_calls_per_step": 2,
+    "testing.timeout": 5.0,
+}
 
 
 def toml(values: dict[str, float]) -> str:
@@ -69,9 +77,11 @@ def test_a_lower_server_maximum_caps_cras_defaults_too(tmp_path: Path) -> None:
     assert value(config, "orchestrator.max_retries_per_step") == 0
     limit = find(limits, "budget.max_tokens_per_run")
     assert limit is not None and limit.source == "server" and limit.asked is None
-    assert limit.describe() == ("budget.max_tokens_per_run = 1,234 tokens, the server's "
-                                "maximum (CRA_MAX_TOKENS_PER_RUN, set by this cra server's "
-                                "operator)")
+    assert limit.describe() == (
+        "budget.max_tokens_per_run = 1,234 tokens, the server's "
+        "maximum (CRA_MAX_TOKENS_PER_RUN, set by this cra server's "
+        "operator)"
+    )
 
 
 def test_untouched_limits_are_cras_defaults(tmp_path: Path) -> None:
@@ -80,25 +90,36 @@ def test_untouched_limits_are_cras_defaults(tmp_path: Path) -> None:
 
 
 def test_an_exhausted_budget_names_the_limit_and_who_set_it(tmp_path: Path) -> None:
-    _, limits = configured(tmp_path, {"budget.max_tokens_per_step": 9_000_000},
-                           max_tokens_per_step=800)
-    step = StepOutcome(part_id="p1", step_id="s1", description="d", status="failed",
-                       budget_exhausted="max_tokens_per_step")
-    result = OrchestratorResult(task_id="t", status="failed", steps=[step],
-                                budget_exhausted="max_tokens_per_run")
+    _, limits = configured(
+        tmp_path, {"budget.max_tokens_per_step": 9_000_000}, max_tokens_per_step=800
+    )
+    step = StepOutcome(
+        part_id="p1",
+        step_id="s1",
+        description="d",
+        status="failed",
+        budget_exhausted="max_tokens_per_step",
+    )
+    result = OrchestratorResult(
+        task_id="t", status="failed", steps=[step], budget_exhausted="max_tokens_per_run"
+    )
     told = explain(result, limits)
     assert told.steps[0].budget_exhausted is not None
     assert "CRA_MAX_TOKENS_PER_STEP" in told.steps[0].budget_exhausted
     assert "9,000,000" in told.steps[0].budget_exhausted  # what the repository asked for
-    assert told.budget_exhausted == ("budget.max_tokens_per_run = 300,000 tokens, cra's "
-                                     "default")
+    assert told.budget_exhausted == ("budget.max_tokens_per_run = 300,000 tokens, cra's default")
 
 
 def test_tests_that_ran_out_of_time_name_the_timeout_and_who_set_it(tmp_path: Path) -> None:
     _, limits = configured(tmp_path, {"testing.timeout": 86400.0}, max_test_timeout=60.0)
     slow = ValidationResult(success=False, timed_out=True, test_output="")
-    step = StepOutcome(part_id="p1", step_id="s1", description="d", status="failed",
-                       attempts=[AttemptRecord(attempt=1, validation=slow)])
+    step = StepOutcome(
+        part_id="p1",
+        step_id="s1",
+        description="d",
+        status="failed",
+        attempts=[AttemptRecord(attempt=1, validation=slow)],
+    )
     result = OrchestratorResult(task_id="t", status="failed", steps=[step])
     error = explain(result, limits).steps[0].error or ""
     assert error.startswith("the tests ran out of time: testing.timeout = 60 s")

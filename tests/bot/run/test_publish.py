@@ -56,13 +56,15 @@ class Pushing:
         self.url, self.env = api.clone_url(REPO), api.git_auth_env(None)
         self.mirror = mirror_sync(self.url, tmp_path / "mirror.git", env=self.env)
         worktree = add_worktree(self.mirror, tmp_path / "wt", commit="main", branch=BRANCH)
-        self.commit = commit_file(worktree, "calc/ops.py", "def mul(a, b):\n    return a * b\n",
-                                  "Fix mul")
+        self.commit = commit_file(
+            worktree, "calc/ops.py", "def mul(a, b):\n    return a * b\n", "Fix mul"
+        )
         self.sleeps = Sleeps()
 
     def push(self, replacing: str | None = "") -> None:
-        publish.push(self.mirror, self.url, BRANCH, env=self.env, replacing=replacing,
-                     sleep=self.sleeps)
+        publish.push(
+            self.mirror, self.url, BRANCH, env=self.env, replacing=replacing, sleep=self.sleeps
+        )
 
 
 @pytest.fixture
@@ -96,8 +98,9 @@ def test_a_push_that_keeps_failing_gives_up_after_its_last_try(pushing: Pushing)
         pushing.push()
 
     assert pushing.gh.branch_sha(REPO, BRANCH) is None
-    assert pushing.sleeps.calls == [publish.PUSH_BACKOFF * 2**n
-                                    for n in range(publish.PUSH_ATTEMPTS - 1)]
+    assert pushing.sleeps.calls == [
+        publish.PUSH_BACKOFF * 2**n for n in range(publish.PUSH_ATTEMPTS - 1)
+    ]
 
 
 def test_a_push_github_refused_is_not_tried_again(pushing: Pushing) -> None:
@@ -123,8 +126,7 @@ def test_a_push_refused_while_its_ref_is_locked_on_github_is_tried_again(
         pushing.sleeps(seconds)
         lock.unlink()
 
-    publish.push(pushing.mirror, pushing.url, BRANCH, env=pushing.env, replacing="",
-                 sleep=release)
+    publish.push(pushing.mirror, pushing.url, BRANCH, env=pushing.env, replacing="", sleep=release)
 
     assert pushing.gh.branch_sha(REPO, BRANCH) == pushing.commit
     assert pushing.sleeps.calls == [publish.PUSH_BACKOFF]

@@ -22,8 +22,12 @@ def write(root: Path, text: str) -> Path:
 
 
 def settings(**values: object) -> BotSettings:
-    return BotSettings(coding_base_url="http://gpu:8000", coding_model="coder",
-                       allowed_models=["coder-big"], **values)  # type: ignore[arg-type]
+    return BotSettings(
+        coding_base_url="http://gpu:8000",
+        coding_model="coder",
+        allowed_models=["coder-big"],
+        **values,
+    )  # type: ignore[arg-type]
 
 
 def test_hidden_text_never_reaches_the_model() -> None:
@@ -32,9 +36,14 @@ def test_hidden_text_never_reaches_the_model() -> None:
 
 
 def test_task_marks_each_source_and_keeps_it_data() -> None:
-    task = build_task(title="mul is wrong", body="see <!-- secret -->mul", number=3,
-                      instructions="keep it small", review_comments=["nit: name"],
-                      is_pull_request=True)
+    task = build_task(
+        title="mul is wrong",
+        body="see <!-- secret -->mul",
+        number=3,
+        instructions="keep it small",
+        review_comments=["nit: name"],
+        is_pull_request=True,
+    )
     assert task.startswith("Resolve pull request #3: mul is wrong")
     assert "The pull request says:\nsee mul" in task
     assert "Extra instructions from the requester:\nkeep it small" in task

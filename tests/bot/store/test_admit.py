@@ -26,8 +26,14 @@ def store(db_url: str) -> Iterator[BotStore]:
 
 
 def event(delivery_id: str, **changes: Any) -> Event:
-    fields: dict[str, Any] = {"name": "issues", "action": "labeled", "delivery_id": delivery_id,
-                              "payload": {}, "repository": "Codertocat/Hello-World", **changes}
+    fields: dict[str, Any] = {
+        "name": "issues",
+        "action": "labeled",
+        "delivery_id": delivery_id,
+        "payload": {},
+        "repository": "Codertocat/Hello-World",
+        **changes,
+    }
     return Event(**fields)
 
 
@@ -42,7 +48,11 @@ def test_a_trigger_stores_the_delivery_and_a_queued_run(store: BotStore) -> None
     run = store.get_run(admitted.run_id)
     assert run is not None
     assert (run.status, run.command, run.delivery_id, run.created_at) == (
-        "queued", "solve", "d-1", ManualClock().now)
+        "queued",
+        "solve",
+        "d-1",
+        ManualClock().now,
+    )
     assert store.delivery_outcome("d-1") == "solve"
 
 
@@ -70,7 +80,10 @@ def test_a_second_trigger_on_an_active_issue_gets_one_busy_reply(store: BotStore
     reply = store.get_run(busy.run_id)
     assert reply is not None
     assert (reply.command, reply.related_run_id, reply.reply_text) == (
-        "busy", active.run_id, f"busy #{active.run_id}")
+        "busy",
+        active.run_id,
+        f"busy #{active.run_id}",
+    )
     assert (store.delivery_outcome("d-2"), store.delivery_outcome("d-3")) == ("busy", "busy")
 
 
@@ -93,8 +106,9 @@ def test_concurrent_triggers_on_one_issue_store_one_run_and_one_busy_reply(
 ) -> None:
     intake = Intake(store)
     with ThreadPoolExecutor(8) as pool:
-        admitted = list(pool.map(lambda n: admit(intake, f"d-{n}", trigger(delivery_id=f"d-{n}")),
-                                 range(16)))
+        admitted = list(
+            pool.map(lambda n: admit(intake, f"d-{n}", trigger(delivery_id=f"d-{n}")), range(16))
+        )
     assert sorted(a.outcome for a in admitted) == ["busy"] * 15 + ["solve"]
     commands = sorted(run.command for run in store.list_runs())
     assert commands == ["busy", "solve"]
@@ -121,8 +135,10 @@ def proxied(postgres_url: str) -> Iterator[tuple[AnswerLosingProxy, BotStore]]:
     server = make_url(postgres_url)
     for url in postgres_schema_url(postgres_url):
         BotStore.open(url).close()
-        with (AnswerLosingProxy(server.host or "127.0.0.1", server.port or 5432) as proxy,
-              BotStore.open(proxy.url(url), clock=ManualClock()) as store):  # fmt: skip
+        with (
+            AnswerLosingProxy(server.host or "127.0.0.1", server.port or 5432) as proxy,
+            BotStore.open(proxy.url(url), clock=ManualClock()) as store,
+        ):
             yield proxy, store
 
 

@@ -221,8 +221,14 @@ def test_counts_by_status_name_every_status(store: BotStore) -> None:
     counts = store.counts_by_status()
     assert counts["queued"] == 1 and counts["partial"] == 1 and counts["running"] == 0
     assert set(counts) == {
-        "queued", "running", "succeeded", "partial", "failed", "cancelled", "rejected",
-    }  # fmt: skip
+        "queued",
+        "running",
+        "succeeded",
+        "partial",
+        "failed",
+        "cancelled",
+        "rejected",
+    }
 
 
 def test_durations_are_measured_from_start_to_finish(store: BotStore, clock: ManualClock) -> None:
@@ -242,11 +248,18 @@ def test_model_tokens_are_summed_by_role_from_the_run_log(db_url: str) -> None:
         for role, prompt, completion in calls:
             log.record_llm_call(
                 LLMCallRecord(
-                    stage="implement", role=role, model="m", system_prompt="", user_prompt="",
-                    response="", prompt_tokens=prompt, completion_tokens=completion,
-                    tokens_estimated=False, latency_ms=1,
+                    stage="implement",
+                    role=role,
+                    model="m",
+                    system_prompt="",
+                    user_prompt="",
+                    response="",
+                    prompt_tokens=prompt,
+                    completion_tokens=completion,
+                    tokens_estimated=False,
+                    latency_ms=1,
                 )
-            )  # fmt: skip
+            )
         store = BotStore(log.engine)
         assert store.model_tokens_by_role() == {"classifier": 10, "coding": 175}
 

@@ -293,8 +293,10 @@ def test_a_cancel_that_arrives_as_the_run_ends_says_it_had_ended(settings: BotSe
         services.store.claim_run(active.id)
         cancel = the_run(services, deliver(client, "issue_comment", comment_body("/cra cancel")))
     assert cancel.reply_text is not None
-    assert f"run #{active.id} had already ended (succeeded): there was nothing left to cancel" \
-        in cancel.reply_text, cancel.reply_text
+    assert (
+        f"run #{active.id} had already ended (succeeded): there was nothing left to cancel"
+        in cancel.reply_text
+    ), cancel.reply_text
     assert "stopping" not in cancel.reply_text.lower()
 
 
@@ -322,8 +324,9 @@ def test_a_run_is_answered_202_even_when_the_queue_fails(
 def test_healthz_reports_ok(client: FlaskClient) -> None:
     response = client.get("/healthz")
     assert (response.status_code, response.get_json()) == (
-        200, {"status": "ok", "database": "ok", "queue": "ok", "stuck_runs": 0,
-              "stuck_run_ids": []})
+        200,
+        {"status": "ok", "database": "ok", "queue": "ok", "stuck_runs": 0, "stuck_run_ids": []},
+    )
 
 
 def test_healthz_is_503_naming_the_queue_when_it_is_down(
@@ -356,9 +359,16 @@ def test_metrics_count_deliveries_runs_and_tokens(
     label(client, signature=None)
     with RunLog.open(settings.database_url) as log:
         log.record_llm_call(
-            LLMCallRecord(stage="plan", role="reasoning", model="m", system_prompt="",
-                          user_prompt="", prompt_tokens=30, completion_tokens=12)
-        )  # fmt: skip
+            LLMCallRecord(
+                stage="plan",
+                role="reasoning",
+                model="m",
+                system_prompt="",
+                user_prompt="",
+                prompt_tokens=30,
+                completion_tokens=12,
+            )
+        )
     lines = metric_lines(client)
     assert 'cra_webhook_deliveries_total{event="issues",outcome="solve"} 1' in lines
     assert 'cra_webhook_deliveries_total{event="unknown",outcome="unauthorized"} 1' in lines
@@ -405,8 +415,11 @@ def test_metrics_with_a_token_set_refuse_any_other_credentials(
 
 
 def test_metrics_with_the_bearer_token_answer_from_anywhere(token_client: FlaskClient) -> None:
-    response = token_client.get("/metrics", headers={"Authorization": "Bearer m3trics-t0ken"},
-                                environ_base={"REMOTE_ADDR": "203.0.113.9"})
+    response = token_client.get(
+        "/metrics",
+        headers={"Authorization": "Bearer m3trics-t0ken"},
+        environ_base={"REMOTE_ADDR": "203.0.113.9"},
+    )
     assert response.status_code == 200 and "cra_runs" in response.get_data(as_text=True)
 
 
@@ -449,25 +462,39 @@ def test_without_services_the_app_builds_a_store_and_thread_workers(
         built.close()
 
 
-RECORDED = sorted((path.parent.name, path.name) for path in
-                  (Path(__file__).parents[2] / "fixtures" / "github-webhooks").glob("*/*.json"))
+RECORDED = sorted(
+    (path.parent.name, path.name)
+    for path in (Path(__file__).parents[2] / "fixtures" / "github-webhooks").glob("*/*.json")
+)
 # Where each delivery that can say a command has its text.
-SAYING = {("issue_comment", "created.payload.json"): "comment",
-          ("pull_request_review_comment", "created.payload.json"): "comment",
-          ("pull_request_review", "submitted.payload.json"): "review"}
+SAYING = {
+    ("issue_comment", "created.payload.json"): "comment",
+    ("pull_request_review_comment", "created.payload.json"): "comment",
+    ("pull_request_review", "submitted.payload.json"): "review",
+}
 COMMENTED = [(event, file) for event, file in RECORDED if (event, file) in SAYING]
 DELIVERIES = [(event, file, None) for event, file in RECORDED] + [
-    (event, file, command) for event, file in COMMENTED
-    for command in ("/cra solve keep it small", "/cra cancel", "/cra")]
+    (event, file, command)
+    for event, file in COMMENTED
+    for command in ("/cra solve keep it small", "/cra cancel", "/cra")
+]
 
 
-@pytest.mark.parametrize(("event", "file", "command"), DELIVERIES,
-                         ids=[f"{e}/{f}" + (f" {c}" if c else "") for e, f, c in DELIVERIES])
+@pytest.mark.parametrize(
+    ("event", "file", "command"),
+    DELIVERIES,
+    ids=[f"{e}/{f}" + (f" {c}" if c else "") for e, f, c in DELIVERIES],
+)
 def test_every_recorded_delivery_is_answered_and_recorded(
-    client: FlaskClient, services: TestServices, event: str, file: str, command: str | None,
+    client: FlaskClient,
+    services: TestServices,
+    event: str,
+    file: str,
+    command: str | None,
 ) -> None:
     """Each real payload, and the new comments and reviews saying /cra commands: an answer
     GitHub counts as delivered, and a run only where one was asked for."""
+
     def change(payload: Payload) -> None:
         if command is not None:
             payload[SAYING[event, file]]["body"] = command

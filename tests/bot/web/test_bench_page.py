@@ -19,10 +19,12 @@ HOSTILE = "octo__private-7<script>alert(1)</script>"
 
 
 def publish(site: Site, repository: str) -> str:
-    report = build_report([
-        BenchResult(instance_id=HOSTILE, model="qwen", outcome="resolved", run_id="run-1"),
-        BenchResult(instance_id="octo__private-8", model="qwen", outcome="error"),
-    ])  # fmt: skip
+    report = build_report(
+        [
+            BenchResult(instance_id=HOSTILE, model="qwen", outcome="resolved", run_id="run-1"),
+            BenchResult(instance_id="octo__private-8", model="qwen", outcome="error"),
+        ]
+    )
     return BenchReports(site.settings.data_dir / "bench" / "reports").save(repository, report)
 
 
@@ -53,9 +55,7 @@ def test_its_json_validates_against_the_report_schema(site: Site) -> None:
     jsonschema.Draft202012Validator(schema()).validate(found.get_json())
 
 
-def test_someone_who_cannot_read_the_repository_gets_the_same_404_as_no_report(
-    site: Site
-) -> None:
+def test_someone_who_cannot_read_the_repository_gets_the_same_404_as_no_report(site: Site) -> None:
     report_id, client = publish(site, PRIVATE), site.client()
     sign_in(site, client, STRANGER)
     hidden, missing = client.get(f"/bench/{report_id}"), client.get("/bench/nope")
@@ -97,4 +97,5 @@ def test_a_report_published_before_settings_still_shows_its_cells(site: Site) ->
     assert 'data-outcome="resolved"' in body and 'data-outcome="error"' in body
     assert 'data-tests="given"' in body
     jsonschema.Draft202012Validator(schema()).validate(
-        client.get(f"/bench/{report_id}?format=json").get_json())
+        client.get(f"/bench/{report_id}?format=json").get_json()
+    )

@@ -30,8 +30,10 @@ STALLED = 64
 ANSWER_WITHIN = 1.0  # seconds: the bound on every answer while the door is under siege
 CLOSED_WITHIN = 15.0  # seconds a stalled connection may wait for the server to close it
 PARTIAL_HEADERS = b"POST /webhook HTTP/1.1\r\nHost: cra\r\nX-GitHub-Event: iss"
-PARTIAL_BODY = (b"POST /webhook HTTP/1.1\r\nHost: cra\r\nX-GitHub-Event: issues\r\n"
-                b"Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"acti")
+PARTIAL_BODY = (
+    b"POST /webhook HTTP/1.1\r\nHost: cra\r\nX-GitHub-Event: issues\r\n"
+    b'Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"acti'
+)
 
 
 @pytest.fixture
@@ -40,12 +42,22 @@ def door(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[DoorServer]
     timeout a test's `read_timeout` marker asks for)."""
     marker = request.node.get_closest_marker("read_timeout")
     read_timeout = marker.args[0] if marker else 1.0
-    settings = BotSettings(webhook_secret=SECRET, label="bug", data_dir=tmp_path,
-                           database_url=f"sqlite:///{tmp_path / 'cra.db'}")
+    settings = BotSettings(
+        webhook_secret=SECRET,
+        label="bug",
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path / 'cra.db'}",
+    )
     with BotStore.open(settings.database_url) as store:
-        server = make_door(create_app(settings, TestServices(store)), host="127.0.0.1", port=0,
-                           threads=4, header_timeout=1.0, read_timeout=read_timeout,
-                           max_connections=200)
+        server = make_door(
+            create_app(settings, TestServices(store)),
+            host="127.0.0.1",
+            port=0,
+            threads=4,
+            header_timeout=1.0,
+            read_timeout=read_timeout,
+            max_connections=200,
+        )
         thread = serve_in_thread(server)
         try:
             yield server
@@ -66,9 +78,16 @@ def delivery(port: int, client: httpx.Client, issue: int) -> httpx.Response:
     payload = json.loads(webhook_bytes("issues", "labeled.payload.json"))
     payload["issue"]["number"] = issue
     body = json.dumps(payload).encode()
-    return client.post(f"http://127.0.0.1:{port}/webhook", content=body, headers={
-        "X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
-        "X-Hub-Signature-256": sign(body, SECRET), "Content-Type": "application/json"})
+    return client.post(
+        f"http://127.0.0.1:{port}/webhook",
+        content=body,
+        headers={
+            "X-GitHub-Event": "issues",
+            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": sign(body, SECRET),
+            "Content-Type": "application/json",
+        },
+    )
 
 
 def closed_by_server(sock: socket.socket) -> bool:
@@ -86,8 +105,10 @@ def closed_by_server(sock: socket.socket) -> bool:
 
 def test_stalled_clients_neither_hold_the_door_nor_stay_open(door: DoorServer) -> None:
     with ExitStack() as held:
-        stalled = [held.enter_context(stall(door.port, PARTIAL_BODY if n % 2 else PARTIAL_HEADERS))
-                   for n in range(STALLED)]
+        stalled = [
+            held.enter_context(stall(door.port, PARTIAL_BODY if n % 2 else PARTIAL_HEADERS))
+            for n in range(STALLED)
+        ]
         with httpx.Client(timeout=ANSWER_WITHIN) as client:
             for issue in range(1, 6):
                 assert client.get(f"http://127.0.0.1:{door.port}/healthz").status_code == 200
@@ -106,9 +127,16 @@ def test_a_204_keeps_the_connection_open(door: DoorServer) -> None:
     """An event that triggers nothing (204, no body) and the next delivery share a connection."""
     opened = webhook_bytes("issues", "opened.payload.json")
     with httpx.Client(timeout=5) as client:
-        ignored = client.post(f"http://127.0.0.1:{door.port}/webhook", content=opened, headers={
-            "X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
-            "X-Hub-Signature-256": sign(opened, SECRET), "Content-Type": "application/json"})
+        ignored = client.post(
+            f"http://127.0.0.1:{door.port}/webhook",
+            content=opened,
+            headers={
+                "X-GitHub-Event": "issues",
+                "X-GitHub-Delivery": str(uuid.uuid4()),
+                "X-Hub-Signature-256": sign(opened, SECRET),
+                "Content-Type": "application/json",
+            },
+        )
         first = ignored.extensions["network_stream"].get_extra_info("socket").getsockname()
         queued = delivery(door.port, client, 7)
         second = queued.extensions["network_stream"].get_extra_info("socket").getsockname()
@@ -119,10 +147,17 @@ def test_a_204_keeps_the_connection_open(door: DoorServer) -> None:
 def test_a_client_asking_to_close_after_a_204_is_obeyed(door: DoorServer) -> None:
     opened = webhook_bytes("issues", "opened.payload.json")
     with httpx.Client(timeout=5) as client:
-        answer = client.post(f"http://127.0.0.1:{door.port}/webhook", content=opened, headers={
-            "X-GitHub-Event": "issues", "X-GitHub-Delivery": str(uuid.uuid4()),
-            "X-Hub-Signature-256": sign(opened, SECRET), "Content-Type": "application/json",
-            "Connection": "close"})
+        answer = client.post(
+            f"http://127.0.0.1:{door.port}/webhook",
+            content=opened,
+            headers={
+                "X-GitHub-Event": "issues",
+                "X-GitHub-Delivery": str(uuid.uuid4()),
+                "X-Hub-Signature-256": sign(opened, SECRET),
+                "Content-Type": "application/json",
+                "Connection": "close",
+            },
+        )
     assert (answer.status_code, answer.headers.get("connection")) == (204, "close")
 
 
@@ -154,8 +189,9 @@ class _SlowSendChannel(_Channel):
         return int(super().send(data, do_close=do_close))
 
 
-def _serve(app: object, monkeypatch: pytest.MonkeyPatch,
-           channel: type[_Channel] = _Channel) -> tuple[DoorServer, list[int]]:  # fmt: skip
+def _serve(
+    app: object, monkeypatch: pytest.MonkeyPatch, channel: type[_Channel] = _Channel
+) -> tuple[DoorServer, list[int]]:
     """`app` behind the door on a loopback port, counting the I/O loop's turns."""
     turns = [0]
     poll = wasyncore.poll
@@ -165,8 +201,15 @@ def _serve(app: object, monkeypatch: pytest.MonkeyPatch,
         poll(timeout, map)
 
     monkeypatch.setattr(wasyncore, "poll", counted)
-    server = make_door(app, host="127.0.0.1", port=0, threads=2, header_timeout=5.0,
-                       read_timeout=5.0, max_connections=10)
+    server = make_door(
+        app,
+        host="127.0.0.1",
+        port=0,
+        threads=2,
+        header_timeout=5.0,
+        read_timeout=5.0,
+        max_connections=10,
+    )
     server.channel_class = channel
     return server, turns
 
@@ -187,8 +230,9 @@ def test_the_io_loop_waits_while_a_request_thread_sends_its_answer(
     answers: list[str] = []
     try:
         with httpx.Client(timeout=10) as client:
-            asking = threading.Thread(target=lambda: answers.append(
-                client.get(f"http://127.0.0.1:{server.port}/").text))
+            asking = threading.Thread(
+                target=lambda: answers.append(client.get(f"http://127.0.0.1:{server.port}/").text)
+            )
             asking.start()
             assert _SlowSendChannel.sending.wait(10)
             before = turns[0]
@@ -205,14 +249,20 @@ def test_the_io_loop_waits_while_a_request_thread_sends_its_answer(
 MIB = bytes(range(256)) * 4096
 
 
-def _large_answer_to_a_slow_reader(monkeypatch: pytest.MonkeyPatch, mebibytes: int,
-                                   channel: type[_Channel] = _Channel) -> int:
+def _large_answer_to_a_slow_reader(
+    monkeypatch: pytest.MonkeyPatch, mebibytes: int, channel: type[_Channel] = _Channel
+) -> int:
     """The bytes a client that reads its first 2 MiB slowly receives of a `mebibytes` answer
     (headers included)."""
 
     def app(environ: dict[str, object], start_response: Callable[..., object]) -> Iterator[bytes]:
-        start_response("200 OK", [("Content-Type", "application/octet-stream"),
-                                  ("Content-Length", str(mebibytes * len(MIB)))])
+        start_response(
+            "200 OK",
+            [
+                ("Content-Type", "application/octet-stream"),
+                ("Content-Length", str(mebibytes * len(MIB))),
+            ],
+        )
         for _ in range(mebibytes):
             yield MIB
 

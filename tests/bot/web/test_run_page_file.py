@@ -54,14 +54,16 @@ def test_the_file_copys_own_policy_lets_only_its_stylesheet_in(site: Site) -> No
     assert policy is not None and page.index("<meta http-equiv") < page.index("<style>")
     digest = base64.b64encode(hashlib.sha256(inline_styles(page)[0].encode()).digest()).decode()
     assert markup.unescape(policy.group(1)) == (
-        f"default-src 'none'; style-src 'sha256-{digest}'; form-action 'none'; base-uri 'none'")
+        f"default-src 'none'; style-src 'sha256-{digest}'; form-action 'none'; base-uri 'none'"
+    )
 
 
 def test_the_file_copy_is_a_download_under_the_servers_strict_policy(site: Site) -> None:
     response = file_copy(site)
 
     assert response.headers["Content-Disposition"] == (
-        f'attachment; filename="run-{site.finished.id}.html"')
+        f'attachment; filename="run-{site.finished.id}.html"'
+    )
     assert response.headers["Content-Security-Policy"] == PAGE_HEADERS["Content-Security-Policy"]
 
 
@@ -112,8 +114,11 @@ class Loads(HTMLParser):
             self.loads.append(f"<link href={found.get('href')}>")
         if tag == "meta" and (found.get("http-equiv") or "").lower() == "refresh":
             self.loads.append(f"<meta refresh {found.get('content')}>")
-        self.loads += [f"<{tag} {name}={value}>" for name, value in attrs
-                       if name in ("src", "srcset", "poster", "data", "background")]
+        self.loads += [
+            f"<{tag} {name}={value}>"
+            for name, value in attrs
+            if name in ("src", "srcset", "poster", "data", "background")
+        ]
 
     def handle_endtag(self, tag: str) -> None:
         self._in_style = False

@@ -20,7 +20,7 @@ __all__ = ["site"]  # the fixture
 
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; form-action 'self'; "
-                               "base-uri 'none'; frame-ancestors 'none'",
+    "base-uri 'none'; frame-ancestors 'none'",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
@@ -95,8 +95,11 @@ def test_the_pages_stylesheets_are_served_as_css(site: Site) -> None:
 
 def test_json_answers_get_nosniff_and_no_page_policy(site: Site) -> None:
     client, run = public(site), site.runs[PUBLIC].id
-    for response in (client.get("/healthz"), client.get(f"/runs/{run}?format=json"),
-                     client.post("/webhook", data=b"{}")):
+    for response in (
+        client.get("/healthz"),
+        client.get(f"/runs/{run}?format=json"),
+        client.post("/webhook", data=b"{}"),
+    ):
         assert response.headers["X-Content-Type-Options"] == "nosniff"
         assert "Content-Security-Policy" not in response.headers
 
@@ -135,7 +138,8 @@ class InlineCode(HTMLParser):
             if name == "style" or name.startswith("on"):
                 self.inline.append(f"<{tag} {name}=…>")
             if name in ("href", "src", "action") and (value or "").strip().lower().startswith(
-                    "javascript:"):  # fmt: skip
+                "javascript:"
+            ):
                 self.inline.append(f"<{tag} {name}=javascript:…>")
 
 

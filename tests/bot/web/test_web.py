@@ -59,8 +59,11 @@ class Site:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     tmp = tmp_path_factory.mktemp("web")
-    with pytest.MonkeyPatch.context() as patch, FakeGitHub() as fake, \
-            ScriptedModelServer() as models:  # fmt: skip
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        FakeGitHub() as fake,
+        ScriptedModelServer() as models,
+    ):
         for key, value in ISOLATED_GIT_ENV.items():
             patch.setenv(key, value)
         world = BotWorld(tmp, fake, models, reasoning_api_key=API_KEY, run_pages="public")
@@ -72,8 +75,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 def _populate(world: BotWorld) -> Site:
     """Run a solve of a hostile issue end to end, then store more runs beside it."""
-    world.fake.add_issue(REPO, number=2, title=HOSTILE_TITLE, user=OWNER,
-                         body=f"calc.mul(2, 3) returns 7. (pasted by mistake: {API_KEY})")
+    world.fake.add_issue(
+        REPO,
+        number=2,
+        title=HOSTILE_TITLE,
+        user=OWNER,
+        body=f"calc.mul(2, 3) returns 7. (pasted by mistake: {API_KEY})",
+    )
     _script_fix(world.models)
     finished = world.run(world.label_issue(number=2))
     assert finished.status == "partial", finished.error
@@ -87,76 +95,152 @@ def _populate(world: BotWorld) -> Site:
     decomposed = _record_decomposed_run(store, world.services.runlog)
     unsandboxed = _record_unsandboxed_setup_run(store, world.services.runlog)
     retimed = _record_run_rerun_for_time(store, world.services.runlog)
-    return Site(world.client, world, finished, queued.id, running.id, rejected.id, decomposed,
-                unsandboxed, retimed)
+    return Site(
+        world.client,
+        world,
+        finished,
+        queued.id,
+        running.id,
+        rejected.id,
+        decomposed,
+        unsandboxed,
+        retimed,
+    )
 
 
 def _script_fix(models: ScriptedModelServer) -> None:
     """Two steps: the first fixes mul, the second breaks add twice; hostile plan text."""
     steps = [
         {"id": "s1", "description": "Fix mul in calc/ops.py", "target_files": ["calc/ops.py"]},
-        {"id": "s2", "description": "Add square to calc/ops.py",
-         "target_files": ["calc/ops.py"], "depends_on": ["s1"]},
+        {
+            "id": "s2",
+            "description": "Add square to calc/ops.py",
+            "target_files": ["calc/ops.py"],
+            "depends_on": ["s1"],
+        },
     ]
-    models.script("meta_plan", json.dumps({"task_summary": "Fix <b>mul</b>", "parts": [
-        {"id": "p1", "description": "Fix mul and add square", "affected_files": ["calc/ops.py"]}]}))
+    models.script(
+        "meta_plan",
+        json.dumps(
+            {
+                "task_summary": "Fix <b>mul</b>",
+                "parts": [
+                    {
+                        "id": "p1",
+                        "description": "Fix mul and add square",
+                        "affected_files": ["calc/ops.py"],
+                    }
+                ],
+            }
+        ),
+    )
     models.script("part_plan", json.dumps({"part_id": "p1", "task_summary": "t", "steps": steps}))
-    models.script("implement", edit('    """Return a * b."""\n    return a * b + 1',
-                                    '    """Return a * b."""\n    return a * b'))
+    models.script(
+        "implement",
+        edit(
+            '    """Return a * b."""\n    return a * b + 1',
+            '    """Return a * b."""\n    return a * b',
+        ),
+    )
     breaks = edit("    return a + b", "    return a + b + 1")
     models.script("implement", breaks)
     models.script("implement_retry", breaks)
-    models.script("adjustment",
-                  json.dumps({"revised_steps": [steps[1]], "rationale": HOSTILE_ANSWER}),
-                  json.dumps({"revised_steps": [], "rationale": "square could not be added"}))
+    models.script(
+        "adjustment",
+        json.dumps({"revised_steps": [steps[1]], "rationale": HOSTILE_ANSWER}),
+        json.dumps({"revised_steps": [], "rationale": "square could not be added"}),
+    )
 
 
 def _trigger(repository: str, issue: int, delivery: str) -> Trigger:
-    return Trigger(command="solve", repository=repository, issue_number=issue, actor="hubot",
-                   source="comment", delivery_id=delivery)
+    return Trigger(
+        command="solve",
+        repository=repository,
+        issue_number=issue,
+        actor="hubot",
+        source="comment",
+        delivery_id=delivery,
+    )
 
 
 def _record_decomposed_run(store: BotStore, log: RunLog) -> int:
     """A finished run whose one adjustment was decomposed, written as the orchestrator does."""
     run = store.create_run(_trigger(OTHER, 8, "d-decomposed"))
-    orchestrated = log.start_orchestrator_run(task_id="orch-decomposed", repo_path="/r",
-                                              task_description="t")
-    task_run = log.start_task_run(task_id="orch-decomposed:adjust", repo_path="/r",
-                                  task_description="t", mode="adjustment")
-    log.record_pass(orchestrator_run_id=orchestrated, task_run_id=task_run,
-                    pass_type="adjustment", sequence_order=1, part_id="p1", step_id="s2")
+    orchestrated = log.start_orchestrator_run(
+        task_id="orch-decomposed", repo_path="/r", task_description="t"
+    )
+    task_run = log.start_task_run(
+        task_id="orch-decomposed:adjust", repo_path="/r", task_description="t", mode="adjustment"
+    )
+    log.record_pass(
+        orchestrator_run_id=orchestrated,
+        task_run_id=task_run,
+        pass_type="adjustment",
+        sequence_order=1,
+        part_id="p1",
+        step_id="s2",
+    )
     log.finish_task_run(task_run, status="complete", success=True, usage=Usage())
-    log.set_state("orch-decomposed", "meta_plan", MetaPlan(
-        task_summary="t", parts=[MetaPlanPart(id="p1", description="d")]))
+    log.set_state(
+        "orch-decomposed",
+        "meta_plan",
+        MetaPlan(task_summary="t", parts=[MetaPlanPart(id="p1", description="d")]),
+    )
     signal = FailureSignal(category="test_failure", message=HOSTILE_SIGNAL, source="test_output")
-    verdicts = AdjustmentVerdicts(step_viability={"s3": False, "s4": True},
-                                  root_causes={"s4": [0]}, new_steps_needed=[],
-                                  failure_signals=[signal])
-    log.set_state("orch-decomposed", "adjustment:p1:after_s2", AdjustmentRecord(
-        part_id="p1", after_step="s2", mode="decomposed", verdicts=verdicts,
-        adjustment=PlanAdjustment(revised_steps=[], rationale="s3 depended on s2")))
-    store.update_run(run.id, orchestrator_task_id="orch-decomposed", status="partial",
-                     finished=True)
+    verdicts = AdjustmentVerdicts(
+        step_viability={"s3": False, "s4": True},
+        root_causes={"s4": [0]},
+        new_steps_needed=[],
+        failure_signals=[signal],
+    )
+    log.set_state(
+        "orch-decomposed",
+        "adjustment:p1:after_s2",
+        AdjustmentRecord(
+            part_id="p1",
+            after_step="s2",
+            mode="decomposed",
+            verdicts=verdicts,
+            adjustment=PlanAdjustment(revised_steps=[], rationale="s3 depended on s2"),
+        ),
+    )
+    store.update_run(
+        run.id, orchestrator_task_id="orch-decomposed", status="partial", finished=True
+    )
     return run.id
 
 
 def _record_unsandboxed_setup_run(store: BotStore, log: RunLog) -> int:
     """A run of a server with CRA_SANDBOX=none whose setup step ran, then its baseline."""
     run = store.create_run(_trigger("octo/setup", 9, "d-setup"))
-    orchestrated = log.start_orchestrator_run(task_id="orch-setup", repo_path="/r",
-                                              task_description="t")
-    task_run = log.start_task_run(task_id="orch-setup:baseline", repo_path="/r",
-                                  task_description="t", mode="baseline")
-    log.record_pass(orchestrator_run_id=orchestrated, task_run_id=task_run,
-                    pass_type="baseline", sequence_order=0)
-    log.record_validation(task_run, ValidationResult(success=True, test_output="SETUP-OUTPUT",
-                                                     exit_code=0), attempt_id=None, kind="setup")
-    log.record_validation(task_run, ValidationResult(success=True, test_output="1 passed",
-                                                     exit_code=0), attempt_id=None,
-                          kind="baseline")
+    orchestrated = log.start_orchestrator_run(
+        task_id="orch-setup", repo_path="/r", task_description="t"
+    )
+    task_run = log.start_task_run(
+        task_id="orch-setup:baseline", repo_path="/r", task_description="t", mode="baseline"
+    )
+    log.record_pass(
+        orchestrator_run_id=orchestrated,
+        task_run_id=task_run,
+        pass_type="baseline",
+        sequence_order=0,
+    )
+    log.record_validation(
+        task_run,
+        ValidationResult(success=True, test_output="SETUP-OUTPUT", exit_code=0),
+        attempt_id=None,
+        kind="setup",
+    )
+    log.record_validation(
+        task_run,
+        ValidationResult(success=True, test_output="1 passed", exit_code=0),
+        attempt_id=None,
+        kind="baseline",
+    )
     log.finish_task_run(task_run, status="complete", success=True, usage=Usage())
-    log.set_state("orch-setup", "environment",
-                  EnvironmentReport(sandbox="none", isolated=False, setup="ran"))
+    log.set_state(
+        "orch-setup", "environment", EnvironmentReport(sandbox="none", isolated=False, setup="ran")
+    )
     store.update_run(run.id, orchestrator_task_id="orch-setup", status="failed", finished=True)
     return run.id
 
@@ -235,8 +319,14 @@ def test_run_page_has_status_timeline_plan_adjustments_tests_diff_and_calls(site
     for anchor in ("timeline", "plan", "adjustments", "tests", "diff", "calls"):
         assert f'id="{anchor}"' in page, anchor
     timeline = section(page, "timeline")
-    for label in ("baseline", "meta_plan", "part_plan p1", "implement p1/s1",
-                  "adjustment p1 after s1", "implement p1/s2"):
+    for label in (
+        "baseline",
+        "meta_plan",
+        "part_plan p1",
+        "implement p1/s1",
+        "adjustment p1 after s1",
+        "implement p1/s2",
+    ):
         assert f">{label}<" in timeline, label
     assert "no attempt passed the tests (2 attempts)" in timeline
 
@@ -244,8 +334,10 @@ def test_run_page_has_status_timeline_plan_adjustments_tests_diff_and_calls(site
 def test_plan_marks_steps_passed_with_their_commit_or_failed(site: Site) -> None:
     plan = section(html(site, f"/runs/{site.finished.id}"), "plan")
 
-    passed, failed = plan.split('<li class="step step-passed">')[1].split("</li>")[0], \
-        plan.split('<li class="step step-failed">')[1].split("</li>")[0]  # fmt: skip
+    passed, failed = (
+        plan.split('<li class="step step-passed">')[1].split("</li>")[0],
+        plan.split('<li class="step step-failed">')[1].split("</li>")[0],
+    )
     assert "✅" in passed and "Fix mul in calc/ops.py" in passed
     assert re.search(r'title="[0-9a-f]{40}">commit [0-9a-f]{12}<', passed)
     assert "❌" in failed and "Add square" in failed and "2 attempts" in failed
@@ -272,8 +364,12 @@ def test_test_output_of_the_baseline_and_every_attempt_is_folded(site: Site) -> 
 
     summaries = re.findall(r'<details class="test-run"><summary>(.*?)</summary>', tests, re.S)
     labels = [" ".join(s.split("<span")[0].split()) for s in summaries]
-    assert labels == ["❌ baseline (before any edit)", "✅ implement p1/s1 attempt 1",
-                      "❌ implement p1/s2 attempt 1", "❌ implement p1/s2 attempt 2"]
+    assert labels == [
+        "❌ baseline (before any edit)",
+        "✅ implement p1/s1 attempt 1",
+        "❌ implement p1/s2 attempt 1",
+        "❌ implement p1/s2 attempt 2",
+    ]
     assert "test_mul" in tests and "passed" in tests
 
 
@@ -300,16 +396,34 @@ def test_an_unsandboxed_run_says_so_and_shows_its_setup_output_first(site: Site)
 def _record_run_rerun_for_time(store: BotStore, log: RunLog) -> int:
     """A run whose one attempt's tests outgrew the limit derived from the baseline."""
     run = store.create_run(_trigger("octo/slow", 10, "d-slow"))
-    orchestrated = log.start_orchestrator_run(task_id="orch-slow", repo_path="/r",
-                                              task_description="t")
-    task_run = log.start_task_run(task_id="orch-slow:p1:s1", repo_path="/r",
-                                  task_description="t", mode="implement")
-    log.record_pass(orchestrator_run_id=orchestrated, task_run_id=task_run,
-                    pass_type="implement", sequence_order=1, part_id="p1", step_id="s1")
+    orchestrated = log.start_orchestrator_run(
+        task_id="orch-slow", repo_path="/r", task_description="t"
+    )
+    task_run = log.start_task_run(
+        task_id="orch-slow:p1:s1", repo_path="/r", task_description="t", mode="implement"
+    )
+    log.record_pass(
+        orchestrator_run_id=orchestrated,
+        task_run_id=task_run,
+        pass_type="implement",
+        sequence_order=1,
+        part_id="p1",
+        step_id="s1",
+    )
     attempt = log.record_attempt(task_run, AttemptRecord(attempt=1, patch_applied=True))
-    log.record_validation(task_run, ValidationResult(
-        success=True, test_output="3 passed", exit_code=0, duration_ms=61_000, timeout_s=600,
-        rerun_for_time_s=43.5), attempt_id=attempt, kind="attempt")
+    log.record_validation(
+        task_run,
+        ValidationResult(
+            success=True,
+            test_output="3 passed",
+            exit_code=0,
+            duration_ms=61_000,
+            timeout_s=600,
+            rerun_for_time_s=43.5,
+        ),
+        attempt_id=attempt,
+        kind="attempt",
+    )
     log.finish_task_run(task_run, status="complete", success=True, usage=Usage())
     store.update_run(run.id, orchestrator_task_id="orch-slow", status="succeeded", finished=True)
     return run.id
@@ -318,8 +432,10 @@ def _record_run_rerun_for_time(store: BotStore, log: RunLog) -> int:
 def test_a_test_run_judged_on_its_re_run_for_time_says_so(site: Site) -> None:
     tests = section(html(site, f"/runs/{site.retimed}"), "tests")
 
-    assert ("re-run for time (the first run timed out after 43.5 s, the limit derived from "
-            "the baseline)") in tests
+    assert (
+        "re-run for time (the first run timed out after 43.5 s, the limit derived from "
+        "the baseline)"
+    ) in tests
     assert "re-run for time" not in section(html(site, f"/runs/{site.finished.id}"), "tests")
 
 
@@ -338,8 +454,9 @@ def test_every_model_call_shows_stage_role_model_tokens_latency_and_folds_its_te
     calls = section(html(site, f"/runs/{site.finished.id}"), "calls")
     records = recorded_calls(site)
 
-    stages = re.findall(r'<td class="mono">(\w+)</td><td>(\w+)</td><td class="mono">([\w-]+)</td>',
-                        calls)
+    stages = re.findall(
+        r'<td class="mono">(\w+)</td><td>(\w+)</td><td class="mono">([\w-]+)</td>', calls
+    )
     assert stages == [(r.stage, r.role, r.model) for r in records]
     assert [r.stage for r in records][:3] == ["meta_plan", "part_plan", "implement"]
     assert f">{records[0].latency_ms} ms<" in calls and f">{records[0].prompt_tokens}*<" in calls
@@ -419,8 +536,11 @@ def test_pages_are_read_only(site: Site) -> None:
 
 def test_templates_ship_with_the_package() -> None:
     templates = Path(__file__).resolve().parents[3] / "bot" / "templates"
-    assert {p.name for p in templates.iterdir()} >= {"runs_base.html", "runs_list.html",
-                                                      "run_page.html"}
+    assert {p.name for p in templates.iterdir()} >= {
+        "runs_base.html",
+        "runs_list.html",
+        "run_page.html",
+    }
     assert all(p.is_file() for p in templates.iterdir()), "package data globs templates/*"
 
 
@@ -429,4 +549,6 @@ def test_a_diff_line_with_a_hidden_line_break_is_one_added_line() -> None:
 
     lines = diff_lines("diff --git a/x b/x\n@@ -1 +1 @@\n+a = 1;\f b()\u2028 c\n x\n")
     assert [(line.kind, line.text) for line in lines[2:]] == [
-        ("add", "+a = 1;\\f b()\\u2028 c"), ("ctx", " x")]
+        ("add", "+a = 1;\\f b()\\u2028 c"),
+        ("ctx", " x"),
+    ]
