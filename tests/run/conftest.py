@@ -123,6 +123,14 @@ class Sequencer:
         assert run is not None
         return run
 
+    def state(self, result: OrchestratorResult, key: str) -> Any:
+        """A piece of the run's session state, as the run log holds it (None if absent)."""
+        return self.log.get_state(result.task_id, key)
+
+    def state_keys(self, result: OrchestratorResult) -> set[str]:
+        """The keys of the run's session state."""
+        return set(self.log.state_keys(result.task_id))
+
 
 @dataclass(frozen=True)
 class Solved:

@@ -46,7 +46,7 @@ def test_a_part_whose_dependency_did_not_complete_is_not_planned(sequencer: Sequ
 
     assert result.status == "failed"
     assert sequencer.models.stages.count("part_plan") == 1
-    assert sequencer.log.get_state(result.task_id, "part_skipped:p2") == {
+    assert sequencer.state(result, "part_skipped:p2") == {
         "reason": "part p2 skipped: it depends on p1, which did not complete"
     }
     assert result.parts_completed == 0

@@ -90,7 +90,7 @@ def test_each_attempt_is_recorded_with_the_test_run_that_judged_it(solved: Solve
 def test_the_session_state_holds_the_plans_results_and_progress(solved: Solved) -> None:
     sequencer, result = solved.run, solved.result
 
-    keys = set(sequencer.log.state_keys(result.task_id))
+    keys = sequencer.state_keys(result)
     assert {
         "meta_plan",
         "part_plan:p1",
@@ -102,9 +102,9 @@ def test_the_session_state_holds_the_plans_results_and_progress(solved: Solved) 
         "cumulative_diff",
         "orchestrator_progress",
     } <= keys
-    progress = sequencer.log.get_state(result.task_id, "orchestrator_progress")
+    progress = sequencer.state(result, "orchestrator_progress")
     assert progress is not None and progress["status"] == "complete"
-    cumulative = sequencer.log.get_state(result.task_id, "cumulative_diff")
+    cumulative = sequencer.state(result, "cumulative_diff")
     assert isinstance(cumulative, str)
     assert [f"+def {name}(" in cumulative for name in ("sub", "mul", "neg")] == [True] * 3
 
