@@ -1,7 +1,7 @@
 """The typed artifacts that cross module boundaries: plans, edits, results, usage, context.
 
-One module per kind: base (Artifact, Record), plans, edits, validation, calls (model calls),
-context and runs; this package is their one face, `from agent.models import X`.
+One module per kind: `base` (Artifact, Record), `plans`, `edits`, `validation`, `calls` (model
+calls), `context` and `runs`; this package is their one face, `from agent.models import X`.
 """
 
 from __future__ import annotations
