@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.config.files import TestingConfig
-from agent.errors import AgentError
+from agent.errors import SetupFailed
 from agent.git import worktrees
 from agent.git.treefiles import symlinked_folder
 from agent.models import CommandResult, EnvironmentReport, ValidationResult
@@ -25,15 +25,6 @@ from agent.run.runtime import Runtime
 from agent.sandbox.base import Sandbox
 from agent.sandbox.commands import run_command, scrubbed_env
 from agent.sandbox.envcache import Entry, EnvCache, UnsafeCopy, copy_path, repo_id, setup_key
-
-
-class SetupFailed(AgentError):
-    """The setup step failed: the repository's environment could not be built."""
-
-    def __init__(self, result: CommandResult, report: EnvironmentReport) -> None:
-        state = "timed out" if result.timed_out else f"exited with {result.exit_code}"
-        super().__init__(f"the setup step ({result.command}) {state}; see its output")
-        self.result, self.report = result, report
 
 
 @dataclass

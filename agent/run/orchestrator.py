@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agent.config.files import SolveConfig
 from agent.doctor.preflight import require_test_command_started
-from agent.errors import AgentError, Interrupted
+from agent.errors import AgentError, Cancelled, Interrupted, SetupFailed, StopRun
 from agent.execute.groups import (
     blocked_group,
     group_id,
@@ -29,9 +29,9 @@ from agent.models import (
     StepOutcome,
 )
 from agent.run.context import RunContext
-from agent.run.environment import Environment, SetupFailed, open_environment
+from agent.run.environment import Environment, open_environment
 from agent.run.groups import as_one_step, run_group
-from agent.run.passes import Cancelled, PassRecorder, StopRun
+from agent.run.passes import PassRecorder
 from agent.run.plan_passes import PlanPasses
 from agent.run.result import Tally, run_result
 from agent.run.runtime import Runtime
@@ -217,8 +217,6 @@ class _Sequencer:
                 part_id=part.id,
                 cumulative_diff=self.cumulative_diff,
             )
-        except (Cancelled, StopRun):
-            raise
         except AgentError as exc:
             self.tally.parts_failed += 1
             self.tally.error = f"part {part.id}: {exc}"

@@ -6,21 +6,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from agent.errors import AgentError
+from agent.errors import Cancelled
 from agent.models import PlanStep, RunEvent, RunEventKind, Usage
 from agent.run.runtime import Runtime
-
-
-class Cancelled(AgentError):
-    """The run was cancelled between passes."""
-
-
-class StopRun(AgentError):
-    """The run budget ran out: stop, keeping what was committed."""
-
-    def __init__(self, budget: str, message: str) -> None:
-        super().__init__(message)
-        self.budget = budget
 
 
 class PassRecorder:

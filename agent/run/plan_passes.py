@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from agent.errors import AgentError, BudgetExhausted
+from agent.errors import AgentError, BudgetExhausted, StopRun
 from agent.execute.parsers import topological_order
 from agent.execute.plan import execute_plan
 from agent.execute.plan_material import plan_context_room
@@ -25,7 +25,7 @@ from agent.models import (
     StepOutcome,
 )
 from agent.run.context import RunContext
-from agent.run.passes import PassRecorder, StopRun
+from agent.run.passes import PassRecorder
 
 
 class PlanPasses:
