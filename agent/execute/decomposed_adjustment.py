@@ -8,7 +8,7 @@ from typing import Final, Literal
 
 from agent.config.files import SolveConfig
 from agent.errors import AdjustmentFailed
-from agent.execute.groups import MAX_GROUP_STEPS, as_units, unit_verdicts
+from agent.execute.grouping import MAX_GROUP_STEPS, as_units, unit_verdicts
 from agent.execute.parsers import Plan
 from agent.execute.plan import (
     ask_plan,

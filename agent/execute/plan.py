@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
 from agent.errors import ParseError, PlanInvalid, PromptTooLarge
-from agent.execute.groups import MAX_GROUP_STEPS, group_problems, repaired_links
+from agent.execute.grouping import MAX_GROUP_STEPS, group_problems, repaired_links
 from agent.execute.parsers import (
     PassType,
     Plan,
@@ -226,7 +226,7 @@ def with_split_steps(plan: PlanT) -> PlanT:
 
 
 def with_groups(plan: PlanT, max_group_steps: int = MAX_GROUP_STEPS) -> PlanT:
-    """The plan with `lands_with` links a run can follow (groups.repaired_links), what was
+    """The plan with `lands_with` links a run can follow (grouping.repaired_links), what was
     repaired said in its changes_made (an adjustment) or rationale (a part plan)."""
     notes: list[str]
     if isinstance(plan, PartPlan):

@@ -74,7 +74,7 @@ def build_implement_prompt(
     landing: str | None = None,
 ) -> tuple[str, str]:
     """(system, user) for one implement attempt; a long failure is trimmed to fit the window.
-    `landing` tells of the steps this one lands together with (agent.run.groups)."""
+    `landing` tells of the steps this one lands together with (agent.run.landing)."""
     sections = _implement_sections(context, task, step, plan, cumulative_diff)
     if landing:
         sections.append(tagged("lands_with", landing))

@@ -17,7 +17,7 @@ class PlanStep(Artifact):
     depends_on: list[str] = Field(default_factory=list)
     changes_existing_tests: bool = False  # the task asks to change what existing tests expect
     # steps that must land together with this one (a signature and its callers): the gate
-    # judges them once all are applied (agent.execute.plan_rules.groups_of)
+    # judges them once all are applied (agent.execute.grouping.groups_of)
     lands_with: list[str] = Field(default_factory=list)
     # the planned step this one is a piece of (plan_rules.split_steps); never shown to a model
     split_from: str = Field(default="", exclude=True)

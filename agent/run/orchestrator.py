@@ -7,7 +7,7 @@ from pathlib import Path
 from agent.config.files import SolveConfig
 from agent.doctor.preflight import require_test_command_started
 from agent.errors import AgentError, Cancelled, Interrupted, SetupFailed, StopRun
-from agent.execute.groups import (
+from agent.execute.grouping import (
     blocked_group,
     group_id,
     landing_order,
@@ -28,15 +28,15 @@ from agent.models import (
     RunEventKind,
     StepOutcome,
 )
-from agent.run.context import RunContext
+from agent.run.context import RunContext, StepRequest
 from agent.run.environment import Environment, open_environment
-from agent.run.groups import as_one_step, run_group
+from agent.run.landing import land
 from agent.run.passes import PassRecorder
 from agent.run.plan_passes import PlanPasses
 from agent.run.result import Tally, run_result
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, SeededFiles
-from agent.run.steps import run_step, task_target_tests
+from agent.run.steps import task_target_tests
 
 
 def solve(
@@ -247,13 +247,7 @@ class _Sequencer:
                 continue
             self.passes.progress(part_index, len(done), "running")
             finishing = last and not remaining
-            if len(unit) == 1:
-                step, outcome = unit[0], self.step_pass(part, plan, unit[0], finishing=finishing)
-            else:
-                step, outcome = (
-                    merged_step(unit),
-                    self.group_pass(part, plan, unit, finishing=finishing),
-                )
+            step, outcome = merged_step(unit), self.land_pass(part, plan, unit, finishing=finishing)
             done.extend(unit)
             failed += outcome.status != "passed"
             if outcome.status != "passed":
@@ -292,89 +286,53 @@ class _Sequencer:
             "step_failed", part_id=part.id, step_id=step.id, message=why, status="skipped"
         )
 
-    def step_pass(
-        self, part: MetaPlanPart, plan: PartPlan, step: PlanStep, *, finishing: bool
+    def land_pass(
+        self, part: MetaPlanPart, plan: PartPlan, steps: list[PlanStep], *, finishing: bool
     ) -> StepOutcome:
-        """One step as a pass of its own: its task run, attempts, commit, state."""
+        """A step, or the steps that land together, as one pass: its task run, attempts (or
+        rounds), commit and state; the outcome as one step's (what the adjustment sees)."""
         self.passes.check_cancel()
-        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{step.id}", part.id, step.id)
-        targets = task_target_tests(self.ctx.baseline, self.task) if finishing else []
-        outcome = run_step(
-            self.ctx,
-            step,
+        unit_id = group_id(steps)
+        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{unit_id}", part.id, unit_id)
+        assert self.head is not None, "open() first"
+        request = StepRequest(
             part_id=part.id,
             plan=plan,
             cumulative_diff=self.cumulative_diff,
             task_run_id=task_run,
-            extra_targets=targets,
             base=self.head,
+            extra_targets=task_target_tests(self.ctx.baseline, self.task) if finishing else (),
         )
-        self.tally.outcomes.append(outcome)
+        landing = land(self.ctx, steps, request)
+        outcome = landing.outcome
+        self.tally.outcomes += landing.steps
         states: dict[str, object] = {}
-        if outcome.status == "passed" and outcome.commit:
+        if landing.group is not None:
+            self.tally.groups.append(landing.group)
+            states[f"group_result:{part.id}:{unit_id}"] = landing.group
+        if landing.passed and outcome.commit:
             self.head = outcome.commit
             self.ctx.context.refresh()
             self.cumulative_diff += outcome.diff
             states["cumulative_diff"] = self.cumulative_diff
-        states[f"step_result:{part.id}:{step.id}"] = outcome
+        for step_outcome in landing.steps:
+            states[f"step_result:{part.id}:{step_outcome.step_id}"] = step_outcome
         self.passes.close_pass(
             task_run,
-            "complete" if outcome.status == "passed" else "failed",
+            "complete" if landing.passed else "failed",
             usage=outcome.usage,
             error=outcome.error,
             diff=outcome.diff,
             states=states,
             steps_completed=self.tally.steps_passed,
         )
-        kind: RunEventKind = "step_passed" if outcome.status == "passed" else "step_failed"
+        kind: RunEventKind = "step_passed" if landing.passed else "step_failed"
         self.passes.emit(
-            kind, part_id=part.id, step_id=step.id, message=step.description, status=outcome.status
-        )
-        return outcome
-
-    def group_pass(
-        self, part: MetaPlanPart, plan: PartPlan, steps: list[PlanStep], *, finishing: bool
-    ) -> StepOutcome:
-        """Steps that land together as one pass: one task run, one gate, one commit; the
-        group's outcome as one step's (what the adjustment sees)."""
-        self.passes.check_cancel()
-        gid = group_id(steps)
-        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{gid}", part.id, gid)
-        targets = task_target_tests(self.ctx.baseline, self.task) if finishing else []
-        assert self.head is not None, "open() first"
-        run = run_group(
-            self.ctx,
-            steps,
+            kind,
             part_id=part.id,
-            plan=plan,
-            base=self.head,
-            cumulative_diff=self.cumulative_diff,
-            task_run_id=task_run,
-            extra_targets=targets,
-        )
-        self.tally.outcomes += run.steps
-        self.tally.groups.append(run.group)
-        states: dict[str, object] = {f"group_result:{part.id}:{gid}": run.group}
-        if run.passed and run.group.commit:
-            self.head = run.group.commit
-            self.ctx.context.refresh()
-            self.cumulative_diff += run.group.diff
-            states["cumulative_diff"] = self.cumulative_diff
-        for outcome in run.steps:
-            states[f"step_result:{part.id}:{outcome.step_id}"] = outcome
-        outcome = as_one_step(run, merged_step(steps))
-        self.passes.close_pass(
-            task_run,
-            "complete" if run.passed else "failed",
-            usage=outcome.usage,
-            error=outcome.error,
-            diff=run.group.diff,
-            states=states,
-            steps_completed=self.tally.steps_passed,
-        )
-        kind: RunEventKind = "step_passed" if run.passed else "step_failed"
-        self.passes.emit(
-            kind, part_id=part.id, step_id=gid, message=outcome.description, status=outcome.status
+            step_id=unit_id,
+            message=outcome.description,
+            status=outcome.status,
         )
         return outcome
 

@@ -13,11 +13,12 @@ from agent.git.workspace import Workspace, apply_in_place, close_workspace, open
 from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
 from agent.retrieval.scan import is_test_path
-from agent.run.context import RunContext
+from agent.run.context import RunContext, StepRequest
 from agent.run.environment import open_environment
+from agent.run.landing import land
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, ContextSource, SeededFiles
-from agent.run.steps import run_step, task_target_tests
+from agent.run.steps import task_target_tests
 
 
 def run_single_pass(
@@ -96,15 +97,15 @@ def _solve(
             tokens_label="max_tokens_per_run",
         )
         rc = RunContext(task, task_id, runtime, config, ws, baseline, context, run_budget)
-        outcome = run_step(
-            rc,
-            step_from_plan(task, plan),
+        request = StepRequest(
             part_id="single",
             plan=None,
             cumulative_diff="",
             task_run_id=task_run_id,
+            base=git.head_commit(ws.worktree),
             extra_targets=task_target_tests(baseline, task),
         )
+        outcome = land(rc, [step_from_plan(task, plan)], request).outcome
     finally:
         env.close()
     runtime.log.set_state(task_id, "step_result:single:s1", outcome)

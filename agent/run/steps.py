@@ -1,4 +1,5 @@
-"""One plan step: retrieve → implement → apply → test → retry → commit, within its budgets."""
+"""One attempt at a plan step: retrieve → implement → apply → test and gate, within the step's
+budgets; its commit, and the tests it must make pass."""
 
 from __future__ import annotations
 
@@ -6,88 +7,38 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent.errors import BudgetExhausted, LLMError, PromptTooLarge, UnsafePath
+from agent.errors import UnsafePath
 from agent.execute.paths import commit_refusal, repository_path
 from agent.execute.prompts import build_implement_prompt
 from agent.gate.validation import run_validation
-from agent.gate.verdict import (
-    file_of_test,
-)
+from agent.gate.verdict import file_of_test
 from agent.git import repo as git
-from agent.git import worktrees
 from agent.llm.budget import TaskBudget, context_room, estimate_tokens, prompt_limit
 from agent.models import (
     AttemptRecord,
     ContextPackage,
-    PartPlan,
     PatchEdit,
     PlanStep,
     RefinementRequest,
     RunEvent,
-    StepOutcome,
     StepResult,
     TestChange,
     ValidationResult,
 )
 from agent.retrieval.scan import is_test_path
-from agent.run.context import RunContext, StepState
+from agent.run.context import RunContext, StepRequest, StepState
 from agent.run.step_gate import changed_gate_files, file_diffs, gate_attempt
 from agent.runlog.store import ValidationKind
 
 AUTHOR_NAME = "cra"
 AUTHOR_EMAIL = "cra@users.noreply.github.com"
-_FAILURE_OUTPUT_CHARS = 6000
 
 
-def run_step(
-    rc: RunContext,
-    step: PlanStep,
-    *,
-    part_id: str,
-    plan: PartPlan | None,
-    cumulative_diff: str,
-    task_run_id: int,
-    extra_targets: Sequence[str] = (),
-    base: str | None = None,
-) -> StepOutcome:
-    """Implement one step with retries; a pass is committed, a failure leaves the tree as it was.
-
-    `extra_targets` are tests this step must make pass besides its own (the task's named tests
-    in single-pass mode); `base` is the worktree's HEAD when the caller knows it."""
-    st = step_state(
-        rc,
-        step,
-        part_id=part_id,
-        plan=plan,
-        cumulative_diff=cumulative_diff,
-        task_run_id=task_run_id,
-        base=base or git.head_commit(rc.ws.worktree),
-        extra_targets=extra_targets,
-    )
-    outcome = _attempts(st)
-    outcome.usage = rc.account(st.coding, st.classifier, *st.judge_clients)
-    if outcome.status != "passed":
-        worktrees.reset_clean(rc.ws.worktree, st.base)
-    elif outcome.validation is not None:
-        rc.reference = outcome.validation
-    return outcome
-
-
-def step_state(
-    rc: RunContext,
-    step: PlanStep,
-    *,
-    part_id: str,
-    plan: PartPlan | None,
-    cumulative_diff: str,
-    task_run_id: int,
-    base: str,
-    extra_targets: Sequence[str] = (),
-) -> StepState:
+def step_state(rc: RunContext, step: PlanStep, request: StepRequest) -> StepState:
     """A step's working set: its own coding client within the step's ceilings (ADR: ~30k
-    tokens, a few calls), its classifier for retrieval, its base and its target tests.
-    Retrieval's yes/no questions are capped per retrieval (retrieval.max_classifier_calls)
-    and count against the run budget."""
+    tokens, a few calls), its classifier for retrieval, and its target tests (its own and the
+    request's). Retrieval's yes/no questions are capped per retrieval
+    (retrieval.max_classifier_calls) and count against the run budget."""
     budget = TaskBudget(
         "step",
         max_tokens=rc.config.budget.max_tokens_per_step,
@@ -95,51 +46,13 @@ def step_state(
         tokens_label="max_tokens_per_step",
         calls_label="max_calls_per_step",
     )
+    task_run_id = request.task_run_id
     coding = rc.client("coding", task_run_id=task_run_id, budgets=[budget])
     classifier = (
         rc.client("classifier", task_run_id=task_run_id) if rc.config.retrieval.stages else None
     )
-    targets = list(dict.fromkeys([*step_target_tests(rc.baseline, step), *extra_targets]))
-    return StepState(
-        rc,
-        step,
-        part_id,
-        plan,
-        cumulative_diff,
-        task_run_id,
-        coding,
-        classifier,
-        base=base,
-        targets=targets,
-    )
-
-
-def _attempts(st: StepState) -> StepOutcome:
-    failure: str | None = None
-    try:
-        for number in range(1, st.rc.config.orchestrator.max_retries_per_step + 2):
-            if number > 1:  # a step starts clean: its caller committed or reset the last one
-                worktrees.reset_clean(st.rc.ws.worktree, st.base)
-            attempt = _attempt(st, number, failure)
-            if _passed(attempt):
-                return _commit(st, attempt)
-            failure = describe_failure(attempt)
-    except BudgetExhausted as exc:
-        _record(st, AttemptRecord(attempt=len(st.attempts) + 1, error_info=str(exc)))
-        return _failed(st, str(exc), budget=exc.budget)
-    except (LLMError, PromptTooLarge) as exc:
-        _record(st, AttemptRecord(attempt=len(st.attempts) + 1, error_info=str(exc)))
-        if isinstance(exc, LLMError):
-            return _failed(st, f"a model call failed: {exc}", model_failed=True)
-        return _failed(st, str(exc))
-    return _failed(st, f"no attempt passed the tests ({len(st.attempts)} attempts)")
-
-
-def _attempt(st: StepState, number: int, failure: str | None) -> AttemptRecord:
-    attempt, attempt_id = implement_attempt(st, number, failure)
-    if attempt.patch_applied:
-        test_and_gate(st, attempt, attempt_id)
-    return attempt
+    targets = [*step_target_tests(rc.baseline, step), *request.extra_targets]
+    return StepState(rc, step, request, coding, classifier, targets=list(dict.fromkeys(targets)))
 
 
 def implement_attempt(st: StepState, number: int, failure: str | None) -> tuple[AttemptRecord, int]:
@@ -171,7 +84,7 @@ def implement_attempt(st: StepState, number: int, failure: str | None) -> tuple[
     )
     if result.success:
         apply_attempt(st, attempt)
-    return attempt, _record(st, attempt)
+    return attempt, record_attempt(st, attempt)
 
 
 def run_tests(st: StepState, attempt_id: int, kind: ValidationKind) -> ValidationResult:
@@ -275,18 +188,10 @@ def apply_attempt(st: StepState, attempt: AttemptRecord) -> None:
     )
 
 
-def _record(st: StepState, attempt: AttemptRecord) -> int:
+def record_attempt(st: StepState, attempt: AttemptRecord) -> int:
+    """The attempt kept among the step's and recorded under its task run; its id."""
     st.attempts.append(attempt)
     return st.rc.runtime.log.record_attempt(st.task_run_id, attempt)
-
-
-def _passed(attempt: AttemptRecord) -> bool:
-    return (
-        attempt.patch_applied
-        and bool(attempt.edits)
-        and attempt.gate is not None
-        and attempt.gate.passed
-    )
 
 
 def allowed_test_changes(st: StepState, attempt: AttemptRecord) -> list[TestChange]:
@@ -334,40 +239,6 @@ def commit_edits(st: StepState, edits: Sequence[PatchEdit], description: str) ->
         trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},
         paths=edited,
         new_paths=created,
-    )
-
-
-def _commit(st: StepState, attempt: AttemptRecord) -> StepOutcome:
-    commit = commit_edits(st, attempt.edits, st.step.description)
-    return StepOutcome(
-        part_id=st.part_id,
-        step_id=st.step.id,
-        description=st.step.description,
-        status="passed",
-        attempts=st.attempts,
-        commit=commit,
-        diff=attempt.unified_diff if commit else "",
-        validation=attempt.validation,
-        task_run_id=st.task_run_id,
-        tests_changed=allowed_test_changes(st, attempt),
-    )
-
-
-def _failed(
-    st: StepState, error: str, *, budget: str | None = None, model_failed: bool = False
-) -> StepOutcome:
-    last = next((a.validation for a in reversed(st.attempts) if a.validation), None)
-    return StepOutcome(
-        part_id=st.part_id,
-        step_id=st.step.id,
-        description=st.step.description,
-        status="failed",
-        attempts=st.attempts,
-        error=error,
-        budget_exhausted=budget,
-        validation=last,
-        task_run_id=st.task_run_id,
-        model_failed=model_failed,
     )
 
 
@@ -435,23 +306,3 @@ def step_target_tests(baseline: ValidationResult, step: PlanStep) -> list[str]:
     files = [f for f in step.target_files if is_test_path(f)]
     failing = [t for t in baseline.failing_tests if t.split("::")[0] in step.target_files]
     return list(dict.fromkeys([*files, *failing]))
-
-
-def describe_failure(attempt: AttemptRecord) -> str:
-    """What went wrong in an attempt, for the next attempt's prompt."""
-    if attempt.validation is None:
-        return (
-            f"Your previous answer could not be used: {attempt.error_info}\n"
-            "Answer only with <edit> blocks whose search text is copied exactly from the files."
-        )
-    validation = attempt.validation
-    if attempt.original is not None and not (attempt.gate and attempt.gate.passed):
-        validation = attempt.original  # where the rejection showed
-    failing = "\n".join(f"- {t}" for t in validation.failing_tests) or "- (not identified)"
-    output = (validation.test_output or "")[-_FAILURE_OUTPUT_CHARS:]
-    verdict = attempt.error_info or "The tests failed."
-    return (
-        f"Your previous edits applied, but they did not pass the test gate.\n{verdict}\n"
-        f"Your edits:\n{attempt.unified_diff}\nFailing tests:\n{failing}\n"
-        f"Test output (end):\n{output}"
-    )
