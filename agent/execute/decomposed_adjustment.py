@@ -6,9 +6,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
-from agent.config.files import SolveConfig
+from agent.config.files import MAX_GROUP_STEPS, SolveConfig
 from agent.errors import AdjustmentFailed
-from agent.execute.grouping import MAX_GROUP_STEPS, as_units, unit_verdicts
+from agent.execute.grouping import as_units, unit_verdicts
 from agent.execute.parsers import Plan
 from agent.execute.plan import (
     ask_plan,

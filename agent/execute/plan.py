@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
+from agent.config.files import MAX_GROUP_STEPS
 from agent.errors import ParseError, PlanInvalid, PromptTooLarge
-from agent.execute.grouping import MAX_GROUP_STEPS, group_problems, repaired_links
+from agent.execute.grouping import group_problems, repaired_links
 from agent.execute.parsers import (
     PassType,
     Plan,
@@ -33,79 +33,25 @@ from agent.models import (
     PlanStep,
     StepResult,
     ValidationResult,
+    answer_schema,
+    answer_shape,
 )
 
 CheckedT = TypeVar("CheckedT")
-_STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
-
-
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
-    """A closed JSON-schema object whose every property is required."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-_STRING: dict[str, Any] = {"type": "string"}
-_STEP = _object(
-    {
-        "id": _STRING,
-        "description": _STRING,
-        "target_files": _STRINGS,
-        "target_symbols": _STRINGS,
-        "depends_on": _STRINGS,
-        "lands_with": _STRINGS,
-        "changes_existing_tests": {"type": "boolean"},
-    }
-)
-_PART = _object(
-    {"id": _STRING, "description": _STRING, "affected_files": _STRINGS, "depends_on": _STRINGS}
-)
-_SCHEMAS: dict[str, dict[str, Any]] = {
-    "meta_plan": _object(
-        {"task_summary": _STRING, "parts": {"type": "array", "items": _PART}, "rationale": _STRING}
-    ),
-    "part_plan": _object(
-        {
-            "part_id": _STRING,
-            "task_summary": _STRING,
-            "steps": {"type": "array", "items": _STEP},
-            "rationale": _STRING,
-        }
-    ),
-    "adjustment": _object(
-        {
-            "revised_steps": {"type": "array", "items": _STEP},
-            "rationale": _STRING,
-            "changes_made": _STRINGS,
-        }
-    ),
+_ANSWERS: dict[str, type[Plan]] = {
+    "meta_plan": MetaPlan,
+    "part_plan": PartPlan,
+    "adjustment": PlanAdjustment,
+    "adjustment_finalize": PlanAdjustment,
 }
-_SCHEMAS["adjustment_finalize"] = _SCHEMAS["adjustment"]
-
 REASK_ERROR_CHARS = 600
-_STEP_SHAPE = (
-    '{"id": "s1", "description": "…", "target_files": ["path/to/file.py"], '
-    '"target_symbols": ["name"], "depends_on": [], "lands_with": []}'
-)
-PLAN_SHAPES: dict[str, str] = {
-    "meta_plan": (
-        '{"task_summary": "…", "parts": [{"id": "p1", "description": "…", '
-        '"affected_files": ["path/to/file.py"], "depends_on": []}], "rationale": "…"}'
-    ),
-    "part_plan": f'{{"part_id": "p1", "task_summary": "…", "steps": [{_STEP_SHAPE}], '
-    '"rationale": "…"}',
-    "adjustment": f'{{"revised_steps": [{_STEP_SHAPE}], "rationale": "…", "changes_made": ["…"]}}',
-}
-PLAN_SHAPES["adjustment_finalize"] = PLAN_SHAPES["adjustment"]
+PLAN_SHAPES: dict[str, str] = {kind: answer_shape(model) for kind, model in _ANSWERS.items()}
 
 
 def plan_schema(pass_type: PassType) -> dict[str, Any]:
-    """The flat JSON schema (no $ref) of a plan answer, every field required; a fresh copy."""
-    return copy.deepcopy(_SCHEMAS[pass_type])
+    """The flat JSON schema (no $ref) of a plan answer, every field required (generated from
+    its model); a fresh copy."""
+    return answer_schema(_ANSWERS[pass_type])
 
 
 @overload

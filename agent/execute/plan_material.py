@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.config.files import ModelConfig
+from agent.config.files import MAX_GROUP_STEPS, ModelConfig
 from agent.execute.prompts import (
     Caps,
     PlanPassType,
@@ -48,7 +48,7 @@ def build_plan_prompt(
     test_results: Sequence[ValidationResult] = (),
     remaining_steps: Sequence[PlanStep] = (),
     completed_steps: Sequence[PlanStep] = (),
-    max_group_steps: int = 4,
+    max_group_steps: int = MAX_GROUP_STEPS,
 ) -> tuple[str, str]:
     """(system, user) of a planner pass; old diff, then test output, trimmed to fit the window."""
     system = plan_system_prompt(pass_type, step_token_budget, max_group_steps)

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from agent.config.files import ModelConfig
+from agent.config.files import MAX_GROUP_STEPS, ModelConfig
 from agent.errors import PromptTooLarge
 from agent.llm.budget import check_prompt_fits
-from agent.models import ContextPackage, PartPlan, PlanStep, ValidationResult
+from agent.models import ContextPackage, PartPlan, PlanStep, ValidationResult, answer_shape
 
 PlanPassType = Literal["meta_plan", "part_plan", "adjustment"]
 
@@ -161,11 +161,7 @@ Split further when a step would touch 2+ files, need 3+ edits, or change a file 
 ~150 lines in more than one place. No dependency cycles. No code in the plan: say what changes and
 where, never the code itself."""
 
-_STEP_SHAPE = (
-    '{"id": "s1", "description": "what this step changes and why", '
-    '"target_files": ["pkg/module.py"], "target_symbols": ["function_name"], "depends_on": [], '
-    '"lands_with": [], "changes_existing_tests": false}'
-)
+_STEP_SHAPE = answer_shape(PlanStep)  # the one line the planner answers each step in
 
 META_PLAN_SYSTEM = f"""\
 You are a task planner for a small coding model. Split the task in <task> into parts: each part
@@ -232,7 +228,7 @@ PLANNER_SYSTEM_PROMPTS: dict[str, str] = {
 
 
 def plan_system_prompt(
-    pass_type: PlanPassType, step_token_budget: int, max_group_steps: int = 4
+    pass_type: PlanPassType, step_token_budget: int, max_group_steps: int = MAX_GROUP_STEPS
 ) -> str:
     """The system prompt of a planner pass with the per-step token budget and the most steps
     that may land together filled in."""
