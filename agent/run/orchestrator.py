@@ -11,7 +11,6 @@ from agent.execute.grouping import (
     blocked_group,
     group_id,
     landing_order,
-    merged_step,
     pop_unit,
 )
 from agent.execute.parsers import topological_order
@@ -30,8 +29,9 @@ from agent.models import (
 )
 from agent.run.context import RunContext, StepRequest
 from agent.run.environment import Environment, open_environment
+from agent.run.landed import Landing
 from agent.run.landing import land
-from agent.run.passes import PassRecorder
+from agent.run.passes import PassEnd, PassRecorder
 from agent.run.plan_passes import PlanPasses
 from agent.run.result import Tally, run_result
 from agent.run.runtime import Runtime
@@ -136,7 +136,7 @@ class _Sequencer:
             )
         except SetupFailed as exc:
             self.env_report = exc.report
-            self.passes.close_pass(baseline_run, "failed")
+            self.passes.close_pass(baseline_run, PassEnd("failed"))
             raise
         baseline = run_validation(
             self.ws.worktree,
@@ -145,7 +145,7 @@ class _Sequencer:
             sandbox=self.runtime.sandbox,
         )
         self.log.record_validation(baseline_run, baseline, attempt_id=None, kind="baseline")
-        self.passes.close_pass(baseline_run, "complete")
+        self.passes.close_pass(baseline_run, PassEnd("complete"))
         require_test_command_started(baseline, self.config.testing.test_command)
         context = self.context_factory(self.ws.worktree)
         self.rc = RunContext(
@@ -199,29 +199,18 @@ class _Sequencer:
 
     def meta_plan(self) -> MetaPlan:
         """The meta-plan pass; a run without one fails."""
-        plan = self.plans.plan(
-            "meta_plan", "meta_plan", task=self.task, files=(), cumulative_diff=self.cumulative_diff
-        )
-        assert isinstance(plan, MetaPlan)
+        plan = self.plans.meta_plan(self.task, cumulative_diff=self.cumulative_diff)
         self.log.set_state(self.run_id, "meta_plan", plan)
         return plan
 
     def run_part(self, index: int, part: MetaPlanPart, *, last: bool) -> None:
         """The part plan, then its steps, each followed by an adjustment."""
         try:
-            plan = self.plans.plan(
-                "part_plan",
-                f"part_plan:{part.id}",
-                task=part.description,
-                files=part.affected_files,
-                part_id=part.id,
-                cumulative_diff=self.cumulative_diff,
-            )
+            plan = self.plans.part_plan(part, cumulative_diff=self.cumulative_diff)
         except AgentError as exc:
             self.tally.parts_failed += 1
             self.tally.error = f"part {part.id}: {exc}"
             return
-        assert isinstance(plan, PartPlan)
         self.tally.part_plans.append(plan)
         self.log.set_state(self.run_id, f"part_plan:{part.id}", plan)
         self.passes.emit("plan_made", part_id=part.id, message=part.description, steps=plan.steps)
@@ -247,7 +236,7 @@ class _Sequencer:
                 continue
             self.passes.progress(part_index, len(done), "running")
             finishing = last and not remaining
-            step, outcome = merged_step(unit), self.land_pass(part, plan, unit, finishing=finishing)
+            outcome = self.land_pass(part, plan, unit, finishing=finishing)
             done.extend(unit)
             failed += outcome.status != "passed"
             if outcome.status != "passed":
@@ -255,7 +244,7 @@ class _Sequencer:
             if outcome.budget_exhausted == "max_tokens_per_run":
                 raise StopRun("max_tokens_per_run", outcome.error or "run budget exhausted")
             if remaining or outcome.status != "passed":  # else: nothing left to revise
-                remaining = landing_order(self.adjust(part, step, outcome, remaining, done))
+                remaining = landing_order(self.adjust(part, outcome, remaining, done))
         for step in remaining:
             self.tally.outcomes.append(
                 StepOutcome(
@@ -291,19 +280,33 @@ class _Sequencer:
     ) -> StepOutcome:
         """A step, or the steps that land together, as one pass: its task run, attempts (or
         rounds), commit and state; the outcome as one step's (what the adjustment sees)."""
-        self.passes.check_cancel()
         unit_id = group_id(steps)
-        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{unit_id}", part.id, unit_id)
-        assert self.head is not None, "open() first"
-        request = StepRequest(
+        key = f"impl:{part.id}:{unit_id}"
+        with self.passes.run_pass(self.ctx, "implement", key, part.id, unit_id) as current:
+            assert self.head is not None, "open() first"
+            request = StepRequest(
+                part_id=part.id,
+                plan=plan,
+                cumulative_diff=self.cumulative_diff,
+                task_run_id=current.task_run,
+                base=self.head,
+                extra_targets=task_target_tests(self.ctx.baseline, self.task) if finishing else (),
+            )
+            landing = land(self.ctx, steps, request)
+            current.end = self.landed(part, unit_id, landing)
+        outcome = landing.outcome
+        kind: RunEventKind = "step_passed" if landing.passed else "step_failed"
+        self.passes.emit(
+            kind,
             part_id=part.id,
-            plan=plan,
-            cumulative_diff=self.cumulative_diff,
-            task_run_id=task_run,
-            base=self.head,
-            extra_targets=task_target_tests(self.ctx.baseline, self.task) if finishing else (),
+            step_id=unit_id,
+            message=outcome.description,
+            status=outcome.status,
         )
-        landing = land(self.ctx, steps, request)
+        return outcome
+
+    def landed(self, part: MetaPlanPart, unit_id: str, landing: Landing) -> PassEnd:
+        """A landing kept in the tally (its commit the new head): how its pass ends."""
         outcome = landing.outcome
         self.tally.outcomes += landing.steps
         states: dict[str, object] = {}
@@ -317,8 +320,7 @@ class _Sequencer:
             states["cumulative_diff"] = self.cumulative_diff
         for step_outcome in landing.steps:
             states[f"step_result:{part.id}:{step_outcome.step_id}"] = step_outcome
-        self.passes.close_pass(
-            task_run,
+        return PassEnd(
             "complete" if landing.passed else "failed",
             usage=outcome.usage,
             error=outcome.error,
@@ -326,27 +328,17 @@ class _Sequencer:
             states=states,
             steps_completed=self.tally.steps_passed,
         )
-        kind: RunEventKind = "step_passed" if landing.passed else "step_failed"
-        self.passes.emit(
-            kind,
-            part_id=part.id,
-            step_id=unit_id,
-            message=outcome.description,
-            status=outcome.status,
-        )
-        return outcome
 
     def adjust(
         self,
         part: MetaPlanPart,
-        step: PlanStep,
         outcome: StepOutcome,
         remaining: list[PlanStep],
         done: list[PlanStep],
     ) -> list[PlanStep]:
         """The adjustment pass after a step (see PlanPasses.adjust), kept in the tally."""
         record, remaining = self.plans.adjust(
-            part, step, outcome, remaining, done, cumulative_diff=self.cumulative_diff
+            part, outcome, remaining, done, cumulative_diff=self.cumulative_diff
         )
         if record is not None:
             self.tally.adjustments.append(record)

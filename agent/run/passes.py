@@ -1,14 +1,63 @@
-"""One orchestrator run's passes on record: task runs in sequence, events, progress, cancelling."""
+"""One orchestrator run's passes on record: task runs in sequence (each opened, closed and
+charged around its body: run_pass), events, progress, cancelling."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agent.errors import Cancelled
-from agent.models import PlanStep, RunEvent, RunEventKind, Usage
+from agent.errors import AgentError, BudgetExhausted, Cancelled, StopRun
+from agent.llm.logged import LoggedLLMClient
+from agent.models import PlanStep, Role, RunEvent, RunEventKind, Usage
+from agent.run.context import RunContext
 from agent.run.runtime import Runtime
+
+PassStatus = Literal["complete", "failed"]
+
+
+@dataclass(frozen=True)
+class PassEnd:
+    """How a pass ended: its status, what it cost, why it failed, the diff and session state it
+    leaves, and the run's steps completed so far (None: not changed)."""
+
+    status: PassStatus
+    usage: Usage | None = None
+    error: str | None = None
+    diff: str = ""
+    states: Mapping[str, object] = field(default_factory=dict)
+    steps_completed: int | None = None
+
+
+@dataclass
+class OpenPass:
+    """A pass under way: its task run, the clients charged to it, and how it ended (None until
+    its body says)."""
+
+    rc: RunContext
+    task_run: int
+    clients: list[LoggedLLMClient] = field(default_factory=list)
+    end: PassEnd | None = None
+
+    def client(self, role: Role) -> LoggedLLMClient:
+        """A logged client for `role` on this pass, charged to it."""
+        client = self.rc.client(role, task_run_id=self.task_run)
+        self.clients.append(client)
+        return client
+
+    def ended(
+        self,
+        status: PassStatus,
+        *,
+        error: str | None = None,
+        states: Mapping[str, object] | None = None,
+    ) -> PassEnd:
+        """An end of the pass, charged what its clients cost (once: their usage joins the
+        run's)."""
+        usage = self.rc.account(*self.clients)
+        return PassEnd(status, usage=usage, error=error, states=states or {})
 
 
 class PassRecorder:
@@ -53,33 +102,49 @@ class PassRecorder:
         self.sequence += 1
         return task_run
 
-    def close_pass(
-        self,
-        task_run: int,
-        status: Literal["complete", "failed"],
-        *,
-        usage: Usage | None = None,
-        error: str | None = None,
-        diff: str = "",
-        states: Mapping[str, object] | None = None,
-        steps_completed: int | None = None,
-    ) -> None:
+    def close_pass(self, task_run: int, end: PassEnd) -> None:
         """Finish a pass's task run — with the session state it leaves and the run's progress,
         in one transaction — and tell the observer."""
         with self.log.batch():
-            for key, value in (states or {}).items():
+            for key, value in end.states.items():
                 self.log.set_state(self.run_id, key, value)
             self.log.finish_task_run(
                 task_run,
-                status=status,
-                success=status == "complete",
-                usage=usage or Usage(),
-                final_diff=diff or None,
-                error=error,
+                status=end.status,
+                success=end.status == "complete",
+                usage=end.usage or Usage(),
+                final_diff=end.diff or None,
+                error=end.error,
             )
-            if steps_completed is not None:
-                self.log.update_orchestrator_run(self.orch_id, steps_completed=steps_completed)
-        self.emit("pass_finished", status=status, message=error or "")
+            if end.steps_completed is not None:
+                self.log.update_orchestrator_run(self.orch_id, steps_completed=end.steps_completed)
+        self.emit("pass_finished", status=end.status, message=end.error or "")
+
+    @contextmanager
+    def run_pass(
+        self,
+        rc: RunContext,
+        pass_type: str,
+        key: str,
+        part_id: str | None = None,
+        step_id: str | None = None,
+    ) -> Iterator[OpenPass]:
+        """A pass opened (when the run is not cancelled), and closed as its body says (its
+        `end`; complete when it says nothing), charged what its clients cost. A budget that ran
+        out closes it failed and stops the run (StopRun); another AgentError closes it failed
+        and goes on."""
+        self.check_cancel()
+        current = OpenPass(rc, self.open_pass(pass_type, key, part_id, step_id))
+        try:
+            yield current
+        except BudgetExhausted as exc:
+            self.close_pass(current.task_run, current.ended("failed", error=str(exc)))
+            raise StopRun(exc.budget, str(exc)) from exc
+        except AgentError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.close_pass(current.task_run, current.ended("failed", error=error))
+            raise
+        self.close_pass(current.task_run, current.end or current.ended("complete"))
 
     def emit(
         self, kind: RunEventKind, *, steps: Sequence[PlanStep] = (), **fields: str | None
