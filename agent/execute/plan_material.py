@@ -12,6 +12,7 @@ from agent.config.files import MAX_GROUP_STEPS, ModelConfig
 from agent.execute.prompts import (
     Caps,
     PlanPassType,
+    Window,
     fit_user_prompt,
     last_chars,
     plan_system_prompt,
@@ -61,9 +62,7 @@ def build_plan_prompt(
         system,
         lambda caps: "\n\n".join(plan_sections(request.context, request.task, material, caps)),
         lambda caps: shrink_caps(caps, material.cumulative_diff, material.test_results),
-        model=model,
-        reserved_tokens=request.reserved_tokens,
-        stage=pass_type,
+        Window(model, request.reserved_tokens, pass_type),
     )
     return system, user
 

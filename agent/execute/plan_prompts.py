@@ -18,6 +18,7 @@ from agent.execute.prompts import (
     META_PLAN_SYSTEM,
     PART_PLAN_SYSTEM,
     Caps,
+    Window,
     fit_user_prompt,
     last_chars,
     shrink_caps,
@@ -220,8 +221,6 @@ def build_finalize_prompt(
         system,
         render,
         lambda caps: shrink_caps(caps, material.cumulative_diff, ()),
-        model=model,
-        reserved_tokens=request.reserved_tokens,
-        stage="adjustment_finalize",
+        Window(model, request.reserved_tokens, "adjustment_finalize"),
     )
     return system, user

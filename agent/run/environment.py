@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from agent.config.files import TestingConfig
 from agent.errors import SetupFailed
 from agent.git import worktrees
 from agent.git.treefiles import symlinked_folder
+from agent.git.workspace import Workspace
 from agent.models import CommandResult, EnvironmentReport, ValidationResult
 from agent.run.runtime import Runtime
 from agent.sandbox.base import Sandbox
@@ -190,18 +191,12 @@ def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:
 
 
 def open_environment(
-    runtime: Runtime,
-    worktree: Path,
-    repo: Path,
-    testing: TestingConfig,
-    *,
-    run_id: str,
-    task_run_id: int,
-    notes: Sequence[str] = (),
+    runtime: Runtime, ws: Workspace, testing: TestingConfig, *, run_id: str, task_run_id: int
 ) -> tuple[Runtime, Environment]:
-    """The run's environment, its setup recorded under `task_run_id` (like a test run); the
-    runtime whose sandbox mounts it. SetupFailed (recorded first) when the setup failed.
-    `notes` on the worktree (submodules left out) lead its report's notes."""
+    """The run's environment for its workspace, its setup recorded under `task_run_id` (like a
+    test run); the runtime whose sandbox mounts it. SetupFailed (recorded first) when the setup
+    failed. The workspace's notes (submodules left out) lead its report's notes."""
+    worktree, repo, notes = ws.worktree, ws.repo, ws.notes
     env = prepare_environment(
         worktree,
         repo,

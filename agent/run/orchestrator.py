@@ -55,8 +55,7 @@ def solve(
     what passed, what failed and why."""
     config.require_test_command()
     repo = repo.resolve()
-    run_id = runtime.new_id()
-    seq = _Sequencer(task, run_id, repo, config, runtime, context_factory)
+    seq = _Sequencer(task, repo, config, runtime, context_factory)
     seq.base, seq.branch = base, branch
     try:
         seq.open()
@@ -78,17 +77,16 @@ class _Sequencer:
     def __init__(
         self,
         task: str,
-        run_id: str,
         repo: Path,
         config: SolveConfig,
         runtime: Runtime,
         context_factory: ContextFactory,
     ) -> None:
-        self.task, self.run_id, self.repo = task, run_id, repo
+        self.task, self.run_id, self.repo = task, runtime.new_id(), repo
         self.config, self.runtime, self.log = config, runtime, runtime.log
         self.context_factory = context_factory
         self.started = runtime.clock()
-        self.passes = PassRecorder(task, run_id, repo, runtime)
+        self.passes = PassRecorder(task, self.run_id, repo, runtime)
         self.ws: Workspace | None = None
         self.env: Environment | None = None  # the run's environment directory, once set up
         self.env_report = EnvironmentReport(
@@ -127,12 +125,10 @@ class _Sequencer:
         try:
             self.runtime, self.env = open_environment(
                 self.runtime,
-                self.ws.worktree,
-                self.repo,
+                self.ws,
                 self.config.testing,
                 run_id=self.run_id,
                 task_run_id=baseline_run,
-                notes=self.ws.notes,
             )
         except SetupFailed as exc:
             self.env_report = exc.report
@@ -349,15 +345,7 @@ class _Sequencer:
     def finish(self, *, in_place: bool) -> OrchestratorResult:
         """Judge the run, record its end, hand back the branch (or apply in place)."""
         wall_ms = int((self.runtime.clock() - self.started) * 1000)
-        result = run_result(
-            self.tally,
-            task=self.task,
-            run_id=self.run_id,
-            orch_id=self.passes.orch_id,
-            ws=self.ws,
-            rc=self.rc,
-            wall_ms=wall_ms,
-        )
+        result = run_result(self.tally, self.passes, self.ws, self.rc, wall_ms)
         report = self.env.report if self.env is not None else self.env_report
         result = result.model_copy(update={"environment": report})
         keep_branch = result.commit is not None

@@ -19,6 +19,7 @@ from agent.models import (
     ValidationResult,
 )
 from agent.run.context import RunContext
+from agent.run.passes import PassRecorder
 from agent.run.steps import task_target_tests
 
 RunStatus = Literal["complete", "partial", "failed", "cancelled"]
@@ -46,15 +47,13 @@ class Tally:
 
 def run_result(
     tally: Tally,
-    *,
-    task: str,
-    run_id: str,
-    orch_id: int,
+    passes: PassRecorder,
     ws: Workspace | None,
     rc: RunContext | None,
     wall_ms: int,
 ) -> OrchestratorResult:
-    """The OrchestratorResult of the run as it stands."""
+    """The OrchestratorResult of the run (its passes on record) as it stands."""
+    task = passes.task
     head = git.head_commit(ws.worktree) if ws is not None and ws.worktree.exists() else None
     commit = head if ws is not None and head != ws.base else None
     diff, stats = "", None
@@ -65,9 +64,9 @@ def run_result(
         rc.baseline if rc else None,
     )
     return OrchestratorResult(
-        task_id=run_id,
+        task_id=passes.run_id,
         status=judge(tally, rc, task, final),
-        orchestrator_run_id=orch_id,
+        orchestrator_run_id=passes.orch_id,
         branch=ws.branch if ws is not None and commit else None,
         base_commit=ws.base if ws is not None else None,
         commit=commit,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent.config.files import SolveConfig
@@ -51,7 +52,8 @@ def run_single_pass(
         )
         context = context_factory(ws.worktree)
         try:
-            result = _solve(task, task_id, task_run_id, plan, config, runtime, ws, context)
+            run = _SingleRun(task, task_id, task_run_id, config, runtime)
+            result = _solve(run, plan, ws, context)
         finally:
             context.close()
     except AgentError as exc:
@@ -65,24 +67,24 @@ def run_single_pass(
     return result
 
 
+@dataclass(frozen=True)
+class _SingleRun:
+    """The single pass on record: its task, its run's id and task run, what it runs with."""
+
+    task: str
+    task_id: str
+    task_run_id: int
+    config: SolveConfig
+    runtime: Runtime
+
+
 def _solve(
-    task: str,
-    task_id: str,
-    task_run_id: int,
-    plan: PlanArtifact,
-    config: SolveConfig,
-    runtime: Runtime,
-    ws: Workspace,
-    context: ContextSource,
+    run: _SingleRun, plan: PlanArtifact, ws: Workspace, context: ContextSource
 ) -> OrchestratorResult:
+    task, task_id, task_run_id = run.task, run.task_id, run.task_run_id
+    config, runtime = run.config, run.runtime
     runtime, env = open_environment(
-        runtime,
-        ws.worktree,
-        ws.repo,
-        config.testing,
-        run_id=task_id,
-        task_run_id=task_run_id,
-        notes=ws.notes,
+        runtime, ws, config.testing, run_id=task_id, task_run_id=task_run_id
     )
     try:
         baseline = run_validation(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agent.errors import UnsafePath
 from agent.execute.paths import commit_refusal, repository_path
-from agent.execute.prompts import build_implement_prompt
+from agent.execute.prompts import ImplementRequest, build_implement_prompt
 from agent.gate.validation import run_validation
 from agent.gate.verdict import file_of_test
 from agent.git import repo as git
@@ -110,22 +110,25 @@ def test_and_gate(st: StepState, attempt: AttemptRecord, attempt_id: int) -> Non
     gate_attempt(st, attempt, attempt_id)
 
 
+def implement_request(st: StepState) -> ImplementRequest:
+    """What the step's implement calls are asked."""
+    return ImplementRequest(
+        st.rc.task,
+        st.step,
+        st.rc.config.budget.reserved_tokens,
+        plan=st.plan,
+        cumulative_diff=st.cumulative_diff or None,
+        landing=st.landing,
+    )
+
+
 def _implement(
     st: StepState, context: ContextPackage, failure: str | None, stage: str
 ) -> StepResult:
     from agent.execute.implement import execute_implement  # not paid before a run's first call
 
     return execute_implement(
-        context,
-        st.rc.task,
-        st.step,
-        st.coding,
-        reserved_tokens=st.rc.config.budget.reserved_tokens,
-        plan=st.plan,
-        cumulative_diff=st.cumulative_diff or None,
-        failure=failure,
-        stage=stage,
-        landing=st.landing,
+        context, implement_request(st), st.coding, failure=failure, stage=stage
     )
 
 
@@ -248,16 +251,7 @@ def _context_budget(st: StepState, failure: str | None) -> int:
     and the failure text are counted."""
     model = st.coding.config
     reserved = st.rc.config.budget.reserved_tokens
-    frame = build_implement_prompt(
-        ContextPackage(task=st.rc.task),
-        st.rc.task,
-        st.step,
-        model=model,
-        reserved_tokens=reserved,
-        plan=st.plan,
-        cumulative_diff=st.cumulative_diff or None,
-        landing=st.landing,
-    )
+    frame = build_implement_prompt(ContextPackage(task=st.rc.task), implement_request(st), model)
     room = context_room(*frame, model=model, reserved_tokens=reserved)
     if failure:
         room = max(room - min(estimate_tokens(failure), prompt_limit(model, reserved) // 4), 0)
