@@ -22,10 +22,10 @@ class RunContext:
     """What every pass of one run shares: workspace, baseline, run budget, usage by role."""
 
     task: str
-    run_id: str
+    task_id: str  # the run as the run log records it (orchestrator_runs.task_id)
     runtime: Runtime
     config: SolveConfig
-    ws: Workspace
+    workspace: Workspace
     baseline: ValidationResult
     context: ContextSource
     run_budget: TaskBudget
@@ -104,7 +104,7 @@ class StepRequest:
 class StepState:
     """The per-step working set: one step of a request, its clients and its attempts."""
 
-    rc: RunContext
+    run_context: RunContext
     step: PlanStep
     request: StepRequest
     coding: LoggedLLMClient

@@ -191,23 +191,28 @@ def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:
 
 
 def open_environment(
-    runtime: Runtime, ws: Workspace, testing: TestingConfig, *, run_id: str, task_run_id: int
+    runtime: Runtime,
+    workspace: Workspace,
+    testing: TestingConfig,
+    *,
+    task_id: str,
+    task_run_id: int,
 ) -> tuple[Runtime, Environment]:
     """The run's environment for its workspace, its setup recorded under `task_run_id` (like a
     test run); the runtime whose sandbox mounts it. SetupFailed (recorded first) when the setup
     failed. The workspace's notes (submodules left out) lead its report's notes."""
-    worktree, repo, notes = ws.worktree, ws.repo, ws.notes
+    worktree, repo, notes = workspace.worktree, workspace.repo, workspace.notes
     env = prepare_environment(
         worktree,
         repo,
         testing,
         sandbox=runtime.sandbox,
         environ=runtime.environ,
-        env_dir=runtime.work_dir / "envs" / run_id,
+        env_dir=runtime.work_dir / "envs" / task_id,
         cache=runtime.env_cache,
     )
     env.report.notes[:0] = notes
-    runtime.log.set_state(run_id, "environment", env.report)
+    runtime.log.set_state(task_id, "environment", env.report)
     record = env.as_validation()
     if record is not None:
         runtime.log.record_validation(task_run_id, record, attempt_id=None, kind="setup")

@@ -30,14 +30,14 @@ _FAILURE_OUTPUT_CHARS = 6000
 class Piece:
     """One step of a landing: its working set, and its edits as last applied."""
 
-    st: StepState
+    state: StepState
     edits: list[PatchEdit] = field(default_factory=list)
     diff: str = ""
     tests_after: ValidationResult | None = None  # the tests once it was applied (information)
 
     @property
     def step(self) -> PlanStep:
-        return self.st.step
+        return self.state.step
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Unit:
     """The working set of one landing: its pieces, and the whole the gate and the commit read
     (a group of one's is its step's own state)."""
 
-    rc: RunContext
+    run_context: RunContext
     pieces: list[Piece]
     whole: StepState
     rounds: list[GroupRound] = field(default_factory=list)
@@ -227,12 +227,12 @@ def _group_outcome(unit: Unit, status: str, **fields: object) -> GroupOutcome:
 def _step_outcome(unit: Unit, piece: Piece, status: str, **fields: object) -> StepOutcome:
     return StepOutcome.model_validate(
         {
-            "part_id": piece.st.part_id,
+            "part_id": piece.state.part_id,
             "step_id": piece.step.id,
             "description": piece.step.description,
             "status": status,
-            "attempts": piece.st.attempts,
-            "task_run_id": piece.st.task_run_id,
+            "attempts": piece.state.attempts,
+            "task_run_id": piece.state.task_run_id,
             "group": None if unit.single else group_id(unit.steps),
             **fields,
         }
@@ -241,10 +241,12 @@ def _step_outcome(unit: Unit, piece: Piece, status: str, **fields: object) -> St
 
 def account(unit: Unit, landing: Landing) -> Landing:
     """Each step's model calls on its outcome (a group's gate questions on its last step's)."""
-    rc = unit.rc
+    run_context = unit.run_context
     for piece, outcome in zip(unit.pieces, landing.steps, strict=True):
-        outcome.usage = rc.account(piece.st.coding, piece.st.classifier, *piece.st.judge_clients)
-    extra = Usage() if unit.single else rc.account(*unit.whole.judge_clients)
+        outcome.usage = run_context.account(
+            piece.state.coding, piece.state.classifier, *piece.state.judge_clients
+        )
+    extra = Usage() if unit.single else run_context.account(*unit.whole.judge_clients)
     if extra != Usage() and landing.steps:
         landing.steps[-1].usage = landing.steps[-1].usage + extra
     return landing

@@ -61,10 +61,10 @@ class _Round:
     broken: Piece | None = None
 
 
-def land(rc: RunContext, steps: Sequence[PlanStep], request: StepRequest) -> Landing:
+def land(run_context: RunContext, steps: Sequence[PlanStep], request: StepRequest) -> Landing:
     """Land `steps` together (see the module's docstring): committed once when the gate passes
     them, else the tree reset to `request.base`."""
-    unit = _unit(rc, steps, request)
+    unit = _unit(run_context, steps, request)
     try:
         landing = _rounds(unit)
     except LANDING_ERRORS as exc:
@@ -75,37 +75,37 @@ def land(rc: RunContext, steps: Sequence[PlanStep], request: StepRequest) -> Lan
         landing = failed(unit, failure_of(exc))
     landing = account(unit, landing)
     if not landing.passed:
-        worktrees.reset_clean(rc.ws.worktree, request.base)
+        worktrees.reset_clean(run_context.workspace.worktree, request.base)
     elif landing.outcome.validation is not None:
-        rc.reference = landing.outcome.validation
+        run_context.reference = landing.outcome.validation
     return landing
 
 
-def _unit(rc: RunContext, steps: Sequence[PlanStep], request: StepRequest) -> Unit:
+def _unit(run_context: RunContext, steps: Sequence[PlanStep], request: StepRequest) -> Unit:
     """The working set of one landing: a piece per step, and the whole the gate reads (for a
     group of one, its step's own state)."""
-    pieces = [Piece(step_state(rc, s, request)) for s in steps]
+    pieces = [Piece(step_state(run_context, s, request)) for s in steps]
     if len(pieces) == 1:
-        return Unit(rc, pieces, pieces[0].st)
-    whole = step_state(rc, merged_step(steps), request)
-    own = (t for s in steps for t in step_target_tests(rc.baseline, s))
+        return Unit(run_context, pieces, pieces[0].state)
+    whole = step_state(run_context, merged_step(steps), request)
+    own = (t for s in steps for t in step_target_tests(run_context.baseline, s))
     whole.targets = list(dict.fromkeys([*own, *request.extra_targets]))
-    return Unit(rc, pieces, whole)
+    return Unit(run_context, pieces, whole)
 
 
 def _rounds(unit: Unit) -> Landing:
     """The retry loop: rounds until the gate passes or the retries (per step or group) run out."""
     failure: str | None = None
     redo = {p.step.id for p in unit.pieces}
-    for number in range(1, unit.rc.config.orchestrator.max_retries_per_step + 2):
+    for number in range(1, unit.run_context.config.orchestrator.max_retries_per_step + 2):
         if number > 1:  # back to the accepted state: the unit is retried whole
-            worktrees.reset_clean(unit.rc.ws.worktree, unit.whole.base)
+            worktrees.reset_clean(unit.run_context.workspace.worktree, unit.whole.base)
         applied = _apply_pieces(unit, number, failure, redo)
         unit.rounds.append(
             GroupRound(number=number, redone=applied.redone, attempt=applied.attempt)
         )
         if applied.broken is not None:  # a piece's answer could not be used: retry that piece
-            failure = describe_failure(applied.broken.st.attempts[-1])
+            failure = describe_failure(applied.broken.state.attempts[-1])
             redo = {applied.broken.step.id}
             continue
         attempt = applied.attempt
@@ -134,9 +134,9 @@ def _apply_pieces(unit: Unit, number: int, failure: str | None, redo: set[str]) 
         if piece.edits and piece.step.id not in redo and _reapplied(piece):
             continue
         redone.append(piece.step.id)
-        piece.st.landing = landing_note(unit.pieces, index)
+        piece.state.landing = landing_note(unit.pieces, index)
         attempt, attempt_id = implement_attempt(
-            piece.st, number, failure if (piece.step.id in redo) else None
+            piece.state, number, failure if (piece.step.id in redo) else None
         )
         if not attempt.patch_applied:
             piece.edits, piece.diff = [], ""
@@ -146,19 +146,21 @@ def _apply_pieces(unit: Unit, number: int, failure: str | None, redo: set[str]) 
         if unit.single:  # a group of one is gated on its step's own attempt
             return _Round(attempt, attempt_id, redone)
         if index < len(unit.pieces) - 1:  # the last piece's run is the gate's
-            piece.tests_after = attempt.validation = run_tests(piece.st, attempt_id, "piece")
+            piece.tests_after = attempt.validation = run_tests(piece.state, attempt_id, "piece")
     edits = [e for p in unit.pieces for e in p.edits]
-    diff = git.diff(unit.rc.ws.worktree, unit.whole.base)
+    diff = git.diff(unit.run_context.workspace.worktree, unit.whole.base)
     attempt = AttemptRecord(attempt=number, edits=edits, patch_applied=True, unified_diff=diff)
     return _Round(
-        attempt, unit.rc.runtime.log.record_attempt(unit.whole.task_run_id, attempt), redone
+        attempt,
+        unit.run_context.runtime.log.record_attempt(unit.whole.task_run_id, attempt),
+        redone,
     )
 
 
 def _reapplied(piece: Piece) -> bool:
     """Whether a kept piece's edits applied again as they were."""
     again = AttemptRecord(attempt=0, edits=piece.edits)
-    apply_attempt(piece.st, again)
+    apply_attempt(piece.state, again)
     if again.patch_applied:
         piece.diff = again.unified_diff
     return again.patch_applied

@@ -55,20 +55,23 @@ def solve(
     what passed, what failed and why."""
     config.require_test_command()
     repo = repo.resolve()
-    seq = _Sequencer(task, repo, config, runtime, context_factory)
-    seq.base, seq.branch = base, branch
+    sequencer = _Sequencer(task, repo, config, runtime, context_factory)
+    sequencer.base, sequencer.branch = base, branch
     try:
-        seq.open()
-        seq.run()
+        sequencer.open()
+        sequencer.run()
     except Cancelled:
-        seq.tally.status_note = "cancelled"
+        sequencer.tally.status_note = "cancelled"
     except Interrupted as exc:  # SIGINT or SIGTERM to `cra`: end the run cleanly, then say so
-        seq.tally.status_note, seq.tally.error = "cancelled", f"interrupted by {exc.name}"
+        sequencer.tally.status_note, sequencer.tally.error = (
+            "cancelled",
+            f"interrupted by {exc.name}",
+        )
     except StopRun as exc:
-        seq.tally.budget_exhausted, seq.tally.error = exc.budget, str(exc)
+        sequencer.tally.budget_exhausted, sequencer.tally.error = exc.budget, str(exc)
     except AgentError as exc:
-        seq.tally.error = str(exc)
-    return seq.finish(in_place=in_place)
+        sequencer.tally.error = str(exc)
+    return sequencer.finish(in_place=in_place)
 
 
 class _Sequencer:
@@ -82,17 +85,17 @@ class _Sequencer:
         runtime: Runtime,
         context_factory: ContextFactory,
     ) -> None:
-        self.task, self.run_id, self.repo = task, runtime.new_id(), repo
+        self.task, self.task_id, self.repo = task, runtime.new_id(), repo
         self.config, self.runtime, self.log = config, runtime, runtime.log
         self.context_factory = context_factory
         self.started = runtime.clock()
-        self.passes = PassRecorder(task, self.run_id, repo, runtime)
-        self.ws: Workspace | None = None
+        self.passes = PassRecorder(task, self.task_id, repo, runtime)
+        self.workspace: Workspace | None = None
         self.env: Environment | None = None  # the run's environment directory, once set up
         self.env_report = EnvironmentReport(
             sandbox=runtime.sandbox.name, isolated=runtime.sandbox.isolated
         )
-        self.rc: RunContext | None = None
+        self.run_context: RunContext | None = None
         self.planner: PlanPasses | None = None
         self.head: str | None = None
         self.base: str | None = None
@@ -105,10 +108,10 @@ class _Sequencer:
     def open(self) -> None:
         """Create the worktree, run the baseline, build the run context."""
         self.passes.emit("run_started", message=self.task)
-        self.ws = open_workspace(
+        self.workspace = open_workspace(
             self.repo,
             work_dir=self.runtime.work_dir,
-            run_id=self.run_id,
+            run_id=self.task_id,
             branch_hint=self.task,
             base=self.base,
             branch=self.branch,
@@ -125,9 +128,9 @@ class _Sequencer:
         try:
             self.runtime, self.env = open_environment(
                 self.runtime,
-                self.ws,
+                self.workspace,
                 self.config.testing,
-                run_id=self.run_id,
+                task_id=self.task_id,
                 task_run_id=baseline_run,
             )
         except SetupFailed as exc:
@@ -135,7 +138,7 @@ class _Sequencer:
             self.passes.close_pass(baseline_run, PassEnd("failed"))
             raise
         baseline = run_validation(
-            self.ws.worktree,
+            self.workspace.worktree,
             self.config.testing,
             environ=self.runtime.environ,
             sandbox=self.runtime.sandbox,
@@ -143,24 +146,24 @@ class _Sequencer:
         self.log.record_validation(baseline_run, baseline, attempt_id=None, kind="baseline")
         self.passes.close_pass(baseline_run, PassEnd("complete"))
         require_test_command_started(baseline, self.config.testing.test_command)
-        context = self.context_factory(self.ws.worktree)
-        self.rc = RunContext(
+        context = self.context_factory(self.workspace.worktree)
+        self.run_context = RunContext(
             self.task,
-            self.run_id,
+            self.task_id,
             self.runtime,
             self.config,
-            self.ws,
+            self.workspace,
             baseline,
             context,
             run_budget,
         )
-        self.planner = PlanPasses(self.rc, self.passes)
-        self.head = self.ws.base
+        self.planner = PlanPasses(self.run_context, self.passes)
+        self.head = self.workspace.base
 
     @property
     def ctx(self) -> RunContext:
-        assert self.rc is not None, "open() first"
-        return self.rc
+        assert self.run_context is not None, "open() first"
+        return self.run_context
 
     @property
     def plans(self) -> PlanPasses:
@@ -173,7 +176,7 @@ class _Sequencer:
         """Meta-plan, then every part in dependency order."""
         self.tally.meta = self.meta_plan()
         parts = topological_order(self.tally.meta.parts)
-        self.log.update_orchestrator_run(self.passes.orch_id, total_parts=len(parts))
+        self.log.update_orchestrator_run(self.passes.orchestrator_run_id, total_parts=len(parts))
         unfinished: set[str] = set()
         for index, part in enumerate(parts):
             if blockers := [dep for dep in part.depends_on if dep in unfinished]:
@@ -184,7 +187,7 @@ class _Sequencer:
                     f"part {part.id} skipped: it depends on {', '.join(blockers)}, "
                     "which did not complete"
                 )
-                self.log.set_state(self.run_id, f"part_skipped:{part.id}", {"reason": why})
+                self.log.set_state(self.task_id, f"part_skipped:{part.id}", {"reason": why})
                 self.tally.error = self.tally.error or why
                 continue
             self.passes.progress(index, 0, "running")
@@ -196,7 +199,7 @@ class _Sequencer:
     def meta_plan(self) -> MetaPlan:
         """The meta-plan pass; a run without one fails."""
         plan = self.plans.meta_plan(self.task, cumulative_diff=self.cumulative_diff)
-        self.log.set_state(self.run_id, "meta_plan", plan)
+        self.log.set_state(self.task_id, "meta_plan", plan)
         return plan
 
     def run_part(self, index: int, part: MetaPlanPart, *, last: bool) -> None:
@@ -208,7 +211,7 @@ class _Sequencer:
             self.tally.error = f"part {part.id}: {exc}"
             return
         self.tally.part_plans.append(plan)
-        self.log.set_state(self.run_id, f"part_plan:{part.id}", plan)
+        self.log.set_state(self.task_id, f"part_plan:{part.id}", plan)
         self.passes.emit("plan_made", part_id=part.id, message=part.description, steps=plan.steps)
         self.run_steps(index, part, plan, last=last)
 
@@ -266,7 +269,7 @@ class _Sequencer:
             error=why,
         )
         self.tally.outcomes.append(outcome)
-        self.log.set_state(self.run_id, f"step_result:{part.id}:{step.id}", outcome)
+        self.log.set_state(self.task_id, f"step_result:{part.id}:{step.id}", outcome)
         self.passes.emit(
             "step_failed", part_id=part.id, step_id=step.id, message=why, status="skipped"
         )
@@ -345,29 +348,29 @@ class _Sequencer:
     def finish(self, *, in_place: bool) -> OrchestratorResult:
         """Judge the run, record its end, hand back the branch (or apply in place)."""
         wall_ms = int((self.runtime.clock() - self.started) * 1000)
-        result = run_result(self.tally, self.passes, self.ws, self.rc, wall_ms)
+        result = run_result(self.tally, self.passes, self.workspace, self.run_context, wall_ms)
         report = self.env.report if self.env is not None else self.env_report
         result = result.model_copy(update={"environment": report})
         keep_branch = result.commit is not None
-        if self.ws is not None and in_place and keep_branch:
-            error = apply_in_place(self.ws, result.diff)
+        if self.workspace is not None and in_place and keep_branch:
+            error = apply_in_place(self.workspace, result.diff)
             keep_branch = error is not None
             result = result.model_copy(update={"error": error or result.error})
         if not keep_branch:
             result = result.model_copy(update={"branch": None})
         self.passes.progress(-1, -1, result.status)
         self.log.update_orchestrator_run(
-            self.passes.orch_id,
+            self.passes.orchestrator_run_id,
             status=result.status,
             parts_completed=result.parts_completed,
             steps_completed=result.steps_completed,
             total_steps=len(self.tally.outcomes),
             completed=True,
         )
-        if self.rc is not None:
-            self.rc.context.close()
-        if self.ws is not None:
-            close_workspace(self.ws, keep_branch=keep_branch)
+        if self.run_context is not None:
+            self.run_context.context.close()
+        if self.workspace is not None:
+            close_workspace(self.workspace, keep_branch=keep_branch)
         if self.env is not None:
             self.env.close()
         self.passes.emit("run_finished", status=result.status, message=result.error or "")

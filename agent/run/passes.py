@@ -36,14 +36,14 @@ class OpenPass:
     """A pass under way: its task run, the clients charged to it, and how it ended (None until
     its body says)."""
 
-    rc: RunContext
+    run_context: RunContext
     task_run: int
     clients: list[LoggedLLMClient] = field(default_factory=list)
     end: PassEnd | None = None
 
     def client(self, role: Role) -> LoggedLLMClient:
         """A logged client for `role` on this pass, charged to it."""
-        client = self.rc.client(role, task_run_id=self.task_run)
+        client = self.run_context.client(role, task_run_id=self.task_run)
         self.clients.append(client)
         return client
 
@@ -56,18 +56,18 @@ class OpenPass:
     ) -> PassEnd:
         """An end of the pass, charged what its clients cost (once: their usage joins the
         run's)."""
-        usage = self.rc.account(*self.clients)
+        usage = self.run_context.account(*self.clients)
         return PassEnd(status, usage=usage, error=error, states=states or {})
 
 
 class PassRecorder:
     """The orchestrator run in the run log, its passes in sequence, and the observer's events."""
 
-    def __init__(self, task: str, run_id: str, repo: Path, runtime: Runtime) -> None:
-        self.task, self.run_id, self.repo = task, run_id, repo
+    def __init__(self, task: str, task_id: str, repo: Path, runtime: Runtime) -> None:
+        self.task, self.task_id, self.repo = task, task_id, repo
         self.runtime, self.log = runtime, runtime.log
-        self.orch_id = self.log.start_orchestrator_run(
-            task_id=run_id, repo_path=str(repo), task_description=task
+        self.orchestrator_run_id = self.log.start_orchestrator_run(
+            task_id=task_id, repo_path=str(repo), task_description=task
         )
         self.sequence = 0
 
@@ -85,14 +85,14 @@ class PassRecorder:
         self.emit("pass_started", pass_type=pass_type, part_id=part_id, step_id=step_id)
         with self.log.batch():  # the task run and its place in the sequence: one transaction
             task_run = self.log.start_task_run(
-                task_id=f"{self.run_id}:{key}",
+                task_id=f"{self.task_id}:{key}",
                 repo_path=str(self.repo),
                 task_description=self.task,
                 mode=pass_type,
                 config_json=config_json,
             )
             self.log.record_pass(
-                orchestrator_run_id=self.orch_id,
+                orchestrator_run_id=self.orchestrator_run_id,
                 task_run_id=task_run,
                 pass_type=pass_type,
                 sequence_order=self.sequence + 1,
@@ -107,7 +107,7 @@ class PassRecorder:
         in one transaction — and tell the observer."""
         with self.log.batch():
             for key, value in end.states.items():
-                self.log.set_state(self.run_id, key, value)
+                self.log.set_state(self.task_id, key, value)
             self.log.finish_task_run(
                 task_run,
                 status=end.status,
@@ -117,13 +117,15 @@ class PassRecorder:
                 error=end.error,
             )
             if end.steps_completed is not None:
-                self.log.update_orchestrator_run(self.orch_id, steps_completed=end.steps_completed)
+                self.log.update_orchestrator_run(
+                    self.orchestrator_run_id, steps_completed=end.steps_completed
+                )
         self.emit("pass_finished", status=end.status, message=end.error or "")
 
     @contextmanager
     def run_pass(
         self,
-        rc: RunContext,
+        run_context: RunContext,
         pass_type: str,
         key: str,
         part_id: str | None = None,
@@ -134,7 +136,7 @@ class PassRecorder:
         out closes it failed and stops the run (StopRun); another AgentError closes it failed
         and goes on."""
         self.check_cancel()
-        current = OpenPass(rc, self.open_pass(pass_type, key, part_id, step_id))
+        current = OpenPass(run_context, self.open_pass(pass_type, key, part_id, step_id))
         try:
             yield current
         except BudgetExhausted as exc:
@@ -150,7 +152,7 @@ class PassRecorder:
         self, kind: RunEventKind, *, steps: Sequence[PlanStep] = (), **fields: str | None
     ) -> None:
         """Send one event to the observer."""
-        event = RunEvent(kind=kind, run_id=self.run_id, steps=list(steps), **fields)
+        event = RunEvent(kind=kind, task_id=self.task_id, steps=list(steps), **fields)
         self.runtime.observer.on_event(event)
 
     def check_cancel(self) -> None:
@@ -161,7 +163,7 @@ class PassRecorder:
     def progress(self, part_index: int, step_index: int, status: str) -> None:
         """Persist where the run is."""
         self.log.set_state(
-            self.run_id,
+            self.task_id,
             "orchestrator_progress",
             {
                 "current_part_index": part_index,

@@ -30,12 +30,12 @@ from agent.run.passes import OpenPass, PassRecorder
 class PlanPasses:
     """The reasoning passes of one run, recorded by its PassRecorder."""
 
-    def __init__(self, rc: RunContext, passes: PassRecorder) -> None:
-        self.rc, self.passes, self.config = rc, passes, rc.config
+    def __init__(self, run_context: RunContext, passes: PassRecorder) -> None:
+        self.run_context, self.passes, self.config = run_context, passes, run_context.config
 
     def meta_plan(self, task: str, *, cumulative_diff: str) -> MetaPlan:
         """The meta-plan pass, with its own task run and fresh context."""
-        with self.passes.run_pass(self.rc, "meta_plan", "meta_plan") as current:
+        with self.passes.run_pass(self.run_context, "meta_plan", "meta_plan") as current:
             reasoning = current.client("reasoning")
             room = self.plan_room(reasoning, "meta_plan", task)
             context = self.context_for(current, room, task=task, files=())
@@ -45,7 +45,7 @@ class PlanPasses:
     def part_plan(self, part: MetaPlanPart, *, cumulative_diff: str) -> PartPlan:
         """A part-plan pass, with its own task run and fresh context."""
         key = f"part_plan:{part.id}"
-        with self.passes.run_pass(self.rc, "part_plan", key, part.id) as current:
+        with self.passes.run_pass(self.run_context, "part_plan", key, part.id) as current:
             reasoning = current.client("reasoning")
             task, files = part.description, part.affected_files
             room = self.plan_room(reasoning, "part_plan", task)
@@ -99,7 +99,7 @@ class PlanPasses:
             completed_steps=done,
         )
         key = f"adjust:{part.id}:after_{after}"
-        with self.passes.run_pass(self.rc, "adjustment", key, part.id, after) as current:
+        with self.passes.run_pass(self.run_context, "adjustment", key, part.id, after) as current:
             record = AdjustmentRecord(part_id=part.id, after_step=after, mode=mode)
             try:
                 record = self.run_adjustment(record, part, outcome, material, current)
@@ -163,7 +163,7 @@ class PlanPasses:
     ) -> ContextPackage:
         """A fresh package for a planning pass, within `budget_tokens` (plan_room)."""
         classifier = current.client("classifier") if self.config.retrieval.stages else None
-        return self.rc.context.gather(
+        return self.run_context.context.gather(
             task,
             mode="plan",
             files=files,

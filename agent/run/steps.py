@@ -34,47 +34,53 @@ AUTHOR_NAME = "cra"
 AUTHOR_EMAIL = "cra@users.noreply.github.com"
 
 
-def step_state(rc: RunContext, step: PlanStep, request: StepRequest) -> StepState:
+def step_state(run_context: RunContext, step: PlanStep, request: StepRequest) -> StepState:
     """A step's working set: its own coding client within the step's ceilings (ADR: ~30k
     tokens, a few calls), its classifier for retrieval, and its target tests (its own and the
     request's). Retrieval's yes/no questions are capped per retrieval
     (retrieval.max_classifier_calls) and count against the run budget."""
     budget = TaskBudget(
         "step",
-        max_tokens=rc.config.budget.max_tokens_per_step,
-        max_calls=rc.config.orchestrator.max_calls_per_step,
+        max_tokens=run_context.config.budget.max_tokens_per_step,
+        max_calls=run_context.config.orchestrator.max_calls_per_step,
         tokens_label="max_tokens_per_step",
         calls_label="max_calls_per_step",
     )
     task_run_id = request.task_run_id
-    coding = rc.client("coding", task_run_id=task_run_id, budgets=[budget])
+    coding = run_context.client("coding", task_run_id=task_run_id, budgets=[budget])
     classifier = (
-        rc.client("classifier", task_run_id=task_run_id) if rc.config.retrieval.stages else None
+        run_context.client("classifier", task_run_id=task_run_id)
+        if run_context.config.retrieval.stages
+        else None
     )
-    targets = [*step_target_tests(rc.baseline, step), *request.extra_targets]
-    return StepState(rc, step, request, coding, classifier, targets=list(dict.fromkeys(targets)))
+    targets = [*step_target_tests(run_context.baseline, step), *request.extra_targets]
+    return StepState(
+        run_context, step, request, coding, classifier, targets=list(dict.fromkeys(targets))
+    )
 
 
-def implement_attempt(st: StepState, number: int, failure: str | None) -> tuple[AttemptRecord, int]:
+def implement_attempt(
+    state: StepState, number: int, failure: str | None
+) -> tuple[AttemptRecord, int]:
     """One implement call (with its refinements) and its edits applied, recorded; the
     attempt and its id in the run log. `patch_applied` says whether the edits are in."""
     stage = "implement" if number == 1 else "implement_retry"
-    context = st.rc.context.gather(
-        st.rc.task,
+    context = state.run_context.context.gather(
+        state.run_context.task,
         mode="implement",
-        files=st.step.target_files,
+        files=state.step.target_files,
         failure=failure,
-        budget_tokens=_context_budget(st, failure),
-        classifier=st.classifier,
+        budget_tokens=_context_budget(state, failure),
+        classifier=state.classifier,
     )
-    result = _implement(st, context, failure, stage)
+    result = _implement(state, context, failure, stage)
     loops = 0
-    while (request := _refinement(result, context, st)) is not None:
-        if loops >= st.rc.config.orchestrator.max_refinement_loops:
+    while (request := _refinement(result, context, state)) is not None:
+        if loops >= state.run_context.config.orchestrator.max_refinement_loops:
             break
         loops += 1
-        context = st.rc.context.refine(context, request, classifier=st.classifier)
-        result = _implement(st, context, failure, f"{stage}_refined")
+        context = state.run_context.context.refine(context, request, classifier=state.classifier)
+        result = _implement(state, context, failure, f"{stage}_refined")
     attempt = AttemptRecord(
         attempt=number,
         raw_response=result.raw_response,
@@ -83,57 +89,57 @@ def implement_attempt(st: StepState, number: int, failure: str | None) -> tuple[
         error_info=result.error_info,
     )
     if result.success:
-        apply_attempt(st, attempt)
-    return attempt, record_attempt(st, attempt)
+        apply_attempt(state, attempt)
+    return attempt, record_attempt(state, attempt)
 
 
-def run_tests(st: StepState, attempt_id: int, kind: ValidationKind) -> ValidationResult:
+def run_tests(state: StepState, attempt_id: int, kind: ValidationKind) -> ValidationResult:
     """The test command on the worktree as it is, recorded under the attempt as `kind`."""
-    validation = st.rc.timed(
+    validation = state.run_context.timed(
         run_validation(
-            st.rc.ws.worktree,
-            st.rc.config.testing,
-            environ=st.rc.runtime.environ,
-            timeout=st.rc.test_timeout,
-            sandbox=st.rc.runtime.sandbox,
+            state.run_context.workspace.worktree,
+            state.run_context.config.testing,
+            environ=state.run_context.runtime.environ,
+            timeout=state.run_context.test_timeout,
+            sandbox=state.run_context.runtime.sandbox,
         )
     )
-    st.rc.runtime.log.record_validation(
-        st.task_run_id, validation, attempt_id=attempt_id, kind=kind
+    state.run_context.runtime.log.record_validation(
+        state.task_run_id, validation, attempt_id=attempt_id, kind=kind
     )
     return validation
 
 
-def test_and_gate(st: StepState, attempt: AttemptRecord, attempt_id: int) -> None:
+def test_and_gate(state: StepState, attempt: AttemptRecord, attempt_id: int) -> None:
     """The tests on the applied attempt, and the gate's verdict on them (attempt.gate)."""
-    attempt.validation = run_tests(st, attempt_id, "attempt")
-    gate_attempt(st, attempt, attempt_id)
+    attempt.validation = run_tests(state, attempt_id, "attempt")
+    gate_attempt(state, attempt, attempt_id)
 
 
-def implement_request(st: StepState) -> ImplementRequest:
+def implement_request(state: StepState) -> ImplementRequest:
     """What the step's implement calls are asked."""
     return ImplementRequest(
-        st.rc.task,
-        st.step,
-        st.rc.config.budget.reserved_tokens,
-        plan=st.plan,
-        cumulative_diff=st.cumulative_diff or None,
-        landing=st.landing,
+        state.run_context.task,
+        state.step,
+        state.run_context.config.budget.reserved_tokens,
+        plan=state.plan,
+        cumulative_diff=state.cumulative_diff or None,
+        landing=state.landing,
     )
 
 
 def _implement(
-    st: StepState, context: ContextPackage, failure: str | None, stage: str
+    state: StepState, context: ContextPackage, failure: str | None, stage: str
 ) -> StepResult:
     from agent.execute.implement import execute_implement  # not paid before a run's first call
 
     return execute_implement(
-        context, implement_request(st), st.coding, failure=failure, stage=stage
+        context, implement_request(state), state.coding, failure=failure, stage=stage
     )
 
 
 def _refinement(
-    result: StepResult, context: ContextPackage, st: StepState
+    result: StepResult, context: ContextPackage, state: StepState
 ) -> RefinementRequest | None:
     """Why the answer needs more context: it asked, or it edits a file it was not shown."""
     if result.refinement is not None:
@@ -142,7 +148,7 @@ def _refinement(
     unseen = [
         e.file_path
         for e in result.edits
-        if e.search and _unseen(st.rc.ws.worktree, e.file_path, shown)
+        if e.search and _unseen(state.run_context.workspace.worktree, e.file_path, shown)
     ]
     if not unseen:
         return None
@@ -163,47 +169,49 @@ def _unseen(worktree: Path, rel: str, shown: set[str]) -> bool:
     return real not in shown and (worktree / real).is_file()
 
 
-def apply_attempt(st: StepState, attempt: AttemptRecord) -> None:
+def apply_attempt(state: StepState, attempt: AttemptRecord) -> None:
     """The attempt's edits written to the worktree (all or none), `patch_applied` and the
     diff set; a refused edit says why in `error_info`."""
     from agent.execute.patch import apply_edits  # the edit engine: not before a first call
 
-    refused = commit_refusal(st.rc.ws.worktree, attempt.edits)
+    refused = commit_refusal(state.run_context.workspace.worktree, attempt.edits)
     if refused is not None:  # the tests would run with a file the step's commit cannot take
         attempt.patch_applied = False
         attempt.error_info = f"edit rejected: {refused}"
         return
     patch = apply_edits(
-        attempt.edits, st.rc.ws.worktree, protected=st.rc.config.orchestrator.protected_paths
+        attempt.edits,
+        state.run_context.workspace.worktree,
+        protected=state.run_context.config.orchestrator.protected_paths,
     )
     attempt.patch_applied = patch.success
     attempt.unified_diff = patch.diff
     if not patch.success:
         attempt.error_info = f"edit rejected: {patch.error_info}\n{patch.hint}".strip()
-    st.rc.runtime.observer.on_event(
+    state.run_context.runtime.observer.on_event(
         RunEvent(  # a sign the run moves (the bot's stall check)
             kind="edits_applied",
-            run_id=st.rc.run_id,
-            part_id=st.part_id,
-            step_id=st.step.id,
+            task_id=state.run_context.task_id,
+            part_id=state.part_id,
+            step_id=state.step.id,
             status="applied" if patch.success else "rejected",
         )
     )
 
 
-def record_attempt(st: StepState, attempt: AttemptRecord) -> int:
+def record_attempt(state: StepState, attempt: AttemptRecord) -> int:
     """The attempt kept among the step's and recorded under its task run; its id."""
-    st.attempts.append(attempt)
-    return st.rc.runtime.log.record_attempt(st.task_run_id, attempt)
+    state.attempts.append(attempt)
+    return state.run_context.runtime.log.record_attempt(state.task_run_id, attempt)
 
 
-def allowed_test_changes(st: StepState, attempt: AttemptRecord) -> list[TestChange]:
+def allowed_test_changes(state: StepState, attempt: AttemptRecord) -> list[TestChange]:
     """The declared test changes the gate allowed, one entry per test file."""
     verdict = attempt.gate
     if verdict is None or not verdict.changed_tests:
         return []
     diffs = file_diffs(attempt.unified_diff)
-    in_code = {c.path for c in changed_gate_files(st, attempt) if c.tests_only}
+    in_code = {c.path for c in changed_gate_files(state, attempt) if c.tests_only}
     files = [f for f in diffs if is_test_path(f) or f in in_code]  # tests inside a source file
     unplaced = [t for t in verdict.changed_tests if file_of_test(t, files) is None]
     changes = []
@@ -216,17 +224,17 @@ def allowed_test_changes(st: StepState, attempt: AttemptRecord) -> list[TestChan
                     path=path,
                     tests=tests,
                     diff=diffs[path],
-                    reason=st.step.description,
-                    step=f"{st.part_id}/{st.step.id}",
+                    reason=state.step.description,
+                    step=f"{state.part_id}/{state.step.id}",
                 )
             )
     return changes
 
 
-def commit_edits(st: StepState, edits: Sequence[PatchEdit], description: str) -> str | None:
+def commit_edits(state: StepState, edits: Sequence[PatchEdit], description: str) -> str | None:
     """A commit of the files `edits` wrote, under `description` (its first line the
     subject) and the run's trailers; None when nothing changed."""
-    worktree = st.rc.ws.worktree
+    worktree = state.run_context.workspace.worktree
     description = neutralise_closing_keywords(description.strip())
     message = f"{description.splitlines()[0][:72]}\n\n{description}"
     # Only the edited files are committed, never what the test run left behind; by the paths
@@ -239,23 +247,28 @@ def commit_edits(st: StepState, edits: Sequence[PatchEdit], description: str) ->
         message,
         author_name=AUTHOR_NAME,
         author_email=AUTHOR_EMAIL,
-        trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},
+        trailers={
+            "Cra-Run": state.run_context.task_id,
+            "Cra-Step": f"{state.part_id}/{state.step.id}",
+        },
         paths=edited,
         new_paths=created,
     )
 
 
-def _context_budget(st: StepState, failure: str | None) -> int:
+def _context_budget(state: StepState, failure: str | None) -> int:
     """What the step's files may take: what an implement pass needs (its files, whole while
     they fit: retrieval.implement_context_tokens), within the window left once the prompt frame
     and the failure text are counted."""
-    model = st.coding.config
-    reserved = st.rc.config.budget.reserved_tokens
-    frame = build_implement_prompt(ContextPackage(task=st.rc.task), implement_request(st), model)
+    model = state.coding.config
+    reserved = state.run_context.config.budget.reserved_tokens
+    frame = build_implement_prompt(
+        ContextPackage(task=state.run_context.task), implement_request(state), model
+    )
     room = context_room(*frame, model=model, reserved_tokens=reserved)
     if failure:
         room = max(room - min(estimate_tokens(failure), prompt_limit(model, reserved) // 4), 0)
-    return min(room, st.rc.config.retrieval.implement_context_tokens)
+    return min(room, state.run_context.config.retrieval.implement_context_tokens)
 
 
 _CLOSING = re.compile(r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?=[\w./-]*#\d)", re.I)

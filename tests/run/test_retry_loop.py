@@ -30,7 +30,7 @@ REQUEST = StepRequest(
 UNUSED: Any = None  # what failed() and account() never read: runtime, workspace, clients
 
 
-def run_context() -> RunContext:
+def new_run_context() -> RunContext:
     baseline = ValidationResult(success=True)
     return RunContext("task", "run", UNUSED, UNUSED, UNUSED, baseline, UNUSED, UNUSED)
 
@@ -40,10 +40,10 @@ def state(rc: RunContext, step: PlanStep, *attempts: AttemptRecord) -> StepState
 
 
 def unit_of(*steps: PlanStep, attempts: int = 1) -> Unit:
-    rc = run_context()
+    rc = new_run_context()
     tried = [AttemptRecord(attempt=n, error_info="unparseable") for n in range(1, attempts + 1)]
     pieces = [Piece(state(rc, s, *tried)) for s in steps]
-    whole = pieces[0].st if len(pieces) == 1 else state(rc, s1_and_s2())
+    whole = pieces[0].state if len(pieces) == 1 else state(rc, s1_and_s2())
     unit = Unit(rc, pieces, whole)
     unit.rounds = [GroupRound(number=n.attempt, attempt=n) for n in tried]
     return unit
@@ -191,4 +191,4 @@ def test_a_landing_without_model_calls_costs_nothing(steps: tuple[PlanStep, ...]
     unit = unit_of(*steps)
     landing = account(unit, failed(unit, Failure("x")))
     assert all(o.usage.calls == 0 for o in landing.steps)
-    assert unit.rc.usage_by_role == {}
+    assert unit.run_context.usage_by_role == {}
