@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from agent.models import CommandResult, EnvironmentReport
-
 
 class AgentError(Exception):
     """Base of every error the agent raises on purpose."""
@@ -180,6 +175,11 @@ class Interrupted(BaseException):
 # RunSignal is not an AgentError: a broad `except AgentError` (a pass that failed) never catches
 # one, so no handler has to re-raise it first; only the run's sequencer (agent.run.orchestrator)
 # catches them, and ends the run the way each one says.
+
+from typing import TYPE_CHECKING  # noqa: E402  (this block stands apart from the tree above)
+
+if TYPE_CHECKING:
+    from agent.models import CommandResult, EnvironmentReport
 
 
 class RunSignal(Exception):
