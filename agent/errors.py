@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.models import CommandResult, EnvironmentReport
+
 
 class AgentError(Exception):
     """Base of every error the agent raises on purpose."""
@@ -168,3 +173,36 @@ class Interrupted(BaseException):
     def exit_code(self) -> int:
         """The shell's convention: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM)."""
         return 128 + self.signum
+
+
+# --- a run's control-flow signals, and its setup failure ------------------------------------
+#
+# RunSignal is not an AgentError: a broad `except AgentError` (a pass that failed) never catches
+# one, so no handler has to re-raise it first; only the run's sequencer (agent.run.orchestrator)
+# catches them, and ends the run the way each one says.
+
+
+class RunSignal(Exception):
+    """Base of the signals that steer an orchestrator run rather than report a failure: the run
+    was cancelled (Cancelled), or its budget ran out (StopRun)."""
+
+
+class Cancelled(RunSignal):
+    """The run was cancelled between passes."""
+
+
+class StopRun(RunSignal):
+    """The run budget ran out: stop, keeping what was committed."""
+
+    def __init__(self, budget: str, message: str) -> None:
+        super().__init__(message)
+        self.budget = budget
+
+
+class SetupFailed(AgentError):
+    """The setup step failed: the repository's environment could not be built."""
+
+    def __init__(self, result: CommandResult, report: EnvironmentReport) -> None:
+        state = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+        super().__init__(f"the setup step ({result.command}) {state}; see its output")
+        self.result, self.report = result, report

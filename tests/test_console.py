@@ -344,17 +344,17 @@ def test_a_small_job_draws_no_bar() -> None:
 def test_the_steps_of_a_run_read_as_lines() -> None:
     step = PlanStep(id="s1", description="Round up\nmore")
     events = [
-        RunEvent(kind="pass_started", run_id="r", pass_type="baseline"),
-        RunEvent(kind="plan_made", run_id="r", part_id="p1", steps=[step]),
+        RunEvent(kind="pass_started", task_id="r", pass_type="baseline"),
+        RunEvent(kind="plan_made", task_id="r", part_id="p1", steps=[step]),
         RunEvent(
             kind="step_failed",
-            run_id="r",
+            task_id="r",
             part_id="p1",
             step_id="s1",
             status="failed",
             message="Round up",
         ),
-        RunEvent(kind="pass_finished", run_id="r"),
+        RunEvent(kind="pass_finished", task_id="r"),
     ]
     assert [describe_event(e) for e in events] == [
         "  ▸ running the tests once (the baseline)",

@@ -27,6 +27,7 @@ USER_CONFIG = "cra/config.toml"  # under $XDG_CONFIG_HOME, else ~/.config
 # The keys of a [models.ROLE] section that decide where prompts go and which secret is read.
 ENDPOINT_KEYS = ("provider", "base_url", "api_key_env")
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
+MAX_GROUP_STEPS = 4  # steps that may land together (one gate): more than this is several changes
 DEFAULT_PROTECTED: tuple[str, ...] = (".github/workflows/**",)  # globs cra never edits
 # The files whose content keys the environment cache: manifests and lock files. A pattern
 # without "/" matches a file name at any depth; one with "/" matches the whole path.
@@ -196,7 +197,7 @@ class OrchestratorConfig(Section):
     max_refinement_loops: int = Field(default=1, ge=0)
     max_adjustment_rounds: int = Field(default=1, ge=0)
     max_steps_per_part: int = Field(default=10, gt=0)
-    max_group_steps: int = Field(default=4, gt=0)  # steps that may land together (one gate)
+    max_group_steps: int = Field(default=MAX_GROUP_STEPS, gt=0)
     decomposed_adjustment: bool = False
     cache_judgments: bool = True
     protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))

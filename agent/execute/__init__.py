@@ -1,5 +1,6 @@
 """The model's passes turned into typed artifacts: `plan` (a planner call into a validated plan,
 with `plan_rules`, `plan_prompts` and `plan_material`), `implement` (an implement call into edits,
 with `prompts`), `parsers` (answers into plans and edit blocks), `patch` (edits applied all or
-none, with `matching`, `flexible`, `edges`, `lines` and `paths`), `groups` (steps that land
-together) and `decomposed_adjustment` (a plan adjusted through yes/no verdicts and one finalize)."""
+none, with `matching`, `flexible`, `edges`, `lines` and `paths`), `grouping` (which steps land
+together, in what order) and `decomposed_adjustment` (a plan adjusted through yes/no verdicts and
+one finalize)."""

@@ -6,18 +6,18 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
-from agent.config.files import SolveConfig
 from agent.errors import AdjustmentFailed
-from agent.execute.groups import MAX_GROUP_STEPS, as_units, unit_verdicts
+from agent.execute.grouping import as_units, unit_verdicts
 from agent.execute.parsers import Plan
 from agent.execute.plan import (
     ask_plan,
     ensure_valid_adjustment,
-    execute_plan,
+    plan_adjustment,
     rule_problems,
     with_groups,
     with_split_steps,
 )
+from agent.execute.plan_material import PlanRequest
 from agent.execute.plan_prompts import (
     SYSTEM_PROMPTS,
     build_finalize_prompt,
@@ -32,12 +32,10 @@ from agent.llm.binary import run_binary_judgment
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
     AdjustmentVerdicts,
-    ContextPackage,
     FailureSignal,
     PlanAdjustment,
     PlanStep,
     StepResult,
-    ValidationResult,
 )
 
 FailureCategory = Literal[
@@ -219,42 +217,23 @@ def unattributed_failures(
 
 
 def finalize_adjustment(
-    context: ContextPackage,
-    task: str,
-    verdicts: AdjustmentVerdicts,
-    remaining_steps: Sequence[PlanStep],
-    *,
-    llm: LoggedLLMClient,
-    reserved_tokens: int,
-    completed_steps: Sequence[PlanStep] = (),
-    cumulative_diff: str | None = None,
-    max_group_steps: int = MAX_GROUP_STEPS,
+    request: PlanRequest, verdicts: AdjustmentVerdicts, llm: LoggedLLMClient
 ) -> PlanAdjustment:
     """The revised steps from the verdicts (split and grouped as a planned part is);
     ParseError or PlanInvalid when the answer is bad."""
-    system, user = build_finalize_prompt(
-        context,
-        task,
-        verdicts,
-        remaining_steps,
-        model=llm.config,
-        reserved_tokens=reserved_tokens,
-        completed_steps=completed_steps,
-        cumulative_diff=cumulative_diff,
-    )
+    prompt = build_finalize_prompt(request, verdicts, llm.config)
 
     def check(plan: Plan) -> PlanAdjustment:
         assert isinstance(plan, PlanAdjustment)  # the parser's model for this pass type
-        adjustment = ensure_valid_adjustment(plan, completed_steps)
-        return with_groups(with_split_steps(adjustment), max_group_steps)
+        adjustment = ensure_valid_adjustment(plan, request.material.completed_steps)
+        return with_groups(with_split_steps(adjustment), request.max_group_steps)
 
     return ask_plan(
         llm,
-        system,
-        user,
+        prompt,
         pass_type=STAGE_FINALIZE,
         check=check,
-        problems=lambda plan: rule_problems(plan, max_group_steps),
+        problems=lambda plan: rule_problems(plan, request.max_group_steps),
     )
 
 
@@ -262,17 +241,7 @@ def finalize_adjustment(
 
 
 def decomposed_adjustment(
-    context: ContextPackage,
-    task: str,
-    *,
-    classifier: LoggedLLMClient,
-    reasoning: LoggedLLMClient,
-    prior_results: Sequence[StepResult],
-    remaining_steps: Sequence[PlanStep],
-    completed_steps: Sequence[PlanStep] = (),
-    cumulative_diff: str | None = None,
-    reserved_tokens: int,
-    max_group_steps: int = MAX_GROUP_STEPS,
+    request: PlanRequest, *, classifier: LoggedLLMClient, reasoning: LoggedLLMClient
 ) -> tuple[PlanAdjustment, AdjustmentVerdicts]:
     """The adjustment after a step (or a group): yes/no stages on the classifier, asked once
     per remaining group (steps that land together stand or fall together), finalize on
@@ -280,12 +249,16 @@ def decomposed_adjustment(
 
     No remaining steps, or no failures, return at once without a model call.
     """
-    signals = extract_failure_signals(prior_results)
+    task, material = request.task, request.material
+    remaining_steps = material.remaining_steps
+    signals = extract_failure_signals(material.prior_results)
     if not remaining_steps or not signals:
         return _unchanged(remaining_steps, signals)
     units = as_units(remaining_steps)
     viability = run_step_viability(signals, units, task, classifier)
-    causes = run_root_cause_attribution(signals, units, viability, cumulative_diff, classifier)
+    causes = run_root_cause_attribution(
+        signals, units, viability, material.cumulative_diff, classifier
+    )
     needed = run_new_step_detection(unattributed_failures(signals, causes), units, task, classifier)
     verdicts = AdjustmentVerdicts(
         step_viability=unit_verdicts(viability, remaining_steps),
@@ -293,17 +266,7 @@ def decomposed_adjustment(
         new_steps_needed=needed,
         failure_signals=signals,
     )
-    adjustment = finalize_adjustment(
-        context,
-        task,
-        verdicts,
-        remaining_steps,
-        llm=reasoning,
-        reserved_tokens=reserved_tokens,
-        completed_steps=completed_steps,
-        cumulative_diff=cumulative_diff,
-        max_group_steps=max_group_steps,
-    )
+    adjustment = finalize_adjustment(request, verdicts, reasoning)
     return adjustment, verdicts
 
 
@@ -325,45 +288,13 @@ def _unchanged(
 
 
 def adjust_plan(
-    context: ContextPackage,
-    task: str,
+    request: PlanRequest,
     *,
-    config: SolveConfig,
+    decomposed: bool,
     classifier: LoggedLLMClient,
     reasoning: LoggedLLMClient,
-    prior_results: Sequence[StepResult],
-    remaining_steps: Sequence[PlanStep],
-    completed_steps: Sequence[PlanStep] = (),
-    test_results: Sequence[ValidationResult] = (),
-    cumulative_diff: str | None = None,
 ) -> tuple[PlanAdjustment, AdjustmentVerdicts | None]:
     """The adjustment `orchestrator.decomposed_adjustment` selects: staged, or one planner call."""
-    reserved = config.budget.reserved_tokens
-    if config.orchestrator.decomposed_adjustment:
-        return decomposed_adjustment(
-            context,
-            task,
-            classifier=classifier,
-            reasoning=reasoning,
-            prior_results=prior_results,
-            remaining_steps=remaining_steps,
-            completed_steps=completed_steps,
-            cumulative_diff=cumulative_diff,
-            reserved_tokens=reserved,
-            max_group_steps=config.orchestrator.max_group_steps,
-        )
-    adjustment = execute_plan(
-        context,
-        task,
-        reasoning,
-        pass_type="adjustment",
-        reserved_tokens=reserved,
-        step_token_budget=config.budget.max_tokens_per_step,
-        cumulative_diff=cumulative_diff,
-        prior_results=prior_results,
-        test_results=test_results,
-        remaining_steps=remaining_steps,
-        completed_steps=completed_steps,
-        max_group_steps=config.orchestrator.max_group_steps,
-    )
-    return adjustment, None
+    if decomposed:
+        return decomposed_adjustment(request, classifier=classifier, reasoning=reasoning)
+    return plan_adjustment(request, reasoning), None

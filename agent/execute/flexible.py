@@ -124,7 +124,7 @@ def replace_lines(text: str, search: str, replacement: str, eol: str) -> str:
     if windows or not any(is_elision(line) for line in needle):
         pieces = [Piece(_unique(windows, bare, text, search), needle, new)]
     else:
-        pieces = place_elided(codes, bare, needle, new, text, search)
+        pieces = place_elided(bare, needle, new, text, search)
     pieces = settled(pieces, codes)
     indent = indent_map(
         [(indent_of(bare[f]), indent_of(p.needle[j])) for p in pieces for j, f in p.window.pairs]
@@ -277,10 +277,12 @@ def _rendered(line: str, indent: Indent) -> str:
 
 
 def place_elided(
-    codes: Sequence[str], bare: list[str], needle: list[str], new: list[str], text: str, search: str
+    bare: list[str], needle: list[str], new: list[str], text: str, search: str
 ) -> list[Piece]:
-    """The pieces of a search that leaves lines out with `...`, each placed in order; the
-    replacement must leave out the same places. Refused unless there is one placement."""
+    """The pieces of a search that leaves lines out with `...`, each placed in order among the
+    file's lines (`bare`: without their line ends); the replacement must leave out the same
+    places. Refused unless there is one placement."""
+    codes = [line.strip() for line in bare]
     kept = _paired_parts(needle, new, text, search)
     options = [find_windows(codes, part) for part, _ in kept]
     for (part, _), found in zip(kept, options, strict=True):

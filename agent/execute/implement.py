@@ -6,50 +6,35 @@ import re
 
 from agent.errors import ParseError
 from agent.execute.parsers import parse_implement_response
-from agent.execute.prompts import build_implement_prompt
+from agent.execute.prompts import ImplementRequest, build_implement_prompt
 from agent.llm.logged import LoggedLLMClient
-from agent.models import ContextPackage, PartPlan, PlanStep, RefinementRequest, StepResult
+from agent.models import ContextPackage, RefinementRequest, StepResult
 
 _NEED_CONTEXT = re.compile(r"<need_context>\s*(.*?)\s*</need_context>", re.S)
 
 
 def execute_implement(
     context: ContextPackage,
-    task: str,
-    step: PlanStep,
+    request: ImplementRequest,
     llm: LoggedLLMClient,
     *,
-    reserved_tokens: int,
-    plan: PartPlan | None = None,
-    cumulative_diff: str | None = None,
     failure: str | None = None,
     stage: str = "implement",
-    landing: str | None = None,
 ) -> StepResult:
     """Ask the coding model for the step's edits; an unparseable answer is a failed StepResult.
 
     PromptTooLarge, BudgetExhausted and LLMError propagate: they are not the model's fault.
     """
-    system, user = build_implement_prompt(
-        context,
-        task,
-        step,
-        model=llm.config,
-        reserved_tokens=reserved_tokens,
-        plan=plan,
-        cumulative_diff=cumulative_diff,
-        failure=failure,
-        landing=landing,
-    )
+    system, user = build_implement_prompt(context, request, llm.config, failure)
     response = llm.complete(system, user, stage=stage)
-    request = needs_context(response.text)
-    if request is not None and "<edit" not in response.text:
+    wanted = needs_context(response.text)
+    if wanted is not None and "<edit" not in response.text:
         return StepResult(
             success=False,
-            error_info=f"needs context: {', '.join(request.missing_files)}",
+            error_info=f"needs context: {', '.join(wanted.missing_files)}",
             raw_response=response.raw_text,
             usage=response.usage,
-            refinement=request,
+            refinement=wanted,
         )
     try:
         edits = parse_implement_response(response.raw_text)

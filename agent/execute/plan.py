@@ -1,13 +1,13 @@
-"""execute_plan: one planner call (meta-plan, part plan or adjustment) into a validated plan."""
+"""A planner pass (plan_meta, plan_part, plan_adjustment): one call into a validated plan."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, TypeVar
 
+from agent.config.files import MAX_GROUP_STEPS
 from agent.errors import ParseError, PlanInvalid, PromptTooLarge
-from agent.execute.groups import MAX_GROUP_STEPS, group_problems, repaired_links
+from agent.execute.grouping import group_problems, repaired_links
 from agent.execute.parsers import (
     PassType,
     Plan,
@@ -18,201 +18,92 @@ from agent.execute.parsers import (
     topological_order,
     validate_plan,
 )
-from agent.execute.plan_material import build_plan_prompt
+from agent.execute.plan_material import PlanRequest, build_plan_prompt
 from agent.execute.plan_rules import send_back_problems, split_steps
 from agent.execute.prompts import PlanPassType
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
     AffectedFile,
-    ContextPackage,
     LLMResponse,
     MetaPlan,
     PartPlan,
     PlanAdjustment,
     PlanArtifact,
     PlanStep,
-    StepResult,
-    ValidationResult,
+    answer_schema,
+    answer_shape,
 )
 
 CheckedT = TypeVar("CheckedT")
-_STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
-
-
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
-    """A closed JSON-schema object whose every property is required."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-_STRING: dict[str, Any] = {"type": "string"}
-_STEP = _object(
-    {
-        "id": _STRING,
-        "description": _STRING,
-        "target_files": _STRINGS,
-        "target_symbols": _STRINGS,
-        "depends_on": _STRINGS,
-        "lands_with": _STRINGS,
-        "changes_existing_tests": {"type": "boolean"},
-    }
-)
-_PART = _object(
-    {"id": _STRING, "description": _STRING, "affected_files": _STRINGS, "depends_on": _STRINGS}
-)
-_SCHEMAS: dict[str, dict[str, Any]] = {
-    "meta_plan": _object(
-        {"task_summary": _STRING, "parts": {"type": "array", "items": _PART}, "rationale": _STRING}
-    ),
-    "part_plan": _object(
-        {
-            "part_id": _STRING,
-            "task_summary": _STRING,
-            "steps": {"type": "array", "items": _STEP},
-            "rationale": _STRING,
-        }
-    ),
-    "adjustment": _object(
-        {
-            "revised_steps": {"type": "array", "items": _STEP},
-            "rationale": _STRING,
-            "changes_made": _STRINGS,
-        }
-    ),
+_ANSWERS: dict[str, type[Plan]] = {
+    "meta_plan": MetaPlan,
+    "part_plan": PartPlan,
+    "adjustment": PlanAdjustment,
+    "adjustment_finalize": PlanAdjustment,
 }
-_SCHEMAS["adjustment_finalize"] = _SCHEMAS["adjustment"]
-
 REASK_ERROR_CHARS = 600
-_STEP_SHAPE = (
-    '{"id": "s1", "description": "…", "target_files": ["path/to/file.py"], '
-    '"target_symbols": ["name"], "depends_on": [], "lands_with": []}'
-)
-PLAN_SHAPES: dict[str, str] = {
-    "meta_plan": (
-        '{"task_summary": "…", "parts": [{"id": "p1", "description": "…", '
-        '"affected_files": ["path/to/file.py"], "depends_on": []}], "rationale": "…"}'
-    ),
-    "part_plan": f'{{"part_id": "p1", "task_summary": "…", "steps": [{_STEP_SHAPE}], '
-    '"rationale": "…"}',
-    "adjustment": f'{{"revised_steps": [{_STEP_SHAPE}], "rationale": "…", "changes_made": ["…"]}}',
-}
-PLAN_SHAPES["adjustment_finalize"] = PLAN_SHAPES["adjustment"]
+PLAN_SHAPES: dict[str, str] = {kind: answer_shape(model) for kind, model in _ANSWERS.items()}
 
 
 def plan_schema(pass_type: PassType) -> dict[str, Any]:
-    """The flat JSON schema (no $ref) of a plan answer, every field required; a fresh copy."""
-    return copy.deepcopy(_SCHEMAS[pass_type])
+    """The flat JSON schema (no $ref) of a plan answer, every field required (generated from
+    its model); a fresh copy."""
+    return answer_schema(_ANSWERS[pass_type])
 
 
-@overload
-def execute_plan(
-    context: ContextPackage,
-    task: str,
+def plan_meta(request: PlanRequest, llm: LoggedLLMClient) -> MetaPlan:
+    """The meta-plan pass: the task split into parts, validated."""
+
+    def check(plan: Plan) -> MetaPlan:
+        assert isinstance(plan, MetaPlan)  # the parser's model for this pass type
+        return ensure_valid_plan(plan)
+
+    return _planned(request, llm, "meta_plan", check)
+
+
+def plan_part(request: PlanRequest, llm: LoggedLLMClient) -> PartPlan:
+    """A part-plan pass: the part split into steps under the part id asked for; steps over
+    several files split into pieces that land together, groups held to the request's most."""
+
+    def check(plan: Plan) -> PartPlan:
+        assert isinstance(plan, PartPlan)
+        part = ensure_valid_plan(with_part_id(plan, request.expected_part_id))
+        return with_groups(with_split_steps(part), request.max_group_steps)
+
+    return _planned(request, llm, "part_plan", check)
+
+
+def plan_adjustment(request: PlanRequest, llm: LoggedLLMClient) -> PlanAdjustment:
+    """An adjustment pass (one reasoning call): the remaining steps revised, split and grouped
+    as a part plan's are."""
+
+    def check(plan: Plan) -> PlanAdjustment:
+        assert isinstance(plan, PlanAdjustment)
+        adjustment = ensure_valid_adjustment(plan, request.material.completed_steps)
+        return with_groups(with_split_steps(adjustment), request.max_group_steps)
+
+    return _planned(request, llm, "adjustment", check)
+
+
+def _planned(
+    request: PlanRequest,
     llm: LoggedLLMClient,
-    *,
-    pass_type: Literal["meta_plan"],
-    reserved_tokens: int,
-    step_token_budget: int,
-    cumulative_diff: str | None = ...,
-    prior_results: Sequence[StepResult] = ...,
-    test_results: Sequence[ValidationResult] = ...,
-    remaining_steps: Sequence[PlanStep] = ...,
-    completed_steps: Sequence[PlanStep] = ...,
-    expected_part_id: str | None = ...,
-    max_group_steps: int = ...,
-) -> MetaPlan: ...
-@overload
-def execute_plan(
-    context: ContextPackage,
-    task: str,
-    llm: LoggedLLMClient,
-    *,
-    pass_type: Literal["part_plan"],
-    reserved_tokens: int,
-    step_token_budget: int,
-    cumulative_diff: str | None = ...,
-    prior_results: Sequence[StepResult] = ...,
-    test_results: Sequence[ValidationResult] = ...,
-    remaining_steps: Sequence[PlanStep] = ...,
-    completed_steps: Sequence[PlanStep] = ...,
-    expected_part_id: str | None = ...,
-    max_group_steps: int = ...,
-) -> PartPlan: ...
-@overload
-def execute_plan(
-    context: ContextPackage,
-    task: str,
-    llm: LoggedLLMClient,
-    *,
-    pass_type: Literal["adjustment"],
-    reserved_tokens: int,
-    step_token_budget: int,
-    cumulative_diff: str | None = ...,
-    prior_results: Sequence[StepResult] = ...,
-    test_results: Sequence[ValidationResult] = ...,
-    remaining_steps: Sequence[PlanStep] = ...,
-    completed_steps: Sequence[PlanStep] = ...,
-    expected_part_id: str | None = ...,
-    max_group_steps: int = ...,
-) -> PlanAdjustment: ...
-def execute_plan(
-    context: ContextPackage,
-    task: str,
-    llm: LoggedLLMClient,
-    *,
     pass_type: PlanPassType,
-    reserved_tokens: int,
-    step_token_budget: int,
-    cumulative_diff: str | None = None,
-    prior_results: Sequence[StepResult] = (),
-    test_results: Sequence[ValidationResult] = (),
-    remaining_steps: Sequence[PlanStep] = (),
-    completed_steps: Sequence[PlanStep] = (),
-    expected_part_id: str | None = None,
-    max_group_steps: int = MAX_GROUP_STEPS,
-) -> Plan:
-    """Ask the reasoning model for a plan of `pass_type`, parse it and validate it; steps over
-    several files are split into pieces that land together, and groups are held to
-    `max_group_steps` (sent back once, then repaired).
+    check: Callable[[Plan], CheckedT],
+) -> CheckedT:
+    """Ask the reasoning model for a plan of `pass_type`, parse it and check it; sent back
+    once for a decomposition rule it breaks (then repaired).
 
     ParseError and PlanInvalid propagate after the logged client has recorded the call; so do
     PromptTooLarge, BudgetExhausted and LLMError.
     """
-    system, user = build_plan_prompt(
-        context,
-        task,
-        pass_type=pass_type,
-        model=llm.config,
-        reserved_tokens=reserved_tokens,
-        step_token_budget=step_token_budget,
-        cumulative_diff=cumulative_diff,
-        prior_results=prior_results,
-        test_results=test_results,
-        remaining_steps=remaining_steps,
-        completed_steps=completed_steps,
-        max_group_steps=max_group_steps,
-    )
-
-    def check(plan: Plan) -> Plan:
-        if isinstance(plan, PlanAdjustment):
-            adjustment = ensure_valid_adjustment(plan, completed_steps)
-            return with_groups(with_split_steps(adjustment), max_group_steps)
-        if isinstance(plan, PartPlan):
-            part = ensure_valid_plan(with_part_id(plan, expected_part_id))
-            return with_groups(with_split_steps(part), max_group_steps)
-        return ensure_valid_plan(plan)
-
+    prompt = build_plan_prompt(request, pass_type, llm.config)
     return ask_plan(
         llm,
-        system,
-        user,
+        prompt,
         pass_type=pass_type,
         check=check,
-        problems=lambda plan: rule_problems(plan, max_group_steps),
+        problems=lambda plan: rule_problems(plan, request.max_group_steps),
     )
 
 
@@ -226,7 +117,7 @@ def with_split_steps(plan: PlanT) -> PlanT:
 
 
 def with_groups(plan: PlanT, max_group_steps: int = MAX_GROUP_STEPS) -> PlanT:
-    """The plan with `lands_with` links a run can follow (groups.repaired_links), what was
+    """The plan with `lands_with` links a run can follow (grouping.repaired_links), what was
     repaired said in its changes_made (an adjustment) or rationale (a part plan)."""
     notes: list[str]
     if isinstance(plan, PartPlan):
@@ -251,8 +142,7 @@ def rule_problems(plan: Plan, max_group_steps: int = MAX_GROUP_STEPS) -> list[st
 
 def ask_plan(
     llm: LoggedLLMClient,
-    system: str,
-    user: str,
+    prompt: tuple[str, str],
     *,
     pass_type: PassType,
     check: Callable[[Plan], CheckedT],
@@ -265,6 +155,7 @@ def ask_plan(
     A first plan that only broke a rule is kept when the re-ask gives nothing better; else the
     first error propagates when the re-ask does not fit the window, the second when it fails.
     """
+    system, user = prompt
     schema = plan_schema(pass_type)
     response = llm.complete(system, user, stage=pass_type, json_schema=schema)
     fallback: CheckedT | None = None

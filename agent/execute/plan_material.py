@@ -1,5 +1,6 @@
-"""The user prompt of a planner pass: its material (the plan so far, step and test results, the
-changes made) in tagged sections, trimmed to fit the window; and the room left for context."""
+"""The user prompt of a planner pass (what it is asked: PlanRequest): its material (the plan so
+far, step and test results, the changes made) in tagged sections, trimmed to fit the window; and
+the room left for context."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.config.files import ModelConfig
+from agent.config.files import MAX_GROUP_STEPS, ModelConfig
 from agent.execute.prompts import (
     Caps,
     PlanPassType,
+    Window,
     fit_user_prompt,
     last_chars,
     plan_system_prompt,
@@ -35,33 +37,32 @@ class PlanMaterial:
     completed_steps: Sequence[PlanStep] = ()
 
 
+@dataclass(frozen=True)
+class PlanRequest:
+    """What one planner pass is asked: its context and task, its budgets (the reserved tokens,
+    the implementer's tokens per step, the most steps that may land together), what it knows
+    beyond the context (its material), and the part it plans (a part plan's)."""
+
+    context: ContextPackage
+    task: str
+    reserved_tokens: int
+    step_token_budget: int
+    max_group_steps: int = MAX_GROUP_STEPS
+    material: PlanMaterial = PlanMaterial()
+    expected_part_id: str | None = None
+
+
 def build_plan_prompt(
-    context: ContextPackage,
-    task: str,
-    *,
-    pass_type: PlanPassType,
-    model: ModelConfig,
-    reserved_tokens: int,
-    step_token_budget: int,
-    cumulative_diff: str | None = None,
-    prior_results: Sequence[StepResult] = (),
-    test_results: Sequence[ValidationResult] = (),
-    remaining_steps: Sequence[PlanStep] = (),
-    completed_steps: Sequence[PlanStep] = (),
-    max_group_steps: int = 4,
+    request: PlanRequest, pass_type: PlanPassType, model: ModelConfig
 ) -> tuple[str, str]:
     """(system, user) of a planner pass; old diff, then test output, trimmed to fit the window."""
-    system = plan_system_prompt(pass_type, step_token_budget, max_group_steps)
-    material = PlanMaterial(
-        cumulative_diff, prior_results, test_results, remaining_steps, completed_steps
-    )
+    system = plan_system_prompt(pass_type, request.step_token_budget, request.max_group_steps)
+    material = request.material
     user = fit_user_prompt(
         system,
-        lambda caps: "\n\n".join(plan_sections(context, task, material, caps)),
-        lambda caps: shrink_caps(caps, cumulative_diff, test_results),
-        model=model,
-        reserved_tokens=reserved_tokens,
-        stage=pass_type,
+        lambda caps: "\n\n".join(plan_sections(request.context, request.task, material, caps)),
+        lambda caps: shrink_caps(caps, material.cumulative_diff, material.test_results),
+        Window(model, request.reserved_tokens, pass_type),
     )
     return system, user
 
@@ -153,14 +154,8 @@ def plan_context_room(
 ) -> int:
     """Tokens a planner pass may give its context files: the window after the prompt frame,
     halved for an adjustment (its diff and results need the rest)."""
-    system, user = build_plan_prompt(
-        ContextPackage(task=task),
-        task,
-        pass_type=pass_type,
-        model=model,
-        reserved_tokens=reserved_tokens,
-        step_token_budget=step_token_budget,
-    )
+    empty = PlanRequest(ContextPackage(task=task), task, reserved_tokens, step_token_budget)
+    system, user = build_plan_prompt(empty, pass_type, model)
     room = context_room(system, user, model=model, reserved_tokens=reserved_tokens)
     room = max(room - REASK_NOTE_TOKENS, 0)  # a re-ask appends its note to the same prompt
     return room // 2 if pass_type == "adjustment" else room

@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent.config.files import ModelConfig
-from agent.execute.plan_material import format_step_list, prior_changes, steps_json
+from agent.execute.plan_material import (
+    PlanRequest,
+    format_step_list,
+    prior_changes,
+    steps_json,
+)
 from agent.execute.prompts import (
     ADJUSTMENT_SYSTEM,
     DATA_NOTE,
@@ -13,12 +18,13 @@ from agent.execute.prompts import (
     META_PLAN_SYSTEM,
     PART_PLAN_SYSTEM,
     Caps,
+    Window,
     fit_user_prompt,
     last_chars,
     shrink_caps,
     tagged,
 )
-from agent.models import AdjustmentVerdicts, ContextPackage, FailureSignal, PlanStep
+from agent.models import AdjustmentVerdicts, FailureSignal, PlanStep
 
 BINARY_TASK_CAP_CHARS = 1_000
 
@@ -191,35 +197,30 @@ def format_verdicts(verdicts: AdjustmentVerdicts, steps: Sequence[PlanStep]) -> 
 
 
 def build_finalize_prompt(
-    context: ContextPackage,
-    task: str,
-    verdicts: AdjustmentVerdicts,
-    remaining_steps: Sequence[PlanStep],
-    *,
-    model: ModelConfig,
-    reserved_tokens: int,
-    completed_steps: Sequence[PlanStep] = (),
-    cumulative_diff: str | None = None,
+    request: PlanRequest, verdicts: AdjustmentVerdicts, model: ModelConfig
 ) -> tuple[str, str]:
     """(system, user) of the adjustment finalize; the old diff is trimmed to fit the window."""
     system = ADJUSTMENT_FINALIZE_SYSTEM
+    material = request.material
+    remaining_steps = material.remaining_steps
 
     def render(caps: Caps) -> str:
-        sections = [f"<files>\n{context.to_prompt_text()}\n</files>", f"<task>\n{task}\n</task>"]
-        if completed_steps:
-            sections.append(tagged("completed_steps", format_step_list(completed_steps)))
+        sections = [
+            f"<files>\n{request.context.to_prompt_text()}\n</files>",
+            f"<task>\n{request.task}\n</task>",
+        ]
+        if material.completed_steps:
+            sections.append(tagged("completed_steps", format_step_list(material.completed_steps)))
         sections.append(tagged("adjustment_verdicts", format_verdicts(verdicts, remaining_steps)))
         sections.append(tagged("remaining_steps", steps_json(remaining_steps)))
-        if cumulative_diff:
-            sections.append(prior_changes(cumulative_diff, caps.diff))
+        if material.cumulative_diff:
+            sections.append(prior_changes(material.cumulative_diff, caps.diff))
         return "\n\n".join(sections)
 
     user = fit_user_prompt(
         system,
         render,
-        lambda caps: shrink_caps(caps, cumulative_diff, ()),
-        model=model,
-        reserved_tokens=reserved_tokens,
-        stage="adjustment_finalize",
+        lambda caps: shrink_caps(caps, material.cumulative_diff, ()),
+        Window(model, request.reserved_tokens, "adjustment_finalize"),
     )
     return system, user

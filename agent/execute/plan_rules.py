@@ -1,6 +1,6 @@
 """The decomposition rules (ADR) checked on a plan, not only asked for: one source file per
 step (plus its tests), one or two edits, explicit target files. A step over several source files
-is split into pieces that land together (agent.execute.groups); a step naming no file or too
+is split into pieces that land together (agent.execute.grouping); a step naming no file or too
 many symbols is sent back to the planner."""
 
 from __future__ import annotations

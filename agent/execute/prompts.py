@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from agent.config.files import ModelConfig
+from agent.config.files import MAX_GROUP_STEPS, ModelConfig
 from agent.errors import PromptTooLarge
 from agent.llm.budget import check_prompt_fits
-from agent.models import ContextPackage, PartPlan, PlanStep, ValidationResult
+from agent.models import ContextPackage, PartPlan, PlanStep, ValidationResult, answer_shape
 
 PlanPassType = Literal["meta_plan", "part_plan", "adjustment"]
 
@@ -61,23 +61,32 @@ MIN_DIFF_CHARS = 500
 MIN_TEST_OUTPUT_CHARS = 200
 
 
+@dataclass(frozen=True)
+class ImplementRequest:
+    """What an implement call is asked: its step within the task and the part's plan, the
+    changes made before it, what it is told of the steps it lands with (agent.run.landing),
+    and the tokens reserved for its answer."""
+
+    task: str
+    step: PlanStep
+    reserved_tokens: int
+    plan: PartPlan | None = None
+    cumulative_diff: str | None = None
+    landing: str | None = None
+
+
 def build_implement_prompt(
     context: ContextPackage,
-    task: str,
-    step: PlanStep,
-    *,
+    request: ImplementRequest,
     model: ModelConfig,
-    reserved_tokens: int,
-    plan: PartPlan | None = None,
-    cumulative_diff: str | None = None,
     failure: str | None = None,
-    landing: str | None = None,
 ) -> tuple[str, str]:
-    """(system, user) for one implement attempt; a long failure is trimmed to fit the window.
-    `landing` tells of the steps this one lands together with (agent.run.groups)."""
-    sections = _implement_sections(context, task, step, plan, cumulative_diff)
-    if landing:
-        sections.append(tagged("lands_with", landing))
+    """(system, user) for one implement attempt; a long failure is trimmed to fit the window."""
+    sections = _implement_sections(
+        context, request.task, request.step, request.plan, request.cumulative_diff
+    )
+    if request.landing:
+        sections.append(tagged("lands_with", request.landing))
     while True:
         user = "\n\n".join([*sections, *_failure_section(failure)])
         try:
@@ -85,7 +94,7 @@ def build_implement_prompt(
                 IMPLEMENT_SYSTEM,
                 user,
                 model=model,
-                reserved_tokens=reserved_tokens,
+                reserved_tokens=request.reserved_tokens,
                 stage="implement",
             )
         except PromptTooLarge:
@@ -161,11 +170,7 @@ Split further when a step would touch 2+ files, need 3+ edits, or change a file 
 ~150 lines in more than one place. No dependency cycles. No code in the plan: say what changes and
 where, never the code itself."""
 
-_STEP_SHAPE = (
-    '{"id": "s1", "description": "what this step changes and why", '
-    '"target_files": ["pkg/module.py"], "target_symbols": ["function_name"], "depends_on": [], '
-    '"lands_with": [], "changes_existing_tests": false}'
-)
+_STEP_SHAPE = answer_shape(PlanStep)  # the one line the planner answers each step in
 
 META_PLAN_SYSTEM = f"""\
 You are a task planner for a small coding model. Split the task in <task> into parts: each part
@@ -232,7 +237,7 @@ PLANNER_SYSTEM_PROMPTS: dict[str, str] = {
 
 
 def plan_system_prompt(
-    pass_type: PlanPassType, step_token_budget: int, max_group_steps: int = 4
+    pass_type: PlanPassType, step_token_budget: int, max_group_steps: int = MAX_GROUP_STEPS
 ) -> str:
     """The system prompt of a planner pass with the per-step token budget and the most steps
     that may land together filled in."""
@@ -273,23 +278,34 @@ def shrink_caps(caps: Caps, diff: str | None, tests: Sequence[ValidationResult])
     return None
 
 
+@dataclass(frozen=True)
+class Window:
+    """The window a prompt must fit: the model's, less the tokens reserved for its answer;
+    a prompt too large says which stage it was for."""
+
+    model: ModelConfig
+    reserved_tokens: int
+    stage: str
+
+    def check(self, system: str, user: str) -> None:
+        """PromptTooLarge unless (system, user) fits."""
+        check_prompt_fits(
+            system, user, model=self.model, reserved_tokens=self.reserved_tokens, stage=self.stage
+        )
+
+
 def fit_user_prompt(
     system: str,
     render: Callable[[Caps], str],
     shrink: Callable[[Caps], Caps | None],
-    *,
-    model: ModelConfig,
-    reserved_tokens: int,
-    stage: str,
+    window: Window,
 ) -> str:
     """The first rendering, from full caps down, that fits the window; PromptTooLarge otherwise."""
     caps = Caps()
     while True:
         user = render(caps)
         try:
-            check_prompt_fits(
-                system, user, model=model, reserved_tokens=reserved_tokens, stage=stage
-            )
+            window.check(system, user)
         except PromptTooLarge:
             smaller = shrink(caps)
             if smaller is None:

@@ -25,6 +25,8 @@ from agent.models.plans import (
     PlanAdjustment,
     PlanArtifact,
     PlanStep,
+    answer_schema,
+    answer_shape,
 )
 from agent.models.runs import (
     AdjustmentRecord,
@@ -98,4 +100,6 @@ __all__ = [
     "TestReport",
     "Usage",
     "ValidationResult",
+    "answer_schema",
+    "answer_shape",
 ]

@@ -133,7 +133,7 @@ class RunEvent(Record):
     """A progress event for observers (the bot turns these into live progress)."""
 
     kind: RunEventKind
-    run_id: str
+    task_id: str  # the run the event is of, as the run log records it
     pass_type: str | None = None
     part_id: str | None = None
     step_id: str | None = None

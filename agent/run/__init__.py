@@ -1,6 +1,9 @@
 """The run itself: `orchestrator.solve` (baseline, meta-plan, parts, steps, adjustments),
-`plan_passes`, `steps` (one plan step within its budgets) and `step_gate` (an attempt judged by the
-gate against the accepted state), `groups` and `blame` (steps that land together), `environment`
-(a run's HOME and setup step), `single_pass` (`cra solve --plan`) and `planning` (`cra plan`),
-`passes`, `result`, and the seams `runtime` (clock, cancel, observer) and `sources` (where each
-pass's context comes from), with `context` (what the passes of one run share)."""
+`plan_passes`, `landing` (the one landing path: a step, or the steps that land together with it,
+implemented, gated and retried; a single step is a group of one) with `landed` (its outcomes),
+`steps` (one attempt at a step within its budgets) and `step_gate` (an attempt judged by the gate
+against the accepted state), `blame` (which of the steps landing together a failure points to),
+`environment` (a run's HOME and setup step), `single_pass` (`cra solve --plan`) and `planning`
+(`cra plan`), `passes` (a pass opened, closed and charged), `result`, and the seams `runtime`
+(clock, cancel, observer) and `sources` (where each pass's context comes from), with `context`
+(what the passes of one run share, what landing a step is asked)."""

@@ -1,4 +1,5 @@
-"""What the passes of one run share (RunContext), and one plan step's working set (StepState)."""
+"""What the passes of one run share (RunContext); what landing a step is asked (StepRequest), and
+one plan step's working set (StepState)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ class RunContext:
     """What every pass of one run shares: workspace, baseline, run budget, usage by role."""
 
     task: str
-    run_id: str
+    task_id: str  # the run as the run log records it (orchestrator_runs.task_id)
     runtime: Runtime
     config: SolveConfig
-    ws: Workspace
+    workspace: Workspace
     baseline: ValidationResult
     context: ContextSource
     run_budget: TaskBudget
@@ -85,20 +86,50 @@ class RunContext:
         return total
 
 
-@dataclass
-class StepState:
-    """The per-step working set."""
+@dataclass(frozen=True)
+class StepRequest:
+    """What landing a step (or the steps that land together with it) is asked, one pass's
+    worth: where in the plan it stands, what came before, where its attempts are recorded, the
+    commit it starts from, and the tests it must make pass besides its own."""
 
-    rc: RunContext
-    step: PlanStep
     part_id: str
     plan: PartPlan | None
     cumulative_diff: str
     task_run_id: int
+    base: str
+    extra_targets: Sequence[str] = ()
+
+
+@dataclass
+class StepState:
+    """The per-step working set: one step of a request, its clients and its attempts."""
+
+    run_context: RunContext
+    step: PlanStep
+    request: StepRequest
     coding: LoggedLLMClient
     classifier: LoggedLLMClient | None
-    base: str
     targets: Sequence[str] = ()
     attempts: list[AttemptRecord] = field(default_factory=list)
     judge_clients: list[LoggedLLMClient] = field(default_factory=list)
     landing: str | None = None  # what the implementer is told of the steps it lands with
+
+    @property
+    def part_id(self) -> str:
+        return self.request.part_id
+
+    @property
+    def plan(self) -> PartPlan | None:
+        return self.request.plan
+
+    @property
+    def cumulative_diff(self) -> str:
+        return self.request.cumulative_diff
+
+    @property
+    def task_run_id(self) -> int:
+        return self.request.task_run_id
+
+    @property
+    def base(self) -> str:
+        return self.request.base

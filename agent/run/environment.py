@@ -12,28 +12,20 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.config.files import TestingConfig
-from agent.errors import AgentError
+from agent.errors import SetupFailed
 from agent.git import worktrees
 from agent.git.treefiles import symlinked_folder
+from agent.git.workspace import Workspace
 from agent.models import CommandResult, EnvironmentReport, ValidationResult
 from agent.run.runtime import Runtime
 from agent.sandbox.base import Sandbox
 from agent.sandbox.commands import run_command, scrubbed_env
 from agent.sandbox.envcache import Entry, EnvCache, UnsafeCopy, copy_path, repo_id, setup_key
-
-
-class SetupFailed(AgentError):
-    """The setup step failed: the repository's environment could not be built."""
-
-    def __init__(self, result: CommandResult, report: EnvironmentReport) -> None:
-        state = "timed out" if result.timed_out else f"exited with {result.exit_code}"
-        super().__init__(f"the setup step ({result.command}) {state}; see its output")
-        self.result, self.report = result, report
 
 
 @dataclass
@@ -200,28 +192,27 @@ def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:
 
 def open_environment(
     runtime: Runtime,
-    worktree: Path,
-    repo: Path,
+    workspace: Workspace,
     testing: TestingConfig,
     *,
-    run_id: str,
+    task_id: str,
     task_run_id: int,
-    notes: Sequence[str] = (),
 ) -> tuple[Runtime, Environment]:
-    """The run's environment, its setup recorded under `task_run_id` (like a test run); the
-    runtime whose sandbox mounts it. SetupFailed (recorded first) when the setup failed.
-    `notes` on the worktree (submodules left out) lead its report's notes."""
+    """The run's environment for its workspace, its setup recorded under `task_run_id` (like a
+    test run); the runtime whose sandbox mounts it. SetupFailed (recorded first) when the setup
+    failed. The workspace's notes (submodules left out) lead its report's notes."""
+    worktree, repo, notes = workspace.worktree, workspace.repo, workspace.notes
     env = prepare_environment(
         worktree,
         repo,
         testing,
         sandbox=runtime.sandbox,
         environ=runtime.environ,
-        env_dir=runtime.work_dir / "envs" / run_id,
+        env_dir=runtime.work_dir / "envs" / task_id,
         cache=runtime.env_cache,
     )
     env.report.notes[:0] = notes
-    runtime.log.set_state(run_id, "environment", env.report)
+    runtime.log.set_state(task_id, "environment", env.report)
     record = env.as_validation()
     if record is not None:
         runtime.log.record_validation(task_run_id, record, attempt_id=None, kind="setup")

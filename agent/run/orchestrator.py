@@ -6,12 +6,11 @@ from pathlib import Path
 
 from agent.config.files import SolveConfig
 from agent.doctor.preflight import require_test_command_started
-from agent.errors import AgentError, Interrupted
-from agent.execute.groups import (
+from agent.errors import AgentError, Cancelled, Interrupted, SetupFailed, StopRun
+from agent.execute.grouping import (
     blocked_group,
     group_id,
     landing_order,
-    merged_step,
     pop_unit,
 )
 from agent.execute.parsers import topological_order
@@ -28,15 +27,16 @@ from agent.models import (
     RunEventKind,
     StepOutcome,
 )
-from agent.run.context import RunContext
-from agent.run.environment import Environment, SetupFailed, open_environment
-from agent.run.groups import as_one_step, run_group
-from agent.run.passes import Cancelled, PassRecorder, StopRun
+from agent.run.context import RunContext, StepRequest
+from agent.run.environment import Environment, open_environment
+from agent.run.landed import Landing
+from agent.run.landing import land
+from agent.run.passes import PassEnd, PassRecorder
 from agent.run.plan_passes import PlanPasses
 from agent.run.result import Tally, run_result
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, SeededFiles
-from agent.run.steps import run_step, task_target_tests
+from agent.run.steps import task_target_tests
 
 
 def solve(
@@ -55,21 +55,23 @@ def solve(
     what passed, what failed and why."""
     config.require_test_command()
     repo = repo.resolve()
-    run_id = runtime.new_id()
-    seq = _Sequencer(task, run_id, repo, config, runtime, context_factory)
-    seq.base, seq.branch = base, branch
+    sequencer = _Sequencer(task, repo, config, runtime, context_factory)
+    sequencer.base, sequencer.branch = base, branch
     try:
-        seq.open()
-        seq.run()
+        sequencer.open()
+        sequencer.run()
     except Cancelled:
-        seq.tally.status_note = "cancelled"
+        sequencer.tally.status_note = "cancelled"
     except Interrupted as exc:  # SIGINT or SIGTERM to `cra`: end the run cleanly, then say so
-        seq.tally.status_note, seq.tally.error = "cancelled", f"interrupted by {exc.name}"
+        sequencer.tally.status_note, sequencer.tally.error = (
+            "cancelled",
+            f"interrupted by {exc.name}",
+        )
     except StopRun as exc:
-        seq.tally.budget_exhausted, seq.tally.error = exc.budget, str(exc)
+        sequencer.tally.budget_exhausted, sequencer.tally.error = exc.budget, str(exc)
     except AgentError as exc:
-        seq.tally.error = str(exc)
-    return seq.finish(in_place=in_place)
+        sequencer.tally.error = str(exc)
+    return sequencer.finish(in_place=in_place)
 
 
 class _Sequencer:
@@ -78,23 +80,22 @@ class _Sequencer:
     def __init__(
         self,
         task: str,
-        run_id: str,
         repo: Path,
         config: SolveConfig,
         runtime: Runtime,
         context_factory: ContextFactory,
     ) -> None:
-        self.task, self.run_id, self.repo = task, run_id, repo
+        self.task, self.task_id, self.repo = task, runtime.new_id(), repo
         self.config, self.runtime, self.log = config, runtime, runtime.log
         self.context_factory = context_factory
         self.started = runtime.clock()
-        self.passes = PassRecorder(task, run_id, repo, runtime)
-        self.ws: Workspace | None = None
+        self.passes = PassRecorder(task, self.task_id, repo, runtime)
+        self.workspace: Workspace | None = None
         self.env: Environment | None = None  # the run's environment directory, once set up
         self.env_report = EnvironmentReport(
             sandbox=runtime.sandbox.name, isolated=runtime.sandbox.isolated
         )
-        self.rc: RunContext | None = None
+        self.run_context: RunContext | None = None
         self.planner: PlanPasses | None = None
         self.head: str | None = None
         self.base: str | None = None
@@ -107,10 +108,10 @@ class _Sequencer:
     def open(self) -> None:
         """Create the worktree, run the baseline, build the run context."""
         self.passes.emit("run_started", message=self.task)
-        self.ws = open_workspace(
+        self.workspace = open_workspace(
             self.repo,
             work_dir=self.runtime.work_dir,
-            run_id=self.run_id,
+            run_id=self.task_id,
             branch_hint=self.task,
             base=self.base,
             branch=self.branch,
@@ -127,44 +128,42 @@ class _Sequencer:
         try:
             self.runtime, self.env = open_environment(
                 self.runtime,
-                self.ws.worktree,
-                self.repo,
+                self.workspace,
                 self.config.testing,
-                run_id=self.run_id,
+                task_id=self.task_id,
                 task_run_id=baseline_run,
-                notes=self.ws.notes,
             )
         except SetupFailed as exc:
             self.env_report = exc.report
-            self.passes.close_pass(baseline_run, "failed")
+            self.passes.close_pass(baseline_run, PassEnd("failed"))
             raise
         baseline = run_validation(
-            self.ws.worktree,
+            self.workspace.worktree,
             self.config.testing,
             environ=self.runtime.environ,
             sandbox=self.runtime.sandbox,
         )
         self.log.record_validation(baseline_run, baseline, attempt_id=None, kind="baseline")
-        self.passes.close_pass(baseline_run, "complete")
+        self.passes.close_pass(baseline_run, PassEnd("complete"))
         require_test_command_started(baseline, self.config.testing.test_command)
-        context = self.context_factory(self.ws.worktree)
-        self.rc = RunContext(
+        context = self.context_factory(self.workspace.worktree)
+        self.run_context = RunContext(
             self.task,
-            self.run_id,
+            self.task_id,
             self.runtime,
             self.config,
-            self.ws,
+            self.workspace,
             baseline,
             context,
             run_budget,
         )
-        self.planner = PlanPasses(self.rc, self.passes)
-        self.head = self.ws.base
+        self.planner = PlanPasses(self.run_context, self.passes)
+        self.head = self.workspace.base
 
     @property
     def ctx(self) -> RunContext:
-        assert self.rc is not None, "open() first"
-        return self.rc
+        assert self.run_context is not None, "open() first"
+        return self.run_context
 
     @property
     def plans(self) -> PlanPasses:
@@ -177,7 +176,7 @@ class _Sequencer:
         """Meta-plan, then every part in dependency order."""
         self.tally.meta = self.meta_plan()
         parts = topological_order(self.tally.meta.parts)
-        self.log.update_orchestrator_run(self.passes.orch_id, total_parts=len(parts))
+        self.log.update_orchestrator_run(self.passes.orchestrator_run_id, total_parts=len(parts))
         unfinished: set[str] = set()
         for index, part in enumerate(parts):
             if blockers := [dep for dep in part.depends_on if dep in unfinished]:
@@ -188,7 +187,7 @@ class _Sequencer:
                     f"part {part.id} skipped: it depends on {', '.join(blockers)}, "
                     "which did not complete"
                 )
-                self.log.set_state(self.run_id, f"part_skipped:{part.id}", {"reason": why})
+                self.log.set_state(self.task_id, f"part_skipped:{part.id}", {"reason": why})
                 self.tally.error = self.tally.error or why
                 continue
             self.passes.progress(index, 0, "running")
@@ -199,33 +198,20 @@ class _Sequencer:
 
     def meta_plan(self) -> MetaPlan:
         """The meta-plan pass; a run without one fails."""
-        plan = self.plans.plan(
-            "meta_plan", "meta_plan", task=self.task, files=(), cumulative_diff=self.cumulative_diff
-        )
-        assert isinstance(plan, MetaPlan)
-        self.log.set_state(self.run_id, "meta_plan", plan)
+        plan = self.plans.meta_plan(self.task, cumulative_diff=self.cumulative_diff)
+        self.log.set_state(self.task_id, "meta_plan", plan)
         return plan
 
     def run_part(self, index: int, part: MetaPlanPart, *, last: bool) -> None:
         """The part plan, then its steps, each followed by an adjustment."""
         try:
-            plan = self.plans.plan(
-                "part_plan",
-                f"part_plan:{part.id}",
-                task=part.description,
-                files=part.affected_files,
-                part_id=part.id,
-                cumulative_diff=self.cumulative_diff,
-            )
-        except (Cancelled, StopRun):
-            raise
+            plan = self.plans.part_plan(part, cumulative_diff=self.cumulative_diff)
         except AgentError as exc:
             self.tally.parts_failed += 1
             self.tally.error = f"part {part.id}: {exc}"
             return
-        assert isinstance(plan, PartPlan)
         self.tally.part_plans.append(plan)
-        self.log.set_state(self.run_id, f"part_plan:{part.id}", plan)
+        self.log.set_state(self.task_id, f"part_plan:{part.id}", plan)
         self.passes.emit("plan_made", part_id=part.id, message=part.description, steps=plan.steps)
         self.run_steps(index, part, plan, last=last)
 
@@ -249,13 +235,7 @@ class _Sequencer:
                 continue
             self.passes.progress(part_index, len(done), "running")
             finishing = last and not remaining
-            if len(unit) == 1:
-                step, outcome = unit[0], self.step_pass(part, plan, unit[0], finishing=finishing)
-            else:
-                step, outcome = (
-                    merged_step(unit),
-                    self.group_pass(part, plan, unit, finishing=finishing),
-                )
+            outcome = self.land_pass(part, plan, unit, finishing=finishing)
             done.extend(unit)
             failed += outcome.status != "passed"
             if outcome.status != "passed":
@@ -263,7 +243,7 @@ class _Sequencer:
             if outcome.budget_exhausted == "max_tokens_per_run":
                 raise StopRun("max_tokens_per_run", outcome.error or "run budget exhausted")
             if remaining or outcome.status != "passed":  # else: nothing left to revise
-                remaining = landing_order(self.adjust(part, step, outcome, remaining, done))
+                remaining = landing_order(self.adjust(part, outcome, remaining, done))
         for step in remaining:
             self.tally.outcomes.append(
                 StepOutcome(
@@ -289,108 +269,75 @@ class _Sequencer:
             error=why,
         )
         self.tally.outcomes.append(outcome)
-        self.log.set_state(self.run_id, f"step_result:{part.id}:{step.id}", outcome)
+        self.log.set_state(self.task_id, f"step_result:{part.id}:{step.id}", outcome)
         self.passes.emit(
             "step_failed", part_id=part.id, step_id=step.id, message=why, status="skipped"
         )
 
-    def step_pass(
-        self, part: MetaPlanPart, plan: PartPlan, step: PlanStep, *, finishing: bool
+    def land_pass(
+        self, part: MetaPlanPart, plan: PartPlan, steps: list[PlanStep], *, finishing: bool
     ) -> StepOutcome:
-        """One step as a pass of its own: its task run, attempts, commit, state."""
-        self.passes.check_cancel()
-        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{step.id}", part.id, step.id)
-        targets = task_target_tests(self.ctx.baseline, self.task) if finishing else []
-        outcome = run_step(
-            self.ctx,
-            step,
+        """A step, or the steps that land together, as one pass: its task run, attempts (or
+        rounds), commit and state; the outcome as one step's (what the adjustment sees)."""
+        unit_id = group_id(steps)
+        key = f"impl:{part.id}:{unit_id}"
+        with self.passes.run_pass(self.ctx, "implement", key, part.id, unit_id) as current:
+            assert self.head is not None, "open() first"
+            request = StepRequest(
+                part_id=part.id,
+                plan=plan,
+                cumulative_diff=self.cumulative_diff,
+                task_run_id=current.task_run,
+                base=self.head,
+                extra_targets=task_target_tests(self.ctx.baseline, self.task) if finishing else (),
+            )
+            landing = land(self.ctx, steps, request)
+            current.end = self.landed(part, unit_id, landing)
+        outcome = landing.outcome
+        kind: RunEventKind = "step_passed" if landing.passed else "step_failed"
+        self.passes.emit(
+            kind,
             part_id=part.id,
-            plan=plan,
-            cumulative_diff=self.cumulative_diff,
-            task_run_id=task_run,
-            extra_targets=targets,
-            base=self.head,
+            step_id=unit_id,
+            message=outcome.description,
+            status=outcome.status,
         )
-        self.tally.outcomes.append(outcome)
+        return outcome
+
+    def landed(self, part: MetaPlanPart, unit_id: str, landing: Landing) -> PassEnd:
+        """A landing kept in the tally (its commit the new head): how its pass ends."""
+        outcome = landing.outcome
+        self.tally.outcomes += landing.steps
         states: dict[str, object] = {}
-        if outcome.status == "passed" and outcome.commit:
+        if landing.group is not None:
+            self.tally.groups.append(landing.group)
+            states[f"group_result:{part.id}:{unit_id}"] = landing.group
+        if landing.passed and outcome.commit:
             self.head = outcome.commit
             self.ctx.context.refresh()
             self.cumulative_diff += outcome.diff
             states["cumulative_diff"] = self.cumulative_diff
-        states[f"step_result:{part.id}:{step.id}"] = outcome
-        self.passes.close_pass(
-            task_run,
-            "complete" if outcome.status == "passed" else "failed",
+        for step_outcome in landing.steps:
+            states[f"step_result:{part.id}:{step_outcome.step_id}"] = step_outcome
+        return PassEnd(
+            "complete" if landing.passed else "failed",
             usage=outcome.usage,
             error=outcome.error,
             diff=outcome.diff,
             states=states,
             steps_completed=self.tally.steps_passed,
         )
-        kind: RunEventKind = "step_passed" if outcome.status == "passed" else "step_failed"
-        self.passes.emit(
-            kind, part_id=part.id, step_id=step.id, message=step.description, status=outcome.status
-        )
-        return outcome
-
-    def group_pass(
-        self, part: MetaPlanPart, plan: PartPlan, steps: list[PlanStep], *, finishing: bool
-    ) -> StepOutcome:
-        """Steps that land together as one pass: one task run, one gate, one commit; the
-        group's outcome as one step's (what the adjustment sees)."""
-        self.passes.check_cancel()
-        gid = group_id(steps)
-        task_run = self.passes.open_pass("implement", f"impl:{part.id}:{gid}", part.id, gid)
-        targets = task_target_tests(self.ctx.baseline, self.task) if finishing else []
-        assert self.head is not None, "open() first"
-        run = run_group(
-            self.ctx,
-            steps,
-            part_id=part.id,
-            plan=plan,
-            base=self.head,
-            cumulative_diff=self.cumulative_diff,
-            task_run_id=task_run,
-            extra_targets=targets,
-        )
-        self.tally.outcomes += run.steps
-        self.tally.groups.append(run.group)
-        states: dict[str, object] = {f"group_result:{part.id}:{gid}": run.group}
-        if run.passed and run.group.commit:
-            self.head = run.group.commit
-            self.ctx.context.refresh()
-            self.cumulative_diff += run.group.diff
-            states["cumulative_diff"] = self.cumulative_diff
-        for outcome in run.steps:
-            states[f"step_result:{part.id}:{outcome.step_id}"] = outcome
-        outcome = as_one_step(run, merged_step(steps))
-        self.passes.close_pass(
-            task_run,
-            "complete" if run.passed else "failed",
-            usage=outcome.usage,
-            error=outcome.error,
-            diff=run.group.diff,
-            states=states,
-            steps_completed=self.tally.steps_passed,
-        )
-        kind: RunEventKind = "step_passed" if run.passed else "step_failed"
-        self.passes.emit(
-            kind, part_id=part.id, step_id=gid, message=outcome.description, status=outcome.status
-        )
-        return outcome
 
     def adjust(
         self,
         part: MetaPlanPart,
-        step: PlanStep,
         outcome: StepOutcome,
         remaining: list[PlanStep],
         done: list[PlanStep],
     ) -> list[PlanStep]:
         """The adjustment pass after a step (see PlanPasses.adjust), kept in the tally."""
         record, remaining = self.plans.adjust(
-            part, step, outcome, remaining, done, cumulative_diff=self.cumulative_diff
+            part, outcome, remaining, done, cumulative_diff=self.cumulative_diff
         )
         if record is not None:
             self.tally.adjustments.append(record)
@@ -401,37 +348,29 @@ class _Sequencer:
     def finish(self, *, in_place: bool) -> OrchestratorResult:
         """Judge the run, record its end, hand back the branch (or apply in place)."""
         wall_ms = int((self.runtime.clock() - self.started) * 1000)
-        result = run_result(
-            self.tally,
-            task=self.task,
-            run_id=self.run_id,
-            orch_id=self.passes.orch_id,
-            ws=self.ws,
-            rc=self.rc,
-            wall_ms=wall_ms,
-        )
+        result = run_result(self.tally, self.passes, self.workspace, self.run_context, wall_ms)
         report = self.env.report if self.env is not None else self.env_report
         result = result.model_copy(update={"environment": report})
         keep_branch = result.commit is not None
-        if self.ws is not None and in_place and keep_branch:
-            error = apply_in_place(self.ws, result.diff)
+        if self.workspace is not None and in_place and keep_branch:
+            error = apply_in_place(self.workspace, result.diff)
             keep_branch = error is not None
             result = result.model_copy(update={"error": error or result.error})
         if not keep_branch:
             result = result.model_copy(update={"branch": None})
         self.passes.progress(-1, -1, result.status)
         self.log.update_orchestrator_run(
-            self.passes.orch_id,
+            self.passes.orchestrator_run_id,
             status=result.status,
             parts_completed=result.parts_completed,
             steps_completed=result.steps_completed,
             total_steps=len(self.tally.outcomes),
             completed=True,
         )
-        if self.rc is not None:
-            self.rc.context.close()
-        if self.ws is not None:
-            close_workspace(self.ws, keep_branch=keep_branch)
+        if self.run_context is not None:
+            self.run_context.context.close()
+        if self.workspace is not None:
+            close_workspace(self.workspace, keep_branch=keep_branch)
         if self.env is not None:
             self.env.close()
         self.passes.emit("run_finished", status=result.status, message=result.error or "")

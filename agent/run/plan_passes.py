@@ -10,8 +10,8 @@ from typing import Literal
 
 from agent.errors import AgentError, BudgetExhausted
 from agent.execute.parsers import topological_order
-from agent.execute.plan import execute_plan
-from agent.execute.plan_material import plan_context_room
+from agent.execute.plan import plan_meta, plan_part
+from agent.execute.plan_material import PlanMaterial, PlanRequest, plan_context_room
 from agent.execute.prompts import PlanPassType
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
@@ -20,127 +20,105 @@ from agent.models import (
     MetaPlan,
     MetaPlanPart,
     PartPlan,
-    PlanAdjustment,
     PlanStep,
     StepOutcome,
 )
 from agent.run.context import RunContext
-from agent.run.passes import PassRecorder, StopRun
+from agent.run.passes import OpenPass, PassRecorder
 
 
 class PlanPasses:
     """The reasoning passes of one run, recorded by its PassRecorder."""
 
-    def __init__(self, rc: RunContext, passes: PassRecorder) -> None:
-        self.rc, self.passes, self.config = rc, passes, rc.config
+    def __init__(self, run_context: RunContext, passes: PassRecorder) -> None:
+        self.run_context, self.passes, self.config = run_context, passes, run_context.config
 
-    def plan(
+    def meta_plan(self, task: str, *, cumulative_diff: str) -> MetaPlan:
+        """The meta-plan pass, with its own task run and fresh context."""
+        with self.passes.run_pass(self.run_context, "meta_plan", "meta_plan") as current:
+            reasoning = current.client("reasoning")
+            room = self.plan_room(reasoning, "meta_plan", task)
+            context = self.context_for(current, room, task=task, files=())
+            request = self.request(context, task, PlanMaterial(cumulative_diff or None))
+            return plan_meta(request, reasoning)
+
+    def part_plan(self, part: MetaPlanPart, *, cumulative_diff: str) -> PartPlan:
+        """A part-plan pass, with its own task run and fresh context."""
+        key = f"part_plan:{part.id}"
+        with self.passes.run_pass(self.run_context, "part_plan", key, part.id) as current:
+            reasoning = current.client("reasoning")
+            task, files = part.description, part.affected_files
+            room = self.plan_room(reasoning, "part_plan", task)
+            context = self.context_for(current, room, task=task, files=files)
+            material = PlanMaterial(cumulative_diff or None)
+            return plan_part(self.request(context, task, material, part_id=part.id), reasoning)
+
+    def request(
         self,
-        pass_type: PlanPassType,
-        key: str,
-        *,
+        context: ContextPackage,
         task: str,
-        files: Sequence[str],
-        cumulative_diff: str,
+        material: PlanMaterial,
+        *,
         part_id: str | None = None,
-    ) -> MetaPlan | PartPlan | PlanAdjustment:
-        """A meta-plan or part-plan pass with its own task run and fresh context."""
-        self.passes.check_cancel()
-        task_run = self.passes.open_pass(pass_type, key, part_id)
-        reasoning = self.rc.client("reasoning", task_run_id=task_run)
-        clients = [reasoning]
-        try:
-            context = self.context_for(
-                reasoning,
-                task_run,
-                clients,
-                task=task,
-                files=files,
-                failure=None,
-                pass_type=pass_type,
-            )
-            plan = execute_plan(
-                context,
-                task,
-                reasoning,
-                pass_type=pass_type,
-                reserved_tokens=self.config.budget.reserved_tokens,
-                step_token_budget=self.config.budget.max_tokens_per_step,
-                cumulative_diff=cumulative_diff or None,
-                expected_part_id=part_id,
-                max_group_steps=self.config.orchestrator.max_group_steps,
-            )
-        except BudgetExhausted as exc:
-            self.passes.close_pass(
-                task_run, "failed", usage=self.rc.account(*clients), error=str(exc)
-            )
-            raise StopRun(exc.budget, str(exc)) from exc
-        except AgentError as exc:
-            self.passes.close_pass(
-                task_run,
-                "failed",
-                usage=self.rc.account(*clients),
-                error=f"{type(exc).__name__}: {exc}",
-            )
-            raise
-        self.passes.close_pass(task_run, "complete", usage=self.rc.account(*clients))
-        return plan
+    ) -> PlanRequest:
+        """What a planner pass of this run is asked, within the run's budgets."""
+        return PlanRequest(
+            context,
+            task,
+            reserved_tokens=self.config.budget.reserved_tokens,
+            step_token_budget=self.config.budget.max_tokens_per_step,
+            max_group_steps=self.config.orchestrator.max_group_steps,
+            material=material,
+            expected_part_id=part_id,
+        )
 
     def adjust(
         self,
         part: MetaPlanPart,
-        step: PlanStep,
         outcome: StepOutcome,
         remaining: list[PlanStep],
         done: list[PlanStep],
         *,
         cumulative_diff: str,
     ) -> tuple[AdjustmentRecord | None, list[PlanStep]]:
-        """The adjustment pass after a step: its record (None when adjustments are off) and
-        the new remaining steps; on failure the remaining steps stay as they were.
-        `orchestrator.max_adjustment_rounds = 0` turns adjustments off."""
+        """The adjustment pass after a step (or a group: `outcome` is the one it landed as):
+        its record (None when adjustments are off) and the new remaining steps; on failure the
+        remaining steps stay as they were. `orchestrator.max_adjustment_rounds = 0` turns
+        adjustments off."""
         if self.config.orchestrator.max_adjustment_rounds == 0:
             return None, remaining
-        self.passes.check_cancel()
+        after = outcome.step_id
         mode: Literal["monolithic", "decomposed"] = (
             "decomposed" if self.config.orchestrator.decomposed_adjustment else "monolithic"
         )
-        key = f"adjust:{part.id}:after_{step.id}"
-        task_run = self.passes.open_pass("adjustment", key, part.id, step.id)
-        record = AdjustmentRecord(part_id=part.id, after_step=step.id, mode=mode)
-        clients: list[LoggedLLMClient] = []
-        try:
-            record = self.run_adjustment(
-                record,
-                part,
-                outcome,
-                remaining,
-                done,
-                task_run,
-                clients,
-                cumulative_diff=cumulative_diff,
-            )
-        except BudgetExhausted as exc:
-            self.passes.close_pass(
-                task_run, "failed", error=str(exc), usage=self.rc.account(*clients)
-            )
-            raise StopRun(exc.budget, str(exc)) from exc
-        except AgentError as exc:
-            record = record.model_copy(update={"error": f"{type(exc).__name__}: {exc}"})
-        self.passes.close_pass(
-            task_run,
-            "failed" if record.error else "complete",
-            usage=self.rc.account(*clients),
-            error=record.error,
-            states={f"adjustment:{part.id}:after_{step.id}": record},
+        material = PlanMaterial(
+            cumulative_diff or None,
+            prior_results=[outcome.as_step_result()],
+            test_results=[outcome.validation] if outcome.validation else [],
+            remaining_steps=remaining,
+            completed_steps=done,
         )
+        key = f"adjust:{part.id}:after_{after}"
+        with self.passes.run_pass(self.run_context, "adjustment", key, part.id, after) as current:
+            record = AdjustmentRecord(part_id=part.id, after_step=after, mode=mode)
+            try:
+                record = self.run_adjustment(record, part, outcome, material, current)
+            except BudgetExhausted:
+                raise  # the run's budget: the pass closes failed and the run stops
+            except AgentError as exc:
+                record = record.model_copy(update={"error": f"{type(exc).__name__}: {exc}"})
+            states = {f"adjustment:{part.id}:after_{after}": record}
+            ended = current.ended(
+                "failed" if record.error else "complete", error=record.error, states=states
+            )
+            current.end = ended
         if record.adjustment is None:
             return record, remaining
         remaining = _splice(record.adjustment.revised_steps, done)
         self.passes.emit(
             "adjustment_made",
             part_id=part.id,
-            step_id=step.id,
+            step_id=after,
             message=record.adjustment.rationale,
             steps=remaining,
         )
@@ -151,75 +129,53 @@ class PlanPasses:
         record: AdjustmentRecord,
         part: MetaPlanPart,
         outcome: StepOutcome,
-        remaining: list[PlanStep],
-        done: list[PlanStep],
-        task_run: int,
-        clients: list[LoggedLLMClient],
-        *,
-        cumulative_diff: str,
+        material: PlanMaterial,
+        current: OpenPass,
     ) -> AdjustmentRecord:
         """Monolithic (one reasoning call) or decomposed (yes/no stages + finalize)."""
-        files = [f for s in [*remaining, *done[-1:]] for f in s.target_files]
+        steps = [*material.remaining_steps, *material.completed_steps[-1:]]
+        files = [f for s in steps for f in s.target_files]
         failure = outcome.validation.test_output if outcome.validation else outcome.error
-        reasoning = self.rc.client("reasoning", task_run_id=task_run)
-        clients.append(reasoning)
+        reasoning = current.client("reasoning")
+        room = self.plan_room(reasoning, "adjustment", part.description)
         context = self.context_for(
-            reasoning,
-            task_run,
-            clients,
-            task=part.description,
-            files=files,
-            failure=failure,
-            pass_type="adjustment",
+            current, room, task=part.description, files=files, failure=failure
         )
-        classifier = self.rc.client("classifier", task_run_id=task_run)
-        clients.append(classifier)
+        classifier = current.client("classifier")
         from agent.execute.decomposed_adjustment import adjust_plan  # not before a first call
 
         adjustment, verdicts = adjust_plan(
-            context,
-            part.description,
-            config=self.config,
+            self.request(context, part.description, material),
+            decomposed=self.config.orchestrator.decomposed_adjustment,
             classifier=classifier,
             reasoning=reasoning,
-            prior_results=[outcome.as_step_result()],
-            remaining_steps=remaining,
-            completed_steps=done,
-            test_results=[outcome.validation] if outcome.validation else [],
-            cumulative_diff=cumulative_diff or None,
         )
         return record.model_copy(update={"adjustment": adjustment, "verdicts": verdicts})
 
     def context_for(
         self,
-        reasoning: LoggedLLMClient,
-        task_run: int,
-        clients: list[LoggedLLMClient],
+        current: OpenPass,
+        budget_tokens: int,
         *,
         task: str,
         files: Sequence[str],
-        failure: str | None,
-        pass_type: PlanPassType,
+        failure: str | None = None,
     ) -> ContextPackage:
-        """A fresh package for a planning pass, sized to the reasoning window."""
-        classifier = None
-        if self.config.retrieval.stages:
-            classifier = self.rc.client("classifier", task_run_id=task_run)
-            clients.append(classifier)
-        return self.rc.context.gather(
+        """A fresh package for a planning pass, within `budget_tokens` (plan_room)."""
+        classifier = current.client("classifier") if self.config.retrieval.stages else None
+        return self.run_context.context.gather(
             task,
             mode="plan",
             files=files,
             failure=failure,
             classifier=classifier,
-            budget_tokens=self.plan_context_budget(reasoning, task, pass_type),
+            budget_tokens=budget_tokens,
         )
 
-    def plan_context_budget(
-        self, reasoning: LoggedLLMClient, task: str, pass_type: PlanPassType
-    ) -> int:
-        """What this planner pass may spend on context files: what it needs (outlines of the
-        files it plans over, retrieval.plan_context_tokens), never more than the window's room."""
+    def plan_room(self, reasoning: LoggedLLMClient, pass_type: PlanPassType, task: str) -> int:
+        """What a planner pass may spend on context files: what it needs (outlines of the
+        files it plans over, retrieval.plan_context_tokens), never more than the window's
+        room."""
         room = plan_context_room(
             task,
             pass_type=pass_type,

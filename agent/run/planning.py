@@ -7,8 +7,8 @@ from typing import Literal
 
 from agent.config.files import SolveConfig
 from agent.errors import AgentError, Interrupted
-from agent.execute.plan import execute_plan, plan_to_artifact
-from agent.execute.plan_material import plan_context_room
+from agent.execute.plan import plan_meta, plan_to_artifact
+from agent.execute.plan_material import PlanRequest, plan_context_room
 from agent.llm.budget import TaskBudget
 from agent.llm.logged import LoggedLLMClient
 from agent.models import MetaPlan, PlanArtifact, Role
@@ -80,15 +80,13 @@ def _meta_plan(
         budget_tokens=room,
         classifier=classifier if config.retrieval.stages else None,
     )
-    meta = execute_plan(
+    request = PlanRequest(
         package,
         task,
-        reasoning,
-        pass_type="meta_plan",
         reserved_tokens=reserved,
         step_token_budget=config.budget.max_tokens_per_step,
     )
-    assert isinstance(meta, MetaPlan)
+    meta = plan_meta(request, reasoning)
     return meta
 
 

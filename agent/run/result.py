@@ -19,6 +19,7 @@ from agent.models import (
     ValidationResult,
 )
 from agent.run.context import RunContext
+from agent.run.passes import PassRecorder
 from agent.run.steps import task_target_tests
 
 RunStatus = Literal["complete", "partial", "failed", "cancelled"]
@@ -46,34 +47,36 @@ class Tally:
 
 def run_result(
     tally: Tally,
-    *,
-    task: str,
-    run_id: str,
-    orch_id: int,
-    ws: Workspace | None,
-    rc: RunContext | None,
+    passes: PassRecorder,
+    workspace: Workspace | None,
+    run_context: RunContext | None,
     wall_ms: int,
 ) -> OrchestratorResult:
-    """The OrchestratorResult of the run as it stands."""
-    head = git.head_commit(ws.worktree) if ws is not None and ws.worktree.exists() else None
-    commit = head if ws is not None and head != ws.base else None
+    """The OrchestratorResult of the run (its passes on record) as it stands."""
+    task = passes.task
+    head = (
+        git.head_commit(workspace.worktree)
+        if workspace is not None and workspace.worktree.exists()
+        else None
+    )
+    commit = head if workspace is not None and head != workspace.base else None
     diff, stats = "", None
-    if ws is not None and commit:
-        diff, stats = git.diff_with_stats(ws.worktree, ws.base, commit)
+    if workspace is not None and commit:
+        diff, stats = git.diff_with_stats(workspace.worktree, workspace.base, commit)
     final = next(
         (o.validation for o in reversed(tally.outcomes) if o.status == "passed"),
-        rc.baseline if rc else None,
+        run_context.baseline if run_context else None,
     )
     return OrchestratorResult(
-        task_id=run_id,
-        status=judge(tally, rc, task, final),
-        orchestrator_run_id=orch_id,
-        branch=ws.branch if ws is not None and commit else None,
-        base_commit=ws.base if ws is not None else None,
+        task_id=passes.task_id,
+        status=judge(tally, run_context, task, final),
+        orchestrator_run_id=passes.orchestrator_run_id,
+        branch=workspace.branch if workspace is not None and commit else None,
+        base_commit=workspace.base if workspace is not None else None,
         commit=commit,
         diff=diff,
         files_changed=stats.files if stats else [],
-        baseline=rc.baseline if rc else None,
+        baseline=run_context.baseline if run_context else None,
         final_validation=final,
         meta_plan=tally.meta,
         part_plans=tally.part_plans,
@@ -83,16 +86,16 @@ def run_result(
         parts_completed=tally.parts_completed,
         steps_completed=tally.steps_passed,
         steps_failed=sum(o.status != "passed" for o in tally.outcomes),
-        usage=rc.usage if rc else Usage(),
-        usage_by_role=rc.usage_by_role if rc else {},
+        usage=run_context.usage if run_context else Usage(),
+        usage_by_role=run_context.usage_by_role if run_context else {},
         budget_exhausted=tally.budget_exhausted,
-        error=tally.error or first_cause(tally, unmet_targets(tally, rc, task, final)),
+        error=tally.error or first_cause(tally, unmet_targets(tally, run_context, task, final)),
         wall_ms=wall_ms,
     )
 
 
 def judge(
-    tally: Tally, rc: RunContext | None, task: str, final: ValidationResult | None
+    tally: Tally, run_context: RunContext | None, task: str, final: ValidationResult | None
 ) -> RunStatus:
     """complete: every step passed and the task's named tests pass; partial: some did."""
     if tally.status_note == "cancelled":
@@ -105,7 +108,7 @@ def judge(
         and tally.steps_passed == len(tally.outcomes)
         and tally.error is None
     )
-    return "complete" if clean and not unmet_targets(tally, rc, task, final) else "partial"
+    return "complete" if clean and not unmet_targets(tally, run_context, task, final) else "partial"
 
 
 def first_cause(tally: Tally, consequence: str | None) -> str | None:
@@ -118,12 +121,12 @@ def first_cause(tally: Tally, consequence: str | None) -> str | None:
 
 
 def unmet_targets(
-    tally: Tally, rc: RunContext | None, task: str, final: ValidationResult | None
+    tally: Tally, run_context: RunContext | None, task: str, final: ValidationResult | None
 ) -> str | None:
     """The task's named failing tests that still fail at the end, as an error text."""
-    if rc is None or final is None or not tally.outcomes:
+    if run_context is None or final is None or not tally.outcomes:
         return None
-    targets = task_target_tests(rc.baseline, task)
+    targets = task_target_tests(run_context.baseline, task)
     changes = [
         *(c for o in tally.outcomes for c in o.tests_changed),
         *(c for g in tally.groups for c in g.tests_changed),
@@ -132,7 +135,11 @@ def unmet_targets(
     if (
         not targets
         or gate.judge(
-            final, final, baseline=rc.baseline, targets=targets, allowed=changed.__contains__
+            final,
+            final,
+            baseline=run_context.baseline,
+            targets=targets,
+            allowed=changed.__contains__,
         ).passed
     ):
         return None

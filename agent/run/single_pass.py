@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent.config.files import SolveConfig
@@ -13,11 +14,12 @@ from agent.git.workspace import Workspace, apply_in_place, close_workspace, open
 from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
 from agent.retrieval.scan import is_test_path
-from agent.run.context import RunContext
+from agent.run.context import RunContext, StepRequest
 from agent.run.environment import open_environment
+from agent.run.landing import land
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, ContextSource, SeededFiles
-from agent.run.steps import run_step, task_target_tests
+from agent.run.steps import task_target_tests
 
 
 def run_single_pass(
@@ -43,14 +45,15 @@ def run_single_pass(
         config_json=config.model_dump_json(),
     )
     result = OrchestratorResult(task_id=task_id, status="failed", task_run_id=task_run_id)
-    ws: Workspace | None = None
+    workspace: Workspace | None = None
     try:
-        ws = open_workspace(
+        workspace = open_workspace(
             repo, work_dir=runtime.work_dir, run_id=task_id, branch_hint=plan.task_summary or task
         )
-        context = context_factory(ws.worktree)
+        context = context_factory(workspace.worktree)
         try:
-            result = _solve(task, task_id, task_run_id, plan, config, runtime, ws, context)
+            run = _SingleRun(task, task_id, task_run_id, config, runtime)
+            result = _solve(run, plan, workspace, context)
         finally:
             context.close()
     except AgentError as exc:
@@ -60,32 +63,32 @@ def run_single_pass(
             update={"status": "cancelled", "error": f"interrupted by {exc.name}"}
         )
     finally:
-        result = _finish(result, ws, runtime, in_place=in_place, started=started)
+        result = _finish(result, workspace, runtime, in_place=in_place, started=started)
     return result
 
 
+@dataclass(frozen=True)
+class _SingleRun:
+    """The single pass on record: its task, its run's id and task run, what it runs with."""
+
+    task: str
+    task_id: str
+    task_run_id: int
+    config: SolveConfig
+    runtime: Runtime
+
+
 def _solve(
-    task: str,
-    task_id: str,
-    task_run_id: int,
-    plan: PlanArtifact,
-    config: SolveConfig,
-    runtime: Runtime,
-    ws: Workspace,
-    context: ContextSource,
+    run: _SingleRun, plan: PlanArtifact, workspace: Workspace, context: ContextSource
 ) -> OrchestratorResult:
+    task, task_id, task_run_id = run.task, run.task_id, run.task_run_id
+    config, runtime = run.config, run.runtime
     runtime, env = open_environment(
-        runtime,
-        ws.worktree,
-        ws.repo,
-        config.testing,
-        run_id=task_id,
-        task_run_id=task_run_id,
-        notes=ws.notes,
+        runtime, workspace, config.testing, task_id=task_id, task_run_id=task_run_id
     )
     try:
         baseline = run_validation(
-            ws.worktree, config.testing, environ=runtime.environ, sandbox=runtime.sandbox
+            workspace.worktree, config.testing, environ=runtime.environ, sandbox=runtime.sandbox
         )
         runtime.log.record_validation(task_run_id, baseline, attempt_id=None, kind="baseline")
         require_test_command_started(baseline, config.testing.test_command)
@@ -95,48 +98,50 @@ def _solve(
             max_calls=None,
             tokens_label="max_tokens_per_run",
         )
-        rc = RunContext(task, task_id, runtime, config, ws, baseline, context, run_budget)
-        outcome = run_step(
-            rc,
-            step_from_plan(task, plan),
+        run_context = RunContext(
+            task, task_id, runtime, config, workspace, baseline, context, run_budget
+        )
+        request = StepRequest(
             part_id="single",
             plan=None,
             cumulative_diff="",
             task_run_id=task_run_id,
+            base=git.head_commit(workspace.worktree),
             extra_targets=task_target_tests(baseline, task),
         )
+        outcome = land(run_context, [step_from_plan(task, plan)], request).outcome
     finally:
         env.close()
     runtime.log.set_state(task_id, "step_result:single:s1", outcome)
-    result = _result(task_id, task_run_id, ws, outcome, rc)
+    result = _result(task_id, task_run_id, workspace, outcome, run_context)
     return result.model_copy(update={"environment": env.report})
 
 
 def _result(
     task_id: str,
     task_run_id: int,
-    ws: Workspace,
+    workspace: Workspace,
     outcome: StepOutcome,
-    rc: RunContext,
+    run_context: RunContext,
 ) -> OrchestratorResult:
     passed = outcome.status == "passed"
     return OrchestratorResult(
         task_id=task_id,
         task_run_id=task_run_id,
         status="complete" if passed else "failed",
-        branch=ws.branch if passed else None,
-        base_commit=ws.base,
+        branch=workspace.branch if passed else None,
+        base_commit=workspace.base,
         commit=outcome.commit,
-        diff=git.diff(ws.worktree, ws.base, outcome.commit) if outcome.commit else "",
+        diff=git.diff(workspace.worktree, workspace.base, outcome.commit) if outcome.commit else "",
         attempts=outcome.attempts,
-        baseline=rc.baseline,
-        final_validation=outcome.validation if passed else rc.baseline,
+        baseline=run_context.baseline,
+        final_validation=outcome.validation if passed else run_context.baseline,
         steps=[outcome],
         steps_completed=int(passed),
         steps_failed=int(not passed),
         parts_completed=int(passed),
-        usage=rc.usage,
-        usage_by_role=rc.usage_by_role,
+        usage=run_context.usage,
+        usage_by_role=run_context.usage_by_role,
         budget_exhausted=outcome.budget_exhausted,
         error=outcome.error,
     )
@@ -165,7 +170,7 @@ def step_from_plan(task: str, plan: PlanArtifact) -> PlanStep:
 
 def _finish(
     result: OrchestratorResult,
-    ws: Workspace | None,
+    workspace: Workspace | None,
     runtime: Runtime,
     *,
     in_place: bool,
@@ -174,8 +179,8 @@ def _finish(
     """Record the end, apply in place if asked, remove the worktree, keep a carrying branch."""
     update: dict[str, object] = {"wall_ms": int((runtime.clock() - started) * 1000)}
     keep_branch = result.commit is not None
-    if ws is not None and in_place and result.commit is not None:
-        error = apply_in_place(ws, result.diff)
+    if workspace is not None and in_place and result.commit is not None:
+        error = apply_in_place(workspace, result.diff)
         keep_branch = error is not None
         update["error"] = error
     if not keep_branch:
@@ -193,6 +198,6 @@ def _finish(
         branch=result.branch,
         error=result.error,
     )
-    if ws is not None:
-        close_workspace(ws, keep_branch=keep_branch)
+    if workspace is not None:
+        close_workspace(workspace, keep_branch=keep_branch)
     return result

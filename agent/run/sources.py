@@ -6,16 +6,14 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 from agent.config.files import RetrievalConfig
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextPackage, RefinementRequest
 from agent.retrieval.index import Progress, RepoIndex, default_index_path
-from agent.retrieval.pipeline import IndexedContext, context_from_files
+from agent.retrieval.pipeline import IndexedContext, Mode, context_from_files
 from agent.retrieval.seeds import PATH_PATTERN, normalize_path
-
-Mode = Literal["plan", "implement"]
 
 
 class ContextSource(Protocol):

@@ -33,34 +33,34 @@ from agent.models import AttemptRecord, GateVerdict, ValidationResult
 from agent.run.context import StepState
 
 
-def gate_attempt(st: StepState, attempt: AttemptRecord, attempt_id: int) -> None:
+def gate_attempt(state: StepState, attempt: AttemptRecord, attempt_id: int) -> None:
     """Judge the attempt's test run; when its edits touch the gate files, the base commit's
     gate files also run against the new code, in a scratch copy of the worktree."""
     assert attempt.validation is not None
-    changes = changed_gate_files(st, attempt)
-    declared = _Declared(st, changes, attempt.unified_diff)
+    changes = changed_gate_files(state, attempt)
+    declared = _Declared(state, changes, attempt.unified_diff)
     verdict = judge(
-        st.rc.accepted,
+        state.run_context.accepted,
         attempt.validation,
-        baseline=st.rc.baseline,
-        targets=st.targets,
+        baseline=state.run_context.baseline,
+        targets=state.targets,
         allowed=declared,
     )
     on_original = False
     if verdict.passed and changes:
-        attempt.original = _run_original(st, changes, attempt_id)
-        verdict = _on_original(st, attempt.original, changes, declared, verdict)
+        attempt.original = _run_original(state, changes, attempt_id)
+        verdict = _on_original(state, attempt.original, changes, declared, verdict)
         on_original = not verdict.passed
     attempt.gate = verdict.model_copy(update={"weakened": verdict.weakened or on_original})
     if not verdict.passed:
         attempt.error_info = rejection_text(
             verdict.problems, original=on_original, weakened=attempt.gate.weakened or bool(changes)
         )
-        st.rc.runtime.log.update_attempt(attempt_id, error_info=attempt.error_info)
+        state.run_context.runtime.log.update_attempt(attempt_id, error_info=attempt.error_info)
 
 
 def _on_original(
-    st: StepState,
+    state: StepState,
     original: ValidationResult,
     changes: Sequence[GateChange],
     declared: _Declared,
@@ -69,7 +69,11 @@ def _on_original(
     """The verdict on the run of the original gate files; when it fails, the changes that
     are gate changes by what they do (not by their names) say so among its problems."""
     second = judge(
-        st.rc.accepted, original, baseline=st.rc.baseline, targets=st.targets, allowed=declared
+        state.run_context.accepted,
+        original,
+        baseline=state.run_context.baseline,
+        targets=state.targets,
+        allowed=declared,
     )
     reasons = [c.reason for c in changes if c.reason] if not second.passed else []
     return second.model_copy(
@@ -81,11 +85,13 @@ def _on_original(
     )
 
 
-def changed_gate_files(st: StepState, attempt: AttemptRecord) -> list[GateChange]:
+def changed_gate_files(state: StepState, attempt: AttemptRecord) -> list[GateChange]:
     """The gate files the attempt's edits changed (tests, test configuration)."""
-    command = st.rc.config.testing.test_command
+    command = state.run_context.config.testing.test_command
     return gate_changes(
-        _changed_texts(st, attempt), command, _DoctestsRun(st.rc.ws.worktree, st.base, command)
+        _changed_texts(state, attempt),
+        command,
+        _DoctestsRun(state.run_context.workspace.worktree, state.base, command),
     )
 
 
@@ -133,17 +139,17 @@ def _doctest_lines(worktree: Path, commit: str) -> list[tuple[str, str]]:
 
 
 def _changed_texts(
-    st: StepState, attempt: AttemptRecord
+    state: StepState, attempt: AttemptRecord
 ) -> dict[str, tuple[str | None, str | None]]:
     """Each edited file that may be a gate file: its text at the step's base and now (None:
     absent). Other files cannot change the gate, and reading a base costs a git process."""
     texts: dict[str, tuple[str | None, str | None]] = {}
-    command = st.rc.config.testing.test_command
-    for path in _written(st.rc.ws.worktree, attempt):
+    command = state.run_context.config.testing.test_command
+    for path in _written(state.run_context.workspace.worktree, attempt):
         if not may_be_gate_file(path, command):
             continue
-        after = read_text_in_tree(st.rc.ws.worktree, path)
-        texts[path] = (git.read_file(st.rc.ws.worktree, st.base, path), after)
+        after = read_text_in_tree(state.run_context.workspace.worktree, path)
+        texts[path] = (git.read_file(state.run_context.workspace.worktree, state.base, path), after)
     return texts
 
 
@@ -162,26 +168,28 @@ def _known(worktree: Path, path: str) -> str:
 
 
 def _run_original(
-    st: StepState, changes: Sequence[GateChange], attempt_id: int
+    state: StepState, changes: Sequence[GateChange], attempt_id: int
 ) -> ValidationResult:
     """The test command over the new code with every changed gate file as it was at the
     step's base (files the step created are left out)."""
-    worktree = st.rc.ws.worktree
-    files = {c.path: _original(worktree, st.base, c) for c in changes}
-    with scratch_tree(worktree, files, parent=st.rc.runtime.work_dir / "scratch") as tree:
-        original = st.rc.timed(
+    worktree = state.run_context.workspace.worktree
+    files = {c.path: _original(worktree, state.base, c) for c in changes}
+    with scratch_tree(
+        worktree, files, parent=state.run_context.runtime.work_dir / "scratch"
+    ) as tree:
+        original = state.run_context.timed(
             run_validation(
                 tree,
-                st.rc.config.testing,
-                environ=st.rc.runtime.environ,
-                timeout=st.rc.test_timeout,
+                state.run_context.config.testing,
+                environ=state.run_context.runtime.environ,
+                timeout=state.run_context.test_timeout,
                 extras=False,
-                sandbox=st.rc.runtime.sandbox,
+                sandbox=state.run_context.runtime.sandbox,
                 read_only=[worktree],
             )
         )
-    st.rc.runtime.log.record_validation(
-        st.task_run_id, original, attempt_id=attempt_id, kind="original"
+    state.run_context.runtime.log.record_validation(
+        state.task_run_id, original, attempt_id=attempt_id, kind="original"
     )
     return original
 
@@ -230,15 +238,15 @@ class _Declared:
     would change (`changes_existing_tests`), and only when the task asks for it (one yes/no
     question, asked at most once, default no)."""
 
-    def __init__(self, st: StepState, changes: Sequence[GateChange], diff: str) -> None:
-        targets = {_known(st.rc.ws.worktree, f) for f in st.step.target_files}
-        self.st, self.diff = st, diff
+    def __init__(self, state: StepState, changes: Sequence[GateChange], diff: str) -> None:
+        targets = {_known(state.run_context.workspace.worktree, f) for f in state.step.target_files}
+        self.state, self.diff = state, diff
         self.files = [
             c.path
             for c in changes
             if c.role == "test"
             and c.status != "created"
-            and st.step.changes_existing_tests
+            and state.step.changes_existing_tests
             and c.path in targets
         ]
         self._asks: bool | None = None
@@ -258,8 +266,8 @@ class _Declared:
         )
 
     def _ask(self) -> bool:
-        client = self.st.rc.client("classifier", task_run_id=self.st.task_run_id)
-        self.st.judge_clients.append(client)
+        client = self.state.run_context.client("classifier", task_run_id=self.state.task_run_id)
+        self.state.judge_clients.append(client)
         diff = "\n".join(d for f, d in file_diffs(self.diff).items() if f in self.files)
         question = (
             f"The step changed these existing test files:\n{diff[:_DIFF_CHARS]}\n\n"
@@ -270,7 +278,7 @@ class _Declared:
             [question],
             llm=client,
             system_prompt=_TEST_CHANGE_SYSTEM,
-            task_context=f"<task>\n{self.st.rc.task}\n</task>",
+            task_context=f"<task>\n{self.state.run_context.task}\n</task>",
             format_item=str,
             item_key=lambda _: "tests",
             stage="gate_test_change",

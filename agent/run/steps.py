@@ -1,4 +1,5 @@
-"""One plan step: retrieve → implement → apply → test → retry → commit, within its budgets."""
+"""One attempt at a plan step: retrieve → implement → apply → test and gate, within the step's
+budgets; its commit, and the tests it must make pass."""
 
 from __future__ import annotations
 
@@ -6,162 +7,80 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent.errors import BudgetExhausted, LLMError, PromptTooLarge, UnsafePath
+from agent.errors import UnsafePath
 from agent.execute.paths import commit_refusal, repository_path
-from agent.execute.prompts import build_implement_prompt
+from agent.execute.prompts import ImplementRequest, build_implement_prompt
 from agent.gate.validation import run_validation
-from agent.gate.verdict import (
-    file_of_test,
-)
+from agent.gate.verdict import file_of_test
 from agent.git import repo as git
-from agent.git import worktrees
 from agent.llm.budget import TaskBudget, context_room, estimate_tokens, prompt_limit
 from agent.models import (
     AttemptRecord,
     ContextPackage,
-    PartPlan,
     PatchEdit,
     PlanStep,
     RefinementRequest,
     RunEvent,
-    StepOutcome,
     StepResult,
     TestChange,
     ValidationResult,
 )
 from agent.retrieval.scan import is_test_path
-from agent.run.context import RunContext, StepState
+from agent.run.context import RunContext, StepRequest, StepState
 from agent.run.step_gate import changed_gate_files, file_diffs, gate_attempt
 from agent.runlog.store import ValidationKind
 
 AUTHOR_NAME = "cra"
 AUTHOR_EMAIL = "cra@users.noreply.github.com"
-_FAILURE_OUTPUT_CHARS = 6000
 
 
-def run_step(
-    rc: RunContext,
-    step: PlanStep,
-    *,
-    part_id: str,
-    plan: PartPlan | None,
-    cumulative_diff: str,
-    task_run_id: int,
-    extra_targets: Sequence[str] = (),
-    base: str | None = None,
-) -> StepOutcome:
-    """Implement one step with retries; a pass is committed, a failure leaves the tree as it was.
-
-    `extra_targets` are tests this step must make pass besides its own (the task's named tests
-    in single-pass mode); `base` is the worktree's HEAD when the caller knows it."""
-    st = step_state(
-        rc,
-        step,
-        part_id=part_id,
-        plan=plan,
-        cumulative_diff=cumulative_diff,
-        task_run_id=task_run_id,
-        base=base or git.head_commit(rc.ws.worktree),
-        extra_targets=extra_targets,
-    )
-    outcome = _attempts(st)
-    outcome.usage = rc.account(st.coding, st.classifier, *st.judge_clients)
-    if outcome.status != "passed":
-        worktrees.reset_clean(rc.ws.worktree, st.base)
-    elif outcome.validation is not None:
-        rc.reference = outcome.validation
-    return outcome
-
-
-def step_state(
-    rc: RunContext,
-    step: PlanStep,
-    *,
-    part_id: str,
-    plan: PartPlan | None,
-    cumulative_diff: str,
-    task_run_id: int,
-    base: str,
-    extra_targets: Sequence[str] = (),
-) -> StepState:
+def step_state(run_context: RunContext, step: PlanStep, request: StepRequest) -> StepState:
     """A step's working set: its own coding client within the step's ceilings (ADR: ~30k
-    tokens, a few calls), its classifier for retrieval, its base and its target tests.
-    Retrieval's yes/no questions are capped per retrieval (retrieval.max_classifier_calls)
-    and count against the run budget."""
+    tokens, a few calls), its classifier for retrieval, and its target tests (its own and the
+    request's). Retrieval's yes/no questions are capped per retrieval
+    (retrieval.max_classifier_calls) and count against the run budget."""
     budget = TaskBudget(
         "step",
-        max_tokens=rc.config.budget.max_tokens_per_step,
-        max_calls=rc.config.orchestrator.max_calls_per_step,
+        max_tokens=run_context.config.budget.max_tokens_per_step,
+        max_calls=run_context.config.orchestrator.max_calls_per_step,
         tokens_label="max_tokens_per_step",
         calls_label="max_calls_per_step",
     )
-    coding = rc.client("coding", task_run_id=task_run_id, budgets=[budget])
+    task_run_id = request.task_run_id
+    coding = run_context.client("coding", task_run_id=task_run_id, budgets=[budget])
     classifier = (
-        rc.client("classifier", task_run_id=task_run_id) if rc.config.retrieval.stages else None
+        run_context.client("classifier", task_run_id=task_run_id)
+        if run_context.config.retrieval.stages
+        else None
     )
-    targets = list(dict.fromkeys([*step_target_tests(rc.baseline, step), *extra_targets]))
+    targets = [*step_target_tests(run_context.baseline, step), *request.extra_targets]
     return StepState(
-        rc,
-        step,
-        part_id,
-        plan,
-        cumulative_diff,
-        task_run_id,
-        coding,
-        classifier,
-        base=base,
-        targets=targets,
+        run_context, step, request, coding, classifier, targets=list(dict.fromkeys(targets))
     )
 
 
-def _attempts(st: StepState) -> StepOutcome:
-    failure: str | None = None
-    try:
-        for number in range(1, st.rc.config.orchestrator.max_retries_per_step + 2):
-            if number > 1:  # a step starts clean: its caller committed or reset the last one
-                worktrees.reset_clean(st.rc.ws.worktree, st.base)
-            attempt = _attempt(st, number, failure)
-            if _passed(attempt):
-                return _commit(st, attempt)
-            failure = describe_failure(attempt)
-    except BudgetExhausted as exc:
-        _record(st, AttemptRecord(attempt=len(st.attempts) + 1, error_info=str(exc)))
-        return _failed(st, str(exc), budget=exc.budget)
-    except (LLMError, PromptTooLarge) as exc:
-        _record(st, AttemptRecord(attempt=len(st.attempts) + 1, error_info=str(exc)))
-        if isinstance(exc, LLMError):
-            return _failed(st, f"a model call failed: {exc}", model_failed=True)
-        return _failed(st, str(exc))
-    return _failed(st, f"no attempt passed the tests ({len(st.attempts)} attempts)")
-
-
-def _attempt(st: StepState, number: int, failure: str | None) -> AttemptRecord:
-    attempt, attempt_id = implement_attempt(st, number, failure)
-    if attempt.patch_applied:
-        test_and_gate(st, attempt, attempt_id)
-    return attempt
-
-
-def implement_attempt(st: StepState, number: int, failure: str | None) -> tuple[AttemptRecord, int]:
+def implement_attempt(
+    state: StepState, number: int, failure: str | None
+) -> tuple[AttemptRecord, int]:
     """One implement call (with its refinements) and its edits applied, recorded; the
     attempt and its id in the run log. `patch_applied` says whether the edits are in."""
     stage = "implement" if number == 1 else "implement_retry"
-    context = st.rc.context.gather(
-        st.rc.task,
+    context = state.run_context.context.gather(
+        state.run_context.task,
         mode="implement",
-        files=st.step.target_files,
+        files=state.step.target_files,
         failure=failure,
-        budget_tokens=_context_budget(st, failure),
-        classifier=st.classifier,
+        budget_tokens=_context_budget(state, failure),
+        classifier=state.classifier,
     )
-    result = _implement(st, context, failure, stage)
+    result = _implement(state, context, failure, stage)
     loops = 0
-    while (request := _refinement(result, context, st)) is not None:
-        if loops >= st.rc.config.orchestrator.max_refinement_loops:
+    while (request := _refinement(result, context, state)) is not None:
+        if loops >= state.run_context.config.orchestrator.max_refinement_loops:
             break
         loops += 1
-        context = st.rc.context.refine(context, request, classifier=st.classifier)
-        result = _implement(st, context, failure, f"{stage}_refined")
+        context = state.run_context.context.refine(context, request, classifier=state.classifier)
+        result = _implement(state, context, failure, f"{stage}_refined")
     attempt = AttemptRecord(
         attempt=number,
         raw_response=result.raw_response,
@@ -170,54 +89,57 @@ def implement_attempt(st: StepState, number: int, failure: str | None) -> tuple[
         error_info=result.error_info,
     )
     if result.success:
-        apply_attempt(st, attempt)
-    return attempt, _record(st, attempt)
+        apply_attempt(state, attempt)
+    return attempt, record_attempt(state, attempt)
 
 
-def run_tests(st: StepState, attempt_id: int, kind: ValidationKind) -> ValidationResult:
+def run_tests(state: StepState, attempt_id: int, kind: ValidationKind) -> ValidationResult:
     """The test command on the worktree as it is, recorded under the attempt as `kind`."""
-    validation = st.rc.timed(
+    validation = state.run_context.timed(
         run_validation(
-            st.rc.ws.worktree,
-            st.rc.config.testing,
-            environ=st.rc.runtime.environ,
-            timeout=st.rc.test_timeout,
-            sandbox=st.rc.runtime.sandbox,
+            state.run_context.workspace.worktree,
+            state.run_context.config.testing,
+            environ=state.run_context.runtime.environ,
+            timeout=state.run_context.test_timeout,
+            sandbox=state.run_context.runtime.sandbox,
         )
     )
-    st.rc.runtime.log.record_validation(
-        st.task_run_id, validation, attempt_id=attempt_id, kind=kind
+    state.run_context.runtime.log.record_validation(
+        state.task_run_id, validation, attempt_id=attempt_id, kind=kind
     )
     return validation
 
 
-def test_and_gate(st: StepState, attempt: AttemptRecord, attempt_id: int) -> None:
+def test_and_gate(state: StepState, attempt: AttemptRecord, attempt_id: int) -> None:
     """The tests on the applied attempt, and the gate's verdict on them (attempt.gate)."""
-    attempt.validation = run_tests(st, attempt_id, "attempt")
-    gate_attempt(st, attempt, attempt_id)
+    attempt.validation = run_tests(state, attempt_id, "attempt")
+    gate_attempt(state, attempt, attempt_id)
+
+
+def implement_request(state: StepState) -> ImplementRequest:
+    """What the step's implement calls are asked."""
+    return ImplementRequest(
+        state.run_context.task,
+        state.step,
+        state.run_context.config.budget.reserved_tokens,
+        plan=state.plan,
+        cumulative_diff=state.cumulative_diff or None,
+        landing=state.landing,
+    )
 
 
 def _implement(
-    st: StepState, context: ContextPackage, failure: str | None, stage: str
+    state: StepState, context: ContextPackage, failure: str | None, stage: str
 ) -> StepResult:
     from agent.execute.implement import execute_implement  # not paid before a run's first call
 
     return execute_implement(
-        context,
-        st.rc.task,
-        st.step,
-        st.coding,
-        reserved_tokens=st.rc.config.budget.reserved_tokens,
-        plan=st.plan,
-        cumulative_diff=st.cumulative_diff or None,
-        failure=failure,
-        stage=stage,
-        landing=st.landing,
+        context, implement_request(state), state.coding, failure=failure, stage=stage
     )
 
 
 def _refinement(
-    result: StepResult, context: ContextPackage, st: StepState
+    result: StepResult, context: ContextPackage, state: StepState
 ) -> RefinementRequest | None:
     """Why the answer needs more context: it asked, or it edits a file it was not shown."""
     if result.refinement is not None:
@@ -226,7 +148,7 @@ def _refinement(
     unseen = [
         e.file_path
         for e in result.edits
-        if e.search and _unseen(st.rc.ws.worktree, e.file_path, shown)
+        if e.search and _unseen(state.run_context.workspace.worktree, e.file_path, shown)
     ]
     if not unseen:
         return None
@@ -247,55 +169,49 @@ def _unseen(worktree: Path, rel: str, shown: set[str]) -> bool:
     return real not in shown and (worktree / real).is_file()
 
 
-def apply_attempt(st: StepState, attempt: AttemptRecord) -> None:
+def apply_attempt(state: StepState, attempt: AttemptRecord) -> None:
     """The attempt's edits written to the worktree (all or none), `patch_applied` and the
     diff set; a refused edit says why in `error_info`."""
     from agent.execute.patch import apply_edits  # the edit engine: not before a first call
 
-    refused = commit_refusal(st.rc.ws.worktree, attempt.edits)
+    refused = commit_refusal(state.run_context.workspace.worktree, attempt.edits)
     if refused is not None:  # the tests would run with a file the step's commit cannot take
         attempt.patch_applied = False
         attempt.error_info = f"edit rejected: {refused}"
         return
     patch = apply_edits(
-        attempt.edits, st.rc.ws.worktree, protected=st.rc.config.orchestrator.protected_paths
+        attempt.edits,
+        state.run_context.workspace.worktree,
+        protected=state.run_context.config.orchestrator.protected_paths,
     )
     attempt.patch_applied = patch.success
     attempt.unified_diff = patch.diff
     if not patch.success:
         attempt.error_info = f"edit rejected: {patch.error_info}\n{patch.hint}".strip()
-    st.rc.runtime.observer.on_event(
+    state.run_context.runtime.observer.on_event(
         RunEvent(  # a sign the run moves (the bot's stall check)
             kind="edits_applied",
-            run_id=st.rc.run_id,
-            part_id=st.part_id,
-            step_id=st.step.id,
+            task_id=state.run_context.task_id,
+            part_id=state.part_id,
+            step_id=state.step.id,
             status="applied" if patch.success else "rejected",
         )
     )
 
 
-def _record(st: StepState, attempt: AttemptRecord) -> int:
-    st.attempts.append(attempt)
-    return st.rc.runtime.log.record_attempt(st.task_run_id, attempt)
+def record_attempt(state: StepState, attempt: AttemptRecord) -> int:
+    """The attempt kept among the step's and recorded under its task run; its id."""
+    state.attempts.append(attempt)
+    return state.run_context.runtime.log.record_attempt(state.task_run_id, attempt)
 
 
-def _passed(attempt: AttemptRecord) -> bool:
-    return (
-        attempt.patch_applied
-        and bool(attempt.edits)
-        and attempt.gate is not None
-        and attempt.gate.passed
-    )
-
-
-def allowed_test_changes(st: StepState, attempt: AttemptRecord) -> list[TestChange]:
+def allowed_test_changes(state: StepState, attempt: AttemptRecord) -> list[TestChange]:
     """The declared test changes the gate allowed, one entry per test file."""
     verdict = attempt.gate
     if verdict is None or not verdict.changed_tests:
         return []
     diffs = file_diffs(attempt.unified_diff)
-    in_code = {c.path for c in changed_gate_files(st, attempt) if c.tests_only}
+    in_code = {c.path for c in changed_gate_files(state, attempt) if c.tests_only}
     files = [f for f in diffs if is_test_path(f) or f in in_code]  # tests inside a source file
     unplaced = [t for t in verdict.changed_tests if file_of_test(t, files) is None]
     changes = []
@@ -308,17 +224,17 @@ def allowed_test_changes(st: StepState, attempt: AttemptRecord) -> list[TestChan
                     path=path,
                     tests=tests,
                     diff=diffs[path],
-                    reason=st.step.description,
-                    step=f"{st.part_id}/{st.step.id}",
+                    reason=state.step.description,
+                    step=f"{state.part_id}/{state.step.id}",
                 )
             )
     return changes
 
 
-def commit_edits(st: StepState, edits: Sequence[PatchEdit], description: str) -> str | None:
+def commit_edits(state: StepState, edits: Sequence[PatchEdit], description: str) -> str | None:
     """A commit of the files `edits` wrote, under `description` (its first line the
     subject) and the run's trailers; None when nothing changed."""
-    worktree = st.rc.ws.worktree
+    worktree = state.run_context.workspace.worktree
     description = neutralise_closing_keywords(description.strip())
     message = f"{description.splitlines()[0][:72]}\n\n{description}"
     # Only the edited files are committed, never what the test run left behind; by the paths
@@ -331,66 +247,28 @@ def commit_edits(st: StepState, edits: Sequence[PatchEdit], description: str) ->
         message,
         author_name=AUTHOR_NAME,
         author_email=AUTHOR_EMAIL,
-        trailers={"Cra-Run": st.rc.run_id, "Cra-Step": f"{st.part_id}/{st.step.id}"},
+        trailers={
+            "Cra-Run": state.run_context.task_id,
+            "Cra-Step": f"{state.part_id}/{state.step.id}",
+        },
         paths=edited,
         new_paths=created,
     )
 
 
-def _commit(st: StepState, attempt: AttemptRecord) -> StepOutcome:
-    commit = commit_edits(st, attempt.edits, st.step.description)
-    return StepOutcome(
-        part_id=st.part_id,
-        step_id=st.step.id,
-        description=st.step.description,
-        status="passed",
-        attempts=st.attempts,
-        commit=commit,
-        diff=attempt.unified_diff if commit else "",
-        validation=attempt.validation,
-        task_run_id=st.task_run_id,
-        tests_changed=allowed_test_changes(st, attempt),
-    )
-
-
-def _failed(
-    st: StepState, error: str, *, budget: str | None = None, model_failed: bool = False
-) -> StepOutcome:
-    last = next((a.validation for a in reversed(st.attempts) if a.validation), None)
-    return StepOutcome(
-        part_id=st.part_id,
-        step_id=st.step.id,
-        description=st.step.description,
-        status="failed",
-        attempts=st.attempts,
-        error=error,
-        budget_exhausted=budget,
-        validation=last,
-        task_run_id=st.task_run_id,
-        model_failed=model_failed,
-    )
-
-
-def _context_budget(st: StepState, failure: str | None) -> int:
+def _context_budget(state: StepState, failure: str | None) -> int:
     """What the step's files may take: what an implement pass needs (its files, whole while
     they fit: retrieval.implement_context_tokens), within the window left once the prompt frame
     and the failure text are counted."""
-    model = st.coding.config
-    reserved = st.rc.config.budget.reserved_tokens
+    model = state.coding.config
+    reserved = state.run_context.config.budget.reserved_tokens
     frame = build_implement_prompt(
-        ContextPackage(task=st.rc.task),
-        st.rc.task,
-        st.step,
-        model=model,
-        reserved_tokens=reserved,
-        plan=st.plan,
-        cumulative_diff=st.cumulative_diff or None,
-        landing=st.landing,
+        ContextPackage(task=state.run_context.task), implement_request(state), model
     )
     room = context_room(*frame, model=model, reserved_tokens=reserved)
     if failure:
         room = max(room - min(estimate_tokens(failure), prompt_limit(model, reserved) // 4), 0)
-    return min(room, st.rc.config.retrieval.implement_context_tokens)
+    return min(room, state.run_context.config.retrieval.implement_context_tokens)
 
 
 _CLOSING = re.compile(r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?=[\w./-]*#\d)", re.I)
@@ -435,23 +313,3 @@ def step_target_tests(baseline: ValidationResult, step: PlanStep) -> list[str]:
     files = [f for f in step.target_files if is_test_path(f)]
     failing = [t for t in baseline.failing_tests if t.split("::")[0] in step.target_files]
     return list(dict.fromkeys([*files, *failing]))
-
-
-def describe_failure(attempt: AttemptRecord) -> str:
-    """What went wrong in an attempt, for the next attempt's prompt."""
-    if attempt.validation is None:
-        return (
-            f"Your previous answer could not be used: {attempt.error_info}\n"
-            "Answer only with <edit> blocks whose search text is copied exactly from the files."
-        )
-    validation = attempt.validation
-    if attempt.original is not None and not (attempt.gate and attempt.gate.passed):
-        validation = attempt.original  # where the rejection showed
-    failing = "\n".join(f"- {t}" for t in validation.failing_tests) or "- (not identified)"
-    output = (validation.test_output or "")[-_FAILURE_OUTPUT_CHARS:]
-    verdict = attempt.error_info or "The tests failed."
-    return (
-        f"Your previous edits applied, but they did not pass the test gate.\n{verdict}\n"
-        f"Your edits:\n{attempt.unified_diff}\nFailing tests:\n{failing}\n"
-        f"Test output (end):\n{output}"
-    )

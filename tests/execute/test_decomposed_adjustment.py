@@ -25,6 +25,7 @@ from agent.execute.decomposed_adjustment import (
     run_step_viability,
 )
 from agent.execute.plan import plan_schema
+from agent.execute.plan_material import PlanMaterial, PlanRequest
 from agent.execute.plan_prompts import SYSTEM_PROMPTS, build_finalize_prompt
 from agent.llm.client import HTTPChatModel
 from agent.llm.logged import LoggedLLMClient
@@ -156,17 +157,11 @@ def adjust(
     completed: Sequence[PlanStep] = (S1,),
     diff: str | None = "+int hash_insert(void);",
 ) -> tuple[PlanAdjustment, AdjustmentVerdicts]:
-    return decomposed_adjustment(
-        CONTEXT,
-        TASK,
-        classifier=m.classifier,
-        reasoning=m.reasoning,
-        prior_results=results,
-        remaining_steps=remaining,
-        completed_steps=completed,
-        cumulative_diff=diff,
-        reserved_tokens=RESERVED,
+    material = PlanMaterial(
+        diff, prior_results=results, remaining_steps=remaining, completed_steps=completed
     )
+    request = PlanRequest(CONTEXT, TASK, RESERVED, 30000, material=material)
+    return decomposed_adjustment(request, classifier=m.classifier, reasoning=m.reasoning)
 
 
 def finalize(
@@ -175,15 +170,9 @@ def finalize(
     context: ContextPackage = CONTEXT,
     completed: Sequence[PlanStep] = (S1,),
 ) -> PlanAdjustment:
+    material = PlanMaterial("+x", remaining_steps=[S2, S3], completed_steps=completed)
     return finalize_adjustment(
-        context,
-        TASK,
-        v,
-        [S2, S3],
-        llm=m.reasoning,
-        reserved_tokens=RESERVED,
-        completed_steps=completed,
-        cumulative_diff="+x",
+        PlanRequest(context, TASK, RESERVED, 30000, material=material), v, m.reasoning
     )
 
 
@@ -637,15 +626,22 @@ def run_adjust_plan(m: Models, decomposed: bool) -> tuple[PlanAdjustment, object
             "budget": {"reserved_tokens": RESERVED},
         }
     )
-    return adjust_plan(
+    material = PlanMaterial(
+        prior_results=[failed(COMPILE)], remaining_steps=[S2, S3], completed_steps=[S1]
+    )
+    request = PlanRequest(
         CONTEXT,
         TASK,
-        config=config,
+        config.budget.reserved_tokens,
+        config.budget.max_tokens_per_step,
+        max_group_steps=config.orchestrator.max_group_steps,
+        material=material,
+    )
+    return adjust_plan(
+        request,
+        decomposed=config.orchestrator.decomposed_adjustment,
         classifier=m.classifier,
         reasoning=m.reasoning,
-        prior_results=[failed(COMPILE)],
-        remaining_steps=[S2, S3],
-        completed_steps=[S1],
     )
 
 
@@ -684,35 +680,24 @@ def test_adjustment_prompts_in_system_prompts_dict() -> None:
 def test_build_adjustment_finalize_prompt_budget_validation() -> None:
     small = ModelConfig(model="planner-4b", context_window=4096)
     diff = "DIFF-HEAD\n" + "+line\n" * 5000 + "DIFF-TAIL"
-    _, user = build_finalize_prompt(
-        CONTEXT,
-        TASK,
-        verdicts({"s2": True, "s3": True}),
-        [S2, S3],
-        model=small,
-        reserved_tokens=RESERVED,
-        cumulative_diff=diff,
-    )
+    material = PlanMaterial(diff, remaining_steps=[S2, S3])
+    request = PlanRequest(CONTEXT, TASK, RESERVED, 30000, material=material)
+    _, user = build_finalize_prompt(request, verdicts({"s2": True, "s3": True}), small)
     assert "DIFF-TAIL" in user and "DIFF-HEAD" not in user
     huge = ContextPackage(task="t", files=[ContextFile(path="a.c", content="x" * 80_000)])
     with pytest.raises(PromptTooLarge):
-        build_finalize_prompt(
-            huge, TASK, verdicts({"s2": True}), [S2], model=small, reserved_tokens=RESERVED
+        request = PlanRequest(
+            huge, TASK, RESERVED, 30000, material=PlanMaterial(remaining_steps=[S2])
         )
+        build_finalize_prompt(request, verdicts({"s2": True}), small)
 
 
 def test_build_adjustment_finalize_prompt_includes_verdicts() -> None:
     signals = [signal(), signal(TEST, "test_failure")]
     v = verdicts({"s2": True, "s3": False}, {"s2": [0]}, needed=[1], signals=signals)
-    _, user = build_finalize_prompt(
-        CONTEXT,
-        TASK,
-        v,
-        [S2, S3],
-        model=ModelConfig(model="planner-4b"),
-        reserved_tokens=RESERVED,
-        completed_steps=[S1],
-    )
+    material = PlanMaterial(remaining_steps=[S2, S3], completed_steps=[S1])
+    request = PlanRequest(CONTEXT, TASK, RESERVED, 30000, material=material)
+    _, user = build_finalize_prompt(request, v, ModelConfig(model="planner-4b"))
     assert "- s2 (Implement hash insert): VALID" in user
     assert "- s3 (Add hash resize logic): INVALID -- will be dropped" in user
     assert f"- s2 caused failure [0]: [compile_error] {COMPILE}" in user

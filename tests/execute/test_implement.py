@@ -9,7 +9,7 @@ import pytest
 from agent.config.files import ModelConfig
 from agent.errors import PromptTooLarge
 from agent.execute.implement import execute_implement
-from agent.execute.prompts import IMPLEMENT_SYSTEM, build_implement_prompt
+from agent.execute.prompts import IMPLEMENT_SYSTEM, ImplementRequest, build_implement_prompt
 from agent.llm.client import HTTPChatModel
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextFile, ContextPackage, PartPlan, PlanStep
@@ -33,15 +33,8 @@ def test_prompt_carries_files_task_step_and_plan() -> None:
     plan = PartPlan(
         part_id="p1", task_summary="t", steps=[STEP, PlanStep(id="s2", description="Add a test")]
     )
-    system, user = build_implement_prompt(
-        CONTEXT,
-        "fix mul",
-        STEP,
-        model=model(),
-        reserved_tokens=512,
-        plan=plan,
-        cumulative_diff="+x",
-    )
+    request = ImplementRequest("fix mul", STEP, 512, plan=plan, cumulative_diff="+x")
+    system, user = build_implement_prompt(CONTEXT, request, model())
     assert system == IMPLEMENT_SYSTEM
     assert '<file path="calc/ops.py">' in user
     assert "<task>\nfix mul\n</task>" in user
@@ -51,9 +44,8 @@ def test_prompt_carries_files_task_step_and_plan() -> None:
 
 def test_long_failure_is_trimmed_to_fit_keeping_its_end() -> None:
     failure = "start-marker " + "x" * 40_000 + " final-summary"
-    _, user = build_implement_prompt(
-        CONTEXT, "fix mul", STEP, model=model(window=4096), reserved_tokens=512, failure=failure
-    )
+    request = ImplementRequest("fix mul", STEP, 512)
+    _, user = build_implement_prompt(CONTEXT, request, model(window=4096), failure)
     assert "final-summary" in user and "start-marker" not in user
     assert "earlier output omitted" in user
 
@@ -61,7 +53,7 @@ def test_long_failure_is_trimmed_to_fit_keeping_its_end() -> None:
 def test_context_too_large_for_the_window_raises_before_any_call() -> None:
     huge = ContextPackage(task="t", files=[ContextFile(path="a.py", content="x" * 50_000)])
     with pytest.raises(PromptTooLarge):
-        build_implement_prompt(huge, "t", STEP, model=model(window=4096), reserved_tokens=512)
+        build_implement_prompt(huge, ImplementRequest("t", STEP, 512), model(window=4096))
 
 
 @pytest.fixture
@@ -78,7 +70,7 @@ def test_answer_becomes_edits(server: ScriptedModelServer) -> None:
     log = MemoryCallLog()
     with HTTPChatModel(model(url=server.url)) as chat:
         llm = LoggedLLMClient(chat, log, role="coding", reserved_tokens=512)
-        result = execute_implement(CONTEXT, "fix mul", STEP, llm, reserved_tokens=512)
+        result = execute_implement(CONTEXT, ImplementRequest("fix mul", STEP, 512), llm)
     assert result.success
     assert [e.file_path for e in result.edits] == ["calc/ops.py"]
     assert [r.stage for r in log.records] == ["implement"]
@@ -90,7 +82,7 @@ def test_unparseable_answer_is_a_failed_step_result_with_the_raw_text(
     server.enqueue("Sure! I fixed it.")
     with HTTPChatModel(model(url=server.url)) as chat:
         llm = LoggedLLMClient(chat, MemoryCallLog(), role="coding", reserved_tokens=512)
-        result = execute_implement(CONTEXT, "fix mul", STEP, llm, reserved_tokens=512)
+        result = execute_implement(CONTEXT, ImplementRequest("fix mul", STEP, 512), llm)
     assert not result.success
     assert result.raw_response == "Sure! I fixed it."
     assert result.error_info is not None and "no <edit> blocks" in result.error_info
@@ -102,7 +94,7 @@ def test_an_answer_cut_off_at_max_tokens_says_which_limit_to_raise(
     server.enqueue(Reply(text='<edit file="calc/ops.py"><search>return 0</sea', cut_off=True))
     with HTTPChatModel(model(url=server.url)) as chat:
         llm = LoggedLLMClient(chat, MemoryCallLog(), role="coding", reserved_tokens=512)
-        result = execute_implement(CONTEXT, "fix mul", STEP, llm, reserved_tokens=512)
+        result = execute_implement(CONTEXT, ImplementRequest("fix mul", STEP, 512), llm)
     assert not result.success and result.error_info is not None
     assert result.error_info.startswith(
         "unparseable answer: the answer stopped at the token limit (2048 tokens: raise "

@@ -1,4 +1,4 @@
-"""execute_plan against the scripted model server; plan_schema; plan_to_artifact."""
+"""The planner passes against the scripted model server; plan_schema; plan_to_artifact."""
 
 from __future__ import annotations
 
@@ -12,8 +12,15 @@ from pydantic import BaseModel
 from agent.config.files import ModelConfig
 from agent.errors import ParseError, PlanInvalid, PromptTooLarge
 from agent.execute.parsers import PassType
-from agent.execute.plan import execute_plan, plan_schema, plan_to_artifact, reask_note
-from agent.execute.plan_material import REASK_NOTE_TOKENS
+from agent.execute.plan import (
+    plan_adjustment,
+    plan_meta,
+    plan_part,
+    plan_schema,
+    plan_to_artifact,
+    reask_note,
+)
+from agent.execute.plan_material import REASK_NOTE_TOKENS, PlanMaterial, PlanRequest
 from agent.llm.budget import estimate_tokens
 from agent.llm.client import HTTPChatModel
 from agent.llm.logged import LoggedLLMClient
@@ -108,36 +115,21 @@ def llm(server: ScriptedModelServer, log: MemoryCallLog) -> Iterator[LoggedLLMCl
 
 
 def meta(llm: LoggedLLMClient) -> MetaPlan:
-    return execute_plan(
-        CONTEXT, TASK, llm, pass_type="meta_plan", reserved_tokens=RESERVED, step_token_budget=30000
-    )
+    return plan_meta(PlanRequest(CONTEXT, TASK, RESERVED, 30000), llm)
 
 
 def part_plan(llm: LoggedLLMClient, expected: str | None = None) -> PartPlan:
-    return execute_plan(
-        CONTEXT,
-        TASK,
-        llm,
-        pass_type="part_plan",
-        reserved_tokens=RESERVED,
-        step_token_budget=30000,
-        expected_part_id=expected,
-    )
+    return plan_part(PlanRequest(CONTEXT, TASK, RESERVED, 30000, expected_part_id=expected), llm)
 
 
 def adjust(llm: LoggedLLMClient, completed: tuple[PlanStep, ...] = (DONE,)) -> PlanAdjustment:
-    return execute_plan(
-        CONTEXT,
-        TASK,
-        llm,
-        pass_type="adjustment",
-        reserved_tokens=RESERVED,
-        step_token_budget=30000,
+    material = PlanMaterial(
+        cumulative_diff="+x",
         prior_results=[StepResult(success=False, error_info="boom")],
         remaining_steps=[TODO],
         completed_steps=completed,
-        cumulative_diff="+x",
     )
+    return plan_adjustment(PlanRequest(CONTEXT, TASK, RESERVED, 30000, material=material), llm)
 
 
 # --- answers into plans ----------------------------------------------------------------------
@@ -441,14 +433,7 @@ def test_prompt_too_large_raises_before_any_request(
     with HTTPChatModel(planner_config(server, window=4096)) as chat:
         llm = LoggedLLMClient(chat, log, role="reasoning", reserved_tokens=RESERVED)
         with pytest.raises(PromptTooLarge):
-            execute_plan(
-                huge,
-                TASK,
-                llm,
-                pass_type="meta_plan",
-                reserved_tokens=RESERVED,
-                step_token_budget=30000,
-            )
+            plan_meta(PlanRequest(huge, TASK, RESERVED, 30000), llm)
     assert server.requests == []
 
 

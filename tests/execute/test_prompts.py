@@ -9,7 +9,12 @@ import pytest
 
 from agent.config.files import ModelConfig
 from agent.errors import PromptTooLarge
-from agent.execute.plan_material import ERROR_INFO_CAP_CHARS, build_plan_prompt
+from agent.execute.plan_material import (
+    ERROR_INFO_CAP_CHARS,
+    PlanMaterial,
+    PlanRequest,
+    build_plan_prompt,
+)
 from agent.execute.plan_prompts import SYSTEM_PROMPTS
 from agent.execute.prompts import DIFF_CAP_CHARS, IMPLEMENT_SYSTEM, PlanPassType
 from agent.llm.budget import estimate_prompt_tokens, estimate_tokens
@@ -49,19 +54,11 @@ def prompt(
     remaining_steps: Sequence[PlanStep] = (),
     completed_steps: Sequence[PlanStep] = (),
 ) -> tuple[str, str]:
-    return build_plan_prompt(
-        CONTEXT,
-        "Add a divide function",
-        pass_type=pass_type,
-        model=model(window),
-        reserved_tokens=reserved,
-        step_token_budget=budget,
-        cumulative_diff=cumulative_diff,
-        prior_results=prior_results,
-        test_results=test_results,
-        remaining_steps=remaining_steps,
-        completed_steps=completed_steps,
+    material = PlanMaterial(
+        cumulative_diff, prior_results, test_results, remaining_steps, completed_steps
     )
+    request = PlanRequest(CONTEXT, "Add a divide function", reserved, budget, material=material)
+    return build_plan_prompt(request, pass_type, model(window))
 
 
 def section(user: str, tag: str) -> str:
@@ -109,14 +106,8 @@ def test_a_planner_is_told_the_ranked_files_that_did_not_fit_but_not_those_judge
             ]
         }
     )
-    _, user = build_plan_prompt(
-        crowded,
-        "Add a divide function",
-        pass_type="meta_plan",
-        model=model(),
-        reserved_tokens=512,
-        step_token_budget=30000,
-    )
+    request = PlanRequest(crowded, "Add a divide function", 512, 30000)
+    _, user = build_plan_prompt(request, "meta_plan", model())
     more = section(user, "more_files")
     assert more.endswith("\ncalc/keywords.py") and "calc/io.py" not in user
     assert user.index("</files>") < user.index("<more_files>") < user.index("<task>")
@@ -246,14 +237,7 @@ def test_trimming_is_deterministic() -> None:
 def test_prompt_that_cannot_be_trimmed_enough_raises_prompt_too_large() -> None:
     huge = ContextPackage(task="t", files=[ContextFile(path="a.py", content="x" * 50_000)])
     with pytest.raises(PromptTooLarge) as caught:
-        build_plan_prompt(
-            huge,
-            "t",
-            pass_type="meta_plan",
-            model=model(4096),
-            reserved_tokens=512,
-            step_token_budget=30000,
-        )
+        build_plan_prompt(PlanRequest(huge, "t", 512, 30000), "meta_plan", model(4096))
     assert caught.value.stage == "meta_plan"
     assert caught.value.tokens > caught.value.limit
 

@@ -174,8 +174,8 @@ def test_each_repository_command_stamps_its_start(
 
 
 def test_agent_events_read_as_progress() -> None:
-    applied = RunEvent(kind="edits_applied", run_id="t", part_id="p1", step_id="s2")
-    started = RunEvent(kind="pass_started", run_id="t", pass_type="meta_plan")
+    applied = RunEvent(kind="edits_applied", task_id="t", part_id="p1", step_id="s2")
+    started = RunEvent(kind="pass_started", task_id="t", pass_type="meta_plan")
 
     assert event_progress(applied) == "edits applied (step s2)"
     assert event_progress(started) == "pass started (meta plan)"

@@ -101,12 +101,12 @@ def test_progress_is_published_at_most_once_per_interval() -> None:
     clock = Clock()
     reporter = ProgressReporter(lambda *a: published.append(a), interval=5.0, clock=clock)
     steps = [PlanStep(id="s1", description="Fix mul"), PlanStep(id="s2", description="Add")]
-    reporter.on_event(RunEvent(kind="plan_made", run_id="r", part_id="p1", steps=steps))
+    reporter.on_event(RunEvent(kind="plan_made", task_id="r", part_id="p1", steps=steps))
     clock.now = 1.0
-    reporter.on_event(RunEvent(kind="step_passed", run_id="r", part_id="p1", step_id="s1"))
+    reporter.on_event(RunEvent(kind="step_passed", task_id="r", part_id="p1", step_id="s1"))
     assert len(published) == 1
     clock.now = 6.0
-    reporter.on_event(RunEvent(kind="pass_started", run_id="r", pass_type="adjustment"))
+    reporter.on_event(RunEvent(kind="pass_started", task_id="r", pass_type="adjustment"))
     assert published[-1][1] == [("Fix mul", "passed"), ("Add", "pending")]
     reporter.flush("succeeded")
     assert published[-1][0] == "succeeded" and published[-1][1][1] == ("Add", "skipped")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent.errors import PlanInvalid
-from agent.execute.groups import (
+from agent.execute.grouping import (
     as_units,
     blocked_group,
     group_problems,

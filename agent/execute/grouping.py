@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agent.config.files import MAX_GROUP_STEPS  # orchestrator.max_group_steps
 from agent.errors import PlanInvalid
 from agent.models import PlanStep
-
-MAX_GROUP_STEPS = 4  # orchestrator.max_group_steps: more than this is several changes
 
 
 def groups_of(steps: Sequence[PlanStep]) -> list[list[PlanStep]]:

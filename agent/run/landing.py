@@ -1,0 +1,201 @@
+"""The one landing path: a plan step and the steps that land together with it (a single step
+is a group of one) implemented, applied, gated and retried until the gate passes or the retries
+run out; a pass is committed once, a failure leaves the tree as it was.
+
+Each piece is implemented by its own call on its own file and applied in order, the tests run
+after each for information, the gate judging the group once its last piece is in; a group that
+fails is rolled back whole and retried at the pieces its failure points to, the others applied
+again as they were. A group of one is gated on its step's own attempt.
+
+One commit per group: only the group's final state was judged, so a commit per piece would put
+commits on the branch that break the tests (and `git bisect` with them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agent.execute.grouping import merged_step
+from agent.execute.prompts import last_chars
+from agent.git import repo as git
+from agent.git import worktrees
+from agent.models import AttemptRecord, GroupRound, PlanStep
+from agent.run.blame import implicated
+from agent.run.context import RunContext, StepRequest
+from agent.run.landed import (
+    LANDING_ERRORS,
+    Failure,
+    Landing,
+    Piece,
+    Unit,
+    account,
+    describe_failure,
+    failed,
+    failure_of,
+    landed,
+)
+from agent.run.steps import (
+    apply_attempt,
+    implement_attempt,
+    record_attempt,
+    run_tests,
+    step_state,
+    step_target_tests,
+    test_and_gate,
+)
+
+_NOTE_DIFF_CHARS = 4000
+_NOTE_OUTPUT_CHARS = 1500
+_NOTE_FAILING = 10
+
+
+@dataclass
+class _Round:
+    """One round's pieces applied: the attempt the gate judges and its id in the run log, the
+    pieces implemented anew, and the piece whose answer could not be used."""
+
+    attempt: AttemptRecord
+    attempt_id: int  # 0 when the round's attempt was not recorded (a piece was broken)
+    redone: list[str] = field(default_factory=list)
+    broken: Piece | None = None
+
+
+def land(run_context: RunContext, steps: Sequence[PlanStep], request: StepRequest) -> Landing:
+    """Land `steps` together (see the module's docstring): committed once when the gate passes
+    them, else the tree reset to `request.base`."""
+    unit = _unit(run_context, steps, request)
+    try:
+        landing = _rounds(unit)
+    except LANDING_ERRORS as exc:
+        if unit.single:  # a single step keeps the failed call among its attempts
+            record_attempt(
+                unit.whole, AttemptRecord(attempt=len(unit.whole.attempts) + 1, error_info=str(exc))
+            )
+        landing = failed(unit, failure_of(exc))
+    landing = account(unit, landing)
+    if not landing.passed:
+        worktrees.reset_clean(run_context.workspace.worktree, request.base)
+    elif landing.outcome.validation is not None:
+        run_context.reference = landing.outcome.validation
+    return landing
+
+
+def _unit(run_context: RunContext, steps: Sequence[PlanStep], request: StepRequest) -> Unit:
+    """The working set of one landing: a piece per step, and the whole the gate reads (for a
+    group of one, its step's own state)."""
+    pieces = [Piece(step_state(run_context, s, request)) for s in steps]
+    if len(pieces) == 1:
+        return Unit(run_context, pieces, pieces[0].state)
+    whole = step_state(run_context, merged_step(steps), request)
+    own = (t for s in steps for t in step_target_tests(run_context.baseline, s))
+    whole.targets = list(dict.fromkeys([*own, *request.extra_targets]))
+    return Unit(run_context, pieces, whole)
+
+
+def _rounds(unit: Unit) -> Landing:
+    """The retry loop: rounds until the gate passes or the retries (per step or group) run out."""
+    failure: str | None = None
+    redo = {p.step.id for p in unit.pieces}
+    for number in range(1, unit.run_context.config.orchestrator.max_retries_per_step + 2):
+        if number > 1:  # back to the accepted state: the unit is retried whole
+            worktrees.reset_clean(unit.run_context.workspace.worktree, unit.whole.base)
+        applied = _apply_pieces(unit, number, failure, redo)
+        unit.rounds.append(
+            GroupRound(number=number, redone=applied.redone, attempt=applied.attempt)
+        )
+        if applied.broken is not None:  # a piece's answer could not be used: retry that piece
+            failure = describe_failure(applied.broken.state.attempts[-1])
+            redo = {applied.broken.step.id}
+            continue
+        attempt = applied.attempt
+        test_and_gate(unit.whole, attempt, applied.attempt_id)
+        if _passed(attempt):
+            return landed(unit, attempt)
+        failure = describe_failure(attempt, unit.steps)
+        redo = implicated(unit.steps, attempt, {p.step.id: p.diff for p in unit.pieces})
+    return failed(unit, Failure(unit.exhausted()))
+
+
+def _passed(attempt: AttemptRecord) -> bool:
+    return (
+        attempt.patch_applied
+        and bool(attempt.edits)
+        and attempt.gate is not None
+        and attempt.gate.passed
+    )
+
+
+def _apply_pieces(unit: Unit, number: int, failure: str | None, redo: set[str]) -> _Round:
+    """Every piece applied in order: those in `redo` (or that no longer apply) implemented
+    anew with the failure, the others as they were."""
+    redone: list[str] = []
+    for index, piece in enumerate(unit.pieces):
+        if piece.edits and piece.step.id not in redo and _reapplied(piece):
+            continue
+        redone.append(piece.step.id)
+        piece.state.landing = landing_note(unit.pieces, index)
+        attempt, attempt_id = implement_attempt(
+            piece.state, number, failure if (piece.step.id in redo) else None
+        )
+        if not attempt.patch_applied:
+            piece.edits, piece.diff = [], ""
+            why = f"step {piece.step.id}: {attempt.error_info or 'no usable edits'}"
+            return _Round(AttemptRecord(attempt=number, error_info=why), 0, redone, piece)
+        piece.edits, piece.diff = list(attempt.edits), attempt.unified_diff
+        if unit.single:  # a group of one is gated on its step's own attempt
+            return _Round(attempt, attempt_id, redone)
+        if index < len(unit.pieces) - 1:  # the last piece's run is the gate's
+            piece.tests_after = attempt.validation = run_tests(piece.state, attempt_id, "piece")
+    edits = [e for p in unit.pieces for e in p.edits]
+    diff = git.diff(unit.run_context.workspace.worktree, unit.whole.base)
+    attempt = AttemptRecord(attempt=number, edits=edits, patch_applied=True, unified_diff=diff)
+    return _Round(
+        attempt,
+        unit.run_context.runtime.log.record_attempt(unit.whole.task_run_id, attempt),
+        redone,
+    )
+
+
+def _reapplied(piece: Piece) -> bool:
+    """Whether a kept piece's edits applied again as they were."""
+    again = AttemptRecord(attempt=0, edits=piece.edits)
+    apply_attempt(piece.state, again)
+    if again.patch_applied:
+        piece.diff = again.unified_diff
+    return again.patch_applied
+
+
+def landing_note(pieces: Sequence[Piece], index: int) -> str | None:
+    """What the implementer of piece `index` is told of the steps it lands with: the order,
+    the changes before it and, when they failed, the tests after them; None for a step that
+    lands alone."""
+    if len(pieces) < 2:
+        return None
+    lines = [
+        "Your step lands together with the steps below: each is made by its own call on "
+        "its own file, they are applied in this order, and the tests judge them once all "
+        "are in, so the tests may fail until the last one is applied. Make only your "
+        "step's change, consistent with the others (the same names and signatures)."
+    ]
+    for n, piece in enumerate(pieces):
+        where = "your step" if n == index else "before yours" if n < index else "after yours"
+        lines.append(
+            f"- {piece.step.id} ({where}): {piece.step.description} "
+            f"[{', '.join(piece.step.target_files)}]"
+        )
+    before = "\n".join(p.diff for p in pieces[:index] if p.diff)
+    if before:
+        lines += [
+            "The changes of the steps before yours (already in the files):",
+            last_chars(before, _NOTE_DIFF_CHARS, "changes"),
+        ]
+    tests = pieces[index - 1].tests_after if index else None
+    if tests is not None and not tests.success:
+        failing = ", ".join(tests.failing_tests[:_NOTE_FAILING]) or "(not identified)"
+        lines += [
+            "The tests after the steps before yours (for information only: the group is "
+            f"judged once all are in). Failing: {failing}",
+            last_chars(tests.test_output or "", _NOTE_OUTPUT_CHARS),
+        ]
+    return "\n".join(lines)
