@@ -20,10 +20,11 @@ from bot.github.api import GitHubAPI
 from bot.github.app_key import load_private_key
 from bot.github.tokens import AppTokens, Generations, StaticToken, TokenProvider
 from bot.mirrors import MirrorCache
+from bot.model_endpoints import ROLES
 from bot.queue.queues import RunQueue, build_queue, check_health
 from bot.queue.run_progress import Progress, ProgressChatModel
 from bot.sandboxes import build_bot_sandbox, build_env_cache
-from bot.settings import ROLES, BotSettings
+from bot.settings import BotSettings
 from bot.store.installations import Installations
 from bot.store.runs import BotStore
 

@@ -32,7 +32,6 @@ from bot.bench.reports import BenchReports
 from bot.errors import BotError
 from bot.run.repo_config import limited_config
 from bot.services import Services
-from bot.settings import ROLES
 
 Progress = Callable[[str], None]
 
@@ -221,10 +220,9 @@ def factories(services: Services, bench: Bench) -> Callable[[str, BenchTask], Fa
 
 def _key_for(services: Services, model: ModelConfig) -> str | None:
     """The API key of the server whose endpoint `model` uses."""
-    settings = services.settings
-    for role in ROLES:
-        if getattr(settings, f"{role}_base_url") == model.base_url:
-            return settings.api_key_for(role)
+    for endpoint in services.settings.endpoints().values():
+        if endpoint.base_url == model.base_url:
+            return endpoint.key()
     return None
 
 

@@ -23,8 +23,7 @@ def write(root: Path, text: str) -> Path:
 
 def settings(**values: object) -> BotSettings:
     return BotSettings(
-        coding_base_url="http://gpu:8000",
-        coding_model="coder",
+        coding={"base_url": "http://gpu:8000", "model": "coder"},
         allowed_models=["coder-big"],
         **values,
     )  # type: ignore[arg-type]
