@@ -29,6 +29,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from bot.services import build_services  # noqa: E402
 from bot.settings import BotSettings  # noqa: E402
 from bot.web.app import create_app  # noqa: E402
 from bot.web.door import make_door, serve_in_thread  # noqa: E402
@@ -42,7 +43,8 @@ CLOSE_WAIT_S = 15.0
 
 def bench_app() -> Any:
     """cra's app from CRA_* settings, its thread workers doing nothing (gunicorn factory)."""
-    return create_app(BotSettings(), execute=lambda run_id: None)
+    settings = BotSettings()
+    return create_app(settings, build_services(settings, execute=lambda run_id, services: None))
 
 
 def free_port() -> int:
@@ -159,6 +161,8 @@ def main() -> int:
         os.environ.update(
             {
                 "CRA_WEBHOOK_SECRET": "bench",
+                "CRA_TOKEN": "bench",  # the services' GitHub client is built, never called
+                "CRA_SANDBOX": "none",  # no run is executed
                 "CRA_DATA_DIR": tmp,
                 "CRA_DATABASE_URL": f"sqlite:///{tmp}/cra.db",
             }

@@ -43,13 +43,17 @@ def cra_app() -> Any:
     at once and does nothing with it — a regime no server meets under load (a thousand runs
     finished per second), which charges every delivery with a thread's hand-off.
     """
+    from bot.services import build_services
     from bot.settings import BotSettings
     from bot.web.app import create_app
 
+    settings = BotSettings()
     if os.environ.get("BENCH_IDLE_WORKERS") == "1":
-        return create_app(BotSettings(), execute=lambda run_id: None)
+        idle = build_services(settings, execute=lambda run_id, services: None)
+        return create_app(settings, idle)
     busy = threading.Event()  # never set: the worker's first run lasts until the server ends
-    return create_app(BotSettings(), execute=lambda run_id: busy.wait())
+    busy_services = build_services(settings, execute=lambda run_id, services: busy.wait())
+    return create_app(settings, busy_services)
 
 
 def _connect(database: str) -> Any:

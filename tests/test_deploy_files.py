@@ -42,6 +42,7 @@ from bot.cli.main import main as cra_bot_main
 from bot.environment import environment_variables, setting_variables
 from bot.intake.triggers import route
 from bot.intake.webhooks import Event
+from bot.services import build_services
 from bot.settings import BotSettings
 from bot.web.app import create_app
 from tests.lockfile import parse_export
@@ -287,9 +288,13 @@ def test_the_data_dir_is_a_volume_owned_by_the_user() -> None:
 
 def test_the_healthcheck_probes_a_real_route(tmp_path: Path) -> None:
     settings = BotSettings(
-        insecure_dev=True, data_dir=tmp_path, database_url=f"sqlite:///{tmp_path}/cra.db"
+        insecure_dev=True,
+        token="t0k",
+        sandbox="none",
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path}/cra.db",
     )
-    app = create_app(settings)
+    app = create_app(settings, build_services(settings))
     try:
         routes = {rule.rule for rule in app.url_map.iter_rules()}
     finally:
@@ -299,9 +304,13 @@ def test_the_healthcheck_probes_a_real_route(tmp_path: Path) -> None:
 
 def test_the_healthcheck_command_passes_against_a_healthy_server(tmp_path: Path) -> None:
     settings = BotSettings(
-        insecure_dev=True, data_dir=tmp_path, database_url=f"sqlite:///{tmp_path}/cra.db"
+        insecure_dev=True,
+        token="t0k",
+        sandbox="none",
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path}/cra.db",
     )
-    app = create_app(settings)
+    app = create_app(settings, build_services(settings))
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable
+from typing import Literal, TypeVar
 from urllib.parse import quote
 
 from github import Auth, Github
@@ -19,72 +19,25 @@ from github.GithubObject import NotSet, Opt
 from github.IssueComment import IssueComment
 from github.NamedUser import NamedUser
 from github.Organization import Organization
-from github.PullRequest import PullRequest
 from github.Repository import Repository
-from pydantic import BaseModel, ConfigDict
 
 from bot.errors import GitHubError, NotFound
+from bot.github.answers import (
+    RUN_PERMISSIONS,
+    IssueInfo,
+    Permission,
+    PullInfo,
+    RunAccess,
+    permission_of,
+    pull_info,
+)
 from bot.github.calls import Retrier, bare_client, repo_path
 from bot.github.tokens import AppTokens, TokenProvider
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Role = Literal["admin", "maintain", "write", "triage", "read", "none"]
-ROLES: tuple[Role, ...] = ("admin", "maintain", "write", "triage", "read")
-RUN_ROLES = frozenset({"admin", "maintain", "write"})
 Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
-
-
-class _Model(BaseModel):
-    """Unknown keys are a bug."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class IssueInfo(_Model):
-    """What a run needs to know about an issue (or the issue side of a pull request)."""
-
-    number: int
-    title: str
-    body: str
-    state: str
-    locked: bool
-    is_pull_request: bool
-    html_url: str
-
-
-class PullInfo(_Model):
-    """What a run needs to know about a pull request; head_repo None when the fork is gone."""
-
-    number: int
-    title: str
-    body: str
-    head_ref: str
-    head_sha: str
-    head_repo: str | None
-    base_ref: str
-    html_url: str
-    draft: bool
-    state: str
-
-
-class RunAccess(_Model):
-    """May a user start runs: "allowed", "denied" by their role, or "unchecked" when GitHub
-    could not say (`problem`: its failure). Only "allowed" lets a run start (fail closed)."""
-
-    verdict: Literal["allowed", "denied", "unchecked"]
-    problem: str = ""
-
-
-def _role(data: Mapping[str, Any]) -> Role:
-    """The role in a collaborator-permission answer (custom roles fall back to their base)."""
-    for key in ("role_name", "permission"):
-        value = data.get(key)
-        for role in ROLES:
-            if value == role:
-                return role
-    return "none"
 
 
 def _permission_action(repo: str, user: str) -> str:
@@ -100,23 +53,6 @@ def _opt(value: str | None) -> Opt[str]:
 def _author_type(user: NamedUser | Organization | None) -> str:
     """ "User", "Bot", … of a comment's author ("" for a deleted account)."""
     return "" if user is None else str(user.type)
-
-
-def _pull_info(pr: PullRequest) -> PullInfo:
-    """PullInfo of a PyGithub pull request."""
-    head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
-    return PullInfo(
-        number=pr.number,
-        title=pr.title,
-        body=pr.body or "",
-        head_ref=pr.head.ref,
-        head_sha=pr.head.sha,
-        head_repo=head_repo,
-        base_ref=pr.base.ref,
-        html_url=pr.html_url,
-        draft=bool(pr.draft),
-        state=pr.state,
-    )
 
 
 class GitHubAPI:
@@ -164,13 +100,13 @@ class GitHubAPI:
 
     # --- who may run ---------------------------------------------------------------------------
 
-    def permission(self, repo: str, user: str, *, installation_id: int | None) -> Role:
-        """The user's role on the repository; "none" when GitHub says 404 (not a collaborator)."""
+    def permission(self, repo: str, user: str, *, installation_id: int | None) -> Permission:
+        """The user's permission on the repository; "none" on GitHub's 404 (not a collaborator)."""
         path = f"/repos/{repo_path(repo)}/collaborators/{quote(user, safe='')}/permission"
 
-        def op(gh: Github) -> Role:
+        def op(gh: Github) -> Permission:
             _, data = gh.requester.requestJsonAndCheck("GET", path)
-            return _role(data)
+            return permission_of(data)
 
         try:
             return self._call(installation_id, _permission_action(repo, user), op)
@@ -182,13 +118,13 @@ class GitHubAPI:
         "denied", or "unchecked" with GitHub's failure when it could not say."""
         action = _permission_action(repo, user)
         try:
-            role = self.permission(repo, user, installation_id=installation_id)
+            permission = self.permission(repo, user, installation_id=installation_id)
         except GitHubError as exc:
             log.warning("denying: %s", exc)
             return RunAccess(verdict="unchecked", problem=str(exc).removeprefix(f"{action}: "))
         except ValueError as exc:  # not an owner/name repository
             return RunAccess(verdict="unchecked", problem=str(exc))
-        return RunAccess(verdict="allowed" if role in RUN_ROLES else "denied")
+        return RunAccess(verdict="allowed" if permission in RUN_PERMISSIONS else "denied")
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -215,7 +151,7 @@ class GitHubAPI:
             installation_id,
             f"pull request {repo}#{number}",
             repo,
-            lambda r: _pull_info(r.get_pull(number)),
+            lambda r: pull_info(r.get_pull(number)),
         )
 
     def review_comments(self, repo: str, number: int, *, installation_id: int | None) -> list[str]:
@@ -255,7 +191,7 @@ class GitHubAPI:
 
         def op(r: Repository) -> PullInfo | None:
             for pr in r.get_pulls(state="open", head=f"{owner}:{head_branch}"):
-                return _pull_info(pr)
+                return pull_info(pr)
             return None
 
         return self._on_repo(installation_id, f"pull requests of {repo}", repo, op)
@@ -278,7 +214,7 @@ class GitHubAPI:
             installation_id,
             f"new pull request on {repo}",
             repo,
-            lambda r: _pull_info(
+            lambda r: pull_info(
                 r.create_pull(base=base, head=head, title=title, body=body, draft=draft)
             ),
         )

@@ -18,7 +18,7 @@ from agent.run.planning import plan_task
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, IndexedFactory
 from bot.errors import BotError
-from bot.github.api import PullInfo
+from bot.github.answers import PullInfo
 from bot.intake.task import build_task
 from bot.queue.liveness import Heartbeat, worker_name
 from bot.queue.run_progress import ProgressSandbox

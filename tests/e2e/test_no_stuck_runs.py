@@ -23,7 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.github.api import GitHubAPI, IssueInfo, Reaction
+from bot.github.answers import IssueInfo
+from bot.github.api import GitHubAPI, Reaction
 from bot.intake.triggers import Trigger
 from bot.intake.webhooks import sign
 from bot.queue.liveness import MAX_REQUEUES

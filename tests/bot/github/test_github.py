@@ -16,7 +16,8 @@ from agent.errors import GitError
 from agent.git.remotes import mirror_sync, push_branch
 from agent.git.worktrees import add_worktree
 from bot.errors import GitHubError, NotFound, PermissionDenied
-from bot.github.api import GitHubAPI, IssueInfo, PullInfo, RunAccess
+from bot.github.answers import IssueInfo, PullInfo, RunAccess
+from bot.github.api import GitHubAPI
 from bot.github.tokens import AppTokens, StaticToken
 from tests.fakes.github_server import FakeGitHub, ManualClock
 from tests.fakes.repos import (
