@@ -103,7 +103,14 @@ def prepare(services: Services, request: BenchRequest, progress: Progress) -> Pr
     config = repository_config(services, mirror, base)
     labels = model_labels(services, config, request.models)
     home = settings.data_dir / "bench" / repo
-    tasks = _tasks(services, request, mirror, config, home, progress)
+    bed = TestBed(
+        testing=config.testing,
+        sandbox=services.sandbox,
+        environ=services.environ,
+        work_dir=home / "work",
+        cache=services.env_cache,
+    )
+    tasks = _tasks(services, request, mirror, bed, progress)
     bench = Bench(
         repo=mirror,
         config=config,
@@ -227,25 +234,14 @@ def _key_for(services: Services, model: ModelConfig) -> str | None:
 
 
 def _tasks(
-    services: Services,
-    request: BenchRequest,
-    mirror: Path,
-    config: SolveConfig,
-    home: Path,
-    progress: Progress,
+    services: Services, request: BenchRequest, mirror: Path, bed: TestBed, progress: Progress
 ) -> list[BenchTask]:
+    """The request's task file, or the tasks mined from the mirror's history on `bed`."""
     if request.tasks is not None:
         try:
             return list(read_tasks(request.tasks))
         except AgentError as exc:
             raise BenchRefused(str(exc)) from exc
-    bed = TestBed(
-        testing=config.testing,
-        sandbox=services.sandbox,
-        environ=services.environ,
-        work_dir=home / "work",
-        cache=services.env_cache,
-    )
     options = MineOptions(
         max_commits=request.max_commits, since=request.since, repo_name=request.repository
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import time
 from collections.abc import Callable
 from typing import Literal, TypeVar
 from urllib.parse import quote
@@ -64,14 +63,12 @@ class GitHubAPI:
         github_url: str,
         tokens: TokenProvider,
         *,
-        sleep: Callable[[float], None] = time.sleep,
-        max_retries: int = 3,
-        clock: Callable[[], float] = time.time,
+        retrier: Retrier | None = None,
     ) -> None:
         self.api_url = api_url.rstrip("/")
         self.github_url = github_url.rstrip("/")
         self._tokens = tokens
-        self._retrier = Retrier(sleep=sleep, clock=clock, max_retries=max_retries)
+        self._retrier = retrier or Retrier()
 
     def __repr__(self) -> str:
         return f"GitHubAPI(api_url={self.api_url!r}, github_url={self.github_url!r})"

@@ -6,8 +6,6 @@ Tokens never appear in a repr, an error or a log line.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -74,17 +72,15 @@ class AppTokens:
         private_key: str,
         api_url: str,
         *,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-        max_retries: int = 3,
+        retrier: Retrier | None = None,
         generations: Generations | None = None,
     ) -> None:
         self.app_id = app_id
         self._generations = generations
         self.api_url = api_url
         self._key = private_key
-        self._clock = clock
-        self._retrier = Retrier(sleep=sleep, clock=clock, max_retries=max_retries)
+        self._retrier = retrier or Retrier()  # its clock also tells a token's expiry
+        self._clock = self._retrier.clock
         self._cache: dict[int, _Cached] = {}
         self._lock = threading.Lock()
 

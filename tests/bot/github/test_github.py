@@ -18,6 +18,7 @@ from agent.git.worktrees import add_worktree
 from bot.errors import GitHubError, NotFound, PermissionDenied
 from bot.github.answers import IssueInfo, PullInfo, RunAccess
 from bot.github.api import GitHubAPI
+from bot.github.calls import Retrier
 from bot.github.tokens import AppTokens, StaticToken
 from tests.fakes.github_server import FakeGitHub, ManualClock
 from tests.fakes.repos import (
@@ -66,12 +67,14 @@ def gh(source: Path, clock: ManualClock) -> Iterator[FakeGitHub]:
 
 @pytest.fixture
 def tokens(gh: FakeGitHub, clock: ManualClock, sleeps: Sleeps) -> AppTokens:
-    return AppTokens(gh.app_id, gh.private_key_pem, gh.api_url, clock=clock, sleep=sleeps)
+    return AppTokens(
+        gh.app_id, gh.private_key_pem, gh.api_url, retrier=Retrier(clock=clock, sleep=sleeps)
+    )
 
 
 @pytest.fixture
 def api(gh: FakeGitHub, tokens: AppTokens, clock: ManualClock, sleeps: Sleeps) -> GitHubAPI:
-    return GitHubAPI(gh.api_url, gh.git_url, tokens, sleep=sleeps, clock=clock)
+    return GitHubAPI(gh.api_url, gh.git_url, tokens, retrier=Retrier(sleep=sleeps, clock=clock))
 
 
 @pytest.fixture
@@ -138,7 +141,7 @@ def test_unknown_installation_is_not_found(tokens: AppTokens) -> None:
 
 
 def test_wrong_app_key_is_permission_denied(gh: FakeGitHub, clock: ManualClock) -> None:
-    bad = AppTokens(gh.app_id + 1, gh.private_key_pem, gh.api_url, clock=clock)
+    bad = AppTokens(gh.app_id + 1, gh.private_key_pem, gh.api_url, retrier=Retrier(clock=clock))
     with pytest.raises(PermissionDenied):
         bad.token(gh.installation_id)
 
@@ -235,7 +238,9 @@ def test_an_unreachable_github_leaves_the_permission_unchecked(
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    api = GitHubAPI(url, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+    api = GitHubAPI(
+        url, "https://github.com", StaticToken("t0k"), retrier=Retrier(sleep=sleeps, clock=clock)
+    )
 
     access = api.run_access(REPO, "alice", installation_id=None)
 
@@ -473,7 +478,9 @@ def test_check_run_lifecycle(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
 
 def test_static_token_mode_writes_as_actions(gh: FakeGitHub, sleeps: Sleeps) -> None:
     gh.add_static_token("ghs_actions_token")
-    api = GitHubAPI(gh.api_url, gh.git_url, StaticToken("ghs_actions_token"), sleep=sleeps)
+    api = GitHubAPI(
+        gh.api_url, gh.git_url, StaticToken("ghs_actions_token"), retrier=Retrier(sleep=sleeps)
+    )
     number = gh.add_issue(REPO)
 
     api.comment(REPO, number, "hello", installation_id=None)
@@ -619,7 +626,9 @@ def recorded(scenario: str, status: int) -> tuple[dict[str, object], dict[str, s
 def test_validation_failure_keeps_githubs_message(sleeps: Sleeps, clock: ManualClock) -> None:
     body, _ = recorded("errors", 422)
     responses.add(responses.POST, f"{MOCKED}/repos/{REPO}/issues/1/comments", json=body, status=422)
-    api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+    api = GitHubAPI(
+        API, "https://github.com", StaticToken("t0k"), retrier=Retrier(sleep=sleeps, clock=clock)
+    )
 
     with pytest.raises(GitHubError) as caught:
         api.comment(REPO, 1, "x", installation_id=None)
@@ -639,7 +648,9 @@ def test_spent_primary_rate_limit_is_not_slept_through(sleeps: Sleeps, clock: Ma
         json={"message": "API rate limit exceeded for installation ID 1."},
         headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)},
     )
-    api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+    api = GitHubAPI(
+        API, "https://github.com", StaticToken("t0k"), retrier=Retrier(sleep=sleeps, clock=clock)
+    )
 
     with pytest.raises(GitHubError) as caught:
         api.default_branch(REPO, installation_id=None)
@@ -654,7 +665,9 @@ def test_bad_credentials_are_permission_denied(sleeps: Sleeps, clock: ManualCloc
     responses.add(
         responses.GET, f"{MOCKED}/repos/{REPO}", status=401, json={"message": "Bad credentials"}
     )
-    api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+    api = GitHubAPI(
+        API, "https://github.com", StaticToken("t0k"), retrier=Retrier(sleep=sleeps, clock=clock)
+    )
 
     with pytest.raises(PermissionDenied):
         api.default_branch(REPO, installation_id=None)
@@ -667,7 +680,9 @@ def test_connection_errors_are_retried_then_a_github_error(
     responses.add(
         responses.GET, f"{MOCKED}/repos/{REPO}", body=requests.ConnectionError("connection refused")
     )
-    api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+    api = GitHubAPI(
+        API, "https://github.com", StaticToken("t0k"), retrier=Retrier(sleep=sleeps, clock=clock)
+    )
 
     with pytest.raises(GitHubError) as caught:
         api.default_branch(REPO, installation_id=None)
