@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE.parent))
 from bot.services import build_services  # noqa: E402
 from bot.settings import BotSettings  # noqa: E402
 from bot.web.app import create_app  # noqa: E402
-from bot.web.door import make_door, serve_in_thread  # noqa: E402
+from bot.web.door import DoorLimits, make_door, serve_in_thread  # noqa: E402
 
 STALL = (
     b"POST /webhook HTTP/1.1\r\nHost: cra\r\nContent-Type: application/json\r\n"
@@ -123,15 +123,8 @@ def with_gunicorn(env: dict[str, str], run: Callable[[int], dict[str, float]]) -
 
 
 def with_door(run: Callable[[int], dict[str, float]]) -> dict[str, float]:
-    server = make_door(
-        bench_app(),
-        host="127.0.0.1",
-        port=0,
-        threads=8,
-        header_timeout=10.0,
-        read_timeout=5.0,
-        max_connections=500,
-    )
+    limits = DoorLimits(threads=8, header_timeout=10.0, read_timeout=5.0, max_connections=500)
+    server = make_door(bench_app(), host="127.0.0.1", port=0, limits=limits)
     thread = serve_in_thread(server)
     try:
         _wait_up(server.port)

@@ -124,7 +124,7 @@ def serve_door(which: str, port: int) -> None:
     import signal
 
     from bot.settings import BotSettings
-    from bot.web.door import make_door
+    from bot.web.door import DoorLimits, make_door
 
     if which == "cra":  # as `cra-bot` configures it: a line per delivery (to the server's log)
         logging.basicConfig(
@@ -132,15 +132,7 @@ def serve_door(which: str, port: int) -> None:
         )
     settings = BotSettings()
     app = cra_app() if which == "cra" else minimal_app() if which == "minimal" else bare_app
-    server = make_door(
-        app,
-        host="127.0.0.1",
-        port=port,
-        threads=settings.server_threads,
-        header_timeout=settings.header_timeout,
-        read_timeout=settings.read_timeout,
-        max_connections=settings.max_connections,
-    )
+    server = make_door(app, host="127.0.0.1", port=port, limits=DoorLimits.of(settings))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server.run()
 

@@ -107,7 +107,7 @@ def queue_problem(settings: BotSettings) -> str | None:
     if not settings.redis_url:
         return "CRA_QUEUE=rq needs CRA_REDIS_URL"
     try:
-        from bot.queue.queues import RQQueue
+        from bot.queue.redis_queue import RQQueue
 
         queue = RQQueue(settings.redis_url)
     except ImportError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal, TypeVar
 from urllib.parse import quote
 
@@ -36,7 +37,20 @@ from bot.github.tokens import AppTokens, TokenProvider
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+CHECK_NAME = "cra"  # the check run's name on every commit
 Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
+
+
+@dataclass(frozen=True)
+class CheckOutput:
+    """What a check run shows: its title and its summary (Markdown)."""
+
+    title: str
+    summary: str
+
+    def as_dict(self) -> dict[str, str | list[dict[str, str | int]]]:
+        """GitHub's `output` object."""
+        return {"title": self.title, "summary": self.summary}
 
 
 def _permission_action(repo: str, user: str) -> str:
@@ -277,23 +291,17 @@ class GitHubAPI:
         self._on_repo(installation_id, f"reaction on {repo}#{issue_number}", repo, op)
 
     def create_check_run(
-        self,
-        repo: str,
-        head_sha: str,
-        *,
-        name: str,
-        title: str,
-        summary: str,
-        installation_id: int | None,
+        self, repo: str, head_sha: str, output: CheckOutput, *, installation_id: int | None
     ) -> int:
-        """Start an in-progress check run on a commit; its id."""
-        output: dict[str, str | list[dict[str, str | int]]] = {"title": title, "summary": summary}
+        """Start an in-progress check run named "cra" on a commit; its id."""
         return self._on_repo(
             installation_id,
             f"check run on {repo}@{head_sha[:12]}",
             repo,
             lambda r: int(
-                r.create_check_run(name, head_sha, status="in_progress", output=output).id
+                r.create_check_run(
+                    CHECK_NAME, head_sha, status="in_progress", output=output.as_dict()
+                ).id
             ),
         )
 
@@ -301,21 +309,20 @@ class GitHubAPI:
         self,
         repo: str,
         check_run_id: int,
+        output: CheckOutput,
         *,
-        status: str,
         conclusion: str | None = None,
-        title: str,
-        summary: str,
         installation_id: int | None,
     ) -> None:
-        """Update a check run; a conclusion completes it."""
-        output = {"title": title, "summary": summary}
+        """Update a check run's output; a conclusion completes it (without one, it stays in
+        progress)."""
+        status = "completed" if conclusion else "in_progress"
         self._on_repo(
             installation_id,
             f"check run {check_run_id} on {repo}",
             repo,
             lambda r: r.get_check_run(check_run_id).edit(
-                status=status, conclusion=_opt(conclusion), output=output
+                status=status, conclusion=_opt(conclusion), output=output.as_dict()
             ),
         )
 

@@ -17,7 +17,7 @@ from agent.git.remotes import mirror_sync, push_branch
 from agent.git.worktrees import add_worktree
 from bot.errors import GitHubError, NotFound, PermissionDenied
 from bot.github.answers import IssueInfo, PullInfo, RunAccess
-from bot.github.api import GitHubAPI
+from bot.github.api import CheckOutput, GitHubAPI
 from bot.github.calls import Retrier
 from bot.github.tokens import AppTokens, StaticToken
 from tests.fakes.github_server import FakeGitHub, ManualClock
@@ -449,16 +449,14 @@ def test_check_run_lifecycle(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
     assert sha is not None
 
     run_id = api.create_check_run(
-        REPO, sha, name="cra", title="Running", summary="step 1/3", installation_id=inst
+        REPO, sha, CheckOutput("Running", "step 1/3"), installation_id=inst
     )
     in_progress = gh.check_runs(REPO)[0]
     api.update_check_run(
         REPO,
         run_id,
-        status="completed",
+        CheckOutput("Failed", "step 2 failed"),
         conclusion="failure",
-        title="Failed",
-        summary="step 2 failed",
         installation_id=inst,
     )
 
