@@ -66,18 +66,18 @@ def permission_of(data: Mapping[str, Any]) -> Permission:
     return "none"
 
 
-def pull_info(pr: PullRequest) -> PullInfo:
+def pull_info(pull: PullRequest) -> PullInfo:
     """PullInfo of a PyGithub pull request."""
-    head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
+    head_repo = pull.head.repo.full_name if pull.head.repo is not None else None
     return PullInfo(
-        number=pr.number,
-        title=pr.title,
-        body=pr.body or "",
-        head_ref=pr.head.ref,
-        head_sha=pr.head.sha,
+        number=pull.number,
+        title=pull.title,
+        body=pull.body or "",
+        head_ref=pull.head.ref,
+        head_sha=pull.head.sha,
         head_repo=head_repo,
-        base_ref=pr.base.ref,
-        html_url=pr.html_url,
-        draft=bool(pr.draft),
-        state=pr.state,
+        base_ref=pull.base.ref,
+        html_url=pull.html_url,
+        draft=bool(pull.draft),
+        state=pull.state,
     )

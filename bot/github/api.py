@@ -97,8 +97,10 @@ class GitHubAPI:
         """Run `op` against a client holding the installation's token, with retries."""
 
         def attempt() -> T:
-            with bare_client(self.api_url, Auth.Token(self._tokens.token(installation_id))) as gh:
-                return op(gh)
+            with bare_client(
+                self.api_url, Auth.Token(self._tokens.token(installation_id))
+            ) as client:
+                return op(client)
 
         return self._retrier.run(action, attempt)
 
@@ -107,7 +109,7 @@ class GitHubAPI:
     ) -> T:
         """`_call` with the (lazy, not fetched) repository object."""
         repo_path(repo)
-        return self._call(installation_id, action, lambda gh: op(gh.get_repo(repo)))
+        return self._call(installation_id, action, lambda client: op(client.get_repo(repo)))
 
     # --- who may run ---------------------------------------------------------------------------
 
@@ -115,8 +117,8 @@ class GitHubAPI:
         """The user's permission on the repository; "none" on GitHub's 404 (not a collaborator)."""
         path = f"/repos/{repo_path(repo)}/collaborators/{quote(user, safe='')}/permission"
 
-        def op(gh: Github) -> Permission:
-            _, data = gh.requester.requestJsonAndCheck("GET", path)
+        def op(client: Github) -> Permission:
+            _, data = client.requester.requestJsonAndCheck("GET", path)
             return permission_of(data)
 
         try:
@@ -142,16 +144,16 @@ class GitHubAPI:
     def issue(self, repo: str, number: int, *, installation_id: int | None) -> IssueInfo:
         """An issue (or the issue side of a pull request)."""
 
-        def op(r: Repository) -> IssueInfo:
-            i = r.get_issue(number)
+        def op(repository: Repository) -> IssueInfo:
+            issue = repository.get_issue(number)
             return IssueInfo(
-                number=i.number,
-                title=i.title,
-                body=i.body or "",
-                state=i.state,
-                locked=bool(i.locked),
-                is_pull_request=i.pull_request is not None,
-                html_url=i.html_url,
+                number=issue.number,
+                title=issue.title,
+                body=issue.body or "",
+                state=issue.state,
+                locked=bool(issue.locked),
+                is_pull_request=issue.pull_request is not None,
+                html_url=issue.html_url,
             )
 
         return self._on_repo(installation_id, f"issue {repo}#{number}", repo, op)
@@ -162,15 +164,15 @@ class GitHubAPI:
             installation_id,
             f"pull request {repo}#{number}",
             repo,
-            lambda r: pull_info(r.get_pull(number)),
+            lambda repository: pull_info(repository.get_pull(number)),
         )
 
     def review_comments(self, repo: str, number: int, *, installation_id: int | None) -> list[str]:
         """Bodies of a pull request's reviews (their summaries), review comments and
         conversation comments by people, oldest first."""
 
-        def op(r: Repository) -> list[str]:
-            pull = r.get_pull(number)
+        def op(repository: Repository) -> list[str]:
+            pull = repository.get_pull(number)
             found = [
                 (v.submitted_at, v.body, _author_type(v.user))
                 for v in pull.get_reviews()
@@ -181,7 +183,7 @@ class GitHubAPI:
             ]
             found += [
                 (c.created_at, c.body, _author_type(c.user))
-                for c in r.get_issue(number).get_comments()
+                for c in repository.get_issue(number).get_comments()
             ]
             found.sort(key=lambda item: item[0])
             return [body for _, body, kind in found if kind != "Bot"]
@@ -191,7 +193,10 @@ class GitHubAPI:
     def default_branch(self, repo: str, *, installation_id: int | None) -> str:
         """The repository's default branch."""
         return self._on_repo(
-            installation_id, f"repository {repo}", repo, lambda r: str(r.default_branch)
+            installation_id,
+            f"repository {repo}",
+            repo,
+            lambda repository: str(repository.default_branch),
         )
 
     def find_pull(
@@ -200,9 +205,9 @@ class GitHubAPI:
         """The open pull request from `head_branch` of this repository, if any."""
         owner = repo.partition("/")[0]
 
-        def op(r: Repository) -> PullInfo | None:
-            for pr in r.get_pulls(state="open", head=f"{owner}:{head_branch}"):
-                return pull_info(pr)
+        def op(repository: Repository) -> PullInfo | None:
+            for pull in repository.get_pulls(state="open", head=f"{owner}:{head_branch}"):
+                return pull_info(pull)
             return None
 
         return self._on_repo(installation_id, f"pull requests of {repo}", repo, op)
@@ -225,8 +230,8 @@ class GitHubAPI:
             installation_id,
             f"new pull request on {repo}",
             repo,
-            lambda r: pull_info(
-                r.create_pull(base=base, head=head, title=title, body=body, draft=draft)
+            lambda repository: pull_info(
+                repository.create_pull(base=base, head=head, title=title, body=body, draft=draft)
             ),
         )
 
@@ -246,7 +251,7 @@ class GitHubAPI:
             installation_id,
             f"update of {repo}#{number}",
             repo,
-            lambda r: r.get_pull(number).edit(title=_opt(title), body=_opt(body)),
+            lambda repository: repository.get_pull(number).edit(title=_opt(title), body=_opt(body)),
         )
 
     def comment(
@@ -257,7 +262,7 @@ class GitHubAPI:
             installation_id,
             f"comment on {repo}#{issue_number}",
             repo,
-            lambda r: int(r.get_issue(issue_number).create_comment(body).id),
+            lambda repository: int(repository.get_issue(issue_number).create_comment(body).id),
         )
 
     def edit_comment(
@@ -268,7 +273,7 @@ class GitHubAPI:
             installation_id,
             f"edit of comment {comment_id} on {repo}",
             repo,
-            lambda r: self._issue_comment(r, comment_id).edit(body),
+            lambda repository: self._issue_comment(repository, comment_id).edit(body),
         )
 
     def react(
@@ -282,11 +287,11 @@ class GitHubAPI:
     ) -> None:
         """React to an issue, or to one of its comments."""
 
-        def op(r: Repository) -> None:
+        def op(repository: Repository) -> None:
             if comment_id is None:
-                r.get_issue(issue_number).create_reaction(content)
+                repository.get_issue(issue_number).create_reaction(content)
             else:
-                self._issue_comment(r, comment_id).create_reaction(content)
+                self._issue_comment(repository, comment_id).create_reaction(content)
 
         self._on_repo(installation_id, f"reaction on {repo}#{issue_number}", repo, op)
 
@@ -298,8 +303,8 @@ class GitHubAPI:
             installation_id,
             f"check run on {repo}@{head_sha[:12]}",
             repo,
-            lambda r: int(
-                r.create_check_run(
+            lambda repository: int(
+                repository.create_check_run(
                     CHECK_NAME, head_sha, status="in_progress", output=output.as_dict()
                 ).id
             ),
@@ -321,7 +326,7 @@ class GitHubAPI:
             installation_id,
             f"check run {check_run_id} on {repo}",
             repo,
-            lambda r: r.get_check_run(check_run_id).edit(
+            lambda repository: repository.get_check_run(check_run_id).edit(
                 status=status, conclusion=_opt(conclusion), output=output.as_dict()
             ),
         )

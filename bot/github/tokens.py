@@ -141,8 +141,8 @@ class AppTokens:
         """One API call authenticated as the app (a fresh JWT per attempt)."""
 
         def call() -> dict[str, Any]:
-            with bare_client(self.api_url, Auth.AppAuthToken(self.app_jwt())) as gh:
-                _, data = gh.requester.requestJsonAndCheck(verb, path)
+            with bare_client(self.api_url, Auth.AppAuthToken(self.app_jwt())) as client:
+                _, data = client.requester.requestJsonAndCheck(verb, path)
                 return dict(data)
 
         return self._retrier.run(action, call)
