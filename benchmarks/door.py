@@ -29,9 +29,10 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from bot.services import build_services  # noqa: E402
 from bot.settings import BotSettings  # noqa: E402
 from bot.web.app import create_app  # noqa: E402
-from bot.web.door import make_door, serve_in_thread  # noqa: E402
+from bot.web.door import DoorLimits, make_door, serve_in_thread  # noqa: E402
 
 STALL = (
     b"POST /webhook HTTP/1.1\r\nHost: cra\r\nContent-Type: application/json\r\n"
@@ -42,7 +43,8 @@ CLOSE_WAIT_S = 15.0
 
 def bench_app() -> Any:
     """cra's app from CRA_* settings, its thread workers doing nothing (gunicorn factory)."""
-    return create_app(BotSettings(), execute=lambda run_id: None)
+    settings = BotSettings()
+    return create_app(settings, build_services(settings, execute=lambda run_id, services: None))
 
 
 def free_port() -> int:
@@ -121,15 +123,8 @@ def with_gunicorn(env: dict[str, str], run: Callable[[int], dict[str, float]]) -
 
 
 def with_door(run: Callable[[int], dict[str, float]]) -> dict[str, float]:
-    server = make_door(
-        bench_app(),
-        host="127.0.0.1",
-        port=0,
-        threads=8,
-        header_timeout=10.0,
-        read_timeout=5.0,
-        max_connections=500,
-    )
+    limits = DoorLimits(threads=8, header_timeout=10.0, read_timeout=5.0, max_connections=500)
+    server = make_door(bench_app(), host="127.0.0.1", port=0, limits=limits)
     thread = serve_in_thread(server)
     try:
         _wait_up(server.port)
@@ -159,6 +154,8 @@ def main() -> int:
         os.environ.update(
             {
                 "CRA_WEBHOOK_SECRET": "bench",
+                "CRA_TOKEN": "bench",  # the services' GitHub client is built, never called
+                "CRA_SANDBOX": "none",  # no run is executed
                 "CRA_DATA_DIR": tmp,
                 "CRA_DATABASE_URL": f"sqlite:///{tmp}/cra.db",
             }

@@ -76,6 +76,8 @@ def build(kind: str, work: Path) -> App:
             "BENCH_DATABASE": str(work / "minimal.db"),
             "CRA_QUEUE": "thread",
             "CRA_WORKERS": "1",
+            "CRA_TOKEN": "bench",  # the services' GitHub client is built, never called
+            "CRA_SANDBOX": "none",  # no run is executed
         }
     )
     if kind == "cra":  # `cra-bot serve`'s line per run, into a file

@@ -43,13 +43,17 @@ def cra_app() -> Any:
     at once and does nothing with it — a regime no server meets under load (a thousand runs
     finished per second), which charges every delivery with a thread's hand-off.
     """
+    from bot.services import build_services
     from bot.settings import BotSettings
     from bot.web.app import create_app
 
+    settings = BotSettings()
     if os.environ.get("BENCH_IDLE_WORKERS") == "1":
-        return create_app(BotSettings(), execute=lambda run_id: None)
+        idle = build_services(settings, execute=lambda run_id, services: None)
+        return create_app(settings, idle)
     busy = threading.Event()  # never set: the worker's first run lasts until the server ends
-    return create_app(BotSettings(), execute=lambda run_id: busy.wait())
+    busy_services = build_services(settings, execute=lambda run_id, services: busy.wait())
+    return create_app(settings, busy_services)
 
 
 def _connect(database: str) -> Any:
@@ -120,7 +124,7 @@ def serve_door(which: str, port: int) -> None:
     import signal
 
     from bot.settings import BotSettings
-    from bot.web.door import make_door
+    from bot.web.door import DoorLimits, make_door
 
     if which == "cra":  # as `cra-bot` configures it: a line per delivery (to the server's log)
         logging.basicConfig(
@@ -128,15 +132,7 @@ def serve_door(which: str, port: int) -> None:
         )
     settings = BotSettings()
     app = cra_app() if which == "cra" else minimal_app() if which == "minimal" else bare_app
-    server = make_door(
-        app,
-        host="127.0.0.1",
-        port=port,
-        threads=settings.server_threads,
-        header_timeout=settings.header_timeout,
-        read_timeout=settings.read_timeout,
-        max_connections=settings.max_connections,
-    )
+    server = make_door(app, host="127.0.0.1", port=port, limits=DoorLimits.of(settings))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server.run()
 

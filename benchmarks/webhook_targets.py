@@ -131,6 +131,8 @@ def _environment(
         "CRA_DATA_DIR": str(work),
         "CRA_QUEUE": "thread",
         "CRA_WORKERS": "1",
+        "CRA_TOKEN": "bench",  # the services' GitHub client is built, never called
+        "CRA_SANDBOX": "none",  # no run is executed
         "CRA_SERVER_THREADS": str(args.threads),
         "BENCH_SECRET": secret,
         "BENCH_DATABASE": _sqlite_path(url) or libpq_url(url),

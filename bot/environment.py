@@ -1,28 +1,66 @@
 """The process environment read whole, not field by field as BotSettings reads it.
 
-What GitHub Actions tells a job, the CRA_ variables no setting reads, and the part of the
-environment repository commands may see.
+What GitHub Actions tells a job, the CRA_ variables the settings read (one per key of a model
+role's endpoint) and those no setting reads, and the part of the environment repository commands
+may see.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dotenv import dotenv_values
 
 from agent.console import unknown_variables
 from bot.errors import SettingsError
+from bot.model_endpoints import ModelEndpoint, check_role, role_defaults
 from bot.settings import ActionsEnvironment, BotSettings
 
 READ_ELSEWHERE = ("CRA_APP_SLUG",)  # written by `cra-bot register` for people, read by nothing
 OTHER_TOOLS = ("CRA_TEST_", "CRA_MODEL_")  # read by the test suite, the demo, the workflow
 
 
+@dataclass(frozen=True)
+class SettingVariable:
+    """One CRA_ variable: its name, where its value lands in BotSettings, meaning and default."""
+
+    name: str
+    path: tuple[str, ...]
+    description: str
+    default: Any
+
+
+def environment_variables() -> list[SettingVariable]:
+    """Every CRA_ variable BotSettings reads, in the order of its fields; a role's endpoint is
+    one variable per key (CRA_CODING_BASE_URL, …)."""
+    found: list[SettingVariable] = []
+    for name, field in BotSettings.model_fields.items():
+        if field.annotation is not ModelEndpoint:
+            default = field.get_default(call_default_factory=True)
+            description = field.description or ""
+            found.append(SettingVariable(f"CRA_{name.upper()}", (name,), description, default))
+            continue
+        role = check_role(name)
+        defaults = role_defaults(role)
+        for key, inner in ModelEndpoint.model_fields.items():
+            found.append(
+                SettingVariable(
+                    f"CRA_{name.upper()}_{key.upper()}",
+                    (name, key),
+                    (inner.description or "").format(role=role),
+                    defaults[key] if key in defaults else inner.get_default(),
+                )
+            )
+    return found
+
+
 def setting_variables() -> list[str]:
     """Every CRA_ variable BotSettings reads."""
-    return [f"CRA_{name.upper()}" for name in BotSettings.model_fields]
+    return [found.name for found in environment_variables()]
 
 
 def unknown_settings(

@@ -9,7 +9,7 @@ from bot.settings import BotSettings
 
 def execute_run_job(run_id: int) -> None:
     """Build the services from the environment, execute the run, release the services."""
-    services = build_services(BotSettings())
+    services = build_services(BotSettings.load())
     try:
         execute_run(run_id, services)
     finally:

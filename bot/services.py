@@ -5,12 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from agent.config.files import ModelConfig, SolveConfig
 from agent.llm.client import ChatModel, HTTPChatModel
 from agent.llm.router import ModelRouter
-from agent.run.sources import ContextSource
+from agent.run.sources import ContextFactory
 from agent.runlog.store import RunLog
 from agent.sandbox.base import Sandbox
 from agent.sandbox.envcache import EnvCache
@@ -20,14 +19,14 @@ from bot.github.api import GitHubAPI
 from bot.github.app_key import load_private_key
 from bot.github.tokens import AppTokens, Generations, StaticToken, TokenProvider
 from bot.mirrors import MirrorCache
+from bot.model_endpoints import ROLES
 from bot.queue.queues import RunQueue, build_queue, check_health
 from bot.queue.run_progress import Progress, ProgressChatModel
 from bot.sandboxes import build_bot_sandbox, build_env_cache
-from bot.settings import ROLES, BotSettings
+from bot.settings import BotSettings
 from bot.store.installations import Installations
 from bot.store.runs import BotStore
 
-ContextFactory = Callable[[Path], ContextSource]
 Execute = Callable[[int, "Services"], object]  # e.g. bot.run.runner.execute_run, from the caller
 
 

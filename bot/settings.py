@@ -17,48 +17,22 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agent.config.files import DEFAULT_OLLAMA_URL, ROLE_DEFAULTS, ModelConfig, check_endpoint
+from agent.config.files import ModelConfig
 from agent.config.wording import plain_errors
+from agent.models import ModelRole
 from agent.sandbox.base import SandboxLimits, hidden_paths
 from agent.sandbox.netblock import AllowedNetwork
 from bot.errors import SettingsError
+from bot.model_endpoints import (
+    ROLES,
+    ModelEndpoint,
+    check_role,
+    default_endpoint,
+    role_defaults,
+)
 
-Role = Literal["reasoning", "coding", "classifier"]
-Provider = Literal["ollama", "openai"]
-ROLES: tuple[Role, ...] = ("reasoning", "coding", "classifier")
 DEFAULT_DATA_DIR = Path("~/.local/share/cra-bot")
 DEFAULT_DATABASE_URL = "sqlite:///<data_dir>/cra.db"
-DEFAULT_WINDOW = 16384
-
-
-def _provider(role: str) -> Any:
-    """The provider field of a role."""
-    return Field(default="ollama", description=f"Wire format of the {role} model: ollama | openai.")
-
-
-def _base_url(role: str) -> Any:
-    """The endpoint field of a role."""
-    return Field(
-        default=DEFAULT_OLLAMA_URL,
-        description=f"Endpoint of the {role} model's server (http(s), no user:password@ in it).",
-    )
-
-
-def _model(role: str) -> Any:
-    """The model-name field of a role, defaulting to the agent's."""
-    default = ROLE_DEFAULTS[role]["model"]
-    return Field(default=default, description=f"Model name of the {role} role.")
-
-
-def _api_key(role: str) -> Any:
-    """The API-key field of a role."""
-    return Field(default=None, description=f"API key of the {role} model's server (never logged).")
-
-
-def _window(role: str) -> Any:
-    """The context-window field of a role, defaulting to the agent's."""
-    default = ROLE_DEFAULTS[role].get("context_window", DEFAULT_WINDOW)
-    return Field(default=default, gt=0, description=f"Context window (tokens) of the {role} model.")
 
 
 def _limit(name: str, description: str) -> Any:
@@ -70,7 +44,13 @@ class BotSettings(BaseSettings):
     """Everything the server is told by its CRA_ variables (bot.environment reads the rest)."""
 
     model_config = SettingsConfigDict(
-        env_prefix="CRA_", env_file=None, extra="ignore", validate_default=True
+        env_prefix="CRA_",
+        env_file=None,
+        extra="ignore",
+        validate_default=True,
+        # CRA_CODING_BASE_URL is coding.base_url: split once, after the role
+        env_nested_delimiter="_",
+        env_nested_max_split=1,
     )
 
     app_id: int | None = Field(default=None, description="The GitHub App's id.")
@@ -110,21 +90,9 @@ class BotSettings(BaseSettings):
         default="draft", description="A partial run opens a draft PR, or only comments."
     )
     public_url: str | None = Field(default=None, description="Public base URL (run page links).")
-    reasoning_provider: Provider = _provider("reasoning")
-    reasoning_base_url: str = _base_url("reasoning")
-    reasoning_model: str = _model("reasoning")
-    reasoning_api_key: SecretStr | None = _api_key("reasoning")
-    reasoning_context_window: int = _window("reasoning")
-    coding_provider: Provider = _provider("coding")
-    coding_base_url: str = _base_url("coding")
-    coding_model: str = _model("coding")
-    coding_api_key: SecretStr | None = _api_key("coding")
-    coding_context_window: int = _window("coding")
-    classifier_provider: Provider = _provider("classifier")
-    classifier_base_url: str = _base_url("classifier")
-    classifier_model: str = _model("classifier")
-    classifier_api_key: SecretStr | None = _api_key("classifier")
-    classifier_context_window: int = _window("classifier")
+    reasoning: ModelEndpoint = default_endpoint("reasoning")
+    coding: ModelEndpoint = default_endpoint("coding")
+    classifier: ModelEndpoint = default_endpoint("classifier")
     allowed_models: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Model names a repository may pick (comma-separated); the three above always.",
@@ -259,10 +227,21 @@ class BotSettings(BaseSettings):
         """`~` in the data directory means the user's home."""
         return value.expanduser()
 
-    @field_validator("reasoning_base_url", "coding_base_url", "classifier_base_url")
+    @model_validator(mode="before")
     @classmethod
-    def _endpoint(cls, value: str) -> str:
-        return check_endpoint(value)
+    def _fill_role_defaults(cls, data: Any) -> Any:
+        """A role given only some of its CRA_<ROLE>_* variables keeps that role's defaults for
+        the others."""
+        if not isinstance(data, dict):
+            return data
+        return {
+            **data,
+            **{
+                role: {**role_defaults(role), **data[role]}
+                for role in ROLES
+                if isinstance(data.get(role), dict)
+            },
+        }
 
     @field_validator(
         "allowed_models", "sandbox_hide", "sandbox_allow_addresses", "test_env", mode="before"
@@ -364,45 +343,45 @@ class BotSettings(BaseSettings):
             "no webhook secret: set CRA_WEBHOOK_SECRET (or CRA_INSECURE_DEV=1 for local testing)"
         )
 
+    def endpoints(self) -> dict[ModelRole, ModelEndpoint]:
+        """The server of each model role."""
+        return {"reasoning": self.reasoning, "coding": self.coding, "classifier": self.classifier}
+
     def model_config_for(self, role: str) -> ModelConfig:
-        """The server's model for a role: endpoint, name and window from here, the rest defaults."""
-        _check_role(role)
-        return ModelConfig(
-            **{
-                **ROLE_DEFAULTS[role],
-                "provider": getattr(self, f"{role}_provider"),
-                "base_url": getattr(self, f"{role}_base_url"),
-                "model": getattr(self, f"{role}_model"),
-                "context_window": getattr(self, f"{role}_context_window"),
-            }
-        )
+        """The server's model for a role: endpoint, name and window from here, the rest defaults;
+        ValueError for an unknown role."""
+        known = check_role(role)
+        return self.endpoints()[known].as_model_config(known)
 
     def api_key_for(self, role: str) -> str | None:
-        """The API key of a role's server, or None."""
-        _check_role(role)
-        key: SecretStr | None = getattr(self, f"{role}_api_key")
-        return key.get_secret_value() if key is not None and key.get_secret_value() else None
+        """The API key of a role's server, or None; ValueError for an unknown role."""
+        return self.endpoints()[check_role(role)].key()
 
     def allowed_model_names(self) -> list[str]:
         """What a repository's config may choose: the three server models, then allowed_models."""
-        names = [getattr(self, f"{role}_model") for role in ROLES] + self.allowed_models
+        names = [endpoint.model for endpoint in self.endpoints().values()] + self.allowed_models
         return list(dict.fromkeys(names))
+
+    def value_at(self, path: Sequence[str]) -> Any:
+        """The value a variable sets, by its path: ("coding", "api_key") → coding.api_key."""
+        value: Any = self
+        for part in path:
+            value = getattr(value, part)
+        return value
 
 
 def variable(loc: Sequence[int | str]) -> str:
-    """The environment variable of a settings field: workers → CRA_WORKERS."""
-    return f"CRA_{str(loc[0]).upper()}" if loc else "the settings"
+    """The environment variable of a settings location: workers → CRA_WORKERS, (coding,
+    base_url) → CRA_CODING_BASE_URL."""
+    if not loc:
+        return "the settings"
+    parts = loc[:2] if loc[0] in ROLES else loc[:1]
+    return "CRA_" + "_".join(str(part) for part in parts).upper()
 
 
 def settings_problems(exc: ValidationError) -> str:
     """A settings validation error in plain words, one problem per line."""
     return "\n".join(plain_errors(exc.errors(), BotSettings, name=variable))
-
-
-def _check_role(role: str) -> None:
-    """ValueError unless `role` is one of the three model roles."""
-    if role not in ROLES:
-        raise ValueError(f"unknown model role {role!r}; expected one of {', '.join(ROLES)}")
 
 
 class ActionsEnvironment(BaseModel):

@@ -39,8 +39,10 @@ from werkzeug.serving import make_server
 from agent.cli.main import build_parser as cra_parser
 from bot.cli.main import build_parser as cra_bot_parser
 from bot.cli.main import main as cra_bot_main
+from bot.environment import environment_variables, setting_variables
 from bot.intake.triggers import route
 from bot.intake.webhooks import Event
+from bot.services import build_services
 from bot.settings import BotSettings
 from bot.web.app import create_app
 from tests.lockfile import parse_export
@@ -272,7 +274,7 @@ def test_the_image_runs_as_a_non_root_user_it_creates() -> None:
 
 def test_the_data_dir_is_a_volume_owned_by_the_user() -> None:
     data_dir = docker_env()["CRA_DATA_DIR"]
-    assert "CRA_DATA_DIR" in {f"CRA_{n.upper()}" for n in BotSettings.model_fields}
+    assert "CRA_DATA_DIR" in set(setting_variables())
     assert any(
         data_dir in exec_form(v) if v.startswith("[") else data_dir in v.split()
         for v in instructions("VOLUME")
@@ -286,9 +288,13 @@ def test_the_data_dir_is_a_volume_owned_by_the_user() -> None:
 
 def test_the_healthcheck_probes_a_real_route(tmp_path: Path) -> None:
     settings = BotSettings(
-        insecure_dev=True, data_dir=tmp_path, database_url=f"sqlite:///{tmp_path}/cra.db"
+        insecure_dev=True,
+        token="t0k",
+        sandbox="none",
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path}/cra.db",
     )
-    app = create_app(settings)
+    app = create_app(settings, build_services(settings))
     try:
         routes = {rule.rule for rule in app.url_map.iter_rules()}
     finally:
@@ -298,9 +304,13 @@ def test_the_healthcheck_probes_a_real_route(tmp_path: Path) -> None:
 
 def test_the_healthcheck_command_passes_against_a_healthy_server(tmp_path: Path) -> None:
     settings = BotSettings(
-        insecure_dev=True, data_dir=tmp_path, database_url=f"sqlite:///{tmp_path}/cra.db"
+        insecure_dev=True,
+        token="t0k",
+        sandbox="none",
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path}/cra.db",
     )
-    app = create_app(settings)
+    app = create_app(settings, build_services(settings))
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -823,7 +833,7 @@ def test_a_cancelled_workflows_sigint_reaches_cra_bot(tmp_path: Path) -> None:
 
 
 def test_cra_workflow_sets_only_real_settings() -> None:
-    names = {f"CRA_{name.upper()}" for name in BotSettings.model_fields}
+    names = set(setting_variables())
     env = cra_step(workflow("cra.yml"))["env"]
     unknown = {key for key in env if key.startswith("CRA_")} - names
     assert unknown == set()
@@ -844,9 +854,9 @@ def test_cra_workflow_fallbacks_are_the_settings_defaults() -> None:
         if (m := re.search(r"\|\| '([^']*)' \}\}$", value))
     }
     assert fallbacks
+    defaults = {variable.name: variable.default for variable in environment_variables()}
     for key, value in fallbacks.items():
-        field = BotSettings.model_fields[key.removeprefix("CRA_").lower()]
-        assert value == str(field.default), key
+        assert value == str(defaults[key]), key
 
 
 @pytest.mark.parametrize("job", ["cra", "bench-tasks", "bench", "bench-report"])

@@ -1,9 +1,9 @@
 """The README and the pages of docs/ stay true: their tables equal the code's settings, their
 commands exist.
 
-The environment table is rendered from `BotSettings.model_fields`; print the expected tables with
-`.venv/bin/python -m tests.test_docs` and paste them between the markers, on whichever page holds
-them (docs/configuration.md).
+The environment table is rendered from `bot.environment.environment_variables()`; print the
+expected tables with `.venv/bin/python -m tests.test_docs` and paste them between the markers, on
+whichever page holds them (docs/configuration.md).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from agent.cli.main import build_parser as cra_parser
 from agent.config.files import SolveConfig
 from bot.cli.main import build_parser as cra_bot_parser
 from bot.cli.register import _parser as register_parser
+from bot.environment import environment_variables
 from bot.settings import BotSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,11 +57,11 @@ def env_default(value: Any) -> str:
 
 
 def render_env_table() -> str:
-    """The environment-variable table, one row per BotSettings field."""
+    """The environment-variable table, one row per variable BotSettings reads."""
     rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
-    for name, field in BotSettings.model_fields.items():
-        default = env_default(field.get_default(call_default_factory=True))
-        rows.append(f"| `CRA_{name.upper()}` | {default} | {cell(field.description or '')} |")
+    for variable in environment_variables():
+        default = env_default(variable.default)
+        rows.append(f"| `{variable.name}` | {default} | {cell(variable.description)} |")
     return "\n".join(rows)
 
 
@@ -245,23 +246,24 @@ def test_env_table_equals_the_bot_settings_fields() -> None:
 
 def test_env_table_names_every_variable_once() -> None:
     names = [row[0].strip("`") for row in table_rows(marked_table(ENV_MARKERS))]
-    expected = [f"CRA_{name.upper()}" for name in BotSettings.model_fields]
-    assert names == expected
+    expected = [variable.name for variable in environment_variables()]
+    assert names == expected and len(set(names)) == len(names)
 
 
 def test_env_table_defaults_are_what_an_empty_environment_gives(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in BotSettings.model_fields:
-        monkeypatch.delenv(f"CRA_{name.upper()}", raising=False)
+    variables = {variable.name: variable for variable in environment_variables()}
+    for name in variables:
+        monkeypatch.delenv(name, raising=False)
     settings = BotSettings()
     for row in table_rows(marked_table(ENV_MARKERS)):
-        name = row[0].strip("`").removeprefix("CRA_").lower()
-        if name in ("data_dir", "database_url"):  # shown unexpanded: `~`, <data_dir>
+        name = row[0].strip("`")
+        if name in ("CRA_DATA_DIR", "CRA_DATABASE_URL"):  # shown unexpanded: `~`, <data_dir>
             continue
-        value = getattr(settings, name)
+        value = settings.value_at(variables[name].path)
         shown = value.get_secret_value() if hasattr(value, "get_secret_value") else value
-        assert row[1] == env_default(shown), f"CRA_{name.upper()}"
+        assert row[1] == env_default(shown), name
 
 
 # --- the .github/cra.toml reference -------------------------------------------------------------

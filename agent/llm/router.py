@@ -8,9 +8,9 @@ from collections.abc import Callable
 from agent.config.files import ModelConfig, ModelsConfig
 from agent.errors import ConfigError
 from agent.llm.client import ChatModel
-from agent.models import Role
+from agent.models import ModelRole
 
-ROLES: tuple[Role, ...] = ("reasoning", "coding", "classifier")
+ROLES: tuple[ModelRole, ...] = ("reasoning", "coding", "classifier")
 
 
 class ModelRouter:
@@ -21,17 +21,17 @@ class ModelRouter:
     ) -> None:
         self._models = models
         self._factory = factory
-        self._clients: dict[Role, ChatModel] = {}
+        self._clients: dict[ModelRole, ChatModel] = {}
         self._lock = threading.Lock()
 
-    def config(self, role: Role) -> ModelConfig:
+    def config(self, role: ModelRole) -> ModelConfig:
         """The model configuration of a role."""
         if role not in ROLES:
             raise ConfigError(f"unknown model role {role!r}; expected one of {', '.join(ROLES)}")
         config: ModelConfig = getattr(self._models, role)
         return config
 
-    def client(self, role: Role) -> ChatModel:
+    def client(self, role: ModelRole) -> ChatModel:
         """The role's client, built once."""
         config = self.config(role)
         with self._lock:

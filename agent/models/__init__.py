@@ -7,7 +7,7 @@ calls), `context` and `runs`; this package is their one face, `from agent.models
 from __future__ import annotations
 
 from agent.models.base import Artifact, Record
-from agent.models.calls import LLMCallRecord, LLMResponse, Role, Usage
+from agent.models.calls import LLMCallRecord, LLMResponse, ModelRole, Usage
 from agent.models.context import (
     OVER_BUDGET,
     ContextFile,
@@ -77,6 +77,7 @@ __all__ = [
     "LLMResponse",
     "MetaPlan",
     "MetaPlanPart",
+    "ModelRole",
     "OrchestratorResult",
     "PartPlan",
     "PatchEdit",
@@ -86,7 +87,6 @@ __all__ = [
     "PlanStep",
     "Record",
     "RefinementRequest",
-    "Role",
     "RunEvent",
     "RunEventKind",
     "RunStatus",

@@ -6,7 +6,7 @@ from typing import Literal
 
 from agent.models.base import Record
 
-Role = Literal["reasoning", "coding", "classifier"]
+ModelRole = Literal["reasoning", "coding", "classifier"]
 
 
 class Usage(Record):

@@ -12,7 +12,7 @@ from agent.git.workspace import Workspace
 from agent.llm.budget import TaskBudget
 from agent.llm.judgments import JudgmentCache
 from agent.llm.logged import LoggedLLMClient
-from agent.models import AttemptRecord, PartPlan, PlanStep, Role, Usage, ValidationResult
+from agent.models import AttemptRecord, ModelRole, PartPlan, PlanStep, Usage, ValidationResult
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextSource
 
@@ -55,7 +55,7 @@ class RunContext:
         return self.reference or self.baseline
 
     def client(
-        self, role: Role, *, task_run_id: int, budgets: Sequence[TaskBudget] = ()
+        self, role: ModelRole, *, task_run_id: int, budgets: Sequence[TaskBudget] = ()
     ) -> LoggedLLMClient:
         """A logged client for `role`, bound to a task run, charged to the run budget too."""
         return LoggedLLMClient(

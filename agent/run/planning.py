@@ -11,7 +11,7 @@ from agent.execute.plan import plan_meta, plan_to_artifact
 from agent.execute.plan_material import PlanRequest, plan_context_room
 from agent.llm.budget import TaskBudget
 from agent.llm.logged import LoggedLLMClient
-from agent.models import MetaPlan, PlanArtifact, Role
+from agent.models import MetaPlan, ModelRole, PlanArtifact
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextSource, SeededFiles
 
@@ -91,7 +91,7 @@ def _meta_plan(
 
 
 def _client(
-    runtime: Runtime, config: SolveConfig, role: Role, task_run: int, budget: TaskBudget
+    runtime: Runtime, config: SolveConfig, role: ModelRole, task_run: int, budget: TaskBudget
 ) -> LoggedLLMClient:
     return LoggedLLMClient(
         runtime.models.client(role),

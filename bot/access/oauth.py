@@ -11,6 +11,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -39,6 +40,14 @@ class UserToken(BaseModel):
     expires_at: float | None = None
 
 
+@dataclass(frozen=True)
+class OAuthClient:
+    """The App's OAuth client: its id and its secret (never shown)."""
+
+    client_id: str
+    client_secret: str = field(repr=False)
+
+
 class GitHubUsers:
     """The App's OAuth endpoints on GitHub's web root and the API with a person's token."""
 
@@ -47,15 +56,14 @@ class GitHubUsers:
         *,
         web_url: str,
         api_url: str,
-        client_id: str,
-        client_secret: str,
+        client: OAuthClient,
         http: httpx.Client,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._web = web_url.rstrip("/")
         self._api = api_url.rstrip("/")
-        self.client_id = client_id
-        self._secret = client_secret
+        self.client_id = client.client_id
+        self._secret = client.client_secret
         self._http = http
         self._clock = clock
 

@@ -36,7 +36,7 @@ from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask.typing import ResponseReturnValue
 from pydantic import BaseModel, SecretStr
 
-from bot.access.oauth import AccessCache, GitHubUsers, SignInError, TokenRevoked
+from bot.access.oauth import AccessCache, GitHubUsers, OAuthClient, SignInError, TokenRevoked
 from bot.settings import BotSettings
 
 log = logging.getLogger(__name__)
@@ -125,8 +125,7 @@ def install(
         users = GitHubUsers(
             web_url=settings.github_url,
             api_url=settings.github_api_url,
-            client_id=settings.client_id,
-            client_secret=settings.client_secret.get_secret_value(),
+            client=OAuthClient(settings.client_id, settings.client_secret.get_secret_value()),
             http=httpx.Client(timeout=10.0),
         )
     cipher = None if key is None else Fernet(base64.urlsafe_b64encode(_derive(key, b"token")))

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # redis and rq are the optional `redis` extra
 
 RETRIES = 2  # runs of a job after the first, when its worker dies or it raises
 KEEP_S = 7 * 24 * 3600  # a job's result (or failure) waits this long to be gathered
+POLL_S = 1.0  # seconds between two looks at the queue
 WAITING = ("queued", "started", "deferred", "scheduled", "created")
 
 
@@ -49,8 +50,7 @@ class FanOut:
         *,
         job_timeout: int,
         job: str = BENCH_JOB,
-        poll: float = 1.0,
-        sleep: Callable[[float], None] = time.sleep,
+        pause: Callable[[], None] = lambda: time.sleep(POLL_S),
     ) -> None:
         from redis import Redis
         from rq import Queue
@@ -59,7 +59,7 @@ class FanOut:
         self.queue = Queue(bench_queue_name(queue_name), connection=self._redis)
         self._queue_name = queue_name
         self._job, self._job_timeout = job, job_timeout
-        self._poll, self._sleep = poll, sleep
+        self._pause = pause  # between two looks at the queue
 
     def run(
         self, results: Path, asked: Iterable[BenchJob], progress: Progress, *, wait: bool = True
@@ -85,7 +85,7 @@ class FanOut:
                 "(CRA_QUEUE=rq, the same CRA_REDIS_URL and CRA_QUEUE_NAME)"
             )
         while wait and pending:
-            self._sleep(self._poll)
+            self._pause()
             self.queue.started_job_registry.cleanup()  # abandoned jobs: retried, or failed
             self._look(pending, gathered)
         return len(pending)

@@ -59,7 +59,7 @@ def bench_task_job(payload: str) -> str:
     result as JSON."""
     _say_where()
     job = BenchJob.model_validate_json(payload)
-    services = build_services(BotSettings())
+    services = build_services(BotSettings.load())
     try:
         return run_bench_job(services, job).model_dump_json()
     finally:

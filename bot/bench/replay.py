@@ -32,7 +32,6 @@ from bot.bench.reports import BenchReports
 from bot.errors import BotError
 from bot.run.repo_config import limited_config
 from bot.services import Services
-from bot.settings import ROLES
 
 Progress = Callable[[str], None]
 
@@ -104,7 +103,14 @@ def prepare(services: Services, request: BenchRequest, progress: Progress) -> Pr
     config = repository_config(services, mirror, base)
     labels = model_labels(services, config, request.models)
     home = settings.data_dir / "bench" / repo
-    tasks = _tasks(services, request, mirror, config, home, progress)
+    bed = TestBed(
+        testing=config.testing,
+        sandbox=services.sandbox,
+        environ=services.environ,
+        work_dir=home / "work",
+        cache=services.env_cache,
+    )
+    tasks = _tasks(services, request, mirror, bed, progress)
     bench = Bench(
         repo=mirror,
         config=config,
@@ -221,33 +227,21 @@ def factories(services: Services, bench: Bench) -> Callable[[str, BenchTask], Fa
 
 def _key_for(services: Services, model: ModelConfig) -> str | None:
     """The API key of the server whose endpoint `model` uses."""
-    settings = services.settings
-    for role in ROLES:
-        if getattr(settings, f"{role}_base_url") == model.base_url:
-            return settings.api_key_for(role)
+    for endpoint in services.settings.endpoints().values():
+        if endpoint.base_url == model.base_url:
+            return endpoint.key()
     return None
 
 
 def _tasks(
-    services: Services,
-    request: BenchRequest,
-    mirror: Path,
-    config: SolveConfig,
-    home: Path,
-    progress: Progress,
+    services: Services, request: BenchRequest, mirror: Path, bed: TestBed, progress: Progress
 ) -> list[BenchTask]:
+    """The request's task file, or the tasks mined from the mirror's history on `bed`."""
     if request.tasks is not None:
         try:
             return list(read_tasks(request.tasks))
         except AgentError as exc:
             raise BenchRefused(str(exc)) from exc
-    bed = TestBed(
-        testing=config.testing,
-        sandbox=services.sandbox,
-        environ=services.environ,
-        work_dir=home / "work",
-        cache=services.env_cache,
-    )
     options = MineOptions(
         max_commits=request.max_commits, since=request.since, repo_name=request.repository
     )

@@ -156,8 +156,8 @@ def _as_app(tokens: AppTokens, action: str, path: str) -> Any:
     """One GET authenticated by the App's JWT, not retried (the doctor reports, it waits not)."""
 
     def call() -> Any:
-        with bare_client(tokens.api_url, Auth.AppAuthToken(tokens.app_jwt())) as gh:
-            return gh.requester.requestJsonAndCheck("GET", path)[1]
+        with bare_client(tokens.api_url, Auth.AppAuthToken(tokens.app_jwt())) as client:
+            return client.requester.requestJsonAndCheck("GET", path)[1]
 
     try:
         return Retrier(max_retries=0).run(action, call)

@@ -16,6 +16,7 @@ import sys
 import threading
 import webbrowser
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
@@ -58,22 +59,22 @@ def _write_private(path: Path, text: str, *, force: bool) -> None:
 
 
 def env_text(
-    creds: AppCredentials, *, key_path: Path | None = None, public_url: str | None = None
+    credentials: AppCredentials, *, key_path: Path | None = None, public_url: str | None = None
 ) -> str:
     """The `.env` lines for BotSettings: app id, slug, webhook secret, the OAuth client and a
     new session secret (sign-in to the run pages), the public URL, the key or its path."""
     lines = [
-        f"# GitHub App {creds.slug} (id {creds.id}), written by `cra-bot register`.",
+        f"# GitHub App {credentials.slug} (id {credentials.id}), written by `cra-bot register`.",
         "# Secrets: keep this file out of version control.",
-        f"CRA_APP_ID={creds.id}",
-        f"CRA_APP_SLUG={creds.slug}",
+        f"CRA_APP_ID={credentials.id}",
+        f"CRA_APP_SLUG={credentials.slug}",
     ]
-    if creds.webhook_secret is not None:
-        lines.append(f"CRA_WEBHOOK_SECRET={creds.webhook_secret.get_secret_value()}")
-    if creds.client_id and creds.client_secret is not None:
+    if credentials.webhook_secret is not None:
+        lines.append(f"CRA_WEBHOOK_SECRET={credentials.webhook_secret.get_secret_value()}")
+    if credentials.client_id and credentials.client_secret is not None:
         lines += [
-            f"CRA_CLIENT_ID={creds.client_id}",
-            f"CRA_CLIENT_SECRET={creds.client_secret.get_secret_value()}",
+            f"CRA_CLIENT_ID={credentials.client_id}",
+            f"CRA_CLIENT_SECRET={credentials.client_secret.get_secret_value()}",
             f"CRA_SESSION_SECRET={secrets.token_urlsafe(32)}",
         ]
     if public_url:
@@ -81,14 +82,14 @@ def env_text(
     if key_path is not None:
         lines.append(f"CRA_PRIVATE_KEY_PATH={key_path.resolve()}")
     else:
-        pem = creds.pem.get_secret_value().strip().replace("\n", "\\n")
+        pem = credentials.pem.get_secret_value().strip().replace("\n", "\\n")
         lines.append(f'CRA_PRIVATE_KEY="{pem}\\n"')
     return "\n".join(lines) + "\n"
 
 
 def write_env(
     path: Path,
-    creds: AppCredentials,
+    credentials: AppCredentials,
     *,
     force: bool,
     key_path: Path | None = None,
@@ -98,8 +99,10 @@ def write_env(
     ensure_writable(path, force=force)
     if key_path is not None:
         ensure_writable(key_path, force=force)
-        _write_private(key_path, creds.pem.get_secret_value().strip() + "\n", force=force)
-    _write_private(path, env_text(creds, key_path=key_path, public_url=public_url), force=force)
+        _write_private(key_path, credentials.pem.get_secret_value().strip() + "\n", force=force)
+    _write_private(
+        path, env_text(credentials, key_path=key_path, public_url=public_url), force=force
+    )
 
 
 # --- the local web flow --------------------------------------------------------------------------
@@ -113,7 +116,7 @@ class _Flow:
         self.state = state
         self.finish = finish
         self.done = threading.Event()
-        self.creds: AppCredentials | None = None
+        self.credentials: AppCredentials | None = None
         self.error: Exception | None = None
         self.lock = threading.Lock()
 
@@ -126,15 +129,15 @@ class _Flow:
             if self.done.is_set():
                 return 410, "This registration has already finished."
             try:
-                self.creds = self.finish(code)
+                self.credentials = self.finish(code)
             except Exception as e:  # handed to the waiting thread, which raises it
                 self.error = e
             finally:
                 self.done.set()
-        if self.creds is None:
+        if self.credentials is None:
             return 502, f"Registration failed: {html.escape(str(self.error))}"
         return 200, (
-            f"Registered the GitHub App {html.escape(self.creds.slug)}. "
+            f"Registered the GitHub App {html.escape(self.credentials.slug)}. "
             "You can close this tab; the terminal says what comes next."
         )
 
@@ -166,45 +169,61 @@ def _handler(flow: _Flow) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+@dataclass(frozen=True)
+class Registration:
+    """What `cra-bot register` is asked: the App (app.yml, its URLs, name and owner), where its
+    credentials go, and the GitHub and local port the flow uses."""
+
+    app_yml: Path
+    env_path: Path
+    webhook_url: str
+    github_url: str = "https://github.com"
+    api_url: str = "https://api.github.com"
+    org: str | None = None
+    url: str | None = None
+    name: str | None = None
+    port: int = 0
+    force: bool = False
+    key_path: Path | None = None
+
+
 def run_register(
+    asked: Registration,
     *,
-    app_yml: Path,
-    env_path: Path,
-    webhook_url: str,
     http: httpx.Client,
     out: TextIO,
-    github_url: str = "https://github.com",
-    api_url: str = "https://api.github.com",
-    org: str | None = None,
-    url: str | None = None,
-    name: str | None = None,
-    port: int = 0,
-    force: bool = False,
-    key_path: Path | None = None,
     open_browser: Callable[[str], object] | None = webbrowser.open,
     wait_seconds: float = WAIT_SECONDS,
 ) -> AppCredentials:
     """Serve the form on 127.0.0.1, wait for GitHub's code, exchange it, write the `.env`."""
-    ensure_writable(env_path, force=force)
-    if key_path is not None:
-        ensure_writable(key_path, force=force)
+    ensure_writable(asked.env_path, force=asked.force)
+    if asked.key_path is not None:
+        ensure_writable(asked.key_path, force=asked.force)
 
     def finish(code: str) -> AppCredentials:
-        creds = exchange_code(api_url, code, http)
+        credentials = exchange_code(asked.api_url, code, http)
         write_env(
-            env_path, creds, force=force, key_path=key_path, public_url=public_base(webhook_url)
+            asked.env_path,
+            credentials,
+            force=asked.force,
+            key_path=asked.key_path,
+            public_url=public_base(asked.webhook_url),
         )
-        return creds
+        return credentials
 
     flow = _Flow(secrets.token_urlsafe(16), finish)
-    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(flow))
+    server = ThreadingHTTPServer(("127.0.0.1", asked.port), _handler(flow))
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     try:
         local = f"http://127.0.0.1:{server.server_address[1]}"
         manifest = manifest_from_app_yml(
-            app_yml, webhook_url=webhook_url, url=url, name=name, redirect_url=f"{local}/callback"
+            asked.app_yml,
+            webhook_url=asked.webhook_url,
+            url=asked.url,
+            name=asked.name,
+            redirect_url=f"{local}/callback",
         )
-        flow.page = render_form(manifest, github_url, org, state=flow.state)
+        flow.page = render_form(manifest, asked.github_url, asked.org, state=flow.state)
         print(
             f"Open {local}/ in a browser signed in to GitHub to create the App "
             f"{manifest['name']!r}; waiting for GitHub…",
@@ -218,20 +237,27 @@ def run_register(
     finally:
         server.shutdown()
         server.server_close()
-    if flow.creds is None:
+    if flow.credentials is None:
         raise flow.error or RegisterError("the registration ended without credentials")
-    _report(flow.creds, env_path, key_path, out)
-    return flow.creds
+    _report(flow.credentials, asked.env_path, asked.key_path, out)
+    return flow.credentials
 
 
-def _report(creds: AppCredentials, env_path: Path, key_path: Path | None, out: TextIO) -> None:
+def _report(
+    credentials: AppCredentials, env_path: Path, key_path: Path | None, out: TextIO
+) -> None:
     """What was created and where its secrets went — never the secrets themselves."""
     key = f"the private key to {key_path} (mode 600)" if key_path else "the private key with them"
-    print(f"Registered the GitHub App {creds.slug} (id {creds.id}): {creds.html_url}", file=out)
+    print(
+        f"Registered the GitHub App {credentials.slug} (id {credentials.id}): "
+        f"{credentials.html_url}",
+        file=out,
+    )
     print(f"Wrote its credentials to {env_path} (mode 600), {key}.", file=out)
-    if creds.html_url:
+    if credentials.html_url:
         print(
-            f"Next, install it on your repositories: {creds.html_url}/installations/new", file=out
+            f"Next, install it on your repositories: {credentials.html_url}/installations/new",
+            file=out,
         )
 
 
@@ -275,12 +301,10 @@ def register_main(argv: list[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 2
     try:
         with httpx.Client(timeout=30.0) as http:
-            run_register(
+            asked = Registration(
                 app_yml=args.app_yml,
                 env_path=args.env_file,
                 webhook_url=args.webhook_url,
-                http=http,
-                out=sys.stdout,
                 github_url=args.github_url,
                 api_url=args.api_url,
                 org=args.org,
@@ -289,8 +313,9 @@ def register_main(argv: list[str] | None = None) -> int:
                 port=args.port,
                 force=args.force,
                 key_path=args.private_key_file,
-                open_browser=None if args.no_browser else webbrowser.open,
             )
+            browser = None if args.no_browser else webbrowser.open
+            run_register(asked, http=http, out=sys.stdout, open_browser=browser)
     except (BotError, OSError) as e:
         print(f"cra-bot register: {e}", file=sys.stderr)
         return 1

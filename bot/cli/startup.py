@@ -23,7 +23,7 @@ from agent.runlog.store import RunLog
 from bot.errors import SettingsError
 from bot.sandboxes import startup_check
 from bot.services import token_provider
-from bot.settings import ROLES, BotSettings
+from bot.settings import BotSettings
 from bot.store.runs import BotStore
 
 
@@ -107,7 +107,7 @@ def queue_problem(settings: BotSettings) -> str | None:
     if not settings.redis_url:
         return "CRA_QUEUE=rq needs CRA_REDIS_URL"
     try:
-        from bot.queue.queues import RQQueue
+        from bot.queue.redis_queue import RQQueue
 
         queue = RQQueue(settings.redis_url)
     except ImportError:
@@ -131,10 +131,11 @@ def _require_queue(settings: BotSettings) -> None:
 
 def server_model_findings(settings: BotSettings) -> Iterable[Finding]:
     """The doctor's line per role: its server answers, has its model, and the window fits."""
+    endpoints = settings.endpoints()
     models = ModelsConfig.model_validate(
-        {role: settings.model_config_for(role).model_dump() for role in ROLES}
+        {role: endpoint.as_model_config(role).model_dump() for role, endpoint in endpoints.items()}
     )
-    keys: dict[str, str | None] = {role: settings.api_key_for(role) for role in ROLES}
+    keys: dict[str, str | None] = {role: endpoint.key() for role, endpoint in endpoints.items()}
     return check_models(models, keys, in_environment)
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import base64
 import logging
-import time
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeVar
 from urllib.parse import quote
 
 from github import Auth, Github
@@ -19,72 +19,38 @@ from github.GithubObject import NotSet, Opt
 from github.IssueComment import IssueComment
 from github.NamedUser import NamedUser
 from github.Organization import Organization
-from github.PullRequest import PullRequest
 from github.Repository import Repository
-from pydantic import BaseModel, ConfigDict
 
 from bot.errors import GitHubError, NotFound
+from bot.github.answers import (
+    RUN_PERMISSIONS,
+    IssueInfo,
+    Permission,
+    PullInfo,
+    RunAccess,
+    permission_of,
+    pull_info,
+)
 from bot.github.calls import Retrier, bare_client, repo_path
 from bot.github.tokens import AppTokens, TokenProvider
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Role = Literal["admin", "maintain", "write", "triage", "read", "none"]
-ROLES: tuple[Role, ...] = ("admin", "maintain", "write", "triage", "read")
-RUN_ROLES = frozenset({"admin", "maintain", "write"})
+CHECK_NAME = "cra"  # the check run's name on every commit
 Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
 
 
-class _Model(BaseModel):
-    """Unknown keys are a bug."""
+@dataclass(frozen=True)
+class CheckOutput:
+    """What a check run shows: its title and its summary (Markdown)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-
-class IssueInfo(_Model):
-    """What a run needs to know about an issue (or the issue side of a pull request)."""
-
-    number: int
     title: str
-    body: str
-    state: str
-    locked: bool
-    is_pull_request: bool
-    html_url: str
+    summary: str
 
-
-class PullInfo(_Model):
-    """What a run needs to know about a pull request; head_repo None when the fork is gone."""
-
-    number: int
-    title: str
-    body: str
-    head_ref: str
-    head_sha: str
-    head_repo: str | None
-    base_ref: str
-    html_url: str
-    draft: bool
-    state: str
-
-
-class RunAccess(_Model):
-    """May a user start runs: "allowed", "denied" by their role, or "unchecked" when GitHub
-    could not say (`problem`: its failure). Only "allowed" lets a run start (fail closed)."""
-
-    verdict: Literal["allowed", "denied", "unchecked"]
-    problem: str = ""
-
-
-def _role(data: Mapping[str, Any]) -> Role:
-    """The role in a collaborator-permission answer (custom roles fall back to their base)."""
-    for key in ("role_name", "permission"):
-        value = data.get(key)
-        for role in ROLES:
-            if value == role:
-                return role
-    return "none"
+    def as_dict(self) -> dict[str, str | list[dict[str, str | int]]]:
+        """GitHub's `output` object."""
+        return {"title": self.title, "summary": self.summary}
 
 
 def _permission_action(repo: str, user: str) -> str:
@@ -102,23 +68,6 @@ def _author_type(user: NamedUser | Organization | None) -> str:
     return "" if user is None else str(user.type)
 
 
-def _pull_info(pr: PullRequest) -> PullInfo:
-    """PullInfo of a PyGithub pull request."""
-    head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
-    return PullInfo(
-        number=pr.number,
-        title=pr.title,
-        body=pr.body or "",
-        head_ref=pr.head.ref,
-        head_sha=pr.head.sha,
-        head_repo=head_repo,
-        base_ref=pr.base.ref,
-        html_url=pr.html_url,
-        draft=bool(pr.draft),
-        state=pr.state,
-    )
-
-
 class GitHubAPI:
     """The REST calls of a run; each names its installation (None with a StaticToken)."""
 
@@ -128,14 +77,12 @@ class GitHubAPI:
         github_url: str,
         tokens: TokenProvider,
         *,
-        sleep: Callable[[float], None] = time.sleep,
-        max_retries: int = 3,
-        clock: Callable[[], float] = time.time,
+        retrier: Retrier | None = None,
     ) -> None:
         self.api_url = api_url.rstrip("/")
         self.github_url = github_url.rstrip("/")
         self._tokens = tokens
-        self._retrier = Retrier(sleep=sleep, clock=clock, max_retries=max_retries)
+        self._retrier = retrier or Retrier()
 
     def __repr__(self) -> str:
         return f"GitHubAPI(api_url={self.api_url!r}, github_url={self.github_url!r})"
@@ -150,8 +97,10 @@ class GitHubAPI:
         """Run `op` against a client holding the installation's token, with retries."""
 
         def attempt() -> T:
-            with bare_client(self.api_url, Auth.Token(self._tokens.token(installation_id))) as gh:
-                return op(gh)
+            with bare_client(
+                self.api_url, Auth.Token(self._tokens.token(installation_id))
+            ) as client:
+                return op(client)
 
         return self._retrier.run(action, attempt)
 
@@ -160,17 +109,17 @@ class GitHubAPI:
     ) -> T:
         """`_call` with the (lazy, not fetched) repository object."""
         repo_path(repo)
-        return self._call(installation_id, action, lambda gh: op(gh.get_repo(repo)))
+        return self._call(installation_id, action, lambda client: op(client.get_repo(repo)))
 
     # --- who may run ---------------------------------------------------------------------------
 
-    def permission(self, repo: str, user: str, *, installation_id: int | None) -> Role:
-        """The user's role on the repository; "none" when GitHub says 404 (not a collaborator)."""
+    def permission(self, repo: str, user: str, *, installation_id: int | None) -> Permission:
+        """The user's permission on the repository; "none" on GitHub's 404 (not a collaborator)."""
         path = f"/repos/{repo_path(repo)}/collaborators/{quote(user, safe='')}/permission"
 
-        def op(gh: Github) -> Role:
-            _, data = gh.requester.requestJsonAndCheck("GET", path)
-            return _role(data)
+        def op(client: Github) -> Permission:
+            _, data = client.requester.requestJsonAndCheck("GET", path)
+            return permission_of(data)
 
         try:
             return self._call(installation_id, _permission_action(repo, user), op)
@@ -182,29 +131,29 @@ class GitHubAPI:
         "denied", or "unchecked" with GitHub's failure when it could not say."""
         action = _permission_action(repo, user)
         try:
-            role = self.permission(repo, user, installation_id=installation_id)
+            permission = self.permission(repo, user, installation_id=installation_id)
         except GitHubError as exc:
             log.warning("denying: %s", exc)
             return RunAccess(verdict="unchecked", problem=str(exc).removeprefix(f"{action}: "))
         except ValueError as exc:  # not an owner/name repository
             return RunAccess(verdict="unchecked", problem=str(exc))
-        return RunAccess(verdict="allowed" if role in RUN_ROLES else "denied")
+        return RunAccess(verdict="allowed" if permission in RUN_PERMISSIONS else "denied")
 
     # --- reading -------------------------------------------------------------------------------
 
     def issue(self, repo: str, number: int, *, installation_id: int | None) -> IssueInfo:
         """An issue (or the issue side of a pull request)."""
 
-        def op(r: Repository) -> IssueInfo:
-            i = r.get_issue(number)
+        def op(repository: Repository) -> IssueInfo:
+            issue = repository.get_issue(number)
             return IssueInfo(
-                number=i.number,
-                title=i.title,
-                body=i.body or "",
-                state=i.state,
-                locked=bool(i.locked),
-                is_pull_request=i.pull_request is not None,
-                html_url=i.html_url,
+                number=issue.number,
+                title=issue.title,
+                body=issue.body or "",
+                state=issue.state,
+                locked=bool(issue.locked),
+                is_pull_request=issue.pull_request is not None,
+                html_url=issue.html_url,
             )
 
         return self._on_repo(installation_id, f"issue {repo}#{number}", repo, op)
@@ -215,15 +164,15 @@ class GitHubAPI:
             installation_id,
             f"pull request {repo}#{number}",
             repo,
-            lambda r: _pull_info(r.get_pull(number)),
+            lambda repository: pull_info(repository.get_pull(number)),
         )
 
     def review_comments(self, repo: str, number: int, *, installation_id: int | None) -> list[str]:
         """Bodies of a pull request's reviews (their summaries), review comments and
         conversation comments by people, oldest first."""
 
-        def op(r: Repository) -> list[str]:
-            pull = r.get_pull(number)
+        def op(repository: Repository) -> list[str]:
+            pull = repository.get_pull(number)
             found = [
                 (v.submitted_at, v.body, _author_type(v.user))
                 for v in pull.get_reviews()
@@ -234,7 +183,7 @@ class GitHubAPI:
             ]
             found += [
                 (c.created_at, c.body, _author_type(c.user))
-                for c in r.get_issue(number).get_comments()
+                for c in repository.get_issue(number).get_comments()
             ]
             found.sort(key=lambda item: item[0])
             return [body for _, body, kind in found if kind != "Bot"]
@@ -244,7 +193,10 @@ class GitHubAPI:
     def default_branch(self, repo: str, *, installation_id: int | None) -> str:
         """The repository's default branch."""
         return self._on_repo(
-            installation_id, f"repository {repo}", repo, lambda r: str(r.default_branch)
+            installation_id,
+            f"repository {repo}",
+            repo,
+            lambda repository: str(repository.default_branch),
         )
 
     def find_pull(
@@ -253,9 +205,9 @@ class GitHubAPI:
         """The open pull request from `head_branch` of this repository, if any."""
         owner = repo.partition("/")[0]
 
-        def op(r: Repository) -> PullInfo | None:
-            for pr in r.get_pulls(state="open", head=f"{owner}:{head_branch}"):
-                return _pull_info(pr)
+        def op(repository: Repository) -> PullInfo | None:
+            for pull in repository.get_pulls(state="open", head=f"{owner}:{head_branch}"):
+                return pull_info(pull)
             return None
 
         return self._on_repo(installation_id, f"pull requests of {repo}", repo, op)
@@ -278,8 +230,8 @@ class GitHubAPI:
             installation_id,
             f"new pull request on {repo}",
             repo,
-            lambda r: _pull_info(
-                r.create_pull(base=base, head=head, title=title, body=body, draft=draft)
+            lambda repository: pull_info(
+                repository.create_pull(base=base, head=head, title=title, body=body, draft=draft)
             ),
         )
 
@@ -299,7 +251,7 @@ class GitHubAPI:
             installation_id,
             f"update of {repo}#{number}",
             repo,
-            lambda r: r.get_pull(number).edit(title=_opt(title), body=_opt(body)),
+            lambda repository: repository.get_pull(number).edit(title=_opt(title), body=_opt(body)),
         )
 
     def comment(
@@ -310,7 +262,7 @@ class GitHubAPI:
             installation_id,
             f"comment on {repo}#{issue_number}",
             repo,
-            lambda r: int(r.get_issue(issue_number).create_comment(body).id),
+            lambda repository: int(repository.get_issue(issue_number).create_comment(body).id),
         )
 
     def edit_comment(
@@ -321,7 +273,7 @@ class GitHubAPI:
             installation_id,
             f"edit of comment {comment_id} on {repo}",
             repo,
-            lambda r: self._issue_comment(r, comment_id).edit(body),
+            lambda repository: self._issue_comment(repository, comment_id).edit(body),
         )
 
     def react(
@@ -335,32 +287,26 @@ class GitHubAPI:
     ) -> None:
         """React to an issue, or to one of its comments."""
 
-        def op(r: Repository) -> None:
+        def op(repository: Repository) -> None:
             if comment_id is None:
-                r.get_issue(issue_number).create_reaction(content)
+                repository.get_issue(issue_number).create_reaction(content)
             else:
-                self._issue_comment(r, comment_id).create_reaction(content)
+                self._issue_comment(repository, comment_id).create_reaction(content)
 
         self._on_repo(installation_id, f"reaction on {repo}#{issue_number}", repo, op)
 
     def create_check_run(
-        self,
-        repo: str,
-        head_sha: str,
-        *,
-        name: str,
-        title: str,
-        summary: str,
-        installation_id: int | None,
+        self, repo: str, head_sha: str, output: CheckOutput, *, installation_id: int | None
     ) -> int:
-        """Start an in-progress check run on a commit; its id."""
-        output: dict[str, str | list[dict[str, str | int]]] = {"title": title, "summary": summary}
+        """Start an in-progress check run named "cra" on a commit; its id."""
         return self._on_repo(
             installation_id,
             f"check run on {repo}@{head_sha[:12]}",
             repo,
-            lambda r: int(
-                r.create_check_run(name, head_sha, status="in_progress", output=output).id
+            lambda repository: int(
+                repository.create_check_run(
+                    CHECK_NAME, head_sha, status="in_progress", output=output.as_dict()
+                ).id
             ),
         )
 
@@ -368,21 +314,20 @@ class GitHubAPI:
         self,
         repo: str,
         check_run_id: int,
+        output: CheckOutput,
         *,
-        status: str,
         conclusion: str | None = None,
-        title: str,
-        summary: str,
         installation_id: int | None,
     ) -> None:
-        """Update a check run; a conclusion completes it."""
-        output = {"title": title, "summary": summary}
+        """Update a check run's output; a conclusion completes it (without one, it stays in
+        progress)."""
+        status = "completed" if conclusion else "in_progress"
         self._on_repo(
             installation_id,
             f"check run {check_run_id} on {repo}",
             repo,
-            lambda r: r.get_check_run(check_run_id).edit(
-                status=status, conclusion=_opt(conclusion), output=output
+            lambda repository: repository.get_check_run(check_run_id).edit(
+                status=status, conclusion=_opt(conclusion), output=output.as_dict()
             ),
         )
 

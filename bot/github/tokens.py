@@ -6,8 +6,6 @@ Tokens never appear in a repr, an error or a log line.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -74,17 +72,15 @@ class AppTokens:
         private_key: str,
         api_url: str,
         *,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-        max_retries: int = 3,
+        retrier: Retrier | None = None,
         generations: Generations | None = None,
     ) -> None:
         self.app_id = app_id
         self._generations = generations
         self.api_url = api_url
         self._key = private_key
-        self._clock = clock
-        self._retrier = Retrier(sleep=sleep, clock=clock, max_retries=max_retries)
+        self._retrier = retrier or Retrier()  # its clock also tells a token's expiry
+        self._clock = self._retrier.clock
         self._cache: dict[int, _Cached] = {}
         self._lock = threading.Lock()
 
@@ -145,8 +141,8 @@ class AppTokens:
         """One API call authenticated as the app (a fresh JWT per attempt)."""
 
         def call() -> dict[str, Any]:
-            with bare_client(self.api_url, Auth.AppAuthToken(self.app_jwt())) as gh:
-                _, data = gh.requester.requestJsonAndCheck(verb, path)
+            with bare_client(self.api_url, Auth.AppAuthToken(self.app_jwt())) as client:
+                _, data = client.requester.requestJsonAndCheck(verb, path)
                 return dict(data)
 
         return self._retrier.run(action, call)

@@ -6,6 +6,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
+from typing import Protocol
 
 HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)  # an unclosed one hides the rest
 HIDDEN_CATEGORIES = {"Cc", "Cf", "Co", "Cs", "Cn"}  # controls, format (zero-width, bidi), private
@@ -61,20 +62,30 @@ def clean_text(text: str | None, *, limit: int = _MAX_SECTION) -> str:
     return kept if len(kept) <= limit else kept[:limit] + "\n[… cut …]"
 
 
+class IssueText(Protocol):
+    """What the task quotes of an issue or pull request (bot.github.answers.IssueInfo is one)."""
+
+    @property
+    def number(self) -> int: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def body(self) -> str | None: ...
+
+    @property
+    def is_pull_request(self) -> bool: ...
+
+
 def build_task(
-    *,
-    title: str,
-    body: str | None,
-    instructions: str = "",
-    review_comments: Sequence[str] = (),
-    number: int,
-    is_pull_request: bool,
+    issue: IssueText, *, instructions: str = "", review_comments: Sequence[str] = ()
 ) -> str:
     """The task for the agent: the issue (or PR) title and body, the /cra instructions, and a
     PR's review comments — each cleaned and clearly marked as quoted text."""
-    kind = "pull request" if is_pull_request else "issue"
-    parts = [f"Resolve {kind} #{number}: {clean_text(title, limit=300)}"]
-    if body_text := clean_text(body):
+    kind = "pull request" if issue.is_pull_request else "issue"
+    parts = [f"Resolve {kind} #{issue.number}: {clean_text(issue.title, limit=300)}"]
+    if body_text := clean_text(issue.body):
         parts.append(f"The {kind} says:\n{body_text}")
     if wanted := clean_text(instructions):
         parts.append(f"Extra instructions from the requester:\n{wanted}")

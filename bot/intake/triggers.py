@@ -155,13 +155,8 @@ def _on_comment(event: Event, options: RouteOptions) -> Trigger | None:
     issue = _open_issue(event.payload)
     if issue is None:
         return None
-    return _command(
-        event,
-        options,
-        issue,
-        is_pull_request="pull_request" in issue,
-        comment_id=dig(event.payload, "comment", "id"),
-    )
+    said = Said(comment_id=dig(event.payload, "comment", "id"))
+    return _command(event, options, issue, said, is_pull_request="pull_request" in issue)
 
 
 @router.register("pull_request_review_comment", action="created")
@@ -173,8 +168,8 @@ def _on_review_comment(event: Event, options: RouteOptions) -> Trigger | None:
     pull = _open_item(event.payload, "pull_request")
     if pull is None:
         return None
-    where = _review_location(event.payload)
-    return _command(event, options, pull, is_pull_request=True, where=where)
+    said = Said(where=_review_location(event.payload))
+    return _command(event, options, pull, said, is_pull_request=True)
 
 
 def _review_location(payload: Mapping[str, Any]) -> str:
@@ -196,22 +191,30 @@ def _on_review(event: Event, options: RouteOptions) -> Trigger | None:
     pull = _open_item(event.payload, "pull_request")
     if pull is None:
         return None
-    return _command(event, options, pull, is_pull_request=True, text="review")
+    return _command(event, options, pull, Said(text="review"), is_pull_request=True)
+
+
+@dataclass(frozen=True)
+class Said:
+    """Where a `/cra` line was said: the payload's `text` object (a comment, or a review), the
+    comment's id (None: no comment to react to) and, for a review comment, its diff line."""
+
+    text: str = "comment"
+    comment_id: object = None
+    where: str = ""
 
 
 def _command(
     event: Event,
     options: RouteOptions,
     item: Mapping[str, Any],
+    said: Said,
     *,
     is_pull_request: bool,
-    comment_id: object = None,
-    where: str = "",
-    text: str = "comment",
 ) -> Trigger | None:
-    """The Trigger of the first `/cra` line of the payload's `text` object (a comment, or a
-    review), unless a bot wrote it; MalformedDelivery for a command whose comment id is not an
-    integer."""
+    """The Trigger of the first `/cra` line of what was `said`, unless a bot wrote it;
+    MalformedDelivery for a command whose comment id is not an integer."""
+    text, comment_id, where = said.text, said.comment_id, said.where
     body = dig(event.payload, text, "body")
     if not isinstance(body, str) or dig(event.payload, text, "user", "type") == "Bot":
         return None

@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -187,6 +188,17 @@ def stalled_error(run: Run, stall_after: timedelta) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Patience:
+    """How long the reaper waits (seconds): a running run without a heartbeat (stale_after),
+    a queued run held by no queue (requeue_after), a running run without progress of its own
+    (stall_after; None: never taken for stalled)."""
+
+    stale_after: float
+    requeue_after: float
+    stall_after: float | None = None
+
+
 class Reaper:
     """Ends silent and stalled runs, re-queues lost ones; `sweep()` once, or `start()` a
     thread."""
@@ -195,18 +207,17 @@ class Reaper:
         self,
         store: BotStore,
         queue: RunQueue,
+        patience: Patience,
         *,
-        stale_after: float,
-        requeue_after: float,
         report: Callable[[int], None] | None = None,
         work_dir: Path | None = None,
-        stall_after: float | None = None,
     ) -> None:
         self._store, self._queue = store, queue
         self._work_dir = work_dir  # where this host's workers keep worktrees (cleaned too)
-        self._stale_after = timedelta(seconds=stale_after)
+        self._stale_after = timedelta(seconds=patience.stale_after)
+        stall_after = patience.stall_after
         self._stall_after = None if stall_after is None else timedelta(seconds=stall_after)
-        self._requeue_after = timedelta(seconds=requeue_after)
+        self._requeue_after = timedelta(seconds=patience.requeue_after)
         self._report = report
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -1,4 +1,5 @@
-"""Run queues: in-process worker threads (the default) or RQ on Redis."""
+"""Run queues: in-process worker threads (the default), or RQ on Redis (bot.queue.redis_queue),
+as the settings choose."""
 
 from __future__ import annotations
 
@@ -8,21 +9,18 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.errors import SettingsError
+from bot.queue.redis_queue import RQQueue
 from bot.settings import BotSettings
 from bot.store.runs import ACTIVE_STATUSES, BotStore
 
-if TYPE_CHECKING:  # redis and rq are the optional `redis` extra: imported by RQQueue only
-    from redis import Redis
-    from rq import Queue
-
 log = logging.getLogger(__name__)
 
-RUNNER_JOB = "bot.jobs.execute_run_job"
 INTERRUPTED = "interrupted"
 
 
@@ -44,6 +42,21 @@ class RunQueue(Protocol):
     def close(self) -> None:
         """Stop accepting runs and release resources."""
         ...
+
+
+@dataclass(frozen=True)
+class Watchdog:
+    """When a thread queue gives up on a busy worker: after `give_up_after` seconds with one
+    run, or once `ended` says its run has ended in the database; it looks every `every`
+    seconds (default: a quarter of give_up_after, a minute at most)."""
+
+    give_up_after: float
+    ended: Callable[[int], bool] | None = None
+    every: float | None = None
+
+    def interval(self) -> float:
+        """Seconds between the watchdog's looks."""
+        return min(60.0, self.give_up_after / 4) if self.every is None else self.every
 
 
 class ThreadQueue:
@@ -70,12 +83,11 @@ class ThreadQueue:
         *,
         workers: int = 2,
         name: str = "cra-worker",
-        give_up_after: float | None = None,
-        ended: Callable[[int], bool] | None = None,
-        watch_every: float | None = None,
+        watchdog: Watchdog | None = None,
     ) -> None:
+        give_up_after = None if watchdog is None else watchdog.give_up_after
         self._execute = execute
-        self._ended = ended  # whether a run has ended in the database
+        self._ended = None if watchdog is None else watchdog.ended
         lock = threading.Lock()
         self._waiting: deque[int | None] = deque()  # None: a worker's stop marker
         self._ready = threading.Condition(lock)  # workers wait here for an id
@@ -91,8 +103,8 @@ class ThreadQueue:
         for _ in range(max(1, workers)):
             self._start_worker()
         self._closing = threading.Event()
-        if give_up_after is not None:
-            every = min(60.0, give_up_after / 4) if watch_every is None else watch_every
+        if watchdog is not None:
+            every = watchdog.interval()
             threading.Thread(
                 target=self._watch, args=(every,), name=f"{name}-watchdog", daemon=True
             ).start()
@@ -284,78 +296,6 @@ class ThreadQueue:
             self._idle.notify_all()
 
 
-class RQQueue:
-    """Runs enqueued on Redis as RQ jobs naming the runner by import path, with the id only."""
-
-    def __init__(
-        self,
-        redis_url: str,
-        *,
-        queue_name: str = "cra",
-        job: str = RUNNER_JOB,
-        job_timeout: int = 6 * 3600,
-    ) -> None:
-        from redis import Redis
-        from rq import Queue
-
-        self._redis: Redis = Redis.from_url(redis_url, socket_connect_timeout=5, socket_timeout=10)
-        self._queue: Queue = Queue(queue_name, connection=self._redis)
-        self._job = job
-        self._job_timeout = job_timeout
-
-    @property
-    def rq_queue(self) -> Queue:
-        """The underlying RQ queue (for `cra-bot worker` and tests)."""
-        return self._queue
-
-    def enqueue(self, run_id: int) -> None:
-        """Enqueue the runner job for this run id (one job id per run: enqueuing again
-        replaces a lost job, never adds a second)."""
-        self._queue.enqueue(
-            self._job,
-            args=(run_id,),
-            job_id=job_id(self._queue.name, run_id),
-            job_timeout=self._job_timeout,
-            result_ttl=3600,
-            failure_ttl=7 * 24 * 3600,
-            description=f"cra run {run_id}",
-        )
-
-    def healthy(self) -> bool:
-        """Whether Redis answers a ping."""
-        from redis.exceptions import RedisError
-
-        try:
-            return bool(self._redis.ping())
-        except RedisError:
-            return False
-
-    def holds(self, run_id: int) -> bool:
-        """Whether the run's job waits on Redis (queued, deferred or scheduled)."""
-        from redis.exceptions import RedisError
-        from rq.exceptions import NoSuchJobError
-        from rq.job import Job
-
-        try:
-            job = Job.fetch(job_id(self._queue.name, run_id), connection=self._redis)
-            status = job.get_status(refresh=False)
-        except NoSuchJobError:
-            return False
-        except RedisError:
-            return True  # cannot tell: never enqueue twice on a guess
-        return str(getattr(status, "value", status)) in ("queued", "deferred", "scheduled")
-
-    def close(self) -> None:
-        """Release the Redis connections."""
-        self._redis.close()
-
-
-def job_id(queue_name: str, run_id: int) -> str:
-    """The RQ job id of a run (job ids are global on a Redis: the queue's name keeps two
-    deployments' run 1 apart)."""
-    return f"{queue_name}-run-{run_id}"
-
-
 def build_queue(
     settings: BotSettings,
     execute: Callable[[int], object],
@@ -373,7 +313,8 @@ def build_queue(
     overtime = settings.max_run_minutes * 60 + settings.stale_after
     if settings.queue != "rq":
         ended = None if store is None else (lambda run_id: run_ended(store, run_id))
-        return ThreadQueue(execute, workers=settings.workers, give_up_after=overtime, ended=ended)
+        watchdog = Watchdog(give_up_after=overtime, ended=ended)
+        return ThreadQueue(execute, workers=settings.workers, watchdog=watchdog)
     if not settings.redis_url:
         raise SettingsError("CRA_QUEUE=rq needs CRA_REDIS_URL")
     return RQQueue(

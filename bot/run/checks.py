@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from bot.github.api import GitHubAPI
+from bot.github.api import CheckOutput, GitHubAPI
 from bot.store.runs import BotStore
 
 log = logging.getLogger(__name__)
@@ -50,9 +50,7 @@ class RunCheck:
             self.id = self.gh.create_check_run(
                 self.repo,
                 sha,
-                name="cra",
-                title="cra is working",
-                summary=f"Run {self.run_id} started.",
+                CheckOutput("cra is working", f"Run {self.run_id} started."),
                 installation_id=self.inst,
             )
             self.sha = sha
@@ -72,10 +70,8 @@ class RunCheck:
             lambda: self.gh.update_check_run(
                 self.repo,
                 check_id,
-                status="completed" if conclusion else "in_progress",
+                CheckOutput(title[:200], summary),
                 conclusion=conclusion,
-                title=title[:200],
-                summary=summary,
                 installation_id=self.inst,
             ),
         )
@@ -87,16 +83,9 @@ class RunCheck:
         self.update(title=title, summary=summary, conclusion=conclusion)
         if started_here:
             return
-        check_id = self.gh.create_check_run(
-            self.repo, commit, name="cra", title=title, summary=summary, installation_id=self.inst
-        )
+        output = CheckOutput(title, summary)
+        check_id = self.gh.create_check_run(self.repo, commit, output, installation_id=self.inst)
         self.gh.update_check_run(
-            self.repo,
-            check_id,
-            status="completed",
-            conclusion=conclusion,
-            title=title,
-            summary=summary,
-            installation_id=self.inst,
+            self.repo, check_id, output, conclusion=conclusion, installation_id=self.inst
         )
         self.store.update_run(self.run_id, check_run_id=check_id)

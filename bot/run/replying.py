@@ -12,6 +12,7 @@ import logging
 from datetime import timedelta
 from typing import Protocol
 
+from bot.github.api import CheckOutput
 from bot.queue.queues import INTERRUPTED
 from bot.render import replies
 from bot.run.checks import CHECK_CONCLUSION, best_effort
@@ -111,10 +112,8 @@ def report_ended(run_id: int, services: Services) -> None:
                 lambda: gh.update_check_run(
                     run.repository,
                     run.check_run_id or 0,
-                    status="completed",
+                    CheckOutput(f"cra stopped: {run.error or run.status}", text),
                     conclusion=CHECK_CONCLUSION.get(run.status, "failure"),
-                    title=f"cra stopped: {run.error or run.status}",
-                    summary=text,
                     installation_id=inst,
                 ),
             )

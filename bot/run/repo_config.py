@@ -13,8 +13,8 @@ from agent.config.files import (
     load_config,
 )
 from agent.errors import ConfigError
+from bot.model_endpoints import ROLES
 from bot.run.limits import Limit, MaximumSettings, cap
-from bot.settings import ROLES
 
 
 class ModelSettings(Protocol):

@@ -18,7 +18,7 @@ from agent.run.planning import plan_task
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, IndexedFactory
 from bot.errors import BotError
-from bot.github.api import PullInfo
+from bot.github.answers import PullInfo
 from bot.intake.task import build_task
 from bot.queue.liveness import Heartbeat, worker_name
 from bot.queue.run_progress import ProgressSandbox
@@ -149,14 +149,7 @@ class _Job(RunReport):
         base_ref, branch, comments = self.target(issue.is_pull_request)
         if base_ref is None:
             return
-        task = build_task(
-            title=issue.title,
-            body=issue.body,
-            instructions=self.run.instructions,
-            review_comments=comments,
-            number=issue.number,
-            is_pull_request=issue.is_pull_request,
-        )
+        task = build_task(issue, instructions=self.run.instructions, review_comments=comments)
         self.start_progress()
         env = self.gh.git_auth_env(self.inst)
         mirror = self.services.mirrors.sync(self.repo, self.gh.clone_url(self.repo), env=env)

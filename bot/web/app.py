@@ -4,8 +4,6 @@ a request."""
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, get_args
 
@@ -19,11 +17,11 @@ from bot.errors import BotError, MalformedDelivery
 from bot.intake.installations import InstallationChange, installation_change
 from bot.intake.triggers import Command, Trigger, route
 from bot.intake.webhooks import Event, delivery_event, verify_signature
-from bot.queue.queues import RunQueue, build_queue, check_health
-from bot.services import Services, app_mode, build_services
+from bot.queue.queues import RunQueue
+from bot.services import app_mode
 from bot.settings import BotSettings
 from bot.store.record import busy_text, store_run
-from bot.store.runs import BotStore, Run
+from bot.store.runs import Run
 from bot.web import security_headers
 from bot.web.bench_pages import blueprint as bench_pages
 from bot.web.metrics import metrics
@@ -68,65 +66,13 @@ METRIC_OUTCOMES = frozenset(
 MACHINE_PATHS = ("/webhook", "/healthz", "/metrics")  # no cookie session: no person calls them
 
 
-class BasicServices:
-    """The store and a queue, built from settings when create_app is given no services.
-
-    The thread queue's workers call `execute`; by default the runner, with the full services
-    (GitHub, run log, mirrors) built on the first run.
-    """
-
-    def __init__(
-        self, settings: BotSettings, *, execute: Callable[[int], object] | None = None
-    ) -> None:
-        self.settings = settings
-        self.store = BotStore.open(settings.database_url)
-        self._full: Services | None = None
-        self._lock = threading.Lock()
-        try:
-            self.queue = build_queue(
-                settings, execute or self._execute_with_runner, store=self.store
-            )
-        except BaseException:
-            self.store.close()
-            raise
-
-    def _execute_with_runner(self, run_id: int) -> None:
-        """bot.run.runner.execute_run with the full services, built once."""
-        from bot.run.runner import execute_run
-
-        with self._lock:
-            if self._full is None:
-                self._full = build_services(self.settings)
-        execute_run(run_id, self._full)
-
-    def health(self) -> dict[str, str]:
-        """The database and the queue."""
-        return check_health(self.store, self.queue)
-
-    def close(self) -> None:
-        """Stop the queue, then release the databases."""
-        self.queue.close()
-        self.store.close()
-        if self._full is not None:
-            self._full.close()
-
-
-def create_app(
-    settings: BotSettings,
-    services: AppServices | None = None,
-    *,
-    execute: Callable[[int], object] | None = None,
-) -> Flask:
-    """The webhook server; SettingsError without a webhook secret (unless insecure_dev).
-
-    Without `services`, a BasicServices is built: the store, and the queue of the settings
-    whose thread workers call `execute` (default: bot.run.runner.execute_run, imported lazily).
-    """
+def create_app(settings: BotSettings, services: AppServices) -> Flask:
+    """The webhook server over `services` (bot.services.build_services builds the real ones);
+    SettingsError without a webhook secret (unless insecure_dev)."""
     secret = settings.require_webhook_secret()
     app = Flask(__name__, template_folder="../templates", static_folder="../static")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
-    built = services if services is not None else BasicServices(settings, execute=execute)
-    app.extensions[EXTENSION] = AppState(settings=settings, services=built, secret=secret)
+    app.extensions[EXTENSION] = AppState(settings=settings, services=services, secret=secret)
     app.add_url_rule("/webhook", view_func=webhook, methods=["POST"])
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     app.add_url_rule("/metrics", view_func=metrics, methods=["GET"])

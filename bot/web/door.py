@@ -16,6 +16,7 @@ import logging
 import math
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from waitress.channel import HTTPChannel
@@ -23,6 +24,8 @@ from waitress.parser import HTTPRequestParser
 from waitress.server import TcpWSGIServer
 from waitress.task import ThreadedTaskDispatcher, WSGITask
 from waitress.wasyncore import close_all
+
+from bot.settings import BotSettings
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 MAX_HEADERS = 64 * 1024  # GitHub's headers are a few kB
@@ -171,26 +174,39 @@ class DoorServer(TcpWSGIServer):  # type: ignore[misc]
         self.trigger.pull_trigger(lambda: close_all(self._map))
 
 
-def make_door(
-    app: Any,
-    *,
-    host: str,
-    port: int,
-    threads: int,
-    header_timeout: float,
-    read_timeout: float,
-    max_connections: int,
-) -> DoorServer:
+@dataclass(frozen=True)
+class DoorLimits:
+    """What the door allows a client: threads answering, seconds to send the headers, seconds
+    of silence, connections open at once."""
+
+    threads: int
+    header_timeout: float
+    read_timeout: float
+    max_connections: int
+
+    @classmethod
+    def of(cls, settings: BotSettings) -> DoorLimits:
+        """The limits CRA_SERVER_THREADS, CRA_HEADER_TIMEOUT, CRA_READ_TIMEOUT and
+        CRA_MAX_CONNECTIONS set."""
+        return cls(
+            threads=settings.server_threads,
+            header_timeout=settings.header_timeout,
+            read_timeout=settings.read_timeout,
+            max_connections=settings.max_connections,
+        )
+
+
+def make_door(app: Any, *, host: str, port: int, limits: DoorLimits) -> DoorServer:
     """A server for `app` on host:port; call `run()` to serve and `stop()` to end."""
-    quickest = min(header_timeout, read_timeout)
+    quickest = min(limits.header_timeout, limits.read_timeout)
     return DoorServer(
         app,
-        header_timeout=header_timeout,
+        header_timeout=limits.header_timeout,
         host=host,
         port=port,
-        threads=threads,
-        channel_timeout=max(1, math.ceil(read_timeout)),
-        connection_limit=max_connections,
+        threads=limits.threads,
+        channel_timeout=max(1, math.ceil(limits.read_timeout)),
+        connection_limit=limits.max_connections,
         cleanup_interval=max(1, math.ceil(quickest / 2)),
         asyncore_loop_timeout=1,
         max_request_body_size=MAX_BODY,

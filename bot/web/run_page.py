@@ -256,13 +256,11 @@ def _part(
     planned = {s.id: s for s in plan.steps} if plan else {}
     landed = [step for p, step in ran if p == part.id]  # a group's pass names its steps by +
     ids = list(dict.fromkeys([*planned, *(i for step in landed for i in step.split("+"))]))
-    steps = [_step(runlog, key, part.id, i, planned.get(i), finished=finished) for i in ids]
-    outcomes = [
-        o
-        for i in ids
-        if (o := _load(StepOutcome, runlog.get_state(key, f"step_result:{part.id}:{i}")))
-        is not None
-    ]
+    loaded = {
+        i: _load(StepOutcome, runlog.get_state(key, f"step_result:{part.id}:{i}")) for i in ids
+    }
+    steps = [_step(i, loaded[i], planned.get(i), finished=finished) for i in ids]
+    outcomes = [outcome for outcome in loaded.values() if outcome is not None]
     groups = [
         g
         for gid in landed
@@ -300,15 +298,9 @@ def _group(
 
 
 def _step(
-    runlog: RunLog,
-    key: str,
-    part_id: str,
-    step_id: str,
-    planned: PlanStep | None,
-    *,
-    finished: bool,
+    step_id: str, outcome: StepOutcome | None, planned: PlanStep | None, *, finished: bool
 ) -> StepView:
-    outcome = _load(StepOutcome, runlog.get_state(key, f"step_result:{part_id}:{step_id}"))
+    """A step's view from its recorded outcome (None: not run yet, or never) and its plan."""
     files = planned.target_files if planned else []
     if outcome is None:
         return StepView(

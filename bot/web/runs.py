@@ -20,6 +20,7 @@ from pydantic import BaseModel, SecretStr
 
 from agent.runlog.store import RunLog
 from bot.access import signin
+from bot.environment import environment_variables
 from bot.settings import BotSettings
 from bot.store.runs import RUN_STATUSES
 from bot.web.kept_page import attachment, inline_style
@@ -44,8 +45,8 @@ M = TypeVar("M", bound=BaseModel)
 def secret_values(settings: BotSettings) -> list[str]:
     """The values of the server's secrets, and each line of a multi-line one (a PEM key)."""
     found: set[str] = set()
-    for name in type(settings).model_fields:
-        value = getattr(settings, name)
+    for variable in environment_variables():
+        value = settings.value_at(variable.path)
         if isinstance(value, SecretStr):
             text = value.get_secret_value().replace("\\n", "\n")
             found.update(s.strip() for s in [text, *text.splitlines()])

@@ -11,14 +11,14 @@ from flask import Flask
 
 from agent.errors import AgentError
 from agent.git.workspace import remove_abandoned
-from bot.queue.liveness import Reaper, recover
+from bot.queue.liveness import Patience, Reaper, recover
 from bot.queue.queues import INTERRUPTED, ThreadQueue
 from bot.run.replying import report_ended
 from bot.run.runner import execute_run
 from bot.services import Services, build_services
 from bot.settings import BotSettings
 from bot.web.app import create_app
-from bot.web.door import make_door
+from bot.web.door import DoorLimits, make_door
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +66,15 @@ def start_reaper(settings: BotSettings, services: Services) -> Reaper | None:
     """The server's reaper (bot.queue.liveness), unless CRA_REAP_INTERVAL is 0."""
     if settings.reap_interval <= 0:
         return None
-    reaper = Reaper(
-        services.store,
-        services.queue,
+    patience = Patience(
         stale_after=settings.stale_after,
         requeue_after=settings.requeue_after,
         stall_after=settings.run_stall_timeout,
+    )
+    reaper = Reaper(
+        services.store,
+        services.queue,
+        patience,
         report=lambda run_id: report_ended(run_id, services),
         work_dir=settings.data_dir / "work",
     )
@@ -88,15 +91,7 @@ def serve(settings: BotSettings, *, host: str, port: int, dev: bool) -> int:
         if dev:
             app.run(host=host, port=port, threaded=True)
             return 0
-        server = make_door(
-            app,
-            host=host,
-            port=port,
-            threads=settings.server_threads,
-            header_timeout=settings.header_timeout,
-            read_timeout=settings.read_timeout,
-            max_connections=settings.max_connections,
-        )
+        server = make_door(app, host=host, port=port, limits=DoorLimits.of(settings))
         if threading.current_thread() is threading.main_thread():  # `docker stop` sends TERM
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         log.info("serving on http://%s:%s", host, server.port)

@@ -44,7 +44,7 @@ def test_variables_with_the_cra_prefix_are_read(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("CRA_CODING_BASE_URL", "http://gpu:8000")
     settings = BotSettings()
     assert (settings.label, settings.queue, settings.insecure_dev) == ("autofix", "rq", True)
-    assert settings.coding_base_url == "http://gpu:8000"
+    assert settings.coding.base_url == "http://gpu:8000"
 
 
 def test_the_default_database_lives_in_the_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:

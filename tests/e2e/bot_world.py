@@ -66,9 +66,8 @@ class BotWorld:
 
     def make_settings(self, **overrides: Any) -> BotSettings:
         models = {
-            f"{role}_{key}": value
+            role: {"base_url": self.models.url, "model": f"{role}-m"}
             for role in ("reasoning", "coding", "classifier")
-            for key, value in (("base_url", self.models.url), ("model", f"{role}-m"))
         }
         values: dict[str, Any] = {
             "webhook_secret": SECRET,

@@ -23,7 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.github.api import GitHubAPI, IssueInfo, Reaction
+from bot.github.answers import IssueInfo
+from bot.github.api import CheckOutput, GitHubAPI, Reaction
 from bot.intake.triggers import Trigger
 from bot.intake.webhooks import sign
 from bot.queue.liveness import MAX_REQUEUES
@@ -162,12 +163,7 @@ def test_cancel_ends_a_run_whose_worker_is_gone(world: BotWorld) -> None:
     sha = world.fake.branch_sha(REPO, "main")
     assert sha is not None
     check_id = world.services.github.create_check_run(
-        REPO,
-        sha,
-        name="cra",
-        title="cra is working",
-        summary="",
-        installation_id=world.fake.installation_id,
+        REPO, sha, CheckOutput("cra is working", ""), installation_id=world.fake.installation_id
     )
     world.services.store.update_run(run.id, check_run_id=check_id)
 

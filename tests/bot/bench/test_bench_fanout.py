@@ -92,15 +92,13 @@ def fan_out(
     """A FanOut whose waits run the queued jobs in this process instead of sleeping."""
     made: list[FanOut] = []
 
-    def work(_: float) -> None:
+    def work() -> None:
         if between is not None:
             between(made[0])
         SimpleWorker([made[0].queue], connection=redis).work(burst=True)
 
     made.append(
-        FanOut(
-            redis_url, queue_name, job_timeout=60, job=f"{__name__}.answer_job", sleep=work, poll=0
-        )
+        FanOut(redis_url, queue_name, job_timeout=60, job=f"{__name__}.answer_job", pause=work)
     )
     return made[0]
 

@@ -15,7 +15,13 @@ import pytest
 from dotenv import dotenv_values
 
 from bot.cli.manifest import RegisterError, exchange_code, manifest_from_app_yml, render_form
-from bot.cli.register import AppCredentials, register_main, run_register, write_env
+from bot.cli.register import (
+    AppCredentials,
+    Registration,
+    register_main,
+    run_register,
+    write_env,
+)
 from bot.errors import GitHubError
 from bot.settings import BotSettings
 
@@ -191,9 +197,7 @@ def test_a_bad_app_yml_stops_the_flow_before_the_browser_opens(tmp_path: Path) -
     browser = Browser()
     with pytest.raises(RegisterError, match="webhook URL"):
         run_register(
-            app_yml=APP_YML,
-            env_path=tmp_path / ".env",
-            webhook_url="nope",
+            Registration(app_yml=APP_YML, env_path=tmp_path / ".env", webhook_url="nope"),
             http=github([]),
             out=io.StringIO(),
             open_browser=browser,
@@ -367,16 +371,13 @@ def register(
 ) -> tuple[AppCredentials, str]:
     """Run the flow; the credentials and what it printed (never a secret)."""
     out = io.StringIO()
-    got = run_register(
+    asked = Registration(
         app_yml=APP_YML,
         env_path=tmp_path / ".env",
         webhook_url="https://cra.example.com/webhook",
-        http=github(seen),
-        out=out,
-        open_browser=browser,
-        wait_seconds=10,
         **kw,
     )
+    got = run_register(asked, http=github(seen), out=out, open_browser=browser, wait_seconds=10)
     printed = out.getvalue()
     assert not any(secret in printed for secret in SECRETS)
     return got, printed
@@ -424,9 +425,11 @@ def test_a_refused_code_fails_the_run_and_writes_nothing(tmp_path: Path) -> None
     browser, seen = Browser(), list[httpx.Request]()
     with pytest.raises(GitHubError, match="404"):
         run_register(
-            app_yml=APP_YML,
-            env_path=tmp_path / ".env",
-            webhook_url="https://cra.example.com/webhook",
+            Registration(
+                app_yml=APP_YML,
+                env_path=tmp_path / ".env",
+                webhook_url="https://cra.example.com/webhook",
+            ),
             http=github(seen, 404, {"message": "Not Found"}),
             out=io.StringIO(),
             open_browser=browser,
@@ -438,9 +441,11 @@ def test_a_refused_code_fails_the_run_and_writes_nothing(tmp_path: Path) -> None
 def test_no_redirect_in_time_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(RegisterError, match="did not send the browser back"):
         run_register(
-            app_yml=APP_YML,
-            env_path=tmp_path / ".env",
-            webhook_url="https://cra.example.com/webhook",
+            Registration(
+                app_yml=APP_YML,
+                env_path=tmp_path / ".env",
+                webhook_url="https://cra.example.com/webhook",
+            ),
             http=github([]),
             out=io.StringIO(),
             open_browser=None,

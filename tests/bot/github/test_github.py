@@ -16,7 +16,9 @@ from agent.errors import GitError
 from agent.git.remotes import mirror_sync, push_branch
 from agent.git.worktrees import add_worktree
 from bot.errors import GitHubError, NotFound, PermissionDenied
-from bot.github.api import GitHubAPI, IssueInfo, PullInfo, RunAccess
+from bot.github.answers import IssueInfo, PullInfo, RunAccess
+from bot.github.api import CheckOutput, GitHubAPI
+from bot.github.calls import Retrier
 from bot.github.tokens import AppTokens, StaticToken
 from tests.fakes.github_server import FakeGitHub, ManualClock
 from tests.fakes.repos import (
@@ -65,12 +67,14 @@ def gh(source: Path, clock: ManualClock) -> Iterator[FakeGitHub]:
 
 @pytest.fixture
 def tokens(gh: FakeGitHub, clock: ManualClock, sleeps: Sleeps) -> AppTokens:
-    return AppTokens(gh.app_id, gh.private_key_pem, gh.api_url, clock=clock, sleep=sleeps)
+    return AppTokens(
+        gh.app_id, gh.private_key_pem, gh.api_url, retrier=Retrier(clock=clock, sleep=sleeps)
+    )
 
 
 @pytest.fixture
 def api(gh: FakeGitHub, tokens: AppTokens, clock: ManualClock, sleeps: Sleeps) -> GitHubAPI:
-    return GitHubAPI(gh.api_url, gh.git_url, tokens, sleep=sleeps, clock=clock)
+    return GitHubAPI(gh.api_url, gh.git_url, tokens, retrier=Retrier(sleep=sleeps, clock=clock))
 
 
 @pytest.fixture
@@ -137,7 +141,7 @@ def test_unknown_installation_is_not_found(tokens: AppTokens) -> None:
 
 
 def test_wrong_app_key_is_permission_denied(gh: FakeGitHub, clock: ManualClock) -> None:
-    bad = AppTokens(gh.app_id + 1, gh.private_key_pem, gh.api_url, clock=clock)
+    bad = AppTokens(gh.app_id + 1, gh.private_key_pem, gh.api_url, retrier=Retrier(clock=clock))
     with pytest.raises(PermissionDenied):
         bad.token(gh.installation_id)
 
@@ -234,7 +238,9 @@ def test_an_unreachable_github_leaves_the_permission_unchecked(
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    api = GitHubAPI(url, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+    api = GitHubAPI(
+        url, "https://github.com", StaticToken("t0k"), retrier=Retrier(sleep=sleeps, clock=clock)
+    )
 
     access = api.run_access(REPO, "alice", installation_id=None)
 
@@ -443,16 +449,14 @@ def test_check_run_lifecycle(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
     assert sha is not None
 
     run_id = api.create_check_run(
-        REPO, sha, name="cra", title="Running", summary="step 1/3", installation_id=inst
+        REPO, sha, CheckOutput("Running", "step 1/3"), installation_id=inst
     )
     in_progress = gh.check_runs(REPO)[0]
     api.update_check_run(
         REPO,
         run_id,
-        status="completed",
+        CheckOutput("Failed", "step 2 failed"),
         conclusion="failure",
-        title="Failed",
-        summary="step 2 failed",
         installation_id=inst,
     )
 
@@ -472,7 +476,9 @@ def test_check_run_lifecycle(gh: FakeGitHub, api: GitHubAPI, inst: int) -> None:
 
 def test_static_token_mode_writes_as_actions(gh: FakeGitHub, sleeps: Sleeps) -> None:
     gh.add_static_token("ghs_actions_token")
-    api = GitHubAPI(gh.api_url, gh.git_url, StaticToken("ghs_actions_token"), sleep=sleeps)
+    api = GitHubAPI(
+        gh.api_url, gh.git_url, StaticToken("ghs_actions_token"), retrier=Retrier(sleep=sleeps)
+    )
     number = gh.add_issue(REPO)
 
     api.comment(REPO, number, "hello", installation_id=None)
@@ -618,7 +624,9 @@ def recorded(scenario: str, status: int) -> tuple[dict[str, object], dict[str, s
 def test_validation_failure_keeps_githubs_message(sleeps: Sleeps, clock: ManualClock) -> None:
     body, _ = recorded("errors", 422)
     responses.add(responses.POST, f"{MOCKED}/repos/{REPO}/issues/1/comments", json=body, status=422)
-    api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+    api = GitHubAPI(
+        API, "https://github.com", StaticToken("t0k"), retrier=Retrier(sleep=sleeps, clock=clock)
+    )
 
     with pytest.raises(GitHubError) as caught:
         api.comment(REPO, 1, "x", installation_id=None)
@@ -638,7 +646,9 @@ def test_spent_primary_rate_limit_is_not_slept_through(sleeps: Sleeps, clock: Ma
         json={"message": "API rate limit exceeded for installation ID 1."},
         headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)},
     )
-    api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+    api = GitHubAPI(
+        API, "https://github.com", StaticToken("t0k"), retrier=Retrier(sleep=sleeps, clock=clock)
+    )
 
     with pytest.raises(GitHubError) as caught:
         api.default_branch(REPO, installation_id=None)
@@ -653,7 +663,9 @@ def test_bad_credentials_are_permission_denied(sleeps: Sleeps, clock: ManualCloc
     responses.add(
         responses.GET, f"{MOCKED}/repos/{REPO}", status=401, json={"message": "Bad credentials"}
     )
-    api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+    api = GitHubAPI(
+        API, "https://github.com", StaticToken("t0k"), retrier=Retrier(sleep=sleeps, clock=clock)
+    )
 
     with pytest.raises(PermissionDenied):
         api.default_branch(REPO, installation_id=None)
@@ -666,7 +678,9 @@ def test_connection_errors_are_retried_then_a_github_error(
     responses.add(
         responses.GET, f"{MOCKED}/repos/{REPO}", body=requests.ConnectionError("connection refused")
     )
-    api = GitHubAPI(API, "https://github.com", StaticToken("t0k"), sleep=sleeps, clock=clock)
+    api = GitHubAPI(
+        API, "https://github.com", StaticToken("t0k"), retrier=Retrier(sleep=sleeps, clock=clock)
+    )
 
     with pytest.raises(GitHubError) as caught:
         api.default_branch(REPO, installation_id=None)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bot.errors import MalformedDelivery
+from bot.github.answers import IssueInfo
 from bot.intake.task import build_task
 from bot.intake.triggers import (
     MAX_INSTRUCTIONS,
@@ -276,9 +277,16 @@ def test_a_review_comment_names_its_file_exactly_and_keeps_its_instructions(
     assert trigger is not None
     assert trigger.instructions == f"(a review comment on {named}, line 7) rename it"
     assert json.loads(named) == path
-    task = build_task(
-        title="t", body="", instructions=trigger.instructions, number=2, is_pull_request=True
+    pull = IssueInfo(
+        number=2,
+        title="t",
+        body="",
+        state="open",
+        locked=False,
+        is_pull_request=True,
+        html_url="https://github.com/o/r/pull/2",
     )
+    task = build_task(pull, instructions=trigger.instructions)
     assert task.endswith(f"requester:\n{trigger.instructions}")  # the task's cleaning keeps it
 
 

@@ -13,13 +13,21 @@ from datetime import timedelta
 
 import pytest
 
-from bot.queue.liveness import MAX_REQUEUES, Heartbeat, Reaper, recover, worker_name
+from bot.queue.liveness import (
+    MAX_REQUEUES,
+    Heartbeat,
+    Patience,
+    Reaper,
+    recover,
+    worker_name,
+)
 from bot.queue.queues import INTERRUPTED
 from bot.store.runs import BotStore
 from tests.bot.conftest import ManualClock
 from tests.bot.store.test_store import trigger
 
 STALE = 120.0
+PATIENCE = Patience(stale_after=STALE, requeue_after=60.0)
 
 
 class HeldQueue:
@@ -55,9 +63,7 @@ def reaper(
     reported: list[int] | None = None,
 ) -> Reaper:
     sink = reported if reported is not None else []
-    return Reaper(
-        store, queue or HeldQueue(), stale_after=STALE, requeue_after=60.0, report=sink.append
-    )
+    return Reaper(store, queue or HeldQueue(), PATIENCE, report=sink.append)
 
 
 def test_a_silent_run_is_failed_and_reported_once(store: BotStore, clock: ManualClock) -> None:
@@ -197,7 +203,7 @@ def test_a_failing_report_does_not_stop_the_sweep(store: BotStore, clock: Manual
     def boom(run_id: int) -> None:
         raise ValueError("cannot report")
 
-    swept = Reaper(store, HeldQueue(), stale_after=STALE, requeue_after=60.0, report=boom).sweep()
+    swept = Reaper(store, HeldQueue(), PATIENCE, report=boom).sweep()
 
     assert swept.ended == ids
 

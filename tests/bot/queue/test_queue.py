@@ -14,7 +14,8 @@ import pytest
 from redis import Redis
 from rq import Queue, SimpleWorker
 
-from bot.queue.queues import RUNNER_JOB, RQQueue, ThreadQueue, build_queue, run_ended
+from bot.queue.queues import ThreadQueue, Watchdog, build_queue, run_ended
+from bot.queue.redis_queue import RUNNER_JOB, RQQueue
 from bot.settings import BotSettings
 from bot.store.runs import BotStore
 from tests.bot.store.test_store import trigger
@@ -195,7 +196,7 @@ def test_a_worker_stuck_past_the_limit_is_replaced_and_its_thread_takes_no_other
             release.wait(30)  # a deadlock, say: only the test lets it go
         done.append((run_id, threading.current_thread().name))
 
-    run_queue = ThreadQueue(execute, workers=1, give_up_after=0.2)
+    run_queue = ThreadQueue(execute, workers=1, watchdog=Watchdog(give_up_after=0.2))
     try:
         with caplog.at_level(logging.ERROR, logger="bot.queue.queues"):
             run_queue.enqueue(1)
@@ -229,9 +230,8 @@ def test_a_worker_whose_run_has_ended_is_replaced_at_the_watchdogs_next_look() -
             release.wait(30)  # a hung model call, say: only the test lets it go
         done.append(run_id)
 
-    run_queue = ThreadQueue(
-        execute, workers=1, give_up_after=3600, ended=over.__contains__, watch_every=0.05
-    )
+    watchdog = Watchdog(give_up_after=3600, ended=over.__contains__, every=0.05)
+    run_queue = ThreadQueue(execute, workers=1, watchdog=watchdog)
     try:
         run_queue.enqueue(1)
         assert stuck.wait(10)
@@ -263,7 +263,7 @@ def test_a_run_within_the_limit_keeps_its_worker() -> None:
             release.wait(30)
         done.append((run_id, threading.current_thread().name))
 
-    run_queue = ThreadQueue(execute, workers=1, give_up_after=30)
+    run_queue = ThreadQueue(execute, workers=1, watchdog=Watchdog(give_up_after=30))
     try:
         run_queue.enqueue(1)
         run_queue.enqueue(2)

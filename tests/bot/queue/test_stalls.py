@@ -13,7 +13,7 @@ from agent.config.files import ModelConfig
 from agent.errors import LLMError
 from agent.models import LLMResponse, RunEvent, Usage
 from agent.sandbox.base import NoSandbox
-from bot.queue.liveness import Reaper
+from bot.queue.liveness import Patience, Reaper
 from bot.queue.run_progress import ProgressChatModel, ProgressSandbox, RunProgress, event_progress
 from bot.store.runs import BotStore
 from tests.bot.conftest import ManualClock
@@ -26,9 +26,7 @@ def reaper(store: BotStore, reported: list[int] | None = None) -> Reaper:
     return Reaper(
         store,
         HeldQueue(),
-        stale_after=STALE,
-        requeue_after=60.0,
-        stall_after=STALL,
+        Patience(stale_after=STALE, requeue_after=60.0, stall_after=STALL),
         report=(reported if reported is not None else []).append,
     )
 
@@ -126,7 +124,7 @@ def test_the_stall_check_is_off_without_a_timeout(store: BotStore, clock: Manual
     run_id = running(store)
     beat_for(store, clock, run_id, 10 * STALL)
 
-    swept = Reaper(store, HeldQueue(), stale_after=STALE, requeue_after=60.0).sweep()
+    swept = Reaper(store, HeldQueue(), Patience(stale_after=STALE, requeue_after=60.0)).sweep()
     assert swept.ended == []
 
 

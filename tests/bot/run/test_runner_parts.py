@@ -9,6 +9,7 @@ import pytest
 
 from agent.errors import ConfigError
 from agent.models import PlanStep, RunEvent
+from bot.github.answers import IssueInfo
 from bot.intake.task import build_task, clean_text, literal
 from bot.run.progress import ProgressReporter
 from bot.run.repo_config import effective_config
@@ -23,8 +24,7 @@ def write(root: Path, text: str) -> Path:
 
 def settings(**values: object) -> BotSettings:
     return BotSettings(
-        coding_base_url="http://gpu:8000",
-        coding_model="coder",
+        coding={"base_url": "http://gpu:8000", "model": "coder"},
         allowed_models=["coder-big"],
         **values,
     )  # type: ignore[arg-type]
@@ -36,14 +36,16 @@ def test_hidden_text_never_reaches_the_model() -> None:
 
 
 def test_task_marks_each_source_and_keeps_it_data() -> None:
-    task = build_task(
+    pull = IssueInfo(
+        number=3,
         title="mul is wrong",
         body="see <!-- secret -->mul",
-        number=3,
-        instructions="keep it small",
-        review_comments=["nit: name"],
+        state="open",
+        locked=False,
         is_pull_request=True,
+        html_url="https://github.com/o/r/pull/3",
     )
+    task = build_task(pull, instructions="keep it small", review_comments=["nit: name"])
     assert task.startswith("Resolve pull request #3: mul is wrong")
     assert "The pull request says:\nsee mul" in task
     assert "Extra instructions from the requester:\nkeep it small" in task

@@ -20,10 +20,11 @@ from agent.models import LLMCallRecord
 from agent.runlog.store import RunLog
 from bot.errors import SettingsError
 from bot.intake.webhooks import sign
-from bot.queue.queues import check_health
+from bot.queue.queues import build_queue, check_health
+from bot.services import build_services
 from bot.settings import BotSettings
 from bot.store.runs import BotStore, Run
-from bot.web.app import BasicServices, create_app
+from bot.web.app import create_app
 from tests.fixtures import webhook_bytes
 
 SECRET = "webhook-secret"
@@ -443,16 +444,16 @@ def test_insecure_dev_accepts_unsigned_deliveries(
 
 def test_the_rq_queue_needs_a_redis_url(settings: BotSettings) -> None:
     with pytest.raises(SettingsError, match="CRA_REDIS_URL"):
-        create_app(settings.model_copy(update={"queue": "rq"}))
+        build_queue(settings.model_copy(update={"queue": "rq"}), lambda run_id: None)
 
 
-def test_without_services_the_app_builds_a_store_and_thread_workers(
+def test_the_built_services_serve_the_app_and_their_thread_workers_execute_its_runs(
     settings: BotSettings,
 ) -> None:
     executed: list[int] = []
-    app = create_app(settings, execute=executed.append)
-    built = app.extensions["cra"].services
-    assert isinstance(built, BasicServices)
+    server = settings.model_copy(update={"token": SecretStr("t0k"), "sandbox": "none"})
+    built = build_services(server, execute=lambda run_id, services: executed.append(run_id))
+    app = create_app(server, built)
     try:
         run_id = label(app.test_client()).get_json()["run_id"]
         assert built.queue.drain(timeout=10)  # type: ignore[attr-defined]

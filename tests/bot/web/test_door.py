@@ -22,7 +22,7 @@ from bot.intake.webhooks import sign
 from bot.settings import BotSettings
 from bot.store.runs import BotStore
 from bot.web.app import create_app
-from bot.web.door import DoorServer, _Channel, make_door, serve_in_thread
+from bot.web.door import DoorLimits, DoorServer, _Channel, make_door, serve_in_thread
 from tests.bot.web.test_app import SECRET, TestServices
 from tests.fixtures import webhook_bytes
 
@@ -53,10 +53,9 @@ def door(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[DoorServer]
             create_app(settings, TestServices(store)),
             host="127.0.0.1",
             port=0,
-            threads=4,
-            header_timeout=1.0,
-            read_timeout=read_timeout,
-            max_connections=200,
+            limits=DoorLimits(
+                threads=4, header_timeout=1.0, read_timeout=read_timeout, max_connections=200
+            ),
         )
         thread = serve_in_thread(server)
         try:
@@ -205,10 +204,7 @@ def _serve(
         app,
         host="127.0.0.1",
         port=0,
-        threads=2,
-        header_timeout=5.0,
-        read_timeout=5.0,
-        max_connections=10,
+        limits=DoorLimits(threads=2, header_timeout=5.0, read_timeout=5.0, max_connections=10),
     )
     server.channel_class = channel
     return server, turns

@@ -66,7 +66,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     ):
         for key, value in ISOLATED_GIT_ENV.items():
             patch.setenv(key, value)
-        world = BotWorld(tmp, fake, models, reasoning_api_key=API_KEY, run_pages="public")
+        reasoning = {"base_url": models.url, "model": "reasoning-m", "api_key": API_KEY}
+        world = BotWorld(tmp, fake, models, reasoning=reasoning, run_pages="public")
         try:
             yield _populate(world)
         finally:
