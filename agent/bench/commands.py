@@ -7,15 +7,16 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from agent.bench.journal import JournalMismatch, journal_path
+from agent.bench.journal import journal_path
 from agent.bench.mine import Mined, MineOptions, TestBed, mine, mine_jobs, throughput
 from agent.bench.oracle import oracle_factory, parse_label
 from agent.bench.report import report_command
 from agent.bench.results import BenchResult
-from agent.bench.run import Bench, Factory, MixedSettings, files_before, run_bench, with_model
+from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks
 from agent.config.files import ModelConfig, SolveConfig
-from agent.console import EXIT_FAILED, EXIT_OK, UsageError
+from agent.console import EXIT_FAILED, EXIT_OK
+from agent.errors import JournalMismatch, MixedSettings, UsageError
 from agent.llm.client import ChatModel
 from agent.progress import ProgressBar
 from agent.runlog.store import RunLog

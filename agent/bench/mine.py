@@ -36,9 +36,9 @@ from agent.bench.patches import Split, split_commit
 from agent.bench.replay import NO_TASK, REGRESSION, Runs, Verdict, sort_tests
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
-from agent.bench.trees import SetupError, checkout, outcomes, remove_left, run_tests
+from agent.bench.trees import checkout, outcomes, remove_left, run_tests
 from agent.config.files import TestingConfig
-from agent.errors import GitError
+from agent.errors import GitError, SetupError
 from agent.git import repo as git
 from agent.models import ValidationResult
 from agent.sandbox.base import Sandbox

@@ -32,9 +32,10 @@ from agent.bench.results import BenchResult, TestsSetting, append_result, finish
 from agent.bench.seen import Seen, run_calls, seen_fields, what_was_seen
 from agent.bench.statement import hidden_statement
 from agent.bench.tasks import BenchTask
-from agent.bench.trees import SetupError, checkout, outcomes, run_tests
+from agent.bench.trees import checkout, outcomes, run_tests
 from agent.config.files import ModelConfig, SolveConfig
-from agent.errors import AgentError, GitError
+from agent.errors import AgentError, GitError, SetupError
+from agent.errors import MixedSettings as MixedSettings  # bot.bench.replay imports it from here
 from agent.gate import verdict as gate
 from agent.git import repo as git
 from agent.git.workspace import remove_abandoned
@@ -90,18 +91,6 @@ def prepare_clone(bench: Bench) -> Path:
             clone,
         )
     return clone
-
-
-class MixedSettings(AgentError):
-    """A results file that holds results run in the other tests setting."""
-
-    def __init__(self, results: Path, asked: TestsSetting, found: set[TestsSetting]) -> None:
-        other = ", ".join(sorted(found))
-        super().__init__(
-            f"{results} holds results run with the tests {other}; this bench runs "
-            f"them {asked}: give another --results file (or --tests {other})"
-        )
-        self.results, self.asked, self.found = results, asked, found
 
 
 @dataclass(frozen=True)

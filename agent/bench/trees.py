@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from agent.config.files import TestingConfig
-from agent.errors import AgentError, GitError
+from agent.errors import GitError, SetupError
 from agent.gate.validation import run_validation
 from agent.git import repo as git
 from agent.git import worktrees
@@ -35,10 +35,6 @@ from agent.sandbox.base import Sandbox
 from agent.sandbox.envcache import EnvCache
 
 _WORKTREES = threading.Lock()  # one `git worktree` change at a time in this process
-
-
-class SetupError(AgentError):
-    """The repository's setup step failed: the commit cannot be tested here."""
 
 
 class Owner(BaseModel):

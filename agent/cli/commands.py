@@ -19,15 +19,8 @@ from agent.cli.wiring import (
     trusted_config,
     usable_data_dir,
 )
-from agent.console import (
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    UsageError,
-    describe_unknown,
-    unknown_variables,
-)
-from agent.errors import AgentError, ConfigError, PreflightFailed, SandboxUnavailable
+from agent.console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, describe_unknown, unknown_variables
+from agent.errors import AgentError, ConfigError, PreflightFailed, SandboxUnavailable, UsageError
 
 if TYPE_CHECKING:
     from agent.runlog.store import RunLog

@@ -16,7 +16,8 @@ from agent.cli.wiring import (
     remove_abandoned_runs,
     repo_and_config,
 )
-from agent.console import EXIT_FAILED, EXIT_OK, UsageError
+from agent.console import EXIT_FAILED, EXIT_OK
+from agent.errors import UsageError
 
 if TYPE_CHECKING:
     from agent.models import OrchestratorResult, PlanArtifact

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agent.config.files import TestingConfig
-from agent.errors import ValidationError
+from agent.errors import CommandNotStarted
 from agent.gate.testreport import JUNIT_MAX_BYTES, named_tests, read_report
 from agent.git.treefiles import read_in_tree
 from agent.models import BaselineComparison, CommandResult, TestReport, ValidationResult
@@ -45,7 +45,7 @@ def run_validation(
     """
     command = testing.test_command
     if not command:
-        raise ValidationError("no [testing] test_command: cra needs a test command")
+        raise CommandNotStarted("no [testing] test_command: cra needs a test command")
     limit = testing.timeout if timeout is None else min(timeout, testing.timeout)
     # Edits land seconds apart and often keep a file's size ("a + b" → "a - b"); Python's
     # bytecode cache checks only mtime (whole seconds) and size, so a .pyc written by the

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from agent.errors import ValidationError
+from agent.errors import CommandNotStarted
 from agent.interrupts import deferred
 from agent.models import CommandResult
 from agent.sandbox.base import Launch, Sandbox, limit_note
@@ -147,7 +147,7 @@ def _kill(proc: subprocess.Popen[bytes], launch: Launch) -> None:
 
 
 def _start(command: str, launch: Launch) -> subprocess.Popen[bytes]:
-    """Start the launch in a new session; ValidationError if it cannot start."""
+    """Start the launch in a new session; CommandNotStarted if it cannot start."""
     try:
         return subprocess.Popen(
             launch.argv,
@@ -160,7 +160,7 @@ def _start(command: str, launch: Launch) -> subprocess.Popen[bytes]:
             pass_fds=launch.pass_fds,
         )
     except OSError as exc:
-        raise ValidationError(f"could not start {command!r} in {launch.cwd}: {exc}") from exc
+        raise CommandNotStarted(f"could not start {command!r} in {launch.cwd}: {exc}") from exc
     finally:
         launch.close()
 
@@ -225,7 +225,7 @@ def execute(
     started = time.monotonic()
     capture = _Capture(max(PARSE_KEEP_CHARS, max_output_chars))
     if not cwd.is_dir():  # before the sandbox maps it: the same error with or without one
-        raise ValidationError(f"could not start {command!r}: no directory {cwd}")
+        raise CommandNotStarted(f"could not start {command!r}: no directory {cwd}")
     launch = sandbox.launch(
         command, tree=tree, cwd=cwd, env=env, network=network, outputs=outputs, read_only=read_only
     )

@@ -23,7 +23,6 @@ from agent.bench.results import TestsSetting, append_result, harness_error, read
 from agent.bench.run import (
     Bench,
     Factory,
-    MixedSettings,
     check_setting,
     files_before,
     prepare_clone,
@@ -33,6 +32,7 @@ from agent.bench.run import (
 )
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config.files import load_config
+from agent.errors import MixedSettings
 from agent.git import repo as git
 from agent.runlog.store import RunLog
 from agent.sandbox.bwrap import build_sandbox
