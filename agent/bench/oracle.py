@@ -64,7 +64,7 @@ from agent.bench.sight import (
 from agent.bench.tasks import BenchTask
 from agent.config.files import ModelConfig
 from agent.execute.groups import MAX_GROUP_STEPS
-from agent.gate.verdict import gate_changes
+from agent.gate.gate_files import gate_changes
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
 

@@ -36,7 +36,7 @@ from agent.bench.trees import checkout, outcomes, run_tests
 from agent.config.files import ModelConfig, SolveConfig
 from agent.errors import AgentError, GitError, SetupError
 from agent.errors import MixedSettings as MixedSettings  # bot.bench.replay imports it from here
-from agent.gate import verdict as gate
+from agent.gate.gate_files import gate_role
 from agent.git import repo as git
 from agent.git.workspace import remove_abandoned
 from agent.llm.client import ChatModel
@@ -314,7 +314,7 @@ def put_back(changed: Sequence[str], test_patch: Sequence[str]) -> list[str]:
     """The paths the score sets as the task's tests have them: the test files, conftests and
     runner configs the run changed, and every file the test patch changes (hidden from the
     run, they were never there)."""
-    ours = [p for p in changed if is_test_change(p) or gate.gate_role(p) is not None]
+    ours = [p for p in changed if is_test_change(p) or gate_role(p) is not None]
     return list(dict.fromkeys([*ours, *test_patch]))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agent.config.files import TestingConfig
 from agent.errors import CommandNotStarted
-from agent.gate.testreport import JUNIT_MAX_BYTES, named_tests, read_report
+from agent.gate.testreport.outcomes import JUNIT_MAX_BYTES, named_tests, read_report
 from agent.git.treefiles import read_in_tree
 from agent.models import BaselineComparison, CommandResult, TestReport, ValidationResult
 from agent.sandbox.base import Sandbox
