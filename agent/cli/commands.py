@@ -123,16 +123,19 @@ def _is_bare(path: Path) -> bool:
 
 def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """`cra doctor`: one line per check; 0 only when none failed."""
-    from agent.doctor.checks import local_report
+    from agent.doctor.local import LocalCheckout, local_report
     from agent.doctor.report import render
 
+    checkout = LocalCheckout(
+        repo=Path(args.repo).resolve(),
+        config_file=args.config,
+        data_dir=data_dir(args, env),
+        environ=env,
+        trust_repo_config=args.trust_repo_config,
+    )
     report = local_report(
-        Path(args.repo).resolve(),
-        args.config,
-        data_dir(args, env),
-        env,
+        checkout,
         known_variables=CRA_VARIABLES,
-        trust_flag=args.trust_repo_config,
         sandbox=lambda config: chosen_sandbox(args, env, config, say=False),
     )
     print(render(report, as_json=args.json))
