@@ -37,6 +37,7 @@ from agent.config.files import ModelConfig, SolveConfig
 from agent.errors import AgentError, GitError, SetupError
 from agent.errors import MixedSettings as MixedSettings  # bot.bench.replay imports it from here
 from agent.gate.gate_files import gate_role
+from agent.git import branches
 from agent.git import repo as git
 from agent.git.workspace import remove_abandoned
 from agent.llm.client import ChatModel
@@ -262,7 +263,7 @@ def run_one(
         return _result(task, label, "error", started, setting, run=run, error=str(exc))
     finally:
         if git.branch_exists(bench.clone, branch):
-            git.delete_branch(bench.clone, branch)
+            branches.delete_branch(bench.clone, branch)
     f2p = {t: scored.get(t, "missing") for t in task.FAIL_TO_PASS}
     p2p = {t: scored.get(t, "missing") for t in task.PASS_TO_PASS}
     resolved = all(v == "passed" for v in (*f2p.values(), *p2p.values()))

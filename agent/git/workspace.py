@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.errors import AgentError, GitError
+from agent.git import branches, worktrees
 from agent.git import repo as git
-from agent.git import worktrees
 from agent.git.submodules import check_out_submodules
 from agent.git.treefiles import symlinked_folder
 
@@ -52,7 +52,7 @@ def open_workspace(
     `cra/<slug>`. The submodules `repo` holds are checked out from its copies
     (agent.git.submodules)."""
     start = git.resolve_commit(repo, base) if base else git.head_commit(repo)
-    name = branch or git.unique_branch(repo, f"cra/{slugify(branch_hint)}")
+    name = branch or branches.unique_branch(repo, f"cra/{slugify(branch_hint)}")
     worktree = work_dir / "worktrees" / f"{slugify(branch_hint, limit=24)}-{run_id[:8]}"
     worktree.parent.mkdir(parents=True, exist_ok=True)
     _owner_file(worktree).write_text(
@@ -79,7 +79,7 @@ def close_workspace(ws: Workspace, *, keep_branch: bool) -> None:
     if ws.worktree.exists():
         worktrees.remove_worktree(ws.repo, ws.worktree)
     if not keep_branch and git.branch_exists(ws.repo, ws.branch):
-        git.delete_branch(ws.repo, ws.branch)
+        branches.delete_branch(ws.repo, ws.branch)
     _owner_file(ws.worktree).unlink(missing_ok=True)
 
 
@@ -121,7 +121,7 @@ def remove_abandoned(work_dir: Path) -> list[Abandoned]:
             else:  # its folder went first: the registration left would still hold the branch
                 worktrees.prune_worktrees(repo)
             if git.branch_exists(repo, branch) and git.resolve_commit(repo, branch) == base:
-                git.delete_branch(repo, branch)  # nothing committed: only its name was left
+                branches.delete_branch(repo, branch)  # nothing committed: only its name was left
                 deleted = True
         except GitError:
             if worktree.exists():
