@@ -9,7 +9,8 @@ from pathlib import Path
 
 from agent.bench.journal import journal_path
 from agent.bench.mine import Mined, MineOptions, TestBed, mine, mine_jobs, throughput
-from agent.bench.oracle import oracle_factory, parse_label
+from agent.bench.oracle.label import parse_label
+from agent.bench.oracle.model import oracle_factory
 from agent.bench.report import report_command
 from agent.bench.results import BenchResult
 from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
