@@ -19,6 +19,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -121,26 +122,31 @@ def _owner_file(tree: Path) -> Path:
     return tree.with_name(tree.name + ".owner")
 
 
-def run_tests(
-    tree: Path,
-    repo: Path,
-    testing: TestingConfig,
-    *,
-    sandbox: Sandbox,
-    environ: Mapping[str, str],
-    work_dir: Path,
-    cache: EnvCache | None,
-) -> ValidationResult:
+@dataclass(frozen=True)
+class TestBed:
+    """Where and how the repository's tests run."""
+
+    __test__ = False
+
+    testing: TestingConfig
+    sandbox: Sandbox
+    environ: Mapping[str, str]
+    work_dir: Path
+    cache: EnvCache | None = None
+
+
+def run_tests(tree: Path, repo: Path, bed: TestBed) -> ValidationResult:
     """The test command in `tree`, after the repository's setup step (restored from the cache
-    when it can be), in the sandbox; no lint or type check."""
+    when it can be), in the bed's sandbox; no lint or type check."""
+    testing, sandbox, environ = bed.testing, bed.sandbox, bed.environ
     env = prepare_environment(
         tree,
         repo,
         testing,
         sandbox=sandbox,
         environ=environ,
-        env_dir=env_dir(work_dir, tree),
-        cache=cache,
+        env_dir=env_dir(bed.work_dir, tree),
+        cache=bed.cache,
     )
     try:
         if env.report.setup == "failed":

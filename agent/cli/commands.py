@@ -90,7 +90,7 @@ def _dispatch(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> 
 
 
 def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
-    from agent.bench.commands import bench_command
+    from agent.bench.commands import BenchWiring, bench_command
     from agent.git import repo as git
     from agent.sandbox.envcache import EnvCache
 
@@ -100,16 +100,16 @@ def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     config = trusted_config(repo, args, env).config  # a bare repository needs --config
     cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
     cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
-    return bench_command(
-        args,
-        log,
-        env,
+    wiring = BenchWiring(
+        log=log,
+        environ=env,
         config=config,
         sandbox=chosen_sandbox(args, env, config),
         data_dir=data_dir(args, env),
         factory=ModelFactory(env),
         cache=cache if cache_mb > 0 else None,
     )
+    return bench_command(args, wiring)
 
 
 def _is_bare(path: Path) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from agent.models import GateVerdict, TestOutcome, ValidationResult
@@ -38,20 +39,20 @@ def judge(
     """The gate's verdict on `current`, against `reference` (the accepted state before the
     step) and `baseline` (before any step; default the reference)."""
     baseline = baseline or reference
-    problems: list[str] = []
-    changed: list[str] = []
+    tally = _Tally(allowed)
+    problems, changed = tally.problems, tally.changed
     if not current.timed_out:
         problems += _report_problems(reference, current)
-    _accounting(reference, current, allowed, problems, changed)
+    _accounting(reference, current, tally)
     weakened = bool(problems)
     if current.timed_out:
         limit = f" after {current.timeout_s:g} s" if current.timeout_s else ""
         problems.append(f"the test command timed out{limit} and was stopped")
     else:
-        _failures(reference, baseline, current, allowed, problems, changed)
+        _failures(reference, baseline, current, tally)
         if current.report.incomplete:  # what did not run cannot be judged
             problems.append(f"not every test ran: {current.report.incomplete}")
-    _targets(current, targets, allowed, problems, changed)
+    _targets(current, targets, tally)
     return GateVerdict(
         passed=not problems,
         problems=problems,
@@ -74,13 +75,7 @@ def _report_problems(reference: ValidationResult, current: ValidationResult) -> 
     return []
 
 
-def _accounting(
-    reference: ValidationResult,
-    current: ValidationResult,
-    allowed: Allowed,
-    problems: list[str],
-    changed: list[str],
-) -> None:
+def _accounting(reference: ValidationResult, current: ValidationResult, tally: _Tally) -> None:
     """Tests that ran before must still run: none disappears or becomes skipped or xfail."""
     before, now = reference.report, current.report
     if before.source in LISTING_SOURCES and now.source in LISTING_SOURCES:
@@ -95,8 +90,8 @@ def _accounting(
             for t, o in now.outcomes.items()
             if o in NOT_RUN and before.outcomes.get(t, o) not in NOT_RUN
         ]
-        _sort(gone, "no longer ran (deleted, renamed or deselected)", allowed, problems, changed)
-        _sort(hidden, "ran before and are now skipped or marked xfail", allowed, problems, changed)
+        tally.sort(gone, "no longer ran (deleted, renamed or deselected)")
+        tally.sort(hidden, "ran before and are now skipped or marked xfail")
         return
     if before.counts is None or now.counts is None or current.timed_out:
         return
@@ -111,27 +106,32 @@ def _accounting(
             f"({before.counts.not_run} → {now.counts.not_run})"
         )
     for drop in drops:
-        (changed if allowed("") else problems).append(drop)
+        (tally.changed if tally.allowed("") else tally.problems).append(drop)
 
 
-def _sort(
-    tests: Iterable[str], what: str, allowed: Allowed, problems: list[str], changed: list[str]
-) -> None:
-    """Allowed tests go to `changed`; the others make one problem naming them."""
-    refused: list[str] = []
-    for test in tests:
-        (changed if allowed(test) else refused).append(test)
-    if refused:
-        problems.append(f"{len(refused)} test(s) {what}: {_listing(refused)}")
+@dataclass
+class _Tally:
+    """What a verdict finds as it goes: problems, and the changed tests the step declared
+    (`allowed`) that are therefore listed rather than refused."""
+
+    allowed: Allowed
+    problems: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+
+    def sort(self, tests: Iterable[str], what: str) -> None:
+        """Allowed tests go to `changed`; the others make one problem naming them."""
+        refused: list[str] = []
+        for test in tests:
+            (self.changed if self.allowed(test) else refused).append(test)
+        if refused:
+            self.problems.append(f"{len(refused)} test(s) {what}: {_listing(refused)}")
 
 
 def _failures(
     reference: ValidationResult,
     baseline: ValidationResult,
     current: ValidationResult,
-    allowed: Allowed,
-    problems: list[str],
-    changed: list[str],
+    tally: _Tally,
 ) -> None:
     """No test that passed before fails — whatever the exit code says: a command that hides
     its runner's status (`pytest; echo done`) still fails the step on a test its runner
@@ -141,16 +141,10 @@ def _failures(
     }
     if current.success:
         regressed = [t for t in current.failing_tests if t in passed_before]
-        _sort(
-            regressed,
-            "passed before and now fail (though the test command exited 0)",
-            allowed,
-            problems,
-            changed,
-        )
+        tally.sort(regressed, "passed before and now fail (though the test command exited 0)")
         return
     if not current.failing_tests:
-        problems.append(
+        tally.problems.append(
             f"the tests failed (exit code {current.exit_code}) without naming a failing test"
         )
         return
@@ -158,19 +152,13 @@ def _failures(
         passed_before |= set(current.failing_tests)  # everything passed before
     old = set(baseline.failing_tests)
     newly = [t for t in current.failing_tests if t not in old or t in passed_before]
-    _sort(newly, "fail that did not fail before", allowed, problems, changed)
+    tally.sort(newly, "fail that did not fail before")
 
 
-def _targets(
-    current: ValidationResult,
-    targets: Sequence[str],
-    allowed: Allowed,
-    problems: list[str],
-    changed: list[str],
-) -> None:
+def _targets(current: ValidationResult, targets: Sequence[str], tally: _Tally) -> None:
     """Every target test was seen passing: a target that no longer exists does not pass."""
     failing = [t for t in targets if any(names(t, f) for f in current.failing_tests)]
-    _sort(failing, "the step must make pass still fail", allowed, problems, changed)
+    tally.sort(failing, "the step must make pass still fail")
     if current.timed_out:
         return
     seen = [
@@ -188,7 +176,7 @@ def _targets(
         and not any(names(t, s) or _in_file(t, s) for s in seen)
         and (by_file or not _FILE_TARGET.match(t))
     ]
-    _sort(missing, "the step must make pass did not run", allowed, problems, changed)
+    tally.sort(missing, "the step must make pass did not run")
 
 
 # A test id that starts with its file (pytest's tests/test_x.py::test_y, jest's and vitest's

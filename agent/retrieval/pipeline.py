@@ -312,9 +312,7 @@ def _precision(run: _Run, entry: Entry) -> None:
         return
     entry.details, asked = choose_details(
         run.task,
-        entry.path,
-        entry.text,
-        entry.symbols,
+        entry,
         run.classifier,
         max_questions=min(run.config.precision_max_questions, run.calls_left),
         seed_symbols=list(wanted),
