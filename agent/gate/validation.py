@@ -19,7 +19,7 @@ from agent.gate.testreport.outcomes import JUNIT_MAX_BYTES, named_tests, read_re
 from agent.git.treefiles import read_in_tree
 from agent.models import BaselineComparison, CommandResult, TestReport, ValidationResult
 from agent.sandbox.base import Sandbox
-from agent.sandbox.commands import KILL_GRACE, execute, scrubbed_env
+from agent.sandbox.commands import KILL_GRACE, Bounds, Reach, execute, scrubbed_env
 
 # --- validation ----------------------------------------------------------------------------
 
@@ -58,16 +58,10 @@ def run_validation(
     ) -> tuple[CommandResult, str]:
         return execute(
             command,
-            worktree,
             sandbox=sandbox,
-            tree=worktree,
-            network=testing.network,
-            timeout=limit,
+            reach=Reach(worktree, worktree, testing.network, outputs, read_only),
             env=env,
-            max_output_chars=testing.max_output_chars,
-            kill_grace=kill_grace,
-            outputs=outputs,
-            read_only=read_only,
+            bounds=Bounds(limit, testing.max_output_chars, kill_grace),
         )
 
     def run_tests(limit: float) -> _TestRun:
