@@ -266,12 +266,12 @@ def run_one(bench: Bench, task: BenchTask, start: Start, contender: Contender) -
     finally:
         if git.branch_exists(bench.clone, branch):
             branches.delete_branch(bench.clone, branch)
-    f2p = {t: scored.get(t, "missing") for t in task.FAIL_TO_PASS}
-    p2p = {t: scored.get(t, "missing") for t in task.PASS_TO_PASS}
-    resolved = all(v == "passed" for v in (*f2p.values(), *p2p.values()))
+    fail_to_pass = {t: scored.get(t, "missing") for t in task.FAIL_TO_PASS}
+    pass_to_pass = {t: scored.get(t, "missing") for t in task.PASS_TO_PASS}
+    resolved = all(v == "passed" for v in (*fail_to_pass.values(), *pass_to_pass.values()))
     seen = what_was_seen(run_calls(bench.log, run.task_id), task.patch)
     outcome = "resolved" if resolved else "unresolved"
-    return _result(solving, outcome, run=run, scored=_Scored(f2p, p2p, seen))
+    return _result(solving, outcome, run=run, scored=_Scored(fail_to_pass, pass_to_pass, seen))
 
 
 def score(
@@ -319,8 +319,8 @@ class _Solving:
 class _Scored:
     """What the score found: the task's tests' outcomes, and what the run was shown."""
 
-    f2p: dict[str, str]
-    p2p: dict[str, str]
+    fail_to_pass: dict[str, str]
+    pass_to_pass: dict[str, str]
     seen: Seen
 
 
@@ -347,8 +347,8 @@ def _result(
             "prompt_tokens": usage.prompt_tokens if usage else 0,
             "completion_tokens": usage.completion_tokens if usage else 0,
             "wall_s": round(time.monotonic() - started, 3),
-            "fail_to_pass": scored.f2p if scored is not None else {},
-            "pass_to_pass": scored.p2p if scored is not None else {},
+            "fail_to_pass": scored.fail_to_pass if scored is not None else {},
+            "pass_to_pass": scored.pass_to_pass if scored is not None else {},
             "error": error if error is not None else (run.error if run is not None else None),
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }

@@ -346,8 +346,8 @@ def _diff(worktree: Path, base: str, head: str | None, extra: list[str]) -> str:
         )
     # A temporary copy of the index takes `add --all`, so untracked files show up as new
     # without leaving intent-to-add entries (or anything else) in the real index.
-    with tempfile.TemporaryDirectory(prefix="cra-index-") as tmp:
-        index = Path(tmp) / "index"
+    with tempfile.TemporaryDirectory(prefix="cra-index-") as scratch:
+        index = Path(scratch) / "index"
         real = worktree / run_git(["rev-parse", "--git-path", "index"], worktree).strip()
         if real.is_file():
             shutil.copyfile(real, index)

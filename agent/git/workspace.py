@@ -74,13 +74,13 @@ def open_workspace(
     return Workspace(repo=repo, worktree=worktree, branch=name, base=start, notes=tuple(notes))
 
 
-def close_workspace(ws: Workspace, *, keep_branch: bool) -> None:
+def close_workspace(workspace: Workspace, *, keep_branch: bool) -> None:
     """Remove the worktree; delete the branch unless it carries the result."""
-    if ws.worktree.exists():
-        worktrees.remove_worktree(ws.repo, ws.worktree)
-    if not keep_branch and git.branch_exists(ws.repo, ws.branch):
-        branches.delete_branch(ws.repo, ws.branch)
-    _owner_file(ws.worktree).unlink(missing_ok=True)
+    if workspace.worktree.exists():
+        worktrees.remove_worktree(workspace.repo, workspace.worktree)
+    if not keep_branch and git.branch_exists(workspace.repo, workspace.branch):
+        branches.delete_branch(workspace.repo, workspace.branch)
+    _owner_file(workspace.worktree).unlink(missing_ok=True)
 
 
 def _owner_file(worktree: Path) -> Path:
@@ -160,12 +160,12 @@ def process_start(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-def apply_in_place(ws: Workspace, diff: str) -> str | None:
+def apply_in_place(workspace: Workspace, diff: str) -> str | None:
     """Apply the result's diff to the user's working tree; the error text when it won't apply."""
     try:
-        git.apply_diff(ws.repo, diff)
+        git.apply_diff(workspace.repo, diff)
     except AgentError as exc:
-        return f"could not apply the result to {ws.repo}: {exc}; it is on {ws.branch}"
+        return f"could not apply the result to {workspace.repo}: {exc}; it is on {workspace.branch}"
     return None
 
 
