@@ -21,10 +21,6 @@ OUR_LOGGERS = ("agent", "bot", "cra", "cra-bot")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
-class UsageError(Exception):
-    """The command line, a setting or a file named by either is wrong: exit 2, one message."""
-
-
 def version() -> str:
     """The installed version of cra, or "unknown" when run from a bare source tree."""
     from importlib import metadata  # a scan of the installed distributions: only when asked

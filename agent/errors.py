@@ -1,7 +1,41 @@
-"""The AgentError tree: every failure the agent raises on purpose, carrying its data."""
+"""The AgentError tree: every failure the agent raises on purpose, carrying its data.
+
+    AgentError
+    ├── ConfigError            a configuration file or value (path, key)
+    ├── UsageError             the command line or a file it names: exit 2
+    ├── PreflightFailed        a run that cannot work, found before anything was spent
+    ├── SandboxUnavailable     the configured sandbox cannot run here
+    ├── LLMError               a model call failed for good (status, retryable)
+    ├── PromptTooLarge         a prompt over the model's window (tokens, limit, stage)
+    ├── BudgetExhausted        a token or call ceiling crossed (budget, used, limit)
+    ├── ParseError             a model answer that does not parse (raw)         + ValueError
+    ├── PlanInvalid            a plan's ids, dependencies or cycles (problems)  + ValueError
+    ├── AdjustmentFailed       a decomposed adjustment (stage, keys)            + ValueError
+    ├── PatchRejected          an edit that cannot be applied (path, hint)
+    │   └── UnsafePath         … outside the tree, into .git, through a symlink
+    ├── GitError               a git command (argv, returncode, stderr)
+    ├── CredentialsInUrl       a remote URL with credentials in it              + ValueError
+    ├── CommandNotStarted      a test, lint or type-check command that could not start
+    ├── UnsafeCopy             a copy into a checkout through its symlink (path)
+    ├── ConnectionLost         a kept database connection broke
+    └── BenchError             a bench's input or step (`cra bench …`)
+        ├── TaskFileError      a task file, with the line that is wrong
+        ├── ReportFileError    a results file that cannot be read              + ValueError
+        ├── PartsError         a split or merge that cannot be done as asked
+        ├── SetupError         the repository's setup step failed at a commit
+        ├── MixedSettings      a results file of the other tests setting
+        ├── JournalMismatch    a mine's journal left with other settings
+        └── BaselineError      a --baseline that cannot be read or compared     + ValueError
+            └── SettingsMismatch  … a row compared across tests settings unasked
+
+Interrupted (SIGINT, SIGTERM) is a BaseException, outside the tree, so that no broad handler
+swallows it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -140,8 +174,9 @@ class CredentialsInUrl(AgentError, ValueError):
         self.url = url
 
 
-class ValidationError(AgentError):
-    """A test, lint or type-check command could not be started at all."""
+class CommandNotStarted(AgentError):
+    """A test, lint or type-check command could not be started at all (no such command, no
+    working directory, none configured)."""
 
 
 class ConnectionLost(AgentError):
@@ -156,6 +191,81 @@ class PreflightFailed(AgentError):
 
 class SandboxUnavailable(AgentError):
     """The configured sandbox cannot run here; the message says how to fix or opt out."""
+
+
+class UsageError(AgentError):
+    """The command line, a setting or a file named by either is wrong: exit 2, one message."""
+
+
+class UnsafeCopy(AgentError):
+    """A copy into a checkout would write through a symlink of the checkout's (outside it)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} in the checkout is a symlink where the copy would write")
+        self.path = path
+
+
+class BenchError(AgentError):
+    """A bench's input or step that cannot be used as asked (`cra bench …`)."""
+
+
+class TaskFileError(BenchError):
+    """A task file that cannot be read, with the line that is wrong."""
+
+
+class ReportFileError(BenchError, ValueError):
+    """The results file cannot be read."""
+
+
+class PartsError(BenchError):
+    """A split or merge that cannot be done as asked (a part count, a file that is missing)."""
+
+
+class SetupError(BenchError):
+    """The repository's setup step failed: the commit cannot be tested here."""
+
+
+class MixedSettings(BenchError):
+    """A results file that holds results run in the other tests setting."""
+
+    def __init__(self, results: Path, asked: str, found: Set[str]) -> None:
+        other = ", ".join(sorted(found))
+        super().__init__(
+            f"{results} holds results run with the tests {other}; this bench runs "
+            f"them {asked}: give another --results file (or --tests {other})"
+        )
+        self.results, self.asked, self.found = results, asked, found
+
+
+class JournalMismatch(BenchError):
+    """A journal left by a mine with other settings: resuming it would mix two mines."""
+
+    def __init__(self, path: Path, differ: list[str]) -> None:
+        super().__init__(
+            f"{path} was left by an interrupted mine with other settings ({', '.join(differ)} "
+            "differ): run with the same ones to resume it, or delete it to start afresh"
+        )
+        self.path = path
+        self.differ = differ
+
+
+class BaselineError(BenchError, ValueError):
+    """A --baseline file that is neither a results file nor a report, or cannot be compared."""
+
+
+class SettingsMismatch(BaselineError):
+    """A row whose baseline counterpart ran in another setting, compared without being asked;
+    `crossed` holds (model, this setting, the baseline's setting) for each such row."""
+
+    def __init__(self, source: str, crossed: Sequence[tuple[str, str, str]]):
+        self.source, self.crossed = source, list(crossed)
+        model, now, then = self.crossed[0]
+        more = f" (and {len(self.crossed) - 1} more)" if len(self.crossed) > 1 else ""
+        super().__init__(
+            f"the baseline {source} ran {model} with the fix's tests {then}, these results with "
+            f"them {now}{more}: a rate measured with the tests given is not one measured with "
+            "them hidden (--across-settings compares them anyway)"
+        )
 
 
 class Interrupted(BaseException):

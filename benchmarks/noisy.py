@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the scripted model server and repo builders live in tests/fakes
 
-from agent.bench import noise  # noqa: E402
+from agent.bench.oracle import noise  # noqa: E402
 from agent.config.files import parse_config  # noqa: E402
 from agent.llm.client import HTTPChatModel  # noqa: E402
 from agent.llm.router import ModelRouter  # noqa: E402

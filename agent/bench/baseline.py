@@ -13,27 +13,10 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from agent.bench.report_data import BenchReport, Comparison, ModelSummary, TaskRow
-from agent.bench.results import Outcome, TestsSetting
+from agent.bench.results import Outcome
+from agent.errors import SettingsMismatch
 
-__all__ = ["Baseline", "BaselineError", "SettingsMismatch", "compare", "from_report", "match_rows"]
-
-
-class BaselineError(ValueError):
-    """A --baseline file that is neither a results file nor a report, or cannot be compared."""
-
-
-class SettingsMismatch(BaselineError):
-    """A row whose baseline counterpart ran in another setting, compared without being asked."""
-
-    def __init__(self, source: str, crossed: Sequence[tuple[str, TestsSetting, TestsSetting]]):
-        self.source, self.crossed = source, list(crossed)
-        model, now, then = self.crossed[0]
-        more = f" (and {len(self.crossed) - 1} more)" if len(self.crossed) > 1 else ""
-        super().__init__(
-            f"the baseline {source} ran {model} with the fix's tests {then}, these results with "
-            f"them {now}{more}: a rate measured with the tests given is not one measured with "
-            "them hidden (--across-settings compares them anyway)"
-        )
+__all__ = ["Baseline", "compare", "from_report", "match_rows"]
 
 
 class Baseline(BaseModel):

@@ -5,17 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from agent.bench.journal import JournalMismatch, journal_path
-from agent.bench.mine import Mined, MineOptions, TestBed, mine, mine_jobs, throughput
-from agent.bench.oracle import oracle_factory, parse_label
+from agent.bench.journal import journal_path
+from agent.bench.mine import Mined, MineOptions, mine, mine_jobs, throughput
+from agent.bench.oracle.label import parse_label
+from agent.bench.oracle.model import oracle_factory
 from agent.bench.report import report_command
 from agent.bench.results import BenchResult
-from agent.bench.run import Bench, Factory, MixedSettings, files_before, run_bench, with_model
+from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks
+from agent.bench.trees import TestBed
 from agent.config.files import ModelConfig, SolveConfig
-from agent.console import EXIT_FAILED, EXIT_OK, UsageError
+from agent.console import EXIT_FAILED, EXIT_OK
+from agent.errors import JournalMismatch, MixedSettings, UsageError
 from agent.llm.client import ChatModel
 from agent.progress import ProgressBar
 from agent.runlog.store import RunLog
@@ -23,31 +27,30 @@ from agent.sandbox.base import Sandbox
 from agent.sandbox.envcache import EnvCache
 
 
-def bench_command(
-    args: argparse.Namespace,
-    log: RunLog,
-    env: Mapping[str, str],
-    *,
-    config: SolveConfig,
-    sandbox: Sandbox,
-    data_dir: Path,
-    factory: Callable[[ModelConfig], ChatModel],
-    cache: EnvCache | None,
-) -> int:
+@dataclass(frozen=True)
+class BenchWiring:
+    """What `cra bench mine|run` runs with, built by the command line: the run log, the
+    environment, the config, the sandbox, the data dir, the environment cache and the model
+    factory."""
+
+    log: RunLog
+    environ: Mapping[str, str]
+    config: SolveConfig
+    sandbox: Sandbox
+    data_dir: Path
+    factory: Callable[[ModelConfig], ChatModel]
+    cache: EnvCache | None
+
+
+def bench_command(args: argparse.Namespace, wiring: BenchWiring) -> int:
     """Dispatch `cra bench mine|run`."""
     if args.bench_command == "mine":
-        return _mine(args, env, config, sandbox, data_dir, cache)
-    return _run(args, log, env, config, sandbox, data_dir, cache, factory)
+        return _mine(args, wiring)
+    return _run(args, wiring)
 
 
-def _mine(
-    args: argparse.Namespace,
-    env: Mapping[str, str],
-    config: SolveConfig,
-    sandbox: Sandbox,
-    data_dir: Path,
-    cache: EnvCache | None,
-) -> int:
+def _mine(args: argparse.Namespace, wiring: BenchWiring) -> int:
+    config, env = wiring.config, wiring.environ
     config.require_test_command()
     options = MineOptions(
         rev=args.rev,
@@ -61,10 +64,10 @@ def _mine(
     )
     bed = TestBed(
         testing=config.testing,
-        sandbox=sandbox,
+        sandbox=wiring.sandbox,
         environ=env,
-        work_dir=data_dir / "bench" / "work",
-        cache=cache,
+        work_dir=wiring.data_dir / "bench" / "work",
+        cache=wiring.cache,
     )
     jobs = mine_jobs(args.jobs)
     if jobs < 1:
@@ -120,16 +123,8 @@ def _mined(repo: Path, bed: TestBed, options: MineOptions, jobs: int, journal: P
         bar.finish()
 
 
-def _run(
-    args: argparse.Namespace,
-    log: RunLog,
-    env: Mapping[str, str],
-    config: SolveConfig,
-    sandbox: Sandbox,
-    data_dir: Path,
-    cache: EnvCache | None,
-    factory: Callable[[ModelConfig], ChatModel],
-) -> int:
+def _run(args: argparse.Namespace, wiring: BenchWiring) -> int:
+    config, factory = wiring.config, wiring.factory
     tasks = list(read_tasks(args.tasks))
     if args.only:
         tasks = [t for t in tasks if t.instance_id in set(args.only)]
@@ -142,11 +137,11 @@ def _run(
     bench = Bench(
         repo=args.repo.resolve(),
         config=config,
-        sandbox=sandbox,
-        environ=env,
-        data_dir=data_dir,
-        log=log,
-        cache=cache,
+        sandbox=wiring.sandbox,
+        environ=wiring.environ,
+        data_dir=wiring.data_dir,
+        log=wiring.log,
+        cache=wiring.cache,
         tests=args.tests,
     )
 
@@ -191,4 +186,4 @@ def _run(
     return EXIT_OK if not errors else EXIT_FAILED
 
 
-__all__ = ["bench_command", "report_command"]
+__all__ = ["BenchWiring", "bench_command", "report_command"]

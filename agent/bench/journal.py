@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.bench.tasks import BenchTask
-from agent.errors import AgentError
+from agent.errors import JournalMismatch
 
 JOURNAL_FORMAT = 1
 
@@ -44,18 +44,6 @@ class _Header(BaseModel):
 
     journal: int
     settings: dict[str, str]
-
-
-class JournalMismatch(AgentError):
-    """A journal left by a mine with other settings: resuming it would mix two mines."""
-
-    def __init__(self, path: Path, differ: list[str]) -> None:
-        super().__init__(
-            f"{path} was left by an interrupted mine with other settings ({', '.join(differ)} "
-            "differ): run with the same ones to resume it, or delete it to start afresh"
-        )
-        self.path = path
-        self.differ = differ
 
 
 def journal_path(output: Path) -> Path:

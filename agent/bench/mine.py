@@ -24,7 +24,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -36,13 +36,11 @@ from agent.bench.patches import Split, split_commit
 from agent.bench.replay import NO_TASK, REGRESSION, Runs, Verdict, sort_tests
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
-from agent.bench.trees import SetupError, checkout, outcomes, remove_left, run_tests
-from agent.config.files import TestingConfig
-from agent.errors import GitError
+from agent.bench.trees import TestBed as TestBed  # bot.bench.replay imports it from here
+from agent.bench.trees import checkout, outcomes, remove_left, run_tests
+from agent.errors import GitError, SetupError
 from agent.git import repo as git
 from agent.models import ValidationResult
-from agent.sandbox.base import Sandbox
-from agent.sandbox.envcache import EnvCache
 
 OWNER_NAME = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 
@@ -93,19 +91,6 @@ class Mined:
         """A candidate whose fix replayed but cannot be resolved: counted and kept by name."""
         self.skip(reason)
         self.excluded.append((commit, reason, detail))
-
-
-@dataclass(frozen=True)
-class TestBed:
-    """Where and how the repository's tests run."""
-
-    __test__ = False
-
-    testing: TestingConfig
-    sandbox: Sandbox
-    environ: Mapping[str, str]
-    work_dir: Path
-    cache: EnvCache | None = None
 
 
 def machine_cores() -> int:
@@ -190,8 +175,10 @@ def mine(
     for outcome in known.values():
         so_far.add(outcome)
 
+    mining = _Mining(repo, name, bed, options, clock)
+
     def examine(commit: str) -> Outcome:
-        return _outcome(repo, commit, name, bed, options, clock)
+        return _outcome(mining, commit)
 
     todo = [c for c in candidates if c not in known]
     with contextlib.closing(_examined(todo, examine, jobs)) as outcomes:
@@ -228,16 +215,22 @@ def _examined(
             pool.shutdown(cancel_futures=True)
 
 
-def _outcome(
-    repo: Path,
-    commit: str,
-    name: str,
-    bed: TestBed,
-    options: MineOptions,
-    clock: Callable[[], float],
-) -> Outcome:
+@dataclass(frozen=True)
+class _Mining:
+    """What every commit of one mine is examined with: the repository, its name in the tasks,
+    the test bed, the options and the clock."""
+
+    repo: Path
+    name: str
+    bed: TestBed
+    options: MineOptions
+    clock: Callable[[], float]
+
+
+def _outcome(mining: _Mining, commit: str) -> Outcome:
     """What `commit` makes: judged by its diff first, replayed only when that lets it be a
     task."""
+    repo, options, clock = mining.repo, mining.options, mining.clock
     try:
         split = split_commit(repo, commit)
     except GitError:
@@ -246,7 +239,7 @@ def _outcome(
     if reason is not None:
         return Outcome(commit=commit, kind="skipped", reason=reason)
     started = clock()
-    replayed = _replayed(repo, split, bed)
+    replayed = _replayed(repo, split, mining.bed)
     seconds = clock() - started
     if isinstance(replayed, str):
         return Outcome(commit=commit, kind="skipped", reason=replayed, replay_s=seconds)
@@ -261,7 +254,7 @@ def _outcome(
             detail=verdict.detail,
             replay_s=seconds,
         )
-    task = _task(repo, commit, name, split, verdict, output, options)
+    task = _task(mining, commit, split, verdict, output)
     return Outcome(commit=commit, kind="task", task=task, replay_s=seconds)
 
 
@@ -275,16 +268,9 @@ def _replayed(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str] | s
         return "the test changes do not apply to the parent"
 
 
-def _task(
-    repo: Path,
-    commit: str,
-    name: str,
-    split: Split,
-    verdict: Verdict,
-    output: str,
-    options: MineOptions,
-) -> BenchTask:
+def _task(mining: _Mining, commit: str, split: Split, verdict: Verdict, output: str) -> BenchTask:
     """The task a replayed fix makes."""
+    repo, name, options = mining.repo, mining.name, mining.options
     message = git.run_git(["log", "-1", "--format=%B", commit], repo)
     issue = _issue(message, name, options)
     created = git.run_git(["log", "-1", "--format=%cI", commit], repo).strip()
@@ -342,15 +328,7 @@ def _replay(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str]:
 
 
 def _run(tree: Path, repo: Path, bed: TestBed) -> ValidationResult:
-    return run_tests(
-        tree,
-        repo,
-        bed.testing,
-        sandbox=bed.sandbox,
-        environ=bed.environ,
-        work_dir=bed.work_dir,
-        cache=bed.cache,
-    )
+    return run_tests(tree, repo, bed)
 
 
 def _issue(message: str, name: str, options: MineOptions) -> tuple[str, str] | None:

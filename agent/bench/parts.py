@@ -21,17 +21,13 @@ from pathlib import Path
 
 from agent.bench.results import BenchResult, read_results
 from agent.bench.scores import latest
-from agent.bench.tasks import TaskFileError, read_tasks, write_tasks
+from agent.bench.tasks import read_tasks, write_tasks
 from agent.console import EXIT_OK, EXIT_USAGE
-from agent.errors import AgentError
+from agent.errors import PartsError, TaskFileError
 
-__all__ = ["Merged", "PartsError", "merge_results", "part_path", "parts_command", "split_tasks"]
+__all__ = ["Merged", "merge_results", "part_path", "parts_command", "split_tasks"]
 
 RESULTS_NAME = "results.jsonl"  # what a folder given to merge is searched for
-
-
-class PartsError(AgentError):
-    """A split or merge that cannot be done as asked (a part count, a file that is missing)."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from agent.gate import verdict as gate
+from agent.gate.gate_files import gate_role
 from agent.git import repo as git
 
 # Files whose change is code (counted against the 1–N source files of a task).
@@ -49,7 +49,7 @@ HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 def is_test_change(path: str) -> bool:
     """A test file, conftest or test-runner configuration: part of the test patch."""
-    return gate.gate_role(path) in ("test", "runner_config")
+    return gate_role(path) in ("test", "runner_config")
 
 
 def is_code(path: str) -> bool:

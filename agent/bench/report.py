@@ -17,22 +17,13 @@ from typing import Any
 from agent.bench.report_html import render_html
 from agent.bench.report_text import render_markdown, render_text
 from agent.bench.results import read_results
-from agent.bench.scores import (
-    BaselineError,
-    BenchReport,
-    SettingsMismatch,
-    build_report,
-    load_baseline,
-    wilson_interval,
-)
-from agent.bench.tasks import TaskFileError, read_tasks
+from agent.bench.scores import BenchReport, build_report, load_baseline, wilson_interval
+from agent.bench.tasks import read_tasks
+from agent.errors import BaselineError, ReportFileError, TaskFileError
 
 __all__ = [
     "SCHEMA",
-    "BaselineError",
     "BenchReport",
-    "ReportFileError",
-    "SettingsMismatch",
     "build_report",
     "generated_schema",
     "load_baseline",
@@ -89,10 +80,6 @@ def report_command(args: argparse.Namespace) -> int:
 def _repository(tasks: Path | None) -> str:
     """The repository the task file names (its first task's), for the summary's heading."""
     return next((task.repo for task in read_tasks(tasks)), "") if tasks is not None else ""
-
-
-class ReportFileError(ValueError):
-    """The results file cannot be read."""
 
 
 def report_from_files(

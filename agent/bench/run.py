@@ -32,10 +32,12 @@ from agent.bench.results import BenchResult, TestsSetting, append_result, finish
 from agent.bench.seen import Seen, run_calls, seen_fields, what_was_seen
 from agent.bench.statement import hidden_statement
 from agent.bench.tasks import BenchTask
-from agent.bench.trees import SetupError, checkout, outcomes, run_tests
+from agent.bench.trees import TestBed, checkout, outcomes, run_tests
 from agent.config.files import ModelConfig, SolveConfig
-from agent.errors import AgentError, GitError
-from agent.gate import verdict as gate
+from agent.errors import AgentError, GitError, SetupError
+from agent.errors import MixedSettings as MixedSettings  # bot.bench.replay imports it from here
+from agent.gate.gate_files import gate_role
+from agent.git import branches
 from agent.git import repo as git
 from agent.git.workspace import remove_abandoned
 from agent.llm.client import ChatModel
@@ -90,18 +92,6 @@ def prepare_clone(bench: Bench) -> Path:
             clone,
         )
     return clone
-
-
-class MixedSettings(AgentError):
-    """A results file that holds results run in the other tests setting."""
-
-    def __init__(self, results: Path, asked: TestsSetting, found: set[TestsSetting]) -> None:
-        other = ", ".join(sorted(found))
-        super().__init__(
-            f"{results} holds results run with the tests {other}; this bench runs "
-            f"them {asked}: give another --results file (or --tests {other})"
-        )
-        self.results, self.asked, self.found = results, asked, found
 
 
 @dataclass(frozen=True)
@@ -222,24 +212,28 @@ def bench_task(
     try:
         with guard:
             start = start_commit(bench, task)
-        return run_one(bench, task, label, start, factory_for(label, task), config_for(label))
+        contender = Contender(label, factory_for(label, task), config_for(label))
+        return run_one(bench, task, start, contender)
     except Exception as exc:  # one task's crash is its result, not the end of the bench
         _log.exception("bench: %s with %s crashed", task.instance_id, label)
-        return _result(
-            task,
-            label,
-            "error",
-            started,
-            bench.tests,
-            error=f"cra crashed: {type(exc).__name__}: {exc}",
-        )
+        solving = _Solving(task, label, bench.tests, started)
+        return _result(solving, "error", error=f"cra crashed: {type(exc).__name__}: {exc}")
 
 
-def run_one(
-    bench: Bench, task: BenchTask, label: str, start: Start, factory: Factory, config: SolveConfig
-) -> BenchResult:
+@dataclass(frozen=True)
+class Contender:
+    """One configuration a bench runs: its label, its model factory for the task, its config."""
+
+    label: str
+    factory: Factory
+    config: SolveConfig
+
+
+def run_one(bench: Bench, task: BenchTask, start: Start, contender: Contender) -> BenchResult:
     """One task solved by one configuration, then scored."""
-    started, setting = time.monotonic(), bench.tests
+    label, factory, config = contender.label, contender.factory, contender.config
+    solving = _Solving(task, label, bench.tests, time.monotonic())
+    setting = bench.tests
     router = ModelRouter(config.models, factory=factory)
     runtime = Runtime(
         log=bench.log,
@@ -262,33 +256,22 @@ def run_one(
             context_factory=sources,
         )
     except (AgentError, GitError) as exc:
-        return _result(
-            task, label, "error", started, setting, error=f"the run could not start: {exc}"
-        )
+        return _result(solving, "error", error=f"the run could not start: {exc}")
     finally:
         router.close()
     try:
         scored = score(bench, task, run.commit or start.commit, start.commit, start.tests)
     except (SetupError, GitError) as exc:
-        return _result(task, label, "error", started, setting, run=run, error=str(exc))
+        return _result(solving, "error", run=run, error=str(exc))
     finally:
         if git.branch_exists(bench.clone, branch):
-            git.delete_branch(bench.clone, branch)
-    f2p = {t: scored.get(t, "missing") for t in task.FAIL_TO_PASS}
-    p2p = {t: scored.get(t, "missing") for t in task.PASS_TO_PASS}
-    resolved = all(v == "passed" for v in (*f2p.values(), *p2p.values()))
+            branches.delete_branch(bench.clone, branch)
+    fail_to_pass = {t: scored.get(t, "missing") for t in task.FAIL_TO_PASS}
+    pass_to_pass = {t: scored.get(t, "missing") for t in task.PASS_TO_PASS}
+    resolved = all(v == "passed" for v in (*fail_to_pass.values(), *pass_to_pass.values()))
     seen = what_was_seen(run_calls(bench.log, run.task_id), task.patch)
-    return _result(
-        task,
-        label,
-        "resolved" if resolved else "unresolved",
-        started,
-        setting,
-        run=run,
-        f2p=f2p,
-        p2p=p2p,
-        seen=seen,
-    )
+    outcome = "resolved" if resolved else "unresolved"
+    return _result(solving, outcome, run=run, scored=_Scored(fail_to_pass, pass_to_pass, seen))
 
 
 def score(
@@ -309,15 +292,8 @@ def score(
                 (tree / path).unlink(missing_ok=True)
         # the score must see every test: told not to stop early, as mining was
         testing = full_run(bench.config.testing).testing
-        result = run_tests(
-            tree,
-            bench.clone,
-            testing,
-            sandbox=bench.sandbox,
-            environ=bench.environ,
-            work_dir=bench.work_dir,
-            cache=bench.cache,
-        )
+        bed = TestBed(testing, bench.sandbox, bench.environ, bench.work_dir, bench.cache)
+        result = run_tests(tree, bench.clone, bed)
     return dict(outcomes(result))
 
 
@@ -325,39 +301,54 @@ def put_back(changed: Sequence[str], test_patch: Sequence[str]) -> list[str]:
     """The paths the score sets as the task's tests have them: the test files, conftests and
     runner configs the run changed, and every file the test patch changes (hidden from the
     run, they were never there)."""
-    ours = [p for p in changed if is_test_change(p) or gate.gate_role(p) is not None]
+    ours = [p for p in changed if is_test_change(p) or gate_role(p) is not None]
     return list(dict.fromkeys([*ours, *test_patch]))
 
 
+@dataclass(frozen=True)
+class _Solving:
+    """One task being solved by one configuration: what its result names, and when it began."""
+
+    task: BenchTask
+    label: str
+    setting: TestsSetting
+    started: float
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """What the score found: the task's tests' outcomes, and what the run was shown."""
+
+    fail_to_pass: dict[str, str]
+    pass_to_pass: dict[str, str]
+    seen: Seen
+
+
 def _result(
-    task: BenchTask,
-    label: str,
+    solving: _Solving,
     outcome: str,
-    started: float,
-    tests: TestsSetting,
     *,
     run: OrchestratorResult | None = None,
     error: str | None = None,
-    f2p: dict[str, str] | None = None,
-    p2p: dict[str, str] | None = None,
-    seen: Seen | None = None,
+    scored: _Scored | None = None,
 ) -> BenchResult:
+    task, started = solving.task, solving.started
     usage = run.usage if run is not None else None
     return BenchResult.model_validate(
         {
-            **(seen_fields(seen) if seen is not None else {}),
+            **(seen_fields(scored.seen) if scored is not None else {}),
             "instance_id": task.instance_id,
-            "model": label,
+            "model": solving.label,
             "outcome": outcome,
-            "tests": tests,
+            "tests": solving.setting,
             "run_id": run.task_id if run is not None else None,
             "run_status": run.status if run is not None else None,
             "calls": usage.calls if usage else 0,
             "prompt_tokens": usage.prompt_tokens if usage else 0,
             "completion_tokens": usage.completion_tokens if usage else 0,
             "wall_s": round(time.monotonic() - started, 3),
-            "fail_to_pass": f2p or {},
-            "pass_to_pass": p2p or {},
+            "fail_to_pass": scored.fail_to_pass if scored is not None else {},
+            "pass_to_pass": scored.pass_to_pass if scored is not None else {},
             "error": error if error is not None else (run.error if run is not None else None),
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent.bench.baseline import Baseline, BaselineError, SettingsMismatch, compare, from_report
+from agent.bench.baseline import Baseline, compare, from_report
 from agent.bench.report_data import (
     SCHEMA_VERSION,
     BenchReport,
@@ -30,16 +30,15 @@ from agent.bench.report_data import (
 )
 from agent.bench.results import BenchResult, TestsSetting, false_success, read_results
 from agent.bench.tasks import BenchTask
+from agent.errors import BaselineError
 
 __all__ = [
     "SCHEMA_VERSION",
     "Baseline",
-    "BaselineError",
     "BenchReport",
     "Cell",
     "Comparison",
     "ModelSummary",
-    "SettingsMismatch",
     "TaskRow",
     "build_report",
     "compare",

@@ -18,7 +18,7 @@ import httpx
 
 from agent.bench.patches import CODE_SUFFIXES
 from agent.bench.tasks import BenchTask
-from agent.gate.verdict import gate_role
+from agent.gate.gate_files import gate_role
 
 ISSUE_REF = re.compile(r"(?<![\w/&])#(\d{1,7})\b")
 OUTPUT_CHARS = 3000

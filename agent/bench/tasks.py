@@ -15,16 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from agent.errors import AgentError
+from agent.errors import TaskFileError
 
-__all__ = ["BenchTask", "TaskFileError", "read_tasks", "without_timings", "write_tasks"]
+__all__ = ["BenchTask", "read_tasks", "without_timings", "write_tasks"]
 
 # a duration as test runners print them: "in 1.66s", "Time: 0.8 s", "(12 ms)"
 DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b")
-
-
-class TaskFileError(AgentError):
-    """A task file that cannot be read, with the line that is wrong."""
 
 
 class BenchTask(BaseModel):

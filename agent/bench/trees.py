@@ -19,12 +19,13 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
 from agent.config.files import TestingConfig
-from agent.errors import AgentError, GitError
+from agent.errors import GitError, SetupError
 from agent.gate.validation import run_validation
 from agent.git import repo as git
 from agent.git import worktrees
@@ -35,10 +36,6 @@ from agent.sandbox.base import Sandbox
 from agent.sandbox.envcache import EnvCache
 
 _WORKTREES = threading.Lock()  # one `git worktree` change at a time in this process
-
-
-class SetupError(AgentError):
-    """The repository's setup step failed: the commit cannot be tested here."""
 
 
 class Owner(BaseModel):
@@ -125,26 +122,31 @@ def _owner_file(tree: Path) -> Path:
     return tree.with_name(tree.name + ".owner")
 
 
-def run_tests(
-    tree: Path,
-    repo: Path,
-    testing: TestingConfig,
-    *,
-    sandbox: Sandbox,
-    environ: Mapping[str, str],
-    work_dir: Path,
-    cache: EnvCache | None,
-) -> ValidationResult:
+@dataclass(frozen=True)
+class TestBed:
+    """Where and how the repository's tests run."""
+
+    __test__ = False
+
+    testing: TestingConfig
+    sandbox: Sandbox
+    environ: Mapping[str, str]
+    work_dir: Path
+    cache: EnvCache | None = None
+
+
+def run_tests(tree: Path, repo: Path, bed: TestBed) -> ValidationResult:
     """The test command in `tree`, after the repository's setup step (restored from the cache
-    when it can be), in the sandbox; no lint or type check."""
+    when it can be), in the bed's sandbox; no lint or type check."""
+    testing, sandbox, environ = bed.testing, bed.sandbox, bed.environ
     env = prepare_environment(
         tree,
         repo,
         testing,
         sandbox=sandbox,
         environ=environ,
-        env_dir=env_dir(work_dir, tree),
-        cache=cache,
+        env_dir=env_dir(bed.work_dir, tree),
+        cache=bed.cache,
     )
     try:
         if env.report.setup == "failed":

@@ -19,15 +19,8 @@ from agent.cli.wiring import (
     trusted_config,
     usable_data_dir,
 )
-from agent.console import (
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    UsageError,
-    describe_unknown,
-    unknown_variables,
-)
-from agent.errors import AgentError, ConfigError, PreflightFailed, SandboxUnavailable
+from agent.console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, describe_unknown, unknown_variables
+from agent.errors import AgentError, ConfigError, PreflightFailed, SandboxUnavailable, UsageError
 
 if TYPE_CHECKING:
     from agent.runlog.store import RunLog
@@ -97,7 +90,7 @@ def _dispatch(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> 
 
 
 def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int:
-    from agent.bench.commands import bench_command
+    from agent.bench.commands import BenchWiring, bench_command
     from agent.git import repo as git
     from agent.sandbox.envcache import EnvCache
 
@@ -107,16 +100,16 @@ def _bench(args: argparse.Namespace, log: RunLog, env: Mapping[str, str]) -> int
     config = trusted_config(repo, args, env).config  # a bare repository needs --config
     cache_mb = int(env.get("CRA_ENV_CACHE_MB") or DEFAULT_ENV_CACHE_MB)
     cache = EnvCache(data_dir(args, env) / "envcache", max_bytes=cache_mb << 20)
-    return bench_command(
-        args,
-        log,
-        env,
+    wiring = BenchWiring(
+        log=log,
+        environ=env,
         config=config,
         sandbox=chosen_sandbox(args, env, config),
         data_dir=data_dir(args, env),
         factory=ModelFactory(env),
         cache=cache if cache_mb > 0 else None,
     )
+    return bench_command(args, wiring)
 
 
 def _is_bare(path: Path) -> bool:
@@ -130,16 +123,19 @@ def _is_bare(path: Path) -> bool:
 
 def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """`cra doctor`: one line per check; 0 only when none failed."""
-    from agent.doctor.checks import local_report
+    from agent.doctor.local import LocalCheckout, local_report
     from agent.doctor.report import render
 
+    checkout = LocalCheckout(
+        repo=Path(args.repo).resolve(),
+        config_file=args.config,
+        data_dir=data_dir(args, env),
+        environ=env,
+        trust_repo_config=args.trust_repo_config,
+    )
     report = local_report(
-        Path(args.repo).resolve(),
-        args.config,
-        data_dir(args, env),
-        env,
+        checkout,
         known_variables=CRA_VARIABLES,
-        trust_flag=args.trust_repo_config,
         sandbox=lambda config: chosen_sandbox(args, env, config, say=False),
     )
     print(render(report, as_json=args.json))

@@ -15,13 +15,13 @@ from agent.console import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
-    UsageError,
     add_version,
     configure_logging,
     global_options,
     run_main,
     suppressed,
 )
+from agent.errors import UsageError
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 

@@ -16,7 +16,9 @@ from agent.cli.wiring import (
     remove_abandoned_runs,
     repo_and_config,
 )
-from agent.console import EXIT_FAILED, EXIT_OK, UsageError
+from agent.console import EXIT_FAILED, EXIT_OK
+from agent.errors import UsageError
+from agent.git import branches
 
 if TYPE_CHECKING:
     from agent.models import OrchestratorResult, PlanArtifact
@@ -150,7 +152,7 @@ def _interrupted(
         kept = f"; its branch {result.branch} holds the {result.steps_completed} step(s) passed"
     elif result.branch:
         if git.branch_exists(repo, result.branch):
-            git.delete_branch(repo, result.branch)
+            branches.delete_branch(repo, result.branch)
         result = result.model_copy(update={"branch": None})
     if as_json:
         print(result.model_dump_json(indent=2))

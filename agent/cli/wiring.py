@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from agent.console import UsageError, shown_url
-from agent.errors import GitError
+from agent.console import shown_url
+from agent.errors import GitError, UsageError
 
 if TYPE_CHECKING:
     from agent.config.files import ModelConfig, SolveConfig

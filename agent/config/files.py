@@ -23,7 +23,6 @@ from agent.errors import ConfigError
 from agent.sandbox.netblock import AllowedNetwork
 
 CONFIG_CANDIDATES = (".github/cra.toml", "cra.toml")
-USER_CONFIG = "cra/config.toml"  # under $XDG_CONFIG_HOME, else ~/.config
 # The keys of a [models.ROLE] section that decide where prompts go and which secret is read.
 ENDPOINT_KEYS = ("provider", "base_url", "api_key_env")
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
@@ -352,11 +351,11 @@ def parse_config(data: Mapping[str, Any], *, source: str | None = None) -> Solve
     try:
         config = SolveConfig.model_validate({**data, "source": source})
     except ValidationError as exc:
-        raise _config_error(exc, source) from exc
+        raise config_error(exc, source) from exc
     return config
 
 
-def _config_error(
+def config_error(
     exc: ValidationError, source: str | None, model: type[BaseModel] = SolveConfig
 ) -> ConfigError:
     """The first key at fault and every problem in plain words, with "did you mean" for typos."""
@@ -393,57 +392,3 @@ def resolve_api_key(model: ModelConfig, environ: Mapping[str, str]) -> str | Non
             f"environment variable {model.api_key_env} (api_key_env of {model.model}) is not set"
         )
     return value
-
-
-# --- the user's own file -----------------------------------------------------------------------
-
-
-class TrustConfig(Section):
-    """Whom the user trusts: checkouts whose own cra.toml applies whole, and the variables any
-    repository's `testing.env` may pass."""
-
-    repositories: list[str] = Field(default_factory=list)
-    env: list[str] = Field(default_factory=list)
-
-    @field_validator("repositories")
-    @classmethod
-    def _absolute(cls, paths: list[str]) -> list[str]:
-        for path in paths:
-            if not (path.startswith("/") or path == "~" or path.startswith("~/")):
-                raise ValueError(
-                    f"{path!r} is not an absolute path: name the checkout as "
-                    "/path/to/it or ~/path/to/it"
-                )
-        return paths
-
-
-class UserConfig(Section):
-    """The user's own file: their model servers (under every repository's) and whom they trust."""
-
-    models: ModelsConfig = Field(default_factory=ModelsConfig)
-    trust: TrustConfig = Field(default_factory=TrustConfig)
-    source: str | None = None
-
-    def models_set(self) -> dict[str, Any]:
-        """The [models] keys the file sets, as a mapping to lay under a repository's."""
-        return self.models.model_dump(exclude_unset=True)
-
-
-def user_config_path(environ: Mapping[str, str]) -> Path | None:
-    """`$XDG_CONFIG_HOME/cra/config.toml`, else `~/.config/cra/config.toml` (None with no HOME)."""
-    if environ.get("XDG_CONFIG_HOME"):
-        return Path(environ["XDG_CONFIG_HOME"]) / USER_CONFIG
-    if environ.get("HOME"):
-        return Path(environ["HOME"]) / ".config" / USER_CONFIG
-    return None
-
-
-def load_user_config(environ: Mapping[str, str]) -> UserConfig:
-    """The user's own config file (empty when there is none); ConfigError naming it if wrong."""
-    path = user_config_path(environ)
-    if path is None or not path.is_file():
-        return UserConfig()
-    try:
-        return UserConfig.model_validate({**read_config_file(path), "source": str(path)})
-    except ValidationError as exc:
-        raise _config_error(exc, str(path), UserConfig) from exc

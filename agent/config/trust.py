@@ -16,14 +16,16 @@ from typing import Any
 
 from agent.config.files import (
     ENDPOINT_KEYS,
-    USER_CONFIG,
     SolveConfig,
-    TrustConfig,
-    UserConfig,
     find_config_file,
-    load_user_config,
     parse_config,
     read_config_file,
+)
+from agent.config.user import (
+    USER_CONFIG,
+    TrustConfig,
+    UserConfig,
+    load_user_config,
     user_config_path,
 )
 

@@ -53,14 +53,14 @@ def describe_input(value: Any) -> str:
 
 def expected(error: ErrorDetails) -> str | None:
     """What a key wanted, in words, for the error types a person meets; None otherwise."""
-    kind, ctx = error["type"], error.get("ctx") or {}
+    kind, context = error["type"], error.get("ctx") or {}
     if kind in _EXPECTED:
         return _EXPECTED[kind]
     if kind in _BOUNDS:
         key, words = _BOUNDS[kind]
-        return f"a number {words} {ctx.get(key)}"
+        return f"a number {words} {context.get(key)}"
     if kind == "literal_error":
-        return f"one of {ctx.get('expected')}"
+        return f"one of {context.get('expected')}"
     if kind in ("string_too_short", "too_short"):
         return "a non-empty value"
     return None

@@ -1,6 +1,6 @@
 """The doctor's checks of a local set-up: git, directories, variables, config, test command, models.
 
-Each check is a small function returning findings; `cra doctor` lists them in agent.cli.main and
+Each check is a small function returning findings; `cra doctor` lists them in agent.doctor.local and
 `cra-bot doctor` reuses the ones that apply to a server.
 """
 
@@ -14,17 +14,10 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from agent.config.files import (
-    ENDPOINT_KEYS,
-    ModelConfig,
-    ModelsConfig,
-    SolveConfig,
-    TestingConfig,
-    resolve_api_key,
-)
+from agent.config.files import ENDPOINT_KEYS, ModelConfig, ModelsConfig, SolveConfig, TestingConfig
 from agent.config.trust import RepoConfig, load_repo_config
 from agent.console import describe_unknown, unknown_variables
-from agent.doctor.report import Check, Finding, Report, fail, ok, run_checks, warn
+from agent.doctor.report import Finding, fail, ok, warn
 from agent.errors import ConfigError, GitError
 from agent.git import repo as git
 from agent.llm.probe import ModelState, ServerState, find_model, probe_server
@@ -378,60 +371,3 @@ def _window_finding(label: str, config: ModelConfig, state: ModelState, setting:
 
 def _start_hint(config: ModelConfig) -> str:
     return "`ollama serve`" if config.provider == "ollama" else "your OpenAI-compatible server"
-
-
-# --- `cra doctor` ------------------------------------------------------------------------------
-
-
-def local_report(
-    repo: Path,
-    explicit: Path | None,
-    data_dir: Path,
-    environ: Mapping[str, str],
-    *,
-    known_variables: Sequence[str],
-    sandbox: Callable[[SolveConfig | None], Sandbox],
-    trust_flag: bool = False,
-) -> Report:
-    """The checks of a local checkout, in the order a newcomer meets the problems; `sandbox`
-    builds the sandbox for the config (None when it cannot be read)."""
-    loaded, config_findings = load_for_doctor(repo, explicit, environ, trust_flag=trust_flag)
-    config = loaded.config if loaded is not None else None
-    endpoints_in = loaded.endpoints_in if loaded is not None else ""
-    checks: list[tuple[str, Check]] = [
-        ("git", check_git),
-        (
-            "variables",
-            lambda: check_variables("cra", environ, known_variables, near_misses_only=True),
-        ),
-        ("data dir", lambda: check_directory("data dir", data_dir, "--data-dir or CRA_DATA_DIR")),
-        ("sandbox", lambda: check_sandbox(lambda: sandbox(config), data_dir, "CRA_SANDBOX")),
-        ("config", lambda: config_findings),
-    ]
-    if config is not None:
-        checks += [
-            (
-                "test command",
-                lambda: check_test_command(repo, config.testing, environ, config.source),
-            ),
-            ("models", lambda: _local_models(config, environ, endpoints_in)),
-        ]
-    return run_checks("cra", checks)
-
-
-def _local_models(
-    config: SolveConfig, environ: Mapping[str, str], endpoints: str
-) -> Iterable[Finding]:
-    """The models of a local config; a missing API-key variable fails its role."""
-    where = in_config(config.source or ".github/cra.toml", endpoints)
-    keys: dict[str, str | None] = {}
-    for role in roles_used(config, plans=True, implements=True):
-        try:
-            keys[role] = resolve_api_key(getattr(config.models, role), environ)
-        except ConfigError as exc:
-            yield fail(
-                f"{role} model", str(exc), f"export that variable, or fix {where(role, 'api_key')}"
-            )
-    used = roles_used(config, plans=True, implements=True)
-    roles = [role for role in used if role in keys]
-    yield from check_models(config.models, keys, where, roles)

@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from agent.config.files import DEFAULT_PROTECTED
 from agent.errors import GitError, UnsafePath
-from agent.gate.verdict import is_cra_config
+from agent.gate.gate_files import is_cra_config
 from agent.git.repo import run_git
 from agent.models import PatchEdit
 

@@ -18,8 +18,8 @@ from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
 from agent.gate.doctests import TEXT_SUFFIXES
+from agent.gate.gate_files import command_files, gate_role
 from agent.gate.testing_sections import is_sectioned
-from agent.gate.verdict import command_files, gate_role
 from agent.models import Record
 
 GREP_PATTERNS = ("doctest", "DocFileSuite")  # what the caller looks for, case aside

@@ -11,14 +11,15 @@ import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from agent.config.files import TestingConfig
-from agent.errors import ValidationError
-from agent.gate.testreport import JUNIT_MAX_BYTES, named_tests, read_report
+from agent.errors import CommandNotStarted
+from agent.gate.testreport.outcomes import JUNIT_MAX_BYTES, named_tests, read_report
 from agent.git.treefiles import read_in_tree
 from agent.models import BaselineComparison, CommandResult, TestReport, ValidationResult
 from agent.sandbox.base import Sandbox
-from agent.sandbox.commands import KILL_GRACE, execute, scrubbed_env
+from agent.sandbox.commands import KILL_GRACE, Bounds, Reach, execute, scrubbed_env
 
 # --- validation ----------------------------------------------------------------------------
 
@@ -45,7 +46,7 @@ def run_validation(
     """
     command = testing.test_command
     if not command:
-        raise ValidationError("no [testing] test_command: cra needs a test command")
+        raise CommandNotStarted("no [testing] test_command: cra needs a test command")
     limit = testing.timeout if timeout is None else min(timeout, testing.timeout)
     # Edits land seconds apart and often keep a file's size ("a + b" → "a - b"); Python's
     # bytecode cache checks only mtime (whole seconds) and size, so a .pyc written by the
@@ -57,32 +58,26 @@ def run_validation(
     ) -> tuple[CommandResult, str]:
         return execute(
             command,
-            worktree,
             sandbox=sandbox,
-            tree=worktree,
-            network=testing.network,
-            timeout=limit,
+            reach=Reach(worktree, worktree, testing.network, outputs, read_only),
             env=env,
-            max_output_chars=testing.max_output_chars,
-            kill_grace=kill_grace,
-            outputs=outputs,
-            read_only=read_only,
+            bounds=Bounds(limit, testing.max_output_chars, kill_grace),
         )
 
-    def run_tests(limit: float) -> tuple[CommandResult, str, TestReport]:
+    def run_tests(limit: float) -> _TestRun:
         with tempfile.TemporaryDirectory(prefix="cra-report-") as reports:
             junit = Path(reports) / "junit.xml"  # the command writes it where the sandbox shows it
             seen = sandbox.seen_as(junit, tree=worktree, outputs=Path(reports))
             test, full = run(
                 command, {**env, "PYTEST_ADDOPTS": _addopts(env, seen)}, Path(reports), limit
             )
-            return test, full, read_report(full, _read_capped(junit))
+            return _TestRun(test, full, read_report(full, _read_capped(junit)), limit)
 
-    test, full, report = run_tests(limit)
+    ran = run_tests(limit)
     first_limit = None
-    if rerun_for_time(test, limit, testing):  # the machine's pace, not the code's: once more
-        first_limit, limit = limit, testing.timeout
-        test, full, report = run_tests(limit)
+    if rerun_for_time(ran.result, limit, testing):  # the machine's pace, not the code's: once more
+        first_limit = limit
+        ran = run_tests(testing.timeout)
     others = {
         name: run(extra, env)[0]
         for name, extra in (
@@ -91,7 +86,7 @@ def run_validation(
         )
         if extra and extras
     }
-    return _result(test, full, report, others, limit, first_limit)
+    return _result(ran, others, first_limit)
 
 
 def _addopts(env: Mapping[str, str], junit: Path) -> str:
@@ -116,14 +111,20 @@ def _read_capped(path: Path) -> str | None:
     return None if len(data) > JUNIT_MAX_BYTES else data.decode("utf-8", errors="replace")
 
 
+class _TestRun(NamedTuple):
+    """One run of the test command: its result, its whole output, the report read from it,
+    and the time limit it ran under."""
+
+    result: CommandResult
+    full_output: str
+    report: TestReport
+    limit: float
+
+
 def _result(
-    test: CommandResult,
-    full: str,
-    report: TestReport,
-    others: Mapping[str, CommandResult],
-    limit: float,
-    first_limit: float | None,
+    tests: _TestRun, others: Mapping[str, CommandResult], first_limit: float | None
 ) -> ValidationResult:
+    test, full, report, limit = tests
     junit_failed = [t for t, o in report.outcomes.items() if o in ("failed", "error")]
     junit_passed = [t for t, o in report.outcomes.items() if o == "passed"]
     failed, passed = named_tests(full)

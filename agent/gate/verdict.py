@@ -1,4 +1,4 @@
-"""The gate: which files make it up, and whether a test run passes it.
+"""The gate's verdict: whether a test run passes it (its files are agent.gate.gate_files).
 
 A run passes when the repository's own tests say so: the command finished, the runner reported
 (when it reported before), nothing that ran before disappeared or stopped running, no test that
@@ -9,230 +9,14 @@ allowed only where the caller says the step declared them (`allowed`), and are t
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from fnmatch import fnmatchcase
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Literal
 
-from agent.config.files import CONFIG_CANDIDATES
-from agent.gate.doctests import changed_examples, may_hold_doctests
-from agent.gate.runner_reach import new_references
-from agent.gate.source_tests import may_hold_tests, tests_changed
-from agent.gate.testing_sections import SECTIONED, testing_sections
-from agent.models import GateVerdict, Record, TestOutcome, ValidationResult
-from agent.retrieval.scan import is_test_path
+from agent.models import GateVerdict, TestOutcome, ValidationResult
 
-GateRole = Literal["cra_config", "runner_config", "test"]
-
-CRA_CONFIG_FILES: tuple[str, ...] = CONFIG_CANDIDATES  # the gate's own definition: never edited
-RUNNER_CONFIG_GLOBS: tuple[str, ...] = (
-    "conftest.py",
-    "pytest.toml",
-    ".pytest.toml",
-    "pytest.ini",
-    ".pytest.ini",
-    "tox.ini",
-    "noxfile.py",
-    ".coveragerc",
-    "jest.config.*",
-    "jest.setup.*",
-    "vitest.config.*",
-    "vitest.workspace.*",
-    "vitest.setup.*",
-    "vite.config.*",
-    ".mocharc*",
-    "karma.conf.*",
-    "ava.config.*",
-    "playwright.config.*",
-    "cypress.config.*",
-    "phpunit.xml*",
-    ".rspec",
-    "spec_helper.rb",
-    "rails_helper.rb",
-    "setupTests.*",
-    ".npmrc",
-    ".yarnrc",
-    ".yarnrc.yml",
-    "bunfig.toml",  # the shell and flags `npm test` runs with
-)
-# Runner configuration known by its folder and name (a `config.toml` elsewhere is not one).
-RUNNER_CONFIG_PATHS: tuple[str, ...] = (".cargo/config.toml", ".cargo/config")
-# Programs whose own file defines what `the test command` runs.
-COMMAND_FILES: Mapping[str, tuple[str, ...]] = {
-    "make": ("Makefile", "makefile", "GNUmakefile"),
-    "tox": ("tox.ini",),
-    "nox": ("noxfile.py",),
-    "npm": ("package.json",),
-    "yarn": ("package.json",),
-    "pnpm": ("package.json",),
-    "just": ("justfile", "Justfile"),
-    "task": ("Taskfile.yml", "Taskfile.yaml"),
-}
 NOT_RUN: frozenset[TestOutcome] = frozenset({"skipped", "xfailed"})
 LISTING_SOURCES = frozenset({"junit", "names"})  # sources that name every test
-
-
-# --- the gate files --------------------------------------------------------------------------
-
-
-def is_cra_config(path: str) -> bool:
-    """True for cra's own config, which defines the gate and is never edited by the model."""
-    return path.strip("/") in CRA_CONFIG_FILES
-
-
-def gate_role(path: str) -> GateRole | None:
-    """What part of the gate a path is by its name alone (sectioned files are not)."""
-    if is_cra_config(path):
-        return "cra_config"
-    name = PurePosixPath(path).name
-    if any(fnmatchcase(name, pattern) for pattern in RUNNER_CONFIG_GLOBS):
-        return "runner_config"
-    if any(path.strip("/") == known or path.endswith("/" + known) for known in RUNNER_CONFIG_PATHS):
-        return "runner_config"
-    if name not in SECTIONED and is_test_path(path):
-        return "test"
-    return None
-
-
-def command_files(test_command: str | None) -> set[str]:
-    """Files the test command itself names or implies (`sh run_tests.sh`, `make test`)."""
-    if not test_command:
-        return set()
-    try:
-        words = shlex.split(test_command, comments=True)
-    except ValueError:
-        words = test_command.split()
-    files: set[str] = set()
-    for word in words:
-        program = PurePosixPath(word).name
-        files.update(COMMAND_FILES.get(program, ()))
-        if not word.startswith("-") and "=" not in word and ("/" in word or "." in word):
-            files.add(str(PurePosixPath(word.removeprefix("./"))))
-    return files
-
-
-class GateChange(Record):
-    """A gate file a step changed: created, modified or deleted."""
-
-    path: str
-    role: GateRole
-    status: Literal["created", "modified", "deleted"]
-    # only the tests inside a source file changed (agent.gate.source_tests,
-    # agent.gate.doctests): the
-    # original run takes the new code with the old tests, not the old file
-    tests_only: bool = False
-    reason: str = ""  # why a file that is not a gate file by its name is one here
-
-
-RunsDoctests = Callable[[str], bool]
-"""Whether the repository's tests run the doctests of the file at this path."""
-
-
-def _no_doctests(path: str) -> bool:
-    del path
-    return False
-
-
-def may_be_gate_file(path: str, test_command: str | None) -> bool:
-    """Whether a change to `path` may count for the gate (gate_changes decides which do):
-    only these need their text at the step's base."""
-    return (
-        path in command_files(test_command)
-        or gate_role(path) is not None
-        or PurePosixPath(path).name in SECTIONED
-        or may_hold_tests(path)
-        or may_hold_doctests(path)
-    )
-
-
-def gate_changes(
-    changed: Mapping[str, tuple[str | None, str | None]],
-    test_command: str | None,
-    runs_doctests: RunsDoctests = _no_doctests,
-) -> list[GateChange]:
-    """The gate files among `changed` (path → (text before, text after); None: absent)."""
-    named = command_files(test_command)
-    found: list[GateChange] = []
-    for path, (before, after) in sorted(changed.items()):
-        if before == after:
-            continue
-        status: Literal["created", "modified", "deleted"] = (
-            "created" if before is None else "deleted" if after is None else "modified"
-        )
-        role = "runner_config" if path in named else gate_role(path)
-        if role is None and PurePosixPath(path).name in SECTIONED:
-            if testing_sections(path, before) == testing_sections(path, after):
-                continue
-            role = "runner_config"
-        change = (
-            GateChange(path=path, role=role, status=status)
-            if role is not None
-            else _in_code(path, status, before, after, runs_doctests)
-        )
-        if change is not None:
-            found.append(change)
-    return found
-
-
-def _in_code(
-    path: str,
-    status: Literal["created", "modified", "deleted"],
-    before: str | None,
-    after: str | None,
-    runs_doctests: RunsDoctests,
-) -> GateChange | None:
-    """A change to a file that is not a gate file by its name, that is one by what changed:
-    code that reaches into the test runner, or tests inside the file (Rust's, doctests) changed."""
-    if path.endswith(".py") and (reached := new_references(before, after)):
-        return GateChange(
-            path=path, role="runner_config", status=status, reason=_reaching(path, reached)
-        )
-    if status == "created":  # new code may bring new tests
-        return None
-    owners = changed_examples(path, before, after) if may_hold_doctests(path) else []
-    if owners and runs_doctests(path):
-        return GateChange(
-            path=path,
-            role="test",
-            status=status,
-            tests_only=True,
-            reason=_doctests_changed(path, owners),
-        )
-    if may_hold_tests(path) and tests_changed(before, after):
-        return GateChange(path=path, role="test", status=status, tests_only=True)
-    return None
-
-
-def _reaching(path: str, references: Sequence[str]) -> str:
-    return (
-        f"{path} now reaches into the test runner ({_few(references, '`')}): code outside "
-        "the tests that imports, patches or hooks into pytest, doctest or unittest changes "
-        "how the tests run, like a conftest.py"
-    )
-
-
-def _doctests_changed(path: str, owners: Sequence[str]) -> str:
-    whole = (
-        "the module docstring"
-        if path.endswith(".py")
-        else "its doc comments"
-        if path.endswith(".rs")
-        else "the file"
-    )
-    names = [{"": whole, "__doc__": "`__doc__` set at run time"}.get(o, o) for o in owners]
-    return (
-        f"{path}: doctest examples changed or removed ({_few(names)}); the tests run "
-        "them, so their expected output is a test"
-    )
-
-
-def _few(items: Sequence[str], quote: str = "", cap: int = 3) -> str:
-    shown = ", ".join(f"{quote}{item}{quote}" for item in items[:cap])
-    return shown + (" …" if len(items) > cap else "")
-
-
-# --- the verdict -----------------------------------------------------------------------------
 
 
 Allowed = Callable[[str], bool]
@@ -255,20 +39,20 @@ def judge(
     """The gate's verdict on `current`, against `reference` (the accepted state before the
     step) and `baseline` (before any step; default the reference)."""
     baseline = baseline or reference
-    problems: list[str] = []
-    changed: list[str] = []
+    tally = _Tally(allowed)
+    problems, changed = tally.problems, tally.changed
     if not current.timed_out:
         problems += _report_problems(reference, current)
-    _accounting(reference, current, allowed, problems, changed)
+    _accounting(reference, current, tally)
     weakened = bool(problems)
     if current.timed_out:
         limit = f" after {current.timeout_s:g} s" if current.timeout_s else ""
         problems.append(f"the test command timed out{limit} and was stopped")
     else:
-        _failures(reference, baseline, current, allowed, problems, changed)
+        _failures(reference, baseline, current, tally)
         if current.report.incomplete:  # what did not run cannot be judged
             problems.append(f"not every test ran: {current.report.incomplete}")
-    _targets(current, targets, allowed, problems, changed)
+    _targets(current, targets, tally)
     return GateVerdict(
         passed=not problems,
         problems=problems,
@@ -291,13 +75,7 @@ def _report_problems(reference: ValidationResult, current: ValidationResult) -> 
     return []
 
 
-def _accounting(
-    reference: ValidationResult,
-    current: ValidationResult,
-    allowed: Allowed,
-    problems: list[str],
-    changed: list[str],
-) -> None:
+def _accounting(reference: ValidationResult, current: ValidationResult, tally: _Tally) -> None:
     """Tests that ran before must still run: none disappears or becomes skipped or xfail."""
     before, now = reference.report, current.report
     if before.source in LISTING_SOURCES and now.source in LISTING_SOURCES:
@@ -312,8 +90,8 @@ def _accounting(
             for t, o in now.outcomes.items()
             if o in NOT_RUN and before.outcomes.get(t, o) not in NOT_RUN
         ]
-        _sort(gone, "no longer ran (deleted, renamed or deselected)", allowed, problems, changed)
-        _sort(hidden, "ran before and are now skipped or marked xfail", allowed, problems, changed)
+        tally.sort(gone, "no longer ran (deleted, renamed or deselected)")
+        tally.sort(hidden, "ran before and are now skipped or marked xfail")
         return
     if before.counts is None or now.counts is None or current.timed_out:
         return
@@ -328,27 +106,32 @@ def _accounting(
             f"({before.counts.not_run} → {now.counts.not_run})"
         )
     for drop in drops:
-        (changed if allowed("") else problems).append(drop)
+        (tally.changed if tally.allowed("") else tally.problems).append(drop)
 
 
-def _sort(
-    tests: Iterable[str], what: str, allowed: Allowed, problems: list[str], changed: list[str]
-) -> None:
-    """Allowed tests go to `changed`; the others make one problem naming them."""
-    refused: list[str] = []
-    for test in tests:
-        (changed if allowed(test) else refused).append(test)
-    if refused:
-        problems.append(f"{len(refused)} test(s) {what}: {_listing(refused)}")
+@dataclass
+class _Tally:
+    """What a verdict finds as it goes: problems, and the changed tests the step declared
+    (`allowed`) that are therefore listed rather than refused."""
+
+    allowed: Allowed
+    problems: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+
+    def sort(self, tests: Iterable[str], what: str) -> None:
+        """Allowed tests go to `changed`; the others make one problem naming them."""
+        refused: list[str] = []
+        for test in tests:
+            (self.changed if self.allowed(test) else refused).append(test)
+        if refused:
+            self.problems.append(f"{len(refused)} test(s) {what}: {_listing(refused)}")
 
 
 def _failures(
     reference: ValidationResult,
     baseline: ValidationResult,
     current: ValidationResult,
-    allowed: Allowed,
-    problems: list[str],
-    changed: list[str],
+    tally: _Tally,
 ) -> None:
     """No test that passed before fails — whatever the exit code says: a command that hides
     its runner's status (`pytest; echo done`) still fails the step on a test its runner
@@ -358,16 +141,10 @@ def _failures(
     }
     if current.success:
         regressed = [t for t in current.failing_tests if t in passed_before]
-        _sort(
-            regressed,
-            "passed before and now fail (though the test command exited 0)",
-            allowed,
-            problems,
-            changed,
-        )
+        tally.sort(regressed, "passed before and now fail (though the test command exited 0)")
         return
     if not current.failing_tests:
-        problems.append(
+        tally.problems.append(
             f"the tests failed (exit code {current.exit_code}) without naming a failing test"
         )
         return
@@ -375,19 +152,13 @@ def _failures(
         passed_before |= set(current.failing_tests)  # everything passed before
     old = set(baseline.failing_tests)
     newly = [t for t in current.failing_tests if t not in old or t in passed_before]
-    _sort(newly, "fail that did not fail before", allowed, problems, changed)
+    tally.sort(newly, "fail that did not fail before")
 
 
-def _targets(
-    current: ValidationResult,
-    targets: Sequence[str],
-    allowed: Allowed,
-    problems: list[str],
-    changed: list[str],
-) -> None:
+def _targets(current: ValidationResult, targets: Sequence[str], tally: _Tally) -> None:
     """Every target test was seen passing: a target that no longer exists does not pass."""
     failing = [t for t in targets if any(names(t, f) for f in current.failing_tests)]
-    _sort(failing, "the step must make pass still fail", allowed, problems, changed)
+    tally.sort(failing, "the step must make pass still fail")
     if current.timed_out:
         return
     seen = [
@@ -405,7 +176,7 @@ def _targets(
         and not any(names(t, s) or _in_file(t, s) for s in seen)
         and (by_file or not _FILE_TARGET.match(t))
     ]
-    _sort(missing, "the step must make pass did not run", allowed, problems, changed)
+    tally.sort(missing, "the step must make pass did not run")
 
 
 # A test id that starts with its file (pytest's tests/test_x.py::test_y, jest's and vitest's

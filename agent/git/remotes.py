@@ -47,8 +47,8 @@ def mirror_sync(
         )
         return mirror
     mirror.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=mirror.parent, prefix=f".{mirror.name}.") as tmp:
-        partial = Path(tmp) / "mirror.git"
+    with tempfile.TemporaryDirectory(dir=mirror.parent, prefix=f".{mirror.name}.") as scratch:
+        partial = Path(scratch) / "mirror.git"
         run_git(
             ["clone", "--mirror", "--quiet", "--", url, str(partial)],
             mirror.parent,

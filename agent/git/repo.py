@@ -1,6 +1,6 @@
 """Git as a subprocess: refs, commits and diffs (argv lists, never shell strings); worktrees
-are agent.git.worktrees, mirrors and pushes agent.git.remotes, git's files read without a
-process agent.git.files.
+are agent.git.worktrees, branch names agent.git.branches, mirrors and pushes agent.git.remotes,
+git's files read without a process agent.git.files.
 
 Every call goes through `run_git`, which controls the environment: no terminal prompts, the C
 locale, and no inherited variable that would redirect git to another repository. Secrets (a
@@ -196,47 +196,6 @@ def branch_exists(repo: Path, name: str) -> bool:
     return _git(["show-ref", "--verify", "--quiet", f"refs/heads/{name}"], repo).returncode == 0
 
 
-# Branch names git accepts under any rule: components of letters, digits, `_` and `-` (the
-# slugs cra makes). Any other name is checked by `git check-ref-format`.
-PLAIN_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(/[A-Za-z0-9_][A-Za-z0-9_-]*)*")
-
-
-def unique_branch(repo: Path, base_name: str) -> str:
-    """`base_name`, or `base_name-2`, `-3` … : the first that is not taken in `repo`."""
-    not_an_option(base_name, "branch")
-    if not PLAIN_BRANCH.fullmatch(base_name) or base_name == "HEAD":
-        run_git(["check-ref-format", "--branch", base_name], repo)
-    parts = base_name.split("/")
-    for prefix in ("/".join(parts[:end]) for end in range(1, len(parts))):
-        if branch_exists(repo, prefix):  # git keeps `cra` and `cra/x` in one namespace
-            raise GitError(
-                ["branch", base_name],
-                1,
-                f"fatal: a branch named '{prefix}' "
-                f"exists, so no branch '{base_name}' can be made: rename or delete "
-                f"'{prefix}'",
-            )
-    name, n = base_name, 1
-    while branch_exists(repo, name) or _branches_under(repo, name):
-        n += 1
-        name = f"{base_name}-{n}"
-    return name
-
-
-def _branches_under(repo: Path, name: str) -> bool:
-    """Whether a branch `name/…` exists (then no branch `name` can)."""
-    return bool(
-        run_git(
-            ["for-each-ref", "--count=1", "--format=%(refname)", f"refs/heads/{name}/"], repo
-        ).strip()
-    )
-
-
-def delete_branch(repo: Path, name: str) -> None:
-    """Delete local branch `name` (merged or not)."""
-    run_git(["branch", "-D", "--", not_an_option(name, "branch")], repo)
-
-
 # --- repository config -----------------------------------------------------------------------
 
 
@@ -387,8 +346,8 @@ def _diff(worktree: Path, base: str, head: str | None, extra: list[str]) -> str:
         )
     # A temporary copy of the index takes `add --all`, so untracked files show up as new
     # without leaving intent-to-add entries (or anything else) in the real index.
-    with tempfile.TemporaryDirectory(prefix="cra-index-") as tmp:
-        index = Path(tmp) / "index"
+    with tempfile.TemporaryDirectory(prefix="cra-index-") as scratch:
+        index = Path(scratch) / "index"
         real = worktree / run_git(["rev-parse", "--git-path", "index"], worktree).strip()
         if real.is_file():
             shutil.copyfile(real, index)

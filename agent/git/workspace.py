@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.errors import AgentError, GitError
+from agent.git import branches, worktrees
 from agent.git import repo as git
-from agent.git import worktrees
 from agent.git.submodules import check_out_submodules
 from agent.git.treefiles import symlinked_folder
 
@@ -52,7 +52,7 @@ def open_workspace(
     `cra/<slug>`. The submodules `repo` holds are checked out from its copies
     (agent.git.submodules)."""
     start = git.resolve_commit(repo, base) if base else git.head_commit(repo)
-    name = branch or git.unique_branch(repo, f"cra/{slugify(branch_hint)}")
+    name = branch or branches.unique_branch(repo, f"cra/{slugify(branch_hint)}")
     worktree = work_dir / "worktrees" / f"{slugify(branch_hint, limit=24)}-{run_id[:8]}"
     worktree.parent.mkdir(parents=True, exist_ok=True)
     _owner_file(worktree).write_text(
@@ -74,13 +74,13 @@ def open_workspace(
     return Workspace(repo=repo, worktree=worktree, branch=name, base=start, notes=tuple(notes))
 
 
-def close_workspace(ws: Workspace, *, keep_branch: bool) -> None:
+def close_workspace(workspace: Workspace, *, keep_branch: bool) -> None:
     """Remove the worktree; delete the branch unless it carries the result."""
-    if ws.worktree.exists():
-        worktrees.remove_worktree(ws.repo, ws.worktree)
-    if not keep_branch and git.branch_exists(ws.repo, ws.branch):
-        git.delete_branch(ws.repo, ws.branch)
-    _owner_file(ws.worktree).unlink(missing_ok=True)
+    if workspace.worktree.exists():
+        worktrees.remove_worktree(workspace.repo, workspace.worktree)
+    if not keep_branch and git.branch_exists(workspace.repo, workspace.branch):
+        branches.delete_branch(workspace.repo, workspace.branch)
+    _owner_file(workspace.worktree).unlink(missing_ok=True)
 
 
 def _owner_file(worktree: Path) -> Path:
@@ -121,7 +121,7 @@ def remove_abandoned(work_dir: Path) -> list[Abandoned]:
             else:  # its folder went first: the registration left would still hold the branch
                 worktrees.prune_worktrees(repo)
             if git.branch_exists(repo, branch) and git.resolve_commit(repo, branch) == base:
-                git.delete_branch(repo, branch)  # nothing committed: only its name was left
+                branches.delete_branch(repo, branch)  # nothing committed: only its name was left
                 deleted = True
         except GitError:
             if worktree.exists():
@@ -160,12 +160,12 @@ def process_start(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-def apply_in_place(ws: Workspace, diff: str) -> str | None:
+def apply_in_place(workspace: Workspace, diff: str) -> str | None:
     """Apply the result's diff to the user's working tree; the error text when it won't apply."""
     try:
-        git.apply_diff(ws.repo, diff)
+        git.apply_diff(workspace.repo, diff)
     except AgentError as exc:
-        return f"could not apply the result to {ws.repo}: {exc}; it is on {ws.branch}"
+        return f"could not apply the result to {workspace.repo}: {exc}; it is on {workspace.branch}"
     return None
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from agent.git.branches import delete_branch
 from agent.git.files import gitdir_of
-from agent.git.repo import delete_branch, not_an_option, run_git
+from agent.git.repo import not_an_option, run_git
 
 
 def add_worktree(repo: Path, path: Path, *, commit: str, branch: str, force: bool = False) -> Path:

@@ -20,7 +20,7 @@ from agent.errors import LLMError
 from agent.llm.budget import estimate_prompt_tokens, estimate_tokens
 from agent.llm.deadline import deadline, with_deadlines
 from agent.llm.thinking import strip_thinking
-from agent.llm.wire import chat_url, extract_answer, ollama_payload, openai_payload
+from agent.llm.wire import ChatRequest, chat_url, extract_answer, ollama_payload, openai_payload
 from agent.models import LLMResponse, Usage
 
 BACKOFF_BASE_S = 1.0
@@ -173,10 +173,11 @@ class HTTPChatModel:
         url = chat_url(self.config)
         headers = self._headers(stage)
         started = self._clock()
-        response = self._send(url, self._payload(system, user, json_schema, json_mode), headers)
+        request = ChatRequest(system, user, json_schema, json_mode)
+        response = self._send(url, self._payload(request), headers)
         if json_schema is not None and self._schema_supported and _schema_complaint(response):
             self._schema_supported = False  # this server has no json_schema support; remember
-            response = self._send(url, self._payload(system, user, json_schema, json_mode), headers)
+            response = self._send(url, self._payload(request), headers)
         if response.status_code >= 400:
             raise self._error(f"answered {response.status_code}", url, response)
         if response.is_redirect:  # never followed: the body (and a key) would go elsewhere
@@ -190,20 +191,11 @@ class HTTPChatModel:
         latency_ms = round((self._clock() - started) * 1000)
         return self._answer(url, response, system, user, latency_ms)
 
-    def _payload(
-        self, system: str, user: str, json_schema: dict[str, Any] | None, json_mode: bool
-    ) -> dict[str, Any]:
+    def _payload(self, request: ChatRequest) -> dict[str, Any]:
         """The request body in this provider's wire format."""
         if self.config.provider == "ollama":
-            return ollama_payload(self.config, system, user, json_schema, json_mode)
-        return openai_payload(
-            self.config,
-            system,
-            user,
-            json_schema,
-            json_mode,
-            schema_supported=self._schema_supported,
-        )
+            return ollama_payload(self.config, request)
+        return openai_payload(self.config, request, schema_supported=self._schema_supported)
 
     def _headers(self, stage: str) -> dict[str, str]:
         """Request headers: the stage for scripted servers, the bearer key when there is one."""

@@ -19,18 +19,28 @@ def chat_url(config: ModelConfig) -> str:
     return f"{base}/v1/chat/completions"
 
 
+@dataclass(frozen=True)
+class ChatRequest:
+    """One call as the caller asks it: the system and user messages, and the answer's shape (a
+    JSON schema, or JSON of any shape with `json_mode`)."""
+
+    system: str
+    user: str
+    json_schema: dict[str, Any] | None = None
+    json_mode: bool = False
+
+
 def _messages(system: str, user: str) -> list[dict[str, str]]:
     """The two chat messages of every call."""
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def ollama_payload(
-    config: ModelConfig, system: str, user: str, json_schema: dict[str, Any] | None, json_mode: bool
-) -> dict[str, Any]:
+def ollama_payload(config: ModelConfig, request: ChatRequest) -> dict[str, Any]:
     """An /api/chat body; num_ctx always, since Ollama's 2k default silently truncates."""
+    json_schema, json_mode = request.json_schema, request.json_mode
     payload: dict[str, Any] = {
         "model": config.model,
-        "messages": _messages(system, user),
+        "messages": _messages(request.system, request.user),
         "stream": False,
         "options": {
             "num_ctx": config.context_window,
@@ -46,18 +56,13 @@ def ollama_payload(
 
 
 def openai_payload(
-    config: ModelConfig,
-    system: str,
-    user: str,
-    json_schema: dict[str, Any] | None,
-    json_mode: bool,
-    *,
-    schema_supported: bool = True,
+    config: ModelConfig, request: ChatRequest, *, schema_supported: bool = True
 ) -> dict[str, Any]:
     """A /v1/chat/completions body; json_object when the server rejects json_schema."""
+    json_schema, json_mode = request.json_schema, request.json_mode
     payload: dict[str, Any] = {
         "model": config.model,
-        "messages": _messages(system, user),
+        "messages": _messages(request.system, request.user),
         "temperature": config.temperature,
         "max_tokens": config.max_tokens,
         "stream": False,

@@ -18,16 +18,8 @@ from typing import Any
 
 from sqlalchemy import (
     URL,
-    Boolean,
-    Column,
     Connection,
     Engine,
-    ForeignKey,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
     create_engine,
     delete,
     event,
@@ -38,7 +30,19 @@ from sqlalchemy import (
 
 from agent.config.files import RetrievalConfig
 from agent.git.repo import run_git
-from agent.retrieval.index_records import FileInfo, IndexStats, SymbolInfo
+from agent.retrieval.index_records import (
+    FTS_DDL,
+    FTS_WEIGHTS,
+    FileInfo,
+    IndexStats,
+    SymbolInfo,
+    edges,
+    files,
+    imports,
+    meta_table,
+    metadata,
+    symbols,
+)
 from agent.retrieval.links import resolve_edges
 from agent.retrieval.parsing import terms
 from agent.retrieval.scan import (
@@ -53,53 +57,6 @@ from agent.retrieval.scan import (
 SCHEMA_VERSION = "3"  # 3: long assignments are definitions
 _CHUNK = 500
 
-metadata = MetaData()
-meta_table = Table("meta", metadata, Column("key", String, primary_key=True), Column("value", Text))
-files = Table(
-    "files",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    Column("path", Text, nullable=False, unique=True),
-    Column("blob_sha", String(40), nullable=False),
-    Column("language", String, nullable=False),
-    Column("status", String, nullable=False),
-    Column("size", Integer, nullable=False),
-    Column("tokens", Integer, nullable=False),
-    Column("is_test", Boolean, nullable=False),
-    Column("doc", Text, nullable=False),
-)
-symbols = Table(
-    "symbols",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    Column("file_id", Integer, ForeignKey("files.id"), nullable=False, index=True),
-    Column("name", Text, nullable=False, index=True),
-    Column("qualname", Text, nullable=False),
-    Column("kind", String, nullable=False),
-    Column("start_line", Integer, nullable=False),
-    Column("end_line", Integer, nullable=False),
-    Column("signature", Text, nullable=False),
-    Column("doc", Text, nullable=False),
-)
-imports = Table(
-    "imports",
-    metadata,
-    Column("file_id", Integer, ForeignKey("files.id"), nullable=False, index=True),
-    Column("module", Text, nullable=False),
-    Column("names", Text, nullable=False),
-    Column("level", Integer, nullable=False),
-)
-edges = Table(
-    "edges",
-    metadata,
-    Column("src_id", Integer, nullable=False, index=True),
-    Column("dst_id", Integer, nullable=False, index=True),
-)
-FTS_DDL = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS file_fts USING fts5("
-    "path, names, docs, vocabulary, tokenize = 'porter unicode61')"
-)
-FTS_WEIGHTS = (4.0, 3.0, 1.0, 0.5)  # path, names, docs, the words used in the file
 _INSERT_COLUMNS = {
     "files": ("id", "path", "blob_sha", "language", "status", "size", "tokens", "is_test", "doc"),
     "symbols": (

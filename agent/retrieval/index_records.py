@@ -1,10 +1,61 @@
-"""What the repository index reports: an update's stats, an indexed file, an indexed definition."""
+"""The repository index's records: the SQLite tables an update writes (files, symbols, imports,
+edges, the full-text table), and what a query reads back (an update's stats, an indexed file,
+an indexed definition)."""
 
 from __future__ import annotations
 
 from pydantic import Field
+from sqlalchemy import Boolean, Column, ForeignKey, Integer, MetaData, String, Table, Text
 
 from agent.models import Record
+
+metadata = MetaData()
+meta_table = Table("meta", metadata, Column("key", String, primary_key=True), Column("value", Text))
+files = Table(
+    "files",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("path", Text, nullable=False, unique=True),
+    Column("blob_sha", String(40), nullable=False),
+    Column("language", String, nullable=False),
+    Column("status", String, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("tokens", Integer, nullable=False),
+    Column("is_test", Boolean, nullable=False),
+    Column("doc", Text, nullable=False),
+)
+symbols = Table(
+    "symbols",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("file_id", Integer, ForeignKey("files.id"), nullable=False, index=True),
+    Column("name", Text, nullable=False, index=True),
+    Column("qualname", Text, nullable=False),
+    Column("kind", String, nullable=False),
+    Column("start_line", Integer, nullable=False),
+    Column("end_line", Integer, nullable=False),
+    Column("signature", Text, nullable=False),
+    Column("doc", Text, nullable=False),
+)
+imports = Table(
+    "imports",
+    metadata,
+    Column("file_id", Integer, ForeignKey("files.id"), nullable=False, index=True),
+    Column("module", Text, nullable=False),
+    Column("names", Text, nullable=False),
+    Column("level", Integer, nullable=False),
+)
+edges = Table(
+    "edges",
+    metadata,
+    Column("src_id", Integer, nullable=False, index=True),
+    Column("dst_id", Integer, nullable=False, index=True),
+)
+FTS_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS file_fts USING fts5("
+    "path, names, docs, vocabulary, tokenize = 'porter unicode61')"
+)
+FTS_WEIGHTS = (4.0, 3.0, 1.0, 0.5)  # path, names, docs, the words used in the file
 
 
 class IndexStats(Record):

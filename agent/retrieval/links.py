@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 _JS_SUFFIXES = (
@@ -56,7 +57,7 @@ def resolve_edges(paths: Mapping[int, str], refs: Iterable[ImportRow]) -> set[tu
     """(importer id, imported id) for every import that resolves to another indexed file."""
     ids = {path: file_id for file_id, path in paths.items()}
     modules = python_modules(ids)
-    names_of = {path: name for name, path in modules.items()}
+    indexed = _Indexed(ids, modules, {path: name for name, path in modules.items()})
     found: set[tuple[int, int]] = set()
     by_file: dict[int, list[ImportRow]] = defaultdict(list)
     for row in refs:
@@ -66,22 +67,26 @@ def resolve_edges(paths: Mapping[int, str], refs: Iterable[ImportRow]) -> set[tu
         if src is None:
             continue
         for _, module, names, level in rows:
-            for target in _targets(src, module, names, level, modules, names_of, ids):
+            for target in _targets(src, (module, names, level), indexed):
                 if target != src:
                     found.add((file_id, ids[target]))
     return found
 
 
-def _targets(
-    src: str,
-    module: str,
-    names: str,
-    level: int,
-    modules: Mapping[str, str],
-    names_of: Mapping[str, str],
-    ids: Mapping[str, int],
-) -> list[str]:
-    """The indexed paths one import refers to (none when it leaves the repository)."""
+@dataclass(frozen=True)
+class _Indexed:
+    """The indexed files as imports name them: path → id, module → path, path → module."""
+
+    ids: Mapping[str, int]
+    modules: Mapping[str, str]
+    names_of: Mapping[str, str]
+
+
+def _targets(src: str, ref: tuple[str, str, int], indexed: _Indexed) -> list[str]:
+    """The indexed paths one import (module, names, level) refers to (none when it leaves the
+    repository)."""
+    module, names, level = ref
+    ids, modules, names_of = indexed.ids, indexed.modules, indexed.names_of
     if module.startswith("."):
         return _js_target(src, module, ids)
     if level:

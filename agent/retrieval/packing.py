@@ -3,16 +3,18 @@
 Seeds come first and each later seed keeps a reserve, so every seed gets in (cut short if it
 must be); other files follow in rank order and are dropped, with the reason, when even their
 smallest form does not fit. The package never estimates to more than the budget.
+`context_from_files` is the plain seam: named files, whole, in order, while they fit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 from agent.llm.budget import estimate_tokens
-from agent.models import OVER_BUDGET, ContextFile, DroppedFile, SymbolDetail
+from agent.models import OVER_BUDGET, ContextFile, ContextPackage, DroppedFile, SymbolDetail
 from agent.retrieval.outline import chars_for, render_outline, truncate
 from agent.retrieval.symbols import Symbol
 
@@ -207,3 +209,41 @@ def cut_short(entry: Entry, room: int, text: str) -> ContextFile | None:
             return file
         chars -= 8
     return None
+
+
+def context_from_files(
+    task: str, root: Path, paths: Sequence[str], *, budget_tokens: int
+) -> ContextPackage:
+    """Whole files, in the order given, while they fit `budget_tokens`; the rest are recorded
+    as dropped with the reason (absent files may be created by the step)."""
+    package = ContextPackage(task=task, budget_tokens=budget_tokens)
+    for rel in dict.fromkeys(paths):
+        _add_file(package, root, rel)
+    return package
+
+
+def _add_file(package: ContextPackage, root: Path, rel: str) -> None:
+    path = root / rel
+    if not _inside(root, path) or not path.is_file():
+        package.dropped.append(DroppedFile(path=rel, reason="not in the repository"))
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        package.dropped.append(DroppedFile(path=rel, reason="not UTF-8 text"))
+        return
+    file = ContextFile(path=rel, content=text)
+    tokens = block_tokens(file)
+    if package.used_tokens + tokens > package.budget_tokens:
+        package.dropped.append(DroppedFile(path=rel, reason=f"{OVER_BUDGET} ({tokens} tokens)"))
+        return
+    package.files.append(file.model_copy(update={"tokens": tokens}))
+    package.used_tokens += tokens
+
+
+def _inside(root: Path, path: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True

@@ -1,8 +1,7 @@
 """The per-pass context pipeline: seeds → ranking → scope → precision → packing into a budget.
 
 `retrieve` builds a fresh ContextPackage for one pass, `refine` re-enters with the evidence of
-a RefinementRequest under the same budget, and `context_from_files` is the plain seam that packs
-named files whole.
+a RefinementRequest under the same budget; `IndexedContext` is the context source over the index.
 """
 
 from __future__ import annotations
@@ -63,40 +62,40 @@ class _Run:
         return self.classifier is not None and name in self.config.stages
 
 
+@dataclass(frozen=True)
+class IndexedTree:
+    """Where a retrieval looks: a worktree, the repository's index of it, the retrieval config."""
+
+    index: RepoIndex
+    root: Path
+    config: RetrievalConfig
+
+
+@dataclass(frozen=True)
+class ContextAsk:
+    """What one pass asks for: the context of `task` for a pass of `mode`, from `seeds`, within
+    `budget_tokens`."""
+
+    task: str
+    budget_tokens: int
+    mode: Mode
+    seeds: Seeds
+
+
 def retrieve(
-    task: str,
-    index: RepoIndex,
-    budget_tokens: int,
-    *,
-    root: Path,
-    mode: Mode,
-    seeds: Seeds,
-    classifier: LoggedLLMClient | None,
-    config: RetrievalConfig,
+    tree: IndexedTree, ask: ContextAsk, *, classifier: LoggedLLMClient | None
 ) -> ContextPackage:
-    """The context of one pass within `budget_tokens`; seeds are always in it (cut short if they
+    """The context of one pass within its budget; seeds are always in it (cut short if they
     must be). Without a classifier or with no stages configured: ranking and packing only."""
-    return _retrieve(
-        task,
-        index,
-        budget_tokens,
-        root=root,
-        mode=mode,
-        seeds=seeds,
-        classifier=classifier,
-        config=config,
-        carried={},
-    )
+    return _retrieve(tree, ask, classifier, carried={})
 
 
 def refine(
     package: ContextPackage,
     request: RefinementRequest,
-    index: RepoIndex,
+    tree: IndexedTree,
     *,
-    root: Path,
     classifier: LoggedLLMClient | None,
-    config: RetrievalConfig,
 ) -> ContextPackage:
     """The package again, with the request's missing files, symbols, tests and error signatures
     as new seeds, under the same budget; files already judged needed keep their place."""
@@ -107,35 +106,23 @@ def refine(
         text="\n".join([request.reason, *request.error_signatures]),
     )
     carried = {f.path: f for f in package.files if f.path not in package.seed_files}
-    return _retrieve(
-        package.task,
-        index,
-        package.budget_tokens,
-        root=root,
-        mode=package.mode,
-        seeds=seeds,
-        classifier=classifier,
-        config=config,
-        carried=carried,
-    )
+    ask = ContextAsk(package.task, package.budget_tokens, package.mode, seeds)
+    return _retrieve(tree, ask, classifier, carried=carried)
 
 
 def _retrieve(
-    task: str,
-    index: RepoIndex,
-    budget_tokens: int,
-    *,
-    root: Path,
-    mode: Mode,
-    seeds: Seeds,
+    tree: IndexedTree,
+    ask: ContextAsk,
     classifier: LoggedLLMClient | None,
-    config: RetrievalConfig,
+    *,
     carried: Mapping[str, ContextFile],
 ) -> ContextPackage:
     """Seeds, then files carried over from a refined package, then ranked files that pass
     scope; each file's detail chosen, all packed into the budget."""
+    task, mode, seeds = ask.task, ask.mode, ask.seeds
+    index, root, config = tree.index, tree.root, tree.config
     resolved = resolve_seeds(task, seeds, index, root=root)
-    budget_tokens = _needed(budget_tokens, root, mode, resolved, config)
+    budget_tokens = _needed(ask.budget_tokens, root, mode, resolved, config)
     run = _Run(
         task,
         root,
@@ -325,9 +312,7 @@ def _precision(run: _Run, entry: Entry) -> None:
         return
     entry.details, asked = choose_details(
         run.task,
-        entry.path,
-        entry.text,
-        entry.symbols,
+        entry,
         run.classifier,
         max_questions=min(run.config.precision_max_questions, run.calls_left),
         seed_symbols=list(wanted),
@@ -339,9 +324,7 @@ class IndexedContext:
     """A context source over a repository index (the shape of agent.run.sources.ContextSource)."""
 
     def __init__(self, index: RepoIndex, root: Path, config: RetrievalConfig) -> None:
-        self._index = index
-        self._root = root
-        self._config = config
+        self._tree = IndexedTree(index, root, config)
 
     def gather(
         self,
@@ -355,16 +338,8 @@ class IndexedContext:
     ) -> ContextPackage:
         """A fresh package: `files` are seeds, `failure` is mined for more."""
         seeds = Seeds(files=list(files), text=failure or "")
-        return retrieve(
-            task,
-            self._index,
-            budget_tokens,
-            root=self._root,
-            mode=mode,
-            seeds=seeds,
-            classifier=classifier,
-            config=self._config,
-        )
+        ask = ContextAsk(task, budget_tokens, mode, seeds)
+        return retrieve(self._tree, ask, classifier=classifier)
 
     def refine(
         self,
@@ -374,60 +349,12 @@ class IndexedContext:
         classifier: LoggedLLMClient | None,
     ) -> ContextPackage:
         """The package widened by what the request says is missing, in the same budget."""
-        return refine(
-            package,
-            request,
-            self._index,
-            root=self._root,
-            classifier=classifier,
-            config=self._config,
-        )
+        return refine(package, request, self._tree, classifier=classifier)
 
     def refresh(self) -> None:
         """Re-index what changed in the worktree (after a commit)."""
-        self._index.update(self._root)
+        self._tree.index.update(self._tree.root)
 
     def close(self) -> None:
         """Release the index."""
-        self._index.close()
-
-
-# --- the plain seam ----------------------------------------------------------------------------
-
-
-def context_from_files(
-    task: str, root: Path, paths: Sequence[str], *, budget_tokens: int
-) -> ContextPackage:
-    """Whole files, in the order given, while they fit `budget_tokens`; the rest are recorded
-    as dropped with the reason (absent files may be created by the step)."""
-    package = ContextPackage(task=task, budget_tokens=budget_tokens)
-    for rel in dict.fromkeys(paths):
-        _add_file(package, root, rel)
-    return package
-
-
-def _add_file(package: ContextPackage, root: Path, rel: str) -> None:
-    path = root / rel
-    if not _inside(root, path) or not path.is_file():
-        package.dropped.append(DroppedFile(path=rel, reason="not in the repository"))
-        return
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        package.dropped.append(DroppedFile(path=rel, reason="not UTF-8 text"))
-        return
-    file = ContextFile(path=rel, content=text)
-    tokens = block_tokens(file)
-    if package.used_tokens + tokens > package.budget_tokens:
-        package.dropped.append(DroppedFile(path=rel, reason=f"{OVER_BUDGET} ({tokens} tokens)"))
-        return
-    package.files.append(file.model_copy(update={"tokens": tokens}))
-    package.used_tokens += tokens
-
-
-def _inside(root: Path, path: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return False
-    return True
+        self._tree.index.close()

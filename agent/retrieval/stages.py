@@ -15,6 +15,7 @@ from agent.llm.budget import MESSAGE_OVERHEAD_TOKENS, estimate_tokens, prompt_li
 from agent.llm.logged import LoggedLLMClient
 from agent.models import DroppedFile, SymbolDetail
 from agent.retrieval.outline import chars_for
+from agent.retrieval.packing import Entry
 from agent.retrieval.parsing import CONTAINER_KINDS, terms
 from agent.retrieval.symbols import Symbol
 
@@ -83,9 +84,7 @@ def judge_scope(
 
 def choose_details(
     task: str,
-    path: str,
-    text: str,
-    symbols: Sequence[Symbol],
+    file: Entry,
     llm: LoggedLLMClient,
     *,
     max_questions: int,
@@ -102,6 +101,7 @@ def choose_details(
     A departure from the seed's level-by-level questions (is the class relevant? its full
     body? then its members…): in a file of a few large classes those spent the questions on
     the classes and never reached the method a fix changes."""
+    path, text, symbols = file.path, file.text, file.symbols
     lines = text.splitlines()
     wanted = set(seed_symbols)
     parents = {s.parent for s in symbols if s.parent}

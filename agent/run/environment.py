@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.config.files import TestingConfig
-from agent.errors import SetupFailed
+from agent.errors import SetupFailed, UnsafeCopy
 from agent.git import worktrees
 from agent.git.treefiles import symlinked_folder
 from agent.git.workspace import Workspace
@@ -25,7 +25,7 @@ from agent.models import CommandResult, EnvironmentReport, ValidationResult
 from agent.run.runtime import Runtime
 from agent.sandbox.base import Sandbox
 from agent.sandbox.commands import run_command, scrubbed_env
-from agent.sandbox.envcache import Entry, EnvCache, UnsafeCopy, copy_path, repo_id, setup_key
+from agent.sandbox.envcache import Entry, EnvCache, copy_path, repo_id, setup_key
 
 
 @dataclass

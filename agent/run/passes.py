@@ -11,7 +11,7 @@ from typing import Literal
 
 from agent.errors import AgentError, BudgetExhausted, Cancelled, StopRun
 from agent.llm.logged import LoggedLLMClient
-from agent.models import PlanStep, Role, RunEvent, RunEventKind, Usage
+from agent.models import ModelRole, PlanStep, RunEvent, RunEventKind, Usage
 from agent.run.context import RunContext
 from agent.run.runtime import Runtime
 
@@ -41,7 +41,7 @@ class OpenPass:
     clients: list[LoggedLLMClient] = field(default_factory=list)
     end: PassEnd | None = None
 
-    def client(self, role: Role) -> LoggedLLMClient:
+    def client(self, role: ModelRole) -> LoggedLLMClient:
         """A logged client for `role` on this pass, charged to it."""
         client = self.run_context.client(role, task_run_id=self.task_run)
         self.clients.append(client)

@@ -14,17 +14,11 @@ from agent.errors import GitError, UnsafePath
 from agent.execute.paths import normalise_path, repository_path
 from agent.gate.doctest_scope import GREP_PATTERNS, DoctestScope, doctest_scope
 from agent.gate.doctests import changed_examples, with_examples_of
+from agent.gate.gate_files import GateChange, gate_changes, may_be_gate_file
 from agent.gate.source_tests import may_hold_tests, with_tests_of
 from agent.gate.testing_sections import is_sectioned, with_testing_sections_of
 from agent.gate.validation import run_validation
-from agent.gate.verdict import (
-    GateChange,
-    file_of_test,
-    gate_changes,
-    judge,
-    may_be_gate_file,
-    rejection_text,
-)
+from agent.gate.verdict import file_of_test, judge, rejection_text
 from agent.git import repo as git
 from agent.git.treefiles import read_text_in_tree
 from agent.git.workspace import scratch_tree

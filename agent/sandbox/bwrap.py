@@ -242,15 +242,15 @@ class BwrapSandbox:
         return [*_each("--remount-ro", [str(p) for p in dirs]), "--remount-ro", "/"]
 
     def _limit_prefix(self) -> list[str]:
-        lim = self.limits
+        limits = self.limits
         bounds = {
-            "data": lim.memory_mb * _MB,
-            "nproc": lim.processes,
-            "fsize": lim.file_size_mb * _MB,
+            "data": limits.memory_mb * _MB,
+            "nproc": limits.processes,
+            "fsize": limits.file_size_mb * _MB,
             "core": 0,
         }
         # CPU: SIGXCPU at the soft limit says why; SIGKILL a little later if it is ignored.
-        cpu = f"--cpu={lim.cpu_seconds}:{lim.cpu_seconds + 5}"
+        cpu = f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}"
         prefix = [self.tools.prlimit, cpu, *(f"--{k}={v}:{v}" for k, v in bounds.items()), "--"]
         if self.as_root:
             assert self.tools.setpriv is not None, "find_tools requires setpriv for root"

@@ -74,10 +74,10 @@ def self_check(sandbox: Sandbox, *, data_dir: Path) -> list[str]:
     data_dir.mkdir(parents=True, exist_ok=True)
     canary = data_dir / ".sandbox-canary"
     canary.write_text("the sandbox must not show this file\n")
-    with tempfile.TemporaryDirectory(prefix="cra-check-", dir=data_dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="cra-check-", dir=data_dir) as scratch:
         result = run_command(
             _PROBE.format(secret=shlex.quote(str(canary))),
-            Path(tmp),
+            Path(scratch),
             sandbox=sandbox,
             timeout=60,
             env={"PATH": "/usr/bin:/bin"},
@@ -86,7 +86,7 @@ def self_check(sandbox: Sandbox, *, data_dir: Path) -> list[str]:
         facts = [line for line in result.output.splitlines() if line.startswith("ok: ")]
         if result.exit_code != 0 or len(facts) != 5:
             raise SandboxUnavailable(_failure(result.output))
-        network = _network_fact(sandbox, Path(tmp))
+        network = _network_fact(sandbox, Path(scratch))
     return [describe_sandbox(sandbox), *(fact.removeprefix("ok: ") for fact in facts), *network]
 
 

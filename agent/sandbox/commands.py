@@ -15,10 +15,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from agent.errors import ValidationError
+from agent.errors import CommandNotStarted
 from agent.interrupts import deferred
 from agent.models import CommandResult
 from agent.sandbox.base import Launch, Sandbox, limit_note
@@ -147,7 +148,7 @@ def _kill(proc: subprocess.Popen[bytes], launch: Launch) -> None:
 
 
 def _start(command: str, launch: Launch) -> subprocess.Popen[bytes]:
-    """Start the launch in a new session; ValidationError if it cannot start."""
+    """Start the launch in a new session; CommandNotStarted if it cannot start."""
     try:
         return subprocess.Popen(
             launch.argv,
@@ -160,7 +161,7 @@ def _start(command: str, launch: Launch) -> subprocess.Popen[bytes]:
             pass_fds=launch.pass_fds,
         )
     except OSError as exc:
-        raise ValidationError(f"could not start {command!r} in {launch.cwd}: {exc}") from exc
+        raise CommandNotStarted(f"could not start {command!r} in {launch.cwd}: {exc}") from exc
     finally:
         launch.close()
 
@@ -207,30 +208,49 @@ def _wait(
     return exit_code, notes
 
 
+@dataclass(frozen=True)
+class Reach:
+    """Where a command runs and what it may touch: `cwd`, inside `tree`, the one tree it may
+    change; the network or not; `outputs`, a directory for its reports; `read_only`, paths it
+    may also read (where a scratch tree's links point)."""
+
+    cwd: Path
+    tree: Path
+    network: bool = False
+    outputs: Path | None = None
+    read_only: Sequence[Path] = ()
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How long a command may run, how much of its output is kept, and how long what it started
+    gets to stop before it is killed."""
+
+    timeout: float
+    max_output_chars: int
+    kill_grace: float = KILL_GRACE
+
+
 def execute(
-    command: str,
-    cwd: Path,
-    *,
-    sandbox: Sandbox,
-    tree: Path,
-    network: bool,
-    timeout: float,
-    env: Mapping[str, str],
-    max_output_chars: int,
-    kill_grace: float = KILL_GRACE,
-    outputs: Path | None = None,
-    read_only: Sequence[Path] = (),
+    command: str, *, sandbox: Sandbox, reach: Reach, env: Mapping[str, str], bounds: Bounds
 ) -> tuple[CommandResult, str]:
     """Run `command` in `sandbox`; its CommandResult and the (head and tail of the) output."""
     started = time.monotonic()
+    cwd, max_output_chars, kill_grace = reach.cwd, bounds.max_output_chars, bounds.kill_grace
     capture = _Capture(max(PARSE_KEEP_CHARS, max_output_chars))
     if not cwd.is_dir():  # before the sandbox maps it: the same error with or without one
-        raise ValidationError(f"could not start {command!r}: no directory {cwd}")
+        raise CommandNotStarted(f"could not start {command!r}: no directory {cwd}")
     launch = sandbox.launch(
-        command, tree=tree, cwd=cwd, env=env, network=network, outputs=outputs, read_only=read_only
+        command,
+        tree=reach.tree,
+        cwd=cwd,
+        env=env,
+        network=reach.network,
+        outputs=reach.outputs,
+        read_only=reach.read_only,
     )
     try:
-        exit_code, notes = _run(command, launch, capture, timeout, kill_grace)
+        exit_code, notes = _run(command, launch, capture, bounds.timeout, kill_grace)
     finally:  # in a sandbox, what the command left running inside ends here
         launch.release(wait=kill_grace)
     notes[:0] = launch.notes
@@ -287,13 +307,9 @@ def run_command(
     `cwd`), with a timeout that kills everything it started."""
     result, _ = execute(
         command,
-        cwd,
         sandbox=sandbox,
-        tree=tree or cwd,
-        network=network,
-        timeout=timeout,
+        reach=Reach(cwd, tree or cwd, network),
         env=env,
-        max_output_chars=max_output_chars,
-        kill_grace=kill_grace,
+        bounds=Bounds(timeout, max_output_chars, kill_grace),
     )
     return result

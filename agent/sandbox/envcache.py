@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from agent.errors import UnsafeCopy
 from agent.git import worktrees
 from agent.git.treefiles import symlink_in_the_way
 
@@ -99,14 +100,6 @@ class Entry:
         (self.path / "used").touch()
         meta = json.loads((self.path / "meta.json").read_text())
         return [str(p) for p in meta.get("tree_paths", [])]
-
-
-class UnsafeCopy(Exception):
-    """A copy into a checkout would write through a symlink of the checkout's (outside it)."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(f"{path} in the checkout is a symlink where the copy would write")
-        self.path = path
 
 
 class EnvCache:

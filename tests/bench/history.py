@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.bench.mine import TestBed
+from agent.bench.trees import TestBed
 from agent.config.files import load_config
 from agent.sandbox.bwrap import build_sandbox
 from tests.fakes.repos import TEST_COMMAND, git_in, init_repo, write_files

@@ -17,13 +17,12 @@ import jsonschema
 import pytest
 
 from agent.bench.journal import journal_path
-from agent.bench.oracle import oracle_factory
+from agent.bench.oracle.model import oracle_factory
 from agent.bench.report import SCHEMA
 from agent.bench.results import TestsSetting, append_result, harness_error, read_results
 from agent.bench.run import (
     Bench,
     Factory,
-    MixedSettings,
     check_setting,
     files_before,
     prepare_clone,
@@ -33,6 +32,7 @@ from agent.bench.run import (
 )
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config.files import load_config
+from agent.errors import MixedSettings
 from agent.git import repo as git
 from agent.runlog.store import RunLog
 from agent.sandbox.bwrap import build_sandbox

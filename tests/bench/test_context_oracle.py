@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.bench.oracle import OracleSpec, parse_label
+from agent.bench.oracle.label import OracleSpec, parse_label
 from agent.bench.results import read_results
 from tests.bench.history import commit, replace
 from tests.e2e.first_hour import clean_env, program

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.bench.journal import JournalMismatch, journal_path
+from agent.bench.journal import journal_path
 from agent.bench.mine import Mined, MineOptions, mine
 from agent.bench.tasks import BenchTask, read_tasks, without_timings
+from agent.errors import JournalMismatch
 from tests.bench.history import History, bed
 from tests.bench.leftovers import killed_checkout
 from tests.e2e.first_hour import clean_env, program

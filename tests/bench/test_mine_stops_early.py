@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.bench.mine import Mined, MineOptions, TestBed, mine
+from agent.bench.mine import Mined, MineOptions, mine
+from agent.bench.trees import TestBed
 from agent.config.files import load_config
 from agent.sandbox.bwrap import build_sandbox
 from tests.bench.history import commit, replace

@@ -9,14 +9,15 @@ import json
 
 import pytest
 
-from agent.bench.misconceptions import (
+from agent.bench.oracle.label import OracleSpec, parse_label
+from agent.bench.oracle.misconceptions import (
     REDRAW,
     SMALL_RATES,
     Misconceptions,
     Rates,
     generation,
 )
-from agent.bench.oracle import OracleModel, OracleSpec, parse_label
+from agent.bench.oracle.model import OracleModel
 from agent.bench.tasks import BenchTask
 from agent.config.files import ModelConfig
 from agent.execute.matching import replace_once

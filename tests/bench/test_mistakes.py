@@ -8,7 +8,7 @@ import difflib
 
 import pytest
 
-from agent.bench.mistakes import (
+from agent.bench.oracle.mistakes import (
     left_out,
     negated_guard,
     off_by_one,

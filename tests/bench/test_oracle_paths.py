@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.bench.oracle import OracleModel
+from agent.bench.oracle.model import OracleModel
 from agent.bench.patches import parse_patch
 from agent.bench.results import read_results
 from agent.bench.tasks import BenchTask, read_tasks

@@ -1,13 +1,13 @@
-"""agent.bench.sight: the part of a fix's hunk the context-honest oracle can write from what a
-prompt shows — its changed lines, anchored on whichever lines of git's context stand beside
+"""agent.bench.oracle.sight: the part of a fix's hunk the context-honest oracle can write from
+what a prompt shows — its changed lines, anchored on whichever lines of git's context stand beside
 them in the file's own block — and the paths a prompt names, whole."""
 
 from __future__ import annotations
 
 import re
 
+from agent.bench.oracle.sight import Hunk, names_path, step_files, writable
 from agent.bench.patches import FilePatch, oracle_edits
-from agent.bench.sight import Hunk, names_path, step_files, writable
 
 BEFORE = """class Box:
     def open(self):

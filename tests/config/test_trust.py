@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.config.files import TrustConfig, UserConfig
 from agent.config.trust import beneath_user, is_trusted, load_repo_config, strip_untrusted
+from agent.config.user import TrustConfig, UserConfig
 from agent.errors import ConfigError
 
 HOSTILE = {

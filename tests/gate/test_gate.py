@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from agent.gate.gate_files import command_files, gate_changes, gate_role, may_be_gate_file
 from agent.gate.testing_sections import testing_sections as sections_of
-from agent.gate.verdict import (
-    command_files,
-    file_of_test,
-    gate_changes,
-    gate_role,
-    judge,
-    may_be_gate_file,
-    rejection_text,
-)
+from agent.gate.verdict import file_of_test, judge, rejection_text
 from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
 
 # --- the gate files --------------------------------------------------------------------------

@@ -4,7 +4,8 @@ doctest examples where the tests run them, code that reaches into the test runne
 
 from __future__ import annotations
 
-from agent.gate.verdict import gate_changes, rejection_text
+from agent.gate.gate_files import gate_changes
+from agent.gate.verdict import rejection_text
 
 OPS = '''"""Arithmetic."""
 

@@ -6,13 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.gate.testreport import (
-    named_tests,
-    parse_counts,
-    parse_junit,
-    parse_outcomes,
-    read_report,
-)
+from agent.gate.testreport.outcomes import named_tests, parse_junit, parse_outcomes, read_report
+from agent.gate.testreport.summaries import parse_counts
 from agent.models import TestCounts
 
 # --- parsing test names ----------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent.config.files import TestingConfig
-from agent.errors import Interrupted, ValidationError
+from agent.errors import CommandNotStarted, Interrupted
 from agent.gate.validation import attempt_timeout, compare_to_baseline, run_validation
 from agent.interrupts import interruptible
 from agent.models import ValidationResult
@@ -279,7 +279,7 @@ def test_cap_output_leaves_short_text_alone_and_splits_long_text_evenly() -> Non
 
 
 def test_a_missing_directory_is_a_validation_error(tmp_path: Path, sandbox: Sandbox) -> None:
-    with pytest.raises(ValidationError, match="could not start"):
+    with pytest.raises(CommandNotStarted, match="could not start"):
         run_command(
             "true", tmp_path / "missing", sandbox=sandbox, timeout=5, env={}, max_output_chars=1000
         )
@@ -360,7 +360,7 @@ def test_run_validation_succeeds_on_the_fixed_project(project: Path, sandbox: Sa
 
 
 def test_run_validation_without_a_test_command_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError, match="test_command"):
+    with pytest.raises(CommandNotStarted, match="test_command"):
         run_validation(tmp_path, TestingConfig(), environ={}, sandbox=NoSandbox())
 
 

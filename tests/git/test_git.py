@@ -10,6 +10,7 @@ import pytest
 from agent.errors import CredentialsInUrl, GitError
 from agent.git import remotes, worktrees
 from agent.git import repo as git
+from agent.git.branches import unique_branch
 from tests.fakes.repos import (
     ISOLATED_GIT_ENV,
     MUL_BUG,
@@ -315,15 +316,15 @@ def test_prune_worktrees_forgets_vanished_ones_and_deletes_stale_dirs(tmp_path: 
 
 
 def test_unique_branch_appends_a_counter_when_taken(project: Path) -> None:
-    assert git.unique_branch(project, "cra/fix") == "cra/fix"
+    assert unique_branch(project, "cra/fix") == "cra/fix"
     git_in(project, "branch", "cra/fix")
     git_in(project, "branch", "cra/fix-2")
-    assert git.unique_branch(project, "cra/fix") == "cra/fix-3"
+    assert unique_branch(project, "cra/fix") == "cra/fix-3"
 
 
 def test_unique_branch_steps_around_branches_that_share_its_namespace(project: Path) -> None:
     git_in(project, "branch", "cra/fix/old")  # then no branch cra/fix can exist
-    assert git.unique_branch(project, "cra/fix") == "cra/fix-2"
+    assert unique_branch(project, "cra/fix") == "cra/fix-2"
     git_in(project, "branch", "-D", "cra/fix/old")
     git_in(project, "branch", "cra")  # then no branch cra/… can exist at all
     with pytest.raises(
@@ -331,7 +332,7 @@ def test_unique_branch_steps_around_branches_that_share_its_namespace(project: P
         match="a branch named 'cra' exists, so no branch 'cra/fix' "
         "can be made: rename or delete 'cra'",
     ):
-        git.unique_branch(project, "cra/fix")
+        unique_branch(project, "cra/fix")
 
 
 def test_refs_resolve_to_full_shas_and_the_current_branch(project: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.git import branches
 from agent.git import repo as git
 from agent.git.files import head_in_tree as head_from_files
 from agent.git.files import ref_exists_in_files
@@ -96,12 +97,12 @@ def test_odd_ref_names_and_reftable_are_left_to_git(repo: Path) -> None:
 def test_unique_branch_skips_a_packed_branch(repo: Path) -> None:
     subprocess.run(["git", "branch", "cra/task"], cwd=repo, check=True)
     subprocess.run(["git", "pack-refs", "--all"], cwd=repo, check=True)
-    assert git.unique_branch(repo, "cra/task") == "cra/task-2"
+    assert branches.unique_branch(repo, "cra/task") == "cra/task-2"
 
 
 @pytest.mark.parametrize("name", ["cra/fix-it", "cra/a_b/c-1", "x", "cra/2fix", "_a/b"])
 def test_plain_branch_names_are_ones_git_accepts(repo: Path, name: str) -> None:
-    assert git.PLAIN_BRANCH.fullmatch(name)
+    assert branches.PLAIN_BRANCH.fullmatch(name)
     assert (
         subprocess.run(
             ["git", "check-ref-format", "--branch", name], cwd=repo, capture_output=True
@@ -126,7 +127,7 @@ def test_plain_branch_names_are_ones_git_accepts(repo: Path, name: str) -> None:
     ],
 )
 def test_other_branch_names_are_left_to_git(repo: Path, name: str) -> None:
-    if git.PLAIN_BRANCH.fullmatch(name) and name != "HEAD":
+    if branches.PLAIN_BRANCH.fullmatch(name) and name != "HEAD":
         pytest.fail(f"{name} taken as plain")
     with pytest.raises(git.GitError):
-        git.unique_branch(repo, name)
+        branches.unique_branch(repo, name)

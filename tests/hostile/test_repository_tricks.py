@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from agent.git import branches, worktrees
 from agent.git import repo as git
-from agent.git import worktrees
 from agent.git.workspace import close_workspace, open_workspace, scratch_tree
 from agent.sandbox.commands import run_command
 from tests.fakes.probes import PATH, MakeBwrap
@@ -186,14 +186,14 @@ def test_attack_repository_hooks_never_run(tmp_path: Path) -> None:
         project,
         tmp_path / "wt",
         commit=git.head_commit(project),
-        branch=git.unique_branch(project, "cra/hooks"),
+        branch=branches.unique_branch(project, "cra/hooks"),
     )
     ops = worktree / "calc" / "ops.py"
     ops.write_text(ops.read_text().replace(MUL_BUG, MUL_FIX))
     assert git.commit_all(worktree, "Fix", author_name="a", author_email="a@x") is not None
     worktrees.reset_clean(worktree, git.head_commit(project))
     worktrees.remove_worktree(project, worktree)
-    git.delete_branch(project, "cra/hooks")
+    branches.delete_branch(project, "cra/hooks")
 
     assert sorted(p.name for p in marks.iterdir()) == []
 

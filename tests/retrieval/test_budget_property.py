@@ -14,7 +14,7 @@ from agent.models import ContextPackage
 from agent.retrieval.index import RepoIndex
 from agent.retrieval.packing import Entry, pack
 from agent.retrieval.parsing import parse_source
-from agent.retrieval.pipeline import retrieve
+from agent.retrieval.pipeline import ContextAsk, IndexedTree, retrieve
 from agent.retrieval.scan import is_test_path
 from agent.retrieval.seeds import Seeds
 from tests.retrieval.conftest import CART_PY, PRICING_PY, USERS_PY, make_repo
@@ -79,16 +79,10 @@ def test_retrieve_never_exceeds_the_budget(
         seeds = sorted(files)[:seed_count]
         with RepoIndex.open(Path(tmp) / "index.sqlite") as index:
             index.update(repo)
-            package = retrieve(
-                "the cart price ignores tax",
-                index,
-                budget,
-                root=repo,
-                mode=mode,  # type: ignore[arg-type]
-                seeds=Seeds(files=seeds),
-                classifier=None,
-                config=RetrievalConfig(whole_file_tokens=100),
-            )
+            tree = IndexedTree(index, repo, RetrievalConfig(whole_file_tokens=100))
+            task = "the cart price ignores tax"
+            ask = ContextAsk(task, budget, mode, Seeds(files=seeds))  # type: ignore[arg-type]
+            package = retrieve(tree, ask, classifier=None)
     assert_within(package, budget)
     kept = {f.path for f in package.files}
     reasons = {d.path: d.reason for d in package.dropped}

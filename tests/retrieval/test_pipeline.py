@@ -12,7 +12,7 @@ from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextPackage, RefinementRequest
 from agent.retrieval.index import RepoIndex
 from agent.retrieval.outline import MARK
-from agent.retrieval.pipeline import IndexedContext, refine, retrieve
+from agent.retrieval.pipeline import ContextAsk, IndexedContext, IndexedTree, refine, retrieve
 from agent.retrieval.ranking import rank
 from agent.retrieval.seeds import ResolvedSeeds, Seeds
 from tests.fakes.call_log import MemoryCallLog
@@ -34,16 +34,8 @@ def run(
     task: str = TASK,
     mode: str = "implement",
 ) -> ContextPackage:
-    return retrieve(
-        task,
-        index,
-        budget,
-        root=root,
-        mode=mode,  # type: ignore[arg-type]
-        seeds=Seeds(files=list(files)),
-        classifier=classifier,
-        config=config,
-    )
+    ask = ContextAsk(task, budget, mode, Seeds(files=list(files)))  # type: ignore[arg-type]
+    return retrieve(IndexedTree(index, root, config), ask, classifier=classifier)
 
 
 def paths(package: ContextPackage) -> list[str]:
@@ -462,14 +454,8 @@ def test_refinement_brings_in_a_missing_file_within_the_same_budget(
     )
     assert "shop/users.py" not in paths(package)
     request = RefinementRequest(reason="needs the user model", missing_files=["shop/users.py"])
-    refined = refine(
-        package,
-        request,
-        shop_index,
-        root=shop,
-        classifier=None,
-        config=RetrievalConfig(stages=[], top_k=1),
-    )
+    tree = IndexedTree(shop_index, shop, RetrievalConfig(stages=[], top_k=1))
+    refined = refine(package, request, tree, classifier=None)
     assert paths(refined)[:2] == ["shop/cart.py", "shop/users.py"]
     assert refined.budget_tokens == 1500 and refined.used_tokens <= 1500
     assert refined.seed_files == ["shop/cart.py", "shop/users.py"]
@@ -486,7 +472,7 @@ def test_refinement_does_not_ask_again_about_files_already_judged(
     package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier, config=config)
     [kept] = asked_files(server)
     request = RefinementRequest(reason="NameError", missing_symbols=["hash_password"])
-    refined = refine(package, request, shop_index, root=shop, classifier=classifier, config=config)
+    refined = refine(package, request, IndexedTree(shop_index, shop, config), classifier=classifier)
     assert "shop/users.py" in paths(refined) and kept in paths(refined)
     assert asked_files(server).count(kept) == 1
     assert len(asked_files(server)) == 2

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from difflib import SequenceMatcher
 
+from agent.bench.oracle.sight import Hunk, closest
 from agent.bench.patches import FilePatch
-from agent.bench.sight import Hunk, closest
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 _COMPARISON = re.compile(r"(?<![<>=!\-])(<=|>=|<|>)(?![<>=])")

@@ -13,22 +13,24 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 
-from agent.gate.testreport_cargo import cargo_incomplete, stable_doctest_names
-from agent.gate.testreport_tap import (
-    is_node_spec,
-    is_tap,
-    node_counts,
+from agent.gate.testreport.summaries import (
+    PYTEST_TAIL_CHARS,
+    counts_of,
+    output_lines,
+    pytest_incomplete,
+    summary_of,
+    why_incomplete,
+)
+from agent.gate.testreport.tap import (
     spec_outcomes,
-    tap_incomplete,
     tap_outcomes,
 )
-from agent.models import TestCounts, TestOutcome, TestReport
+from agent.models import TestOutcome, TestReport
 
 JUNIT_MAX_BYTES = 50_000_000  # a larger report is not read (the output's summary still is)
 
 # --- test names in the output ----------------------------------------------------------------
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Trailing timings and counts: " (4 ms)", " 3ms", " (2 tests | 1 failed)".
 _TIME = r"\d+(?:\.\d+)?\s*m?s"
 _SUFFIX = re.compile(rf"(?:\s+(?:\({_TIME}\)|{_TIME}|\(\d+ tests?[^)]*\)))+$")
@@ -83,10 +85,6 @@ def _test_id(match: re.Match[str]) -> str:
     return _SUFFIX.sub("", groups["id"].strip())
 
 
-def _lines(output: str) -> list[str]:
-    return stable_doctest_names([line.rstrip() for line in _ANSI.sub("", output).splitlines()])
-
-
 def _parse(lines: list[str], patterns: Iterable[re.Pattern[str]]) -> list[str]:
     """The ids the first matching pattern of each line names, deduplicated, in order."""
     found: dict[str, None] = {}
@@ -102,7 +100,7 @@ def _parse(lines: list[str], patterns: Iterable[re.Pattern[str]]) -> list[str]:
 def named_tests(output: str) -> tuple[list[str], list[str]]:
     """The failing and the passing test ids the output names (pytest, unittest, go test, cargo
     test, jest, vitest, node and TAP), read in one pass."""
-    lines = _lines(output)
+    lines = output_lines(output)
     listed = _listed(lines, _runner(lines))
     if listed is None:
         return _parse(lines, _FAILING), _parse(lines, _PASSING)
@@ -114,7 +112,7 @@ def named_tests(output: str) -> tuple[list[str], list[str]]:
 
 def _runner(lines: list[str]) -> str | None:
     """The runner whose summary the output ends with, or None."""
-    summary = _summary(lines)
+    summary = summary_of(lines)
     return summary[0] if summary else None
 
 
@@ -128,7 +126,7 @@ def _listed(lines: list[str], runner: str | None) -> dict[str, TestOutcome] | No
 
 def parse_outcomes(output: str) -> dict[str, TestOutcome]:
     """Every test id the output names with its outcome (the worst, when named twice)."""
-    lines = _lines(output)
+    lines = output_lines(output)
     return _outcomes(lines, _runner(lines))
 
 
@@ -152,199 +150,7 @@ def _outcomes(lines: list[str], runner: str | None) -> dict[str, TestOutcome]:
 
 # --- summary lines ---------------------------------------------------------------------------
 
-_PYTEST_SUMMARY = re.compile(
-    r"^=*\s*(?P<body>(?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|"
-    r"warnings?|rerun)(?:, )?)+|no tests ran)(?: in [\d.]+ ?s(?:econds)?\b.*)?\s*=*$"
-)
-_PYTEST_WORDS: Mapping[str, str] = {
-    "passed": "passed",
-    "failed": "failed",
-    "error": "errors",
-    "errors": "errors",
-    "skipped": "skipped",
-    "xfailed": "xfailed",
-    "xpassed": "xpassed",
-}
-_UNITTEST_RAN = re.compile(r"^Ran (?P<n>\d+) tests? in ")
-_UNITTEST_END = re.compile(r"^(?P<state>OK|FAILED)(?: \((?P<body>[^)]*)\))?$")
-_UNITTEST_WORDS: Mapping[str, str] = {
-    "failures": "failed",
-    "errors": "errors",
-    "skipped": "skipped",
-    "expected failures": "xfailed",
-    "unexpected successes": "xpassed",
-}
-_CARGO = re.compile(
-    r"^test result: \w+\. (?P<p>\d+) passed; (?P<f>\d+) failed; (?P<i>\d+) ignored;"
-)
-_JEST = re.compile(r"^Tests:\s+(?P<body>.*?)(?P<total>\d+) total")
-_VITEST = re.compile(r"^\s*Tests\s+(?P<body>\d+ \w+(?: \| \d+ \w+)*)\s+\((?P<total>\d+)\)")
-_MOCHA = re.compile(r"^\s*(?P<n>\d+) (?P<word>passing|failing|pending)\b")
-_GO_PACKAGE = re.compile(r"^(?P<state>ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))")
-_MOCHA_WORDS: Mapping[str, str] = {"passing": "passed", "failing": "failed", "pending": "skipped"}
-_COUNTED = re.compile(r"(?P<n>\d+) (?P<word>[a-z]+(?: [a-z]+)?)")
-_JS_WORDS: Mapping[str, str] = {
-    "passed": "passed",
-    "failed": "failed",
-    "skipped": "skipped",
-    "todo": "skipped",
-    "pending": "skipped",
-}
 
-
-def _add(counts: dict[str, int], key: str, n: int) -> None:
-    counts[key] = counts.get(key, 0) + n
-
-
-def _pytest_counts(lines: list[str]) -> TestCounts | None:
-    for line in reversed(lines):
-        match = _PYTEST_SUMMARY.match(line)
-        if match and (" in " in line or "no tests ran" in line):
-            counts: dict[str, int] = {}
-            for n, word in re.findall(r"(\d+) (\w+)", match["body"]):
-                if word in _PYTEST_WORDS:
-                    _add(counts, _PYTEST_WORDS[word], int(n))
-            return TestCounts(**counts)
-    return None
-
-
-def _unittest_counts(lines: list[str]) -> TestCounts | None:
-    ran = next((i for i in range(len(lines) - 1, -1, -1) if _UNITTEST_RAN.match(lines[i])), None)
-    if ran is None:
-        return None
-    end = next((m for line in lines[ran + 1 :] if (m := _UNITTEST_END.match(line))), None)
-    if end is None:
-        return None
-    total = int(_UNITTEST_RAN.match(lines[ran])["n"])  # type: ignore[index]
-    counts: dict[str, int] = {}
-    for part in (end["body"] or "").split(","):
-        key, _, value = part.strip().partition("=")
-        if key in _UNITTEST_WORDS and value.isdigit():
-            _add(counts, _UNITTEST_WORDS[key], int(value))
-    counts["passed"] = max(total - sum(counts.values()), 0)
-    return TestCounts(**counts)
-
-
-def _cargo_counts(lines: list[str]) -> TestCounts | None:
-    found = [m for line in lines if (m := _CARGO.match(line))]
-    if not found:
-        return None
-    return TestCounts(
-        passed=sum(int(m["p"]) for m in found),
-        failed=sum(int(m["f"]) for m in found),
-        skipped=sum(int(m["i"]) for m in found),
-    )
-
-
-def _js_counts(lines: list[str]) -> TestCounts | None:
-    for line in reversed(lines):
-        match = _JEST.match(line) or _VITEST.match(line)
-        if match:
-            counts: dict[str, int] = {}
-            for found in _COUNTED.finditer(match["body"]):
-                word = found["word"].split()[0]
-                if word in _JS_WORDS:
-                    _add(counts, _JS_WORDS[word], int(found["n"]))
-            return TestCounts(**counts)
-    mocha = [m for line in lines if (m := _MOCHA.match(line))]
-    if not mocha:
-        return None
-    counts = {}
-    for line_match in mocha:
-        _add(counts, _MOCHA_WORDS[line_match["word"]], int(line_match["n"]))
-    return TestCounts(**counts)
-
-
-def _go_counts(lines: list[str]) -> TestCounts | None:
-    """`go test` without -v: one line per package, counted as one test each."""
-    found = [m["state"] for line in lines if (m := _GO_PACKAGE.match(line))]
-    if not found:
-        return None
-    return TestCounts(passed=found.count("ok"), failed=found.count("FAIL"))
-
-
-def _node_spec_counts(lines: list[str]) -> TestCounts | None:
-    return node_counts(lines) if is_node_spec(lines) else None
-
-
-def _tap_counts(lines: list[str]) -> TestCounts | None:
-    """Node's summary of its TAP stream, or the counts of the tests a planned TAP stream
-    names."""
-    if not is_tap(lines):
-        return None
-    counts = node_counts(lines)
-    return counts if counts is not None else counts_of(tap_outcomes(lines))
-
-
-def parse_counts(output: str) -> tuple[str, TestCounts] | None:
-    """The runner and its counts from the last summary a known runner printed, or None."""
-    return _summary(_lines(output))
-
-
-def _summary(lines: list[str]) -> tuple[str, TestCounts] | None:
-    for runner, reader in (
-        ("pytest", _pytest_counts),
-        ("unittest", _unittest_counts),
-        ("cargo", _cargo_counts),
-        ("js", _js_counts),
-        ("node", _node_spec_counts),
-        ("tap", _tap_counts),
-        ("go", _go_counts),
-    ):
-        counts = reader(lines)
-        if counts is not None:
-            return runner, counts
-    return None
-
-
-def _incomplete(runner: str | None, lines: list[str]) -> str | None:
-    """Why the runner stopped before running every test, as far as its output shows, or None."""
-    if runner == "cargo":
-        return cargo_incomplete(lines)
-    if runner == "pytest":
-        return pytest_incomplete(lines)
-    return tap_incomplete(lines) if runner == "tap" else None
-
-
-_PYTEST_STOPPED = re.compile(r"^!+ (?:[\w.]+: )?stopping after (?P<n>\d+) failures? !+$")
-_PYTEST_COLLECTION = re.compile(r"^!+ Interrupted: (?P<n>\d+) errors? during collection !+$")
-_PYTEST_TAIL_LINES = 400  # where pytest prints why it stopped: the end of its output
-_PYTEST_TAIL_CHARS = 40_000
-
-
-def pytest_incomplete(lines: list[str]) -> str | None:
-    """Why pytest stopped before running every test — at a number of failures (-x,
-    --maxfail), or at errors while collecting (then it runs no test at all) — or None."""
-    for line in reversed(lines[-_PYTEST_TAIL_LINES:]):
-        if match := _PYTEST_STOPPED.match(line):
-            return (
-                f"pytest stopped after {match['n']} failing test(s) (-x or --maxfail): the "
-                "tests after them did not run"
-            )
-        if match := _PYTEST_COLLECTION.match(line):
-            return (
-                f"pytest stopped at {match['n']} error(s) while collecting the tests, and "
-                "ran none (--continue-on-collection-errors runs the others)"
-            )
-    return None
-
-
-def counts_of(outcomes: Mapping[str, TestOutcome]) -> TestCounts:
-    """Counts of a per-test outcome map."""
-    counts: dict[str, int] = {}
-    for outcome in outcomes.values():
-        _add(counts, _COUNT_KEY[outcome], 1)
-    return TestCounts(**counts)
-
-
-_COUNT_KEY: Mapping[TestOutcome, str] = {
-    "passed": "passed",
-    "failed": "failed",
-    "error": "errors",
-    "skipped": "skipped",
-    "xfailed": "xfailed",
-    "xpassed": "xpassed",
-}
 _SEVERITY: Mapping[TestOutcome, int] = {
     "passed": 0,
     "xpassed": 1,
@@ -412,7 +218,7 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
     """What the run says about its tests: outcomes and counts from the best source there is."""
     junit = parse_junit(junit_xml) if junit_xml else None
     if junit is not None:
-        tail = _lines(output[-_PYTEST_TAIL_CHARS:])
+        tail = output_lines(output[-PYTEST_TAIL_CHARS:])
         return TestReport(
             source="junit",
             runner="pytest",
@@ -420,8 +226,8 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
             outcomes=junit,
             incomplete=pytest_incomplete(tail),
         )
-    lines = _lines(output)
-    summary = _summary(lines)
+    lines = output_lines(output)
+    summary = summary_of(lines)
     named = _outcomes(lines, summary[0] if summary else None)
     listed = bool(named) and any(o != "failed" for o in named.values())
     if summary is not None and (summary[0] != "go" or not listed):
@@ -433,7 +239,7 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
             runner=runner,
             counts=counts,
             outcomes=named,
-            incomplete=_incomplete(runner, lines),
+            incomplete=why_incomplete(runner, lines),
         )
     if listed:  # every test named with its outcome (go test -v, cargo, unittest -v …)
         return TestReport(source="names", counts=counts_of(named), outcomes=named)

@@ -1,29 +1,5 @@
-"""The oracle: a model that answers every call of cra's normal plan/edit path with the gold
-patch (with the fix's tests hidden, also its changes to the existing tests that pinned the
-behaviour it changes, as its commit made them). One part, one step per changed file, the files
-landing together as one change (as a planner is asked to plan a fix across files), a step
-declaring `changes_existing_tests` where
-its gold edits change tests the gate counts (doctest examples) and "yes" to the gate's question
-about those changes, edit blocks made from the patch's hunks for the file the step names (by
-whole path), "yes" to retrieval questions. On a healthy install it resolves every mined task,
-which checks the harness on real code before any model is blamed. With a noise mode
-(`oracle:edits`, …) its answers are spoiled with a small model's typical mistakes at a rate, to
-measure how much of that the harness absorbs.
-
-`oracle:context` answers only from what each prompt shows: a plan names only the fix's files
-whose path or code the prompt shows (else the shown file closest to them), an edit is written
-only for a hunk whose changed lines the implement prompt shows in its file, anchored on the
-lines of git's context shown beside them (else it asks for the file once, then gives up), and a
-retrieval question is answered yes only about a file of the fix or a definition it changes. Its
-rate is the ceiling the clean room puts on any model; its gap to the plain oracle's is what
-retrieval loses. It combines with a noise mode: `oracle:context+edits@0.3`.
-
-Mistake modes (`wrong-judgments`, `wrong-plans`, `wrong-edits`, `partial-edits`, `wrong-tests`,
-or `small` for all of them at calibrated rates) make it wrong about substance, not format: the
-mistakes come from mistakes.py, which of them a task holds from its misconceptions
-(misconceptions.py), so a retry repeats a mistake more often than not. They combine with
-`context`, with each other and with one noise mode: `oracle:context+wrong-edits@0.5`.
-"""
+"""The oracle's model: a ChatModel answering every call of cra's plan/edit path from a task's
+gold patch, as agent.bench.oracle describes; `oracle_factory` makes one for a task."""
 
 from __future__ import annotations
 
@@ -33,23 +9,13 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from agent.bench import misconceptions, noise
-from agent.bench.misconceptions import Misconceptions, Rates, mode_rates
-from agent.bench.mistakes import left_out, spoiled_test, wrong_edit, wrong_plan
-from agent.bench.patches import (
-    FilePatch,
-    after_patch,
-    is_code,
-    is_test_change,
-    oracle_edits,
-    parse_patch,
-    pinning_changes,
-)
-from agent.bench.results import TestsSetting
-from agent.bench.sight import (
+import agent.bench.oracle.noise as noise
+from agent.bench.oracle.label import OracleSpec, parse_label
+from agent.bench.oracle.misconceptions import Misconceptions
+from agent.bench.oracle.mistakes import left_out, spoiled_test, wrong_edit, wrong_plan
+from agent.bench.oracle.sight import (
     Hunk,
     changed_symbols,
     closest,
@@ -61,62 +27,26 @@ from agent.bench.sight import (
     step_files,
     writable,
 )
+from agent.bench.patches import (
+    FilePatch,
+    after_patch,
+    is_code,
+    is_test_change,
+    oracle_edits,
+    parse_patch,
+    pinning_changes,
+)
+from agent.bench.results import TestsSetting
 from agent.bench.tasks import BenchTask
 from agent.config.files import MAX_GROUP_STEPS, ModelConfig
-from agent.gate.verdict import gate_changes
+from agent.gate.gate_files import gate_changes
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
 
-ORACLE = "oracle"
-CONTEXT = "context"  # answer only from what the prompt shows
-DEFAULT_RATE = 0.3
 CANNOT_SEE = "I cannot see the code this step must change, so I cannot write an edit for it."
 NO_CHANGE = "This file needs no change for this fix."
 # Stages that ask for a test (the reproduction step a later issue adds): wrong-tests spoils them.
 TEST_STAGES = ("reproduce", "write_test")
-
-
-@dataclass(frozen=True)
-class OracleSpec:
-    """An oracle label read: context-honest or not, its noise mode ("" for none) and rate, the
-    rates of its substantive mistakes (none by default)."""
-
-    context: bool = False
-    mode: str = ""
-    rate: float = DEFAULT_RATE
-    mistakes: Rates = field(default_factory=Rates)
-
-
-def parse_label(label: str) -> OracleSpec | None:
-    """The spec of "oracle" or "oracle:<mode>[+<mode>…][@rate]" — `context`, at most one noise
-    mode, any mistake modes (misconceptions.mode_rates reads their rates); None for a real
-    model. ValueError for an unknown mode."""
-    if label != ORACLE and not label.startswith(ORACLE + ":"):
-        return None
-    rest = label.removeprefix(ORACLE).removeprefix(":")
-    modes, _, rate = rest.partition("@")
-    parts = [m for m in modes.split("+") if m]
-    context = CONTEXT in parts
-    noisy = [m for m in parts if m in noise.MODES]
-    wrong = [m for m in parts if m in misconceptions.MODES or m == misconceptions.SMALL]
-    known = (
-        f"{', '.join(sorted(noise.MODES))}, alone or after {CONTEXT}+; mistakes "
-        f"{', '.join([*misconceptions.MODES, misconceptions.SMALL])}, joined by +"
-    )
-    unknown = [m for m in parts if m != CONTEXT and m not in noisy and m not in wrong]
-    if unknown:
-        raise ValueError(f"unknown oracle noise mode {unknown[0]!r}; known: {known}")
-    if len(noisy) > 1:
-        raise ValueError(
-            f"more than one oracle noise mode ({'+'.join(noisy)}): give at most one of {known}"
-        )
-    given = float(rate) if rate else None
-    return OracleSpec(
-        context=context,
-        mode=noisy[0] if noisy else "",
-        rate=DEFAULT_RATE if given is None else given,
-        mistakes=mode_rates(wrong, given),
-    )
 
 
 def oracle_factory(
