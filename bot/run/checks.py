@@ -36,10 +36,16 @@ class RunCheck:
     """The check run of one run (none until `open`)."""
 
     def __init__(
-        self, gh: GitHubAPI, store: BotStore, *, run_id: int, repo: str, installation_id: int | None
+        self,
+        github: GitHubAPI,
+        store: BotStore,
+        *,
+        run_id: int,
+        repository: str,
+        installation_id: int | None,
     ) -> None:
-        self.gh, self.store = gh, store
-        self.run_id, self.repo, self.inst = run_id, repo, installation_id
+        self.github, self.store = github, store
+        self.run_id, self.repository, self.installation_id = run_id, repository, installation_id
         self.id: int | None = None  # open, not yet concluded
         self.sha: str | None = None
 
@@ -47,13 +53,13 @@ class RunCheck:
         """An in-progress check on the commit the run starts from."""
 
         def create() -> None:
-            self.id = self.gh.create_check_run(
-                self.repo,
+            self.id = self.github.create_check_run(
+                self.repository,
                 sha,
                 name="cra",
                 title="cra is working",
                 summary=f"Run {self.run_id} started.",
-                installation_id=self.inst,
+                installation_id=self.installation_id,
             )
             self.sha = sha
             self.store.update_run(self.run_id, check_run_id=self.id)
@@ -69,14 +75,14 @@ class RunCheck:
             self.id = None
         best_effort(
             f"the check run of run {self.run_id}",
-            lambda: self.gh.update_check_run(
-                self.repo,
+            lambda: self.github.update_check_run(
+                self.repository,
                 check_id,
                 status="completed" if conclusion else "in_progress",
                 conclusion=conclusion,
                 title=title[:200],
                 summary=summary,
-                installation_id=self.inst,
+                installation_id=self.installation_id,
             ),
         )
 
@@ -87,16 +93,21 @@ class RunCheck:
         self.update(title=title, summary=summary, conclusion=conclusion)
         if started_here:
             return
-        check_id = self.gh.create_check_run(
-            self.repo, commit, name="cra", title=title, summary=summary, installation_id=self.inst
+        check_id = self.github.create_check_run(
+            self.repository,
+            commit,
+            name="cra",
+            title=title,
+            summary=summary,
+            installation_id=self.installation_id,
         )
-        self.gh.update_check_run(
-            self.repo,
+        self.github.update_check_run(
+            self.repository,
             check_id,
             status="completed",
             conclusion=conclusion,
             title=title,
             summary=summary,
-            installation_id=self.inst,
+            installation_id=self.installation_id,
         )
         self.store.update_run(self.run_id, check_run_id=check_id)

@@ -33,7 +33,7 @@ class RunReport:
             self.github,
             self.store,
             run_id=run.id,
-            repo=self.repository,
+            repository=self.repository,
             installation_id=self.installation_id,
         )
         self.pr_url: str | None = None
