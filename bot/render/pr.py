@@ -1,7 +1,7 @@
 """A run's result for people: PR title and body, check run summary and title, failure comment.
 
 Data in, Markdown out, within GitHub's size limits (bot.render.fit); untrusted text goes through
-bot.render.markdown and the result's sections are bot.render.sections.
+bot.render.markdown and the result's sections are bot.render.sections and bot.render.testing.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ from bot.render.sections import (
     output_section,
     plan_section,
     step_ref,
+    units_of,
+)
+from bot.render.testing import (
     tests_changed_section,
     tests_section,
     tests_sentence,
-    units_of,
     validation_state,
 )
 
@@ -56,9 +58,9 @@ def _duration(ms: int) -> str:
     return f"{minutes} min {secs} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
-def _usage_section(ctx: PrContext) -> str:
-    result = ctx.result
-    roles = sorted(set(result.usage_by_role) | set(ctx.models))[:10]
+def _usage_section(context: PrContext) -> str:
+    result = context.result
+    roles = sorted(set(result.usage_by_role) | set(context.models))[:10]
     total = result.usage
     est = " (estimated)" if total.estimated else ""
     line = (
@@ -71,38 +73,38 @@ def _usage_section(ctx: PrContext) -> str:
     for role in roles:
         u = result.usage_by_role.get(role, Usage())
         rows.append(
-            f"| {md.line(role, 40)} | {md.line(ctx.models.get(role, '–'), 80)} | "
+            f"| {md.line(role, 40)} | {md.line(context.models.get(role, '–'), 80)} | "
             f"{u.total_tokens:,} | {u.calls:,} | {_duration(u.latency_ms)} |"
         )
     return "### Usage\n\n" + "\n".join(rows) + "\n\n" + line
 
 
-def _run_link(ctx: PrContext) -> str:
-    return md.link("Run page", ctx.run_url) if ctx.run_url else ""
+def _run_link(context: PrContext) -> str:
+    return md.link("Run page", context.run_url) if context.run_url else ""
 
 
-def _footer(ctx: PrContext) -> str:
-    bits = [md.link("Run page", ctx.run_url)] if ctx.run_url else []
-    if ctx.result.branch:
-        bits.append("branch " + md.code(ctx.result.branch))
+def _footer(context: PrContext) -> str:
+    bits = [md.link("Run page", context.run_url)] if context.run_url else []
+    if context.result.branch:
+        bits.append("branch " + md.code(context.result.branch))
     return " · ".join(bits)
 
 
 # --- the summary ---------------------------------------------------------------------------------
 
 
-def _complete(ctx: PrContext) -> bool:
-    return ctx.result.status == "complete" and not ctx.partial
+def _complete(context: PrContext) -> bool:
+    return context.result.status == "complete" and not context.partial
 
 
-def _headline(ctx: PrContext) -> str:
-    status = ctx.result.status
-    if _complete(ctx) and ctx.result.tests_changed:
+def _headline(context: PrContext) -> str:
+    status = context.result.status
+    if _complete(context) and context.result.tests_changed:
         return (
             "**cra finished: every step passed the test gate, and existing tests were "
             "changed as the task asked (see Tests changed).**"
         )
-    if _complete(ctx):
+    if _complete(context):
         return "**cra finished: every step passed the test gate.**"
     if status == "cancelled":
         return "**This cra run was cancelled before it finished.**"
@@ -131,15 +133,15 @@ def _facts(result: OrchestratorResult) -> str:
     return "; ".join(facts) + "."
 
 
-def _next_step(ctx: PrContext) -> str:
-    if _complete(ctx):
+def _next_step(context: PrContext) -> str:
+    if _complete(context):
         return "Please review the diff before merging."
-    if ctx.result.status == "cancelled":
+    if context.result.status == "cancelled":
         return "Only work that passed its tests before the cancel is here; the issue stays open."
     again = "Comment `/cra solve` with more detail to try again."
-    if ctx.on_pull:
+    if context.on_pull:
         return f"Only the steps that passed their tests were pushed to this pull request. {again}"
-    if ctx.draft is False:  # a pull request that was open, and ready, before this run
+    if context.draft is False:  # a pull request that was open, and ready, before this run
         return (
             "Only the steps that passed their tests are here, and this pull request is "
             "not a draft: it does not fix the issue yet, which stays open. " + again
@@ -147,9 +149,14 @@ def _next_step(ctx: PrContext) -> str:
     return f"This draft holds only the steps that passed their tests; the issue stays open. {again}"
 
 
-def _summary(ctx: PrContext) -> str:
+def _summary(context: PrContext) -> str:
     return " ".join(
-        [_headline(ctx), _facts(ctx.result), tests_sentence(ctx.result), _next_step(ctx)]
+        [
+            _headline(context),
+            _facts(context.result),
+            tests_sentence(context.result),
+            _next_step(context),
+        ]
     )
 
 
@@ -172,19 +179,19 @@ def _output_of(result: OrchestratorResult) -> tuple[str, str] | None:
 # --- the texts -----------------------------------------------------------------------------------
 
 
-def compose_pr_body(ctx: PrContext) -> str:
+def compose_pr_body(context: PrContext) -> str:
     """The pull request body: closing line, summary, plan, adjustments, tests, diff, usage —
     or, for a run on a pull request (`on_pull`), its report as a comment there."""
-    result = ctx.result
+    result = context.result
     units = units_of(result, _output_of(result), PR_BODY_LIMIT)
     closing = (
         ""
-        if ctx.on_pull
-        else f"Fixes #{ctx.issue_number}"
-        if _complete(ctx)
-        else f"Part of #{ctx.issue_number}"
+        if context.on_pull
+        else f"Fixes #{context.issue_number}"
+        if _complete(context)
+        else f"Part of #{context.issue_number}"
     )
-    summary = _summary(ctx)
+    summary = _summary(context)
 
     def render(caps: Caps) -> list[str]:
         return [
@@ -196,39 +203,40 @@ def compose_pr_body(ctx: PrContext) -> str:
             tests_changed_section(result),
             output_section(units, caps),
             changes_section(result, units, caps),
-            _usage_section(ctx),
-            _footer(ctx),
+            _usage_section(context),
+            _footer(context),
         ]
 
     return fit_within(render, units.counts(), PR_BODY_LIMIT)
 
 
-def compose_check_summary(ctx: PrContext) -> str:
+def compose_check_summary(context: PrContext) -> str:
     """The check run's summary: status, steps, tests."""
-    units = units_of(ctx.result, None, CHECK_SUMMARY_LIMIT)
+    units = units_of(context.result, None, CHECK_SUMMARY_LIMIT)
 
     def render(caps: Caps) -> list[str]:
         return [
-            _summary(ctx),
+            _summary(context),
             plan_section(units, caps),
-            tests_section(ctx.result),
-            tests_changed_section(ctx.result),
-            _footer(ctx),
+            tests_section(context.result),
+            tests_changed_section(context.result),
+            _footer(context),
         ]
 
     return fit_within(render, units.counts(), CHECK_SUMMARY_LIMIT)
 
 
-def check_title(ctx: PrContext) -> str:
+def check_title(context: PrContext) -> str:
     """The check run's one-line title."""
-    r = ctx.result
-    tests = validation_state(r.final_validation) if r.final_validation else "not run"
+    result = context.result
+    tests = validation_state(result.final_validation) if result.final_validation else "not run"
     changed = (
-        f"; {md.plural(len(r.tests_changed), 'test file')} changed — review"
-        if r.tests_changed
+        f"; {md.plural(len(result.tests_changed), 'test file')} changed — review"
+        if result.tests_changed
         else ""
     )
-    return f"{r.steps_completed:,}/{md.plural(len(r.steps), 'step')} passed; tests {tests}{changed}"
+    steps = md.plural(len(result.steps), "step")
+    return f"{result.steps_completed:,}/{steps} passed; tests {tests}{changed}"
 
 
 def check_conclusion(result: OrchestratorResult) -> str:
@@ -239,16 +247,16 @@ def check_conclusion(result: OrchestratorResult) -> str:
     return "neutral" if result.status == "partial" else "failure"
 
 
-def failure_comment(ctx: PrContext, *, last_test_output: str | None) -> str:
+def failure_comment(context: PrContext, *, last_test_output: str | None) -> str:
     """The comment of a run with no pull request: what failed, why, and the last test output
     (given, or else the failed step's own)."""
-    result = ctx.result
+    result = context.result
     output = ("Last test output", last_test_output) if last_test_output else _output_of(result)
     units = units_of(result, output, COMMENT_LIMIT)
     if result.status == "partial":
         head = "**cra finished only part of this issue; no pull request was opened.**"
     else:
-        head = _headline(ctx)
+        head = _headline(context)
     summary = " ".join([head, _facts(result), tests_sentence(result)])
     retry = "Comment `/cra solve` with more detail to try again."
 
@@ -258,7 +266,7 @@ def failure_comment(ctx: PrContext, *, last_test_output: str | None) -> str:
             plan_section(units, caps),
             output_section(units, caps),
             retry,
-            _run_link(ctx),
+            _run_link(context),
         ]
 
     return fit_within(render, units.counts(), COMMENT_LIMIT)

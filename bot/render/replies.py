@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from agent.models import PlanArtifact
 from bot.render import markdown as md
@@ -36,16 +37,25 @@ def _check_line(label: str, state: str) -> str:
     }[state]
 
 
+@dataclass(frozen=True)
+class Checklist:
+    """The state of a run's live checklist: the run's status, its steps as (label, state) and
+    a note on what it is doing (or why it ended)."""
+
+    status: str
+    steps: Sequence[tuple[str, str]] = ()
+    note: str = ""
+
+
 def progress_comment(
+    checklist: Checklist,
     *,
     run_id: int | str,
-    status: str,
-    steps: Sequence[tuple[str, str]],
-    note: str = "",
     run_url: str | None = None,
     pr_url: str | None = None,
 ) -> str:
     """The run's live checklist comment, edited in place; its final form once the run ends."""
+    status, steps, note = checklist.status, checklist.steps, checklist.note
     bad = [state for _, state in steps if state not in STEP_STATES]
     if bad:
         raise ValueError(f"unknown step state {bad[0]!r}")

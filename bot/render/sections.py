@@ -1,4 +1,5 @@
-"""The Markdown sections of a run's result: plan, adjustments, tests, test output, changes."""
+"""The Markdown sections of a run's result cut to fit in whole units: plan, adjustments, test
+output, changes (the tests sections are bot.render.testing)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from agent.cli.render import group_rounds, tests_after_steps
-from agent.gate.validation import compare_to_baseline
 from agent.models import (
     AdjustmentRecord,
     AdjustmentVerdicts,
     GroupOutcome,
     OrchestratorResult,
     StepOutcome,
-    ValidationResult,
 )
 from bot.render import markdown as md
-from bot.render.fit import LINE_MAX, Caps, bounded, cut_to_size, size, tail, verbatim_lines
+from bot.render.fit import LINE_MAX, Caps, bounded, tail, verbatim_lines
 
 OUTPUT_CAP = 20_000  # characters of test output shown even when everything fits
 _SHA = re.compile(r"[0-9a-f]{7,40}")
@@ -162,25 +161,25 @@ def plan_section(units: Units, caps: Caps) -> str:
     return text
 
 
-def _verdicts(v: AdjustmentVerdicts) -> str:
+def _verdicts(verdicts: AdjustmentVerdicts) -> str:
     """The decomposed adjustment's yes/no verdicts as a short list."""
-    viable = [k for k, ok in v.step_viability.items() if ok]
-    dropped = [k for k, ok in v.step_viability.items() if not ok]
+    viable = [k for k, ok in verdicts.step_viability.items() if ok]
+    dropped = [k for k, ok in verdicts.step_viability.items() if not ok]
     failures = (
         "; ".join(
             f"{i + 1}. {md.line(s.category, 40)}: {md.line(s.message, 120)}"
-            for i, s in enumerate(v.failure_signals[: md.LIST_CAP])
+            for i, s in enumerate(verdicts.failure_signals[: md.LIST_CAP])
         )
         or "none"
     )
     causes = (
         "; ".join(
-            f"{md.code(step)} → {', '.join(str(i + 1) for i in idx[: md.LIST_CAP])}"
-            for step, idx in list(v.root_causes.items())[: md.LIST_CAP]
+            f"{md.code(step)} → {', '.join(str(i + 1) for i in indices[: md.LIST_CAP])}"
+            for step, indices in list(verdicts.root_causes.items())[: md.LIST_CAP]
         )
         or "none found"
     )
-    needed = ", ".join(str(i + 1) for i in v.new_steps_needed[: md.LIST_CAP]) or "none"
+    needed = ", ".join(str(i + 1) for i in verdicts.new_steps_needed[: md.LIST_CAP]) or "none"
     return "\n".join(
         [
             f"- Failures seen: {failures}",
@@ -200,15 +199,15 @@ def _adjustment_block(record: AdjustmentRecord) -> str:
     blocks = [head]
     if record.error:
         blocks.append("The adjustment failed: " + md.line(record.error, 300))
-    adj = record.adjustment
-    if adj is not None:
-        if adj.rationale.strip():
-            blocks.append(md.para(adj.rationale))
-        changes = [f"- {md.line(c, 300)}" for c in adj.changes_made[: md.LIST_CAP]]
-        if len(adj.changes_made) > md.LIST_CAP:
-            changes.append(f"- … and {len(adj.changes_made) - md.LIST_CAP:,} more changes")
+    adjustment = record.adjustment
+    if adjustment is not None:
+        if adjustment.rationale.strip():
+            blocks.append(md.para(adjustment.rationale))
+        changes = [f"- {md.line(c, 300)}" for c in adjustment.changes_made[: md.LIST_CAP]]
+        if len(adjustment.changes_made) > md.LIST_CAP:
+            changes.append(f"- … and {len(adjustment.changes_made) - md.LIST_CAP:,} more changes")
         blocks.append("Changes made:\n" + "\n".join(changes) if changes else "No changes made.")
-        blocks.append("Remaining steps: " + md.names([s.id for s in adj.revised_steps]))
+        blocks.append("Remaining steps: " + md.names([s.id for s in adjustment.revised_steps]))
     if record.verdicts is not None:
         blocks.append(
             md.details("Verdicts of the decomposed adjustment", _verdicts(record.verdicts))
@@ -224,184 +223,6 @@ def adjustments_section(units: Units, caps: Caps) -> str:
     parts = [f"### Plan adjustments ({total:,})", *units.adjustments[:keep]]
     if keep < total:
         parts.append(f"… {md.plural(total - keep, 'more adjustment')} omitted; see the run page.")
-    return "\n\n".join(parts)
-
-
-def validation_state(v: ValidationResult) -> str:
-    """A validation in a few words."""
-    if v.timed_out:
-        return "timed out"
-    if v.success:
-        return "passing"
-    if v.failing_tests:
-        return f"failing ({md.plural(len(v.failing_tests), 'failing test')})"
-    return "failing"
-
-
-def _cell(v: ValidationResult | None) -> str:
-    if v is None:
-        return "not run"
-    marks = {"passing": "✅ passed", "timed out": "⏱ timed out"}
-    return marks.get(validation_state(v), "❌ failed")
-
-
-def _failing(v: ValidationResult | None) -> str:
-    if v is None:
-        return "–"
-    if v.success:
-        return "0"
-    return f"{len(v.failing_tests):,}" if v.failing_tests else "unknown"
-
-
-def _count(v: ValidationResult | None, field: str) -> str:
-    counts = v.report.counts if v is not None else None
-    return "–" if counts is None else f"{getattr(counts, field):,}"
-
-
-def _count_rows(base: ValidationResult | None, final: ValidationResult | None) -> list[str]:
-    """Rows of tests by outcome, where the runner reported counts."""
-    if all(v is None or v.report.counts is None for v in (base, final)):
-        return []
-    rows = [
-        ("passed", "passed"),
-        ("failed", "failed"),
-        ("errors", "errors"),
-        ("skipped", "skipped"),
-        ("xfailed", "xfail"),
-    ]
-    shown = [
-        (f, label)
-        for f, label in rows
-        if f in ("passed", "failed", "skipped")
-        or _count(base, f) not in ("–", "0")
-        or _count(final, f) not in ("–", "0")
-    ]
-    return [f"| tests {label} | {_count(base, f)} | {_count(final, f)} |" for f, label in shown]
-
-
-def _rerun_line(result: OrchestratorResult) -> str:
-    if result.original_tests_rerun:
-        return (
-            "- Original tests re-run: yes — a step changed test files or test configuration, "
-            "so the tests as they were before it also ran against the new code, and passed."
-        )
-    return "- Original tests re-run: not needed — no step changed test files or test config."
-
-
-def _time_lines(result: OrchestratorResult) -> list[str]:
-    runs = result.rerun_for_time
-    if not runs:
-        return []
-    first, again = runs[0].rerun_for_time_s or 0, runs[0].timeout_s or 0
-    return [
-        f"- Re-run for time: {md.plural(len(runs), 'test run')} outgrew the limit derived "
-        f"from the baseline ({first:g} s) and ran again under the configured timeout "
-        f"({again:g} s); each was judged on that run, not counted against the model."
-    ]
-
-
-def tests_sentence(result: OrchestratorResult) -> str:
-    base, final = result.baseline, result.final_validation
-    if final is None:
-        sentence = "The tests were not run."
-    elif base is None:
-        sentence = f"Tests after: {validation_state(final)}."
-    else:
-        sentence = f"Tests before: {validation_state(base)}; after: {validation_state(final)}."
-    env = result.environment
-    return sentence if env is None or env.isolated else f"{sentence} {UNSANDBOXED}"
-
-
-UNSANDBOXED = (
-    "⚠️ **The tests ran unsandboxed** (the server's sandbox is `none`): they could "
-    "read the bot's files and use the network."
-)
-_SETUP = {
-    "none": "",
-    "ran": "; the setup step ran",
-    "cached": "; the setup step was restored from the environment cache",
-    "failed": "; the setup step failed",
-}
-
-
-def environment_line(result: OrchestratorResult) -> str:
-    """Where the repository's commands ran and how the setup step went."""
-    env = result.environment
-    if env is None:
-        return ""
-    where = (
-        f"Commands ran in the `{env.sandbox}` sandbox"
-        if env.isolated
-        else "Commands ran **unsandboxed** (sandbox `none`)"
-    )
-    notes = "".join(f"\n- Note: {md.para(note, 500)}" for note in env.notes)
-    return f"{where}{_SETUP[env.setup]}.{notes}"
-
-
-def tests_section(result: OrchestratorResult) -> str:
-    base, final = result.baseline, result.final_validation
-    if base is None and final is None:
-        return "### Tests\n\nThe tests were not run."
-    table = "\n".join(
-        [
-            "| | before | after |",
-            "|---|---|---|",
-            f"| test command | {_cell(base)} | {_cell(final)} |",
-            *_count_rows(base, final),
-            f"| failing tests | {_failing(base)} | {_failing(final)} |",
-        ]
-    )
-    parts = ["### Tests", table, *filter(None, [environment_line(result)])]
-    if base is not None and final is not None:
-        cmp = compare_to_baseline(base, final)
-        parts.append(
-            "\n".join(
-                [
-                    f"- Newly passing ({len(cmp.newly_passing):,}): {md.names(cmp.newly_passing)}",
-                    f"- Newly failing ({len(cmp.newly_failing):,}): {md.names(cmp.newly_failing)}",
-                    f"- Still failing ({len(cmp.still_failing):,}): {md.names(cmp.still_failing)}",
-                    _rerun_line(result),
-                    *_time_lines(result),
-                ]
-            )
-        )
-    return "\n\n".join(parts)
-
-
-TEST_DIFF_CAP = 2_000  # of one changed test file's diff (UTF-16 units, as GitHub counts)
-TESTS_CHANGED_FILES = 10
-TESTS_CHANGED_BUDGET = 24_000  # of the whole section: it is never cut away, so it is bounded
-
-
-def tests_changed_section(result: OrchestratorResult) -> str:
-    """Existing tests the run changed, each with its diff and the step's reason: never hidden."""
-    changes = result.tests_changed
-    if not changes:
-        return ""
-    parts = [
-        f"### Tests changed ({md.plural(len(changes), 'file')})",
-        "The task asked for behaviour that existing tests checked differently, so these "
-        "tests were changed. **Review them before merging**: the check run is neutral, "
-        "not green, until a person has looked.",
-    ]
-    used, shown = sum(size(part) + 2 for part in parts), 0
-    for change in changes[:TESTS_CHANGED_FILES]:
-        diff = (
-            change.diff
-            if size(change.diff) <= TEST_DIFF_CAP
-            else (cut_to_size(change.diff, TEST_DIFF_CAP) + "\n… (cut; see the run page)")
-        )
-        entry = (
-            f"- {md.code(change.path)} (step {md.code(change.step)}): "
-            f"{md.names(change.tests)}\n  Why: {md.line(change.reason)}\n\n"
-            + md.fence(diff, "diff")
-        )
-        if shown and used + size(entry) > TESTS_CHANGED_BUDGET:
-            break
-        parts.append(entry)
-        used, shown = used + size(entry) + 2, shown + 1
-    if shown < len(changes):
-        parts.append(f"… {md.plural(len(changes) - shown, 'more file')}; see the run page.")
     return "\n\n".join(parts)
 
 

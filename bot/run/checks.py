@@ -36,10 +36,16 @@ class RunCheck:
     """The check run of one run (none until `open`)."""
 
     def __init__(
-        self, gh: GitHubAPI, store: BotStore, *, run_id: int, repo: str, installation_id: int | None
+        self,
+        github: GitHubAPI,
+        store: BotStore,
+        *,
+        run_id: int,
+        repository: str,
+        installation_id: int | None,
     ) -> None:
-        self.gh, self.store = gh, store
-        self.run_id, self.repo, self.inst = run_id, repo, installation_id
+        self.github, self.store = github, store
+        self.run_id, self.repository, self.installation_id = run_id, repository, installation_id
         self.id: int | None = None  # open, not yet concluded
         self.sha: str | None = None
 
@@ -47,11 +53,11 @@ class RunCheck:
         """An in-progress check on the commit the run starts from."""
 
         def create() -> None:
-            self.id = self.gh.create_check_run(
-                self.repo,
+            self.id = self.github.create_check_run(
+                self.repository,
                 sha,
                 CheckOutput("cra is working", f"Run {self.run_id} started."),
-                installation_id=self.inst,
+                installation_id=self.installation_id,
             )
             self.sha = sha
             self.store.update_run(self.run_id, check_run_id=self.id)
@@ -67,12 +73,12 @@ class RunCheck:
             self.id = None
         best_effort(
             f"the check run of run {self.run_id}",
-            lambda: self.gh.update_check_run(
-                self.repo,
+            lambda: self.github.update_check_run(
+                self.repository,
                 check_id,
                 CheckOutput(title[:200], summary),
                 conclusion=conclusion,
-                installation_id=self.inst,
+                installation_id=self.installation_id,
             ),
         )
 
@@ -84,8 +90,14 @@ class RunCheck:
         if started_here:
             return
         output = CheckOutput(title, summary)
-        check_id = self.gh.create_check_run(self.repo, commit, output, installation_id=self.inst)
-        self.gh.update_check_run(
-            self.repo, check_id, output, conclusion=conclusion, installation_id=self.inst
+        check_id = self.github.create_check_run(
+            self.repository, commit, output, installation_id=self.installation_id
+        )
+        self.github.update_check_run(
+            self.repository,
+            check_id,
+            output,
+            conclusion=conclusion,
+            installation_id=self.installation_id,
         )
         self.store.update_run(self.run_id, check_run_id=check_id)

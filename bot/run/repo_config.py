@@ -45,24 +45,26 @@ def effective_config(worktree: Path, settings: ModelSettings) -> SolveConfig:
     A repository may not set endpoints or keys (an error naming the key); it may pick a model
     name only from the server's allow-list. The server's maximums are `limited_config`'s.
     """
-    repo = load_config(worktree, allow_endpoints=False)
+    repository_config = load_config(worktree, allow_endpoints=False)
     models: dict[str, ModelConfig] = {
-        role: _model(role, getattr(repo.models, role), settings) for role in ROLES
+        role: _model(role, getattr(repository_config.models, role), settings) for role in ROLES
     }
     # A repository may protect more paths, never fewer: the bot does not edit workflows.
-    protected = list(dict.fromkeys([*DEFAULT_PROTECTED, *repo.orchestrator.protected_paths]))
-    orchestrator = repo.orchestrator.model_copy(update={"protected_paths": protected})
-    return repo.model_copy(
+    protected = list(
+        dict.fromkeys([*DEFAULT_PROTECTED, *repository_config.orchestrator.protected_paths])
+    )
+    orchestrator = repository_config.orchestrator.model_copy(update={"protected_paths": protected})
+    return repository_config.model_copy(
         update={
-            "models": repo.models.model_copy(update=models),
+            "models": repository_config.models.model_copy(update=models),
             "orchestrator": orchestrator,
         }
     )
 
 
-def _model(role: str, repo_model: ModelConfig, settings: ModelSettings) -> ModelConfig:
+def _model(role: str, asked: ModelConfig, settings: ModelSettings) -> ModelConfig:
     server = settings.model_config_for(role)
-    wanted = repo_model.model
+    wanted = asked.model
     if wanted in (ROLE_DEFAULTS[role]["model"], server.model):
         return server
     if wanted not in settings.allowed_models:

@@ -12,6 +12,7 @@ from bot.queue.run_progress import RunProgress, event_progress
 from bot.render import markdown as md
 from bot.render import replies
 from bot.run.checks import CHECK_CONCLUSION, RunCheck, best_effort
+from bot.run.limits import Refusal
 from bot.run.progress import ProgressReporter
 from bot.services import Services
 from bot.store.runs import Run, RunStatus
@@ -20,16 +21,20 @@ log = logging.getLogger(__name__)
 
 
 class RunReport:
-    """One run as GitHub sees it; bot.run.runner's job, which carries the run out, is one."""
+    """One run as GitHub sees it; bot.run.runner's job, which carries the run out, holds one."""
 
     def __init__(self, run: Run, services: Services, heartbeat: Heartbeat | None = None) -> None:
         self.run, self.services = run, services
         self.heartbeat = heartbeat
-        self.store, self.gh, self.settings = services.store, services.github, services.settings
-        self.inst = run.installation_id
-        self.repo = run.repository
+        self.store, self.github, self.settings = services.store, services.github, services.settings
+        self.installation_id = run.installation_id
+        self.repository = run.repository
         self.check = RunCheck(
-            self.gh, self.store, run_id=run.id, repo=self.repo, installation_id=self.inst
+            self.github,
+            self.store,
+            run_id=run.id,
+            repository=self.repository,
+            installation_id=self.installation_id,
         )
         self.pr_url: str | None = None
         self.reporter: ProgressReporter | None = None
@@ -45,10 +50,10 @@ class RunReport:
 
     def start_progress(self) -> None:
         body = replies.progress_comment(
-            run_id=self.run.id, status="queued", steps=[], run_url=self.run_url()
+            replies.Checklist("queued"), run_id=self.run.id, run_url=self.run_url()
         )
-        comment_id = self.gh.comment(
-            self.repo, self.run.issue_number, body, installation_id=self.inst
+        comment_id = self.github.comment(
+            self.repository, self.run.issue_number, body, installation_id=self.installation_id
         )
         self.run = self.run.model_copy(update={"comment_id": comment_id})
         self.store.update_run(self.run.id, comment_id=comment_id)
@@ -71,10 +76,8 @@ class RunReport:
         if status in ("queued", "running") and self.ended_elsewhere():
             return  # the reaper, a cancel or the time limit ended it and said so: no "working"
         body = replies.progress_comment(
+            replies.Checklist(status, steps, note),
             run_id=self.run.id,
-            status=status,
-            steps=steps,
-            note=note,
             run_url=self.run_url(),
             pr_url=self.pr_url,
         )
@@ -83,28 +86,37 @@ class RunReport:
             self.check.update(
                 title=f"cra is working: {done}/{len(steps)} steps passed", summary=body
             )
-        self.gh.edit_comment(self.repo, self.run.comment_id, body, installation_id=self.inst)
+        self.github.edit_comment(
+            self.repository, self.run.comment_id, body, installation_id=self.installation_id
+        )
 
     def comment(self, text: str) -> None:
         """A reply on the issue (edits our progress comment when there is one)."""
         if self.run.comment_id is not None:
-            self.gh.edit_comment(self.repo, self.run.comment_id, text, installation_id=self.inst)
+            self.github.edit_comment(
+                self.repository, self.run.comment_id, text, installation_id=self.installation_id
+            )
         else:
-            comment_id = self.gh.comment(
-                self.repo, self.run.issue_number, text, installation_id=self.inst
+            comment_id = self.github.comment(
+                self.repository, self.run.issue_number, text, installation_id=self.installation_id
             )
             self.store.update_run(self.run.id, comment_id=comment_id)
+
+    def refuse(self, refusal: Refusal) -> None:
+        """The run may not start (or go on): say why on the issue, then end it rejected."""
+        self.comment(refusal.text)
+        self.finish("rejected", error=refusal.error)
 
     def react(self, content: Reaction) -> None:
         """A reaction is a courtesy, not part of the run: best effort."""
         best_effort(
             f"the reaction of run {self.run.id}",
-            lambda: self.gh.react(
-                self.repo,
+            lambda: self.github.react(
+                self.repository,
                 self.run.issue_number,
                 content,
                 comment_id=self.run.trigger_comment_id,
-                installation_id=self.inst,
+                installation_id=self.installation_id,
             ),
         )
 

@@ -38,7 +38,7 @@ from bot.render.pr import (
     failure_comment,
     pr_title,
 )
-from bot.render.replies import HELP_TEXT, progress_comment, refusal_text
+from bot.render.replies import HELP_TEXT, Checklist, progress_comment, refusal_text
 
 HOSTILE = "</details> ``` ~~~ <script>x</script> @everyone Fixes #1 | *a* _b_ \\` <!-- "
 
@@ -561,17 +561,15 @@ def test_failure_comment_without_steps_or_output() -> None:
 
 
 def test_progress_comment_is_a_checklist_with_running_and_failed_marks() -> None:
+    steps = [
+        ("Baseline tests", "passed"),
+        ("p1/s1 fix mul", "running"),
+        ("p1/s2 fix div", "failed"),
+        ("p1/s3 docs", "skipped"),
+        ("p2/s1 more", "pending"),
+    ]
     text = progress_comment(
-        run_id=7,
-        status="running",
-        run_url="https://cra.example/runs/7",
-        steps=[
-            ("Baseline tests", "passed"),
-            ("p1/s1 fix mul", "running"),
-            ("p1/s2 fix div", "failed"),
-            ("p1/s3 docs", "skipped"),
-            ("p2/s1 more", "pending"),
-        ],
+        Checklist("running", steps), run_id=7, run_url="https://cra.example/runs/7"
     )
     assert text.startswith(
         "🔧 **cra is working on this.** [Run 7](https://cra.example/runs/7) · 3/5 steps done"
@@ -583,10 +581,8 @@ def test_progress_comment_is_a_checklist_with_running_and_failed_marks() -> None
 
 def test_progress_comment_final_form_links_the_pull_request() -> None:
     text = progress_comment(
+        Checklist("partial", [("s1", "passed")], note="Draft pull request opened."),
         run_id=7,
-        status="partial",
-        steps=[("s1", "passed")],
-        note="Draft pull request opened.",
         pr_url="https://gh/o/r/pull/3",
     )
     assert text.startswith("⚠️ **cra finished only part of this")
@@ -594,18 +590,18 @@ def test_progress_comment_final_form_links_the_pull_request() -> None:
 
 
 def test_progress_comment_escapes_step_labels() -> None:
-    text = progress_comment(run_id=1, status="running", steps=[(HOSTILE, "pending")])
+    text = progress_comment(Checklist("running", [(HOSTILE, "pending")]), run_id=1)
     assert markup_problems(text) == [] and "@everyone" not in text
 
 
 def test_progress_comment_rejects_an_unknown_state() -> None:
     with pytest.raises(ValueError, match="done"):
-        progress_comment(run_id=1, status="running", steps=[("s1", "done")])
+        progress_comment(Checklist("running", [("s1", "done")]), run_id=1)
 
 
 def test_progress_comment_fits_with_thousands_of_steps() -> None:
     steps = [("x" * 150, "pending")] * 5000
-    text = progress_comment(run_id=1, status="running", steps=steps)
+    text = progress_comment(Checklist("running", steps), run_id=1)
     assert len(text) <= COMMENT_LIMIT and re.search(r"- … [\d,]+ more steps", text)
 
 

@@ -62,9 +62,10 @@ class Pushing:
         self.sleeps = Sleeps()
 
     def push(self, replacing: str | None = "") -> None:
-        publish.push(
-            self.mirror, self.url, BRANCH, env=self.env, replacing=replacing, sleep=self.sleeps
-        )
+        publish.push(self.branch_push(replacing), publish.Retries(sleep=self.sleeps))
+
+    def branch_push(self, replacing: str | None) -> publish.BranchPush:
+        return publish.BranchPush(self.mirror, self.url, BRANCH, env=self.env, replacing=replacing)
 
 
 @pytest.fixture
@@ -126,7 +127,7 @@ def test_a_push_refused_while_its_ref_is_locked_on_github_is_tried_again(
         pushing.sleeps(seconds)
         lock.unlink()
 
-    publish.push(pushing.mirror, pushing.url, BRANCH, env=pushing.env, replacing="", sleep=release)
+    publish.push(pushing.branch_push(replacing=""), publish.Retries(sleep=release))
 
     assert pushing.gh.branch_sha(REPO, BRANCH) == pushing.commit
     assert pushing.sleeps.calls == [publish.PUSH_BACKOFF]
