@@ -57,6 +57,17 @@ def is_code(path: str) -> bool:
     return PurePosixPath(path).suffix.lower() in CODE_SUFFIXES
 
 
+PROSE_SUFFIXES = frozenset({".md", ".rst", ".adoc"})
+PROSE_NAMES = frozenset({"changelog", "changes", "news", "history", "authors", "readme"})
+
+
+def is_prose(path: str) -> bool:
+    """Prose for people (a changelog, a README, a Markdown or reStructuredText page), which no
+    test reads by its name alone; data and config files are not prose."""
+    name = PurePosixPath(path)
+    return name.suffix.lower() in PROSE_SUFFIXES or name.stem.lower() in PROSE_NAMES
+
+
 @dataclass
 class Split:
     """A commit's change: its parent, what it changed and how, the two patches."""

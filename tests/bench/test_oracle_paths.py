@@ -244,3 +244,43 @@ def test_with_the_tests_hidden_the_tests_the_fix_changes_land_last() -> None:
         "tests/test_mod.py",
     ]
     assert [s["changes_existing_tests"] for s in plan["steps"]] == [False, False, True]
+
+
+def test_with_the_tests_hidden_a_changelog_lands_after_the_tests_the_fix_changes() -> None:
+    """Two code files, a changelog and two pinned test files: the group of at most
+    MAX_GROUP_STEPS holds the code and the tests (a test the fix removes is gone when the gate
+    judges the fix), the changelog lands alone after it (sqlparse's fix of issue 772)."""
+
+    def diff(path: str, old: str, new: str) -> str:
+        header = f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+        return f"{header}@@ -1 +1 @@\n-{old}\n+{new}\n"
+
+    task = BenchTask(
+        instance_id="t",
+        repo="r",
+        base_commit="b",
+        patch=diff("CHANGELOG", "Nothing yet.", "Fixed.")
+        + diff("pkg/a.py", "X = 1", "X = 2")
+        + diff("pkg/b.py", "Y = 1", "Y = 2"),
+        test_patch=diff("tests/test_a.py", "assert X == 1", "assert X == 2")
+        + diff("tests/test_b.py", "assert Y == 1", "assert Y == 2"),
+        problem_statement="X and Y must be 2",
+        FAIL_TO_PASS=[],
+    )
+    before = {
+        "CHANGELOG": "Nothing yet.\n",
+        "pkg/a.py": "X = 1\n",
+        "pkg/b.py": "Y = 1\n",
+        "tests/test_a.py": "assert X == 1\n",
+        "tests/test_b.py": "assert Y == 1\n",
+    }
+    oracle = OracleModel(ModelConfig(model="oracle"), task, before, hidden=True)
+    steps = json.loads(oracle.complete("", "<task>\nt\n</task>", stage="part_plan").text)["steps"]
+    assert [s["target_files"][0] for s in steps] == [
+        "pkg/a.py",
+        "pkg/b.py",
+        "tests/test_a.py",
+        "tests/test_b.py",
+        "CHANGELOG",
+    ]
+    assert [len(s["lands_with"]) for s in steps] == [3, 3, 3, 3, 0]

@@ -31,6 +31,7 @@ from agent.bench.patches import (
     FilePatch,
     after_patch,
     is_code,
+    is_prose,
     is_test_change,
     oracle_edits,
     parse_patch,
@@ -81,10 +82,7 @@ class OracleModel:
         # changes, and its commit changes them with it), not the tests it adds
         files = [f for f in parse_patch(task.patch) if not is_test_change(f.path)]
         files += pinning_changes(task.test_patch) if hidden else []
-        # code first, tests last: a test the fix changes runs against the fix whole
-        self.files: list[FilePatch] = sorted(
-            files, key=lambda f: (is_test_change(f.path), not is_code(f.path))
-        )
+        self.files: list[FilePatch] = sorted(files, key=lambda f: _landing_order(f.path))
         self.before = before  # each changed file before the fix
         self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"
         self.spec = spec or OracleSpec()
@@ -369,3 +367,15 @@ def _remaining(user: str) -> list[Any]:
     except json.JSONDecodeError:
         return []
     return steps if isinstance(steps, list) else []
+
+
+def _landing_order(path: str) -> int:
+    """Where a changed file's step stands in the oracle's plan: code first, then the data and
+    config it reads, then the existing tests the fix changes (they run against the fix whole, in
+    its group of at most MAX_GROUP_STEPS), and prose last — a changelog ahead of the tests pushed
+    a pinned test out of the group, whose gate then saw that test fail against the fix."""
+    if is_test_change(path):
+        return 2
+    if is_code(path):
+        return 0
+    return 3 if is_prose(path) else 1
