@@ -269,12 +269,20 @@ def test_cancel_comment_stops_the_active_run_between_passes(world: BotWorld) -> 
 def settings_env(world: BotWorld) -> dict[str, str]:
     """The world's settings as CRA_* variables, for a worker process building its own."""
     env: dict[str, str] = {}
-    for name, value in world.settings.model_dump().items():
+
+    def put(name: str, value: object) -> None:
         if value is None:
-            continue
+            return
+        if isinstance(value, dict):  # a model role's endpoint: CRA_<ROLE>_<FIELD>
+            for key, inner in value.items():
+                put(f"{name}_{key}", inner)
+            return
         if hasattr(value, "get_secret_value"):
             value = value.get_secret_value()
         env[f"CRA_{name.upper()}"] = json.dumps(value) if isinstance(value, list) else str(value)
+
+    for name, value in world.settings.model_dump().items():
+        put(name, value)
     return env
 
 
@@ -329,8 +337,8 @@ def test_cra_bot_run_solves_an_issue_from_the_terminal(
 
     code = main(["run", "--repo", REPO, "--issue", "1"])
 
-    out = capsys.readouterr().out
-    assert code == 0, out
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
     assert "succeeded" in out and "/pull/" in out
     [pull] = world.fake.pulls(REPO)
     assert "Fixes #1" in (pull.body or "")
