@@ -66,7 +66,7 @@ class RunReport:
         then the checklist."""
         self.progress(event_progress(event))
         if event.kind == "run_started":
-            self.store.update_run(self.run.id, orchestrator_task_id=event.task_id)
+            self.store.update_run(self.run.id, task_id=event.task_id)
         if self.reporter is not None:
             self.reporter.on_event(event)
 

@@ -70,7 +70,7 @@ class Run(Record):
     pr_number: int | None
     pr_url: str | None
     error: str | None
-    orchestrator_task_id: str | None
+    task_id: str | None
     cancel_requested: bool
     created_at: datetime
     started_at: datetime | None

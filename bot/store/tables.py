@@ -81,7 +81,7 @@ class RunRow(BotBase):
     pr_number: Mapped[int | None]
     pr_url: Mapped[str | None]
     error: Mapped[str | None]
-    orchestrator_task_id: Mapped[str | None]
+    task_id: Mapped[str | None]
     cancel_requested: Mapped[bool] = mapped_column(default=False, server_default=false())
     created_at: Mapped[datetime]
     started_at: Mapped[datetime | None]

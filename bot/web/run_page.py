@@ -152,7 +152,7 @@ def build_page(run: Run, runlog: RunLog) -> RunPage:
     """The page of a run from the bot's row and the run log of its orchestrator run."""
     live = run.status in ACTIVE_STATUSES
     duration = _seconds(run.started_at, run.finished_at)
-    task_id = run.orchestrator_task_id
+    task_id = run.task_id
     orchestrated = runlog.get_orchestrator_run(task_id) if task_id else None
     if orchestrated is None:
         return RunPage(run=run, live=live, duration_s=duration)

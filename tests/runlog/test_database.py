@@ -95,6 +95,9 @@ def test_a_database_behind_the_newest_migration_is_upgraded(tmp_path: Path) -> N
         connection.exec_driver_sql(  # 0010's
             "ALTER TABLE validation_results DROP COLUMN rerun_for_time_s"
         )
+        connection.exec_driver_sql(  # 0011's
+            "ALTER TABLE runs RENAME COLUMN task_id TO orchestrator_task_id"
+        )
     assert not at_head(engine)
     BotStore.open(url).close()
     assert at_head(engine)

@@ -28,7 +28,7 @@ from agent.runlog.tables import Base
 from bot.store.tables import BotBase
 from tests.runlog.test_store import TABLES, postgres_schema_url
 
-HEAD = "0010"
+HEAD = "0011"
 BOT_TABLES = {"deliveries", "runs", "installations"}
 METADATA = [Base.metadata, BotBase.metadata]
 
@@ -96,6 +96,27 @@ def test_downgrade_to_base_removes_every_table(db_url: str) -> None:
             config.attributes["connection"] = connection
             command.downgrade(config, "base")
         assert not (TABLES | BOT_TABLES) & set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_a_run_keeps_the_agent_run_it_started_across_the_rename_to_task_id(db_url: str) -> None:
+    engine = build_engine(db_url)
+    try:
+        config = Config()
+        config.set_main_option("script_location", migrations_location())
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "0010")
+            connection.exec_driver_sql(
+                "INSERT INTO runs (status, command, source, actor, repository, issue_number,"
+                " is_pull_request, instructions, orchestrator_task_id, created_at)"
+                " VALUES ('succeeded', 'solve', 'label', 'octocat', 'o/r', 7, false, '',"
+                " 'task-1a2b', '2026-11-28 06:00:00')"
+            )
+            command.upgrade(config, "0011")
+            kept = connection.exec_driver_sql("SELECT task_id FROM runs").scalar_one()
+        assert kept == "task-1a2b"
     finally:
         engine.dispose()
 

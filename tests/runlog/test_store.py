@@ -270,13 +270,15 @@ def test_long_prompts_and_failed_calls_are_stored_whole(log: RunLog) -> None:
 
 
 def test_an_orchestrator_run_traces_to_the_prompts_of_each_pass(log: RunLog) -> None:
-    orch_id = log.start_orchestrator_run(task_id="o1", repo_path="/repo", task_description="Big")
+    orchestrator_run_id = log.start_orchestrator_run(
+        task_id="o1", repo_path="/repo", task_description="Big"
+    )
     plan_run = start(log, "o1:meta_plan")
     step_run = start(log, "o1:impl:p1:s1")
     log.record_llm_call(call("meta_plan", plan_run, "plan it"))
     log.record_llm_call(call("implement", step_run, "code it"))
     log.record_pass(
-        orchestrator_run_id=orch_id,
+        orchestrator_run_id=orchestrator_run_id,
         task_run_id=step_run,
         pass_type="implement",
         sequence_order=2,
@@ -284,17 +286,20 @@ def test_an_orchestrator_run_traces_to_the_prompts_of_each_pass(log: RunLog) -> 
         step_id="s1",
     )
     log.record_pass(
-        orchestrator_run_id=orch_id, task_run_id=plan_run, pass_type="meta_plan", sequence_order=1
+        orchestrator_run_id=orchestrator_run_id,
+        task_run_id=plan_run,
+        pass_type="meta_plan",
+        sequence_order=1,
     )
 
-    orch = log.get_orchestrator_run("o1")
-    assert orch is not None and orch.id == orch_id
-    assert [(p.pass_type, p.part_id, p.step_id) for p in orch.passes] == [
+    orchestrated = log.get_orchestrator_run("o1")
+    assert orchestrated is not None and orchestrated.id == orchestrator_run_id
+    assert [(p.pass_type, p.part_id, p.step_id) for p in orchestrated.passes] == [
         ("meta_plan", None, None),
         ("implement", "p1", "s1"),
     ]
     prompts = []
-    for p in orch.passes:
+    for p in orchestrated.passes:
         detail = log.get_task_run(p.task_run_id)
         assert detail is not None
         prompts += [c.record.user_prompt for c in detail.llm_calls]
@@ -302,23 +307,41 @@ def test_an_orchestrator_run_traces_to_the_prompts_of_each_pass(log: RunLog) -> 
 
 
 def test_orchestrator_progress_updates_only_what_is_given(log: RunLog) -> None:
-    orch_id = log.start_orchestrator_run(task_id="o1", repo_path="/repo", task_description="Big")
-    log.update_orchestrator_run(orch_id, total_parts=2, total_steps=5)
-    log.update_orchestrator_run(orch_id, steps_completed=3)
-    log.update_orchestrator_run(orch_id, parts_completed=1, status="partial", completed=True)
-    orch = log.get_orchestrator_run(orch_id)
-    assert orch is not None
-    assert (orch.total_parts, orch.total_steps) == (2, 5)
-    assert (orch.parts_completed, orch.steps_completed, orch.status) == (1, 3, "partial")
-    assert orch.completed_at == T0 + timedelta(seconds=2)
+    orchestrator_run_id = log.start_orchestrator_run(
+        task_id="o1", repo_path="/repo", task_description="Big"
+    )
+    log.update_orchestrator_run(orchestrator_run_id, total_parts=2, total_steps=5)
+    log.update_orchestrator_run(orchestrator_run_id, steps_completed=3)
+    log.update_orchestrator_run(
+        orchestrator_run_id, parts_completed=1, status="partial", completed=True
+    )
+    orchestrated = log.get_orchestrator_run(orchestrator_run_id)
+    assert orchestrated is not None
+    assert (orchestrated.total_parts, orchestrated.total_steps) == (2, 5)
+    assert (orchestrated.parts_completed, orchestrated.steps_completed, orchestrated.status) == (
+        1,
+        3,
+        "partial",
+    )
+    assert orchestrated.completed_at == T0 + timedelta(seconds=2)
 
 
 def test_a_fresh_orchestrator_run_is_running_with_no_progress(log: RunLog) -> None:
-    orch_id = log.start_orchestrator_run(task_id="o1", repo_path="/repo", task_description="Big")
-    orch = log.get_orchestrator_run(orch_id)
-    assert orch is not None
-    assert (orch.status, orch.parts_completed, orch.steps_completed) == ("running", 0, 0)
-    assert (orch.total_parts, orch.completed_at, orch.passes) == (None, None, [])
+    orchestrator_run_id = log.start_orchestrator_run(
+        task_id="o1", repo_path="/repo", task_description="Big"
+    )
+    orchestrated = log.get_orchestrator_run(orchestrator_run_id)
+    assert orchestrated is not None
+    assert (orchestrated.status, orchestrated.parts_completed, orchestrated.steps_completed) == (
+        "running",
+        0,
+        0,
+    )
+    assert (orchestrated.total_parts, orchestrated.completed_at, orchestrated.passes) == (
+        None,
+        None,
+        [],
+    )
     assert log.get_orchestrator_run("unknown") is None
 
 

@@ -205,9 +205,7 @@ def _record_decomposed_run(store: BotStore, log: RunLog) -> int:
             adjustment=PlanAdjustment(revised_steps=[], rationale="s3 depended on s2"),
         ),
     )
-    store.update_run(
-        run.id, orchestrator_task_id="orch-decomposed", status="partial", finished=True
-    )
+    store.update_run(run.id, task_id="orch-decomposed", status="partial", finished=True)
     return run.id
 
 
@@ -242,7 +240,7 @@ def _record_unsandboxed_setup_run(store: BotStore, log: RunLog) -> int:
     log.set_state(
         "orch-setup", "environment", EnvironmentReport(sandbox="none", isolated=False, setup="ran")
     )
-    store.update_run(run.id, orchestrator_task_id="orch-setup", status="failed", finished=True)
+    store.update_run(run.id, task_id="orch-setup", status="failed", finished=True)
     return run.id
 
 
@@ -263,7 +261,7 @@ def section(page: str, anchor: str) -> str:
 def recorded_calls(site: Site) -> list[LLMCallRecord]:
     """The model calls of the finished run, as the run log holds them, in pass order."""
     log = site.world.services.runlog
-    orchestrated = log.get_orchestrator_run(site.finished.orchestrator_task_id or "")
+    orchestrated = log.get_orchestrator_run(site.finished.task_id or "")
     assert orchestrated is not None
     records: list[LLMCallRecord] = []
     for p in orchestrated.passes:
@@ -426,7 +424,7 @@ def _record_run_rerun_for_time(store: BotStore, log: RunLog) -> int:
         kind="attempt",
     )
     log.finish_task_run(task_run, status="complete", success=True, usage=Usage())
-    store.update_run(run.id, orchestrator_task_id="orch-slow", status="succeeded", finished=True)
+    store.update_run(run.id, task_id="orch-slow", status="succeeded", finished=True)
     return run.id
 
 
