@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.bench.report import build_report  # noqa: E402
+from agent.bench.report.command import build_report  # noqa: E402
 from agent.bench.results import read_results  # noqa: E402
 from agent.bench.tasks import read_tasks  # noqa: E402
 

@@ -47,7 +47,7 @@ from mining import clone  # noqa: E402  (benchmarks/mining.py, beside this scrip
 from redis import Redis  # noqa: E402
 from rq import Queue, Worker  # noqa: E402
 
-from agent.bench.mine import machine_cores  # noqa: E402
+from agent.bench.mining.mine import machine_cores  # noqa: E402
 from agent.bench.oracle import parse_label  # noqa: E402
 from agent.bench.results import read_results  # noqa: E402
 from agent.bench.tasks import read_tasks  # noqa: E402

@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.bench.journal import journal_path  # noqa: E402
-from agent.bench.mine import machine_cores  # noqa: E402
+from agent.bench.mining.journal import journal_path  # noqa: E402
+from agent.bench.mining.mine import machine_cores  # noqa: E402
 from agent.bench.tasks import read_tasks, without_timings  # noqa: E402
 
 PIN = "920e20b"

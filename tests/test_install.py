@@ -135,10 +135,10 @@ def test_the_wheel_ships_the_templates_and_the_migrations(built: tuple[Path, str
         "agent/py.typed",
         "bot/py.typed",
         "bot/templates/bench_page.html",
-        "agent/bench/report.schema.json",
-        "agent/bench/templates/report_page.html",
-        "agent/bench/templates/report_body.html",
-        "agent/bench/templates/report.css",
+        "agent/bench/report/report.schema.json",
+        "agent/bench/report/templates/report_page.html",
+        "agent/bench/report/templates/report_body.html",
+        "agent/bench/report/templates/report.css",
         "bot/static/cra.css",
     ):
         assert shipped in names, shipped

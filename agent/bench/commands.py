@@ -8,11 +8,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.bench.journal import journal_path
-from agent.bench.mine import Mined, MineOptions, mine, mine_jobs, throughput
+from agent.bench.mining.journal import journal_path
+from agent.bench.mining.mine import Mined, MineOptions, mine, mine_jobs, throughput
 from agent.bench.oracle.label import parse_label
 from agent.bench.oracle.model import oracle_factory
-from agent.bench.report import report_command
+from agent.bench.report.command import report_command
 from agent.bench.results import BenchResult
 from agent.bench.run import Bench, Factory, files_before, run_bench, with_model
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.bench.report.scores import latest
 from agent.bench.results import BenchResult, read_results
-from agent.bench.scores import latest
 from agent.bench.tasks import read_tasks, write_tasks
 from agent.console import EXIT_OK, EXIT_USAGE
 from agent.errors import PartsError, TaskFileError

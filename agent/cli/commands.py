@@ -42,7 +42,7 @@ def run_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         if args.command == "doctor":
             return _doctor(args, env)
         if args.command == "bench" and args.bench_command == "report":  # no run log needed
-            from agent.bench.report import report_command
+            from agent.bench.report.command import report_command
 
             return report_command(args)
         if args.command == "bench" and args.bench_command in ("split", "merge"):  # files only

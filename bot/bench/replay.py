@@ -9,8 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.bench.mine import Mined, MineOptions, TestBed, mine, mine_jobs, throughput
+from agent.bench.mining.mine import Mined, MineOptions, TestBed, mine, mine_jobs, throughput
 from agent.bench.oracle import oracle_factory, parse_label
+from agent.bench.report.scores import BenchReport, build_report
 from agent.bench.results import BenchResult, TestsSetting, read_results
 from agent.bench.run import (
     Bench,
@@ -21,7 +22,6 @@ from agent.bench.run import (
     run_bench,
     with_model,
 )
-from agent.bench.scores import BenchReport, build_report
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config.files import CONFIG_CANDIDATES, ModelConfig, SolveConfig
 from agent.errors import AgentError
@@ -261,8 +261,8 @@ def write_outputs(
     published: Published, repository: str, *, out: Path | None, summary: Path | None
 ) -> None:
     """The report as files (`out`: HTML, JSON, the results) and as a job summary (Markdown)."""
-    from agent.bench.report_html import render_html
-    from agent.bench.report_text import render_markdown
+    from agent.bench.report.html import render_html
+    from agent.bench.report.text import render_markdown
 
     try:
         if out is not None:

@@ -94,7 +94,7 @@ def add_bench_parser(
 def bench(settings: BotSettings, args: argparse.Namespace, repo: str) -> int:
     """`cra-bot bench`: bench a repository here, or on the workers of a queue, and publish its
     report as a page."""
-    from agent.bench.report_text import render_text
+    from agent.bench.report.text import render_text
     from bot.bench.replay import BenchRequest, prepare, publish, run_here, write_outputs
     from bot.cli import startup
     from bot.sandboxes import check_sandbox

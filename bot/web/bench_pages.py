@@ -7,7 +7,7 @@ from flask import Blueprint, Response, jsonify, render_template, request
 from flask.typing import ResponseReturnValue
 from markupsafe import Markup
 
-from agent.bench.report_html import render_body, stylesheet
+from agent.bench.report.html import render_body, stylesheet
 from bot.access import signin
 from bot.bench.reports import BenchReports
 from bot.web.state import current_state

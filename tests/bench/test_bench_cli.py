@@ -16,9 +16,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from agent.bench.journal import journal_path
+from agent.bench.mining.journal import journal_path
 from agent.bench.oracle.model import oracle_factory
-from agent.bench.report import SCHEMA
+from agent.bench.report.command import SCHEMA
 from agent.bench.results import TestsSetting, append_result, harness_error, read_results
 from agent.bench.run import (
     Bench,

@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from agent.bench.report import build_report, load_baseline, report_command, schema
-from agent.bench.report_html import render_html
-from agent.bench.report_text import render_text
+from agent.bench.report.command import build_report, load_baseline, report_command, schema
+from agent.bench.report.html import render_html
+from agent.bench.report.text import render_text
 from agent.bench.results import BenchResult, false_success
 from tests.bench.test_report import args, result, write
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.bench.mine import MineOptions, mine
+from agent.bench.mining.mine import MineOptions, mine
 from agent.bench.statement import added_lines, compose, linked_issue
 from agent.bench.tasks import BenchTask, read_tasks, write_tasks
 from agent.bench.trees import checkout

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.bench.journal import journal_path
-from agent.bench.mine import Mined, MineOptions, mine
+from agent.bench.mining.journal import journal_path
+from agent.bench.mining.mine import Mined, MineOptions, mine
 from agent.bench.tasks import BenchTask, read_tasks, without_timings
 from agent.errors import JournalMismatch
 from tests.bench.history import History, bed

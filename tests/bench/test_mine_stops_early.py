@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.bench.mine import Mined, MineOptions, mine
+from agent.bench.mining.mine import Mined, MineOptions, mine
 from agent.bench.trees import TestBed
 from agent.config.files import load_config
 from agent.sandbox.bwrap import build_sandbox

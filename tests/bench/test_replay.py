@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.bench.replay import NO_TASK, Runs, sort_tests
+from agent.bench.mining.replay import NO_TASK, Runs, sort_tests
 
 FILES = ["tests/test_new.py"]
 A, C, D = "tests/test_new.py::test_a", "tests/test_old.py::test_c", "tests/test_old.py::test_d"

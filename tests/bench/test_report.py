@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from agent.bench.report import (
+from agent.bench.report.command import (
     BenchReport,
     build_report,
     generated_schema,
@@ -19,8 +19,8 @@ from agent.bench.report import (
     schema,
     wilson_interval,
 )
-from agent.bench.report_data import configuration
-from agent.bench.report_text import render_text
+from agent.bench.report.data import configuration
+from agent.bench.report.text import render_text
 from agent.bench.results import BenchResult, append_result
 from agent.bench.tasks import BenchTask, write_tasks
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from agent.bench.report import build_report, load_baseline, report_command, schema
-from agent.bench.report_data import configuration
-from agent.bench.report_html import render_html
-from agent.bench.report_text import render_text
+from agent.bench.report.command import build_report, load_baseline, report_command, schema
+from agent.bench.report.data import configuration
+from agent.bench.report.html import render_html
+from agent.bench.report.text import render_text
 from agent.bench.results import BenchResult
 from agent.cli.main import build_parser
 from tests.bench.test_report import args, result, write

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.bench.report import report_command
+from agent.bench.report.command import report_command
 from agent.bench.results import BenchResult, append_result
 from agent.bench.tasks import BenchTask, write_tasks
 from tests.e2e.test_run_page_browser import Tools, tools  # noqa: F401 (a fixture)

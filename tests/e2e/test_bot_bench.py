@@ -16,7 +16,7 @@ import httpx
 import pytest
 from flask.testing import FlaskClient
 
-from agent.bench.mine import machine_cores
+from agent.bench.mining.mine import machine_cores
 from bot.services import build_services
 from bot.settings import BotSettings
 from bot.web.app import create_app

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.bench.report import build_report
+from agent.bench.report.command import build_report
 from agent.bench.results import BenchResult
 from bot.bench.reports import BenchReports
 from tests.e2e.bot_world import OWNER, REPO

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 
-from agent.bench.report import build_report, schema
+from agent.bench.report.command import build_report, schema
 from agent.bench.results import BenchResult
 from bot.bench.reports import BenchReports
 from tests.bot.access.test_signin import OWNER, PRIVATE, PUBLIC, STRANGER, Site, sign_in, site, text

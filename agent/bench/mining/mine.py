@@ -6,13 +6,14 @@ checkout of its parent: the commit's test changes are applied and the test comma
 the repository's setup step, in the sandbox, told not to stop at the first failure where it can
 be: agent.bench.keep_going); then the source change is applied and the tests run again. The
 task is kept when some tests of the changed test files go from failing (or not collected) to
-passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times (agent.bench.replay).
+passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times
+(agent.bench.mining.replay).
 A fix that no run could resolve — it breaks tests that passed (on a second run too), its tests
 pass only sometimes — is excluded by name, with the reason.
 
 A commit that cannot qualify by its diff is left out on git's answers alone, never checked out.
 The others are replayed `jobs` at a time, each in its own checkout and environment directory
-(the environment cache is shared); each outcome goes to the journal (agent.bench.journal) the
+(the environment cache is shared); each outcome goes to the journal (agent.bench.mining.journal) the
 moment it is known, so that an interrupted mine resumes; the checkouts a killed mine left are
 removed first (agent.bench.trees.remove_left: only those whose process is gone). The tasks come
 in the history's order (newest first) however many jobs ran and whether the mine was resumed.
@@ -30,10 +31,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent.bench.journal import Journal, Outcome
 from agent.bench.keep_going import full_run
+from agent.bench.mining.journal import Journal, Outcome
+from agent.bench.mining.replay import NO_TASK, REGRESSION, Runs, Verdict, sort_tests
 from agent.bench.patches import Split, split_commit
-from agent.bench.replay import NO_TASK, REGRESSION, Runs, Verdict, sort_tests
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
 from agent.bench.trees import TestBed as TestBed  # bot.bench.replay imports it from here

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from agent.bench.report_data import BenchReport
-from agent.bench.report_text import (
+from agent.bench.report.data import BenchReport
+from agent.bench.report.text import (
     CLEAN_ROOM_HEADER,
     HEADER,
     MARKS,
@@ -29,7 +29,7 @@ RunLink = Callable[[str], str | None]
 
 def _environment() -> Environment:
     env = Environment(
-        loader=PackageLoader("agent.bench", "templates"),
+        loader=PackageLoader("agent.bench.report", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         keep_trailing_newline=True,

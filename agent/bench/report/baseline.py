@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.bench.report_data import BenchReport, Comparison, ModelSummary, TaskRow
+from agent.bench.report.data import BenchReport, Comparison, ModelSummary, TaskRow
 from agent.bench.results import Outcome
 from agent.errors import SettingsMismatch
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from agent.bench.report_data import BenchReport, Cell, Comparison, ModelSummary, configuration
+from agent.bench.report.data import BenchReport, Cell, Comparison, ModelSummary, configuration
 
 MARKS = {"resolved": "✓", "unresolved": "✗", "error": "E"}
 NOT_RUN = "·"

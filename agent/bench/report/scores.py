@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent.bench.baseline import Baseline, compare, from_report
-from agent.bench.report_data import (
+from agent.bench.report.baseline import Baseline, compare, from_report
+from agent.bench.report.data import (
     SCHEMA_VERSION,
     BenchReport,
     Cell,

@@ -1,8 +1,8 @@
 """`cra bench report`: a bench's results as a terminal table, a self-contained HTML page or
 JSON (whose schema ships beside this file as report.schema.json).
 
-The numbers are agent.bench.scores'; rates leave harness errors out and carry Wilson's 95% score
-interval (see there).
+The numbers are agent.bench.report.scores'; rates leave harness errors out and carry Wilson's
+95% score interval (see there).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from agent.bench.report_html import render_html
-from agent.bench.report_text import render_markdown, render_text
+from agent.bench.report.html import render_html
+from agent.bench.report.scores import BenchReport, build_report, load_baseline, wilson_interval
+from agent.bench.report.text import render_markdown, render_text
 from agent.bench.results import read_results
-from agent.bench.scores import BenchReport, build_report, load_baseline, wilson_interval
 from agent.bench.tasks import read_tasks
 from agent.errors import BaselineError, ReportFileError, TaskFileError
 
@@ -106,7 +106,7 @@ def report_from_files(
 
 def schema() -> dict[str, Any]:
     """The JSON Schema of `cra bench report --json`, as shipped in the package."""
-    text = resources.files("agent.bench").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    text = resources.files("agent.bench.report").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 
