@@ -24,8 +24,8 @@ from typing import Literal
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `benchmarks` as a package
 
 from agent.errors import ParseError, PatchRejected
+from agent.execute.edits.patch import apply_edits, replace_once
 from agent.execute.parsers import parse_implement_response
-from agent.execute.patch import apply_edits, replace_once
 from benchmarks.edit_case import Case
 
 CORPUS = Path(__file__).resolve().parent / "data" / "edits"

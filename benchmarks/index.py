@@ -26,8 +26,8 @@ import warnings
 from pathlib import Path
 
 from agent.git.repo import run_git
-from agent.retrieval.index import RepoIndex
-from agent.retrieval.index_records import IndexStats
+from agent.retrieval.indexing.index import RepoIndex
+from agent.retrieval.indexing.index_records import IndexStats
 
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.git.repo import run_git
-from agent.retrieval.index import RepoIndex
-from agent.retrieval.parsing import CODE_LANGUAGES, language_of
+from agent.retrieval.indexing.index import RepoIndex
+from agent.retrieval.indexing.parsing import CODE_LANGUAGES, language_of
+from agent.retrieval.indexing.scan import is_test_path
 from agent.retrieval.ranking import query_terms, rank
-from agent.retrieval.scan import is_test_path
 from agent.retrieval.seeds import Seeds, resolve_seeds
 
 FIX_MESSAGE = re.compile(r"\b(?:fix(?:e[sd]|ing)?|bug(?:fix)?s?|issues?)\b|#\d+", re.IGNORECASE)

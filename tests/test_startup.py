@@ -47,8 +47,8 @@ NOT_BEFORE_THE_FIRST_CALL = (
     "agent.runlog.details",
     "agent.run.single_pass",
     "agent.run.planning",
-    "agent.retrieval.command",  # other commands' (bench, runs, solve --plan, plan, index)
-    "agent.execute.patch",
+    "agent.retrieval.indexing.command",  # other commands' (bench, runs, solve --plan, plan, index)
+    "agent.execute.edits.patch",
     "agent.execute.implement",
     "agent.execute.decomposed_adjustment",
     "click",

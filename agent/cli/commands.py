@@ -51,7 +51,7 @@ def run_command(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             return parts_command(args)
         if args.command == "index":  # the index needs no run log
             from agent.progress import ProgressBar
-            from agent.retrieval.command import index_repository
+            from agent.retrieval.indexing.command import index_repository
 
             bar = ProgressBar(sys.stderr, "indexing")
             try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent.models import PlanStep
-from agent.retrieval.scan import is_test_path, test_subject
+from agent.retrieval.indexing.scan import is_test_path, test_subject
 
 MAX_TARGET_SYMBOLS = 4  # a step makes one or two edits; more symbols than this is several steps
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
-from agent.retrieval.parsing import python_tree
+from agent.retrieval.indexing.parsing import python_tree
 
 Example = tuple[str, str]  # an example's source and its expected output
 TEXT_SUFFIXES = frozenset({".txt", ".rst", ".rest", ".md", ".markdown", ".text", ".doctest"})

@@ -15,8 +15,8 @@ from typing import Literal
 
 from agent.llm.budget import estimate_tokens
 from agent.models import OVER_BUDGET, ContextFile, ContextPackage, DroppedFile, SymbolDetail
+from agent.retrieval.indexing.symbols import Symbol
 from agent.retrieval.outline import chars_for, render_outline, truncate
-from agent.retrieval.symbols import Symbol
 
 SEED_FLOOR_TOKENS = 256
 SEPARATOR = "\n\n"  # between file blocks in ContextPackage.to_prompt_text

@@ -23,11 +23,11 @@ from agent.models import (
     RefinementRequest,
     SymbolDetail,
 )
-from agent.retrieval.index import RepoIndex
+from agent.retrieval.indexing.index import RepoIndex
+from agent.retrieval.indexing.parsing import language_of, parse_source
+from agent.retrieval.indexing.scan import BINARY_SNIFF_BYTES, is_test_path
 from agent.retrieval.packing import Entry, block_tokens, pack
-from agent.retrieval.parsing import language_of, parse_source
 from agent.retrieval.ranking import rank
-from agent.retrieval.scan import BINARY_SNIFF_BYTES, is_test_path
 from agent.retrieval.seeds import ResolvedSeeds, Seeds, resolve_seeds
 from agent.retrieval.stages import (
     ScopeItem,

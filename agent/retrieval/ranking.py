@@ -7,10 +7,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from agent.retrieval.index import RepoIndex
-from agent.retrieval.index_records import FileInfo
-from agent.retrieval.parsing import CODE_LANGUAGES, terms
-from agent.retrieval.scan import is_test_path, test_subject
+from agent.retrieval.indexing.index import RepoIndex
+from agent.retrieval.indexing.index_records import FileInfo
+from agent.retrieval.indexing.parsing import CODE_LANGUAGES, terms
+from agent.retrieval.indexing.scan import is_test_path, test_subject
 from agent.retrieval.seeds import ResolvedSeeds
 
 MAX_QUERY_TERMS = 48

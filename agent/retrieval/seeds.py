@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.retrieval.index import RepoIndex
+from agent.retrieval.indexing.index import RepoIndex
 
 MAX_MINED_FILES = 10  # a deep traceback must not crowd out everything else
 MAX_FILES_PER_SYMBOL = 3  # a name defined in more files than this is too common to seed files

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
 from agent.models import AttemptRecord, PlanStep
-from agent.retrieval.scan import is_test_path, test_subject
+from agent.retrieval.indexing.scan import is_test_path, test_subject
 
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/", re.M)
 _DEFINED = re.compile(r"^[+-]\s*(?:async\s+)?(?:def|class|fn|func|function)\s+([A-Za-z_]\w*)", re.M)

@@ -13,7 +13,7 @@ from agent.git import repo as git
 from agent.git.workspace import Workspace, apply_in_place, close_workspace, open_workspace
 from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
-from agent.retrieval.scan import is_test_path
+from agent.retrieval.indexing.scan import is_test_path
 from agent.run.context import RunContext, StepRequest
 from agent.run.environment import open_environment
 from agent.run.landing import land

@@ -11,7 +11,7 @@ from typing import Protocol
 from agent.config.files import RetrievalConfig
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextPackage, RefinementRequest
-from agent.retrieval.index import Progress, RepoIndex, default_index_path
+from agent.retrieval.indexing.index import Progress, RepoIndex, default_index_path
 from agent.retrieval.packing import context_from_files
 from agent.retrieval.pipeline import IndexedContext, Mode
 from agent.retrieval.seeds import PATH_PATTERN, normalize_path

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent.errors import GitError, UnsafePath
-from agent.execute.paths import normalise_path, repository_path
+from agent.execute.edits.paths import normalise_path, repository_path
 from agent.gate.doctest_scope import GREP_PATTERNS, DoctestScope, doctest_scope
 from agent.gate.doctests import changed_examples, with_examples_of
 from agent.gate.gate_files import GateChange, gate_changes, may_be_gate_file

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent.errors import UnsafePath
-from agent.execute.paths import commit_refusal, repository_path
+from agent.execute.edits.paths import commit_refusal, repository_path
 from agent.execute.prompts import ImplementRequest, build_implement_prompt
 from agent.gate.validation import run_validation
 from agent.gate.verdict import file_of_test
@@ -25,7 +25,7 @@ from agent.models import (
     TestChange,
     ValidationResult,
 )
-from agent.retrieval.scan import is_test_path
+from agent.retrieval.indexing.scan import is_test_path
 from agent.run.context import RunContext, StepRequest, StepState
 from agent.run.step_gate import changed_gate_files, file_diffs, gate_attempt
 from agent.runlog.store import ValidationKind
@@ -172,7 +172,7 @@ def _unseen(worktree: Path, rel: str, shown: set[str]) -> bool:
 def apply_attempt(state: StepState, attempt: AttemptRecord) -> None:
     """The attempt's edits written to the worktree (all or none), `patch_applied` and the
     diff set; a refused edit says why in `error_info`."""
-    from agent.execute.patch import apply_edits  # the edit engine: not before a first call
+    from agent.execute.edits.patch import apply_edits  # the edit engine: not before a first call
 
     refused = commit_refusal(state.run_context.workspace.worktree, attempt.edits)
     if refused is not None:  # the tests would run with a file the step's commit cannot take

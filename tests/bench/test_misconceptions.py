@@ -20,7 +20,7 @@ from agent.bench.oracle.misconceptions import (
 from agent.bench.oracle.model import OracleModel
 from agent.bench.tasks import BenchTask
 from agent.config.files import ModelConfig
-from agent.execute.matching import replace_once
+from agent.execute.edits.matching import replace_once
 from agent.execute.parsers import parse_implement_response
 
 BEFORE = "def scale(x):\n    return x * 3\n\n\ndef triple(x):\n    return x * 3\n"

@@ -20,7 +20,7 @@ from agent.bench.oracle.mistakes import (
     wrong_test,
 )
 from agent.bench.patches import FilePatch, after_patch, oracle_edits, parse_patch
-from agent.execute.matching import replace_once
+from agent.execute.edits.matching import replace_once
 from agent.execute.parsers import parse_implement_response
 
 BEFORE = """def clamp(x, limit):

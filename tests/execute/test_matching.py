@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agent.errors import PatchRejected
-from agent.execute.lines import is_elision
-from agent.execute.matching import replace_once
+from agent.execute.edits.lines import is_elision
+from agent.execute.edits.matching import replace_once
 
 LOOP = """\
 def count(n):

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.errors import PatchRejected, UnsafePath
-from agent.execute.matching import exact_starts
-from agent.execute.patch import (
+from agent.execute.edits.matching import exact_starts
+from agent.execute.edits.patch import (
     apply_edits,
     check_path,
     replace_once,
@@ -20,7 +20,7 @@ from agent.execute.patch import (
     validate_edits,
     write_atomic,
 )
-from agent.execute.paths import commit_refusal, repository_path
+from agent.execute.edits.paths import commit_refusal, repository_path
 from agent.models import PatchEdit
 
 CALC = """\

@@ -10,7 +10,7 @@ import pytest
 
 from agent.gate.validation import _read_capped
 from agent.git.treefiles import read_in_tree, read_text_in_tree
-from agent.retrieval.scan import ScanRules, list_worktree, read_file
+from agent.retrieval.indexing.scan import ScanRules, list_worktree, read_file
 from tests.fakes.repos import make_python_project
 
 pytestmark = pytest.mark.usefixtures("isolated_git")

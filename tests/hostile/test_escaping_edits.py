@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.errors import UnsafePath
-from agent.execute.patch import apply_edits, check_path
+from agent.execute.edits.patch import apply_edits, check_path
 from agent.models import PatchEdit
 from bot.run.repo_config import effective_config
 from tests.bot.run.test_runner_parts import settings, write

@@ -10,7 +10,7 @@ import pytest
 from agent.config.files import ModelConfig
 from agent.llm.client import HTTPChatModel
 from agent.llm.logged import LoggedLLMClient
-from agent.retrieval.index import RepoIndex
+from agent.retrieval.indexing.index import RepoIndex
 from tests.fakes.call_log import MemoryCallLog
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import ISOLATED_GIT_ENV, git_in, init_repo, write_files

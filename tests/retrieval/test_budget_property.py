@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from agent.config.files import RetrievalConfig
 from agent.llm.budget import estimate_tokens
 from agent.models import ContextPackage
-from agent.retrieval.index import RepoIndex
+from agent.retrieval.indexing.index import RepoIndex
+from agent.retrieval.indexing.parsing import parse_source
+from agent.retrieval.indexing.scan import is_test_path
 from agent.retrieval.packing import Entry, pack
-from agent.retrieval.parsing import parse_source
 from agent.retrieval.pipeline import ContextAsk, IndexedTree, retrieve
-from agent.retrieval.scan import is_test_path
 from agent.retrieval.seeds import Seeds
 from tests.retrieval.conftest import CART_PY, PRICING_PY, USERS_PY, make_repo
 

@@ -9,7 +9,7 @@ from agent.cli.main import main
 from agent.config.files import RetrievalConfig
 from agent.git import repo as git
 from agent.git import worktrees
-from agent.retrieval.index import RepoIndex, default_index_path
+from agent.retrieval.indexing.index import RepoIndex, default_index_path
 from tests.fakes.repos import git_in, write_files
 from tests.retrieval.conftest import SHOP_FILES, commit_all, make_repo
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agent.llm.budget import estimate_tokens
+from agent.retrieval.indexing.parsing import parse_source
 from agent.retrieval.outline import MARK, render_outline, truncate
 from agent.retrieval.packing import Entry, pack
-from agent.retrieval.parsing import parse_source
 from tests.retrieval.conftest import CART_PY
 from tests.retrieval.test_parsing import DATA_MODULE, GO_SOURCE
 

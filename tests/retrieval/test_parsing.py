@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.retrieval import treesitter
-from agent.retrieval.index import RepoIndex
-from agent.retrieval.parsing import parse_source, split_identifier, terms
+from agent.retrieval.indexing import treesitter
+from agent.retrieval.indexing.index import RepoIndex
+from agent.retrieval.indexing.parsing import parse_source, split_identifier, terms
 from tests.retrieval.conftest import make_repo
 
 GO_SOURCE = """package health

@@ -10,7 +10,7 @@ import pytest
 from agent.config.files import RetrievalConfig
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextPackage, RefinementRequest
-from agent.retrieval.index import RepoIndex
+from agent.retrieval.indexing.index import RepoIndex
 from agent.retrieval.outline import MARK
 from agent.retrieval.pipeline import ContextAsk, IndexedContext, IndexedTree, refine, retrieve
 from agent.retrieval.ranking import rank

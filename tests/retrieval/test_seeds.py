@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.retrieval.index import RepoIndex
+from agent.retrieval.indexing.index import RepoIndex
 from agent.retrieval.seeds import Seeds, resolve_seeds
 from tests.retrieval.conftest import make_repo
 

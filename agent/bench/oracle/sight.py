@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
 from agent.bench.patches import FilePatch
-from agent.retrieval.parsing import parse_source
+from agent.retrieval.indexing.parsing import parse_source
 
 _FILE_BLOCK = re.compile(r'<file path="([^"]+)"')
 _SCOPE_FILE = re.compile(r"^File: (\S+) \(", re.M)

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.errors import PatchRejected
-from agent.execute.edges import blank_run, settle_edges
-from agent.execute.lines import (
+from agent.execute.edits.edges import blank_run, settle_edges
+from agent.execute.edits.lines import (
     ambiguous,
     block_lines,
     closest_region,

@@ -14,8 +14,8 @@ from typing import Literal
 from agent.git.repo import run_git
 from agent.git.treefiles import read_in_tree
 from agent.llm.budget import estimate_tokens
-from agent.retrieval.parsing import language_of, parse_source
-from agent.retrieval.symbols import ParsedFile
+from agent.retrieval.indexing.parsing import language_of, parse_source
+from agent.retrieval.indexing.symbols import ParsedFile
 
 FileStatus = Literal["parsed", "text", "syntax_error", "capped", "binary"]
 BINARY_SNIFF_BYTES = 8192

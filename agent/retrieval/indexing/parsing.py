@@ -10,8 +10,8 @@ import warnings
 from pathlib import PurePosixPath
 from typing import cast
 
-from agent.retrieval import treesitter
-from agent.retrieval.symbols import ImportRef, ParsedFile, ParseStatus, Symbol, first_line
+from agent.retrieval.indexing import treesitter
+from agent.retrieval.indexing.symbols import ImportRef, ParsedFile, ParseStatus, Symbol, first_line
 
 LANGUAGES: dict[str, str] = {
     ".py": "python",

@@ -30,7 +30,7 @@ from sqlalchemy import (
 
 from agent.config.files import RetrievalConfig
 from agent.git.repo import run_git
-from agent.retrieval.index_records import (
+from agent.retrieval.indexing.index_records import (
     FTS_DDL,
     FTS_WEIGHTS,
     FileInfo,
@@ -43,9 +43,9 @@ from agent.retrieval.index_records import (
     metadata,
     symbols,
 )
-from agent.retrieval.links import resolve_edges
-from agent.retrieval.parsing import terms
-from agent.retrieval.scan import (
+from agent.retrieval.indexing.links import resolve_edges
+from agent.retrieval.indexing.parsing import terms
+from agent.retrieval.indexing.scan import (
     FileRecord,
     Listing,
     ScanRules,

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agent.retrieval.symbols import Symbol, first_line
+from agent.retrieval.indexing.symbols import Symbol, first_line
 
 _JS = """
 (function_declaration name: (identifier) @name) @definition.function

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from agent.errors import PatchRejected
-from agent.execute.flexible import replace_lines
-from agent.execute.lines import ambiguous, line_ending, split_lines, with_eol
+from agent.execute.edits.flexible import replace_lines
+from agent.execute.edits.lines import ambiguous, line_ending, split_lines, with_eol
 
 _WORD = re.compile(r"\w")
 BOM = "\ufeff"

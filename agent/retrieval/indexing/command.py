@@ -7,8 +7,8 @@ from pathlib import Path
 from agent.config.files import load_config
 from agent.errors import ConfigError
 from agent.git.repo import is_work_tree
-from agent.retrieval.index import Progress, RepoIndex, default_index_path
-from agent.retrieval.index_records import IndexStats
+from agent.retrieval.indexing.index import Progress, RepoIndex, default_index_path
+from agent.retrieval.indexing.index_records import IndexStats
 
 
 def index_repository(

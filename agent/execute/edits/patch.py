@@ -13,9 +13,9 @@ from pathlib import Path
 
 from agent.config.files import DEFAULT_PROTECTED
 from agent.errors import PatchRejected, UnsafePath
-from agent.execute.lines import split_lines
-from agent.execute.matching import replace_once
-from agent.execute.paths import check_path, normalise_path, same_named
+from agent.execute.edits.lines import split_lines
+from agent.execute.edits.matching import replace_once
+from agent.execute.edits.paths import check_path, normalise_path, same_named
 from agent.models import PatchEdit, PatchResult
 
 __all__ = [
