@@ -64,7 +64,7 @@ MIN_TEST_OUTPUT_CHARS = 200
 @dataclass(frozen=True)
 class ImplementRequest:
     """What an implement call is asked: its step within the task and the part's plan, the
-    changes made before it, what it is told of the steps it lands with (agent.run.landing),
+    changes made before it, what it is told of the steps it lands with (agent.run.landing.loop),
     and the tokens reserved for its answer."""
 
     task: str

@@ -1,8 +1,6 @@
 """The run itself: `orchestrator.solve` (baseline, meta-plan, parts, steps, adjustments),
-`plan_passes`, `landing` (the one landing path: a step, or the steps that land together with it,
-implemented, gated and retried; a single step is a group of one) with `landed` (its outcomes),
-`steps` (one attempt at a step within its budgets) and `step_gate` (an attempt judged by the gate
-against the accepted state), `blame` (which of the steps landing together a failure points to),
+`plan_passes`, the `landing` subpackage (the one landing path: a step, or the steps that land
+together with it, implemented, gated and retried; a single step is a group of one),
 `environment` (a run's HOME and setup step), `single_pass` (`cra solve --plan`) and `planning`
 (`cra plan`), `passes` (a pass opened, closed and charged), `result`, and the seams `runtime`
 (clock, cancel, observer) and `sources` (where each pass's context comes from), with `context`

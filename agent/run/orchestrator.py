@@ -29,14 +29,14 @@ from agent.models import (
 )
 from agent.run.context import RunContext, StepRequest
 from agent.run.environment import Environment, open_environment
-from agent.run.landed import Landing
-from agent.run.landing import land
+from agent.run.landing.attempt import task_target_tests
+from agent.run.landing.loop import land
+from agent.run.landing.outcome import Landing
 from agent.run.passes import PassEnd, PassRecorder
 from agent.run.plan_passes import PlanPasses
 from agent.run.result import Tally, run_result
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, SeededFiles
-from agent.run.steps import task_target_tests
 
 
 def solve(

@@ -19,8 +19,8 @@ from agent.models import (
     ValidationResult,
 )
 from agent.run.context import RunContext
+from agent.run.landing.attempt import task_target_tests
 from agent.run.passes import PassRecorder
-from agent.run.steps import task_target_tests
 
 RunStatus = Literal["complete", "partial", "failed", "cancelled"]
 

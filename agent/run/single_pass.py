@@ -16,10 +16,10 @@ from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
 from agent.retrieval.indexing.scan import is_test_path
 from agent.run.context import RunContext, StepRequest
 from agent.run.environment import open_environment
-from agent.run.landing import land
+from agent.run.landing.attempt import task_target_tests
+from agent.run.landing.loop import land
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, ContextSource, SeededFiles
-from agent.run.steps import task_target_tests
 
 
 def run_single_pass(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.git import repo as git
-from agent.run.steps import AUTHOR_EMAIL
+from agent.run.landing.attempt import AUTHOR_EMAIL
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.run.steps import AUTHOR_EMAIL, AUTHOR_NAME
+from agent.run.landing.attempt import AUTHOR_EMAIL, AUTHOR_NAME
 from bot.mirrors import MirrorCache
 from bot.run import publish
 from tests.e2e.bot_world import REPO, BotWorld

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.models import AttemptRecord, GateVerdict, PlanStep, ValidationResult
-from agent.run.blame import changed_symbols, implicated
+from agent.run.landing.blame import changed_symbols, implicated
 
 STEPS = [
     PlanStep(

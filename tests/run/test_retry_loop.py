@@ -10,7 +10,8 @@ import pytest
 from agent.errors import BudgetExhausted, LLMError, PromptTooLarge
 from agent.models import AttemptRecord, GateVerdict, GroupRound, PlanStep, ValidationResult
 from agent.run.context import RunContext, StepRequest, StepState
-from agent.run.landed import (
+from agent.run.landing.loop import landing_note
+from agent.run.landing.outcome import (
     Failure,
     Piece,
     Unit,
@@ -20,7 +21,6 @@ from agent.run.landed import (
     failed,
     failure_of,
 )
-from agent.run.landing import landing_note
 
 S1 = PlanStep(id="s1", description="area in square units", target_files=["geometry.py"])
 S2 = PlanStep(id="s2", description="report the area", target_files=["report.py"])

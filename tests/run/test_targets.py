@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.models import ValidationResult
-from agent.run.steps import task_target_tests
+from agent.run.landing.attempt import task_target_tests
 
 BASELINE = ValidationResult(
     success=False,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent.git import repo as git
-from agent.run.steps import AUTHOR_EMAIL, AUTHOR_NAME
+from agent.run.landing.attempt import AUTHOR_EMAIL, AUTHOR_NAME
 from bot.run.branches import IssueBranch, issue_branch
 from tests.fakes.repos import commit_file, git_in, make_python_project
 

@@ -1,4 +1,4 @@
-"""What became of a landing (agent.run.landing): its working set, the error-to-outcome mapping,
+"""What became of a landing (agent.run.landing.loop): its working set, the error-to-outcome mapping,
 the one failure describer, and the outcomes of its steps and of their group."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from agent.models import (
     ValidationResult,
 )
 from agent.run.context import RunContext, StepState
-from agent.run.steps import allowed_test_changes, commit_edits
+from agent.run.landing.attempt import allowed_test_changes, commit_edits
 
 LandingError = BudgetExhausted | LLMError | PromptTooLarge
 LANDING_ERRORS = (BudgetExhausted, LLMError, PromptTooLarge)  # what ends a landing as failed

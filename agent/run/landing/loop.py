@@ -21,9 +21,18 @@ from agent.execute.prompts import last_chars
 from agent.git import repo as git
 from agent.git import worktrees
 from agent.models import AttemptRecord, GroupRound, PlanStep
-from agent.run.blame import implicated
 from agent.run.context import RunContext, StepRequest
-from agent.run.landed import (
+from agent.run.landing.attempt import (
+    apply_attempt,
+    implement_attempt,
+    record_attempt,
+    run_tests,
+    step_state,
+    step_target_tests,
+    test_and_gate,
+)
+from agent.run.landing.blame import implicated
+from agent.run.landing.outcome import (
     LANDING_ERRORS,
     Failure,
     Landing,
@@ -34,15 +43,6 @@ from agent.run.landed import (
     failed,
     failure_of,
     landed,
-)
-from agent.run.steps import (
-    apply_attempt,
-    implement_attempt,
-    record_attempt,
-    run_tests,
-    step_state,
-    step_target_tests,
-    test_and_gate,
 )
 
 _NOTE_DIFF_CHARS = 4000

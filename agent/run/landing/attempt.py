@@ -27,7 +27,7 @@ from agent.models import (
 )
 from agent.retrieval.indexing.scan import is_test_path
 from agent.run.context import RunContext, StepRequest, StepState
-from agent.run.step_gate import changed_gate_files, file_diffs, gate_attempt
+from agent.run.landing.gate import changed_gate_files, file_diffs, gate_attempt
 from agent.runlog.store import ValidationKind
 
 AUTHOR_NAME = "cra"
