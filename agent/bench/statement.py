@@ -96,14 +96,16 @@ def scrub(text: str, patch: str) -> str:
 def hidden_statement(task: BenchTask) -> str:
     """The statement a run with the fix's tests hidden gets: the issue, or the commit message
     and the failure's output as a user would report it; no line the fix or its tests add, none
-    naming a test only the test patch adds, and no output line about another test file (a
-    failure beside the fix's, before and after it: not what a user reports, and a test file the
-    run would take for the task's)."""
+    naming a test only the test patch adds, and no output line about another test file nor
+    another test's failure section (a failure beside the fix's, before and after it: not what a
+    user reports, and a test the run would take for the task's)."""
     message, output = _parts(task.problem_statement)
     text = message.strip()
     if output is not None and output.strip():
         own = {test.split("::")[0] for test in task.FAIL_TO_PASS}
-        shown = [line for line in output.strip("\n").split("\n") if not _other_tests(line, own)]
+        names = {_id_parts(test)[-1] for test in task.FAIL_TO_PASS}
+        lines = _own_sections(output.strip("\n").split("\n"), own, names)
+        shown = [line for line in lines if not _other_tests(line, own)]
         text += "\n\nWhat goes wrong:\n```\n" + "\n".join(shown) + "\n```"
     added = added_lines(task.patch) | added_lines(task.test_patch)
     marks = new_test_marks(task.test_patch, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
@@ -125,6 +127,51 @@ def _parts(statement: str) -> tuple[str, str | None]:
     if not shown:
         return message, None
     return message, output.rstrip().removesuffix("```")
+
+
+# a failure's section in pytest's report: `____ test_name[param] ____`, `____ Class.test ____`,
+# `____ ERROR collecting tests/test_x.py ____`; it runs to the next header or `=== … ===` line
+_SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
+_RULE = re.compile(r"^={3,}")
+
+
+def _own_sections(lines: Sequence[str], own: set[str], names: set[str]) -> list[str]:
+    """The output without the failure sections of other tests (a test that fails beside the
+    fix's, before and after it: its traceback names no file the line filter would catch)."""
+    kept: list[str] = []
+    keep = _leading_kept(lines, own, names)
+    for line in lines:
+        if (header := _SECTION.match(line.strip())) is not None:
+            keep = _is_own(header.group(1), own, names)
+        elif _RULE.match(line):
+            keep = True
+        if keep:
+            kept.append(line)
+    return kept
+
+
+# a line of a traceback as pytest prints it: `E   …`, `>   …`, `tests/test_x.py:12: Error`
+_TRACEBACK = re.compile(r"^(?:E |>  |\S+:\d+: \w)")
+
+
+def _leading_kept(lines: Sequence[str], own: set[str], names: set[str]) -> bool:
+    """Whether the lines before the output's first section header or `===` line stay: a
+    traceback there is the end of a section whose header the output's cut left out, kept
+    only when it names one of the fix's tests."""
+    marks = [i for i, line in enumerate(lines) if _SECTION.match(line.strip()) or _RULE.match(line)]
+    if not marks:
+        return True
+    leading = lines[: marks[0]]
+    if not any(_TRACEBACK.match(line) for line in leading):
+        return True
+    return _is_own("\n".join(leading), own, names)
+
+
+def _is_own(header: str, own: set[str], names: set[str]) -> bool:
+    """Whether a section's header names one of the fix's failing tests or their files."""
+    if any(path in header for path in own):
+        return True
+    return bool(set(re.findall(r"\w+", header.split("[", 1)[0])) & names)
 
 
 def _other_tests(line: str, own: set[str]) -> bool:

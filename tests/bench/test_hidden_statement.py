@@ -134,3 +134,53 @@ def test_a_dotted_name_is_no_test_file() -> None:
     )
     statement = hidden_statement(mined(compose("Fix double: it tripled", F2P, output, PATCH)))
     assert "self = <tests.test_mathx.TestMath testMethod=test_neg>" in statement
+
+
+def test_the_failure_section_of_another_test_is_left_out_whole() -> None:
+    # sqlparse's tests/test_cli.py fails on a newer Python before and after every fix; its
+    # section's traceback names the test by its function alone, and the run took it for the task's
+    beside = OUTPUT.replace(
+        "=========================== short test summary info",
+        "___________________________ test_encoding_gbk_stdout ___________________________\n"
+        "\n"
+        "    def test_encoding_gbk_stdout(filepath, load_file, capfd):\n"
+        ">       sys.stdout.encoding = 'gbk'\n"
+        "E       AttributeError: readonly attribute\n"
+        "\n"
+        "tests/test_cli.py:99: AttributeError\n"
+        "=========================== short test summary info",
+    )
+    statement = hidden_statement(mined(compose("Fix double: it tripled", F2P, beside, PATCH)))
+    assert "test_encoding_gbk_stdout" not in statement and "readonly" not in statement
+    assert "E       assert 12 == 8" in statement  # the fix's own failure stays
+    assert "FAILED tests/test_double.py" not in statement  # it names a test the patch adds
+    assert "1 failed, 2 passed" in statement
+
+
+def test_the_failure_section_of_a_parameter_of_the_fix_s_test_stays() -> None:
+    f2p = ["tests/test_mathx.py::test_neg[2]"]
+    output = (
+        "________________________________ test_neg[2] _________________________________\n"
+        "E       assert 2 == -2\n"
+        "______________________________ test_unrelated[1] ______________________________\n"
+        "E       assert 'other'\n"
+        "=========================== short test summary info ============================\n"
+        "1 failed in 0.01s\n"
+    )
+    statement = hidden_statement(mined(compose("Fix neg", f2p, output, PATCH), f2p))
+    assert "E       assert 2 == -2" in statement and "test_neg[2]" in statement
+    assert "unrelated" not in statement and "'other'" not in statement
+    assert "1 failed in 0.01s" in statement
+
+
+def test_a_section_whose_header_the_cut_left_out_goes_when_it_is_another_test_s() -> None:
+    cut = (
+        "ad_file at 0x7f307f151620>\n"
+        "    def test_encoding_stdin_gbk(filepath, load_file, capfd):\n"
+        ">           sys.stdout.encoding = 'gbk'\n"
+        "E           AttributeError: readonly attribute\n"
+        "\n" + OUTPUT.split("\n", 2)[2]  # from the first section header on
+    )
+    statement = hidden_statement(mined(compose("Fix double: it tripled", F2P, cut, PATCH)))
+    assert "readonly" not in statement and "ad_file" not in statement
+    assert "E       assert 12 == 8" in statement
