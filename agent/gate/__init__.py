@@ -1,5 +1,6 @@
 """The gate: what decides that a step passed. `gate_files` (which files make up the gate),
-`verdict` (whether a test run passes it), `validation` (the repository's test, lint and
+`verdict` (whether a test run passes it), `interference` (the original run's failures that only
+the old versions of the changed test files cause), `validation` (the repository's test, lint and
 type-check commands run and compared with the baseline), `testreport` (test outcomes and counts
 read from a run's report or output), and what counts as a test: `source_tests` (tests inside
 source files), `doctests` and `doctest_scope`, `testing_sections` (the test sections of shared

@@ -15,6 +15,7 @@ from agent.execute.edits.paths import normalise_path, repository_path
 from agent.gate.doctest_scope import GREP_PATTERNS, DoctestScope, doctest_scope
 from agent.gate.doctests import changed_examples, with_examples_of
 from agent.gate.gate_files import GateChange, gate_changes, may_be_gate_file
+from agent.gate.interference import cleared, suspects
 from agent.gate.source_tests import may_hold_tests, with_tests_of
 from agent.gate.testing_sections import is_sectioned, with_testing_sections_of
 from agent.gate.validation import run_validation
@@ -42,7 +43,7 @@ def gate_attempt(state: StepState, attempt: AttemptRecord, attempt_id: int) -> N
     )
     on_original = False
     if verdict.passed and changes:
-        attempt.original = _run_original(state, changes, attempt_id)
+        attempt.original = _original_run(state, changes, attempt.validation, attempt_id)
         verdict = _on_original(state, attempt.original, changes, declared, verdict)
         on_original = not verdict.passed
     attempt.gate = verdict.model_copy(update={"weakened": verdict.weakened or on_original})
@@ -161,13 +162,36 @@ def _known(worktree: Path, path: str) -> str:
         return normalise_path(path)
 
 
+def _original_run(
+    state: StepState,
+    changes: Sequence[GateChange],
+    validation: ValidationResult,
+    attempt_id: int,
+) -> ValidationResult:
+    """The run of the original gate files over the new code; failures outside the changed
+    test files that passed in the attempt's own run are run again with the changed test files
+    left out, and cleared when they pass there (agent.gate.interference)."""
+    original = _run_original(state, changes, attempt_id)
+    changed_tests = [c.path for c in changes if c.role == "test" and not c.tests_only]
+    suspected = suspects(original, validation, changed_tests)
+    if not suspected:
+        return original
+    alone = _run_original(state, changes, attempt_id, left_out=changed_tests)
+    return cleared(original, alone, suspected)
+
+
 def _run_original(
-    state: StepState, changes: Sequence[GateChange], attempt_id: int
+    state: StepState,
+    changes: Sequence[GateChange],
+    attempt_id: int,
+    *,
+    left_out: Sequence[str] = (),
 ) -> ValidationResult:
     """The test command over the new code with every changed gate file as it was at the
-    step's base (files the step created are left out)."""
+    step's base (files the step created are left out, and so are the files of `left_out`)."""
     worktree = state.run_context.workspace.worktree
     files = {c.path: _original(worktree, state.base, c) for c in changes}
+    files.update(dict.fromkeys(left_out))
     with scratch_tree(
         worktree, files, parent=state.run_context.runtime.work_dir / "scratch"
     ) as tree:

@@ -1,0 +1,62 @@
+"""Failures of the original run that only the old versions of the changed test files cause:
+a test of a file the step left alone that passed in the attempt's own run (the same code) but
+fails beside the changed test files as they were — an old test that sets global state the new
+code does not take (a lexer reconfigured through an API the fix changed) breaks every test run
+after it. Such a test is cleared only when it passes in a run of the original gate files with
+the changed test files left out, which no version of those files can sway."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent.gate.verdict import file_of_test
+from agent.models import ValidationResult
+
+
+def suspects(
+    original: ValidationResult, attempt: ValidationResult, changed_tests: Sequence[str]
+) -> list[str]:
+    """The original run's failures outside the changed test files that passed in the
+    attempt's own run: only the old versions of the changed test files differ between them."""
+    if not changed_tests or original.timed_out:
+        return []
+    return [
+        test
+        for test in original.failing_tests
+        if file_of_test(test, changed_tests) is None and _passed(attempt, test)
+    ]
+
+
+def cleared(
+    original: ValidationResult, alone: ValidationResult, suspected: Sequence[str]
+) -> ValidationResult:
+    """The original run with the suspects that pass without the changed test files counted
+    as passed; the others stay failures, judged as before."""
+    if alone.timed_out:
+        return original
+    passing = [t for t in suspected if _passed(alone, t)]
+    if not passing:
+        return original
+    failing = [t for t in original.failing_tests if t not in passing]
+    outcomes = {
+        test: "passed" if test in passing else outcome
+        for test, outcome in original.report.outcomes.items()
+    }
+    return original.model_copy(
+        update={
+            "success": original.success or (not failing and _only_tests_failed(original)),
+            "failing_tests": failing,
+            "passing_tests": list(dict.fromkeys([*original.passing_tests, *passing])),
+            "report": original.report.model_copy(update={"outcomes": outcomes}),
+        }
+    )
+
+
+def _passed(result: ValidationResult, test: str) -> bool:
+    return test in result.passing_tests or result.report.outcomes.get(test) == "passed"
+
+
+def _only_tests_failed(result: ValidationResult) -> bool:
+    """Whether the run's failing exit is its failing tests' alone (no collection error, no
+    incomplete run): clearing every failing test then makes it a passing run."""
+    return bool(result.failing_tests) and result.report.incomplete is None
