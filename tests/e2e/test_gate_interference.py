@@ -73,6 +73,12 @@ def registry_project(tmp: Path) -> Path:
     return repo
 
 
+def plan_the_change(server: ScriptedModelServer) -> None:
+    """One step over the registry and the test that uses it, declared as changing that test."""
+    files = ["calc/registry.py", "tests/test_custom.py"]
+    script_plan(server, "Take the kind by name", files, changes_tests=True)
+
+
 def run(tmp: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]) -> Solve:
     return solve(tmp, server, TASK, registry_project(tmp), capsys)
 
@@ -80,12 +86,7 @@ def run(tmp: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[st
 def test_an_old_test_that_breaks_the_tests_after_it_against_the_new_api_does_not_block_the_fix(
     tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    script_plan(
-        server,
-        "Take the kind by name",
-        ["calc/registry.py", "tests/test_custom.py"],
-        changes_tests=True,
-    )
+    plan_the_change(server)
     server.script(
         "implement",
         edit("calc/registry.py", OLD_REGISTER, NEW_REGISTER)
@@ -112,12 +113,7 @@ def test_an_old_test_that_breaks_the_tests_after_it_against_the_new_api_does_not
 def test_a_new_test_file_that_makes_another_file_s_test_pass_through_global_state_is_refused(
     tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    script_plan(
-        server,
-        "Take the kind by name",
-        ["calc/registry.py", "tests/test_custom.py"],
-        changes_tests=True,
-    )
+    plan_the_change(server)
     broken = "def parse(name, text):\n    return None"
     cover = (
         "from calc import registry\n\n"
