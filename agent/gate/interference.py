@@ -20,10 +20,11 @@ def suspects(
     attempt's own run: only the old versions of the changed test files differ between them."""
     if not changed_tests or original.timed_out:
         return []
+    passed = set(attempt.passed_tests)
     return [
         test
         for test in original.failing_tests
-        if file_of_test(test, changed_tests) is None and _passed(attempt, test)
+        if file_of_test(test, changed_tests) is None and test in passed
     ]
 
 
@@ -34,7 +35,8 @@ def cleared(
     as passed; the others stay failures, judged as before."""
     if alone.timed_out:
         return original
-    passing = [t for t in suspected if _passed(alone, t)]
+    passed = set(alone.passed_tests)
+    passing = [t for t in suspected if t in passed]
     if not passing:
         return original
     failing = [t for t in original.failing_tests if t not in passing]
@@ -50,10 +52,6 @@ def cleared(
             "report": original.report.model_copy(update={"outcomes": outcomes}),
         }
     )
-
-
-def _passed(result: ValidationResult, test: str) -> bool:
-    return test in result.passing_tests or result.report.outcomes.get(test) == "passed"
 
 
 def _only_tests_failed(result: ValidationResult) -> bool:

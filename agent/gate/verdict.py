@@ -136,9 +136,7 @@ def _failures(
     """No test that passed before fails — whatever the exit code says: a command that hides
     its runner's status (`pytest; echo done`) still fails the step on a test its runner
     reports failed; a failure must name its tests."""
-    passed_before = set(reference.passing_tests) | {
-        t for t, o in reference.report.outcomes.items() if o == "passed"
-    }
+    passed_before = set(reference.passed_tests)
     if current.success:
         regressed = [t for t in current.failing_tests if t in passed_before]
         tally.sort(regressed, "passed before and now fail (though the test command exited 0)")
@@ -161,10 +159,7 @@ def _targets(current: ValidationResult, targets: Sequence[str], tally: _Tally) -
     tally.sort(failing, "the step must make pass still fail")
     if current.timed_out:
         return
-    seen = [
-        *current.passing_tests,
-        *(t for t, o in current.report.outcomes.items() if o == "passed"),
-    ]
+    seen = current.passed_tests
     listed = current.report.source in LISTING_SOURCES or bool(seen)
     named = [*seen, *current.failing_tests, *current.report.outcomes]
     by_file = any(_FILE_ID.match(test) for test in named)  # the runner names files in its ids

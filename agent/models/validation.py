@@ -90,6 +90,12 @@ class ValidationResult(Record):
     # its run again under the configured timeout (timeout_s), the one judged
     rerun_for_time_s: float | None = None
 
+    @property
+    def passed_tests(self) -> list[str]:
+        """Every test seen passing: those the run listed, and those its report says passed."""
+        reported = (t for t, o in self.report.outcomes.items() if o == "passed")
+        return list(dict.fromkeys([*self.passing_tests, *reported]))
+
     @field_validator("report", mode="before")
     @classmethod
     def _no_report(cls, value: object) -> object:

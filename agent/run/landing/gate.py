@@ -43,7 +43,7 @@ def gate_attempt(state: StepState, attempt: AttemptRecord, attempt_id: int) -> N
     )
     on_original = False
     if verdict.passed and changes:
-        attempt.original = _original_run(state, changes, attempt.validation, attempt_id)
+        attempt.original = _original_cleared(state, changes, attempt.validation, attempt_id)
         verdict = _on_original(state, attempt.original, changes, declared, verdict)
         on_original = not verdict.passed
     attempt.gate = verdict.model_copy(update={"weakened": verdict.weakened or on_original})
@@ -162,7 +162,7 @@ def _known(worktree: Path, path: str) -> str:
         return normalise_path(path)
 
 
-def _original_run(
+def _original_cleared(
     state: StepState,
     changes: Sequence[GateChange],
     validation: ValidationResult,
