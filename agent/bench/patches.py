@@ -222,6 +222,19 @@ def pinning_changes(test_patch: str) -> list[FilePatch]:
     return found
 
 
+def adding_changes(test_patch: str) -> list[FilePatch]:
+    """The hunks of a test patch that only add lines (new tests, new test files), without
+    those that change or remove existing test code (pinning_changes)."""
+    found = []
+    for file in parse_patch(test_patch):
+        if file.deleted:
+            continue
+        hunks = [h for h in file.hunks if file.new_file or not _changes_lines(h[1], h[2])]
+        if hunks:
+            found.append(FilePatch(path=file.path, new_file=file.new_file, hunks=hunks))
+    return found
+
+
 def _changes_lines(old: list[str], new: list[str]) -> bool:
     """Whether a hunk changes or removes a line, rather than only adding lines."""
     opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()

@@ -9,6 +9,7 @@ from agent.models import (
     EnvironmentReport,
     GroupOutcome,
     OrchestratorResult,
+    Reproduction,
     StepOutcome,
     ValidationResult,
 )
@@ -65,6 +66,7 @@ def render_result(result: OrchestratorResult) -> str:
             f"under the configured timeout ({runs[0].timeout_s or 0:g} s)"
         )
     lines += _tests_changed(result)
+    lines += reproduction_lines(result.reproduction)
     lines.append(_usage_line(result))
     lines.append(f"wall time: {result.wall_ms / 1000:.1f} s")
     if result.branch:
@@ -113,6 +115,23 @@ def count_words(result: ValidationResult | None) -> str:
 def _counted(result: ValidationResult | None) -> str:
     words = count_words(result)
     return f" [{words}]" if words else ""
+
+
+def reproduction_lines(found: Reproduction | None) -> list[str]:
+    """What the run's reproduction was, and where it stands at the end."""
+    if found is None:
+        return []
+    if found.status == "none":
+        return [f"reproduction: none — {found.why}; the gate was the existing tests alone"]
+    lines = [
+        f"reproduction: {'named by the issue' if found.status == 'named' else 'written'}: "
+        + ", ".join(found.tests)
+    ]
+    if found.commit:
+        lines.append(f"  fails on the base commit (committed alone as {found.commit[:12]})")
+    if found.after:
+        lines.append(f"  at the end: {found.after}")
+    return lines
 
 
 def _tests_changed(result: OrchestratorResult) -> list[str]:

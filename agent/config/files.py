@@ -199,6 +199,10 @@ class OrchestratorConfig(Section):
     max_group_steps: int = Field(default=MAX_GROUP_STEPS, gt=0)
     decomposed_adjustment: bool = False
     cache_judgments: bool = True
+    # a test that fails on the base commit as the issue describes, written before any fix,
+    # is the run's gate (agent.run.reproduction); the attempts at writing it
+    reproduce: bool = True
+    max_reproduction_attempts: int = Field(default=3, gt=0)
     protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))
 
 

@@ -203,12 +203,18 @@ def names(target: str, test_id: str) -> bool:
 
 
 def file_of_test(test_id: str, files: Iterable[str]) -> str | None:
-    """Which of `files` holds the test `test_id` (pytest, unittest and path-prefixed ids)."""
+    """Which of `files` holds the test `test_id` (pytest, unittest — `test_x (mod.Case.test_x)`
+    as `unittest -v` names it too — and path-prefixed ids)."""
+    verbose = _UNITTEST_VERBOSE.fullmatch(test_id)
+    dotted = verbose.group(1) if verbose else test_id
     for path in files:
         module = str(PurePosixPath(path).with_suffix("")).replace("/", ".")
-        if names(path, test_id) or test_id.startswith(module + ".") or test_id == module:
+        if names(path, test_id) or dotted.startswith(module + ".") or dotted == module:
             return path
     return None
+
+
+_UNITTEST_VERBOSE = re.compile(r"\w+ \(([\w.]+)\)")
 
 
 def rejection_text(

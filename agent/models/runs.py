@@ -14,6 +14,7 @@ from agent.models.validation import (
     AdjustmentVerdicts,
     EnvironmentReport,
     GateVerdict,
+    Reproduction,
     TestChange,
     ValidationResult,
 )
@@ -171,6 +172,7 @@ class OrchestratorResult(Record):
     budget_exhausted: str | None = None
     wall_ms: int = 0
     error: str | None = None
+    reproduction: Reproduction | None = None
 
     @property
     def tests_changed(self) -> list[TestChange]:

@@ -113,6 +113,24 @@ class GateVerdict(Record):
     weakened: bool = False  # a problem is with the tests themselves (gone, skipped, silenced)
 
 
+class Reproduction(Record):
+    """The run's reproduction of its issue: a test written before any fix that fails on the
+    base commit the way the issue describes (`reproduced`: it is the run's gate), the failing
+    tests the issue already names (`named`), or why there is none (`none`: the run is gated by
+    the existing tests alone). `before` is its failure on the base commit, `after` what the
+    run's last accepted test run says of it."""
+
+    status: Literal["reproduced", "named", "none"]
+    why: str = ""
+    files: list[str] = Field(default_factory=list)
+    tests: list[str] = Field(default_factory=list)
+    commit: str | None = None
+    before: str = ""
+    after: str = ""
+    passes: bool | None = None  # whether every test of it passes at the run's end
+    attempts: int = 0
+
+
 class TestChange(Record):
     """Existing tests a step changed, declared by its plan and asked for by the task: shown in
     the pull request, never hidden."""

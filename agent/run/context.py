@@ -12,7 +12,15 @@ from agent.git.workspace import Workspace
 from agent.llm.budget import TaskBudget
 from agent.llm.judgments import JudgmentCache
 from agent.llm.logged import LoggedLLMClient
-from agent.models import AttemptRecord, ModelRole, PartPlan, PlanStep, Usage, ValidationResult
+from agent.models import (
+    AttemptRecord,
+    ModelRole,
+    PartPlan,
+    PlanStep,
+    Reproduction,
+    Usage,
+    ValidationResult,
+)
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextSource
 
@@ -33,6 +41,8 @@ class RunContext:
     reference: ValidationResult | None = None  # the accepted state: baseline, then each pass
     judgments: JudgmentCache = field(default_factory=JudgmentCache)
     passing_ms: int | None = None  # the longest full passing test run of the run so far
+    # the issue reproduced before any fix: the tests the task names, or the test written
+    reproduction: Reproduction | None = None
 
     def __post_init__(self) -> None:
         self.reference = self.reference or self.baseline
@@ -48,6 +58,17 @@ class RunContext:
         if validation.success:
             self.passing_ms = max(self.passing_ms or 0, validation.duration_ms)
         return validation
+
+    @property
+    def goal_tests(self) -> list[str]:
+        """The tests the run must make pass: the reproduction's (the task's named tests)."""
+        return list(self.reproduction.tests) if self.reproduction is not None else []
+
+    @property
+    def goal_name(self) -> str:
+        """What the goal tests are, as an error names them."""
+        named = self.reproduction is None or self.reproduction.status == "named"
+        return "the tests the task names" if named else "the reproduction's tests"
 
     @property
     def accepted(self) -> ValidationResult:

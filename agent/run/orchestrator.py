@@ -15,6 +15,7 @@ from agent.execute.grouping import (
 )
 from agent.execute.parsers import topological_order
 from agent.gate.validation import run_validation
+from agent.git import repo as git
 from agent.git.workspace import Workspace, apply_in_place, close_workspace, open_workspace
 from agent.llm.budget import TaskBudget
 from agent.models import (
@@ -24,16 +25,17 @@ from agent.models import (
     OrchestratorResult,
     PartPlan,
     PlanStep,
+    Reproduction,
     RunEventKind,
     StepOutcome,
 )
 from agent.run.context import RunContext, StepRequest
 from agent.run.environment import Environment, open_environment
-from agent.run.landing.attempt import task_target_tests
 from agent.run.landing.loop import land
 from agent.run.landing.outcome import Landing
 from agent.run.passes import PassEnd, PassRecorder
 from agent.run.plan_passes import PlanPasses
+from agent.run.reproduction import final_state, reproduce
 from agent.run.result import Tally, run_result
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, SeededFiles
@@ -101,6 +103,7 @@ class _Sequencer:
         self.base: str | None = None
         self.branch: str | None = None
         self.cumulative_diff = ""
+        self.reproduction: Reproduction | None = None
         self.tally = Tally()
 
     # --- setup ---------------------------------------------------------------------------
@@ -160,6 +163,19 @@ class _Sequencer:
         self.planner = PlanPasses(self.run_context, self.passes)
         self.head = self.workspace.base
 
+    def reproduce(self) -> None:
+        """The reproduction pass: its test, once written, is committed as the run's first
+        change, its run on the base commit the run's baseline, its tests the run's goal."""
+        done = reproduce(self.ctx, self.passes)
+        self.reproduction = self.ctx.reproduction = done.reproduction
+        if done.baseline is not None and done.reproduction.commit:
+            self.ctx.baseline = self.ctx.reference = done.baseline
+            self.head = done.reproduction.commit
+            self.ctx.context.refresh()
+            assert self.workspace is not None
+            self.cumulative_diff = git.diff(self.workspace.worktree, self.workspace.base, self.head)
+        self.log.set_state(self.task_id, "reproduction", done.reproduction)
+
     @property
     def ctx(self) -> RunContext:
         assert self.run_context is not None, "open() first"
@@ -173,7 +189,8 @@ class _Sequencer:
     # --- the sequence --------------------------------------------------------------------
 
     def run(self) -> None:
-        """Meta-plan, then every part in dependency order."""
+        """The reproduction, the meta-plan, then every part in dependency order."""
+        self.reproduce()
         self.tally.meta = self.meta_plan()
         parts = topological_order(self.tally.meta.parts)
         self.log.update_orchestrator_run(self.passes.orchestrator_run_id, total_parts=len(parts))
@@ -289,7 +306,7 @@ class _Sequencer:
                 cumulative_diff=self.cumulative_diff,
                 task_run_id=current.task_run,
                 base=self.head,
-                extra_targets=task_target_tests(self.ctx.baseline, self.task) if finishing else (),
+                extra_targets=self.ctx.goal_tests if finishing else (),
             )
             landing = land(self.ctx, steps, request)
             current.end = self.landed(part, unit_id, landing)
@@ -351,6 +368,10 @@ class _Sequencer:
         result = run_result(self.tally, self.passes, self.workspace, self.run_context, wall_ms)
         report = self.env.report if self.env is not None else self.env_report
         result = result.model_copy(update={"environment": report})
+        if self.reproduction is not None:
+            final = final_state(self.reproduction, result.final_validation)
+            result = result.model_copy(update={"reproduction": final})
+            self.log.set_state(self.task_id, "reproduction", final)
         keep_branch = result.commit is not None
         if self.workspace is not None and in_place and keep_branch:
             error = apply_in_place(self.workspace, result.diff)

@@ -19,7 +19,6 @@ from agent.models import (
     ValidationResult,
 )
 from agent.run.context import RunContext
-from agent.run.landing.attempt import task_target_tests
 from agent.run.passes import PassRecorder
 
 RunStatus = Literal["complete", "partial", "failed", "cancelled"]
@@ -123,10 +122,11 @@ def first_cause(tally: Tally, consequence: str | None) -> str | None:
 def unmet_targets(
     tally: Tally, run_context: RunContext | None, task: str, final: ValidationResult | None
 ) -> str | None:
-    """The task's named failing tests that still fail at the end, as an error text."""
+    """The run's goal — the task's named failing tests, or its reproduction's — where it still
+    fails at the end, as an error text."""
     if run_context is None or final is None or not tally.outcomes:
         return None
-    targets = task_target_tests(run_context.baseline, task)
+    targets = run_context.goal_tests
     changes = [
         *(c for o in tally.outcomes for c in o.tests_changed),
         *(c for g in tally.groups for c in g.tests_changed),
@@ -143,4 +143,4 @@ def unmet_targets(
         ).passed
     ):
         return None
-    return "the tests the task names still fail: " + ", ".join(targets)
+    return f"{run_context.goal_name} still fail: " + ", ".join(targets)

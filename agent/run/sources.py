@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Protocol
 
 from agent.config.files import RetrievalConfig
+from agent.git import repo as git
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextPackage, RefinementRequest
 from agent.retrieval.indexing.index import Progress, RepoIndex, default_index_path
+from agent.retrieval.indexing.scan import is_test_path, test_subject
 from agent.retrieval.packing import context_from_files
 from agent.retrieval.pipeline import IndexedContext, Mode
 from agent.retrieval.seeds import PATH_PATTERN, normalize_path
@@ -41,6 +43,10 @@ class ContextSource(Protocol):
         classifier: LoggedLLMClient | None,
     ) -> ContextPackage:
         """The package widened by what the request says is missing, in the same budget."""
+        ...
+
+    def test_files(self, task: str, *, limit: int) -> list[str]:
+        """The repository's test files nearest `task`, best first (no model call)."""
         ...
 
     def refresh(self) -> None:
@@ -99,6 +105,18 @@ class SeededFiles:
             package.task, self._root, paths, budget_tokens=package.budget_tokens
         )
 
+    def test_files(self, task: str, *, limit: int) -> list[str]:
+        """The test files the task mentions, then those of the sources it mentions (by what
+        they test), then the others, by path."""
+        tracked = git.run_git(["ls-files", "-z"], self._root).split("\0")
+        tests = sorted(p for p in tracked if p and is_test_path(p))
+        named = mentioned_paths(self._root, task)
+        subjects = {test_subject(p) for p in named if not is_test_path(p)}
+        paired = [p for p in tests if test_subject(p) in subjects]
+        return list(dict.fromkeys([*(p for p in named if is_test_path(p)), *paired, *tests]))[
+            :limit
+        ]
+
     def refresh(self) -> None:
         """Nothing to catch up: files are read from disk each time."""
 
@@ -143,6 +161,7 @@ class _PrivateIndexContext:
         self.gather = inner.gather
         self.refine = inner.refine
         self.refresh = inner.refresh
+        self.test_files = inner.test_files
 
     def close(self) -> None:
         """Close the index, publish it as the shared one, remove the private copy."""

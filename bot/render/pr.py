@@ -22,6 +22,7 @@ from bot.render.sections import (
     units_of,
 )
 from bot.render.testing import (
+    reproduction_section,
     tests_changed_section,
     tests_section,
     tests_sentence,
@@ -99,6 +100,22 @@ def _complete(context: PrContext) -> bool:
 
 def _headline(context: PrContext) -> str:
     status = context.result.status
+    found = context.result.reproduction
+    if _complete(context) and found is not None and found.status == "reproduced" and found.passes:
+        changed = (
+            ", and existing tests were changed as the task asked (see Tests changed)"
+            if context.result.tests_changed
+            else ""
+        )
+        return (
+            "**cra finished: a test reproducing the issue fails on the base commit and passes "
+            f"here, and every step passed the test gate{changed}.**"
+        )
+    if _complete(context) and found is not None and found.status == "none":
+        return (
+            "**cra finished: every step passed the repository's existing tests; no test "
+            "reproduces the issue (see Reproduction).**"
+        )
     if _complete(context) and context.result.tests_changed:
         return (
             "**cra finished: every step passed the test gate, and existing tests were "
@@ -197,6 +214,7 @@ def compose_pr_body(context: PrContext) -> str:
         return [
             closing,
             summary,
+            reproduction_section(result),
             plan_section(units, caps),
             adjustments_section(units, caps),
             tests_section(result),
@@ -217,6 +235,7 @@ def compose_check_summary(context: PrContext) -> str:
     def render(caps: Caps) -> list[str]:
         return [
             _summary(context),
+            reproduction_section(context.result),
             plan_section(units, caps),
             tests_section(context.result),
             tests_changed_section(context.result),
@@ -263,6 +282,7 @@ def failure_comment(context: PrContext, *, last_test_output: str | None) -> str:
     def render(caps: Caps) -> list[str]:
         return [
             summary,
+            reproduction_section(result),
             plan_section(units, caps),
             output_section(units, caps),
             retry,

@@ -181,3 +181,38 @@ def tests_changed_section(result: OrchestratorResult) -> str:
     if shown < len(changes):
         parts.append(f"… {md.plural(len(changes) - shown, 'more file')}; see the run page.")
     return "\n\n".join(parts)
+
+
+REPRODUCTION_OUTPUT_CAP = 2_000  # of its output on the base commit (UTF-16 units)
+
+
+def reproduction_section(result: OrchestratorResult) -> str:
+    """The run's evidence: the test that reproduced the issue before any fix, its failure on
+    the base commit and its state here — or which gate the run had instead, and why."""
+    found = result.reproduction
+    if found is None:
+        return ""
+    if found.status == "none":
+        return (
+            "### Reproduction\n\nNo test reproducing the issue was written: "
+            f"{md.line(found.why, 400)}. This run's gate was the repository's existing tests "
+            "alone: they pass, but no test shows the issue fixed."
+        )
+    tests = md.names(found.tests)
+    if found.status == "named":
+        head = f"The issue names its failing tests; they were this run's gate: {tests}."
+    else:
+        commit = f" (commit {md.code(found.commit[:12])})" if found.commit else ""
+        head = (
+            "Before changing any code, cra wrote a test that reproduces the issue"
+            f"{commit}, in {md.names(found.files)}: {tests}."
+        )
+    parts = ["### Reproduction", head]
+    if found.before:
+        before = cut_to_size(found.before, REPRODUCTION_OUTPUT_CAP)
+        parts.append("**Fails on the base commit:**\n\n" + md.fence(before, "text"))
+    if found.passes is True:
+        parts.append(f"**Passes here:** {md.line(found.after, 400)}.")
+    elif found.passes is False:
+        parts.append(f"**Still fails here:** {md.line(found.after, 400)}.")
+    return "\n\n".join(parts)

@@ -21,6 +21,7 @@ from agent.models import (
     PartPlan,
     PlanStep,
     Record,
+    Reproduction,
     StepOutcome,
     TestChange,
     Usage,
@@ -140,6 +141,7 @@ class RunPage(Record):
     tests: list[ValidationView] = Field(default_factory=list)
     environment: EnvironmentReport | None = None  # where the commands ran; the setup step
     tests_changed: list[TestChange] = Field(default_factory=list)
+    reproduction: Reproduction | None = None  # the reproduction: the run's evidence
     diff: list[DiffLine] = Field(default_factory=list)
     calls: list[CallView] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
@@ -170,6 +172,7 @@ def build_page(run: Run, runlog: RunLog) -> RunPage:
         adjustments=_adjustments(runlog, key, passes),
         tests=_tests(details),
         environment=_load(EnvironmentReport, runlog.get_state(key, "environment")),
+        reproduction=_load(Reproduction, runlog.get_state(key, "reproduction")),
         tests_changed=[
             *(c for step in steps for c in step.tests_changed),
             *(

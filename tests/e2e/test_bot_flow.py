@@ -471,7 +471,9 @@ def test_a_push_to_the_branch_while_cra_works_is_not_overwritten(world: BotWorld
     theirs: list[str] = []
 
     def someone_pushes_meanwhile(request: RecordedRequest) -> str:
-        """While cra works, a person pushes a commit to the branch."""
+        """While cra works on the fix, a person pushes a commit to the branch."""
+        if request.stage == "reproduce":  # a speed-up shows no failing behaviour
+            return "<no_reproduction>mul gives the same answers, only faster</no_reproduction>"
         theirs.append(push_as_a_person(world, "cra/issue-1"))
         return FASTER_MUL
 

@@ -37,6 +37,7 @@ STEP = {
     "target_symbols": ["mul"],
     "depends_on": [],
 }
+NO_REPRODUCTION = "<no_reproduction>the task names no behaviour to test</no_reproduction>"
 META = json.dumps(
     {
         "task_summary": "t",
@@ -191,6 +192,7 @@ def test_keep_keeps_the_branch_of_an_interrupted_run(
     tmp_path: Path,
     server: ScriptedModelServer,
 ) -> None:
+    server.script("reproduce", NO_REPRODUCTION)
     server.script("meta_plan", META)
     server.script("part_plan", PART_TWO)
     server.script("implement", FIX)
@@ -199,7 +201,7 @@ def test_keep_keeps_the_branch_of_an_interrupted_run(
     )
     solve = Solve(tmp_path, server, "--keep")
     proc = solve.start()
-    wait_for_call(server, proc, count=4)
+    wait_for_call(server, proc, count=5)
 
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -331,6 +333,7 @@ def test_cra_runs_ends_a_killed_run_and_keeps_the_commits_it_made(
     server: ScriptedModelServer,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    server.script("reproduce", NO_REPRODUCTION)
     server.script("meta_plan", META)
     server.script("part_plan", PART_TWO)
     server.script("implement", FIX)
@@ -339,7 +342,7 @@ def test_cra_runs_ends_a_killed_run_and_keeps_the_commits_it_made(
     )
     solve = Solve(tmp_path, server)
     proc = solve.start()
-    wait_for_call(server, proc, count=4)  # the first step passed and was committed
+    wait_for_call(server, proc, count=5)  # the first step passed and was committed
     proc.send_signal(signal.SIGKILL)
     _, err = proc.communicate(timeout=60)
     killed = run_id_of(err)

@@ -73,7 +73,8 @@ class Sequencer:
 
     def config(self, **sections: dict[str, Any]) -> SolveConfig:
         """The run's config: every role scripted, the unittest command, no retrieval stages
-        (no classifier calls), `sections` over it."""
+        (no classifier calls), no reproduction pass (the tests of other passes script none;
+        tests/run/test_sequencer_reproduction.py turns it on), `sections` over it."""
         data: dict[str, Any] = {
             "models": {
                 role: {"base_url": "http://scripted.invalid", "model": f"{role}-model"}
@@ -81,6 +82,7 @@ class Sequencer:
             },
             "testing": {"test_command": TEST_COMMAND, "timeout": 60},
             "retrieval": {"stages": []},
+            "orchestrator": {"reproduce": False},
         }
         for name, values in sections.items():
             data[name] = {**data.get(name, {}), **values}

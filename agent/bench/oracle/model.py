@@ -29,6 +29,7 @@ from agent.bench.oracle.sight import (
 )
 from agent.bench.patches import (
     FilePatch,
+    adding_changes,
     after_patch,
     is_code,
     is_prose,
@@ -45,6 +46,11 @@ from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
 
 CANNOT_SEE = "I cannot see the code this step must change, so I cannot write an edit for it."
+NO_NEW_TEST = (
+    "<no_reproduction>The fix changes what existing tests expect; it adds no test that shows "
+    "the issue.</no_reproduction>"
+)
+UNSEEN_TESTS = "<no_reproduction>I cannot see where the tests of this code go.</no_reproduction>"
 NO_CHANGE = "This file needs no change for this fix."
 # Stages that ask for a test (the reproduction step a later issue adds): wrong-tests spoils them.
 TEST_STAGES = ("reproduce", "write_test")
@@ -89,7 +95,9 @@ class OracleModel:
         judged = self.spec.context or self.spec.mistakes.false_no or self.spec.mistakes.false_yes
         self.symbols = changed_symbols(self.files, before) if judged else set()
         self.changes_tests = _changing_tests(self.files, before)
-        self.tests = [f for f in parse_patch(task.test_patch) if not f.deleted]
+        # the tests the fix adds (new files, hunks that only add lines): what a reproduction
+        # writes; the existing tests it changes come with the fix (`pinning_changes`)
+        self.tests = adding_changes(task.test_patch)
         self.rng = random.Random(f"{task.instance_id}:{seed}")
         self.mistakes = Misconceptions(f"{task.instance_id}:{seed}", self.spec.mistakes)
         self._asked: Counter[str] = Counter()  # how often each call was made: its retries
@@ -128,7 +136,7 @@ class OracleModel:
         if stage.startswith("implement"):
             return "edit", self._edits(user, stage)
         if _first_try(stage) in TEST_STAGES:
-            return "edit", self._tests_written(stage)
+            return "edit", self._tests_written(user, stage)
         if stage == "meta_plan":
             paths = self._misplanned(self._planned(user), user, stage)
             parts = [
@@ -316,18 +324,34 @@ class OracleModel:
             kept.append((n, wrong or hunk))
         return kept
 
-    def _tests_written(self, stage: str) -> str:
-        """The fix's own tests as edit blocks, a test the misconceptions hold wrong spoiled
-        (mistakes.spoiled_test): the answer of a stage asking for a test (TEST_STAGES)."""
-        blocks = []
+    def _tests_written(self, user: str, stage: str) -> str:
+        """The tests the fix adds as edit blocks, a test the misconceptions hold wrong spoiled
+        (mistakes.spoiled_test): the answer of a stage asking for a test (TEST_STAGES).
+        Context-honest, only the hunks whose place the prompt shows (a new file's always);
+        none shown: a request for the first test file, then (shown it already) no test."""
+        if not self.tests:
+            return NO_NEW_TEST
+        blocks, unseen = [], []
         for file in self.tests:
+            before = self.before.get(file.path, "")
+            hunks = file.hunks
+            if self.spec.context and not file.new_file:
+                hunks = [h for h in (writable(user, file.path, before, h) for h in hunks) if h]
+            if not hunks:
+                unseen.append(file.path)
+                continue
+            shown = FilePatch(path=file.path, new_file=file.new_file, hunks=hunks)
             call = f"test:{file.path}"
             pick = self.mistakes.mistaken(
                 call, self.spec.mistakes.wrong_test, self._attempt(call, stage)
             )
-            written = spoiled_test(file, pick) if pick is not None else file
-            blocks.append(oracle_edits(self.before.get(file.path, ""), written))
-        return "\n".join(blocks) or NO_CHANGE
+            written = spoiled_test(shown, pick) if pick is not None else shown
+            blocks.append(oracle_edits(before, written))
+        if blocks:
+            return "\n".join(blocks)
+        if stage.endswith("_refined"):
+            return UNSEEN_TESTS
+        return f"<need_context>{unseen[0]}</need_context>"
 
     def _spoil(self, kind: str, text: str) -> str:
         if not self.spec.mode:

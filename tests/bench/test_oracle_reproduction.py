@@ -1,0 +1,80 @@
+"""The oracle's answer to the reproduction call: the tests the fix adds (never the existing
+tests it changes, which come with the fix); context-honest, only the hunks whose place the
+prompt shows, else a request for the test file, then a plain decline."""
+
+from __future__ import annotations
+
+from agent.bench.oracle.label import parse_label
+from agent.bench.oracle.model import NO_NEW_TEST, UNSEEN_TESTS, OracleModel
+from agent.bench.tasks import BenchTask
+from agent.config.files import ModelConfig
+from agent.execute.parsers import parse_implement_response
+
+SOURCE = "def scale(x):\n    return x * 3\n"
+PATCH = """diff --git a/pkg/mod.py b/pkg/mod.py
+--- a/pkg/mod.py
++++ b/pkg/mod.py
+@@ -1,2 +1,2 @@
+ def scale(x):
+-    return x * 3
++    return x * 2
+"""
+TESTS_BEFORE = "from pkg.mod import scale\n\n\ndef test_zero():\n    assert scale(0) == 0\n"
+ADDS = """diff --git a/tests/test_mod.py b/tests/test_mod.py
+--- a/tests/test_mod.py
++++ b/tests/test_mod.py
+@@ -3,3 +3,7 @@ from pkg.mod import scale
+{blank}
+ def test_zero():
+     assert scale(0) == 0
++
++
++def test_scale():
++    assert scale(4) == 8
+""".replace("{blank}", " ")
+PINS = """diff --git a/tests/test_mod.py b/tests/test_mod.py
+--- a/tests/test_mod.py
++++ b/tests/test_mod.py
+@@ -4,2 +4,2 @@ from pkg.mod import scale
+ def test_zero():
+-    assert scale(0) == 0
++    assert scale(1) == 2
+"""
+SHOWN = (
+    f'<files>\n<file path="tests/test_mod.py">\n{TESTS_BEFORE}</file>\n</files>\n<task>\nx\n</task>'
+)
+
+
+def oracle(test_patch: str, label: str = "oracle") -> OracleModel:
+    task = BenchTask(
+        instance_id="o__r-1",
+        repo="o/r",
+        base_commit="a" * 40,
+        patch=PATCH,
+        test_patch=test_patch,
+        problem_statement="scale doubles no more",
+        FAIL_TO_PASS=["tests/test_mod.py::test_scale"],
+    )
+    before = {"pkg/mod.py": SOURCE, "tests/test_mod.py": TESTS_BEFORE}
+    return OracleModel(ModelConfig(model="oracle"), task, before, parse_label(label))
+
+
+def test_the_reproduction_is_the_tests_the_fix_adds() -> None:
+    answer = oracle(ADDS).complete("", SHOWN, stage="reproduce").text
+    [edit] = parse_implement_response(answer)
+    assert edit.file_path == "tests/test_mod.py" and "def test_scale" in edit.replacement
+
+
+def test_a_fix_that_only_changes_existing_tests_declines() -> None:
+    assert oracle(PINS).complete("", SHOWN, stage="reproduce").text == NO_NEW_TEST
+
+
+def test_the_context_oracle_writes_only_where_it_is_shown() -> None:
+    honest = oracle(ADDS, "oracle:context")
+    unseen = "<files>\n</files>\n<task>\nscale doubles no more\n</task>"
+    assert honest.complete("", unseen, stage="reproduce").text == (
+        "<need_context>tests/test_mod.py</need_context>"
+    )
+    assert honest.complete("", unseen, stage="reproduce_refined").text == UNSEEN_TESTS
+    [edit] = parse_implement_response(honest.complete("", SHOWN, stage="reproduce_retry").text)
+    assert "def test_scale" in edit.replacement

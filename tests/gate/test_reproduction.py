@@ -1,0 +1,94 @@
+"""check_reproduction: a test written before the fix reproduces the issue only when it fails on
+the base commit the way the issue describes, and breaks nothing that passed."""
+
+from __future__ import annotations
+
+from agent.gate.reproduction import check_reproduction
+from agent.models import TestReport, ValidationResult
+
+BASE = ValidationResult(success=True, passing_tests=["tests/test_a.py::test_old"])
+FILES = ["tests/test_bug.py"]
+ISSUE = "parse('x') raises ValueError: bad input, though 'x' is valid."
+
+
+def run(failing: list[str], output: str, passing: list[str] | None = None) -> ValidationResult:
+    outcomes = {t: "failed" for t in failing}
+    return ValidationResult(
+        success=not failing,
+        failing_tests=failing,
+        passing_tests=passing if passing is not None else ["tests/test_a.py::test_old"],
+        test_output=output,
+        report=TestReport(source="junit", outcomes=outcomes),  # type: ignore[arg-type]
+    )
+
+
+def section(name: str, body: str) -> str:
+    return f"_______________ {name} _______________\n{body}\n"
+
+
+def test_an_assertion_failure_in_its_file_reproduces() -> None:
+    out = section("test_valid_x", "E   AssertionError: assert None == 'x'")
+    check = check_reproduction(BASE, run(["tests/test_bug.py::test_valid_x"], out), FILES, ISSUE)
+    assert check.reproduces and check.tests == ["tests/test_bug.py::test_valid_x"]
+    assert "AssertionError" in check.excerpt
+
+
+def test_the_error_the_issue_reports_reproduces() -> None:
+    out = section("test_valid_x", "E   ValueError: bad input")
+    check = check_reproduction(BASE, run(["tests/test_bug.py::test_valid_x"], out), FILES, ISSUE)
+    assert check.reproduces
+
+
+def test_an_import_of_something_that_is_not_there_does_not() -> None:
+    out = section("test_valid_x", "E   ImportError: cannot import name 'parsr' from 'pkg'")
+    check = check_reproduction(BASE, run(["tests/test_bug.py::test_valid_x"], out), FILES, ISSUE)
+    assert not check.reproduces and "ImportError" in (check.problem or "")
+
+
+def test_an_import_of_the_name_the_issue_asks_for_does() -> None:
+    issue = "Add a `dump_all` function to pkg."
+    out = section("test_dump_all", "E   ImportError: cannot import name 'dump_all' from 'pkg'")
+    check = check_reproduction(BASE, run(["tests/test_bug.py::test_dump_all"], out), FILES, issue)
+    assert check.reproduces
+
+
+def test_a_name_error_or_a_fixture_it_invented_does_not() -> None:
+    for body in ("E   NameError: name 'parser' is not defined", "E   fixture 'tmp_toml' not found"):
+        out = section("test_valid_x", body)
+        failing = ["tests/test_bug.py::test_valid_x"]
+        assert not check_reproduction(BASE, run(failing, out), FILES, ISSUE).reproduces
+
+
+def test_a_test_that_passes_on_the_base_commit_does_not() -> None:
+    passing = ["tests/test_a.py::test_old", "tests/test_bug.py::test_valid_x"]
+    check = check_reproduction(BASE, run([], "2 passed", passing), FILES, ISSUE)
+    assert not check.reproduces and "passes on the code before the fix" in (check.problem or "")
+
+
+def test_breaking_a_test_that_passed_does_not() -> None:
+    out = section("test_old", "E   AssertionError")
+    failing = ["tests/test_a.py::test_old", "tests/test_bug.py::test_valid_x"]
+    check = check_reproduction(BASE, run(failing, out, []), FILES, ISSUE)
+    assert not check.reproduces and "tests/test_a.py::test_old" in (check.problem or "")
+
+
+def test_a_new_case_file_of_a_data_driven_suite_fails_the_test_that_reads_it() -> None:
+    """tomli's layout: a new case file under tests/data makes the one test that runs every case
+    file fail; that test is the reproduction's."""
+    base = ValidationResult(success=True, passing_tests=["tests/test_data.py::test_valid"])
+    out = section("test_valid", "E   AssertionError: case 'new.toml' differs")
+    files = ["tests/data/valid/new.toml", "tests/data/valid/new.json"]
+    failed = run(["tests/test_data.py::test_valid"], out, [])
+    check = check_reproduction(base, failed, files, "Parsing new.toml gives the wrong value")
+    assert check.reproduces and check.tests == ["tests/test_data.py::test_valid"]
+
+
+def test_a_collection_error_does_not() -> None:
+    errored = ValidationResult(
+        success=False,
+        test_output="E   SyntaxError: invalid syntax",
+        passing_tests=["tests/test_a.py::test_old"],
+        report=TestReport(source="junit", outcomes={"tests/test_bug.py": "error"}),
+    )
+    check = check_reproduction(BASE, errored, FILES, ISSUE)
+    assert not check.reproduces and "SyntaxError" in (check.problem or "")
