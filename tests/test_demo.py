@@ -65,7 +65,12 @@ def test_demo_turns_the_sample_issue_into_a_pull_request(tmp_path: Path) -> None
     assert "/Codertocat/pager/pull/" in out
     assert "Fixes #1" in out and "### Plan" in out and "Round page\\_count up" in out
     assert "page\\_count now rounds up" in out  # the adjustment's rationale
-    assert "Newly passing (1): `tests/test_core.py::test_page_count_rounds_up`" in out
+    # the issue names no failing test: the reproduction written first is the gate and evidence
+    repro = "tests/test_core.py::test_the_last_partial_page_holds_the_rest"
+    assert "### Reproduction" in out and f"`{repro}`" in out
+    assert "**Fails on the base commit:**" in out and "assert 2 == 3" in out
+    assert "**Passes here:**" in out
+    assert f"Newly passing (1): `{repro}`" in out
     assert "```diff" in out and "+    return (total + per_page - 1) // per_page" in out
     assert "2/2 steps · succeeded" in out
     if test_sandbox_kind() == "bwrap":  # always in CI

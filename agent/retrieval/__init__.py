@@ -2,5 +2,6 @@
 → `index`: files, symbols, imports in SQLite, by blob SHA; `parsing`, `treesitter`, `symbols`,
 `links`; its tables and records in `index_records`; `command` is `cra index`); then `seeds` →
 `ranking` → `stages` (yes/no questions to the classifier) → `outline` and `packing` (each file
-in the richest form that fits the budget; named files whole, the plain seam), tied together by
+in the richest form that fits the budget; named files whole, the plain seam), `region` (the
+definitions of a large file a pass asks for again that its texts speak of), tied together by
 `pipeline`."""

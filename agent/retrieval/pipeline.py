@@ -28,6 +28,7 @@ from agent.retrieval.indexing.parsing import language_of, parse_source
 from agent.retrieval.indexing.scan import BINARY_SNIFF_BYTES, is_test_path
 from agent.retrieval.packing import Entry, block_tokens, pack
 from agent.retrieval.ranking import rank
+from agent.retrieval.region import region
 from agent.retrieval.seeds import ResolvedSeeds, Seeds, resolve_seeds
 from agent.retrieval.stages import (
     ScopeItem,
@@ -101,13 +102,34 @@ def refine(
     as new seeds, under the same budget; files already judged needed keep their place."""
     seeds = Seeds(
         files=[*package.seed_files, *request.missing_files],
-        symbols=[*package.seed_symbols, *request.missing_symbols],
+        symbols=[
+            *package.seed_symbols,
+            *request.missing_symbols,
+            *_regions(package, request, tree.root),
+        ],
         tests=list(request.missing_tests),
         text="\n".join([request.reason, *request.error_signatures]),
     )
     carried = {f.path: f for f in package.files if f.path not in package.seed_files}
     ask = ContextAsk(package.task, package.budget_tokens, package.mode, seeds)
     return _retrieve(tree, ask, classifier, carried=carried)
+
+
+def _regions(package: ContextPackage, request: RefinementRequest, root: Path) -> list[str]:
+    """For each file asked for that the package showed only in part (too large to show whole):
+    the definitions of it that the task and the failure speak of, not the same part again."""
+    text = "\n".join([package.task, request.reason, *request.error_signatures])
+    found: list[str] = []
+    for shown in package.files:
+        if shown.path not in request.missing_files or shown.detail == "full":
+            continue
+        try:
+            source = read_in_tree(root, shown.path).decode("utf-8", "replace")
+        except OSError:
+            continue
+        full = {q for q, d in shown.symbols.items() if d == "full"}
+        found += region(text, parse_source(shown.path, source).symbols, source, full)
+    return found
 
 
 def _retrieve(

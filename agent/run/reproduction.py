@@ -294,10 +294,11 @@ def final_state(reproduction: Reproduction, final: ValidationResult | None) -> R
         return reproduction
     passed = set(final.passed_tests)
     still = [t for t in reproduction.tests if t not in passed]
+    count = len(reproduction.tests)
     if still:
-        after = f"{len(still)} of its {len(reproduction.tests)} test(s) still fail: " + ", ".join(
-            still
-        )
+        after = f"{len(still)} of its {count} tests still fail: " if count > 1 else "it fails: "
+        after += ", ".join(still)
     else:
-        after = f"all {len(reproduction.tests)} of its test(s) pass in the run's last test run"
+        after = f"all {count} of its tests pass" if count > 1 else "it passes"
+        after += " in the run's last test run"
     return reproduction.model_copy(update={"after": after, "passes": not still})

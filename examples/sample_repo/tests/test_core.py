@@ -10,10 +10,6 @@ def test_no_items_no_pages():
     assert page_count(0, 5) == 0
 
 
-def test_page_count_rounds_up():
-    assert page_count(11, 5) == 3
-
-
 def test_first_page():
     assert page_items(list(range(11)), 1, 5) == [0, 1, 2, 3, 4]
 

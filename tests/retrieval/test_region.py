@@ -1,0 +1,60 @@
+"""A file too large to show whole, asked for again: the refined context shows the definitions
+the task speaks of in full, not the same outline (agent.retrieval.region)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.config.files import RetrievalConfig
+from agent.models import RefinementRequest
+from agent.retrieval.indexing.index import RepoIndex
+from agent.retrieval.indexing.parsing import parse_source
+from agent.retrieval.pipeline import ContextAsk, IndexedTree, refine, retrieve
+from agent.retrieval.region import region
+from agent.retrieval.seeds import Seeds
+from tests.retrieval.conftest import make_repo
+
+FILLER = "".join(
+    f"def helper_{n}(value):\n    total = value + {n}\n    return total * {n}\n\n\n"
+    for n in range(120)
+)
+BIG = (
+    FILLER
+    + "def collide_names(params):\n"
+    + "    seen = set()\n"
+    + "    for param in params:\n"
+    + "        if param.name in seen:\n"
+    + "            pass  # the warning about colliding argument names belongs here\n"
+    + "        seen.add(param.name)\n"
+    + "    return params\n"
+)
+TASK = "Warn when an argument name collides with another parameter's name."
+
+
+def test_region_finds_the_definition_whose_body_holds_the_task_s_words() -> None:
+    symbols = parse_source("big.py", BIG).symbols
+    assert region(TASK, symbols, BIG, shown=set())[0] == "collide_names"
+    assert "collide_names" not in region(TASK, symbols, BIG, shown={"collide_names"})
+
+
+def test_asking_again_for_a_file_shown_in_outline_shows_the_region(
+    tmp_path: Path, index: RepoIndex
+) -> None:
+    repo = make_repo(tmp_path / "big", {"pkg/big.py": BIG})
+    index.update(repo)
+    tree = IndexedTree(index, repo, RetrievalConfig(stages=[]))
+    first = retrieve(
+        tree, ContextAsk(TASK, 1500, "implement", Seeds(files=["pkg/big.py"])), classifier=None
+    )
+    [shown] = [f for f in first.files if f.path == "pkg/big.py"]
+    assert shown.detail != "full" and "param.name in seen" not in shown.content
+
+    again = refine(
+        first,
+        RefinementRequest(reason="the implementer asked for context", missing_files=["pkg/big.py"]),
+        tree,
+        classifier=None,
+    )
+
+    [shown] = [f for f in again.files if f.path == "pkg/big.py"]
+    assert "param.name in seen" in shown.content
