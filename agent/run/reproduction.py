@@ -105,6 +105,7 @@ class _Writer:
         )
         current.clients += [c for c in (self.coding, self.classifier) if c is not None]
         self.attempts = 0
+        self.context: ContextPackage | None = None
 
     def run(self) -> Reproduced:
         ctx = self.ctx
@@ -152,23 +153,27 @@ class _Writer:
     def _ask(
         self, request: ReproduceRequest, shown: Sequence[str], failure: str | None, stage: str
     ) -> ReproduceAnswer:
-        """One reproduction call, with the refinements its answer asks for."""
+        """One reproduction call, with the refinements its answer asks for. The context is
+        gathered once and kept (refined) across the attempts: a retry differs in what it is
+        told of the last one, and retrieval's questions are not asked again."""
         ctx = self.ctx
-        context = ctx.context.gather(
-            ctx.task,
-            mode="implement",
-            files=shown,
-            failure=failure,
-            budget_tokens=ctx.config.retrieval.implement_context_tokens,
-            classifier=self.classifier,
-        )
+        if self.context is None:
+            self.context = ctx.context.gather(
+                ctx.task,
+                mode="implement",
+                files=shown,
+                failure=None,
+                budget_tokens=ctx.config.retrieval.implement_context_tokens,
+                classifier=self.classifier,
+            )
+        context = self.context
         answer = execute_reproduce(context, request, self.coding, failure=failure, stage=stage)
         loops = 0
         while (wanted := self._refinement(answer, context)) is not None:
             if loops >= ctx.config.orchestrator.max_refinement_loops:
                 break
             loops += 1
-            context = ctx.context.refine(context, wanted, classifier=self.classifier)
+            context = self.context = ctx.context.refine(context, wanted, classifier=self.classifier)
             answer = execute_reproduce(
                 context, request, self.coding, failure=failure, stage=f"{stage}_refined"
             )
