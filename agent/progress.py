@@ -150,6 +150,7 @@ class StepPrinter:
 
 _PASS_NAMES = {
     "baseline": "running the tests once (the baseline)",
+    "reproduce": "writing a test that reproduces the issue",
     "meta_plan": "planning (meta-plan)",
     "part_plan": "planning the part",
 }
@@ -163,6 +164,11 @@ def describe_event(event: RunEvent) -> str | None:
         return f"  ▸ {_PASS_NAMES[event.pass_type]}" + (f" {where}" if where else "")
     if event.kind == "pass_started" and event.pass_type == "implement":
         return f"  ▸ step {where}"
+    if event.kind == "reproduced":
+        said = {"reproduced": "written", "named": "named by the issue"}.get(
+            event.status or "", "none"
+        )
+        return f"  · reproduction {said}: {first}"
     if event.kind == "plan_made":
         steps = "; ".join(f"{s.id}: {s.description.splitlines()[0]}" for s in event.steps)
         return f"  · plan for part {event.part_id}: {len(event.steps)} step(s) — {steps}"

@@ -345,6 +345,9 @@ def test_the_steps_of_a_run_read_as_lines() -> None:
     step = PlanStep(id="s1", description="Round up\nmore")
     events = [
         RunEvent(kind="pass_started", task_id="r", pass_type="baseline"),
+        RunEvent(kind="pass_started", task_id="r", pass_type="reproduce"),
+        RunEvent(kind="reproduced", task_id="r", status="reproduced", message="t.py::test_x"),
+        RunEvent(kind="reproduced", task_id="r", status="none", message="docs only"),
         RunEvent(kind="plan_made", task_id="r", part_id="p1", steps=[step]),
         RunEvent(
             kind="step_failed",
@@ -358,6 +361,9 @@ def test_the_steps_of_a_run_read_as_lines() -> None:
     ]
     assert [describe_event(e) for e in events] == [
         "  ▸ running the tests once (the baseline)",
+        "  ▸ writing a test that reproduces the issue",
+        "  · reproduction written: t.py::test_x",
+        "  · reproduction none: docs only",
         "  · plan for part p1: 1 step(s) — s1: Round up",
         "  ✗ step p1/s1 failed: Round up",
         None,

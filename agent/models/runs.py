@@ -121,6 +121,7 @@ RunEventKind = Literal[
     "run_started",
     "pass_started",
     "pass_finished",
+    "reproduced",
     "plan_made",
     "edits_applied",
     "step_passed",

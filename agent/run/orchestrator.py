@@ -175,6 +175,9 @@ class _Sequencer:
             assert self.workspace is not None
             self.cumulative_diff = git.diff(self.workspace.worktree, self.workspace.base, self.head)
         self.log.set_state(self.task_id, "reproduction", done.reproduction)
+        found = done.reproduction
+        said = ", ".join(found.tests) if found.status != "none" else found.why
+        self.passes.emit("reproduced", status=found.status, message=said)
 
     @property
     def ctx(self) -> RunContext:

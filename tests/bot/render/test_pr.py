@@ -20,6 +20,7 @@ from agent.models import (
     OrchestratorResult,
     PlanAdjustment,
     PlanStep,
+    Reproduction,
     StepOutcome,
     TestChange,
     TestCounts,
@@ -813,3 +814,52 @@ def test_a_large_tests_changed_section_is_shortened_never_dropped() -> None:
     assert "`tests/test_0.py`" in body
     assert re.search(r"… \d+ more files?; see the run page\.", body)
     assert markup_problems(body) == []
+
+
+# --- the reproduction: the pull request's evidence ---------------------------------------------
+
+
+def reproduced(**kw: object) -> OrchestratorResult:
+    found = Reproduction(
+        status="reproduced",
+        files=["tests/test_calc.py"],
+        tests=["tests/test_calc.py::test_mul_by_two"],
+        commit="abcdef0123456789",
+        before="E   assert 5 == 6\n" + HOSTILE,
+        after="it passes in the run's last test run",
+        passes=True,
+        attempts=1,
+    )
+    return result(reproduction=found, **kw)
+
+
+def test_the_body_carries_the_reproduction_failing_before_and_passing_after() -> None:
+    body = compose_pr_body(ctx(reproduced()))
+    assert body.index("### Reproduction") < body.index("### Plan")
+    assert "a test reproducing the issue fails on the base commit and passes here" in body
+    assert "`tests/test_calc.py::test_mul_by_two`" in body and "`abcdef012345`" in body
+    assert "**Fails on the base commit:**\n\n```" in body and "assert 5 == 6" in body
+    assert "**Passes here:** it passes in the run" in body
+    assert "<script>" not in body.split("```text", 1)[0]  # the output only inside its fence
+    assert "### Reproduction" in compose_check_summary(ctx(reproduced()))
+
+
+def test_a_run_without_a_reproduction_says_its_gate_was_the_existing_tests() -> None:
+    found = Reproduction(status="none", why="the model found no test that can show this issue")
+    body = compose_pr_body(ctx(result(reproduction=found)))
+    assert "no test reproduces the issue" in body
+    assert "existing tests alone" in body and "the model found no test" in body
+
+
+def test_a_reproduction_still_failing_is_said_in_the_failure_comment() -> None:
+    failing = Reproduction(
+        status="reproduced",
+        tests=["tests/test_calc.py::test_mul_by_two"],
+        before="E   assert 5 == 6",
+        after="it fails: tests/test_calc.py::test_mul_by_two",
+        passes=False,
+    )
+    text = failure_comment(
+        ctx(partial_result(reproduction=failing, status="failed")), last_test_output=None
+    )
+    assert "**Still fails here:**" in text and "assert 5 == 6" in text
