@@ -172,6 +172,9 @@ class BotSettings(BaseSettings):
         default=100_000, gt=0, description="Most model tokens one plan step may use."
     )
     max_retries_per_step: int = Field(default=3, ge=0, description="Most retries of one step.")
+    max_reproduction_attempts: int = Field(
+        default=3, gt=0, description="Most attempts at the test that reproduces an issue."
+    )
     max_calls_per_step: int = Field(
         default=30, gt=0, description="Most model calls of one plan step."
     )

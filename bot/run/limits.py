@@ -28,6 +28,9 @@ LIMITS: tuple[LimitSpec, ...] = (
     LimitSpec("budget.max_tokens_per_step", "max_tokens_per_step", "max_tokens_per_step", "tokens"),
     LimitSpec("orchestrator.max_retries_per_step", "max_retries_per_step", None, "retries"),
     LimitSpec(
+        "orchestrator.max_reproduction_attempts", "max_reproduction_attempts", None, "attempts"
+    ),
+    LimitSpec(
         "orchestrator.max_calls_per_step", "max_calls_per_step", "max_calls_per_step", "model calls"
     ),
     LimitSpec("testing.timeout", "max_test_timeout", None, "s"),
@@ -72,6 +75,7 @@ class MaximumSettings(Protocol):
     max_tokens_per_run: int
     max_tokens_per_step: int
     max_retries_per_step: int
+    max_reproduction_attempts: int
     max_calls_per_step: int
     max_test_timeout: float
     max_runs_per_installation: int | None
