@@ -259,11 +259,24 @@ def check_title(context: PrContext) -> str:
 
 
 def check_conclusion(result: OrchestratorResult) -> str:
-    """success only when every step passed and no existing test was changed; neutral for a
-    partial result or changed tests (a person must look); failure otherwise."""
+    """success only when every step passed, no existing test was changed and a test shows the
+    fix (the reproduction, the failing tests the issue names, or a test that failed before and
+    passes now); neutral for a partial result, changed tests or nothing showing the fix (a
+    person must look); failure otherwise."""
     if result.status == "complete":
-        return "neutral" if result.tests_changed else "success"
+        return "neutral" if result.tests_changed or _unproven(result) else "success"
     return "neutral" if result.status == "partial" else "failure"
+
+
+def _unproven(result: OrchestratorResult) -> bool:
+    """Whether no test shows the fix: no reproduction could be written, and no test that
+    failed before the run passes after it."""
+    if result.reproduction is None or result.reproduction.status != "none":
+        return False
+    before, after = result.baseline, result.final_validation
+    if before is None or after is None:
+        return True
+    return not set(before.failing_tests) & set(after.passed_tests)
 
 
 def failure_comment(context: PrContext, *, last_test_output: str | None) -> str:

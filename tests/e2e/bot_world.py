@@ -199,6 +199,8 @@ class BotWorld:
             },
         ]
         m = self.models
+        # before any fix: a test the issue's bug fails (the issue names none), the run's gate
+        m.script("reproduce", edit("", REPRODUCTION, path="tests/test_issue.py"))
         meta = json.dumps(
             {
                 "task_summary": "Fix mul",
@@ -241,6 +243,12 @@ class BotWorld:
                 "adjustment",
                 json.dumps({"revised_steps": [], "rationale": "all done", "changes_made": []}),
             )
+
+
+REPRODUCTION = (
+    "from calc.ops import mul\n\n\ndef test_mul_two_by_three():\n    assert mul(2, 3) == 6\n"
+)
+REPRODUCTION_TEST = "tests/test_issue.py::test_mul_two_by_three"
 
 
 def edit(search: str, replacement: str, path: str = "calc/ops.py") -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.store.runs import Run
-from tests.e2e.bot_world import OWNER, REPO, BotWorld, edit
+from tests.e2e.bot_world import OWNER, REPO, REPRODUCTION_TEST, BotWorld, edit
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import RecordedRequest, Reply, ScriptedModelServer
 from tests.fakes.repos import git_in
@@ -39,6 +39,11 @@ def test_labeled_issue_becomes_a_tested_pull_request(world: BotWorld) -> None:
     assert "mul fixed; square next" in body
     assert "```diff" in body and "return a * b + 1" in body
     assert "http://cra.test/runs/" in body
+    # the evidence: the test written before the fix, failing on main and passing here
+    assert "### Reproduction" in body and f"`{REPRODUCTION_TEST}`" in body
+    assert "**Fails on the base commit:**" in body and "assert 7 == 6" in body
+    assert "**Passes here:** it passes" in body
+    assert "Reproduce the issue: " in subjects[2]
     ops = world.fake.read_file(REPO, "cra/issue-1", "calc/ops.py")
     assert "return a * b\n" in ops and "def square" in ops
     [ours] = [c for c in world.fake.comments(REPO, 1) if c.user.login == world.fake.bot_login]

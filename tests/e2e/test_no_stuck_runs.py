@@ -275,6 +275,7 @@ def test_a_pr_run_opens_its_check_in_progress_and_concludes_it(world: BotWorld) 
         '</search>\n<replacement>\n    """Return a times b."""\n</replacement>\n</edit>',
     )
     m.script("adjustment", '{"revised_steps": [], "rationale": "done"}')
+    m.script("reproduce", "<no_reproduction>a docstring has no behaviour</no_reproduction>")
 
     response = world.comment("/cra solve document mul", number=number, pull_request=True)
     assert response.status_code == 202
@@ -290,10 +291,12 @@ def test_a_pr_run_opens_its_check_in_progress_and_concludes_it(world: BotWorld) 
 
     assert run.status == "succeeded", run.error
     [start] = started()
-    assert (start.status, start.conclusion) == ("completed", "success")
+    # a docstring has no test to show it: a person must look (neutral), and the check says why
+    assert (start.status, start.conclusion) == ("completed", "neutral")
+    assert "a docstring has no behaviour" in (start.summary or "")
     new_head = world.fake.branch_sha(REPO, "cra/issue-1")
     [final] = [c for c in world.fake.check_runs(REPO) if c.head_sha == new_head]
-    assert final.conclusion == "success"
+    assert final.conclusion == "neutral"
 
 
 def test_a_failed_pr_run_concludes_its_check_as_failure(world: BotWorld) -> None:

@@ -773,6 +773,11 @@ def test_the_check_is_green_only_when_no_existing_test_changed() -> None:
     assert check_conclusion(changed_result()) == "neutral"
     assert check_conclusion(result(status="partial")) == "neutral"
     assert check_conclusion(result(status="failed")) == "failure"
+    assert check_conclusion(reproduced()) == "success"
+    none = Reproduction(status="none", why="no observable behaviour")
+    fixed = validation(passing=("tests/test_calc.py::test_mul", "tests/test_calc.py::test_div"))
+    assert check_conclusion(result(reproduction=none, final_validation=fixed)) == "success"
+    assert check_conclusion(result(reproduction=none)) == "neutral"  # nothing shows the fix
 
 
 def test_a_partial_result_on_a_ready_pull_request_never_calls_it_a_draft() -> None:
