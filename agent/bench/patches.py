@@ -223,13 +223,16 @@ def pinning_changes(test_patch: str) -> list[FilePatch]:
 
 
 def adding_changes(test_patch: str) -> list[FilePatch]:
-    """The hunks of a test patch that only add lines (new tests, new test files), without
-    those that change or remove existing test code (pinning_changes)."""
+    """What a test written before the fix holds of a test patch: new test files, the hunks of
+    test code that only add lines (new tests), and the test data files whole (the cases and
+    expectations of a data-driven suite are the new test) — without the hunks that change or
+    remove existing test code (pinning_changes: they come with the fix)."""
     found = []
     for file in parse_patch(test_patch):
         if file.deleted:
             continue
-        hunks = [h for h in file.hunks if file.new_file or not _changes_lines(h[1], h[2])]
+        whole = file.new_file or not is_code(file.path)
+        hunks = [h for h in file.hunks if whole or not _changes_lines(h[1], h[2])]
         if hunks:
             found.append(FilePatch(path=file.path, new_file=file.new_file, hunks=hunks))
     return found

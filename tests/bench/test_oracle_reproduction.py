@@ -78,3 +78,22 @@ def test_the_context_oracle_writes_only_where_it_is_shown() -> None:
     assert honest.complete("", unseen, stage="reproduce_refined").text == UNSEEN_TESTS
     [edit] = parse_implement_response(honest.complete("", SHOWN, stage="reproduce_retry").text)
     assert "def test_scale" in edit.replacement
+
+
+DATA = """diff --git a/tests/data/case.json b/tests/data/case.json
+--- a/tests/data/case.json
++++ b/tests/data/case.json
+@@ -1,1 +1,2 @@
+-{"a": 1}
++{"a": 1,
++ "b": 2}
+"""
+
+
+def test_a_data_driven_suite_s_case_files_come_whole_with_the_reproduction() -> None:
+    """The expectations of a data-driven suite are the new test: a changed case file comes
+    with the reproduction, not with the fix."""
+    model = oracle(DATA)
+    model.before["tests/data/case.json"] = '{"a": 1}'
+    [edit] = parse_implement_response(model.complete("", SHOWN, stage="reproduce").text)
+    assert edit.file_path == "tests/data/case.json" and '"b": 2' in edit.replacement

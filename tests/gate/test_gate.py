@@ -179,6 +179,16 @@ def test_a_real_fix_passes() -> None:
     assert judge(RED, GREEN, targets=[MUL]).passed
 
 
+def test_a_target_must_pass_in_the_step_s_own_run_even_when_its_change_was_allowed() -> None:
+    """A declared change of a test the step must make pass does not excuse it failing: only
+    the original run (its old version over the new code) may see it fail."""
+    still = run({ADD: "passed", SUB: "passed", MUL: "failed"})
+    declared = lambda t: t == MUL  # noqa: E731
+    verdict = judge(RED, still, targets=[MUL], allowed=declared)
+    assert not verdict.passed and MUL in verdict.problems[0]
+    assert judge(RED, still, targets=[MUL], allowed=declared, original=True).passed
+
+
 def test_a_test_that_passed_before_and_fails_does_not_pass_though_the_command_exited_0() -> None:
     hidden = run({ADD: "failed", SUB: "passed", MUL: "passed"}, exit_code=0)  # `pytest; true`
     verdict = judge(RED, hidden, targets=[MUL])

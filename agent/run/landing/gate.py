@@ -69,6 +69,7 @@ def _on_original(
         baseline=state.run_context.baseline,
         targets=state.targets,
         allowed=declared,
+        original=True,
     )
     reasons = [c.reason for c in changes if c.reason] if not second.passed else []
     return second.model_copy(
@@ -272,6 +273,10 @@ class _Declared:
     def __call__(self, test_id: str) -> bool:
         if not self.files or (test_id and not self._may_be_in_files(test_id)):
             return False
+        found = self.state.run_context.reproduction
+        if found is not None and found.status == "reproduced" and test_id in found.tests:
+            return False  # the run's reproduction is never changed into passing
+
         if self._asks is None:
             self._asks = self._ask()
         return self._asks
