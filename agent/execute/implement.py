@@ -8,7 +8,7 @@ from agent.errors import ParseError
 from agent.execute.parsers import parse_implement_response
 from agent.execute.prompts import ImplementRequest, build_implement_prompt
 from agent.llm.logged import LoggedLLMClient
-from agent.models import ContextPackage, RefinementRequest, StepResult
+from agent.models import ContextPackage, LLMResponse, RefinementRequest, StepResult
 
 _NEED_CONTEXT = re.compile(r"<need_context>\s*(.*?)\s*</need_context>", re.S)
 
@@ -27,6 +27,12 @@ def execute_implement(
     """
     system, user = build_implement_prompt(context, request, llm.config, failure)
     response = llm.complete(system, user, stage=stage)
+    return edits_of(response, llm)
+
+
+def edits_of(response: LLMResponse, llm: LoggedLLMClient) -> StepResult:
+    """An answer of edit blocks as a StepResult: its edits, what it asked to see instead
+    (`<need_context>`), or why it could not be parsed."""
     wanted = needs_context(response.text)
     if wanted is not None and "<edit" not in response.text:
         return StepResult(

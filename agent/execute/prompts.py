@@ -14,9 +14,7 @@ from agent.models import ContextPackage, PartPlan, PlanStep, ValidationResult, a
 
 PlanPassType = Literal["meta_plan", "part_plan", "adjustment"]
 
-IMPLEMENT_SYSTEM = """\
-You are a careful code editor. You change a repository by answering ONLY with edit blocks:
-
+EDIT_BLOCK = """\
 <edit file="path/relative/to/repo">
 <search>
 exact lines copied from the current file
@@ -24,7 +22,12 @@ exact lines copied from the current file
 <replacement>
 the lines that replace them
 </replacement>
-</edit>
+</edit>"""  # the answer's shape, as the implement and reproduce calls show it
+
+IMPLEMENT_SYSTEM = f"""\
+You are a careful code editor. You change a repository by answering ONLY with edit blocks:
+
+{EDIT_BLOCK}
 
 Rules:
 - The search text must match the file exactly and occur exactly once: copy it character for

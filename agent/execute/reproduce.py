@@ -8,26 +8,18 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.errors import ParseError, PromptTooLarge
-from agent.execute.implement import needs_context
-from agent.execute.parsers import parse_implement_response
-from agent.execute.prompts import last_chars, tagged
+from agent.errors import PromptTooLarge
+from agent.execute.implement import edits_of
+from agent.execute.prompts import EDIT_BLOCK, last_chars, tagged
 from agent.llm.budget import check_prompt_fits
 from agent.llm.logged import LoggedLLMClient
 from agent.models import ContextPackage, StepResult
 
-REPRODUCE_SYSTEM = """\
+REPRODUCE_SYSTEM = f"""\
 You write ONE failing test that reproduces a reported issue, before anyone fixes it. Answer ONLY
 with edit blocks:
 
-<edit file="path/relative/to/repo">
-<search>
-exact lines copied from the current file
-</search>
-<replacement>
-the lines that replace them
-</replacement>
-</edit>
+{EDIT_BLOCK}
 
 Rules:
 - Write the test in the repository's own test layout, framework and style, as <test_layout>
@@ -139,28 +131,4 @@ def execute_reproduce(
             ),
             declined=reason,
         )
-    wanted = needs_context(response.text)
-    if wanted is not None and "<edit" not in response.text:
-        return ReproduceAnswer(
-            StepResult(
-                success=False,
-                error_info=f"needs context: {', '.join(wanted.missing_files)}",
-                raw_response=response.raw_text,
-                usage=response.usage,
-                refinement=wanted,
-            )
-        )
-    try:
-        edits = parse_implement_response(response.raw_text)
-    except ParseError as exc:
-        return ReproduceAnswer(
-            StepResult(
-                success=False,
-                error_info=f"unparseable answer: {exc}",
-                raw_response=response.raw_text,
-                usage=response.usage,
-            )
-        )
-    return ReproduceAnswer(
-        StepResult(success=True, edits=edits, raw_response=response.raw_text, usage=response.usage)
-    )
+    return ReproduceAnswer(edits_of(response, llm))
