@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.models import PlanStep
 from tests.fakes.repos import git_in, write_files
 from tests.fakes.scripted_model import edit, meta_plan, part_plan, plan_step
 from tests.run.conftest import CALC, Sequencer
@@ -173,3 +174,30 @@ def test_a_step_that_weakens_the_reproduction_is_refused(sequencer: Sequencer) -
 
     assert result.status != "complete"
     assert result.reproduction is not None and result.reproduction.passes is False
+
+
+def test_a_declared_change_of_the_reproduction_is_refused_even_when_the_task_would_allow_it(
+    sequencer: Sequencer,
+) -> None:
+    """The reproduction's files are never an existing test the task asks to change: a step
+    declaring it changes them, told yes, is still judged on the reproduction as committed."""
+    buggy(sequencer)
+    sequencer.models.script("reproduce", REPRODUCTION)
+    sequencer.models.script("meta_plan", meta_plan(("p1", "Fix mul", ["test_mul.py"])))
+    weaken = PlanStep(
+        id="s1",
+        description="Make the test expect 7",
+        target_files=["test_mul.py"],
+        changes_existing_tests=True,
+    )
+    sequencer.models.script("part_plan", part_plan("p1", weaken))
+    cheat = edit("test_mul.py", "mul(2, 3), 6)", "mul(2, 3), 7)")
+    sequencer.models.script("implement", cheat)
+    sequencer.models.script("implement_retry", cheat)
+    sequencer.models.script("gate_test_change", "yes", "yes")
+
+    result = sequencer.solve(ISSUE, orchestrator=ON)
+
+    assert result.status != "complete"
+    assert result.reproduction is not None and result.reproduction.passes is False
+    assert result.steps[0].status == "failed"

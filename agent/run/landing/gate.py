@@ -254,28 +254,28 @@ _DIFF_CHARS = 4000
 
 class _Declared:
     """Which test changes the step may make: existing test files it targets and declared it
-    would change (`changes_existing_tests`), and only when the task asks for it (one yes/no
-    question, asked at most once, default no)."""
+    would change (`changes_existing_tests`) — never the files of the run's reproduction — and
+    only when the task asks for it (one yes/no question, asked at most once, default no)."""
 
     def __init__(self, state: StepState, changes: Sequence[GateChange], diff: str) -> None:
         targets = {_known(state.run_context.workspace.worktree, f) for f in state.step.target_files}
+        found = state.run_context.reproduction
+        written = set(found.files) if found is not None and found.status == "reproduced" else set()
         self.state, self.diff = state, diff
-        self.files = [
+        self.files = [  # the run's own reproduction is never a change the task asks for
             c.path
             for c in changes
             if c.role == "test"
             and c.status != "created"
             and state.step.changes_existing_tests
             and c.path in targets
+            and c.path not in written
         ]
         self._asks: bool | None = None
 
     def __call__(self, test_id: str) -> bool:
         if not self.files or (test_id and not self._may_be_in_files(test_id)):
             return False
-        found = self.state.run_context.reproduction
-        if found is not None and found.status == "reproduced" and test_id in found.tests:
-            return False  # the run's reproduction is never changed into passing
 
         if self._asks is None:
             self._asks = self._ask()
