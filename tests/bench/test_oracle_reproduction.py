@@ -97,3 +97,34 @@ def test_a_data_driven_suite_s_case_files_come_whole_with_the_reproduction() -> 
     model.before["tests/data/case.json"] = '{"a": 1}'
     [edit] = parse_implement_response(model.complete("", SHOWN, stage="reproduce").text)
     assert edit.file_path == "tests/data/case.json" and '"b": 2' in edit.replacement
+
+
+PAIR = """diff --git a/tests/data/case.json b/tests/data/case.json
+--- a/tests/data/case.json
++++ b/tests/data/case.json
+@@ -1,1 +1,1 @@
+-{"a": 1}
++{"a": 1, "b": 2}
+diff --git a/tests/data/case.toml b/tests/data/case.toml
+--- a/tests/data/case.toml
++++ b/tests/data/case.toml
+@@ -1,1 +1,2 @@
+-a = 1
++a = 1
++b = 2
+"""
+
+
+def test_a_data_driven_case_is_written_whole_or_not_at_all() -> None:
+    """Shown the expectations but not the case file, the context oracle asks for it, and
+    still unseen it writes no test: half a case can never pass."""
+    model = oracle(PAIR, "oracle:context")
+    model.before.update({"tests/data/case.json": '{"a": 1}', "tests/data/case.toml": "a = 1"})
+    half = '<files>\n<file path="tests/data/case.json">\n{"a": 1}\n</file>\n</files>'
+    assert model.complete("", half, stage="reproduce").text == (
+        "<need_context>tests/data/case.toml</need_context>"
+    )
+    assert model.complete("", half, stage="reproduce_refined").text == UNSEEN_TESTS
+    both = half.replace("</files>", '<file path="tests/data/case.toml">\na = 1\n</file>\n</files>')
+    edits = parse_implement_response(model.complete("", both, stage="reproduce_retry").text)
+    assert sorted(e.file_path for e in edits) == ["tests/data/case.json", "tests/data/case.toml"]

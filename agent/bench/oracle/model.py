@@ -327,18 +327,31 @@ class OracleModel:
     def _tests_written(self, user: str, stage: str) -> str:
         """The tests the fix adds as edit blocks, a test the misconceptions hold wrong spoiled
         (mistakes.spoiled_test): the answer of a stage asking for a test (TEST_STAGES).
-        Context-honest, only the hunks whose place the prompt shows (a new file's always);
-        none shown: a request for the first test file, then (shown it already) no test."""
+        Context-honest, only the hunks whose place the prompt shows (a new file's always): a
+        file with a hunk not shown is asked for first; shown what it could be, it writes what
+        it sees — but a data-driven case whole or not at all (a case file without its
+        expectations, or the reverse, is a test that can never pass), and no test when it sees
+        none."""
         if not self.tests:
             return NO_NEW_TEST
-        blocks, unseen = [], []
+        seen: list[tuple[FilePatch, list[Hunk]]] = []
+        unseen: list[str] = []
         for file in self.tests:
             before = self.before.get(file.path, "")
             hunks = file.hunks
             if self.spec.context and not file.new_file:
                 hunks = [h for h in (writable(user, file.path, before, h) for h in hunks) if h]
-            if not hunks:
+            if len(hunks) < len(file.hunks):
                 unseen.append(file.path)
+            seen.append((file, hunks))
+        refined = stage.endswith("_refined")
+        if unseen and not refined:
+            return "".join(f"<need_context>{path}</need_context>" for path in unseen)
+        if any(not is_code(path) for path in unseen):
+            seen = [(f, h) for f, h in seen if is_code(f.path)]
+        blocks = []
+        for file, hunks in seen:
+            if not hunks:
                 continue
             shown = FilePatch(path=file.path, new_file=file.new_file, hunks=hunks)
             call = f"test:{file.path}"
@@ -346,12 +359,8 @@ class OracleModel:
                 call, self.spec.mistakes.wrong_test, self._attempt(call, stage)
             )
             written = spoiled_test(shown, pick) if pick is not None else shown
-            blocks.append(oracle_edits(before, written))
-        if blocks:
-            return "\n".join(blocks)
-        if stage.endswith("_refined"):
-            return UNSEEN_TESTS
-        return f"<need_context>{unseen[0]}</need_context>"
+            blocks.append(oracle_edits(self.before.get(file.path, ""), written))
+        return "\n".join(blocks) if blocks else UNSEEN_TESTS
 
     def _spoil(self, kind: str, text: str) -> str:
         if not self.spec.mode:
