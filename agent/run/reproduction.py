@@ -18,6 +18,7 @@ from agent.execute.prompts import last_chars
 from agent.execute.reproduce import ReproduceAnswer, ReproduceRequest, execute_reproduce
 from agent.gate.reproduction import ReproductionCheck, check_reproduction
 from agent.gate.validation import run_validation
+from agent.gate.verdict import names
 from agent.git import repo as git
 from agent.git import worktrees
 from agent.llm.budget import TaskBudget
@@ -297,8 +298,12 @@ def final_state(reproduction: Reproduction, final: ValidationResult | None) -> R
     tests passes there, said as a person reads it."""
     if reproduction.status == "none" or final is None or not reproduction.tests:
         return reproduction
-    passed = set(final.passed_tests)
-    still = [t for t in reproduction.tests if t not in passed]
+    passed = final.passed_tests
+    still = [  # as the gate reads a target: a file's id stands for the tests in it
+        t
+        for t in reproduction.tests
+        if any(names(t, f) for f in final.failing_tests) or not any(names(t, p) for p in passed)
+    ]
     count = len(reproduction.tests)
     if still:
         after = f"{len(still)} of its {count} tests still fail: " if count > 1 else "it fails: "

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.models import PlanStep
+from agent.models import PlanStep, Reproduction, ValidationResult
+from agent.run.reproduction import final_state
 from tests.fakes.repos import git_in, write_files
 from tests.fakes.scripted_model import edit, meta_plan, part_plan, plan_step
 from tests.run.conftest import CALC, Sequencer
@@ -201,3 +202,15 @@ def test_a_declared_change_of_the_reproduction_is_refused_even_when_the_task_wou
     assert result.status != "complete"
     assert result.reproduction is not None and result.reproduction.passes is False
     assert result.steps[0].status == "failed"
+
+
+def test_the_end_state_of_a_reproduction_named_by_its_file_reads_as_the_gate_reads_it() -> None:
+    """A test file that could not be collected before the fix (an import of the name the issue
+    asks for) is its own id: it passes when the tests in it pass."""
+    found = Reproduction(status="reproduced", tests=["tests/test_flags.py"], files=["x"])
+    after = ValidationResult(
+        success=True, passing_tests=["tests/test_flags.py::test_flags", "tests/test_a.py::t"]
+    )
+    assert final_state(found, after).passes is True
+    failing = ValidationResult(success=False, failing_tests=["tests/test_flags.py::test_flags"])
+    assert final_state(found, failing).passes is False
