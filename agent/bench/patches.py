@@ -210,26 +210,34 @@ def _block(path: str, search: str, replacement: str) -> str:
 
 
 def pinning_changes(test_patch: str) -> list[FilePatch]:
-    """The hunks of a test patch that change or remove lines of existing test code (a test
-    that pinned the behaviour a fix changes), without those that only add tests."""
-    found = []
-    for file in parse_patch(test_patch):
-        if file.new_file or file.deleted or not is_code(file.path):
-            continue
-        hunks = [h for h in file.hunks if _changes_lines(h[1], h[2])]
-        if hunks:
-            found.append(FilePatch(path=file.path, hunks=hunks))
-    return found
+    """The existing test code files of a test patch that change or remove lines (a test that
+    pinned the behaviour a fix changes), each with all its hunks: the lines it adds beside the
+    change (an import the changed tests use) come with it, never apart."""
+    return [
+        FilePatch(path=file.path, hunks=file.hunks)
+        for file in parse_patch(test_patch)
+        if _pins(file)
+    ]
+
+
+def _pins(file: FilePatch) -> bool:
+    """Whether a file of a test patch is existing test code whose lines it changes."""
+    return (
+        not file.new_file
+        and not file.deleted
+        and is_code(file.path)
+        and any(_changes_lines(h[1], h[2]) for h in file.hunks)
+    )
 
 
 def adding_changes(test_patch: str) -> list[FilePatch]:
-    """What a test written before the fix holds of a test patch: new test files, the hunks of
-    test code that only add lines (new tests), and the test data files whole (the cases and
-    expectations of a data-driven suite are the new test) — without the hunks that change or
-    remove existing test code (pinning_changes: they come with the fix)."""
+    """What a test written before the fix holds of a test patch: new test files, test code
+    files it only adds lines to (new tests), and the test data files whole (the cases and
+    expectations of a data-driven suite are the new test) — not the files whose existing test
+    code it changes (pinning_changes: they come with the fix, whole)."""
     found = []
     for file in parse_patch(test_patch):
-        if file.deleted:
+        if file.deleted or _pins(file):
             continue
         whole = file.new_file or not is_code(file.path)
         hunks = [h for h in file.hunks if whole or not _changes_lines(h[1], h[2])]

@@ -45,8 +45,11 @@ SHOWN = (
 )
 
 
-def oracle(test_patch: str, label: str = "oracle") -> OracleModel:
-    task = BenchTask(
+BEFORE_FILES = {"pkg/mod.py": SOURCE, "tests/test_mod.py": TESTS_BEFORE}
+
+
+def model_task(test_patch: str) -> BenchTask:
+    return BenchTask(
         instance_id="o__r-1",
         repo="o/r",
         base_commit="a" * 40,
@@ -55,8 +58,13 @@ def oracle(test_patch: str, label: str = "oracle") -> OracleModel:
         problem_statement="scale doubles no more",
         FAIL_TO_PASS=["tests/test_mod.py::test_scale"],
     )
-    before = {"pkg/mod.py": SOURCE, "tests/test_mod.py": TESTS_BEFORE}
-    return OracleModel(ModelConfig(model="oracle"), task, before, parse_label(label))
+
+
+def oracle(test_patch: str, label: str = "oracle") -> OracleModel:
+    before = dict(BEFORE_FILES)
+    return OracleModel(
+        ModelConfig(model="oracle"), model_task(test_patch), before, parse_label(label)
+    )
 
 
 def test_the_reproduction_is_the_tests_the_fix_adds() -> None:
@@ -128,3 +136,23 @@ def test_a_data_driven_case_is_written_whole_or_not_at_all() -> None:
     both = half.replace("</files>", '<file path="tests/data/case.toml">\na = 1\n</file>\n</files>')
     edits = parse_implement_response(model.complete("", both, stage="reproduce_retry").text)
     assert sorted(e.file_path for e in edits) == ["tests/data/case.json", "tests/data/case.toml"]
+
+
+PINS_AND_ADDS = PINS.replace(
+    "@@ -4,2 +4,2 @@ from pkg.mod import scale",
+    "@@ -1,1 +1,2 @@\n from pkg.mod import scale\n+from pkg.mod import ScaleError\n"
+    "@@ -4,2 +5,2 @@ from pkg.mod import scale",
+)
+
+
+def test_a_test_file_whose_tests_the_fix_changes_comes_whole_with_the_fix() -> None:
+    """An import the changed tests use is added beside them: with the tests hidden it comes
+    with the fix's change of that file, never apart (sqlparse: SQLParseError)."""
+    model = oracle(PINS_AND_ADDS, "oracle")
+    model_hidden = OracleModel(
+        ModelConfig(model="oracle"), model_task(PINS_AND_ADDS), BEFORE_FILES, hidden=True
+    )
+    assert model.complete("", SHOWN, stage="reproduce").text == NO_NEW_TEST
+    step = "<step>\\nApply the fix\\nFiles: tests/test_mod.py\\n</step>"
+    edits = parse_implement_response(model_hidden.complete("", step, stage="implement").text)
+    assert "ScaleError" in "".join(e.replacement for e in edits)
