@@ -5,13 +5,24 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from pydantic import ValidationError
 
 from agent.errors import ParseError, PlanInvalid
 from agent.llm.thinking import split_thinking
-from agent.models import MetaPlan, PartPlan, PatchEdit, PlanAdjustment
+from agent.models import (
+    LLMResponse,
+    MetaPlan,
+    PartPlan,
+    PatchEdit,
+    PlanAdjustment,
+    RefinementRequest,
+    StepResult,
+)
+
+if TYPE_CHECKING:  # the client is passed in; its module is the caller's
+    from agent.llm.logged import LoggedLLMClient
 
 PassType = Literal["meta_plan", "part_plan", "adjustment", "adjustment_finalize"]
 Plan = MetaPlan | PartPlan | PlanAdjustment
@@ -345,3 +356,45 @@ def _malformed(reason: str, text: str, start: int, raw: str) -> ParseError:
         stop = following.start()
     block = excerpt(text[start:stop], 800)
     return ParseError(f"malformed edit block ({reason}):\n{block}", raw=raw)
+
+
+def edits_of(response: LLMResponse, llm: LoggedLLMClient) -> StepResult:
+    """An answer of edit blocks as a StepResult: its edits, what it asked to see instead
+    (`<need_context>`), or why it could not be parsed."""
+    wanted = needs_context(response.text)
+    if wanted is not None and "<edit" not in response.text:
+        return StepResult(
+            success=False,
+            error_info=f"needs context: {', '.join(wanted.missing_files)}",
+            raw_response=response.raw_text,
+            usage=response.usage,
+            refinement=wanted,
+        )
+    try:
+        edits = parse_implement_response(response.raw_text)
+    except ParseError as exc:
+        cut = response.cut_off(llm.role, llm.config.max_tokens)
+        return StepResult(
+            success=False,
+            error_info=f"unparseable answer: {cut}{exc}",
+            raw_response=response.raw_text,
+            usage=response.usage,
+        )
+    return StepResult(
+        success=True, edits=edits, raw_response=response.raw_text, usage=response.usage
+    )
+
+
+_NEED_CONTEXT = re.compile(r"<need_context>\s*(.*?)\s*</need_context>", re.S)
+
+
+def needs_context(text: str) -> RefinementRequest | None:
+    """The `<need_context>` requests of an answer, as a RefinementRequest (None if none)."""
+    wanted = [m.strip() for m in _NEED_CONTEXT.findall(text) if m.strip()]
+    if not wanted:
+        return None
+    files = [w for w in wanted if "/" in w or "." in w.rsplit("/", 1)[-1]]
+    symbols = [w for w in wanted if w not in files]
+    return RefinementRequest(
+        reason="the implementer asked for context", missing_files=files, missing_symbols=symbols
+    )

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.errors import PromptTooLarge
-from agent.execute.implement import edits_of
+from agent.execute.parsers import edits_of
 from agent.execute.prompts import EDIT_BLOCK, last_chars, tagged
 from agent.llm.budget import check_prompt_fits
 from agent.llm.logged import LoggedLLMClient

@@ -26,6 +26,7 @@ VOLATILE = (
     (re.compile(r"\b\d+ ms\b"), "<n> ms"),
     (re.compile(r"tokens: \d+"), "tokens: <n>"),
     (re.compile(r"\d+\+\d+ tokens"), "<n>+<n> tokens"),
+    (re.compile(r"committed alone as [0-9a-f]{12}"), "committed alone as <commit>"),
     # where commands run depends on the machine (bubblewrap installed or not)
     (re.compile(r"^cra: repository commands run .*"), "cra: <where commands run>"),
     (re.compile(r"^sandbox: .*"), "sandbox: <kind>"),

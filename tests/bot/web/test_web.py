@@ -447,6 +447,18 @@ def test_diff_lines_are_coloured_by_kind(site: Site) -> None:
     assert '<span class="d-add">+    return a * b\n</span>' in diff
 
 
+def test_the_page_shows_the_reproduction_as_the_run_recorded_it(site: Site) -> None:
+    shown = section(html(site, f"/runs/{site.finished.id}"), "reproduction")
+    log = site.world.services.runlog
+    recorded = log.get_state(site.finished.task_id or "", "reproduction")
+
+    assert recorded is not None
+    if recorded["status"] == "none":
+        assert "existing tests alone" in shown
+    else:
+        assert recorded["tests"][0] in shown and "Fails on the base commit" in shown
+
+
 def test_every_model_call_shows_stage_role_model_tokens_latency_and_folds_its_texts(
     site: Site,
 ) -> None:
@@ -457,7 +469,7 @@ def test_every_model_call_shows_stage_role_model_tokens_latency_and_folds_its_te
         r'<td class="mono">(\w+)</td><td>(\w+)</td><td class="mono">([\w-]+)</td>', calls
     )
     assert stages == [(r.stage, r.role, r.model) for r in records]
-    assert [r.stage for r in records][:3] == ["meta_plan", "part_plan", "implement"]
+    assert [r.stage for r in records][:4] == ["reproduce", "meta_plan", "part_plan", "implement"]
     assert f">{records[0].latency_ms} ms<" in calls and f">{records[0].prompt_tokens}*<" in calls
     assert calls.count('<details class="call">') == len(records)
     assert "Return a * b." in calls  # an implementer's answer, inside its <details>
