@@ -174,9 +174,8 @@ class _Sequencer:
             self.ctx.context.refresh()
             assert self.workspace is not None
             self.cumulative_diff = git.diff(self.workspace.worktree, self.workspace.base, self.head)
-        self.log.set_state(self.task_id, "reproduction", done.reproduction)
-        found = done.reproduction
-        said = ", ".join(found.tests) if found.status != "none" else found.why
+        self.log.set_state(self.task_id, "reproduction", found := done.reproduction)
+        said = found.why if found.status == "none" else ", ".join(found.tests)
         self.passes.emit("reproduced", status=found.status, message=said)
 
     @property

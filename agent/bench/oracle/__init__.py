@@ -24,8 +24,13 @@ mistakes come from `mistakes`, which of them a task holds from its misconception
 (`misconceptions`), so a retry repeats a mistake more often than not. They combine with
 `context`, with each other and with one noise mode: `oracle:context+wrong-edits@0.5`.
 
-The modules: `label` (a label read), `model` (the oracle's ChatModel and its factory), `sight`
-(what a prompt shows of the fix), `noise` (format mistakes), `mistakes` and `misconceptions`
+Asked for a reproduction (a test before the fix), it answers with the tests the fix adds: new
+test files, test code files it only adds to, data files whole; context-honest, only those whose
+place the prompt shows. A test file whose existing tests the fix changes comes with the fix.
+
+The modules: `label` (a label read), `model` (the oracle's ChatModel and its factory), `plan`
+(its plan: order, declared test changes, the steps an adjustment keeps), `sight` (what a prompt
+shows of the fix), `noise` (format mistakes), `mistakes` and `misconceptions`
 (substantive mistakes, and which a task holds).
 """
 

@@ -15,6 +15,7 @@ import agent.bench.oracle.noise as noise
 from agent.bench.oracle.label import OracleSpec, parse_label
 from agent.bench.oracle.misconceptions import Misconceptions
 from agent.bench.oracle.mistakes import left_out, spoiled_test, wrong_edit, wrong_plan
+from agent.bench.oracle.plan import changing_tests, landing_order, remaining_steps
 from agent.bench.oracle.sight import (
     Hunk,
     changed_symbols,
@@ -30,9 +31,7 @@ from agent.bench.oracle.sight import (
 from agent.bench.patches import (
     FilePatch,
     adding_changes,
-    after_patch,
     is_code,
-    is_prose,
     is_test_change,
     oracle_edits,
     parse_patch,
@@ -41,7 +40,6 @@ from agent.bench.patches import (
 from agent.bench.results import TestsSetting
 from agent.bench.tasks import BenchTask
 from agent.config.files import MAX_GROUP_STEPS, ModelConfig
-from agent.gate.gate_files import gate_changes
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
 
@@ -88,13 +86,13 @@ class OracleModel:
         # changes, and its commit changes them with it), not the tests it adds
         files = [f for f in parse_patch(task.patch) if not is_test_change(f.path)]
         files += pinning_changes(task.test_patch) if hidden else []
-        self.files: list[FilePatch] = sorted(files, key=lambda f: _landing_order(f.path))
+        self.files: list[FilePatch] = sorted(files, key=lambda f: landing_order(f.path))
         self.before = before  # each changed file before the fix
         self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"
         self.spec = spec or OracleSpec()
         judged = self.spec.context or self.spec.mistakes.false_no or self.spec.mistakes.false_yes
         self.symbols = changed_symbols(self.files, before) if judged else set()
-        self.changes_tests = _changing_tests(self.files, before)
+        self.changes_tests = changing_tests(self.files, before)
         # the tests the fix adds (new files, hunks that only add lines): what a reproduction
         # writes; the existing tests it changes come with the fix (`pinning_changes`)
         self.tests = adding_changes(task.test_patch)
@@ -166,7 +164,7 @@ class OracleModel:
         if stage in ("adjustment", "adjustment_finalize"):
             return "json", json.dumps(
                 {
-                    "revised_steps": _remaining(user),
+                    "revised_steps": remaining_steps(user),
                     "rationale": "the plan stands",
                     "changes_made": [],
                 },
@@ -376,39 +374,3 @@ def _first_try(stage: str) -> str:
     while stage.endswith(("_retry", "_refined")):
         stage = stage.removesuffix("_retry").removesuffix("_refined")
     return stage
-
-
-def _changing_tests(files: list[FilePatch], before: dict[str, str]) -> set[str]:
-    """The files whose gold edits change tests the gate counts (doctest examples, a Rust
-    file's test items): their step declares `changes_existing_tests`, as a planner would."""
-    changed = {
-        f.path: (before.get(f.path), after_patch(before.get(f.path, ""), f))
-        for f in files
-        if not f.new_file and not f.deleted
-    }
-    return {c.path for c in gate_changes(changed, None, lambda _: True) if c.role == "test"}
-
-
-def _remaining(user: str) -> list[Any]:
-    """The remaining steps an adjustment prompt shows, kept as they are (the gold plan needs
-    no change): none when it shows none."""
-    match = re.search(r"<remaining_steps>\n(.*?)\n</remaining_steps>", user, re.S)
-    if match is None:
-        return []
-    try:
-        steps = json.loads(match.group(1))
-    except json.JSONDecodeError:
-        return []
-    return steps if isinstance(steps, list) else []
-
-
-def _landing_order(path: str) -> int:
-    """Where a changed file's step stands in the oracle's plan: code first, then the data and
-    config it reads, then the existing tests the fix changes (they run against the fix whole, in
-    its group of at most MAX_GROUP_STEPS), and prose last — a changelog ahead of the tests pushed
-    a pinned test out of the group, whose gate then saw that test fail against the fix."""
-    if is_test_change(path):
-        return 2
-    if is_code(path):
-        return 0
-    return 3 if is_prose(path) else 1
