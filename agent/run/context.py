@@ -89,6 +89,24 @@ class RunContext:
             judgments=self.judgments if self.config.orchestrator.cache_judgments else None,
         )
 
+    def step_clients(
+        self, name: str, *, task_run_id: int
+    ) -> tuple[LoggedLLMClient, LoggedLLMClient | None]:
+        """The coding client of one step-sized pass (`name`: a step, the reproduction) within
+        the step's ceilings (ADR: ~30k tokens, a few calls), and its classifier for retrieval
+        when retrieval asks questions (capped per retrieval, charged to the run budget)."""
+        budget = TaskBudget(
+            name,
+            max_tokens=self.config.budget.max_tokens_per_step,
+            max_calls=self.config.orchestrator.max_calls_per_step,
+            tokens_label="max_tokens_per_step",
+            calls_label="max_calls_per_step",
+        )
+        coding = self.client("coding", task_run_id=task_run_id, budgets=[budget])
+        stages = self.config.retrieval.stages
+        classifier = self.client("classifier", task_run_id=task_run_id) if stages else None
+        return coding, classifier
+
     def account(self, *clients: LoggedLLMClient | None) -> Usage:
         """Add the clients' usage to the run's usage by role; returns their sum."""
         total = Usage()

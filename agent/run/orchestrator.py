@@ -25,7 +25,6 @@ from agent.models import (
     OrchestratorResult,
     PartPlan,
     PlanStep,
-    Reproduction,
     RunEventKind,
     StepOutcome,
 )
@@ -103,7 +102,6 @@ class _Sequencer:
         self.base: str | None = None
         self.branch: str | None = None
         self.cumulative_diff = ""
-        self.reproduction: Reproduction | None = None
         self.tally = Tally()
 
     # --- setup ---------------------------------------------------------------------------
@@ -167,7 +165,7 @@ class _Sequencer:
         """The reproduction pass: its test, once written, is committed as the run's first
         change, its run on the base commit the run's baseline, its tests the run's goal."""
         done = reproduce(self.ctx, self.passes)
-        self.reproduction = self.ctx.reproduction = done.reproduction
+        self.ctx.reproduction = done.reproduction
         if done.baseline is not None and done.reproduction.commit:
             self.ctx.baseline = self.ctx.reference = done.baseline
             self.head = done.reproduction.commit
@@ -370,8 +368,9 @@ class _Sequencer:
         result = run_result(self.tally, self.passes, self.workspace, self.run_context, wall_ms)
         report = self.env.report if self.env is not None else self.env_report
         result = result.model_copy(update={"environment": report})
-        if self.reproduction is not None:
-            final = final_state(self.reproduction, result.final_validation)
+        found = self.run_context.reproduction if self.run_context is not None else None
+        if found is not None:
+            final = final_state(found, result.final_validation)
             result = result.model_copy(update={"reproduction": final})
             self.log.set_state(self.task_id, "reproduction", final)
         keep_branch = result.commit is not None

@@ -21,7 +21,6 @@ from agent.gate.validation import run_validation
 from agent.gate.verdict import names
 from agent.git import repo as git
 from agent.git import worktrees
-from agent.llm.budget import TaskBudget
 from agent.models import (
     AttemptRecord,
     ContextPackage,
@@ -90,19 +89,8 @@ class _Writer:
     def __init__(self, run_context: RunContext, current: OpenPass) -> None:
         self.ctx, self.current = run_context, current
         self.head = run_context.workspace.base
-        budget = TaskBudget(
-            "reproduce",
-            max_tokens=run_context.config.budget.max_tokens_per_step,
-            max_calls=run_context.config.orchestrator.max_calls_per_step,
-            tokens_label="max_tokens_per_step",
-            calls_label="max_calls_per_step",
-        )
-        task_run = current.task_run
-        self.coding = run_context.client("coding", task_run_id=task_run, budgets=[budget])
-        self.classifier = (
-            run_context.client("classifier", task_run_id=task_run)
-            if run_context.config.retrieval.stages
-            else None
+        self.coding, self.classifier = run_context.step_clients(
+            "reproduce", task_run_id=current.task_run
         )
         current.clients += [c for c in (self.coding, self.classifier) if c is not None]
         self.attempts = 0

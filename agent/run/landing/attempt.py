@@ -13,7 +13,7 @@ from agent.execute.prompts import ImplementRequest, build_implement_prompt
 from agent.gate.validation import run_validation
 from agent.gate.verdict import file_of_test
 from agent.git import repo as git
-from agent.llm.budget import TaskBudget, context_room, estimate_tokens, prompt_limit
+from agent.llm.budget import context_room, estimate_tokens, prompt_limit
 from agent.models import (
     AttemptRecord,
     ContextPackage,
@@ -39,20 +39,7 @@ def step_state(run_context: RunContext, step: PlanStep, request: StepRequest) ->
     tokens, a few calls), its classifier for retrieval, and its target tests (its own and the
     request's). Retrieval's yes/no questions are capped per retrieval
     (retrieval.max_classifier_calls) and count against the run budget."""
-    budget = TaskBudget(
-        "step",
-        max_tokens=run_context.config.budget.max_tokens_per_step,
-        max_calls=run_context.config.orchestrator.max_calls_per_step,
-        tokens_label="max_tokens_per_step",
-        calls_label="max_calls_per_step",
-    )
-    task_run_id = request.task_run_id
-    coding = run_context.client("coding", task_run_id=task_run_id, budgets=[budget])
-    classifier = (
-        run_context.client("classifier", task_run_id=task_run_id)
-        if run_context.config.retrieval.stages
-        else None
-    )
+    coding, classifier = run_context.step_clients("step", task_run_id=request.task_run_id)
     targets = [*step_target_tests(run_context.baseline, step), *request.extra_targets]
     return StepState(
         run_context, step, request, coding, classifier, targets=list(dict.fromkeys(targets))
