@@ -89,7 +89,9 @@ def test_the_diff_is_one_text_line_per_line_without_any_stylesheet(site: Site) -
     pre = re.search(r'<pre class="diff">(.*?)</pre>', diff, re.S)
     assert pre is not None
     lines = markup.unescape(re.sub(r"<[^>]+>", "", pre.group(1))).splitlines()
-    assert lines[0] == "diff --git a/calc/ops.py b/calc/ops.py"
+    # the reproduction's commit first, then the fix's
+    assert lines[0] == "diff --git a/tests/test_issue.py b/tests/test_issue.py"
+    assert "diff --git a/calc/ops.py b/calc/ops.py" in lines
     assert "-    return a * b + 1" in lines and "+    return a * b" in lines
     assert lines.index("+    return a * b") == lines.index("-    return a * b + 1") + 1
 

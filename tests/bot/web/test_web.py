@@ -28,7 +28,7 @@ from agent.models import (
 from agent.runlog.store import RunLog
 from bot.intake.triggers import Trigger
 from bot.store.runs import BotStore, Run
-from tests.e2e.bot_world import OWNER, REPO, BotWorld, edit
+from tests.e2e.bot_world import OWNER, REPO, REPRODUCTION, REPRODUCTION_TEST, BotWorld, edit
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.model_server import ScriptedModelServer
 from tests.fakes.repos import ISOLATED_GIT_ENV
@@ -110,7 +110,9 @@ def _populate(world: BotWorld) -> Site:
 
 
 def _script_fix(models: ScriptedModelServer) -> None:
-    """Two steps: the first fixes mul, the second breaks add twice; hostile plan text."""
+    """A reproduction, then two steps: the first fixes mul, the second breaks add twice;
+    hostile plan text."""
+    models.script("reproduce", edit("", REPRODUCTION, path="tests/test_issue.py"))
     steps = [
         {"id": "s1", "description": "Fix mul in calc/ops.py", "target_files": ["calc/ops.py"]},
         {
@@ -365,6 +367,7 @@ def test_test_output_of_the_baseline_and_every_attempt_is_folded(site: Site) -> 
     labels = [" ".join(s.split("<span")[0].split()) for s in summaries]
     assert labels == [
         "❌ baseline (before any edit)",
+        "❌ reproduce attempt 1",  # the reproduction fails on the base commit, as it must
         "✅ implement p1/s1 attempt 1",
         "❌ implement p1/s2 attempt 1",
         "❌ implement p1/s2 attempt 2",
@@ -447,16 +450,12 @@ def test_diff_lines_are_coloured_by_kind(site: Site) -> None:
     assert '<span class="d-add">+    return a * b\n</span>' in diff
 
 
-def test_the_page_shows_the_reproduction_as_the_run_recorded_it(site: Site) -> None:
+def test_the_page_shows_the_reproduction_failing_before_and_passing_after(site: Site) -> None:
     shown = section(html(site, f"/runs/{site.finished.id}"), "reproduction")
-    log = site.world.services.runlog
-    recorded = log.get_state(site.finished.task_id or "", "reproduction")
 
-    assert recorded is not None
-    if recorded["status"] == "none":
-        assert "existing tests alone" in shown
-    else:
-        assert recorded["tests"][0] in shown and "Fails on the base commit" in shown
+    assert REPRODUCTION_TEST in shown
+    assert "Fails on the base commit" in shown and "assert 7 == 6" in shown
+    assert "Passes here: it passes" in shown  # after the step that fixed mul
 
 
 def test_every_model_call_shows_stage_role_model_tokens_latency_and_folds_its_texts(
