@@ -19,7 +19,6 @@ from agent.execute.reproduce import ReproduceAnswer, ReproduceRequest, execute_r
 from agent.gate.reproduction import ReproductionCheck, check_reproduction
 from agent.gate.validation import run_validation
 from agent.gate.verdict import names
-from agent.git import repo as git
 from agent.git import worktrees
 from agent.models import (
     AttemptRecord,
@@ -31,12 +30,7 @@ from agent.models import (
 )
 from agent.retrieval.indexing.scan import is_test_path
 from agent.run.context import RunContext
-from agent.run.landing.attempt import (
-    AUTHOR_EMAIL,
-    AUTHOR_NAME,
-    neutralise_closing_keywords,
-    task_target_tests,
-)
+from agent.run.landing.attempt import commit_written, task_target_tests
 from agent.run.landing.outcome import LANDING_ERRORS, failure_of
 from agent.run.passes import OpenPass, PassRecorder
 
@@ -228,24 +222,15 @@ class _Writer:
     def _commit(self, attempt: AttemptRecord, check: ReproductionCheck, number: int) -> Reproduced:
         """The reproduction committed on its own; the base commit's run with it."""
         assert attempt.validation is not None
-        ctx, worktree = self.ctx, self.ctx.workspace.worktree
-        files = _written_files(worktree, attempt.edits)
-        summary = neutralise_closing_keywords(ctx.task.strip().splitlines()[0][:60])
+        ctx = self.ctx
+        files = _written_files(ctx.workspace.worktree, attempt.edits)
+        summary = ctx.task.strip().splitlines()[0][:60]
         message = (
             f"Reproduce the issue: {summary}\n\n"
             "A test that fails on the code before the fix, the way the issue describes; it "
             "is the gate of the fix that follows.\n\n" + "\n".join(f"- {t}" for t in check.tests)
         )
-        created = [f for f in files if _untracked(worktree, f)]
-        commit = git.commit_all(
-            worktree,
-            message,
-            author_name=AUTHOR_NAME,
-            author_email=AUTHOR_EMAIL,
-            trailers={"Cra-Run": ctx.task_id, "Cra-Step": "reproduce"},
-            paths=files,
-            new_paths=created,
-        )
+        commit = commit_written(ctx, attempt.edits, message, step="reproduce")
         reproduction = Reproduction(
             status="reproduced",
             why="a test that fails on the base commit as the issue describes",
@@ -267,10 +252,6 @@ def _written_files(worktree: Path, edits: Sequence[PatchEdit]) -> list[str]:
         except UnsafePath:
             found.append(edit.file_path)
     return list(dict.fromkeys(found))
-
-
-def _untracked(worktree: Path, path: str) -> bool:
-    return not git.run_git(["ls-files", "--", path], worktree).strip()
 
 
 def _failure_text(problem: str, check: ReproductionCheck | None) -> str:

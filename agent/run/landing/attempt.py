@@ -221,25 +221,28 @@ def allowed_test_changes(state: StepState, attempt: AttemptRecord) -> list[TestC
 def commit_edits(state: StepState, edits: Sequence[PatchEdit], description: str) -> str | None:
     """A commit of the files `edits` wrote, under `description` (its first line the
     subject) and the run's trailers; None when nothing changed."""
-    worktree = state.run_context.workspace.worktree
+    step = f"{state.part_id}/{state.step.id}"
+    return commit_written(state.run_context, edits, description, step=step)
+
+
+def commit_written(
+    run_context: RunContext, edits: Sequence[PatchEdit], description: str, *, step: str
+) -> str | None:
+    """A commit of exactly the files `edits` wrote in the run's worktree (never what a test
+    run left behind), under `description` and the run's trailers; None when nothing changed."""
+    worktree = run_context.workspace.worktree
     description = neutralise_closing_keywords(description.strip())
     message = f"{description.splitlines()[0][:72]}\n\n{description}"
-    # Only the edited files are committed, never what the test run left behind; by the paths
-    # git knows them by (an edit through a symlink wrote its target).
+    # by the paths git knows them by (an edit through a symlink wrote its target)
     known = {e.file_path: repository_path(worktree, e.file_path) for e in edits}
-    edited = sorted(set(known.values()))
-    created = sorted({known[e.file_path] for e in edits if not e.search})
     return git.commit_all(
         worktree,
         message,
         author_name=AUTHOR_NAME,
         author_email=AUTHOR_EMAIL,
-        trailers={
-            "Cra-Run": state.run_context.task_id,
-            "Cra-Step": f"{state.part_id}/{state.step.id}",
-        },
-        paths=edited,
-        new_paths=created,
+        trailers={"Cra-Run": run_context.task_id, "Cra-Step": step},
+        paths=sorted(set(known.values())),
+        new_paths=sorted({known[e.file_path] for e in edits if not e.search}),
     )
 
 
