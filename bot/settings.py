@@ -175,6 +175,11 @@ class BotSettings(BaseSettings):
     max_reproduction_attempts: int = Field(
         default=3, gt=0, description="Most attempts at the test that reproduces an issue."
     )
+    max_reproduction_rewrites: int = Field(
+        default=1,
+        ge=0,
+        description="Most rewrites of a reproduction judged wrong (the fix fails only on it).",
+    )
     max_calls_per_step: int = Field(
         default=30, gt=0, description="Most model calls of one plan step."
     )

@@ -129,6 +129,7 @@ def reproduction_lines(found: Reproduction | None) -> list[str]:
     ]
     if found.commit:
         lines.append(f"  fails on the base commit (committed alone as {found.commit[:12]})")
+    lines += [f"  rewritten: {why}" for why in found.rewritten]
     if found.after:
         lines.append(f"  at the end: {found.after}")
     return lines

@@ -203,6 +203,8 @@ class OrchestratorConfig(Section):
     # is the run's gate (agent.run.reproduction); the attempts at writing it
     reproduce: bool = True
     max_reproduction_attempts: int = Field(default=3, gt=0)
+    # times a reproduction judged wrong (the fix fails only on it) may be written again
+    max_reproduction_rewrites: int = Field(default=1, ge=0)
     protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))
 
 

@@ -3,7 +3,8 @@ fail, and fail the way an issue describes a bug (an assertion, or the error the 
 not because it cannot run (a syntax error, an import of something that is not there, a fixture
 it invented) — and it must leave every test that passed before passing, except the tests that
 read the data files it adds (a data-driven suite: a new case file fails the test that runs every
-case file)."""
+case file). And, once fix attempts have run, whether the reproduction is all that fails them
+(fails_only_on): the evidence on which it may be judged wrong and written again."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agent.gate.verdict import file_of_test
+from agent.gate.verdict import file_of_test, judge, names
 from agent.models import ValidationResult
 from agent.retrieval.indexing.parsing import CODE_LANGUAGES, language_of
 
@@ -68,7 +69,7 @@ def check_reproduction(
         return ReproductionCheck(
             problem="it errors before its test runs (collection or set-up): "
             + _why(output, errors, issue, "error"),
-            excerpt=_excerpt(output, errors),
+            excerpt=failure_excerpt(output, errors),
         )
     if not failing:
         ran = [t for t in run.passed_tests if file_of_test(t, files)]
@@ -80,7 +81,7 @@ def check_reproduction(
             return ReproductionCheck(
                 problem="the test command failed with it, naming no test: "
                 + _why(output, [], issue, "failed"),
-                excerpt=_excerpt(output, []),
+                excerpt=failure_excerpt(output, []),
             )
         new = [t for t in run.failing_tests if t not in set(baseline.failing_tests)]
         kind = _kind(output, issue) if new else None
@@ -88,7 +89,7 @@ def check_reproduction(
             return ReproductionCheck(
                 problem=f"it fails because it cannot run ({kind}), not the way the issue "
                 "describes: " + ", ".join(new[:5]),
-                excerpt=_excerpt(output, []),
+                excerpt=failure_excerpt(output, []),
             )
         return ReproductionCheck(problem="the test run shows no test of " + ", ".join(files))
     kinds = [_kind(_sections(output, t), issue) for t in failing]
@@ -96,10 +97,29 @@ def check_reproduction(
         return ReproductionCheck(
             problem=f"it fails because it cannot run ({kinds[0]}), not the way the issue "
             "describes: an assertion about the behaviour, or the error the issue reports",
-            excerpt=_excerpt(output, failing),
+            excerpt=failure_excerpt(output, failing),
         )
     reproducing = [t for t, k in zip(failing, kinds, strict=True) if k is None]
-    return ReproductionCheck(tests=reproducing, excerpt=_excerpt(output, reproducing))
+    return ReproductionCheck(tests=reproducing, excerpt=failure_excerpt(output, reproducing))
+
+
+def fails_only_on(
+    goal: Sequence[str],
+    run: ValidationResult,
+    *,
+    reference: ValidationResult,
+    baseline: ValidationResult,
+) -> list[str]:
+    """The reproduction's tests (`goal`) that still fail in a fix attempt's `run` when they are
+    all the gate holds against it — nothing that passed in `reference` fails, every test still
+    runs — else [] (the fix breaks something else too, or the reproduction passes): a failure
+    that may be the test's fault rather than the fix's."""
+    if run.timed_out:
+        return []
+    still = [t for t in goal if any(names(t, f) for f in run.failing_tests)]
+    if not still or not judge(reference, run, baseline=baseline).passed:
+        return []
+    return still
 
 
 def _why(output: str, tests: Sequence[str], issue: str, default: str) -> str:
@@ -147,7 +167,7 @@ def _sections(output: str, test: str) -> str:
     return "\n".join(kept) or output
 
 
-def _excerpt(output: str, tests: Sequence[str]) -> str:
+def failure_excerpt(output: str, tests: Sequence[str]) -> str:
     """What a person reads of the failure: the tests' own sections, at most EXCERPT_CHARS."""
     text = "\n".join(dict.fromkeys(_sections(output, t) for t in tests)) if tests else output
     text = text.strip("\n")

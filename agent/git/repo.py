@@ -289,6 +289,23 @@ def commit_all(
     return head_commit(worktree)
 
 
+def carry_commits(worktree: Path, start: str, end: str, *, name: str, email: str) -> bool:
+    """The commits after `start` up to `end` copied onto the worktree's HEAD, in order, their
+    authors and messages kept (`name <email>` commits them); False, with the worktree as it was,
+    when one does not apply cleanly."""
+    span = f"{not_an_option(start, 'commit')}..{not_an_option(end, 'commit')}"
+    if not run_git(["rev-list", span], worktree).strip():
+        return True  # nothing to carry
+    identity = {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+    head = head_commit(worktree)
+    argv = [*NO_MAINTENANCE, "-c", "commit.gpgsign=false", "cherry-pick", "--allow-empty", span]
+    if _git(argv, worktree, env=identity).returncode == 0:
+        return True
+    _git(["cherry-pick", "--abort"], worktree)
+    run_git(["reset", "--hard", "--quiet", head], worktree)
+    return False
+
+
 _NOTHING_TO_COMMIT = re.compile(
     r"^(nothing to commit|nothing added to commit|no changes added)", re.M
 )

@@ -118,7 +118,7 @@ class Reproduction(Record):
     base commit the way the issue describes (`reproduced`: it is the run's gate), the failing
     tests the issue already names (`named`), or why there is none (`none`: the run is gated by
     the existing tests alone). `before` is its failure on the base commit, `after` what the
-    run's last accepted test run says of it."""
+    run's last accepted test run says of it; `rewritten`, the earlier tests judged wrong."""
 
     status: Literal["reproduced", "named", "none"]
     why: str = ""
@@ -129,6 +129,8 @@ class Reproduction(Record):
     after: str = ""
     passes: bool | None = None  # whether every test of it passes at the run's end
     attempts: int = 0
+    # each earlier reproduction judged wrong and written again: what it was and why
+    rewritten: list[str] = Field(default_factory=list)
 
 
 class TestChange(Record):

@@ -7,12 +7,7 @@ from pathlib import Path
 from agent.config.files import SolveConfig
 from agent.doctor.preflight import require_test_command_started
 from agent.errors import AgentError, Cancelled, Interrupted, SetupFailed, StopRun
-from agent.execute.grouping import (
-    blocked_group,
-    group_id,
-    landing_order,
-    pop_unit,
-)
+from agent.execute.grouping import blocked_group, group_id, landing_order, pop_unit
 from agent.execute.parsers import topological_order
 from agent.gate.validation import run_validation
 from agent.git import repo as git
@@ -34,8 +29,9 @@ from agent.run.landing.loop import land
 from agent.run.landing.outcome import Landing
 from agent.run.passes import PassEnd, PassRecorder
 from agent.run.plan_passes import PlanPasses
-from agent.run.reproduction import final_state, reproduce
+from agent.run.reproduction import Reproduced, final_state, reproduce
 from agent.run.result import Tally, run_result
+from agent.run.rewrite import rewrite_reproduction
 from agent.run.runtime import Runtime
 from agent.run.sources import ContextFactory, SeededFiles
 
@@ -164,15 +160,31 @@ class _Sequencer:
     def reproduce(self) -> None:
         """The reproduction pass: its test, once written, is committed as the run's first
         change, its run on the base commit the run's baseline, its tests the run's goal."""
-        done = reproduce(self.ctx, self.passes)
-        self.ctx.reproduction = done.reproduction
-        if done.baseline is not None and done.reproduction.commit:
-            self.ctx.baseline = self.ctx.reference = done.baseline
-            self.head = done.reproduction.commit
-            self.ctx.context.refresh()
+        self.adopt(reproduce(self.ctx, self.passes))
+
+    def rewrite(self, outcome: StepOutcome) -> int:
+        """After the run's last step failed only on the reproduction: the test judged and, when
+        wrong, written again with the passed steps carried onto it (agent.run.rewrite); the
+        run's rewrites so far, 0 when the test stands."""
+        assert self.head is not None
+        done = rewrite_reproduction(self.ctx, self.passes, outcome, head=self.head)
+        if done is None:
+            return 0
+        self.adopt(done)
+        return len(done.reproduction.rewritten)
+
+    def adopt(self, done: Reproduced) -> None:
+        """The run's reproduction and, once one is committed, its gate: the base commit's run
+        with it the baseline, the branch's head and the accepted state where `done` leaves
+        them."""
+        found = self.ctx.reproduction = done.reproduction
+        if done.baseline is not None and done.head is not None:
             assert self.workspace is not None
+            self.ctx.baseline, self.ctx.reference = done.baseline, done.reference or done.baseline
+            self.head = done.head
+            self.ctx.context.refresh()
             self.cumulative_diff = git.diff(self.workspace.worktree, self.workspace.base, self.head)
-        self.log.set_state(self.task_id, "reproduction", found := done.reproduction)
+        self.log.set_state(self.task_id, "reproduction", found)
         said = found.why if found.status == "none" else ", ".join(found.tests)
         self.passes.emit("reproduced", status=found.status, message=said)
 
@@ -253,6 +265,10 @@ class _Sequencer:
             self.passes.progress(part_index, len(done), "running")
             finishing = last and not remaining
             outcome = self.land_pass(part, plan, unit, finishing=finishing)
+            if finishing and outcome.status != "passed" and (rewrites := self.rewrite(outcome)):
+                self.tally.forget(part.id, unit)  # superseded: landed again on the new test
+                again = f"rewrite{rewrites}"
+                outcome = self.land_pass(part, plan, unit, finishing=True, again=again)
             done.extend(unit)
             failed += outcome.status != "passed"
             if outcome.status != "passed":
@@ -262,15 +278,7 @@ class _Sequencer:
             if remaining or outcome.status != "passed":  # else: nothing left to revise
                 remaining = landing_order(self.adjust(part, outcome, remaining, done))
         for step in remaining:
-            self.tally.outcomes.append(
-                StepOutcome(
-                    part_id=part.id,
-                    step_id=step.id,
-                    description=step.description,
-                    status="skipped",
-                    error=f"over orchestrator.max_steps_per_part ({limit})",
-                )
-            )
+            self.tally.skipped(part.id, step, f"over orchestrator.max_steps_per_part ({limit})")
         clean = failed == 0 and not remaining
         self.tally.parts_completed += int(clean)
         self.tally.parts_failed += int(not clean)
@@ -278,26 +286,26 @@ class _Sequencer:
     def skip(self, part: MetaPlanPart, step: PlanStep, blockers: list[str]) -> None:
         """A step not run because a step it depends on did not pass: recorded with why."""
         why = f"skipped: it depends on {', '.join(blockers)}, which did not pass"
-        outcome = StepOutcome(
-            part_id=part.id,
-            step_id=step.id,
-            description=step.description,
-            status="skipped",
-            error=why,
-        )
-        self.tally.outcomes.append(outcome)
+        outcome = self.tally.skipped(part.id, step, why)
         self.log.set_state(self.task_id, f"step_result:{part.id}:{step.id}", outcome)
         self.passes.emit(
             "step_failed", part_id=part.id, step_id=step.id, message=why, status="skipped"
         )
 
     def land_pass(
-        self, part: MetaPlanPart, plan: PartPlan, steps: list[PlanStep], *, finishing: bool
+        self,
+        part: MetaPlanPart,
+        plan: PartPlan,
+        steps: list[PlanStep],
+        *,
+        finishing: bool,
+        again: str = "",
     ) -> StepOutcome:
         """A step, or the steps that land together, as one pass: its task run, attempts (or
-        rounds), commit and state; the outcome as one step's (what the adjustment sees)."""
+        rounds), commit and state; the outcome as one step's (what the adjustment sees).
+        `again` names a landing of the same steps made again (after a rewrite of the gate)."""
         unit_id = group_id(steps)
-        key = f"impl:{part.id}:{unit_id}"
+        key = f"impl:{part.id}:{unit_id}" + (f":{again}" if again else "")
         with self.passes.run_pass(self.ctx, "implement", key, part.id, unit_id) as current:
             assert self.head is not None, "open() first"
             request = StepRequest(

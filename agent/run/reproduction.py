@@ -19,6 +19,7 @@ from agent.execute.reproduce import ReproduceAnswer, ReproduceRequest, execute_r
 from agent.gate.reproduction import ReproductionCheck, check_reproduction
 from agent.gate.validation import run_validation
 from agent.gate.verdict import names
+from agent.git import repo as git
 from agent.git import worktrees
 from agent.models import (
     AttemptRecord,
@@ -41,11 +42,14 @@ FAILURE_CHARS = 3_000
 
 @dataclass(frozen=True)
 class Reproduced:
-    """What the pass leaves: the reproduction, and — when one was written — the base commit's
-    test run with it (the run's baseline from now on)."""
+    """What a reproduction pass leaves: the reproduction and — when one was committed — the
+    base commit's test run with it (the run's baseline from now on), the branch's head, and
+    the accepted state's test run there (None: the baseline's)."""
 
     reproduction: Reproduction
     baseline: ValidationResult | None = None
+    head: str | None = None
+    reference: ValidationResult | None = None
 
 
 def reproduce(run_context: RunContext, passes: PassRecorder) -> Reproduced:
@@ -60,15 +64,7 @@ def reproduce(run_context: RunContext, passes: PassRecorder) -> Reproduced:
         why = "no reproduction was asked for (orchestrator.reproduce is off)"
         return Reproduced(Reproduction(status="none", why=why))
     with passes.run_pass(run_context, "reproduce", "reproduce") as current:
-        writer = _Writer(run_context, current)
-        try:
-            done = writer.run()
-        except LANDING_ERRORS as exc:
-            if isinstance(exc, BudgetExhausted) and exc.budget == "max_tokens_per_run":
-                raise
-            worktrees.reset_clean(run_context.workspace.worktree, writer.head)
-            why = f"no reproduction could be written: {failure_of(exc).error}"
-            done = Reproduced(Reproduction(status="none", why=why, attempts=writer.attempts))
+        done = write_reproduction(run_context, current)
         current.end = current.ended(
             "complete" if done.reproduction.status == "reproduced" else "failed",
             error=None if done.reproduction.status == "reproduced" else done.reproduction.why,
@@ -77,12 +73,37 @@ def reproduce(run_context: RunContext, passes: PassRecorder) -> Reproduced:
     return done
 
 
+def write_reproduction(
+    run_context: RunContext,
+    current: OpenPass,
+    *,
+    rejected: Reproduction | None = None,
+    failure: str | None = None,
+) -> Reproduced:
+    """A reproduction written on the base commit (the worktree there) and committed when one
+    reproduces the issue — never `rejected` again, the first attempt told `failure` when
+    given; else status none, the worktree back on the base. Raises only for the run's own
+    budget and a cancel."""
+    writer = _Writer(run_context, current, rejected)
+    try:
+        return writer.run(failure)
+    except LANDING_ERRORS as exc:
+        if isinstance(exc, BudgetExhausted) and exc.budget == "max_tokens_per_run":
+            raise
+        worktrees.reset_clean(run_context.workspace.worktree, writer.head)
+        why = f"no reproduction could be written: {failure_of(exc).error}"
+        return Reproduced(Reproduction(status="none", why=why, attempts=writer.attempts))
+
+
 class _Writer:
     """The attempts at a reproduction, each asked, applied, run and judged on the base commit."""
 
-    def __init__(self, run_context: RunContext, current: OpenPass) -> None:
+    def __init__(
+        self, run_context: RunContext, current: OpenPass, rejected: Reproduction | None = None
+    ) -> None:
         self.ctx, self.current = run_context, current
         self.head = run_context.workspace.base
+        self.rejected = rejected  # a reproduction judged wrong: never written again
         self.coding, self.classifier = run_context.step_clients(
             "reproduce", task_run_id=current.task_run
         )
@@ -90,7 +111,9 @@ class _Writer:
         self.attempts = 0
         self.context: ContextPackage | None = None
 
-    def run(self) -> Reproduced:
+    def run(self, failure: str | None = None) -> Reproduced:
+        """Attempts until one reproduces the issue (committed) or the bound; the first told
+        `failure` when there is one (why an earlier test was judged wrong)."""
         ctx = self.ctx
         layout = ctx.context.test_files(ctx.task, limit=LAYOUT_FILES)
         request = ReproduceRequest(
@@ -99,11 +122,10 @@ class _Writer:
             layout,
             ctx.config.budget.reserved_tokens,
         )
-        failure: str | None = None
         problem = "the model wrote no test"
         for number in range(1, ctx.config.orchestrator.max_reproduction_attempts + 1):
             self.attempts = number
-            stage = "reproduce" if number == 1 else "reproduce_retry"
+            stage = "reproduce_retry" if number > 1 or failure else "reproduce"
             answer = self._ask(request, layout[:SHOWN_FILES], failure, stage)
             if answer.declined is not None:
                 why = f"the model found no test that can show this issue: {answer.declined}"
@@ -217,7 +239,22 @@ class _Writer:
             timeout=ctx.test_timeout,
             sandbox=ctx.runtime.sandbox,
         )
-        return check_reproduction(ctx.baseline, attempt.validation, files, ctx.task)
+        check = check_reproduction(ctx.baseline, attempt.validation, files, ctx.task)
+        if check.reproduces and self.rejected is not None and self._rejected_again(files):
+            return ReproductionCheck(
+                problem="it is the test judged wrong, written again", excerpt=check.excerpt
+            )
+        return check
+
+    def _rejected_again(self, files: Sequence[str]) -> bool:
+        """Whether the worktree holds the rejected reproduction again: the same files, each as
+        it committed them."""
+        rejected, worktree = self.rejected, self.ctx.workspace.worktree
+        if rejected is None or rejected.commit is None or set(files) != set(rejected.files):
+            return False
+        return all(
+            git.read_file(worktree, rejected.commit, f) == _text(worktree / f) for f in files
+        )
 
     def _commit(self, attempt: AttemptRecord, check: ReproductionCheck, number: int) -> Reproduced:
         """The reproduction committed on its own; the base commit's run with it."""
@@ -240,7 +277,7 @@ class _Writer:
             before=check.excerpt,
             attempts=number,
         )
-        return Reproduced(reproduction, baseline=attempt.validation)
+        return Reproduced(reproduction, baseline=attempt.validation, head=commit)
 
 
 def _written_files(worktree: Path, edits: Sequence[PatchEdit]) -> list[str]:
@@ -260,6 +297,13 @@ def _failure_text(problem: str, check: ReproductionCheck | None) -> str:
     if check is not None and check.excerpt:
         text += "\n\nThe test run's output:\n" + last_chars(check.excerpt, FAILURE_CHARS)
     return text
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def final_state(reproduction: Reproduction, final: ValidationResult | None) -> Reproduction:

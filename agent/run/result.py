@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -14,6 +15,7 @@ from agent.models import (
     MetaPlan,
     OrchestratorResult,
     PartPlan,
+    PlanStep,
     StepOutcome,
     Usage,
     ValidationResult,
@@ -38,6 +40,29 @@ class Tally:
     error: str | None = None
     budget_exhausted: str | None = None
     status_note: str | None = None
+
+    def skipped(self, part_id: str, step: PlanStep, why: str) -> StepOutcome:
+        """A step not run, kept with why."""
+        outcome = StepOutcome(
+            part_id=part_id,
+            step_id=step.id,
+            description=step.description,
+            status="skipped",
+            error=why,
+        )
+        self.outcomes.append(outcome)
+        return outcome
+
+    def forget(self, part_id: str, steps: Sequence[PlanStep]) -> None:
+        """A landing superseded (landed again after the run's gate changed): its outcomes and
+        its group's leave the tally — the run log keeps them."""
+        ids = {s.id for s in steps}
+        self.outcomes = [
+            o for o in self.outcomes if not (o.part_id == part_id and o.step_id in ids)
+        ]
+        self.groups = [
+            g for g in self.groups if not (g.part_id == part_id and set(g.step_ids) <= ids)
+        ]
 
     @property
     def steps_passed(self) -> int:

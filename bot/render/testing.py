@@ -208,6 +208,12 @@ def reproduction_section(result: OrchestratorResult) -> str:
             f"{commit}, in {md.names(found.files)}: {tests}."
         )
     parts = ["### Reproduction", head]
+    if found.rewritten:
+        parts.append(
+            "It replaces an earlier test judged wrong once fix attempts failed only on it: "
+            + "; ".join(md.line(why, 200) for why in found.rewritten)
+            + ". The new test was checked to fail on the base commit too."
+        )
     if found.before:
         before = cut_to_size(found.before, REPRODUCTION_OUTPUT_CAP)
         parts.append("**Fails on the base commit:**\n\n" + md.fence(before, "text"))

@@ -31,6 +31,9 @@ LIMITS: tuple[LimitSpec, ...] = (
         "orchestrator.max_reproduction_attempts", "max_reproduction_attempts", None, "attempts"
     ),
     LimitSpec(
+        "orchestrator.max_reproduction_rewrites", "max_reproduction_rewrites", None, "rewrites"
+    ),
+    LimitSpec(
         "orchestrator.max_calls_per_step", "max_calls_per_step", "max_calls_per_step", "model calls"
     ),
     LimitSpec("testing.timeout", "max_test_timeout", None, "s"),
@@ -76,6 +79,7 @@ class MaximumSettings(Protocol):
     max_tokens_per_step: int
     max_retries_per_step: int
     max_reproduction_attempts: int
+    max_reproduction_rewrites: int
     max_calls_per_step: int
     max_test_timeout: float
     max_runs_per_installation: int | None

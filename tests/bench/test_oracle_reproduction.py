@@ -156,3 +156,15 @@ def test_a_test_file_whose_tests_the_fix_changes_comes_whole_with_the_fix() -> N
     step = "<step>\\nApply the fix\\nFiles: tests/test_mod.py\\n</step>"
     edits = parse_implement_response(model_hidden.complete("", step, stage="implement").text)
     assert "ScaleError" in "".join(e.replacement for e in edits)
+
+
+def judged(test_diff: str, label: str = "oracle") -> str:
+    user = f"<task>\nx\n</task>\n\n<test>\n{test_diff}\n</test>\n\n<failure>\nF\n</failure>"
+    return oracle(ADDS, label).complete("", user, stage="reproduction_wrong").text
+
+
+def test_the_oracle_judges_a_reproduction_wrong_when_it_is_not_the_fix_s_tests() -> None:
+    """Asked whether the test or the fix is wrong, it answers from the test shown: the fix's
+    own tests are right; a line they never hold (the spoiled assert) makes it wrong."""
+    assert judged(ADDS) == "no"
+    assert judged(ADDS.replace("== 8", "== 9")) == "yes"

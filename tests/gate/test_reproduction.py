@@ -3,7 +3,7 @@ the base commit the way the issue describes, and breaks nothing that passed."""
 
 from __future__ import annotations
 
-from agent.gate.reproduction import check_reproduction
+from agent.gate.reproduction import check_reproduction, fails_only_on
 from agent.models import TestReport, ValidationResult
 
 BASE = ValidationResult(success=True, passing_tests=["tests/test_a.py::test_old"])
@@ -92,3 +92,26 @@ def test_a_collection_error_does_not() -> None:
     )
     check = check_reproduction(BASE, errored, FILES, ISSUE)
     assert not check.reproduces and "SyntaxError" in (check.problem or "")
+
+
+REPRO = "tests/test_bug.py::test_valid_x"
+WITH_REPRO = ValidationResult(
+    success=False, failing_tests=[REPRO], passing_tests=["tests/test_a.py::test_old"]
+)
+
+
+def test_a_fix_attempt_failing_only_on_the_reproduction_may_be_the_test_s_fault() -> None:
+    attempt = ValidationResult(
+        success=False, failing_tests=[REPRO], passing_tests=["tests/test_a.py::test_old"]
+    )
+    assert fails_only_on([REPRO], attempt, reference=WITH_REPRO, baseline=WITH_REPRO) == [REPRO]
+
+
+def test_a_fix_attempt_that_also_breaks_a_test_or_passes_it_is_not() -> None:
+    broken = ValidationResult(
+        success=False, failing_tests=[REPRO, "tests/test_a.py::test_old"], passing_tests=[]
+    )
+    passed = ValidationResult(success=True, passing_tests=[REPRO, "tests/test_a.py::test_old"])
+    timed_out = WITH_REPRO.model_copy(update={"timed_out": True})
+    for attempt in (broken, passed, timed_out):
+        assert fails_only_on([REPRO], attempt, reference=WITH_REPRO, baseline=WITH_REPRO) == []

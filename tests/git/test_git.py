@@ -576,3 +576,42 @@ def test_crlf_and_lone_cr_survive_a_diff_and_its_apply(project: Path, tmp_path: 
     tree = worktrees.add_worktree(project, tmp_path / "wt", commit=base, branch="cra/crlf")
     git.apply_diff(tree, diff)
     assert (tree / "data.toml").read_bytes() == b'a = 1\r\nb = "x\rin"\r\n'
+
+
+def commit(wt: Path, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        (wt / name).write_text(text)
+    found = git.commit_all(wt, message, author_name="cra", author_email="cra@example.com")
+    assert found is not None
+    return found
+
+
+def test_commits_are_carried_onto_another_base_in_order(worktree: Path) -> None:
+    base = git.head_commit(worktree)
+    old = commit(worktree, {"test_a.py": "old test\n"}, "Old test")
+    commit(worktree, {"NOTES.md": "one\n"}, "Step one")
+    head = commit(worktree, {"NOTES.md": "one\ntwo\n"}, "Step two")
+    worktrees.reset_clean(worktree, base)
+    commit(worktree, {"test_b.py": "new test\n"}, "New test")
+
+    assert git.carry_commits(worktree, old, head, name="cra", email="cra@example.com")
+
+    log = git_in(worktree, "log", "--format=%s", f"{base}..HEAD").splitlines()
+    assert log == ["Step two", "Step one", "New test"]
+    assert (worktree / "NOTES.md").read_text() == "one\ntwo\n"
+    assert not (worktree / "test_a.py").exists()
+    assert git.carry_commits(worktree, head, head, name="cra", email="cra@example.com")
+
+
+def test_a_commit_that_does_not_carry_leaves_the_worktree_as_it_was(worktree: Path) -> None:
+    base = git.head_commit(worktree)
+    old = commit(worktree, {"test_a.py": "old test\n"}, "Old test")
+    head = commit(worktree, {"test_a.py": "old test, changed\n"}, "Step")
+    worktrees.reset_clean(worktree, base)
+    new = commit(worktree, {"test_a.py": "another test\n"}, "New test")
+
+    assert not git.carry_commits(worktree, old, head, name="cra", email="cra@example.com")
+
+    assert git.head_commit(worktree) == new
+    assert (worktree / "test_a.py").read_text() == "another test\n"
+    assert git_in(worktree, "status", "--porcelain") == ""

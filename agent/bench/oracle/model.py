@@ -170,6 +170,8 @@ class OracleModel:
                 },
                 indent=2,
             )
+        if stage == "reproduction_wrong":
+            return "yes_no", self._test_judged(user, stage)
         if stage == "gate_test_change":  # the fix's own test changes are what the task asks
             asked = any(f"diff --git a/{path} b/" in user for path in self.changes_tests)
             return "yes_no", "yes" if asked else "no"
@@ -359,6 +361,28 @@ class OracleModel:
             written = spoiled_test(shown, pick) if pick is not None else shown
             blocks.append(oracle_edits(self.before.get(file.path, ""), written))
         return "\n".join(blocks) if blocks else UNSEEN_TESTS
+
+    def _test_judged(self, user: str, stage: str) -> str:
+        """Whether the reproduction shown is wrong: "yes" when it adds a line the fix's tests do
+        not (a test the misconceptions spoiled, or one not of the fix at all); misjudged at the
+        false-no rate when wrong, the false-yes rate when right."""
+        shown = re.search(r"<test>\n(.*?)\n</test>", user, re.S)
+        gold = {line.strip() for f in self.tests for h in f.hunks for line in h[2]}
+        added = [
+            line[1:].strip()
+            for line in (shown.group(1) if shown else "").splitlines()
+            if line.startswith("+") and not line.startswith("+++")
+        ]
+        wrong = any(line and line not in gold for line in added)
+        rates = self.spec.mistakes
+        rate = rates.false_no if wrong else rates.false_yes
+        concept = "judge:reproduction"
+        if (
+            rate
+            and self.mistakes.mistaken(concept, rate, self._attempt(concept, stage)) is not None
+        ):
+            wrong = not wrong
+        return "yes" if wrong else "no"
 
     def _spoil(self, kind: str, text: str) -> str:
         if not self.spec.mode:

@@ -868,3 +868,13 @@ def test_a_reproduction_still_failing_is_said_in_the_failure_comment() -> None:
         ctx(partial_result(reproduction=failing, status="failed")), last_test_output=None
     )
     assert "**Still fails here:**" in text and "assert 5 == 6" in text
+
+
+def test_a_rewritten_reproduction_says_what_it_replaced_and_why() -> None:
+    found = reproduced().reproduction
+    assert found is not None
+    why = "tests/test_calc.py::test_mul (commit 0123456789ab) was judged wrong <b>"
+    body = compose_pr_body(ctx(result(reproduction=found.model_copy(update={"rewritten": [why]}))))
+    assert "replaces an earlier test judged wrong" in body and "0123456789ab" in body
+    assert "<b>" not in body  # model-derived text is escaped
+    assert "replaces an earlier test" not in compose_pr_body(ctx(reproduced()))

@@ -18,6 +18,7 @@ HUGE = {
     "budget.max_tokens_per_step": 9_000_000,
     "orchestrator.max_retries_per_step": 99,
     "orchestrator.max_reproduction_attempts": 50,
+    "orchestrator.max_reproduction_rewrites": 40,
     "orchestrator.max_calls_per_step": 999,
     "testing.timeout": 86400.0,
 }
@@ -26,6 +27,7 @@ LOW = {
     "budget.max_tokens_per_step": 500,
     "orchestrator.max_retries_per_step": 0,
     "orchestrator.max_reproduction_attempts": 1,
+    "orchestrator.max_reproduction_rewrites": 0,
     "orchestrator.max_calls_per_step": 2,
     "testing.timeout": 5.0,
 }
