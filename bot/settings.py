@@ -175,6 +175,11 @@ class BotSettings(BaseSettings):
     max_reproduction_attempts: int = Field(
         default=3, gt=0, description="Most attempts at the test that reproduces an issue."
     )
+    max_samples: int = Field(
+        default=3,
+        ge=0,
+        description="Most candidates sampled for a step once its retries have failed.",
+    )
     max_reproduction_rewrites: int = Field(
         default=1,
         ge=0,

@@ -15,11 +15,13 @@ def execute_implement(
     *,
     failure: str | None = None,
     stage: str = "implement",
+    temperature: float | None = None,
 ) -> StepResult:
-    """Ask the coding model for the step's edits; an unparseable answer is a failed StepResult.
+    """Ask the coding model for the step's edits (sampled at `temperature` when given); an
+    unparseable answer is a failed StepResult.
 
     PromptTooLarge, BudgetExhausted and LLMError propagate: they are not the model's fault.
     """
     system, user = build_implement_prompt(context, request, llm.config, failure)
-    response = llm.complete(system, user, stage=stage)
+    response = llm.complete(system, user, stage=stage, temperature=temperature)
     return edits_of(response, llm)

@@ -48,8 +48,10 @@ class ChatModel(Protocol):
         json_schema: dict[str, Any] | None = None,
         json_mode: bool = False,
         stage: str = "",
+        temperature: float | None = None,
     ) -> LLMResponse:
-        """One answer; raises LLMError when the call fails for good."""
+        """One answer (sampled at `temperature` when given, else the config's); raises LLMError
+        when the call fails for good."""
         ...
 
     def close(self) -> None:
@@ -168,12 +170,13 @@ class HTTPChatModel:
         json_schema: dict[str, Any] | None = None,
         json_mode: bool = False,
         stage: str = "",
+        temperature: float | None = None,
     ) -> LLMResponse:
         """One answer, retried on transient failures; LLMError when it fails for good."""
         url = chat_url(self.config)
         headers = self._headers(stage)
         started = self._clock()
-        request = ChatRequest(system, user, json_schema, json_mode)
+        request = ChatRequest(system, user, json_schema, json_mode, temperature)
         response = self._send(url, self._payload(request), headers)
         if json_schema is not None and self._schema_supported and _schema_complaint(response):
             self._schema_supported = False  # this server has no json_schema support; remember

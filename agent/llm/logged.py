@@ -63,8 +63,10 @@ class LoggedLLMClient:
         stage: str,
         json_schema: dict[str, Any] | None = None,
         json_mode: bool = False,
+        temperature: float | None = None,
     ) -> LLMResponse:
-        """One checked, recorded call; the record is written before the answer is returned."""
+        """One checked, recorded call (a sample at `temperature` when given); the record is
+        written before the answer is returned."""
         started = time.monotonic()
         try:
             tokens = check_prompt_fits(
@@ -73,7 +75,12 @@ class LoggedLLMClient:
             for budget in self.budgets:  # the answer's tokens reserved: no call crosses a ceiling
                 budget.check(tokens, answer_tokens=self.config.max_tokens)
             response = self._model.complete(
-                system, user, json_schema=json_schema, json_mode=json_mode, stage=stage
+                system,
+                user,
+                json_schema=json_schema,
+                json_mode=json_mode,
+                stage=stage,
+                temperature=temperature,
             )
         except (PromptTooLarge, BudgetExhausted, LLMError) as exc:
             waited = round((time.monotonic() - started) * 1000) if isinstance(exc, LLMError) else 0

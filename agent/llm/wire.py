@@ -21,13 +21,14 @@ def chat_url(config: ModelConfig) -> str:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One call as the caller asks it: the system and user messages, and the answer's shape (a
-    JSON schema, or JSON of any shape with `json_mode`)."""
+    """One call as the caller asks it: the system and user messages, the answer's shape (a
+    JSON schema, or JSON of any shape with `json_mode`), and a sample's temperature."""
 
     system: str
     user: str
     json_schema: dict[str, Any] | None = None
     json_mode: bool = False
+    temperature: float | None = None  # a sample's; None: the config's
 
 
 def _messages(system: str, user: str) -> list[dict[str, str]]:
@@ -44,7 +45,7 @@ def ollama_payload(config: ModelConfig, request: ChatRequest) -> dict[str, Any]:
         "stream": False,
         "options": {
             "num_ctx": config.context_window,
-            "temperature": config.temperature,
+            "temperature": _temperature(config, request),
             "num_predict": config.max_tokens,
         },
     }
@@ -63,7 +64,7 @@ def openai_payload(
     payload: dict[str, Any] = {
         "model": config.model,
         "messages": _messages(request.system, request.user),
-        "temperature": config.temperature,
+        "temperature": _temperature(config, request),
         "max_tokens": config.max_tokens,
         "stream": False,
     }
@@ -75,6 +76,10 @@ def openai_payload(
     elif json_schema is not None or json_mode:
         payload["response_format"] = {"type": "json_object"}
     return payload
+
+
+def _temperature(config: ModelConfig, request: ChatRequest) -> float:
+    return config.temperature if request.temperature is None else request.temperature
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -65,7 +65,7 @@ def rewrite_reproduction(
                 return None
             worktrees.reset_clean(ctx.workspace.worktree, ctx.workspace.base)
             ctx.context.refresh()  # the test is written where the first was: the base commit
-            written = write_reproduction(ctx, current, rejected=old, failure=_told(old, question))
+            written = write_reproduction(ctx, current, rejected=old, failure=_told(question))
             done = _carried(ctx, written, old, head)
             why = f"the test was judged wrong, and {written.reproduction.why}"
             if written.reproduction.status == "reproduced":
@@ -110,7 +110,7 @@ def _carried(ctx: RunContext, done: Reproduced, old: Reproduction, head: str) ->
     return Reproduced(reproduction, done.baseline, moved, reference)
 
 
-def _told(old: Reproduction, question: WrongTestQuestion) -> str:
+def _told(question: WrongTestQuestion) -> str:
     """What the rewrite's first attempt reads: the test judged wrong and why."""
     return (
         "A test you wrote for this issue was judged wrong: a fix attempt made every other "

@@ -70,13 +70,19 @@ class ProgressChatModel:
         json_schema: dict[str, Any] | None = None,
         json_mode: bool = False,
         stage: str = "",
+        temperature: float | None = None,
     ) -> LLMResponse:
         """The wrapped model's answer, its start and end told."""
         call = f"a call to {self.config.model}" + (f" ({stage})" if stage else "")
         self._progress(f"{call} started")
         try:
             response = self._model.complete(
-                system, user, json_schema=json_schema, json_mode=json_mode, stage=stage
+                system,
+                user,
+                json_schema=json_schema,
+                json_mode=json_mode,
+                stage=stage,
+                temperature=temperature,
             )
         except BaseException:
             self._progress(f"{call} failed")

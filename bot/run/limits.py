@@ -30,6 +30,7 @@ LIMITS: tuple[LimitSpec, ...] = (
     LimitSpec(
         "orchestrator.max_reproduction_attempts", "max_reproduction_attempts", None, "attempts"
     ),
+    LimitSpec("orchestrator.samples", "max_samples", None, "samples"),
     LimitSpec(
         "orchestrator.max_reproduction_rewrites", "max_reproduction_rewrites", None, "rewrites"
     ),
@@ -80,6 +81,7 @@ class MaximumSettings(Protocol):
     max_retries_per_step: int
     max_reproduction_attempts: int
     max_reproduction_rewrites: int
+    max_samples: int
     max_calls_per_step: int
     max_test_timeout: float
     max_runs_per_installation: int | None

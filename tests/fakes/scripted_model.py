@@ -59,6 +59,7 @@ class Call:
     user: str
     json_schema: dict[str, Any] | None
     answered: bool
+    temperature: float | None = None  # a sample's; None: the config's
 
 
 @dataclass
@@ -126,12 +127,21 @@ class ScriptedChatModel:
         json_schema: dict[str, Any] | None = None,
         json_mode: bool = False,
         stage: str = "",
+        temperature: float | None = None,
     ) -> LLMResponse:
         """The next scripted answer of `stage`; LLMError for a scripted failure or none."""
         del json_mode
         answer = self._script.take(stage)
         self._script.record(
-            Call(stage, self.config.model, system, user, json_schema, answer is not None)
+            Call(
+                stage,
+                self.config.model,
+                system,
+                user,
+                json_schema,
+                answer is not None,
+                temperature,
+            )
         )
         if answer is None:
             raise LLMError(f"no scripted answer for stage {stage!r}", retryable=False)

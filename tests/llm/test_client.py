@@ -105,6 +105,19 @@ def test_ollama_request_always_carries_num_ctx_and_sampling_options(server, slee
     assert "format" not in request.body
 
 
+def test_a_sample_s_temperature_overrides_the_config_s_on_either_wire(server, sleep):
+    """A candidate sampled after failed retries is drawn at its own temperature."""
+    server.enqueue("a")
+    server.enqueue("b")
+    with make_model(server, sleep) as model:
+        model.complete("s", "u", temperature=0.7)
+    with make_model(server, sleep, provider="openai") as model:
+        model.complete("s", "u", temperature=0.7)
+    ollama, openai = server.requests
+    assert ollama.body["options"]["temperature"] == 0.7
+    assert openai.body["temperature"] == 0.7
+
+
 def test_ollama_json_schema_is_sent_as_format(server, sleep):
     server.enqueue('{"ok": true}')
     with make_model(server, sleep) as model:

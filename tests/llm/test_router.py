@@ -27,6 +27,7 @@ class FakeChatModel:
         json_schema: dict[str, Any] | None = None,
         json_mode: bool = False,
         stage: str = "",
+        temperature: float | None = None,
     ) -> LLMResponse:
         return LLMResponse(text="ok", raw_text="ok", model=self.config.model, usage=Usage())
 

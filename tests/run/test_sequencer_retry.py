@@ -81,3 +81,35 @@ def test_max_retries_per_step_bounds_the_attempts(sequencer: Sequencer) -> None:
 
     assert [a.attempt for a in result.steps[0].attempts] == [1, 2, 3]
     assert sequencer.models.stages.count("implement_retry") == 2
+
+
+def test_after_the_retries_fail_candidates_are_sampled_and_the_first_that_passes_lands(
+    sequencer: Sequencer,
+) -> None:
+    """`orchestrator.samples`: once the retries failed, more draws from the last retry's
+    prompt at `sample_temperature`; the gate keeps the first that passes."""
+    script(sequencer, BREAKS_ADD, BREAKS_ADD)
+    sequencer.models.script("implement_sample", BREAKS_ADD, LANDS, LANDS)
+
+    result = sequencer.solve(
+        "Add a sub function", orchestrator={"samples": 3, "sample_temperature": 0.9}
+    )
+
+    assert result.status == "complete", result.error
+    [outcome] = result.steps
+    assert [a.attempt for a in outcome.attempts] == [1, 2, 3, 4]
+    samples = [c for c in sequencer.models.calls if c.stage == "implement_sample"]
+    assert len(samples) == 2 and {c.temperature for c in samples} == {0.9}
+    assert samples[0].user == samples[1].user  # the same prompt: the last retry's failure
+    assert {c.temperature for c in sequencer.models.calls if c.stage != "implement_sample"} == {
+        None
+    }
+
+
+def test_no_samples_by_default(sequencer: Sequencer) -> None:
+    script(sequencer, BREAKS_ADD, BREAKS_ADD)
+
+    result = sequencer.solve("Add a sub function")
+
+    assert result.status != "complete"
+    assert "implement_sample" not in sequencer.models.stages

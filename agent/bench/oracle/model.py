@@ -113,6 +113,7 @@ class OracleModel:
         json_schema: dict[str, Any] | None = None,
         json_mode: bool = False,
         stage: str = "",
+        temperature: float | None = None,  # a sample is one more ask (the misconceptions')
     ) -> LLMResponse:
         with self._lock:
             kind, text = self._answer(stage.removesuffix("_reask"), user)

@@ -47,11 +47,13 @@ def step_state(run_context: RunContext, step: PlanStep, request: StepRequest) ->
 
 
 def implement_attempt(
-    state: StepState, number: int, failure: str | None
+    state: StepState, number: int, failure: str | None, *, temperature: float | None = None
 ) -> tuple[AttemptRecord, int]:
     """One implement call (with its refinements) and its edits applied, recorded; the
-    attempt and its id in the run log. `patch_applied` says whether the edits are in."""
+    attempt and its id in the run log. `patch_applied` says whether the edits are in. With a
+    `temperature`, the call is one of the candidates sampled after the retries failed."""
     stage = "implement" if number == 1 else "implement_retry"
+    stage = "implement_sample" if temperature is not None else stage
     context = state.run_context.context.gather(
         state.run_context.task,
         mode="implement",
@@ -60,14 +62,14 @@ def implement_attempt(
         budget_tokens=_context_budget(state, failure),
         classifier=state.classifier,
     )
-    result = _implement(state, context, failure, stage)
+    result = _implement(state, context, failure, stage, temperature)
     loops = 0
     while (request := _refinement(result, context, state)) is not None:
         if loops >= state.run_context.config.orchestrator.max_refinement_loops:
             break
         loops += 1
         context = state.run_context.context.refine(context, request, classifier=state.classifier)
-        result = _implement(state, context, failure, f"{stage}_refined")
+        result = _implement(state, context, failure, f"{stage}_refined", temperature)
     attempt = AttemptRecord(
         attempt=number,
         raw_response=result.raw_response,
@@ -116,12 +118,21 @@ def implement_request(state: StepState) -> ImplementRequest:
 
 
 def _implement(
-    state: StepState, context: ContextPackage, failure: str | None, stage: str
+    state: StepState,
+    context: ContextPackage,
+    failure: str | None,
+    stage: str,
+    temperature: float | None,
 ) -> StepResult:
     from agent.execute.implement import execute_implement  # not paid before a run's first call
 
     return execute_implement(
-        context, implement_request(state), state.coding, failure=failure, stage=stage
+        context,
+        implement_request(state),
+        state.coding,
+        failure=failure,
+        stage=stage,
+        temperature=temperature,
     )
 
 

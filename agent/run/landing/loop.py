@@ -94,26 +94,35 @@ def _unit(run_context: RunContext, steps: Sequence[PlanStep], request: StepReque
 
 
 def _rounds(unit: Unit) -> Landing:
-    """The retry loop: rounds until the gate passes or the retries (per step or group) run out."""
+    """The retry loop: rounds until the gate passes or the retries (per step or group) run out;
+    then the samples (`orchestrator.samples`): candidates drawn from the last retry's prompt —
+    the last failure, the same pieces redone — at `orchestrator.sample_temperature`, the first
+    the gate passes kept."""
+    orchestrator = unit.run_context.config.orchestrator
+    tries = orchestrator.max_retries_per_step + 1
     failure: str | None = None
     redo = {p.step.id for p in unit.pieces}
-    for number in range(1, unit.run_context.config.orchestrator.max_retries_per_step + 2):
+    for number in range(1, tries + orchestrator.samples + 1):
+        sampled = number > tries  # another draw from the same prompt: it changes neither
+        temperature = orchestrator.sample_temperature if sampled else None
         if number > 1:  # back to the accepted state: the unit is retried whole
             worktrees.reset_clean(unit.run_context.workspace.worktree, unit.whole.base)
-        applied = _apply_pieces(unit, number, failure, redo)
+        applied = _apply_pieces(unit, number, failure, redo, temperature)
         unit.rounds.append(
             GroupRound(number=number, redone=applied.redone, attempt=applied.attempt)
         )
         if applied.broken is not None:  # a piece's answer could not be used: retry that piece
-            failure = describe_failure(applied.broken.state.attempts[-1])
-            redo = {applied.broken.step.id}
+            if not sampled:
+                failure = describe_failure(applied.broken.state.attempts[-1])
+                redo = {applied.broken.step.id}
             continue
         attempt = applied.attempt
         test_and_gate(unit.whole, attempt, applied.attempt_id)
         if _passed(attempt):
             return landed(unit, attempt)
-        failure = describe_failure(attempt, unit.steps)
-        redo = implicated(unit.steps, attempt, {p.step.id: p.diff for p in unit.pieces})
+        if not sampled:
+            failure = describe_failure(attempt, unit.steps)
+            redo = implicated(unit.steps, attempt, {p.step.id: p.diff for p in unit.pieces})
     return failed(unit, Failure(unit.exhausted()))
 
 
@@ -126,17 +135,23 @@ def _passed(attempt: AttemptRecord) -> bool:
     )
 
 
-def _apply_pieces(unit: Unit, number: int, failure: str | None, redo: set[str]) -> _Round:
+def _apply_pieces(
+    unit: Unit, number: int, failure: str | None, redo: set[str], temperature: float | None
+) -> _Round:
     """Every piece applied in order: those in `redo` (or that no longer apply) implemented
-    anew with the failure, the others as they were."""
+    anew with the failure (sampled at `temperature` when given), the others as they were."""
     redone: list[str] = []
     for index, piece in enumerate(unit.pieces):
         if piece.edits and piece.step.id not in redo and _reapplied(piece):
             continue
         redone.append(piece.step.id)
         piece.state.landing = landing_note(unit.pieces, index)
+        again = piece.step.id in redo
         attempt, attempt_id = implement_attempt(
-            piece.state, number, failure if (piece.step.id in redo) else None
+            piece.state,
+            number,
+            failure if again else None,
+            temperature=temperature if again else None,
         )
         if not attempt.patch_applied:
             piece.edits, piece.diff = [], ""

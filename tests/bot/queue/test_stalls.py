@@ -57,6 +57,7 @@ class AnsweringModel:
         json_schema: dict[str, Any] | None = None,
         json_mode: bool = False,
         stage: str = "",
+        temperature: float | None = None,
     ) -> LLMResponse:
         if self.fail:
             raise LLMError("the model is gone")

@@ -19,6 +19,7 @@ HUGE = {
     "orchestrator.max_retries_per_step": 99,
     "orchestrator.max_reproduction_attempts": 50,
     "orchestrator.max_reproduction_rewrites": 40,
+    "orchestrator.samples": 30,
     "orchestrator.max_calls_per_step": 999,
     "testing.timeout": 86400.0,
 }
@@ -28,6 +29,7 @@ LOW = {
     "orchestrator.max_retries_per_step": 0,
     "orchestrator.max_reproduction_attempts": 1,
     "orchestrator.max_reproduction_rewrites": 0,
+    "orchestrator.samples": 0,
     "orchestrator.max_calls_per_step": 2,
     "testing.timeout": 5.0,
 }
