@@ -67,9 +67,11 @@ def rewrite_reproduction(
             ctx.context.refresh()  # the test is written where the first was: the base commit
             written = write_reproduction(ctx, current, rejected=old, failure=_told(question))
             done = _carried(ctx, written, old, head)
-            why = f"the test was judged wrong, and {written.reproduction.why}"
-            if written.reproduction.status == "reproduced":
-                why = "the test was judged wrong; a new one did not carry the passed steps"
+            why = (
+                "the test was judged wrong; a new one did not carry the passed steps"
+                if written.reproduction.status == "reproduced"
+                else f"the test was judged wrong, and {written.reproduction.why}"
+            )
         except LANDING_ERRORS as exc:
             if isinstance(exc, BudgetExhausted) and exc.budget == "max_tokens_per_run":
                 raise
