@@ -6,7 +6,9 @@ agent.runlog.migrate.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext, suppress
 from datetime import datetime
@@ -28,11 +30,32 @@ _SQLITE_WRITERS: dict[str, threading.RLock] = {}  # SQLite file → the lock its
 _SQLITE_WRITERS_GUARD = threading.Lock()
 
 
+_BUSY_TIMEOUT_MS = 5000
+
+
+def use_wal(cursor: Any) -> None:
+    """Put the file in WAL mode (it stays so); a no-op when it already is.
+
+    The switch from a new file's rollback journal to WAL takes an exclusive lock, and SQLite
+    answers "database is locked" at once, without its busy handler, when another process holds
+    the file meanwhile (processes opening a fresh database together, one of them migrating it):
+    retried within the busy timeout, as any other wait for the file is.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     """Per-connection SQLite settings: WAL, a busy timeout, enforced foreign keys."""
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA busy_timeout=5000")
-    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+    use_wal(cursor)
     # WAL + NORMAL: a crash of cra loses nothing committed; only a power cut may lose the
     # last transactions. FULL would fsync on every commit (3 ms each, hundreds per run).
     cursor.execute("PRAGMA synchronous=NORMAL")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ import pytest
 from sqlalchemy import create_engine
 
 from agent.runlog.clock import ServerClock, utc_now
-from agent.runlog.database import writer_lock
+from agent.runlog.database import build_engine, writer_lock
 from bot.store.runs import BotStore
 from tests.bot.store.test_store import trigger
 from tests.runlog.test_store import postgres_schema_url
@@ -31,6 +32,21 @@ def test_writers_of_one_sqlite_file_share_one_lock(tmp_path: Path) -> None:
 def test_databases_with_their_own_locking_get_no_lock() -> None:
     for url in ("sqlite://", "sqlite:///:memory:", "postgresql+psycopg://u@127.0.0.1/db"):
         assert writer_lock(create_engine(url)) is None
+
+
+def test_a_fresh_file_another_process_is_writing_is_still_put_in_wal_mode(tmp_path: Path) -> None:
+    # SQLite refuses the switch to WAL at once, without its busy handler, while another
+    # connection holds a write lock on a file still in rollback mode (processes opening a
+    # fresh database together, one migrating it): the connection waits instead of failing.
+    path = tmp_path / "cra.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (x)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO t VALUES (1)")
+    threading.Timer(0.2, lambda: other.execute("COMMIT")).start()
+    with build_engine(f"sqlite:///{path}").connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    other.close()
 
 
 def test_concurrent_writes_to_one_file_all_land(tmp_path: Path) -> None:

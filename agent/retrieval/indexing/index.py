@@ -53,6 +53,7 @@ from agent.retrieval.indexing.scan import (
     list_worktree,
     read_file,
 )
+from agent.runlog.database import use_wal
 
 SCHEMA_VERSION = "3"  # 3: long assignments are definitions
 _CHUNK = 500
@@ -97,8 +98,9 @@ def default_index_path(data_dir: Path, repo: Path) -> Path:
 def _on_connect(dbapi_connection: Any, _record: Any) -> None:
     """Per-connection settings: WAL, a busy timeout, relaxed fsync (the index is derived data)."""
     cursor = dbapi_connection.cursor()
-    for pragma in ("busy_timeout=5000", "journal_mode=WAL", "synchronous=NORMAL"):
-        cursor.execute(f"PRAGMA {pragma}")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    use_wal(cursor)
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
 
