@@ -278,9 +278,13 @@ def _load(
 
 
 def _scope(run: _Run, candidates: Sequence[Entry]) -> list[Entry]:
-    """The ranked candidates to show: the first few asked about (retrieval.scope_questions,
-    within the call cap), those judged needed kept; the rest kept unasked, after them, as
-    outlines at most — a question is asked where it can change what the pass sees most."""
+    """The ranked candidates in the order they are shown: the first few asked about
+    (retrieval.scope_questions, within the call cap), those judged needed first; the rest
+    unasked after them, as outlines at most — a question is asked where it can change what
+    the pass sees most. Recall-first: a file judged not needed is not dropped for it, only
+    put last, in the room left; a small model says "no" to a file the fix changes one time
+    in five, and the ranking that put it first is cheap and seldom that wrong. Packed out,
+    it is still named to a planner among the files that did not fit."""
     if not run.stage_on("scope") or not candidates or run.classifier is None:
         return list(candidates)
     limit = max(0, min(run.calls_left, run.config.scope_questions))
@@ -294,15 +298,18 @@ def _scope(run: _Run, candidates: Sequence[Entry]) -> list[Entry]:
         )
         for e in asked
     ]
-    kept, dropped = judge_scope(run.task, items, run.classifier) if items else ([], [])
-    run.dropped += dropped
+    kept, judged_out = judge_scope(run.task, items, run.classifier) if items else ([], [])
     keep = set(kept)
     chosen = [e for e in asked if e.path in keep]
     for entry in chosen:
         entry.reason = entry.reason.replace("rank:", "scope: needed; rank:", 1)
     for entry in unasked:
         entry.reason = entry.reason.replace("rank:", "scope: not asked; rank:", 1)
-    return [*chosen, *unasked]
+    said = {d.path: d.reason for d in judged_out}  # "scope: not needed" (or unparseable)
+    last = [e for e in asked if e.path in said]
+    for entry in last:
+        entry.reason = entry.reason.replace("rank:", f"{said[entry.path]}, kept last; rank:", 1)
+    return [*chosen, *unasked, *last]
 
 
 def _precision(run: _Run, entry: Entry) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from agent.config.files import RetrievalConfig
 from agent.llm.logged import LoggedLLMClient
-from agent.models import ContextPackage, RefinementRequest
+from agent.models import OVER_BUDGET, ContextPackage, RefinementRequest
 from agent.retrieval.indexing.index import RepoIndex
 from agent.retrieval.outline import MARK
 from agent.retrieval.pipeline import ContextAsk, IndexedContext, IndexedTree, refine, retrieve
@@ -169,25 +169,41 @@ def test_a_seed_that_does_not_exist_is_recorded(shop: Path, shop_index: RepoInde
     assert dropped(package)["shop/shipping.py"].startswith("not in the repository")
 
 
-def test_scope_no_drops_a_file_and_yes_keeps_one(
+def test_scope_no_puts_a_file_last_and_yes_keeps_one_first(
     shop: Path,
     shop_index: RepoIndex,
     classifier: LoggedLLMClient,
     server: ScriptedModelServer,
     call_log: MemoryCallLog,
 ) -> None:
+    # Recall-first: the file ranked first that a small model says "no" to stays in the
+    # context, after everything else, in the room left.
     server.script("retrieval_scope", "No.", "Yes")
-    config = RetrievalConfig(stages=["scope"], top_k=2)
+    config = RetrievalConfig(stages=["scope"], top_k=3)
     package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier, config=config)
     refused, accepted = asked_files(server)
-    assert dropped(package)[refused] == "scope: not needed"
-    assert accepted in paths(package) and refused not in paths(package)
-    assert "shop/cart.py" in paths(package)
+    shown = paths(package)
+    assert shown[0] == "shop/cart.py" and shown[1] == accepted and shown[-1] == refused
+    reason = next(f.reason for f in package.files if f.path == refused)
+    assert reason.startswith("scope: not needed, kept last; rank:")
     assert "shop/cart.py" not in asked_files(server)  # seeds are never questioned
     assert [r.stage for r in call_log.records] == ["retrieval_scope"] * 2
+    # with room for all but one, the file judged not needed is the one left out
+    room = sum(f.tokens for f in package.files if f.path != refused)
+    server.script("retrieval_scope", "No.", "Yes")
+    tight = run(
+        shop_index,
+        shop,
+        budget=room,
+        files=("shop/cart.py",),
+        classifier=classifier,
+        config=config,
+    )
+    assert refused not in paths(tight) and accepted in paths(tight)
+    assert dropped(tight)[refused].startswith(OVER_BUDGET)
 
 
-def test_an_unparseable_scope_answer_drops_the_file(
+def test_an_unparseable_scope_answer_counts_as_no(
     shop: Path, shop_index: RepoIndex, classifier: LoggedLLMClient, server: ScriptedModelServer
 ) -> None:
     server.script("retrieval_scope", "It might be useful, hard to say.")
@@ -200,8 +216,8 @@ def test_an_unparseable_scope_answer_drops_the_file(
         config=RetrievalConfig(stages=["scope"], top_k=1),
     )
     [asked] = asked_files(server)
-    assert dropped(package)[asked] == "scope: unparseable answer"
-    assert paths(package) == ["shop/cart.py"]
+    assert paths(package) == ["shop/cart.py", asked]
+    assert package.files[-1].reason.startswith("scope: unparseable answer, kept last")
 
 
 def test_scope_questions_stop_at_the_call_cap_and_the_rest_are_shown_unasked(
@@ -229,7 +245,7 @@ def test_only_the_first_ranked_files_are_asked_about(
     config = RetrievalConfig(stages=["scope"], top_k=4, scope_questions=1)
     package = run(shop_index, shop, files=("shop/cart.py",), classifier=classifier, config=config)
     [refused] = asked_files(server)
-    assert dropped(package)[refused] == "scope: not needed"
+    assert paths(package)[-1] == refused
     assert len([f for f in package.files if f.reason.startswith("scope: not asked")]) == 3
 
 
