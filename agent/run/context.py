@@ -70,6 +70,17 @@ class RunContext:
         named = self.reproduction is None or self.reproduction.status == "named"
         return "the tests the task names" if named else "the reproduction's tests"
 
+    def reproduced(self, files: Sequence[str], failure: str | None) -> tuple[list[str], str | None]:
+        """What a planning pass gathers its context from: its own files and failure, with the
+        reproduction's test files and, when the pass has no failure of its own, the
+        reproduction's failure on the base commit. The failing test's imports and the frames
+        of its traceback then rank the code it reaches, whatever a classifier says of it
+        (recall-first: a small model's "no" must not hide the file the issue fails in)."""
+        found = self.reproduction
+        if found is None or found.status == "none":
+            return list(files), failure
+        return list(dict.fromkeys([*files, *found.files])), failure or found.before or None
+
     @property
     def accepted(self) -> ValidationResult:
         """The test run of the last accepted state (the baseline before any step passed)."""

@@ -161,8 +161,10 @@ class PlanPasses:
         files: Sequence[str],
         failure: str | None = None,
     ) -> ContextPackage:
-        """A fresh package for a planning pass, within `budget_tokens` (plan_room)."""
+        """A fresh package for a planning pass, within `budget_tokens` (plan_room), seeded
+        with the run's reproduction too (RunContext.reproduced)."""
         classifier = current.client("classifier") if self.config.retrieval.stages else None
+        files, failure = self.run_context.reproduced(files, failure)
         return self.run_context.context.gather(
             task,
             mode="plan",

@@ -59,11 +59,15 @@ class ContextSource(Protocol):
 
 
 def mentioned_paths(root: Path, *texts: str | None) -> list[str]:
-    """Repository files named in free text (task, failure output), in order of mention."""
+    """Repository files named in free text (task, failure output), in order of mention; an
+    absolute path inside the worktree (a traceback's frame) as the file it names."""
+    prefixes = {f"{str(r).strip('/')}/" for r in (root, root.resolve())}
     found: list[str] = []
     for text in texts:
         for match in PATH_PATTERN.finditer(text or ""):
             rel = normalize_path(match.group("path"))
+            inside = next((p for p in prefixes if rel.startswith(p)), "")
+            rel = rel.removeprefix(inside)
             if rel not in found and (root / rel).is_file():
                 found.append(rel)
     return found

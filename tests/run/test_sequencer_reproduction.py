@@ -214,3 +214,47 @@ def test_the_end_state_of_a_reproduction_named_by_its_file_reads_as_the_gate_rea
     assert final_state(found, after).passes is True
     failing = ValidationResult(success=False, failing_tests=["tests/test_flags.py::test_flags"])
     assert final_state(found, failing).passes is False
+
+
+AREA = "def ratio(total, count):\n    return total / count\n"
+REPORT = """from geometry.area import ratio
+
+
+def summary(items):
+    return ratio(sum(items), len(items))
+"""
+REPORT_TEST = """import unittest
+
+from report import summary
+
+
+class SummaryTest(unittest.TestCase):
+    def test_empty(self):
+        self.assertEqual(summary([]), 0)
+"""
+
+
+def test_the_planner_is_shown_the_code_the_reproduction_fails_in(sequencer: Sequencer) -> None:
+    """Recall-first: the module the reproduction's traceback reaches (an absolute path in the
+    worktree) is in the plan's context, though the issue's words never name it."""
+    write_files(
+        sequencer.repo,
+        {"geometry/__init__.py": "", "geometry/area.py": AREA, "report.py": REPORT},
+    )
+    git_in(sequencer.repo, "add", "--all")
+    git_in(sequencer.repo, "commit", "--quiet", "-m", "Reports")
+    sequencer.models.script("reproduce", edit("test_report.py", "", REPORT_TEST))
+    sequencer.models.script("meta_plan", meta_plan(("p1", "Guard the ratio", ["report.py"])))
+    sequencer.models.script("part_plan", part_plan("p1", plan_step("s1", "Guard", ["report.py"])))
+    guard = "    return ratio(sum(items), len(items)) if items else 0"
+    sequencer.models.script("implement", edit("report.py", REPORT.splitlines()[-1], guard))
+
+    result = sequencer.solve(
+        "An empty report crashes instead of summing to zero.",
+        orchestrator=ON,
+    )
+
+    assert result.status == "complete", result.error
+    assert result.reproduction is not None and "ZeroDivisionError" in result.reproduction.before
+    planner = sequencer.models.prompts("meta_plan")[0]
+    assert '<file path="geometry/area.py"' in planner
