@@ -25,6 +25,16 @@ from agent.run.runtime import Runtime
 from agent.run.sources import ContextSource
 
 
+def run_budget(config: SolveConfig) -> TaskBudget:
+    """The budget every pass of a run is charged to too: budget.max_tokens_per_run."""
+    return TaskBudget(
+        "run",
+        max_tokens=config.budget.max_tokens_per_run,
+        max_calls=None,
+        tokens_label="max_tokens_per_run",
+    )
+
+
 @dataclass
 class RunContext:
     """What every pass of one run shares: workspace, baseline, run budget, usage by role."""

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.config.files import TestingConfig
+from agent.doctor.preflight import require_test_command_started
 from agent.errors import SetupFailed, UnsafeCopy
+from agent.gate.validation import run_validation
 from agent.git import worktrees
 from agent.git.treefiles import symlinked_folder
 from agent.git.workspace import Workspace
@@ -221,3 +223,17 @@ def open_environment(
         env.close()
         raise SetupFailed(env.setup, env.report)
     return replace(runtime, sandbox=runtime.sandbox.with_env(env.path)), env
+
+
+def run_baseline(
+    runtime: Runtime, workspace: Workspace, testing: TestingConfig, *, task_run_id: int
+) -> ValidationResult:
+    """The baseline: the test command run on the base commit in the run's environment,
+    recorded under `task_run_id`; an error when the command did not start at all
+    (require_test_command_started)."""
+    baseline = run_validation(
+        workspace.worktree, testing, environ=runtime.environ, sandbox=runtime.sandbox
+    )
+    runtime.log.record_validation(task_run_id, baseline, attempt_id=None, kind="baseline")
+    require_test_command_started(baseline, testing.test_command)
+    return baseline

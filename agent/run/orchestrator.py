@@ -5,14 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.config.files import SolveConfig
-from agent.doctor.preflight import require_test_command_started
 from agent.errors import AgentError, Cancelled, Interrupted, SetupFailed, StopRun
 from agent.execute.grouping import blocked_group, group_id, landing_order, pop_unit
 from agent.execute.parsers import topological_order
-from agent.gate.validation import run_validation
 from agent.git import repo as git
 from agent.git.workspace import Workspace, apply_in_place, close_workspace, open_workspace
-from agent.llm.budget import TaskBudget
 from agent.models import (
     EnvironmentReport,
     MetaPlan,
@@ -23,8 +20,8 @@ from agent.models import (
     RunEventKind,
     StepOutcome,
 )
-from agent.run.context import RunContext, StepRequest
-from agent.run.environment import Environment, open_environment
+from agent.run.context import RunContext, StepRequest, run_budget
+from agent.run.environment import Environment, open_environment, run_baseline
 from agent.run.landing.loop import land
 from agent.run.landing.outcome import Landing
 from agent.run.passes import PassEnd, PassRecorder
@@ -113,12 +110,6 @@ class _Sequencer:
             base=self.base,
             branch=self.branch,
         )
-        run_budget = TaskBudget(
-            "run",
-            max_tokens=self.config.budget.max_tokens_per_run,
-            max_calls=None,
-            tokens_label="max_tokens_per_run",
-        )
         baseline_run = self.passes.open_pass(
             "baseline", "baseline", config_json=self.config.model_dump_json()
         )
@@ -134,15 +125,10 @@ class _Sequencer:
             self.env_report = exc.report
             self.passes.close_pass(baseline_run, PassEnd("failed"))
             raise
-        baseline = run_validation(
-            self.workspace.worktree,
-            self.config.testing,
-            environ=self.runtime.environ,
-            sandbox=self.runtime.sandbox,
+        baseline = run_baseline(
+            self.runtime, self.workspace, self.config.testing, task_run_id=baseline_run
         )
-        self.log.record_validation(baseline_run, baseline, attempt_id=None, kind="baseline")
         self.passes.close_pass(baseline_run, PassEnd("complete"))
-        require_test_command_started(baseline, self.config.testing.test_command)
         context = self.context_factory(self.workspace.worktree)
         self.run_context = RunContext(
             self.task,
@@ -152,7 +138,7 @@ class _Sequencer:
             self.workspace,
             baseline,
             context,
-            run_budget,
+            run_budget(self.config),
         )
         self.planner = PlanPasses(self.run_context, self.passes)
         self.head = self.workspace.base

@@ -6,16 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.config.files import SolveConfig
-from agent.doctor.preflight import require_test_command_started
 from agent.errors import AgentError, Interrupted
-from agent.gate.validation import run_validation
 from agent.git import repo as git
 from agent.git.workspace import Workspace, apply_in_place, close_workspace, open_workspace
-from agent.llm.budget import TaskBudget
 from agent.models import OrchestratorResult, PlanArtifact, PlanStep, StepOutcome
 from agent.retrieval.indexing.scan import is_test_path
-from agent.run.context import RunContext, StepRequest
-from agent.run.environment import open_environment
+from agent.run.context import RunContext, StepRequest, run_budget
+from agent.run.environment import open_environment, run_baseline
 from agent.run.landing.attempt import task_target_tests
 from agent.run.landing.loop import land
 from agent.run.runtime import Runtime
@@ -87,19 +84,9 @@ def _solve(
         runtime, workspace, config.testing, task_id=task_id, task_run_id=task_run_id
     )
     try:
-        baseline = run_validation(
-            workspace.worktree, config.testing, environ=runtime.environ, sandbox=runtime.sandbox
-        )
-        runtime.log.record_validation(task_run_id, baseline, attempt_id=None, kind="baseline")
-        require_test_command_started(baseline, config.testing.test_command)
-        run_budget = TaskBudget(
-            "run",
-            max_tokens=config.budget.max_tokens_per_run,
-            max_calls=None,
-            tokens_label="max_tokens_per_run",
-        )
+        baseline = run_baseline(runtime, workspace, config.testing, task_run_id=task_run_id)
         run_context = RunContext(
-            task, task_id, runtime, config, workspace, baseline, context, run_budget
+            task, task_id, runtime, config, workspace, baseline, context, run_budget(config)
         )
         request = StepRequest(
             part_id="single",
