@@ -185,6 +185,11 @@ class BotSettings(BaseSettings):
         ge=0,
         description="Most rewrites of a reproduction judged wrong (the fix fails only on it).",
     )
+    max_replans: int = Field(
+        default=1,
+        ge=0,
+        description="Most times a part whose steps all failed is planned again.",
+    )
     max_calls_per_step: int = Field(
         default=30, gt=0, description="Most model calls of one plan step."
     )

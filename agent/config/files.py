@@ -205,6 +205,9 @@ class OrchestratorConfig(Section):
     max_reproduction_attempts: int = Field(default=3, gt=0)
     # times a reproduction judged wrong (the fix fails only on it) may be written again
     max_reproduction_rewrites: int = Field(default=1, ge=0)
+    # times a part whose steps all failed is planned again when they show its plan wrong
+    # (nothing found to change in the files it names, or a traceback that never reaches them)
+    max_replans: int = Field(default=1, ge=0)
     # once a step's retries have failed, this many candidates sampled from the same prompt at
     # sample_temperature, the first the gate passes kept (0: none)
     samples: int = Field(default=0, ge=0)

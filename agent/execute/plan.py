@@ -61,16 +61,18 @@ def plan_meta(request: PlanRequest, llm: LoggedLLMClient) -> MetaPlan:
     return _planned(request, llm, "meta_plan", check)
 
 
-def plan_part(request: PlanRequest, llm: LoggedLLMClient) -> PartPlan:
+def plan_part(request: PlanRequest, llm: LoggedLLMClient, *, again: bool = False) -> PartPlan:
     """A part-plan pass: the part split into steps under the part id asked for; steps over
-    several files split into pieces that land together, groups held to the request's most."""
+    several files split into pieces that land together, groups held to the request's most.
+    `again`: the part planned once more after its first plan failed (stage
+    `part_plan_retry`)."""
 
     def check(plan: Plan) -> PartPlan:
         assert isinstance(plan, PartPlan)
         part = ensure_valid_plan(with_part_id(plan, request.expected_part_id))
         return with_groups(with_split_steps(part), request.max_group_steps)
 
-    return _planned(request, llm, "part_plan", check)
+    return _planned(request, llm, "part_plan", check, stage="part_plan_retry" if again else "")
 
 
 def plan_adjustment(request: PlanRequest, llm: LoggedLLMClient) -> PlanAdjustment:
@@ -90,9 +92,12 @@ def _planned(
     llm: LoggedLLMClient,
     pass_type: PlanPassType,
     check: Callable[[Plan], CheckedT],
+    *,
+    stage: str = "",
 ) -> CheckedT:
-    """Ask the reasoning model for a plan of `pass_type`, parse it and check it; sent back
-    once for a decomposition rule it breaks (then repaired).
+    """Ask the reasoning model for a plan of `pass_type` (its calls' stage `stage`, default
+    the pass type), parse it and check it; sent back once for a decomposition rule it breaks
+    (then repaired).
 
     ParseError and PlanInvalid propagate after the logged client has recorded the call; so do
     PromptTooLarge, BudgetExhausted and LLMError.
@@ -104,6 +109,7 @@ def _planned(
         pass_type=pass_type,
         check=check,
         problems=lambda plan: rule_problems(plan, request.max_group_steps),
+        stage=stage,
     )
 
 
@@ -147,17 +153,20 @@ def ask_plan(
     pass_type: PassType,
     check: Callable[[Plan], CheckedT],
     problems: Callable[[Plan], list[str]] = rule_problems,
+    stage: str = "",
 ) -> CheckedT:
     """A plan answer parsed and checked; when it cannot be used, or breaks a decomposition
     rule the planner must fix itself, asked once more with the problem and the expected shape
-    (stage `<pass>_reask`, recorded and charged like any call).
+    (stage `<stage>_reask`, recorded and charged like any call; `stage` defaults to the
+    pass type).
 
     A first plan that only broke a rule is kept when the re-ask gives nothing better; else the
     first error propagates when the re-ask does not fit the window, the second when it fails.
     """
     system, user = prompt
     schema = plan_schema(pass_type)
-    response = llm.complete(system, user, stage=pass_type, json_schema=schema)
+    stage = stage or pass_type
+    response = llm.complete(system, user, stage=stage, json_schema=schema)
     fallback: CheckedT | None = None
     try:
         plan = _parsed(response, pass_type, llm)
@@ -173,7 +182,7 @@ def ask_plan(
         again = llm.complete(
             system,
             f"{user}\n\n{reask_note(first, pass_type)}",
-            stage=f"{pass_type}_reask",
+            stage=f"{stage}_reask",
             json_schema=schema,
         )
         return check(_parsed(again, pass_type, llm))

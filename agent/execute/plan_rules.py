@@ -1,13 +1,14 @@
 """The decomposition rules (ADR) checked on a plan, not only asked for: one source file per
 step (plus its tests), one or two edits, explicit target files. A step over several source files
 is split into pieces that land together (agent.execute.grouping); a step naming no file or too
-many symbols is sent back to the planner."""
+many symbols is sent back to the planner. And the rule that a failed part's plan was wrong
+(`replan_evidence`): it is planned again with what showed it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.models import PlanStep
+from agent.models import PlanStep, StepOutcome
 from agent.retrieval.indexing.scan import is_test_path, test_subject
 
 MAX_TARGET_SYMBOLS = 4  # a step makes one or two edits; more symbols than this is several steps
@@ -86,3 +87,25 @@ def _pieces(step: PlanStep) -> list[PlanStep]:
 def blocked_by(step: PlanStep, not_passed: set[str]) -> list[str]:
     """The step's dependencies that failed or were skipped."""
     return [dep for dep in step.depends_on if dep in not_passed]
+
+
+def replan_evidence(
+    steps: Sequence[PlanStep], outcomes: Sequence[StepOutcome], reached: Sequence[str]
+) -> str | None:
+    """Why a part whose steps all failed was planned wrong, or None when nothing shows it:
+    no attempt at any step found anything to change in the files the steps name (the code to
+    change is elsewhere), or the failure's traceback runs through source files (`reached`:
+    repository paths in the failure output) of which the steps change none."""
+    tried = [o for o in outcomes if o.attempts]
+    if not tried or any(o.status == "passed" for o in outcomes):
+        return None
+    targets = sorted({f for s in steps for f in s.target_files})
+    sources = [p for p in dict.fromkeys(reached) if not is_test_path(p)]
+    found: list[str] = []
+    if not any(a.edits for o in tried for a in o.attempts):
+        found.append(f"no attempt found anything to change in {', '.join(targets)}")
+    if sources and not set(sources) & set(targets):
+        found.append(
+            f"the failure's traceback runs through {', '.join(sources)}, which no step changes"
+        )
+    return "; ".join(found) or None

@@ -25,8 +25,8 @@ from agent.run.environment import Environment, open_environment, run_baseline
 from agent.run.landing.loop import land
 from agent.run.landing.outcome import Landing
 from agent.run.passes import PassEnd, PassRecorder
-from agent.run.plan_passes import PlanPasses
-from agent.run.reproduction import Reproduced, final_state, reproduce
+from agent.run.plan_passes import PlanPasses, Replan
+from agent.run.reproduction import Reproduced, reproduce
 from agent.run.result import Tally, run_result
 from agent.run.rewrite import rewrite_reproduction
 from agent.run.runtime import Runtime
@@ -57,10 +57,8 @@ def solve(
     except Cancelled:
         sequencer.tally.status_note = "cancelled"
     except Interrupted as exc:  # SIGINT or SIGTERM to `cra`: end the run cleanly, then say so
-        sequencer.tally.status_note, sequencer.tally.error = (
-            "cancelled",
-            f"interrupted by {exc.name}",
-        )
+        sequencer.tally.status_note = "cancelled"
+        sequencer.tally.error = f"interrupted by {exc.name}"
     except StopRun as exc:
         sequencer.tally.budget_exhausted, sequencer.tally.error = exc.budget, str(exc)
     except AgentError as exc:
@@ -197,13 +195,8 @@ class _Sequencer:
             if blockers := [dep for dep in part.depends_on if dep in unfinished]:
                 # its plan would be made against code the part it needs never delivered
                 unfinished.add(part.id)
-                self.tally.parts_failed += 1
-                why = (
-                    f"part {part.id} skipped: it depends on {', '.join(blockers)}, "
-                    "which did not complete"
-                )
+                why = self.tally.part_skipped(part.id, blockers)
                 self.log.set_state(self.task_id, f"part_skipped:{part.id}", {"reason": why})
-                self.tally.error = self.tally.error or why
                 continue
             self.passes.progress(index, 0, "running")
             failed_before = self.tally.parts_failed
@@ -218,23 +211,40 @@ class _Sequencer:
         return plan
 
     def run_part(self, index: int, part: MetaPlanPart, *, last: bool) -> None:
-        """The part plan, then its steps, each followed by an adjustment."""
-        try:
-            plan = self.plans.part_plan(part, cumulative_diff=self.cumulative_diff)
-        except AgentError as exc:
-            self.tally.parts_failed += 1
-            self.tally.error = f"part {part.id}: {exc}"
-            return
-        self.tally.part_plans.append(plan)
-        self.log.set_state(self.task_id, f"part_plan:{part.id}", plan)
-        self.passes.emit("plan_made", part_id=part.id, message=part.description, steps=plan.steps)
-        self.run_steps(index, part, plan, last=last)
+        """The part plan, then its steps, each followed by an adjustment. When every step
+        failed, nothing landed, and what they met shows the plan wrong (PlanPasses.replan),
+        the part is planned again with that evidence, up to orchestrator.max_replans times;
+        the failed plan's steps leave the tally (the run log keeps them)."""
+        replan: Replan | None = None
+        limit = self.config.orchestrator.max_replans
+        for again in range(limit + 1):
+            try:
+                plan = self.plans.part_plan(
+                    part, cumulative_diff=self.cumulative_diff, replan=replan
+                )
+            except AgentError as exc:
+                self.tally.parts_failed += 1
+                self.tally.error = f"part {part.id}: {exc}"
+                return
+            self.tally.part_plans.append(plan)
+            self.log.set_state(self.task_id, f"part_plan:{part.id}", plan)
+            message = replan.said if replan else part.description
+            self.passes.emit("plan_made", part_id=part.id, message=message, steps=plan.steps)
+            start, failed = self.head, self.tally.parts_failed
+            self.run_steps(index, part, plan, last=last, again=f"replan{again}" if again else "")
+            mine = [o for o in self.tally.outcomes if o.part_id == part.id]
+            ended = self.tally.parts_failed == failed or self.head != start or again == limit
+            if ended or (replan := self.plans.replan(plan, mine)) is None:
+                return
+            self.tally.replanned(part.id, plan)
 
-    def run_steps(self, part_index: int, part: MetaPlanPart, plan: PartPlan, *, last: bool) -> None:
+    def run_steps(
+        self, part_index: int, part: MetaPlanPart, plan: PartPlan, *, last: bool, again: str = ""
+    ) -> None:
         """Steps in order, each group of steps that land together as one; the remaining ones
         replaced by each adjustment (none after the part's last step passed: nothing is left
         to revise). The run's last planned step (or group) must also make the tests the task
-        names pass."""
+        names pass. `again` names a plan made again (its landings' passes)."""
         remaining = landing_order(plan.steps)
         done: list[PlanStep] = []
         failed = 0
@@ -250,11 +260,11 @@ class _Sequencer:
                 continue
             self.passes.progress(part_index, len(done), "running")
             finishing = last and not remaining
-            outcome = self.land_pass(part, plan, unit, finishing=finishing)
+            outcome = self.land_pass(part, plan, unit, finishing=finishing, again=again)
             if finishing and outcome.status != "passed" and (rewrites := self.rewrite(outcome)):
                 self.tally.forget(part.id, unit)  # superseded: landed again on the new test
-                again = f"rewrite{rewrites}"
-                outcome = self.land_pass(part, plan, unit, finishing=True, again=again)
+                anew = f"{again}rewrite{rewrites}"
+                outcome = self.land_pass(part, plan, unit, finishing=True, again=anew)
             done.extend(unit)
             failed += outcome.status != "passed"
             if outcome.status != "passed":
@@ -262,7 +272,7 @@ class _Sequencer:
             if outcome.budget_exhausted == "max_tokens_per_run":
                 raise StopRun("max_tokens_per_run", outcome.error or "run budget exhausted")
             if remaining or outcome.status != "passed":  # else: nothing left to revise
-                remaining = landing_order(self.adjust(part, outcome, remaining, done))
+                remaining = landing_order(self.adjust(part, outcome, remaining, done, again))
         for step in remaining:
             self.tally.skipped(part.id, step, f"over orchestrator.max_steps_per_part ({limit})")
         clean = failed == 0 and not remaining
@@ -345,11 +355,11 @@ class _Sequencer:
         outcome: StepOutcome,
         remaining: list[PlanStep],
         done: list[PlanStep],
+        again: str,
     ) -> list[PlanStep]:
         """The adjustment pass after a step (see PlanPasses.adjust), kept in the tally."""
-        record, remaining = self.plans.adjust(
-            part, outcome, remaining, done, cumulative_diff=self.cumulative_diff
-        )
+        diff = self.cumulative_diff
+        record, remaining = self.plans.adjust(part, outcome, remaining, done, diff, again=again)
         if record is not None:
             self.tally.adjustments.append(record)
         return remaining
@@ -362,11 +372,8 @@ class _Sequencer:
         result = run_result(self.tally, self.passes, self.workspace, self.run_context, wall_ms)
         report = self.env.report if self.env is not None else self.env_report
         result = result.model_copy(update={"environment": report})
-        found = self.run_context.reproduction if self.run_context is not None else None
-        if found is not None:
-            final = final_state(found, result.final_validation)
-            result = result.model_copy(update={"reproduction": final})
-            self.log.set_state(self.task_id, "reproduction", final)
+        if result.reproduction is not None:
+            self.log.set_state(self.task_id, "reproduction", result.reproduction)
         keep_branch = result.commit is not None
         if self.workspace is not None and in_place and keep_branch:
             error = apply_in_place(self.workspace, result.diff)

@@ -1,4 +1,5 @@
-"""The planning passes of a run: meta-plan, part plan and the adjustment after each step.
+"""The planning passes of a run: meta-plan, part plan and the adjustment after each step, and
+the part planned again when what its steps met shows its plan wrong (`replan`).
 
 Each is a pass of its own, with its own task run and a freshly retrieved context package.
 """
@@ -6,12 +7,14 @@ Each is a pass of its own, with its own task run and a freshly retrieved context
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from agent.errors import AgentError, BudgetExhausted
 from agent.execute.parsers import topological_order
 from agent.execute.plan import plan_meta, plan_part
 from agent.execute.plan_material import PlanMaterial, PlanRequest, plan_context_room
+from agent.execute.plan_rules import replan_evidence
 from agent.execute.prompts import PlanPassType
 from agent.llm.logged import LoggedLLMClient
 from agent.models import (
@@ -22,9 +25,35 @@ from agent.models import (
     PartPlan,
     PlanStep,
     StepOutcome,
+    StepResult,
 )
 from agent.run.context import RunContext
 from agent.run.passes import OpenPass, PassRecorder
+from agent.run.sources import mentioned_paths
+
+REPLAN_NOTE = (
+    "A plan of this part failed: {why}. Plan the part again, with steps that change the code "
+    "the failure runs through."
+)
+
+
+@dataclass(frozen=True)
+class Replan:
+    """What showed a part's plan wrong: why (plan_rules.replan_evidence), and the failure
+    output the new plan's context is seeded with."""
+
+    why: str
+    failure: str
+
+    @property
+    def said(self) -> str:
+        """Why the part was planned again, as the run says it."""
+        return f"planned again: {self.why}"
+
+    def as_result(self) -> StepResult:
+        """The failed plan as the new plan's planner is shown it: a failed step result."""
+        note = REPLAN_NOTE.format(why=self.why)
+        return StepResult(success=False, error_info=f"{note}\n{self.failure}".strip())
 
 
 class PlanPasses:
@@ -42,16 +71,37 @@ class PlanPasses:
             request = self.request(context, task, PlanMaterial(cumulative_diff or None))
             return plan_meta(request, reasoning)
 
-    def part_plan(self, part: MetaPlanPart, *, cumulative_diff: str) -> PartPlan:
-        """A part-plan pass, with its own task run and fresh context."""
-        key = f"part_plan:{part.id}"
+    def part_plan(
+        self, part: MetaPlanPart, *, cumulative_diff: str, replan: Replan | None = None
+    ) -> PartPlan:
+        """A part-plan pass, with its own task run and fresh context; with `replan`, the part
+        planned again, shown why its plan failed, its context seeded with the failure."""
+        key = f"part_plan:{part.id}" + (":again" if replan else "")
         with self.passes.run_pass(self.run_context, "part_plan", key, part.id) as current:
             reasoning = current.client("reasoning")
             task, files = part.description, part.affected_files
+            failure = replan.failure if replan else None
             room = self.plan_room(reasoning, "part_plan", task)
-            context = self.context_for(current, room, task=task, files=files)
-            material = PlanMaterial(cumulative_diff or None)
-            return plan_part(self.request(context, task, material, part_id=part.id), reasoning)
+            context = self.context_for(current, room, task=task, files=files, failure=failure)
+            results = [replan.as_result()] if replan else []
+            material = PlanMaterial(cumulative_diff or None, prior_results=results)
+            request = self.request(context, task, material, part_id=part.id)
+            plan = plan_part(request, reasoning, again=replan is not None)
+        if replan is None:
+            return plan
+        # the pull request carries why the part was planned again, with the plan
+        return plan.model_copy(update={"rationale": f"{plan.rationale}\n(cra: {replan.said})"})
+
+    def replan(self, plan: PartPlan, outcomes: Sequence[StepOutcome]) -> Replan | None:
+        """Why the part's plan was wrong, when its steps' outcomes (all failed) and the
+        failure show it (plan_rules.replan_evidence); None otherwise. The failure: the last
+        failed test run's output, else the reproduction's failure on the base commit."""
+        found = self.run_context.reproduction
+        runs = [o.validation.test_output for o in outcomes if o.validation is not None]
+        failure = next((t for t in reversed(runs) if t), "") or (found.before if found else "")
+        reached = mentioned_paths(self.run_context.workspace.worktree, failure)
+        why = replan_evidence(plan.steps, outcomes, reached)
+        return Replan(why, failure) if why else None
 
     def request(
         self,
@@ -78,13 +128,14 @@ class PlanPasses:
         outcome: StepOutcome,
         remaining: list[PlanStep],
         done: list[PlanStep],
-        *,
         cumulative_diff: str,
+        *,
+        again: str = "",
     ) -> tuple[AdjustmentRecord | None, list[PlanStep]]:
         """The adjustment pass after a step (or a group: `outcome` is the one it landed as):
         its record (None when adjustments are off) and the new remaining steps; on failure the
         remaining steps stay as they were. `orchestrator.max_adjustment_rounds = 0` turns
-        adjustments off."""
+        adjustments off. `again` names a plan made again (its adjustments' passes)."""
         if self.config.orchestrator.max_adjustment_rounds == 0:
             return None, remaining
         after = outcome.step_id
@@ -98,7 +149,7 @@ class PlanPasses:
             remaining_steps=remaining,
             completed_steps=done,
         )
-        key = f"adjust:{part.id}:after_{after}"
+        key = f"adjust:{part.id}:after_{after}" + (f":{again}" if again else "")
         with self.passes.run_pass(self.run_context, "adjustment", key, part.id, after) as current:
             record = AdjustmentRecord(part_id=part.id, after_step=after, mode=mode)
             try:

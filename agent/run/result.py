@@ -22,6 +22,7 @@ from agent.models import (
 )
 from agent.run.context import RunContext
 from agent.run.passes import PassRecorder
+from agent.run.reproduction import final_state
 
 RunStatus = Literal["complete", "partial", "failed", "cancelled"]
 
@@ -52,6 +53,21 @@ class Tally:
         )
         self.outcomes.append(outcome)
         return outcome
+
+    def part_skipped(self, part_id: str, blockers: Sequence[str]) -> str:
+        """A part not run because a part it depends on did not complete: counted failed;
+        why, which is the run's error unless it has one."""
+        self.parts_failed += 1
+        why = f"part {part_id} skipped: it depends on {', '.join(blockers)}, which did not complete"
+        self.error = self.error or why
+        return why
+
+    def replanned(self, part_id: str, plan: PartPlan) -> None:
+        """A part's failed plan superseded by a new plan of it: the plan, its outcomes and the
+        part's failure leave the tally (the run log keeps them)."""
+        self.part_plans = [p for p in self.part_plans if p is not plan]
+        self.forget(part_id, plan.steps)
+        self.parts_failed -= 1
 
     def forget(self, part_id: str, steps: Sequence[PlanStep]) -> None:
         """A landing superseded (landed again after the run's gate changed): its outcomes and
@@ -91,6 +107,7 @@ def run_result(
         (o.validation for o in reversed(tally.outcomes) if o.status == "passed"),
         run_context.baseline if run_context else None,
     )
+    found = run_context.reproduction if run_context else None  # as the last run leaves it
     return OrchestratorResult(
         task_id=passes.task_id,
         status=judge(tally, run_context, task, final),
@@ -102,6 +119,7 @@ def run_result(
         files_changed=stats.files if stats else [],
         baseline=run_context.baseline if run_context else None,
         final_validation=final,
+        reproduction=final_state(found, final) if found else None,
         meta_plan=tally.meta,
         part_plans=tally.part_plans,
         steps=tally.outcomes,

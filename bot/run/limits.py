@@ -34,6 +34,7 @@ LIMITS: tuple[LimitSpec, ...] = (
     LimitSpec(
         "orchestrator.max_reproduction_rewrites", "max_reproduction_rewrites", None, "rewrites"
     ),
+    LimitSpec("orchestrator.max_replans", "max_replans", None, "re-plans"),
     LimitSpec(
         "orchestrator.max_calls_per_step", "max_calls_per_step", "max_calls_per_step", "model calls"
     ),
@@ -82,6 +83,7 @@ class MaximumSettings(Protocol):
     max_reproduction_attempts: int
     max_reproduction_rewrites: int
     max_samples: int
+    max_replans: int
     max_calls_per_step: int
     max_test_timeout: float
     max_runs_per_installation: int | None

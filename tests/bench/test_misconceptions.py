@@ -152,6 +152,24 @@ def test_a_wrong_plan_names_the_shown_file_nearest_the_fix_not_the_fix() -> None
     assert json.loads(right.text)["parts"][0]["affected_files"] == ["pkg/mod.py"]
 
 
+def test_a_part_planned_again_redraws_a_wrong_plan_as_a_retry_does() -> None:
+    """`part_plan_retry` (a part planned again after its steps showed the plan wrong) is one
+    more ask of the plan: its wrong file is kept most of the time, redrawn now and then."""
+    prompt = (
+        '<file path="pkg/mod.py">\nz\n</file>\n<file path="pkg/util.py">\ny\n</file>\n'
+        '"part_id": "p1"\nPlan the part.'
+    )
+    kept = righted = 0
+    for n in range(300):
+        model = oracle("oracle:context+wrong-plans@0.5", f"o__r-{n}")
+        first = json.loads(model.complete("", prompt, stage="part_plan").text)["steps"]
+        again = json.loads(model.complete("", prompt, stage="part_plan_retry").text)["steps"]
+        wrong = [s["target_files"] for s in first] != [["pkg/mod.py"]]
+        kept += wrong and again == first
+        righted += wrong and [s["target_files"] for s in again] == [["pkg/mod.py"]]
+    assert righted > 0 and kept > righted  # redrawn 0.3 of the time, then right half of it
+
+
 def scope(path: str) -> str:
     return f"Task: fix scale\nFile: {path} (python, 6 lines)\nIs this file needed?"
 

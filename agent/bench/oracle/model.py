@@ -149,7 +149,7 @@ class OracleModel:
             return "json", json.dumps(
                 {"task_summary": self.summary, "rationale": "the fix", "parts": parts}, indent=2
             )
-        if stage == "part_plan":
+        if _first_try(stage) == "part_plan":  # planned again: one more ask of its plan
             part = re.search(r'"?part_id"?\s*[:=]\s*"?(p\d+)', user)
             return "json", json.dumps(
                 {
