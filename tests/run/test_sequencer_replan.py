@@ -12,23 +12,8 @@ from agent.models import AttemptRecord, PatchEdit, PlanStep, StepOutcome
 from tests.fakes.repos import git_in, write_files
 from tests.fakes.scripted_model import edit, meta_plan, part_plan, plan_step
 from tests.run.conftest import Sequencer
+from tests.run.test_sequencer_reproduction import AREA, REPORT, REPORT_TEST
 
-AREA = "def ratio(total, count):\n    return total / count\n"
-REPORT = """from geometry.area import ratio
-
-
-def summary(items):
-    return ratio(sum(items), len(items))
-"""
-REPORT_TEST = """import unittest
-
-from report import summary
-
-
-class SummaryTest(unittest.TestCase):
-    def test_empty(self):
-        self.assertEqual(summary([]), 0)
-"""
 ISSUE = "An empty report crashes instead of summing to zero."
 CANNOT = "I cannot see the code this step must change, so I cannot write an edit for it."
 GUARD = "    return ratio(sum(items), len(items)) if items else 0"
