@@ -75,14 +75,17 @@ class PlanPasses:
         self, part: MetaPlanPart, *, cumulative_diff: str, replan: Replan | None = None
     ) -> PartPlan:
         """A part-plan pass, with its own task run and fresh context; with `replan`, the part
-        planned again, shown why its plan failed, its context seeded with the failure."""
+        planned again, shown why its plan failed, its context seeded with the failure and
+        retrieved for the run's task too (the part's description came from the plan that was
+        wrong about where the change goes)."""
         key = f"part_plan:{part.id}" + (":again" if replan else "")
         with self.passes.run_pass(self.run_context, "part_plan", key, part.id) as current:
             reasoning = current.client("reasoning")
             task, files = part.description, part.affected_files
             failure = replan.failure if replan else None
+            query = f"{self.run_context.task}\n\n{task}" if replan else task
             room = self.plan_room(reasoning, "part_plan", task)
-            context = self.context_for(current, room, task=task, files=files, failure=failure)
+            context = self.context_for(current, room, task=query, files=files, failure=failure)
             results = [replan.as_result()] if replan else []
             material = PlanMaterial(cumulative_diff or None, prior_results=results)
             request = self.request(context, task, material, part_id=part.id)

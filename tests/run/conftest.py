@@ -17,9 +17,10 @@ import pytest
 
 from agent.config.files import SolveConfig, parse_config
 from agent.llm.router import ModelRouter
-from agent.models import OrchestratorResult, RunEvent
+from agent.models import ContextPackage, OrchestratorResult, RunEvent
 from agent.run.orchestrator import solve
 from agent.run.runtime import Runtime
+from agent.run.sources import ContextSource, SeededFiles
 from agent.runlog.details import OrchestratorRunDetail
 from agent.runlog.store import RunLog
 from agent.sandbox.bwrap import build_sandbox
@@ -70,6 +71,7 @@ class Sequencer:
         self.work_dir = tmp / "data"
         self.events: list[RunEvent] = []
         self.cancel_when: Callable[[list[RunEvent]], bool] = lambda events: False
+        self.gathered: list[str] = []  # the task each pass's context was gathered for
 
     def config(self, **sections: dict[str, Any]) -> SolveConfig:
         """The run's config: every role scripted, the unittest command, no retrieval stages
@@ -107,9 +109,21 @@ class Sequencer:
             clock=lambda: 0.0,
         )
         try:
-            return solve(task, self.repo, config, runtime)
+            return solve(task, self.repo, config, runtime, context_factory=self.context)
         finally:
             router.close()
+
+    def context(self, worktree: Path) -> ContextSource:
+        """The plain context source, each gather's task kept in `gathered`."""
+        source = SeededFiles(worktree)
+        gather = source.gather
+
+        def recorded(task: str, **asked: Any) -> ContextPackage:
+            self.gathered.append(task)
+            return gather(task, **asked)
+
+        source.gather = recorded  # type: ignore[method-assign]
+        return source
 
     def commits(self, branch: str) -> list[str]:
         """The subjects of the commits `branch` holds beyond main, newest first."""

@@ -62,6 +62,9 @@ def test_a_part_whose_steps_found_nothing_to_change_is_planned_again(
     again = sequencer.models.prompts("part_plan_retry")[0]
     assert "A plan of this part failed" in again
     assert '<file path="geometry/area.py"' in again  # its context seeded with the traceback
+    # retrieved for the issue too: the part's description came from the plan that was wrong
+    assert sequencer.gathered[2] == "Guard the ratio"  # the first part plan: its description
+    assert f"{ISSUE}\n\nGuard the ratio" in sequencer.gathered
     assert sequencer.models.unscripted == [] or all(
         c.stage.startswith("adjustment") for c in sequencer.models.unscripted
     )
