@@ -17,7 +17,7 @@ from tests.run.test_sequencer_reproduction import AREA, REPORT, REPORT_TEST
 ISSUE = "An empty report crashes instead of summing to zero."
 CANNOT = "I cannot see the code this step must change, so I cannot write an edit for it."
 GUARD = "    return ratio(sum(items), len(items)) if items else 0"
-ON: dict[str, Any] = {"reproduce": True}
+ON: dict[str, Any] = {"reproduce": True, "max_replans": 1}
 
 
 def reports(run: Sequencer) -> None:
@@ -70,11 +70,11 @@ def test_a_part_whose_steps_found_nothing_to_change_is_planned_again(
     )
 
 
-def test_no_plan_is_made_again_when_replans_are_off(sequencer: Sequencer) -> None:
+def test_no_plan_is_made_again_by_default(sequencer: Sequencer) -> None:
     reports(sequencer)
     wrong_plan(sequencer)
 
-    result = sequencer.solve(ISSUE, orchestrator={**ON, "max_replans": 0})
+    result = sequencer.solve(ISSUE, orchestrator={"reproduce": True})
 
     assert result.status != "complete"
     assert "part_plan_retry" not in sequencer.models.stages
