@@ -51,9 +51,10 @@ class Replan:
         return f"planned again: {self.why}"
 
     def as_result(self) -> StepResult:
-        """The failed plan as the new plan's planner is shown it: a failed step result."""
+        """The failed plan as the new plan's planner is shown it: a failed step result, why
+        last (a planner is shown the end of a long failure)."""
         note = REPLAN_NOTE.format(why=self.why)
-        return StepResult(success=False, error_info=f"{note}\n{self.failure}".strip())
+        return StepResult(success=False, error_info=f"{self.failure}\n{note}".strip())
 
 
 class PlanPasses:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.execute.plan_material import format_step_results
 from agent.execute.plan_rules import replan_evidence
 from agent.models import AttemptRecord, PatchEdit, PlanStep, StepOutcome
+from agent.run.plan_passes import Replan
 from tests.fakes.repos import git_in, write_files
 from tests.fakes.scripted_model import edit, meta_plan, part_plan, plan_step
 from tests.run.conftest import Sequencer
@@ -122,3 +124,8 @@ def test_the_evidence_that_a_plan_was_wrong() -> None:
     assert replan_evidence(STEPS, [passed, failed("s2", edits=False)], []) is None
     skipped = StepOutcome(part_id="p1", step_id="s1", description="", status="skipped")
     assert replan_evidence(STEPS, [skipped], ["b.py"]) is None
+
+
+def test_a_planner_is_shown_why_however_long_the_failure() -> None:
+    shown = format_step_results([Replan("no attempt found anything", "x" * 10_000).as_result()])
+    assert "A plan of this part failed: no attempt found anything." in shown
