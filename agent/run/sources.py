@@ -17,6 +17,7 @@ from agent.retrieval.indexing.scan import is_test_path, test_subject
 from agent.retrieval.packing import context_from_files
 from agent.retrieval.pipeline import IndexedContext, Mode
 from agent.retrieval.seeds import PATH_PATTERN, normalize_path
+from agent.sandbox.base import TREE_MOUNT
 
 
 class ContextSource(Protocol):
@@ -60,8 +61,9 @@ class ContextSource(Protocol):
 
 def mentioned_paths(root: Path, *texts: str | None) -> list[str]:
     """Repository files named in free text (task, failure output), in order of mention; an
-    absolute path inside the worktree (a traceback's frame) as the file it names."""
-    prefixes = {f"{str(r).strip('/')}/" for r in (root, root.resolve())}
+    absolute path inside the worktree (a traceback's frame), as the host or the sandbox
+    (TREE_MOUNT) sees it, as the file it names."""
+    prefixes = {f"{str(r).strip('/')}/" for r in (root, root.resolve(), TREE_MOUNT)}
     found: list[str] = []
     for text in texts:
         for match in PATH_PATTERN.finditer(text or ""):

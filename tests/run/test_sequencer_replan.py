@@ -5,12 +5,14 @@ seeded with the failure (orchestrator.max_replans)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from agent.execute.plan_material import format_step_results
 from agent.execute.plan_rules import replan_evidence
 from agent.models import AttemptRecord, PatchEdit, PlanStep, StepOutcome
 from agent.run.plan_passes import Replan
+from agent.run.sources import mentioned_paths
 from tests.fakes.repos import git_in, write_files
 from tests.fakes.scripted_model import edit, meta_plan, part_plan, plan_step
 from tests.run.conftest import Sequencer
@@ -129,3 +131,13 @@ def test_the_evidence_that_a_plan_was_wrong() -> None:
 def test_a_planner_is_shown_why_however_long_the_failure() -> None:
     shown = format_step_results([Replan("no attempt found anything", "x" * 10_000).as_result()])
     assert "A plan of this part failed: no attempt found anything." in shown
+
+
+def test_a_traceback_is_read_as_the_host_and_the_sandbox_see_the_worktree(tmp_path: Path) -> None:
+    write_files(tmp_path, {"report.py": REPORT, "geometry/area.py": AREA})
+    failure = (
+        f'  File "{tmp_path}/report.py", line 5, in summary\n'
+        '  File "/cra/work/geometry/area.py", line 2, in ratio\n'
+        '  File "/usr/lib/python3.11/unittest/case.py", line 57, in testPartExecutor\n'
+    )
+    assert mentioned_paths(tmp_path, failure) == ["report.py", "geometry/area.py"]
