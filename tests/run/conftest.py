@@ -60,6 +60,19 @@ def tiny_repo(root: Path, files: dict[str, str] | None = None) -> Path:
     return root
 
 
+class RecordedFiles(SeededFiles):
+    """The plain context source (cra's own), keeping the task of every gather in `tasks`."""
+
+    def __init__(self, root: Path, tasks: list[str]) -> None:
+        super().__init__(root)
+        self.tasks = tasks
+
+    def gather(self, task: str, **asked: Any) -> ContextPackage:
+        """SeededFiles.gather, the task kept first."""
+        self.tasks.append(task)
+        return super().gather(task, **asked)
+
+
 class Sequencer:
     """One `solve` on a tiny repository: the scripted models, the run log, what the observer saw."""
 
@@ -115,15 +128,7 @@ class Sequencer:
 
     def context(self, worktree: Path) -> ContextSource:
         """The plain context source, each gather's task kept in `gathered`."""
-        source = SeededFiles(worktree)
-        gather = source.gather
-
-        def recorded(task: str, **asked: Any) -> ContextPackage:
-            self.gathered.append(task)
-            return gather(task, **asked)
-
-        source.gather = recorded  # type: ignore[method-assign]
-        return source
+        return RecordedFiles(worktree, self.gathered)
 
     def commits(self, branch: str) -> list[str]:
         """The subjects of the commits `branch` holds beyond main, newest first."""
