@@ -107,7 +107,7 @@ def run_result(
         (o.validation for o in reversed(tally.outcomes) if o.status == "passed"),
         run_context.baseline if run_context else None,
     )
-    found = run_context.reproduction if run_context else None  # as the last run leaves it
+    found = run_context.reproduction if run_context else None
     return OrchestratorResult(
         task_id=passes.task_id,
         status=judge(tally, run_context, task, final),
