@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.bench.mining.replay import NO_TASK, Runs, sort_tests
+from agent.bench.mining.replay import NO_TASK, UNTIED, Runs, sort_tests
 
 FILES = ["tests/test_new.py"]
 A, C, D = "tests/test_new.py::test_a", "tests/test_old.py::test_c", "tests/test_old.py::test_d"
@@ -67,3 +67,35 @@ def test_a_test_that_fails_once_after_the_fix_is_flaky_not_broken() -> None:
     verdict = sort_tests(runs, FILES)
     assert verdict.excluded is None
     assert verdict.fail_to_pass == [A] and verdict.pass_to_pass == []
+
+
+def test_ids_that_differ_between_the_runs_are_said_to_be_untied() -> None:
+    before = {"test/new.js # time=5.1ms > a": "failed", "test/old.js # time=2ms > c": "passed"}
+    after = {"test/new.js # time=4.9ms > a": "passed", "test/old.js # time=3ms > c": "passed"}
+    verdict = sort_tests(Runs(before=before, after=after), ["test/new.js"])
+    assert verdict.excluded == UNTIED
+    assert verdict.detail == (
+        "before: test/new.js # time=5.1ms > a; after: test/new.js # time=4.9ms > a"
+    )
+
+
+def test_ids_that_name_no_test_file_are_said_to_be_untied() -> None:
+    runs = Runs(before={"ints > add": "failed"}, after={"ints > add": "passed"})
+    verdict = sort_tests(runs, ["test/calc.test.js"])
+    assert verdict.excluded == UNTIED
+    assert verdict.detail == "before: ints > add; after: ints > add"
+
+
+def test_tied_ids_that_pass_both_times_are_no_task_not_untied() -> None:
+    runs = Runs(before={A: "passed", C: "passed"}, after={A: "passed", C: "passed"})
+    assert sort_tests(runs, FILES).excluded == NO_TASK
+
+
+def test_a_run_that_named_no_test_is_no_task_not_untied() -> None:
+    runs = Runs(before={}, after={A: "failed"})
+    assert sort_tests(runs, FILES).excluded == NO_TASK
+
+
+def test_new_tests_that_first_show_after_the_fix_are_not_untied() -> None:
+    runs = Runs(before={C: "passed"}, after={A: "passed", C: "passed"})
+    assert sort_tests(runs, FILES).fail_to_pass == [A]

@@ -25,7 +25,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from agent.bench.keep_going import full_run
 from agent.bench.mining.journal import Journal, Outcome
-from agent.bench.mining.replay import NO_TASK, REGRESSION, Runs, Verdict, sort_tests
+from agent.bench.mining.replay import NO_TASK, REGRESSION, UNTIED, Runs, Verdict, sort_tests
 from agent.bench.patches import Split, split_commit
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
@@ -199,8 +199,21 @@ def mine(
     )
     for commit in candidates:
         mined.add(known[commit])
+    mined.notes.extend(_untied_note(known[c] for c in candidates))
     mined.wall_s = clock() - started
     return mined
+
+
+def _untied_note(outcomes: Iterable[Outcome]) -> list[str]:
+    """What the first commit whose tests could not be tied shows of its ids, or nothing."""
+    for outcome in outcomes:
+        if outcome.reason == UNTIED:
+            return [
+                f"the test ids could not be tied before and after the fix of "
+                f"{outcome.commit[:12]} ({outcome.detail}): a test's id must be the same on "
+                "every run (docs/gate.md, Test ids)"
+            ]
+    return []
 
 
 def _examined(
@@ -245,8 +258,14 @@ def _outcome(mining: _Mining, commit: str) -> Outcome:
     if isinstance(replayed, str):
         return Outcome(commit=commit, kind="skipped", reason=replayed, replay_s=seconds)
     verdict, output = replayed
-    if verdict.excluded == NO_TASK:
-        return Outcome(commit=commit, kind="skipped", reason=NO_TASK, replay_s=seconds)
+    if verdict.excluded in (NO_TASK, UNTIED):
+        return Outcome(
+            commit=commit,
+            kind="skipped",
+            reason=verdict.excluded,
+            detail=verdict.detail,
+            replay_s=seconds,
+        )
     if verdict.excluded is not None:
         return Outcome(
             commit=commit,

@@ -8,6 +8,11 @@ again on a second run of the fixed code. A fix after which a test that passed be
 fails again on the second run, is no task: the honest gate refuses a regression, whoever writes
 the fix (a test that fails only once is flaky: it is left out of PASS_TO_PASS); nor is a fix
 whose new tests pass only sometimes.
+
+When tests ran both times but no test of the fix's test files has the same id in both runs (an
+id that holds a time or a counter, or names no file), no test can be said to go from failing to
+passing: that is said by its own reason, with an id of each run, not taken for a fix that makes
+no test pass (NO_TASK) or for a flaky one.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ from agent.models import TestOutcome
 FAILED: frozenset[TestOutcome] = frozenset({"failed", "error"})
 NO_TASK = "no test goes from failing to passing"  # an ordinary commit, not a fix excluded
 REGRESSION = "the fix makes tests that passed fail (the gate refuses a regression)"
+UNTIED = (
+    "no test of the changed test files could be tied before and after the fix (its id "
+    "differs between the runs, or names no test file)"
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,10 @@ def sort_tests(runs: Runs, test_files: Sequence[str]) -> Verdict:
     )
     if broken:
         return _excluded(verdict, REGRESSION, broken)
+    untied = None if runs.before_stopped else _untied(runs, test_files)
+    if untied is not None:
+        verdict.excluded, verdict.detail = UNTIED, untied
+        return verdict
     unknown = sorted(
         t
         for t, o in after.items()
@@ -111,6 +124,29 @@ def _uncollected(test: str, before: Mapping[str, TestOutcome]) -> bool:
     return any(
         o in FAILED and gate.names(found, test) and found != test for found, o in before.items()
     )
+
+
+def _untied(runs: Runs, test_files: Sequence[str]) -> str | None:
+    """An id of each run, when tests ran before and after the fix but no test of the changed
+    test files could be tied across them: none is in both runs or in a file that could not be
+    collected before, and the changed files' tests did not merely first show after the fix
+    (those are new tests, whose ids have nothing to be tied to). None otherwise."""
+    if not runs.before or not runs.after:
+        return None
+    ours_before = [t for t in runs.before if gate.file_of_test(t, test_files)]
+    ours_after = [t for t in runs.after if gate.file_of_test(t, test_files)]
+    if ours_after and not ours_before:
+        return None
+    if any(t in runs.before or _uncollected(t, runs.before) for t in ours_after):
+        return None
+    return (
+        f"before: {_example(runs.before, ours_before)}; after: {_example(runs.after, ours_after)}"
+    )
+
+
+def _example(outcomes: Mapping[str, TestOutcome], ours: Sequence[str]) -> str:
+    """One test id of a run, one of the changed test files' when there is one."""
+    return min(ours) if ours else min(outcomes)
 
 
 def _steady(test: str, runs: Runs) -> bool:

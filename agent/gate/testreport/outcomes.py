@@ -13,6 +13,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 
+from agent.gate.testreport.ava import ava_outcomes, is_ava
+from agent.gate.testreport.mocha import is_mocha, mocha_outcomes
 from agent.gate.testreport.summaries import (
     PYTEST_TAIL_CHARS,
     counts_of,
@@ -117,11 +119,15 @@ def _runner(lines: list[str]) -> str | None:
 
 
 def _listed(lines: list[str], runner: str | None) -> dict[str, TestOutcome] | None:
-    """The outcomes of a TAP stream or of node's spec reporter, read as a whole (a test's id
-    names its suites); None for other runners' output, read line by line."""
+    """The outcomes of a TAP stream, of node's or mocha's spec reporter or of ava's, read as a
+    whole (a test's id names its suites); None for other runners' output, read line by line."""
     if runner == "tap":
         return tap_outcomes(lines)
-    return spec_outcomes(lines) if runner == "node" else None
+    if runner == "node":
+        return spec_outcomes(lines)
+    if runner == "js" and is_mocha(lines):
+        return mocha_outcomes(lines)
+    return ava_outcomes(lines) if runner is None and is_ava(lines) else None
 
 
 def parse_outcomes(output: str) -> dict[str, TestOutcome]:
@@ -233,7 +239,7 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
     if summary is not None and (summary[0] != "go" or not listed):
         runner, counts = summary
         # TAP and node's reporters list every test: named, when the names add up to the counts
-        every = runner in ("tap", "node") and counts_of(named) == counts
+        every = (runner in ("tap", "node") or is_mocha(lines)) and counts_of(named) == counts
         return TestReport(
             source="names" if every else "summary",
             runner=runner,

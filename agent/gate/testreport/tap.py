@@ -1,9 +1,13 @@
 """Test outcomes and counts from TAP and from node's spec reporter (`node --test`).
 
-Node 20 writes TAP when its output is captured, and the spec reporter on request; a C or shell
-harness may print plain TAP. Test ids are the test's name, after the names of the suites and
-parent tests around it (`ints > deep > add`), so that two `add` tests in different suites stay
-apart; a name that still repeats gets an ordinal (`add #2`) in the order the output lists it.
+Node 20 writes TAP when its output is captured, and the spec reporter on request; node-tap
+(`tap`) writes TAP when its output is captured, each file a parent test named by its path; tape
+prints a `# name` comment before each test's assertions; a C or shell harness may print plain
+TAP. Test ids are the test's name, after the names of the suites and parent tests around it
+(`test/calc.js > ints > add`), so that two `add` tests in different suites stay apart; a name
+that still repeats gets an ordinal (`add #2`) in the order the output lists it. Ids hold nothing
+that changes from run to run: node-tap's `# time=…` is not part of a name, and tape's assertions
+are named after their test's comment (`add > should be equal`), never by their number alone.
 Pure functions: lines in, data out.
 """
 
@@ -25,10 +29,18 @@ _TAP_TEST = re.compile(
 _TAP_PLAN = re.compile(r"^1\.\.(?P<n>\d+)\b")
 _TAP_BAIL = re.compile(r"^Bail out!")
 _DIRECTIVE = re.compile(r"(?:^|\s)#\s*(?P<word>skip|todo)\S*(?:\s.*)?$", re.IGNORECASE)
+# node-tap's duration after a test's name (`ok 1 - add # time=4.55ms`): it changes every run.
+_TIME = re.compile(r"\s+#\s*time=\S*$", re.IGNORECASE)
+# A comment line (tape names each test so: `# add`, then its assertions); not node's or
+# node-tap's `# Subtest: name`, which opens a subtest indented below it.
+_COMMENT = re.compile(r"^#\s+(?P<text>\S.*)$")
+_SUBTEST = "# Subtest:"
 # Node marks a describe() block's line as a suite in its YAML block; node counts no suite.
 _SUITE = "type: 'suite'"
 # Node's summary, in TAP (`# tests 5`) and in the spec reporter (`ℹ tests 5`).
-_NODE_SUMMARY = re.compile(r"^(?:#|ℹ) (?P<key>tests|pass|fail|cancelled|skipped|todo) (?P<n>\d+)$")
+_NODE_SUMMARY = re.compile(
+    r"^(?:#|ℹ) (?P<key>tests|pass|fail|cancelled|skipped|todo) +(?P<n>\d+)$"  # tape: `# pass  4`
+)
 _TESTS_RAN = re.compile(r"^(?:#|ℹ) tests \d+$")
 # The spec reporter: `▶ suite`, then `  ✔ add (0.6ms)`, `  ✖ mul (1ms)`, `  ﹣ div (0.1ms) # SKIP`,
 # 2 spaces per level; the closing line of a suite or parent test repeats its name.
@@ -80,6 +92,7 @@ def node_counts(lines: Sequence[str]) -> TestCounts | None:
 def _tap_outcome(ok: bool, description: str) -> tuple[str, TestOutcome]:
     """A TAP test's name and outcome: `# SKIP` is skipped; a `# TODO` test is skipped too —
     it runs, but TAP does not count its verdict (a failing TODO test is no failure)."""
+    description = _TIME.sub("", description)
     directive = _DIRECTIVE.search(description)  # `\#` (an escaped #) has no space before it
     if directive:
         return _unescape(description[: directive.start()].rstrip()), "skipped"
@@ -92,9 +105,12 @@ def _unescape(name: str) -> str:
 
 def _tap_lines(lines: Sequence[str]) -> list[_Line]:
     """Every TAP test line, marked a suite when node's YAML block under it says so; the text of
-    a YAML block (an error message may quote TAP) is not read for tests."""
+    a YAML block (an error message may quote TAP) is not read for tests. In a stream without
+    subtests, a top-level test is named after the comment before it, when there is one (tape)."""
     found: list[_Line] = []
     block: str | None = None  # the indentation of the YAML block being read
+    titled = not any(line.startswith(_SUBTEST) for line in lines)
+    title: str | None = None  # the last top-level comment, in a stream without subtests
     for line in lines:
         if block is not None:
             if line == block + _SUITE:
@@ -102,9 +118,14 @@ def _tap_lines(lines: Sequence[str]) -> list[_Line]:
             block = None if line == block + "..." else block
         elif match := _TAP_TEST.match(line):
             name, outcome = _tap_outcome(not match["not"], match["desc"] or "")
-            found.append(_Line(len(match["indent"]) // 4, name, outcome))
+            depth = len(match["indent"]) // 4
+            if title is not None and depth == 0:
+                name = SEPARATOR.join([title, name])
+            found.append(_Line(depth, name, outcome))
         elif found and line == " " * (4 * found[-1].depth + 2) + "---":
             block = line[:-3]
+        elif titled and (comment := _COMMENT.match(line)):
+            title = comment["text"]
     return found
 
 
@@ -118,10 +139,10 @@ def _ids(tests: Sequence[_Line]) -> dict[str, TestOutcome]:
         if not test.suite:
             named.append((SEPARATOR.join([*parents, test.name]), test.outcome))
         parents.append(test.name)
-    return _numbered(named[::-1])
+    return numbered(named[::-1])
 
 
-def _numbered(named: Sequence[tuple[str, TestOutcome]]) -> dict[str, TestOutcome]:
+def numbered(named: Sequence[tuple[str, TestOutcome]]) -> dict[str, TestOutcome]:
     """Outcomes by id, a repeated id numbered from its second time on (`add #2`)."""
     outcomes: dict[str, TestOutcome] = {}
     seen: dict[str, int] = {}
@@ -167,7 +188,7 @@ def spec_outcomes(lines: Sequence[str]) -> dict[str, TestOutcome]:
                 continue
             del groups[depth:]
             named.append((SEPARATOR.join([*groups, test["name"]]), _spec_outcome(test)))
-    return _numbered(named)
+    return numbered(named)
 
 
 def _spec_outcome(test: re.Match[str]) -> TestOutcome:
