@@ -24,11 +24,20 @@ CANNOT_RUN = (
     "ModuleNotFoundError",
     "NameError",
     "FixtureLookupError",
+    "ReferenceError",  # JavaScript's NameError
 )
 _EXCEPTION = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Exit))\b")
 _NO_FIXTURE = re.compile(r"fixture '([^']+)' not found")
-# pytest: "E   ImportError: cannot import name 'x' from 'pkg'", "has no attribute 'x'"
-_MISSING_NAME = re.compile(r"cannot import name '(\w+)'|has no attribute '(\w+)'")
+# pytest: "E   ImportError: cannot import name 'x' from 'pkg'", "has no attribute 'x'"; node:
+# "SyntaxError: The requested module './a.js' does not provide an export named 'x'",
+# "ReferenceError: x is not defined"
+_MISSING_NAME = re.compile(
+    r"cannot import name '(\w+)'|has no attribute '(\w+)'"
+    r"|does not provide an export named '(\w+)'|ReferenceError: (\w+) is not defined"
+)
+_MISSING_NAME_ERRORS = ("ImportError", "SyntaxError", "ReferenceError")
+# node and the runners on it: a test file that requires a file or package that is not there
+_NO_MODULE = re.compile(r"Cannot find (?:module|package) '([^']+)'")
 _SECTION = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$", re.M)
 EXCERPT_CHARS = 2_000
 
@@ -135,12 +144,14 @@ def _kind(text: str, issue: str) -> str | None:
     issue itself names, or a missing name it asks for, is the behaviour it describes."""
     if (fixture := _NO_FIXTURE.search(text)) is not None:
         return f"fixture '{fixture.group(1)}' not found"
+    if (module := _NO_MODULE.search(text)) is not None and not _named(module.group(1), issue):
+        return f"cannot find module '{module.group(1)}'"
     for found in _EXCEPTION.finditer(text):
         name = found.group(1)
         if name not in CANNOT_RUN or _named(name, issue):
             continue
-        missing = [m.group(1) or m.group(2) for m in _MISSING_NAME.finditer(text)]
-        if name == "ImportError" and any(_named(m, issue) for m in missing):
+        missing = [next(g for g in m.groups() if g) for m in _MISSING_NAME.finditer(text)]
+        if name in _MISSING_NAME_ERRORS and any(_named(m, issue) for m in missing):
             continue
         return name
     return None

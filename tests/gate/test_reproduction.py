@@ -115,3 +115,52 @@ def test_a_fix_attempt_that_also_breaks_a_test_or_passes_it_is_not() -> None:
     timed_out = WITH_REPRO.model_copy(update={"timed_out": True})
     for attempt in (broken, passed, timed_out):
         assert fails_only_on([REPRO], attempt, reference=WITH_REPRO, baseline=WITH_REPRO) == []
+
+
+JS_FILES = ["test/bug.test.js"]
+
+
+def node_failure(error: str) -> str:
+    """node --test's TAP for one failing test, with its diagnostics."""
+    return (
+        "TAP version 13\n# Subtest: parses x\nnot ok 1 - parses x\n  ---\n"
+        "  location: '/cra/work/test/bug.test.js:4:1'\n  failureType: 'testCodeFailure'\n"
+        f"  error: |-\n    {error}\n  ...\n1..1\n# tests 1\n# pass 0\n# fail 1\n"
+    )
+
+
+def test_a_javascript_assertion_failure_reproduces() -> None:
+    out = node_failure(
+        "Expected values to be strictly equal:\n    'x' !== null\n  code: 'ERR_ASSERTION'"
+    )
+    check = check_reproduction(BASE, run(["test/bug.test.js > parses x"], out), JS_FILES, ISSUE)
+    assert check.reproduces
+
+
+def test_a_javascript_test_that_cannot_load_what_it_requires_does_not() -> None:
+    for error, kind in (
+        ("Cannot find module '../lib/parsr'", "cannot find module '../lib/parsr'"),
+        ("ReferenceError: parser is not defined", "ReferenceError"),
+        (
+            "SyntaxError: The requested module '../index.js' does not provide an export "
+            "named 'parsr'",
+            "SyntaxError",
+        ),
+    ):
+        check = check_reproduction(
+            BASE, run(["test/bug.test.js > parses x"], node_failure(error)), JS_FILES, ISSUE
+        )
+        assert not check.reproduces and kind in (check.problem or ""), error
+
+
+def test_a_javascript_export_the_issue_asks_for_is_the_behaviour() -> None:
+    issue = "Export a `dumpAll` function from the package."
+    for error in (
+        "SyntaxError: The requested module '../index.js' does not provide an export "
+        "named 'dumpAll'",
+        "ReferenceError: dumpAll is not defined",
+    ):
+        check = check_reproduction(
+            BASE, run(["test/bug.test.js > dumps all"], node_failure(error)), JS_FILES, issue
+        )
+        assert check.reproduces, error
