@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.bench.mining.replay import NO_TASK, UNTIED, Runs, sort_tests
+from agent.bench.mining.replay import DATA_FILES, NO_TASK, UNTIED, Runs, sort_tests
 
 FILES = ["tests/test_new.py"]
 A, C, D = "tests/test_new.py::test_a", "tests/test_old.py::test_c", "tests/test_old.py::test_d"
@@ -79,11 +79,22 @@ def test_ids_that_differ_between_the_runs_are_said_to_be_untied() -> None:
     )
 
 
-def test_ids_that_name_no_test_file_are_said_to_be_untied() -> None:
-    runs = Runs(before={"ints > add": "failed"}, after={"ints > add": "passed"})
+def test_changed_test_files_that_name_no_test_are_data_every_test_counts() -> None:
+    """A data-driven suite: the fix adds cases to a fixture file that another test file reads."""
+    before = {"test/range.js > ~1.1 satisfies 1.1.0-a": "failed", "test/index.js > x": "passed"}
+    after = {"test/range.js > ~1.1 satisfies 1.1.0-a": "passed", "test/index.js > x": "passed"}
+    verdict = sort_tests(Runs(before=before, after=after), ["test/fixtures/range-include.js"])
+    assert verdict.excluded is None
+    assert verdict.fail_to_pass == ["test/range.js > ~1.1 satisfies 1.1.0-a"]
+    assert verdict.pass_to_pass == ["test/index.js > x"]
+    assert verdict.notes == [DATA_FILES]
+
+
+def test_ids_that_name_no_test_file_and_differ_between_the_runs_are_untied() -> None:
+    runs = Runs(before={"ints > add (1ms)": "failed"}, after={"ints > add (2ms)": "passed"})
     verdict = sort_tests(runs, ["test/calc.test.js"])
     assert verdict.excluded == UNTIED
-    assert verdict.detail == "before: ints > add; after: ints > add"
+    assert verdict.detail == "before: ints > add (1ms); after: ints > add (2ms)"
 
 
 def test_tied_ids_that_pass_both_times_are_no_task_not_untied() -> None:

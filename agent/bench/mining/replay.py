@@ -9,8 +9,10 @@ fails again on the second run, is no task: the honest gate refuses a regression,
 the fix (a test that fails only once is flaky: it is left out of PASS_TO_PASS); nor is a fix
 whose new tests pass only sometimes.
 
-When tests ran both times but no test of the fix's test files has the same id in both runs (an
-id that holds a time or a counter, or names no file), no test can be said to go from failing to
+A fix whose changed test files name no test of either run changes data or helpers the tests
+read (a data-driven suite's case files, fixtures): its FAIL_TO_PASS is then drawn from every
+test, and a note says so. When tests ran both times but no test in that scope has the same id in
+both runs (an id that holds a time or a counter), no test can be said to go from failing to
 passing: that is said by its own reason, with an id of each run, not taken for a fix that makes
 no test pass (NO_TASK) or for a flaky one.
 """
@@ -28,7 +30,11 @@ NO_TASK = "no test goes from failing to passing"  # an ordinary commit, not a fi
 REGRESSION = "the fix makes tests that passed fail (the gate refuses a regression)"
 UNTIED = (
     "no test of the changed test files could be tied before and after the fix (its id "
-    "differs between the runs, or names no test file)"
+    "differs between the runs)"
+)
+DATA_FILES = (
+    "the changed test files name no test of either run (data or helpers the tests read): "
+    "the tests the fix makes pass are drawn from every test file"
 )
 
 
@@ -55,7 +61,7 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
 
 
-def sort_tests(runs: Runs, test_files: Sequence[str]) -> Verdict:
+def sort_tests(runs: Runs, test_files: Sequence[str] | None) -> Verdict:
     """The verdict on a replay (see the module's docstring)."""
     verdict = Verdict()
     before, after = runs.before, runs.after
@@ -68,6 +74,9 @@ def sort_tests(runs: Runs, test_files: Sequence[str]) -> Verdict:
     )
     if broken:
         return _excluded(verdict, REGRESSION, broken)
+    if not _names_a_test(runs, test_files):
+        verdict.notes.append(DATA_FILES)
+        test_files = None
     untied = None if runs.before_stopped else _untied(runs, test_files)
     if untied is not None:
         verdict.excluded, verdict.detail = UNTIED, untied
@@ -86,7 +95,7 @@ def sort_tests(runs: Runs, test_files: Sequence[str]) -> Verdict:
         for t, o in after.items()
         if o == "passed"
         and t not in unknown
-        and gate.file_of_test(t, test_files) is not None
+        and _ours(t, test_files)
         and (
             before.get(t) in FAILED
             or (t not in before and (not runs.before_stopped or _uncollected(t, before)))
@@ -126,15 +135,25 @@ def _uncollected(test: str, before: Mapping[str, TestOutcome]) -> bool:
     )
 
 
-def _untied(runs: Runs, test_files: Sequence[str]) -> str | None:
+def _names_a_test(runs: Runs, test_files: Sequence[str] | None) -> bool:
+    """Whether a test of either run belongs to the changed test files."""
+    return any(_ours(t, test_files) for t in (*runs.before, *runs.after))
+
+
+def _ours(test: str, test_files: Sequence[str] | None) -> bool:
+    """Whether `test` is in scope: of the changed test files, or any test (None)."""
+    return test_files is None or gate.file_of_test(test, test_files) is not None
+
+
+def _untied(runs: Runs, test_files: Sequence[str] | None) -> str | None:
     """An id of each run, when tests ran before and after the fix but no test of the changed
     test files could be tied across them: none is in both runs or in a file that could not be
     collected before, and the changed files' tests did not merely first show after the fix
     (those are new tests, whose ids have nothing to be tied to). None otherwise."""
     if not runs.before or not runs.after:
         return None
-    ours_before = [t for t in runs.before if gate.file_of_test(t, test_files)]
-    ours_after = [t for t in runs.after if gate.file_of_test(t, test_files)]
+    ours_before = [t for t in runs.before if _ours(t, test_files)]
+    ours_after = [t for t in runs.after if _ours(t, test_files)]
     if ours_after and not ours_before:
         return None
     if any(t in runs.before or _uncollected(t, runs.before) for t in ours_after):
