@@ -4,20 +4,18 @@ failure taken out of the command, and the runner told to carry on, where the com
 Mining runs the tests before a fix, when its new tests fail: a runner that stops at the first
 failure (`pytest -x`, `--maxfail`, a collection error, plain `cargo test`, `jest --bail`) leaves
 every later test unrun, and a test that did not run is neither failing nor passing. Only a
-command that is one plain invocation of a known runner is rewritten; any other is left as it is,
-and says so.
+command that is one plain invocation of a known runner (agent.gate.runner_command: `pytest`,
+`cargo test`, `jest`, `npx vitest` …) is rewritten; any other is left as it is, and says so.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from dataclasses import dataclass
-from pathlib import PurePosixPath
+from dataclasses import dataclass, replace
 
 from agent.config.files import TestingConfig
+from agent.gate.runner_command import invocation, plain_words
 
-_SHELL = re.compile(r"[;&|<>`$(){}\n]")  # anything but one plain command
 _PYTEST_STOPS = {"-x", "--exitfirst", "--sw", "--stepwise", "--sw-skip", "--stepwise-skip"}
 _PYTEST_VALUED = ("--maxfail",)
 _JS_STOPS = {"--bail", "-b"}
@@ -34,55 +32,22 @@ class FullRun:
 def full_run(testing: TestingConfig) -> FullRun:
     """`testing` with a test command that does not stop early, where it can be made so."""
     command = testing.test_command or ""
-    words = _words(command)
-    if words is None:
+    found = invocation(command)
+    if found is None:
+        if plain_words(command) is not None:
+            return FullRun(
+                testing,
+                "the test command's runner is not one cra can tell to keep going: it runs as it is",
+            )
         return FullRun(testing, "the test command is not one plain command: it runs as it is")
-    env, argv = _split_env(words)
-    runner = _runner(argv)
-    if runner is None:
-        return FullRun(
-            testing,
-            "the test command's runner is not one cra can tell to keep going: it runs as it is",
-        )
-    rewritten = _REWRITES[runner](argv)
-    if rewritten == argv:
+    runner = "js" if found.runner in ("jest", "vitest") else found.runner
+    rewritten = _REWRITES[runner](list(found.argv))
+    if rewritten == list(found.argv):
         return FullRun(testing, f"{runner} runs every test already")
-    new = shlex.join([*env, *rewritten])
+    new = replace(found, argv=tuple(rewritten)).command
     return FullRun(
         testing.model_copy(update={"test_command": new}), f"{runner} told to run every test: {new}"
     )
-
-
-def _words(command: str) -> list[str] | None:
-    if not command.strip() or _SHELL.search(command):
-        return None
-    try:
-        return shlex.split(command)
-    except ValueError:
-        return None
-
-
-def _split_env(words: list[str]) -> tuple[list[str], list[str]]:
-    """Leading NAME=value assignments, and the command after them."""
-    n = 0
-    while n < len(words) and re.fullmatch(r"[A-Za-z_]\w*=.*", words[n]):
-        n += 1
-    return words[:n], words[n:]
-
-
-def _runner(argv: list[str]) -> str | None:
-    if not argv:
-        return None
-    program = PurePosixPath(argv[0]).name
-    if program in ("pytest", "py.test") or (
-        re.fullmatch(r"python[\d.]*", program) and argv[1:3] == ["-m", "pytest"]
-    ):
-        return "pytest"
-    if program == "cargo" and argv[1:2] == ["test"]:
-        return "cargo"
-    if program in ("jest", "vitest"):
-        return "js"
-    return None
 
 
 def _pytest(argv: list[str]) -> list[str]:

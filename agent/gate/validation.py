@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 from agent.config.files import TestingConfig
 from agent.errors import CommandNotStarted
+from agent.gate.runner_command import with_js_report
+from agent.gate.testreport.jsreport import JsReport
 from agent.gate.testreport.outcomes import JUNIT_MAX_BYTES, named_tests, read_report
 from agent.git.treefiles import read_in_tree
 from agent.models import BaselineComparison, CommandResult, TestReport, ValidationResult
@@ -41,8 +43,9 @@ def run_validation(
 
     `timeout` (default `testing.timeout`) bounds each command; a test run that times out under
     a shorter `timeout` runs once more under `testing.timeout` and is judged on that run
-    (`rerun_for_time`). pytest is asked for a JUnit XML report on the side, so that its tests
-    are counted by outcome, not only by exit code.
+    (`rerun_for_time`). pytest is asked for a JUnit XML report on the side, and a plain jest or
+    vitest command for its JSON report (agent.gate.runner_command), so that their tests are
+    counted by outcome, not only by exit code.
     """
     command = testing.test_command
     if not command:
@@ -66,12 +69,19 @@ def run_validation(
 
     def run_tests(limit: float) -> _TestRun:
         with tempfile.TemporaryDirectory(prefix="cra-report-") as reports:
-            junit = Path(reports) / "junit.xml"  # the command writes it where the sandbox shows it
-            seen = sandbox.seen_as(junit, tree=worktree, outputs=Path(reports))
-            test, full = run(
-                command, {**env, "PYTEST_ADDOPTS": _addopts(env, seen)}, Path(reports), limit
+            # the command writes its report where the sandbox shows it
+            junit, js = Path(reports) / "junit.xml", Path(reports) / "report.json"
+            seen, seen_js = (
+                sandbox.seen_as(p, tree=worktree, outputs=Path(reports)) for p in (junit, js)
             )
-            return _TestRun(test, full, read_report(full, _read_capped(junit)), limit)
+            asked = with_js_report(command, str(seen_js)) or command
+            test, full = run(
+                asked, {**env, "PYTEST_ADDOPTS": _addopts(env, seen)}, Path(reports), limit
+            )
+            js_text = _read_capped(js)
+            root = str(sandbox.seen_as(worktree.resolve(), tree=worktree))
+            found = JsReport(js_text, root) if js_text is not None else None
+            return _TestRun(test, full, read_report(full, _read_capped(junit), found), limit)
 
     ran = run_tests(limit)
     first_limit = None

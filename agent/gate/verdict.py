@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 from agent.models import GateVerdict, TestOutcome, ValidationResult
 
 NOT_RUN: frozenset[TestOutcome] = frozenset({"skipped", "xfailed"})
-LISTING_SOURCES = frozenset({"junit", "names"})  # sources that name every test
+LISTING_SOURCES = frozenset({"junit", "json", "names"})  # sources that name every test
 
 
 Allowed = Callable[[str], bool]

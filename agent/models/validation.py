@@ -49,9 +49,10 @@ class TestCounts(Record):
 class TestReport(Record):
     """What a test run said about its tests, and where cra read it.
 
-    `source`: "junit" (pytest's XML report), "summary" (a runner's summary line), "names" (every
-    test listed with its outcome) or "none" (the runner was not recognised: only the exit code
-    counts). `outcomes` maps test ids to outcomes, as far as the source names them.
+    `source`: "junit" (pytest's XML report), "json" (jest's or vitest's JSON report),
+    "summary" (a runner's summary line), "names" (every test listed with its outcome) or "none"
+    (the runner was not recognised: only the exit code counts). `outcomes` maps test ids to
+    outcomes, as far as the source names them.
     `incomplete` says why the output shows the runner stopped before running every test (plain
     `cargo test` stopping at its first failing test target, a TAP `Bail out!` or unmet plan):
     the counts and outcomes then miss the tests that did not run. None: it ran to its end, as
@@ -60,7 +61,7 @@ class TestReport(Record):
 
     __test__ = False  # not a pytest class
 
-    source: Literal["junit", "summary", "names", "none"] = "none"
+    source: Literal["junit", "json", "summary", "names", "none"] = "none"
     runner: str | None = None
     counts: TestCounts | None = None
     outcomes: dict[str, TestOutcome] = Field(default_factory=dict)

@@ -26,6 +26,7 @@ def rewritten(command: str) -> str | None:
         ("cargo test", "cargo test --no-fail-fast"),
         ("cargo test -- --nocapture", "cargo test --no-fail-fast -- --nocapture"),
         ("jest --bail --ci", "jest --ci"),
+        ("CI=1 npx vitest run --bail=1", "CI=1 npx vitest run"),
     ],
 )
 def test_a_runner_that_stops_early_is_told_to_run_everything(command: str, expected: str) -> None:

@@ -288,14 +288,14 @@ AssertionError: expected 7 to be 6 // Object.is equality
         ),
         pytest.param(
             JEST_VERBOSE,
-            ["src/mul.test.js", "multiplies", "math › multiplies"],
-            ["adds", "src/sum.test.js", "sums"],
+            ["src/mul.test.js > math > multiplies"],
+            ["src/mul.test.js > math > adds", "src/sum.test.js > sums"],
             id="jest --verbose",
         ),
         pytest.param(JEST_SUITE_ERROR, ["src/broken.test.js"], [], id="jest suite error"),
         pytest.param(
             VITEST,
-            ["math > multiplies", "src/mul.test.ts > math > multiplies"],
+            ["src/mul.test.ts > math > multiplies"],
             ["src/sum.test.ts"],
             id="vitest",
         ),

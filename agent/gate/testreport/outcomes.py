@@ -1,8 +1,9 @@
 """Test outcomes read from a test run: per-test outcomes and counts, from a report or the output.
 
-The sources, best first: a pytest JUnit XML report (cra asks pytest for one through
-PYTEST_ADDOPTS), the summary line a known runner prints (pytest, unittest, go test, cargo test,
-jest, vitest, mocha, node's test runner, TAP's plan), and the test names the output lists.
+The sources, best first: jest's or vitest's JSON report (agent.gate.testreport.jsreport), a
+pytest JUnit XML report (cra asks pytest for one through PYTEST_ADDOPTS), the summary line a
+known runner prints (pytest, unittest, go test, cargo test, jest, vitest, mocha, node's test
+runner, TAP's plan), and the test names the output lists.
 Pure functions: text in, data out.
 """
 
@@ -14,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 
 from agent.gate.testreport.ava import ava_outcomes, is_ava
+from agent.gate.testreport.jsids import js_outcomes
+from agent.gate.testreport.jsreport import JsReport, parse_js_report
 from agent.gate.testreport.mocha import is_mocha, mocha_outcomes
 from agent.gate.testreport.summaries import (
     PYTEST_TAIL_CHARS,
@@ -119,14 +122,15 @@ def _runner(lines: list[str]) -> str | None:
 
 
 def _listed(lines: list[str], runner: str | None) -> dict[str, TestOutcome] | None:
-    """The outcomes of a TAP stream, of node's or mocha's spec reporter or of ava's, read as a
-    whole (a test's id names its suites); None for other runners' output, read line by line."""
+    """The outcomes of a TAP stream, of node's, mocha's or ava's spec reporter or of jest's
+    and vitest's reporters, read as a whole (a test's id names its suites); None for other
+    runners' output, read line by line."""
+    if runner == "js":
+        return mocha_outcomes(lines) if is_mocha(lines) else js_outcomes(lines)
     if runner == "tap":
         return tap_outcomes(lines)
     if runner == "node":
         return spec_outcomes(lines)
-    if runner == "js" and is_mocha(lines):
-        return mocha_outcomes(lines)
     return ava_outcomes(lines) if runner is None and is_ava(lines) else None
 
 
@@ -220,8 +224,11 @@ def parse_junit(xml_text: str) -> dict[str, TestOutcome] | None:
 # --- the report ------------------------------------------------------------------------------
 
 
-def read_report(output: str, junit_xml: str | None) -> TestReport:
+def read_report(output: str, junit_xml: str | None, js: JsReport | None = None) -> TestReport:
     """What the run says about its tests: outcomes and counts from the best source there is."""
+    reported = parse_js_report(js) if js else None
+    if reported is not None:
+        return TestReport(source="json", runner="js", counts=counts_of(reported), outcomes=reported)
     junit = parse_junit(junit_xml) if junit_xml else None
     if junit is not None:
         tail = output_lines(output[-PYTEST_TAIL_CHARS:])
@@ -238,8 +245,9 @@ def read_report(output: str, junit_xml: str | None) -> TestReport:
     listed = bool(named) and any(o != "failed" for o in named.values())
     if summary is not None and (summary[0] != "go" or not listed):
         runner, counts = summary
-        # TAP and node's reporters list every test: named, when the names add up to the counts
-        every = (runner in ("tap", "node") or is_mocha(lines)) and counts_of(named) == counts
+        # TAP's, node's, mocha's and jest's verbose reporters list every test: named, when the
+        # names add up to the counts
+        every = runner in ("tap", "node", "js") and counts_of(named) == counts
         return TestReport(
             source="names" if every else "summary",
             runner=runner,
