@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.bench.mining.journal import journal_path
-from agent.bench.mining.mine import Mined, MineOptions, mine, mine_jobs, throughput
+from agent.bench.mining.mine import (
+    Mined,
+    MineOptions,
+    failed_setups,
+    mine,
+    mine_jobs,
+    throughput,
+)
 from agent.bench.oracle.label import parse_label
 from agent.bench.oracle.model import oracle_factory
 from agent.bench.report.command import report_command
@@ -81,6 +88,8 @@ def _mine(args: argparse.Namespace, wiring: BenchWiring) -> int:
         )
     for note in mined.notes:
         print(f"cra: {note}", file=sys.stderr)
+    for said in failed_setups(mined):
+        print(f"cra: {said}", file=sys.stderr)
     for commit, why, tests in mined.excluded:
         print(
             f"cra: excluded {commit[:12]}: {why}" + (f": {tests}" if tests else ""), file=sys.stderr

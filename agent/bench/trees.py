@@ -149,9 +149,8 @@ def run_tests(tree: Path, repo: Path, bed: TestBed) -> ValidationResult:
         cache=bed.cache,
     )
     try:
-        if env.report.setup == "failed":
-            output = env.setup.output[-2000:] if env.setup else ""
-            raise SetupError(f"the setup step failed: {output}")
+        if env.report.failure is not None:
+            raise SetupError(env.report.failure)
         return run_validation(
             tree, testing, environ=environ, sandbox=sandbox.with_env(env.path), extras=False
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -23,11 +23,12 @@ from agent.gate.validation import run_validation
 from agent.git import worktrees
 from agent.git.treefiles import symlinked_folder
 from agent.git.workspace import Workspace
-from agent.models import CommandResult, EnvironmentReport, ValidationResult
+from agent.models import CommandResult, EnvironmentReport, SetupFailure, ValidationResult
 from agent.run.runtime import Runtime
 from agent.sandbox.base import Sandbox
 from agent.sandbox.commands import run_command, scrubbed_env
 from agent.sandbox.envcache import Entry, EnvCache, copy_path, repo_id, setup_key
+from agent.sandbox.shown import masked, output_tail, secret_values
 
 
 @dataclass
@@ -89,10 +90,11 @@ def prepare_environment(
     if not testing.setup_command:
         return env
     command_env = scrubbed_env(environ, testing.env)
+    secrets = secret_values(environ)
     if cache is None or not sandbox.isolated:  # unsandboxed, paths differ run to run
         if cache is not None:
             report.notes.append("the environment cache needs the bwrap sandbox")
-        return _run_setup(env, worktree, testing, sandbox, command_env)
+        return _run_setup(env, worktree, testing, sandbox, command_env, secrets)
     key = setup_key(worktree, testing.setup_command, testing.setup_inputs, command_env)
     report.cache_key = key
     entry = cache.entry(repo_id(repo), key)
@@ -103,7 +105,7 @@ def prepare_environment(
             if cached:  # another run of this repository built it while we waited
                 restored = _restored(env, entry, worktree)
             else:
-                _run_setup(env, worktree, testing, sandbox, command_env)
+                _run_setup(env, worktree, testing, sandbox, command_env, secrets)
                 if report.setup == "ran" and not report.notes:
                     meta = {
                         "command": testing.setup_command,
@@ -114,7 +116,7 @@ def prepare_environment(
                     cache.save(entry, env_dir, worktree, env.tree_paths, meta)
                 return env
     if restored is None:  # the entry could not be restored safely: set up afresh, uncached
-        return _run_setup(env, worktree, testing, sandbox, command_env)
+        return _run_setup(env, worktree, testing, sandbox, command_env, secrets)
     return restored
 
 
@@ -146,6 +148,7 @@ def _run_setup(
     testing: TestingConfig,
     sandbox: Sandbox,
     command_env: Mapping[str, str],
+    secrets: Sequence[str],
 ) -> Environment:
     assert testing.setup_command is not None
     result = run_command(
@@ -157,9 +160,13 @@ def _run_setup(
         max_output_chars=testing.max_output_chars,
         network=testing.setup_network,
     )
+    # the setup step has the network: what it printed of a credential stays out of the record
+    result = result.model_copy(update={"output": masked(result.output, secrets)})
     ok = result.exit_code == 0 and not result.timed_out
     env.report.setup = "ran" if ok else "failed"
-    if ok:
+    if not ok:
+        env.report.failure = setup_failure(result, testing, secrets)
+    else:
         notes = _inspect_worktree(env, worktree)
         if notes:
             result = result.model_copy(
@@ -167,6 +174,20 @@ def _run_setup(
             )
     env.setup = result
     return env
+
+
+def setup_failure(
+    result: CommandResult, testing: TestingConfig, secrets: Sequence[str]
+) -> SetupFailure:
+    """What people are told of a failed setup: its command, how it ended, its output's last
+    lines, with `secrets` (and anything shaped like a credential) masked."""
+    return SetupFailure(
+        command=masked(result.command, secrets),
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        timeout_s=testing.setup_timeout if result.timed_out else None,
+        tail=output_tail(result.output, secrets),
+    )
 
 
 def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:

@@ -184,6 +184,33 @@ def test_a_failed_setup_is_reported_and_not_cached(
     assert not list((tmp_path / "cache").glob("*/*/meta.json"))
 
 
+def test_a_failed_setup_says_its_command_status_and_last_lines_with_secrets_masked(
+    bwrap: MakeBwrap, repo: Path, tmp_path: Path
+) -> None:
+    noisy = "for n in $(seq 1 50); do echo step $n; done"
+    command = f"{noisy}; echo 'fetch https://me:pw123456@git.example/dep.git' >&2; exit 128"
+    testing = TestingConfig(setup_command=command, test_command="true")
+    env = prepare(repo, testing, bwrap(), None, tmp_path / "env")
+    failure = env.report.failure
+    assert failure is not None
+    assert failure.headline().startswith(f"the setup step ({noisy}; echo 'fetch https://")
+    assert failure.ended() == "exited with status 128"
+    assert failure.last_line() == "fetch https://[redacted]@git.example/dep.git"
+    assert "step 50" in failure.tail and "step 1\n" not in failure.tail
+    assert "pw123456" not in failure.explained()
+
+
+def test_a_setup_over_its_time_says_it_timed_out(
+    bwrap: MakeBwrap, repo: Path, tmp_path: Path
+) -> None:
+    testing = TestingConfig(
+        setup_command="echo resolving; sleep 30", setup_timeout=1, test_command="true"
+    )
+    failure = prepare(repo, testing, bwrap(), None, tmp_path / "env").report.failure
+    assert failure is not None and failure.ended() == "timed out after 1 s"
+    assert "resolving" in failure.tail
+
+
 def test_setup_files_left_in_the_worktree_are_restored_when_ignored(
     bwrap: MakeBwrap, repo: Path, tmp_path: Path
 ) -> None:

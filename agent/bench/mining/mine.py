@@ -44,6 +44,7 @@ from agent.git import repo as git
 from agent.models import ValidationResult
 
 OWNER_NAME = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+SETUP_FAILED = "the setup step failed"  # its command, status and output in the outcome's detail
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class Mined:
     examined: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     excluded: list[tuple[str, str, str]] = field(default_factory=list)  # commit, why, tests
+    failed_setups: list[tuple[str, str]] = field(default_factory=list)  # commit, what it said
     notes: list[str] = field(default_factory=list)
     resumed: int = 0  # of the examined, those whose outcome an interrupted mine's journal held
     replay_s: float = 0.0  # this mine's replays (the resumed one's not), summed
@@ -84,6 +86,8 @@ class Mined:
             self.exclude(outcome.commit, outcome.reason, outcome.detail)
         else:
             self.skip(outcome.reason)
+            if outcome.reason == SETUP_FAILED:
+                self.failed_setups.append((outcome.commit, outcome.detail))
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -116,6 +120,21 @@ def throughput(mined: Mined) -> str:
         f"{fresh * 60 / wall:.1f} commits/min; replays (checkout, setup, tests) "
         f"took {mined.replay_s:.1f} s in all, {mined.replay_s / wall:.2f}x the wall time"
     )
+
+
+def failed_setups(mined: Mined, *, shown: int = 5) -> list[str]:
+    """What the setup steps that failed said, once per distinct message, with the commits that
+    met it (the first `shown` named); the setup step's own output lines are kept as they are."""
+    by_message: dict[str, list[str]] = {}
+    for commit, said in mined.failed_setups:
+        by_message.setdefault(said or SETUP_FAILED, []).append(commit[:12])
+    lines = []
+    for said, commits in by_message.items():
+        named = ", ".join(commits[:shown]) + (
+            f" and {len(commits) - shown} more" if len(commits) > shown else ""
+        )
+        lines.append(f"the setup step failed at {len(commits)} commit(s) ({named}): {said}")
+    return lines
 
 
 def repo_name(repo: Path, given: str | None = None) -> str:
@@ -242,6 +261,11 @@ def _outcome(mining: _Mining, commit: str) -> Outcome:
     started = clock()
     replayed = _replayed(repo, split, mining.bed)
     seconds = clock() - started
+    if isinstance(replayed, SetupError):
+        detail = replayed.failure.explained()
+        return Outcome(
+            commit=commit, kind="skipped", reason=SETUP_FAILED, detail=detail, replay_s=seconds
+        )
     if isinstance(replayed, str):
         return Outcome(commit=commit, kind="skipped", reason=replayed, replay_s=seconds)
     verdict, output = replayed
@@ -259,12 +283,13 @@ def _outcome(mining: _Mining, commit: str) -> Outcome:
     return Outcome(commit=commit, kind="task", task=task, replay_s=seconds)
 
 
-def _replayed(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str] | str:
-    """The replay's verdict and output, or why the commit could not be replayed."""
+def _replayed(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str] | SetupError | str:
+    """The replay's verdict and output, or why the commit could not be replayed: its failed
+    setup step, or a reason."""
     try:
         return _replay(repo, split, bed)
-    except SetupError:
-        return "the setup step failed"
+    except SetupError as exc:
+        return exc
     except GitError:
         return "the test changes do not apply to the parent"
 
