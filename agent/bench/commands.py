@@ -109,15 +109,24 @@ def _mine(args: argparse.Namespace, wiring: BenchWiring) -> int:
 
 
 def _mined(repo: Path, bed: TestBed, options: MineOptions, jobs: int, journal: Path) -> Mined:
-    """The mine, its progress shown as it goes; a journal left with other settings is a
-    usage error, and an interrupted mine says how to resume."""
+    """The mine, its progress shown as it goes (and a line for each setup command that runs:
+    minutes, maybe); a journal left with other settings is a usage error, and an interrupted
+    mine says how to resume."""
     bar = ProgressBar(sys.stderr, "  mining", unit="commits")
 
     def progress(done: int, total: int, mined: Mined) -> None:
         bar(done, total, f"{len(mined.tasks)} tasks")
 
     try:
-        return mine(repo, bed, options, progress=progress, jobs=jobs, journal=journal)
+        return mine(
+            repo,
+            bed,
+            options,
+            progress=progress,
+            jobs=jobs,
+            journal=journal,
+            notice=lambda line: bar.note(f"  {line}"),
+        )
     except JournalMismatch as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:

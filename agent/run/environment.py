@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -27,7 +27,14 @@ from agent.models import CommandResult, EnvironmentReport, SetupFailure, Validat
 from agent.run.runtime import Runtime
 from agent.sandbox.base import Sandbox
 from agent.sandbox.commands import run_command, scrubbed_env
-from agent.sandbox.envcache import Entry, EnvCache, copy_path, repo_id, setup_key
+from agent.sandbox.envcache import (
+    Entry,
+    EnvCache,
+    copy_path,
+    repo_id,
+    setup_key,
+    uncacheable_notes,
+)
 from agent.sandbox.shown import masked, output_tail, secret_values
 
 
@@ -79,8 +86,10 @@ def prepare_environment(
     environ: Mapping[str, str],
     env_dir: Path,
     cache: EnvCache | None,
+    announce: Callable[[str], None] | None = None,
 ) -> Environment:
-    """Make `env_dir` and run (or restore) the setup step for `worktree`, a checkout of `repo`.
+    """Make `env_dir` and run (or restore) the setup step for `worktree`, a checkout of `repo`;
+    `announce(command)` just before the command itself runs (not when it is restored).
 
     A failed setup is returned (report.setup == "failed"), for the caller to record and stop.
     """
@@ -90,11 +99,11 @@ def prepare_environment(
     if not testing.setup_command:
         return env
     command_env = scrubbed_env(environ, testing.env)
-    secrets = secret_values(environ)
+    step = _Step(testing, sandbox, command_env, secret_values(environ), announce)
     if cache is None or not sandbox.isolated:  # unsandboxed, paths differ run to run
         if cache is not None:
             report.notes.append("the environment cache needs the bwrap sandbox")
-        return _run_setup(env, worktree, testing, sandbox, command_env, secrets)
+        return _run_setup(env, worktree, step)
     key = setup_key(worktree, testing.setup_command, testing.setup_inputs, command_env)
     report.cache_key = key
     entry = cache.entry(repo_id(repo), key)
@@ -105,7 +114,7 @@ def prepare_environment(
             if cached:  # another run of this repository built it while we waited
                 restored = _restored(env, entry, worktree)
             else:
-                _run_setup(env, worktree, testing, sandbox, command_env, secrets)
+                _run_setup(env, worktree, step)
                 if report.setup == "ran" and not report.notes:
                     meta = {
                         "command": testing.setup_command,
@@ -116,7 +125,7 @@ def prepare_environment(
                     cache.save(entry, env_dir, worktree, env.tree_paths, meta)
                 return env
     if restored is None:  # the entry could not be restored safely: set up afresh, uncached
-        return _run_setup(env, worktree, testing, sandbox, command_env, secrets)
+        return _run_setup(env, worktree, step)
     return restored
 
 
@@ -142,21 +151,29 @@ def _restored(env: Environment, entry: Entry, worktree: Path) -> Environment | N
     return env
 
 
-def _run_setup(
-    env: Environment,
-    worktree: Path,
-    testing: TestingConfig,
-    sandbox: Sandbox,
-    command_env: Mapping[str, str],
-    secrets: Sequence[str],
-) -> Environment:
+@dataclass(frozen=True)
+class _Step:
+    """How the setup step runs: its config, sandbox and variables, the secrets its output is
+    masked of, and who is told when the command itself runs."""
+
+    testing: TestingConfig
+    sandbox: Sandbox
+    env: Mapping[str, str]
+    secrets: Sequence[str]
+    announce: Callable[[str], None] | None
+
+
+def _run_setup(env: Environment, worktree: Path, step: _Step) -> Environment:
+    testing, sandbox, secrets = step.testing, step.sandbox, step.secrets
     assert testing.setup_command is not None
+    if step.announce is not None:
+        step.announce(testing.setup_command)
     result = run_command(
         testing.setup_command,
         worktree,
         sandbox=sandbox.with_env(env.path),
         timeout=testing.setup_timeout,
-        env=command_env,
+        env=step.env,
         max_output_chars=testing.max_output_chars,
         network=testing.setup_network,
     )
@@ -196,19 +213,8 @@ def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:
     changed = [path for code, path in entries if code not in ("??", "!!")]
     untracked = [path for code, path in entries if code == "??"]
     env.tree_paths = [path.rstrip("/") for code, path in entries if code == "!!"]
-    notes: list[str] = []
-    if changed:
-        notes.append(
-            f"the setup step changed tracked files ({', '.join(changed[:5])}); its "
-            "result is not cached: use a command that leaves the repository as it is "
-            "(npm ci, not npm install)"
-        )
-    if untracked:
-        notes.append(
-            f"the setup step left untracked files that are not git-ignored "
-            f"({', '.join(untracked[:5])}): resetting an attempt deletes them; "
-            "install into $CRA_ENV or ignore them; the result is not cached"
-        )
+    tracked = [path for path, _ in worktrees.tracked_blobs(worktree)]
+    notes = uncacheable_notes(changed, untracked, tracked)
     env.report.notes += notes
     return notes
 

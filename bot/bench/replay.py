@@ -260,7 +260,8 @@ def _tasks(
         if pace.due(done, total, services.clock()):
             progress(f"mining: {done}/{total} commits, {len(found.tasks)} tasks")
 
-    found = mine(mirror, bed, options, progress=mined, jobs=mine_jobs(request.jobs))
+    jobs = mine_jobs(request.jobs)
+    found = mine(mirror, bed, options, progress=mined, jobs=jobs, notice=progress)
     for said in failed_setups(found):
         progress(said)
     progress(f"mined: {throughput(found)}")

@@ -23,6 +23,7 @@ from agent.sandbox.envcache import (
     Entry,
     EnvCache,
     _remove_if_free,
+    install_advice,
     matches_input,
     repo_id,
     setup_key,
@@ -301,6 +302,44 @@ def test_a_setup_that_changes_the_repository_is_not_cached(
     assert env.report.setup == "ran" and any(note in n for n in env.report.notes)
     assert env.setup is not None and note in env.setup.output
     assert not list((tmp_path / "cache").glob("*/*/meta.json"))
+
+
+def test_a_setup_writing_a_lock_file_the_repository_lacks_is_never_told_npm_ci(
+    bwrap: MakeBwrap, repo: Path, tmp_path: Path
+) -> None:
+    commit_file(repo, "package.json", '{"name": "calc"}\n', "Add a manifest, no lock file")
+    testing = TestingConfig(setup_command="echo {} > package-lock.json", test_command="true")
+    env = prepare(repo, testing, bwrap(), None, tmp_path / "env")
+    [note] = env.report.notes
+    assert "(package-lock.json)" in note and "npm ci" not in note
+    assert "npm install --no-package-lock" in note
+
+
+def test_a_setup_rewriting_the_lock_file_the_repository_holds_is_told_npm_ci(
+    bwrap: MakeBwrap, repo: Path, tmp_path: Path
+) -> None:
+    commit_file(repo, "web/package-lock.json", "{}\n", "Add a lock file")
+    testing = TestingConfig(
+        setup_command="echo '{\"v\": 3}' > web/package-lock.json", test_command="true"
+    )
+    env = prepare(repo, testing, bwrap(), None, tmp_path / "env")
+    [note] = env.report.notes
+    assert "changed tracked files (web/package-lock.json)" in note
+    assert "npm ci installs from package-lock.json without rewriting it" in note
+
+
+@pytest.mark.parametrize(
+    ("written", "tracked", "advice"),
+    [
+        (["yarn.lock"], ["yarn.lock"], "yarn install --frozen-lockfile"),
+        (["Cargo.lock"], ["Cargo.toml"], "the repository has no Cargo.lock"),
+        (["src/generated.py"], ["src/generated.py"], "leaves the repository as it is"),
+    ],
+)
+def test_the_advice_follows_the_lock_files_the_repository_holds(
+    written: list[str], tracked: list[str], advice: str
+) -> None:
+    assert advice in install_advice(written, tracked)
 
 
 def test_unsandboxed_the_setup_runs_every_time(repo: Path, tmp_path: Path) -> None:
