@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,6 +21,7 @@ from agent.config.files import TestingConfig
 from agent.doctor.preflight import require_test_command_started
 from agent.errors import SetupFailed, UnsafeCopy
 from agent.gate.validation import run_validation
+from agent.git import repo as git
 from agent.git import worktrees
 from agent.git.treefiles import symlinked_folder
 from agent.git.workspace import Workspace
@@ -217,6 +219,37 @@ def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:
     notes = uncacheable_notes(changed, untracked, tracked)
     env.report.notes += notes
     return notes
+
+
+def try_setup(
+    repo: Path,
+    testing: TestingConfig,
+    *,
+    sandbox: Sandbox,
+    environ: Mapping[str, str],
+    work_dir: Path,
+) -> EnvironmentReport:
+    """The setup step tried once, as a run would, in a detached worktree of `repo`'s HEAD under
+    `work_dir` and a fresh environment (never the cache: the command itself is what is tried);
+    both removed afterwards. What `cra doctor` reports."""
+    work_dir = work_dir.absolute()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    tree = Path(tempfile.mkdtemp(prefix="setup-", dir=work_dir))
+    git.run_git(["worktree", "add", "--quiet", "--detach", "--force", str(tree), "HEAD"], repo)
+    try:
+        env = prepare_environment(
+            tree,
+            repo,
+            testing,
+            sandbox=sandbox,
+            environ=environ,
+            env_dir=work_dir / f"{tree.name}-env",
+            cache=None,
+        )
+        env.close()
+        return env.report
+    finally:
+        worktrees.remove_worktree(repo, tree)
 
 
 def open_environment(
