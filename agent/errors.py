@@ -16,13 +16,14 @@
     ├── GitError               a git command (argv, returncode, stderr)
     ├── CredentialsInUrl       a remote URL with credentials in it              + ValueError
     ├── CommandNotStarted      a test, lint or type-check command that could not start
+    ├── SetupFailed            a run's setup step (result, report, failure)
     ├── UnsafeCopy             a copy into a checkout through its symlink (path)
     ├── ConnectionLost         a kept database connection broke
     └── BenchError             a bench's input or step (`cra bench …`)
         ├── TaskFileError      a task file, with the line that is wrong
         ├── ReportFileError    a results file that cannot be read              + ValueError
         ├── PartsError         a split or merge that cannot be done as asked
-        ├── SetupError         the repository's setup step failed at a commit
+        ├── SetupError         the repository's setup step failed at a commit (failure)
         ├── MixedSettings      a results file of the other tests setting
         ├── JournalMismatch    a mine's journal left with other settings
         └── BaselineError      a --baseline that cannot be read or compared     + ValueError
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agent.models import CommandResult, EnvironmentReport
+    from agent.models import CommandResult, EnvironmentReport, SetupFailure
 
 
 class AgentError(Exception):
@@ -222,7 +223,12 @@ class PartsError(BenchError):
 
 
 class SetupError(BenchError):
-    """The repository's setup step failed: the commit cannot be tested here."""
+    """The repository's setup step failed at a commit: it cannot be tested here; `failure`
+    holds the command, how it ended and its output's last lines."""
+
+    def __init__(self, failure: SetupFailure) -> None:
+        super().__init__(failure.explained())
+        self.failure = failure
 
 
 class MixedSettings(BenchError):
@@ -313,6 +319,12 @@ class SetupFailed(AgentError):
     """The setup step failed: the repository's environment could not be built."""
 
     def __init__(self, result: CommandResult, report: EnvironmentReport) -> None:
-        state = "timed out" if result.timed_out else f"exited with {result.exit_code}"
-        super().__init__(f"the setup step ({result.command}) {state}; see its output")
-        self.result, self.report = result, report
+        failure = report.failure
+        if failure is None:
+            state = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+            message = f"the setup step ({result.command}) {state}; see its output"
+        else:
+            last = failure.last_line()
+            message = failure.headline() + (f": {last}" if last else ", printing nothing")
+        super().__init__(message)
+        self.result, self.report, self.failure = result, report, failure

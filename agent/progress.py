@@ -60,6 +60,7 @@ class ProgressBar:
         self.pace = Pace(self.started)
         self.last_draw = float("-inf")
         self.pending: tuple[int, int, str, float] | None = None  # told but not yet shown
+        self.shown: tuple[int, int, str, float] | None = None  # on screen last
         self.drawn = False
         self.lock = threading.Lock()
 
@@ -88,6 +89,18 @@ class ProgressBar:
         """`label: 120/800 files, detail`."""
         return f"{self.label}: {done}/{total} {self.unit}" + (f", {detail}" if detail else "")
 
+    def note(self, text: str) -> None:
+        """A line of its own, above the bar on a terminal (the bar drawn again below it)."""
+        with self.lock:
+            if self.tty and self.drawn:
+                self._write("\r\x1b[K" + text + "\n")
+                self.drawn = False
+                self.pending = self.pending or self.shown
+                if self.pending is not None:
+                    self._show()
+            else:
+                self._write(text + "\n")
+
     def finish(self) -> None:
         """Show the last state if it was not shown yet; end the bar's line on a terminal."""
         with self.lock:
@@ -107,7 +120,7 @@ class ProgressBar:
 
     def _show(self) -> None:
         assert self.pending is not None
-        done, total, detail, now = self.pending
+        done, total, detail, now = self.shown = self.pending
         self.pending = None
         if self.tty:
             self._write("\r" + self.line(done, total, now - self.started, detail) + "\x1b[K")

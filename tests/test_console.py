@@ -312,6 +312,25 @@ def test_progress_in_a_file_is_a_few_plain_lines_ending_with_the_last_state(
     assert lines[-1] == "mining: 4321/5000 commits, 4 tasks"
 
 
+def test_a_note_on_a_terminal_goes_above_the_bar_which_is_drawn_again() -> None:
+    stream = Terminal()
+    bar = ProgressBar(stream, "mining", unit="commits", clock=lambda: 1.0)
+    bar(1, 4, "0 tasks")
+    bar.note("  abc123: running the setup step (npm install)")
+    text = stream.getvalue()
+    before, note, after = text.split("\r")[1:]
+    assert before.startswith("mining [") and "1/4 commits" in before
+    assert note == "\x1b[K  abc123: running the setup step (npm install)\n"
+    assert after.startswith("mining [") and "1/4 commits · 0 tasks" in after
+
+
+def test_a_note_elsewhere_is_a_plain_line_of_its_own() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream, "mining", unit="commits")
+    bar.note("  abc123: running the setup step (npm install)")
+    assert stream.getvalue() == "  abc123: running the setup step (npm install)\n"
+
+
 def test_slow_work_gets_a_plain_line_every_30_seconds_too() -> None:
     stream, now = io.StringIO(), [0.0]
     bar = ProgressBar(stream, "mining", unit="commits", clock=lambda: now[0])

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.bench.mining.journal import journal_path
-from agent.bench.mining.mine import Mined, MineOptions, mine, mine_jobs, throughput
+from agent.bench.mining.mine import (
+    Mined,
+    MineOptions,
+    failed_setups,
+    mine,
+    mine_jobs,
+    throughput,
+)
 from agent.bench.oracle.label import parse_label
 from agent.bench.oracle.model import oracle_factory
 from agent.bench.report.command import report_command
@@ -81,6 +88,8 @@ def _mine(args: argparse.Namespace, wiring: BenchWiring) -> int:
         )
     for note in mined.notes:
         print(f"cra: {note}", file=sys.stderr)
+    for said in failed_setups(mined):
+        print(f"cra: {said}", file=sys.stderr)
     for commit, why, tests in mined.excluded:
         print(
             f"cra: excluded {commit[:12]}: {why}" + (f": {tests}" if tests else ""), file=sys.stderr
@@ -100,15 +109,24 @@ def _mine(args: argparse.Namespace, wiring: BenchWiring) -> int:
 
 
 def _mined(repo: Path, bed: TestBed, options: MineOptions, jobs: int, journal: Path) -> Mined:
-    """The mine, its progress shown as it goes; a journal left with other settings is a
-    usage error, and an interrupted mine says how to resume."""
+    """The mine, its progress shown as it goes (and a line for each setup command that runs:
+    minutes, maybe); a journal left with other settings is a usage error, and an interrupted
+    mine says how to resume."""
     bar = ProgressBar(sys.stderr, "  mining", unit="commits")
 
     def progress(done: int, total: int, mined: Mined) -> None:
         bar(done, total, f"{len(mined.tasks)} tasks")
 
     try:
-        return mine(repo, bed, options, progress=progress, jobs=jobs, journal=journal)
+        return mine(
+            repo,
+            bed,
+            options,
+            progress=progress,
+            jobs=jobs,
+            journal=journal,
+            notice=lambda line: bar.note(f"  {line}"),
+        )
     except JournalMismatch as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:

@@ -32,7 +32,7 @@ from agent.bench.results import BenchResult, TestsSetting, append_result, finish
 from agent.bench.seen import Seen, run_calls, seen_fields, what_was_seen
 from agent.bench.statement import hidden_statement
 from agent.bench.tasks import BenchTask
-from agent.bench.trees import TestBed, checkout, outcomes, run_tests
+from agent.bench.trees import TestBed, checkout, outcomes, prepared
 from agent.config.files import ModelConfig, SolveConfig
 from agent.errors import AgentError, GitError, SetupError
 from agent.errors import MixedSettings as MixedSettings  # bot.bench.replay imports it from here
@@ -281,7 +281,13 @@ def score(
     `start`, where the run had them) put back over whatever the run did to test files,
     conftests and runner configs."""
     tests = tests or start
-    with checkout(bench.clone, head, bench.work_dir) as tree:
+    # the score must see every test: told not to stop early, as mining was
+    testing = full_run(bench.config.testing).testing
+    bed = TestBed(testing, bench.sandbox, bench.environ, bench.work_dir, bench.cache)
+    with (
+        checkout(bench.clone, head, bench.work_dir) as tree,
+        prepared(tree, bench.clone, bed) as ready,  # on `head` as it is: the cache's key
+    ):
         changed = git.run_git(["diff", "--no-renames", "--name-only", start, head], tree)
         theirs = git.run_git(["diff", "--no-renames", "--name-only", start, tests], tree)
         kept = set(git.run_git(["ls-tree", "-r", "--name-only", tests], tree).splitlines())
@@ -290,10 +296,7 @@ def score(
                 git.run_git(["checkout", tests, "--", path], tree)
             else:
                 (tree / path).unlink(missing_ok=True)
-        # the score must see every test: told not to stop early, as mining was
-        testing = full_run(bench.config.testing).testing
-        bed = TestBed(testing, bench.sandbox, bench.environ, bench.work_dir, bench.cache)
-        result = run_tests(tree, bench.clone, bed)
+        result = ready.run_tests()
     return dict(outcomes(result))
 
 

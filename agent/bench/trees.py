@@ -1,5 +1,6 @@
-"""Checkouts for the bench: a detached worktree of any commit, and the repository's tests run
-in it through the same sandbox, setup step and test report as every cra run.
+"""Checkouts for the bench: a detached worktree of any commit, set up (`prepared`: the setup
+step on the commit as it is, before any change) and its tests run through the same sandbox,
+setup step and test report as every cra run.
 
 Each checkout is a folder `bench-*` of the work dir with an owner record beside it
 (`bench-*.owner`: the process, its start, the host, the repository), and its environments are
@@ -135,26 +136,49 @@ class TestBed:
     cache: EnvCache | None = None
 
 
-def run_tests(tree: Path, repo: Path, bed: TestBed) -> ValidationResult:
-    """The test command in `tree`, after the repository's setup step (restored from the cache
-    when it can be), in the bed's sandbox; no lint or type check."""
-    testing, sandbox, environ = bed.testing, bed.sandbox, bed.environ
+@dataclass(frozen=True)
+class Prepared:
+    """A checkout whose setup step has run (or was restored): its tests may run, any number of
+    times, after any change to its files."""
+
+    tree: Path
+    bed: TestBed
+    env: Path
+
+    def run_tests(self) -> ValidationResult:
+        """The test command in the checkout, in the bed's sandbox; no lint or type check."""
+        bed = self.bed
+        return run_validation(
+            self.tree,
+            bed.testing,
+            environ=bed.environ,
+            sandbox=bed.sandbox.with_env(self.env),
+            extras=False,
+        )
+
+
+@contextmanager
+def prepared(
+    tree: Path, repo: Path, bed: TestBed, announce: Callable[[str], None] | None = None
+) -> Iterator[Prepared]:
+    """The repository's setup step in `tree` as it is — before any change is applied, so that
+    the environment cache's key and its check of the worktree see the commit itself and its
+    neighbours with the same dependency files share one entry — restored from the cache when
+    it can be; `announce(command)` when the command itself runs. SetupError when it failed."""
     env = prepare_environment(
         tree,
         repo,
-        testing,
-        sandbox=sandbox,
-        environ=environ,
+        bed.testing,
+        sandbox=bed.sandbox,
+        environ=bed.environ,
         env_dir=env_dir(bed.work_dir, tree),
         cache=bed.cache,
+        announce=announce,
     )
     try:
-        if env.report.setup == "failed":
-            output = env.setup.output[-2000:] if env.setup else ""
-            raise SetupError(f"the setup step failed: {output}")
-        return run_validation(
-            tree, testing, environ=environ, sandbox=sandbox.with_env(env.path), extras=False
-        )
+        if env.report.failure is not None:
+            raise SetupError(env.report.failure)
+        yield Prepared(tree, bed, env.path)
     finally:
         env.close()
 

@@ -23,7 +23,10 @@ from agent.console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, describe_unknown, un
 from agent.errors import AgentError, ConfigError, PreflightFailed, SandboxUnavailable, UsageError
 
 if TYPE_CHECKING:
+    from agent.config.files import SolveConfig
+    from agent.models import EnvironmentReport
     from agent.runlog.store import RunLog
+    from agent.sandbox.base import Sandbox
 
 # Each command imports what it uses when it runs (issue 14): a solve does not pay for the
 # doctor, the renderings of `cra runs` or the bench, nor for its own later passes, before its
@@ -133,10 +136,22 @@ def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         environ=env,
         trust_repo_config=args.trust_repo_config,
     )
+    from agent.run.environment import try_setup
+
+    def setup(config: SolveConfig, sandbox: Sandbox) -> EnvironmentReport:
+        return try_setup(
+            checkout.repo,
+            config.testing,
+            sandbox=sandbox,
+            environ=env,
+            work_dir=checkout.data_dir / "doctor",
+        )
+
     report = local_report(
         checkout,
         known_variables=CRA_VARIABLES,
         sandbox=lambda config: chosen_sandbox(args, env, config, say=False),
+        setup=setup,
     )
     print(render(report, as_json=args.json))
     return EXIT_OK if report.passed else EXIT_FAILED

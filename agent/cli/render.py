@@ -53,6 +53,8 @@ def render_result(result: OrchestratorResult) -> str:
     if result.environment is not None:
         lines.append(environment_line(result.environment))
         lines += [f"note: {note}" for note in result.environment.notes]
+        if result.environment.failure is not None:
+            lines.append(f"setup failed: {result.environment.failure.explained()}")
     lines.append(f"tests before: {verdict(result.baseline)}{_counted(result.baseline)}")
     lines.append(
         f"tests after: {verdict(result.final_validation)}{_counted(result.final_validation)}"

@@ -1,4 +1,5 @@
-"""`cra doctor`: the checks of a local checkout, in the order a newcomer meets the problems."""
+"""`cra doctor`: the checks of a local checkout, in the order a newcomer meets the problems
+(the setup step tried once among them)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,12 @@ from agent.doctor.checks import (
     load_for_doctor,
     roles_used,
 )
-from agent.doctor.report import Check, Finding, Report, fail, run_checks
-from agent.errors import ConfigError
-from agent.sandbox.base import Sandbox
+from agent.doctor.report import Check, Finding, Report, fail, ok, run_checks, warn
+from agent.errors import ConfigError, GitError
+from agent.models import EnvironmentReport
+from agent.sandbox.base import Sandbox, SandboxUnavailable
+
+TrySetup = Callable[[SolveConfig, Sandbox], EnvironmentReport]  # the setup step, tried once
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,11 @@ def local_report(
     *,
     known_variables: Sequence[str],
     sandbox: Callable[[SolveConfig | None], Sandbox],
+    setup: TrySetup | None = None,
 ) -> Report:
     """The checks of a local checkout, in the order a newcomer meets the problems; `sandbox`
-    builds the sandbox for the config (None when it cannot be read)."""
+    builds the sandbox for the config (None when it cannot be read); `setup` tries the
+    config's setup step in it, as a run would (agent.run.environment.try_setup)."""
     repo, data_dir, environ = checkout.repo, checkout.data_dir, checkout.environ
     loaded, config_findings = load_for_doctor(
         repo, checkout.config_file, environ, trust_flag=checkout.trust_repo_config
@@ -65,9 +71,39 @@ def local_report(
                 "test command",
                 lambda: check_test_command(repo, config.testing, environ, config.source),
             ),
-            ("models", lambda: _local_models(config, environ, endpoints_in)),
         ]
+        if setup is not None and config.testing.setup_command:
+            tried = setup
+            checks.append(
+                ("setup step", lambda: check_setup(lambda: tried(config, sandbox(config)), config))
+            )
+        checks.append(("models", lambda: _local_models(config, environ, endpoints_in)))
     return run_checks("cra", checks)
+
+
+def check_setup(tried: Callable[[], EnvironmentReport], config: SolveConfig) -> Iterable[Finding]:
+    """The setup step, tried once: how it ended (the command, its status and the last lines
+    of its output when it failed), and its notes."""
+    where = config.source or ".github/cra.toml"
+    command = config.testing.setup_command
+    try:
+        report = tried()
+    except GitError as exc:
+        yield fail("setup step", f"no checkout of HEAD to try it in: {exc}", "commit something")
+        return
+    except SandboxUnavailable:
+        yield fail("setup step", "not tried: the sandbox cannot run here", "see the sandbox line")
+        return
+    if report.failure is not None:
+        yield fail(
+            "setup step",
+            report.failure.explained(),
+            f"run it by hand in a fresh clone, then fix testing.setup_command in {where}",
+        )
+        return
+    yield ok("setup step", f"{command!r} ran in the {report.sandbox} sandbox")
+    for note in report.notes:
+        yield warn("setup step", note, f"change testing.setup_command in {where}")
 
 
 def _local_models(

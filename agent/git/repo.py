@@ -387,10 +387,17 @@ def _skip_submodules(worktree: Path) -> list[str]:
     ]
 
 
+def check_diff(path: Path, diff_text: str) -> None:
+    """GitError when the unified diff would not apply cleanly to the working tree at `path`;
+    nothing is touched either way."""
+    if diff_text.strip():
+        run_git(["apply", "--check", "--whitespace=nowarn", "-"], path, input=diff_text)
+
+
 def apply_diff(path: Path, diff_text: str) -> None:
     """Apply a unified diff to the working tree at `path` (the repository root), or change
     nothing: a diff that does not apply cleanly raises GitError before any file is touched."""
     if not diff_text.strip():
         return
-    run_git(["apply", "--check", "--whitespace=nowarn", "-"], path, input=diff_text)
+    check_diff(path, diff_text)
     run_git(["apply", "--whitespace=nowarn", "-"], path, input=diff_text)

@@ -147,6 +147,40 @@ class TestChange(Record):
     step: str = ""
 
 
+class SetupFailure(Record):
+    """A setup step that failed, as people are told: its command, how it ended and the last
+    lines of its output (bounded, secrets masked: agent.sandbox.shown)."""
+
+    command: str
+    exit_code: int | None = None
+    timed_out: bool = False
+    timeout_s: float | None = None
+    tail: str = ""
+
+    def ended(self) -> str:
+        """How the command ended: `exited with status 1`, `timed out after 600 s`."""
+        if self.timed_out:
+            return f"timed out after {self.timeout_s:g} s" if self.timeout_s else "timed out"
+        if self.exit_code is None:
+            return "could not start"
+        return f"exited with status {self.exit_code}"
+
+    def headline(self) -> str:
+        """One line: the command and how it ended."""
+        return f"the setup step ({self.command}) {self.ended()}"
+
+    def last_line(self) -> str:
+        """The output's last line ("" when it printed nothing)."""
+        return self.tail.rsplit("\n", 1)[-1].strip()
+
+    def explained(self) -> str:
+        """The headline, then the output's last lines, indented."""
+        if not self.tail.strip():
+            return f"{self.headline()}, printing nothing"
+        shown = "\n".join(f"    {line}" for line in self.tail.splitlines())
+        return f"{self.headline()}; its output ended:\n{shown}"
+
+
 class EnvironmentReport(Record):
     """Where a run's repository commands ran, and how its setup step went."""
 
@@ -155,6 +189,7 @@ class EnvironmentReport(Record):
     setup: Literal["none", "ran", "cached", "failed"] = "none"
     cache_key: str | None = None
     notes: list[str] = Field(default_factory=list)
+    failure: SetupFailure | None = None  # when setup == "failed"
 
 
 class BaselineComparison(Record):

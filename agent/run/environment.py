@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -20,14 +21,23 @@ from agent.config.files import TestingConfig
 from agent.doctor.preflight import require_test_command_started
 from agent.errors import SetupFailed, UnsafeCopy
 from agent.gate.validation import run_validation
+from agent.git import repo as git
 from agent.git import worktrees
 from agent.git.treefiles import symlinked_folder
 from agent.git.workspace import Workspace
-from agent.models import CommandResult, EnvironmentReport, ValidationResult
+from agent.models import CommandResult, EnvironmentReport, SetupFailure, ValidationResult
 from agent.run.runtime import Runtime
 from agent.sandbox.base import Sandbox
 from agent.sandbox.commands import run_command, scrubbed_env
-from agent.sandbox.envcache import Entry, EnvCache, copy_path, repo_id, setup_key
+from agent.sandbox.envcache import (
+    Entry,
+    EnvCache,
+    copy_path,
+    repo_id,
+    setup_key,
+    uncacheable_notes,
+)
+from agent.sandbox.shown import masked, output_tail, secret_values
 
 
 @dataclass
@@ -78,8 +88,10 @@ def prepare_environment(
     environ: Mapping[str, str],
     env_dir: Path,
     cache: EnvCache | None,
+    announce: Callable[[str], None] | None = None,
 ) -> Environment:
-    """Make `env_dir` and run (or restore) the setup step for `worktree`, a checkout of `repo`.
+    """Make `env_dir` and run (or restore) the setup step for `worktree`, a checkout of `repo`;
+    `announce(command)` just before the command itself runs (not when it is restored).
 
     A failed setup is returned (report.setup == "failed"), for the caller to record and stop.
     """
@@ -89,10 +101,11 @@ def prepare_environment(
     if not testing.setup_command:
         return env
     command_env = scrubbed_env(environ, testing.env)
+    step = _Step(testing, sandbox, command_env, secret_values(environ), announce)
     if cache is None or not sandbox.isolated:  # unsandboxed, paths differ run to run
         if cache is not None:
             report.notes.append("the environment cache needs the bwrap sandbox")
-        return _run_setup(env, worktree, testing, sandbox, command_env)
+        return _run_setup(env, worktree, step)
     key = setup_key(worktree, testing.setup_command, testing.setup_inputs, command_env)
     report.cache_key = key
     entry = cache.entry(repo_id(repo), key)
@@ -103,7 +116,7 @@ def prepare_environment(
             if cached:  # another run of this repository built it while we waited
                 restored = _restored(env, entry, worktree)
             else:
-                _run_setup(env, worktree, testing, sandbox, command_env)
+                _run_setup(env, worktree, step)
                 if report.setup == "ran" and not report.notes:
                     meta = {
                         "command": testing.setup_command,
@@ -114,7 +127,7 @@ def prepare_environment(
                     cache.save(entry, env_dir, worktree, env.tree_paths, meta)
                 return env
     if restored is None:  # the entry could not be restored safely: set up afresh, uncached
-        return _run_setup(env, worktree, testing, sandbox, command_env)
+        return _run_setup(env, worktree, step)
     return restored
 
 
@@ -140,26 +153,39 @@ def _restored(env: Environment, entry: Entry, worktree: Path) -> Environment | N
     return env
 
 
-def _run_setup(
-    env: Environment,
-    worktree: Path,
-    testing: TestingConfig,
-    sandbox: Sandbox,
-    command_env: Mapping[str, str],
-) -> Environment:
+@dataclass(frozen=True)
+class _Step:
+    """How the setup step runs: its config, sandbox and variables, the secrets its output is
+    masked of, and who is told when the command itself runs."""
+
+    testing: TestingConfig
+    sandbox: Sandbox
+    env: Mapping[str, str]
+    secrets: Sequence[str]
+    announce: Callable[[str], None] | None
+
+
+def _run_setup(env: Environment, worktree: Path, step: _Step) -> Environment:
+    testing, sandbox, secrets = step.testing, step.sandbox, step.secrets
     assert testing.setup_command is not None
+    if step.announce is not None:
+        step.announce(testing.setup_command)
     result = run_command(
         testing.setup_command,
         worktree,
         sandbox=sandbox.with_env(env.path),
         timeout=testing.setup_timeout,
-        env=command_env,
+        env=step.env,
         max_output_chars=testing.max_output_chars,
         network=testing.setup_network,
     )
+    # the setup step has the network: what it printed of a credential stays out of the record
+    result = result.model_copy(update={"output": masked(result.output, secrets)})
     ok = result.exit_code == 0 and not result.timed_out
     env.report.setup = "ran" if ok else "failed"
-    if ok:
+    if not ok:
+        env.report.failure = setup_failure(result, testing, secrets)
+    else:
         notes = _inspect_worktree(env, worktree)
         if notes:
             result = result.model_copy(
@@ -169,27 +195,61 @@ def _run_setup(
     return env
 
 
+def setup_failure(
+    result: CommandResult, testing: TestingConfig, secrets: Sequence[str]
+) -> SetupFailure:
+    """What people are told of a failed setup: its command, how it ended, its output's last
+    lines, with `secrets` (and anything shaped like a credential) masked."""
+    return SetupFailure(
+        command=masked(result.command, secrets),
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        timeout_s=testing.setup_timeout if result.timed_out else None,
+        tail=output_tail(result.output, secrets),
+    )
+
+
 def _inspect_worktree(env: Environment, worktree: Path) -> list[str]:
     """Record the ignored files the setup made; notes on what would not survive a reset."""
     entries = worktrees.status_entries(worktree)
     changed = [path for code, path in entries if code not in ("??", "!!")]
     untracked = [path for code, path in entries if code == "??"]
     env.tree_paths = [path.rstrip("/") for code, path in entries if code == "!!"]
-    notes: list[str] = []
-    if changed:
-        notes.append(
-            f"the setup step changed tracked files ({', '.join(changed[:5])}); its "
-            "result is not cached: use a command that leaves the repository as it is "
-            "(npm ci, not npm install)"
-        )
-    if untracked:
-        notes.append(
-            f"the setup step left untracked files that are not git-ignored "
-            f"({', '.join(untracked[:5])}): resetting an attempt deletes them; "
-            "install into $CRA_ENV or ignore them; the result is not cached"
-        )
+    tracked = [path for path, _ in worktrees.tracked_blobs(worktree)]
+    notes = uncacheable_notes(changed, untracked, tracked)
     env.report.notes += notes
     return notes
+
+
+def try_setup(
+    repo: Path,
+    testing: TestingConfig,
+    *,
+    sandbox: Sandbox,
+    environ: Mapping[str, str],
+    work_dir: Path,
+) -> EnvironmentReport:
+    """The setup step tried once, as a run would, in a detached worktree of `repo`'s HEAD under
+    `work_dir` and a fresh environment (never the cache: the command itself is what is tried);
+    both removed afterwards. What `cra doctor` reports."""
+    work_dir = work_dir.absolute()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    tree = Path(tempfile.mkdtemp(prefix="setup-", dir=work_dir))
+    git.run_git(["worktree", "add", "--quiet", "--detach", "--force", str(tree), "HEAD"], repo)
+    try:
+        env = prepare_environment(
+            tree,
+            repo,
+            testing,
+            sandbox=sandbox,
+            environ=environ,
+            env_dir=work_dir / f"{tree.name}-env",
+            cache=None,
+        )
+        env.close()
+        return env.report
+    finally:
+        worktrees.remove_worktree(repo, tree)
 
 
 def open_environment(

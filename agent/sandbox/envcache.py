@@ -6,7 +6,9 @@ back into the next run's worktree, which the sandbox also mounts at one fixed pa
 paths inside (shebangs, editable installs) stay true. Entries are immutable once saved: a run
 works on its own copy. One lock file per key: building holds it exclusively (a second run of the
 same key waits, then reuses the result), restoring holds it shared, eviction only takes it when
-free. The total size is bounded; the least recently used entries go first.
+free. The total size is bounded; the least recently used entries go first. A setup that left
+the repository changed is not cached, and `uncacheable_notes` says why with advice that fits the
+repository's lock files (`npm ci` only where a package-lock.json is tracked).
 """
 
 from __future__ import annotations
@@ -59,6 +61,60 @@ def setup_key(worktree: Path, command: str, inputs: Sequence[str], env: Mapping[
         if matches_input(path, inputs):
             digest.update(f"{path}\0{blob}\0".encode())
     return digest.hexdigest()[:32]
+
+
+_FROZEN = {  # a lock file → the command that installs from it without rewriting it
+    "package-lock.json": "npm ci",
+    "npm-shrinkwrap.json": "npm ci",
+    "yarn.lock": "yarn install --frozen-lockfile (yarn 1) or --immutable (yarn 2 and later)",
+    "pnpm-lock.yaml": "pnpm install --frozen-lockfile",
+    "Cargo.lock": "cargo fetch --locked",
+    "poetry.lock": "poetry install, with the lock file in step with pyproject.toml",
+}
+_UNLOCKED = {  # a lock file the repository lacks and the setup writes → how to write none
+    "package-lock.json": "npm install --no-package-lock writes none",
+}
+
+
+def uncacheable_notes(
+    changed: Sequence[str], untracked: Sequence[str], tracked: Sequence[str]
+) -> list[str]:
+    """Why a setup that left the repository changed is not cached, with advice that fits the
+    repository: `changed` tracked files and `untracked` ones it left, among the `tracked`."""
+    notes = []
+    if changed:
+        notes.append(
+            f"the setup step changed tracked files ({', '.join(changed[:5])}); its result is "
+            f"not cached: {install_advice(changed, tracked)}"
+        )
+    if untracked:
+        notes.append(
+            f"the setup step left untracked files that are not git-ignored "
+            f"({', '.join(untracked[:5])}): resetting an attempt deletes them; "
+            f"{install_advice(untracked, tracked, 'install into $CRA_ENV or ignore them')}; "
+            "the result is not cached"
+        )
+    return notes
+
+
+def install_advice(
+    paths: Sequence[str],
+    tracked: Sequence[str],
+    otherwise: str = "use a command that leaves the repository as it is",
+) -> str:
+    """What a setup that wrote `paths` should run instead, as its lock files tell: a lock file
+    the repository holds is installed from as it is (`npm ci`); one it lacks is not written
+    (never `npm ci` without a lock file). `otherwise` when no lock file is among `paths`."""
+    held = {path.rsplit("/", 1)[-1] for path in tracked}
+    for path in paths:
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        if name not in _FROZEN:
+            continue
+        if name in held:
+            return f"{_FROZEN[name]} installs from {name} without rewriting it"
+        how = _UNLOCKED.get(name, "ignore it in .gitignore")
+        return f"the repository has no {name} and the setup writes one: {how}"
+    return otherwise
 
 
 def _os_release() -> str:

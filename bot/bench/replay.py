@@ -9,7 +9,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.bench.mining.mine import Mined, MineOptions, TestBed, mine, mine_jobs, throughput
+from agent.bench.mining.mine import (
+    Mined,
+    MineOptions,
+    TestBed,
+    failed_setups,
+    mine,
+    mine_jobs,
+    throughput,
+)
 from agent.bench.oracle import oracle_factory, parse_label
 from agent.bench.report.scores import BenchReport, build_report
 from agent.bench.results import BenchResult, TestsSetting, read_results
@@ -252,7 +260,10 @@ def _tasks(
         if pace.due(done, total, services.clock()):
             progress(f"mining: {done}/{total} commits, {len(found.tasks)} tasks")
 
-    found = mine(mirror, bed, options, progress=mined, jobs=mine_jobs(request.jobs))
+    jobs = mine_jobs(request.jobs)
+    found = mine(mirror, bed, options, progress=mined, jobs=jobs, notice=progress)
+    for said in failed_setups(found):
+        progress(said)
     progress(f"mined: {throughput(found)}")
     return found.tasks
 

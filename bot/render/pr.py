@@ -178,7 +178,11 @@ def _summary(context: PrContext) -> str:
 
 
 def _output_of(result: OrchestratorResult) -> tuple[str, str] | None:
-    """The test output worth showing: the failed step's, else the last passing state's."""
+    """The output worth showing: the failed setup step's, else the failed step's test output,
+    else the last passing state's."""
+    setup = result.environment.failure if result.environment is not None else None
+    if setup is not None and setup.tail:
+        return ("Output of the setup step, its last lines", setup.tail)
     failed = first_failed(result)
     if failed is not None and failed.validation is not None and failed.validation.test_output:
         return (

@@ -117,7 +117,8 @@ def environment_line(result: OrchestratorResult) -> str:
         else "Commands ran **unsandboxed** (sandbox `none`)"
     )
     notes = "".join(f"\n- Note: {md.para(note, 500)}" for note in env.notes)
-    return f"{where}{_SETUP[env.setup]}.{notes}"
+    failed = f": {md.line(env.failure.headline(), 300)}" if env.failure is not None else ""
+    return f"{where}{_SETUP[env.setup]}{failed}.{notes}"
 
 
 def tests_section(result: OrchestratorResult) -> str:

@@ -109,6 +109,38 @@ def test_the_operators_config_opens_an_address_to_the_setup_step_and_the_doctor_
     assert line.endswith("nor IPv6; the operator opened 10.1.2.3/32"), line
 
 
+def test_a_failing_setup_step_is_tried_once_and_shows_its_status_and_last_lines(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer
+) -> None:
+    setup = "echo resolving; echo 'npm ERR! could not reach git.example' >&2; exit 128"
+    config = good_config(server.url).replace(
+        "[testing]\n", f"[testing]\nsetup_command = {json.dumps(setup)}\n", 1
+    )
+    done = doctor(tmp_path, repo, config)
+    assert done.code == 1
+    [line] = lines_of(done, "✗")
+    assert (
+        line == f"✗ setup step: the setup step ({setup}) exited with status 128; its output ended:"
+    )
+    assert "    resolving\n    npm ERR! could not reach git.example → run it by hand" in done.out
+    assert_documented(line)
+    assert not list((tmp_path / "data" / "doctor").iterdir())  # its checkout and env removed
+
+
+def test_a_setup_step_that_works_passes_and_leaves_the_checkout_as_it_was(
+    tmp_path: Path, repo: Path, server: ScriptedModelServer
+) -> None:
+    setup = 'echo installed > "$CRA_ENV/done"'
+    config = good_config(server.url).replace(
+        "[testing]\n", f"[testing]\nsetup_command = {json.dumps(setup)}\n", 1
+    )
+    done = doctor(tmp_path, repo, config)
+    assert done.code == 0, done.text
+    assert f"✓ setup step: {setup!r} ran in the " in done.out
+    assert git_in(repo, "status", "--porcelain").strip() == ""
+    assert git_in(repo, "worktree", "list").count("\n") == 1
+
+
 def test_json_gives_the_same_findings(
     tmp_path: Path, repo: Path, server: ScriptedModelServer
 ) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.cli.render import render_result
 from agent.config.files import parse_config
 from agent.llm.client import HTTPChatModel
 from agent.llm.router import ModelRouter
@@ -137,6 +138,17 @@ def test_a_failing_setup_stops_the_run_before_any_model_call(world: World) -> No
     assert "the setup step (echo no index here; exit 3)" in (result.error or "")
     assert result.environment is not None and result.environment.setup == "failed"
     assert world.server.requests == []
+
+
+def test_a_failing_setup_says_how_it_ended_and_what_it_printed_last(world: World) -> None:
+    command = "echo resolving deps; echo 'npm ERR! could not reach git.example' >&2; exit 3"
+    result = world.solve({"setup_command": command, "test_command": "true"})
+    assert result.error == (
+        f"the setup step ({command}) exited with status 3: npm ERR! could not reach git.example"
+    )
+    shown = render_result(result)
+    assert "setup failed: the setup step" in shown
+    assert "    resolving deps\n    npm ERR! could not reach git.example" in shown
 
 
 def test_a_fork_bomb_in_the_tests_is_stopped_and_the_next_run_goes_on(world: World) -> None:

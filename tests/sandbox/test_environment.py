@@ -23,6 +23,7 @@ from agent.sandbox.envcache import (
     Entry,
     EnvCache,
     _remove_if_free,
+    install_advice,
     matches_input,
     repo_id,
     setup_key,
@@ -184,6 +185,33 @@ def test_a_failed_setup_is_reported_and_not_cached(
     assert not list((tmp_path / "cache").glob("*/*/meta.json"))
 
 
+def test_a_failed_setup_says_its_command_status_and_last_lines_with_secrets_masked(
+    bwrap: MakeBwrap, repo: Path, tmp_path: Path
+) -> None:
+    noisy = "for n in $(seq 1 50); do echo step $n; done"
+    command = f"{noisy}; echo 'fetch https://me:pw123456@git.example/dep.git' >&2; exit 128"
+    testing = TestingConfig(setup_command=command, test_command="true")
+    env = prepare(repo, testing, bwrap(), None, tmp_path / "env")
+    failure = env.report.failure
+    assert failure is not None
+    assert failure.headline().startswith(f"the setup step ({noisy}; echo 'fetch https://")
+    assert failure.ended() == "exited with status 128"
+    assert failure.last_line() == "fetch https://[redacted]@git.example/dep.git"
+    assert "step 50" in failure.tail and "step 1\n" not in failure.tail
+    assert "pw123456" not in failure.explained()
+
+
+def test_a_setup_over_its_time_says_it_timed_out(
+    bwrap: MakeBwrap, repo: Path, tmp_path: Path
+) -> None:
+    testing = TestingConfig(
+        setup_command="echo resolving; sleep 30", setup_timeout=1, test_command="true"
+    )
+    failure = prepare(repo, testing, bwrap(), None, tmp_path / "env").report.failure
+    assert failure is not None and failure.ended() == "timed out after 1 s"
+    assert "resolving" in failure.tail
+
+
 def test_setup_files_left_in_the_worktree_are_restored_when_ignored(
     bwrap: MakeBwrap, repo: Path, tmp_path: Path
 ) -> None:
@@ -274,6 +302,44 @@ def test_a_setup_that_changes_the_repository_is_not_cached(
     assert env.report.setup == "ran" and any(note in n for n in env.report.notes)
     assert env.setup is not None and note in env.setup.output
     assert not list((tmp_path / "cache").glob("*/*/meta.json"))
+
+
+def test_a_setup_writing_a_lock_file_the_repository_lacks_is_never_told_npm_ci(
+    bwrap: MakeBwrap, repo: Path, tmp_path: Path
+) -> None:
+    commit_file(repo, "package.json", '{"name": "calc"}\n', "Add a manifest, no lock file")
+    testing = TestingConfig(setup_command="echo {} > package-lock.json", test_command="true")
+    env = prepare(repo, testing, bwrap(), None, tmp_path / "env")
+    [note] = env.report.notes
+    assert "(package-lock.json)" in note and "npm ci" not in note
+    assert "npm install --no-package-lock" in note
+
+
+def test_a_setup_rewriting_the_lock_file_the_repository_holds_is_told_npm_ci(
+    bwrap: MakeBwrap, repo: Path, tmp_path: Path
+) -> None:
+    commit_file(repo, "web/package-lock.json", "{}\n", "Add a lock file")
+    testing = TestingConfig(
+        setup_command="echo '{\"v\": 3}' > web/package-lock.json", test_command="true"
+    )
+    env = prepare(repo, testing, bwrap(), None, tmp_path / "env")
+    [note] = env.report.notes
+    assert "changed tracked files (web/package-lock.json)" in note
+    assert "npm ci installs from package-lock.json without rewriting it" in note
+
+
+@pytest.mark.parametrize(
+    ("written", "tracked", "advice"),
+    [
+        (["yarn.lock"], ["yarn.lock"], "yarn install --frozen-lockfile"),
+        (["Cargo.lock"], ["Cargo.toml"], "the repository has no Cargo.lock"),
+        (["src/generated.py"], ["src/generated.py"], "leaves the repository as it is"),
+    ],
+)
+def test_the_advice_follows_the_lock_files_the_repository_holds(
+    written: list[str], tracked: list[str], advice: str
+) -> None:
+    assert advice in install_advice(written, tracked)
 
 
 def test_unsandboxed_the_setup_runs_every_time(repo: Path, tmp_path: Path) -> None:

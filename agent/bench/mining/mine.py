@@ -2,9 +2,11 @@
 
 A commit qualifies when it changes 1–N code files outside the tests and at least one test file,
 with a bounded source diff, and nothing it deletes or renames is code. For each, in a detached
-checkout of its parent: the commit's test changes are applied and the test command runs (after
-the repository's setup step, in the sandbox, told not to stop at the first failure where it can
-be: agent.bench.keep_going); then the source change is applied and the tests run again. The
+checkout of its parent: the repository's setup step runs on the parent as it is (restored from
+the environment cache when the dependency files match an earlier commit's), then the commit's
+test changes are applied and the test command runs (in the sandbox, told not to stop at the
+first failure where it can be: agent.bench.keep_going); then the source change is applied and
+the tests run again. The
 task is kept when some tests of the changed test files go from failing (or not collected) to
 passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times
 (agent.bench.mining.replay).
@@ -38,12 +40,12 @@ from agent.bench.patches import Split, split_commit
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
 from agent.bench.trees import TestBed as TestBed  # bot.bench.replay imports it from here
-from agent.bench.trees import checkout, outcomes, remove_left, run_tests
+from agent.bench.trees import checkout, outcomes, prepared, remove_left
 from agent.errors import GitError, SetupError
 from agent.git import repo as git
-from agent.models import ValidationResult
 
 OWNER_NAME = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+SETUP_FAILED = "the setup step failed"  # its command, status and output in the outcome's detail
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class Mined:
     examined: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     excluded: list[tuple[str, str, str]] = field(default_factory=list)  # commit, why, tests
+    failed_setups: list[tuple[str, str]] = field(default_factory=list)  # commit, what it said
     notes: list[str] = field(default_factory=list)
     resumed: int = 0  # of the examined, those whose outcome an interrupted mine's journal held
     replay_s: float = 0.0  # this mine's replays (the resumed one's not), summed
@@ -84,6 +87,8 @@ class Mined:
             self.exclude(outcome.commit, outcome.reason, outcome.detail)
         else:
             self.skip(outcome.reason)
+            if outcome.reason == SETUP_FAILED:
+                self.failed_setups.append((outcome.commit, outcome.detail))
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -116,6 +121,21 @@ def throughput(mined: Mined) -> str:
         f"{fresh * 60 / wall:.1f} commits/min; replays (checkout, setup, tests) "
         f"took {mined.replay_s:.1f} s in all, {mined.replay_s / wall:.2f}x the wall time"
     )
+
+
+def failed_setups(mined: Mined, *, shown: int = 5) -> list[str]:
+    """What the setup steps that failed said, once per distinct message, with the commits that
+    met it (the first `shown` named); the setup step's own output lines are kept as they are."""
+    by_message: dict[str, list[str]] = {}
+    for commit, said in mined.failed_setups:
+        by_message.setdefault(said or SETUP_FAILED, []).append(commit[:12])
+    lines = []
+    for said, commits in by_message.items():
+        named = ", ".join(commits[:shown]) + (
+            f" and {len(commits) - shown} more" if len(commits) > shown else ""
+        )
+        lines.append(f"the setup step failed at {len(commits)} commit(s) ({named}): {said}")
+    return lines
 
 
 def repo_name(repo: Path, given: str | None = None) -> str:
@@ -160,10 +180,13 @@ def mine(
     jobs: int = 1,
     journal: Path | None = None,
     clock: Callable[[], float] = time.monotonic,
+    notice: Callable[[str], None] | None = None,
 ) -> Mined:
     """Every qualifying commit of `repo` as a task (see the module's docstring), its tests
     run with a command that does not stop at the first failure where that can be had;
-    `progress(examined, candidates, so_far)` after each commit, in this thread."""
+    `progress(examined, candidates, so_far)` after each commit, in this thread; `notice(line)`
+    when a commit's setup command starts to run (not when it is restored), in its job's
+    thread."""
     started = clock()
     remove_left(bed.work_dir)
     full = full_run(bed.testing)
@@ -176,7 +199,7 @@ def mine(
     for outcome in known.values():
         so_far.add(outcome)
 
-    mining = _Mining(repo, name, bed, options, clock)
+    mining = _Mining(repo, name, bed, options, clock, notice)
 
     def examine(commit: str) -> Outcome:
         return _outcome(mining, commit)
@@ -232,13 +255,14 @@ def _examined(
 @dataclass(frozen=True)
 class _Mining:
     """What every commit of one mine is examined with: the repository, its name in the tasks,
-    the test bed, the options and the clock."""
+    the test bed, the options, the clock and who hears of a setup command that runs."""
 
     repo: Path
     name: str
     bed: TestBed
     options: MineOptions
     clock: Callable[[], float]
+    notice: Callable[[str], None] | None = None  # told when a setup command runs
 
 
 def _outcome(mining: _Mining, commit: str) -> Outcome:
@@ -253,8 +277,13 @@ def _outcome(mining: _Mining, commit: str) -> Outcome:
     if reason is not None:
         return Outcome(commit=commit, kind="skipped", reason=reason)
     started = clock()
-    replayed = _replayed(repo, split, mining.bed)
+    replayed = _replayed(repo, split, mining.bed, _announcer(mining.notice, commit))
     seconds = clock() - started
+    if isinstance(replayed, SetupError):
+        detail = replayed.failure.explained()
+        return Outcome(
+            commit=commit, kind="skipped", reason=SETUP_FAILED, detail=detail, replay_s=seconds
+        )
     if isinstance(replayed, str):
         return Outcome(commit=commit, kind="skipped", reason=replayed, replay_s=seconds)
     verdict, output = replayed
@@ -278,14 +307,29 @@ def _outcome(mining: _Mining, commit: str) -> Outcome:
     return Outcome(commit=commit, kind="task", task=task, replay_s=seconds)
 
 
-def _replayed(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str] | str:
-    """The replay's verdict and output, or why the commit could not be replayed."""
+def _replayed(
+    repo: Path, split: Split, bed: TestBed, announce: Callable[[str], None] | None
+) -> tuple[Verdict, str] | SetupError | str:
+    """The replay's verdict and output, or why the commit could not be replayed: its failed
+    setup step, or a reason."""
     try:
-        return _replay(repo, split, bed)
-    except SetupError:
-        return "the setup step failed"
+        return _replay(repo, split, bed, announce)
+    except SetupError as exc:
+        return exc
     except GitError:
         return "the test changes do not apply to the parent"
+
+
+def _announcer(notice: Callable[[str], None] | None, commit: str) -> Callable[[str], None] | None:
+    """What tells `notice` that the setup command runs for `commit`'s replay."""
+    if notice is None:
+        return None
+    say = notice
+
+    def announce(command: str) -> None:
+        say(f"{commit[:12]}: running the setup step ({command}); it may take minutes")
+
+    return announce
 
 
 def _task(mining: _Mining, commit: str, split: Split, verdict: Verdict, output: str) -> BenchTask:
@@ -324,31 +368,33 @@ def _unfit(split: Split, options: MineOptions) -> str | None:
     return None
 
 
-def _replay(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str]:
+def _replay(
+    repo: Path, split: Split, bed: TestBed, announce: Callable[[str], None] | None = None
+) -> tuple[Verdict, str]:
     """The tests at the parent with the commit's tests, then with its fix as well (twice,
     when that makes a task: a test that passes only sometimes makes none); the verdict on
-    them, and the first run's output."""
+    them, and the first run's output. The setup step runs once, on the parent as it is, before
+    the test changes are applied (agent.bench.trees.prepared): the commits of a history that
+    share their dependency files share one cached environment. `announce(command)` when the
+    setup command itself runs."""
     with checkout(repo, split.parent, bed.work_dir) as tree:
-        git.apply_diff(tree, split.test_patch)
-        first = _run(tree, repo, bed)
-        git.apply_diff(tree, split.patch)
-        second = _run(tree, repo, bed)
-        runs = Runs(
-            before=outcomes(first),
-            after=outcomes(second),
-            before_stopped=first.report.incomplete,
-            after_stopped=second.report.incomplete,
-        )
-        verdict = sort_tests(runs, split.test_files)
-        if verdict.excluded in (None, REGRESSION):  # a second run tells flaky tests apart
-            verdict = sort_tests(
-                replace(runs, again=outcomes(_run(tree, repo, bed))), split.test_files
+        git.check_diff(tree, split.test_patch)  # before the setup's minutes are spent
+        with prepared(tree, repo, bed, announce) as ready:
+            git.apply_diff(tree, split.test_patch)
+            first = ready.run_tests()
+            git.apply_diff(tree, split.patch)
+            second = ready.run_tests()
+            runs = Runs(
+                before=outcomes(first),
+                after=outcomes(second),
+                before_stopped=first.report.incomplete,
+                after_stopped=second.report.incomplete,
             )
+            verdict = sort_tests(runs, split.test_files)
+            if verdict.excluded in (None, REGRESSION):  # a second run tells flaky tests apart
+                again = outcomes(ready.run_tests())
+                verdict = sort_tests(replace(runs, again=again), split.test_files)
     return verdict, first.test_output or ""
-
-
-def _run(tree: Path, repo: Path, bed: TestBed) -> ValidationResult:
-    return run_tests(tree, repo, bed)
 
 
 def _issue(message: str, name: str, options: MineOptions) -> tuple[str, str] | None:
