@@ -71,7 +71,8 @@ def run_validation(
             test, full = run(
                 command, {**env, "PYTEST_ADDOPTS": _addopts(env, seen)}, Path(reports), limit
             )
-            return _TestRun(test, full, read_report(full, _read_capped(junit)), limit)
+            roots = _roots(worktree, sandbox)
+            return _TestRun(test, full, read_report(full, _read_capped(junit), roots), limit)
 
     ran = run_tests(limit)
     first_limit = None
@@ -87,6 +88,13 @@ def run_validation(
         if extra and extras
     }
     return _result(ran, others, first_limit)
+
+
+def _roots(worktree: Path, sandbox: Sandbox) -> list[str]:
+    """Where the test command may print the worktree's path: as the host and as the sandbox
+    show it (a failure's location, its stack)."""
+    shown = (worktree, worktree.resolve(), sandbox.seen_as(worktree, tree=worktree))
+    return list(dict.fromkeys(str(path) for path in shown))
 
 
 def _addopts(env: Mapping[str, str], junit: Path) -> str:
