@@ -7,7 +7,8 @@ the repository's setup step, in the sandbox, told not to stop at the first failu
 be: agent.bench.keep_going); then the source change is applied and the tests run again. The
 task is kept when some tests of the changed test files go from failing (or not collected) to
 passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times
-(agent.bench.mining.replay).
+(agent.bench.mining.replay). A test whose id names no file is of a changed test file when the
+runs place it there (agent.gate.testreport.files: its failure before the fix shows its file).
 A fix that no run could resolve — it breaks tests that passed (on a second run too), its tests
 pass only sometimes — is excluded by name, with the reason.
 
@@ -40,6 +41,7 @@ from agent.bench.tasks import BenchTask
 from agent.bench.trees import TestBed as TestBed  # bot.bench.replay imports it from here
 from agent.bench.trees import checkout, outcomes, remove_left, run_tests
 from agent.errors import GitError, SetupError
+from agent.gate.testreport.files import tied_files
 from agent.git import repo as git
 from agent.models import ValidationResult
 
@@ -338,11 +340,14 @@ def _replay(repo: Path, split: Split, bed: TestBed) -> tuple[Verdict, str]:
             after=outcomes(second),
             before_stopped=first.report.incomplete,
             after_stopped=second.report.incomplete,
+            files=tied_files(first.report, second.report),
         )
         verdict = sort_tests(runs, split.test_files)
         if verdict.excluded in (None, REGRESSION):  # a second run tells flaky tests apart
+            again = _run(tree, repo, bed)
+            files = tied_files(first.report, second.report, again.report)
             verdict = sort_tests(
-                replace(runs, again=outcomes(_run(tree, repo, bed))), split.test_files
+                replace(runs, again=outcomes(again), files=files), split.test_files
             )
     return verdict, first.test_output or ""
 

@@ -9,8 +9,11 @@ fails again on the second run, is no task: the honest gate refuses a regression,
 the fix (a test that fails only once is flaky: it is left out of PASS_TO_PASS); nor is a fix
 whose new tests pass only sometimes.
 
-When tests ran both times but no test of the fix's test files has the same id in both runs (an
-id that holds a time or a counter, or names no file), no test can be said to go from failing to
+A test whose id names no file (node's test runner, mocha, tape, ava) is of the fix's test files
+when a run places it there: its failure before the fix shows its file, and the same id passing
+after it is the same test (`Runs.files`). When tests ran both times but no test of the fix's
+test files has the same id in both runs (an id that holds a time or a counter, or names no
+file that any run places), no test can be said to go from failing to
 passing: that is said by its own reason, with an id of each run, not taken for a fix that makes
 no test pass (NO_TASK) or for a flaky one.
 """
@@ -42,6 +45,9 @@ class Runs:
     again: Mapping[str, TestOutcome] | None = None
     before_stopped: str | None = None
     after_stopped: str | None = None
+    # the file of each test whose id names none, as the runs placed it (a failure's location
+    # before the fix ties the same test passing after it: agent.gate.testreport.files)
+    files: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -86,7 +92,7 @@ def sort_tests(runs: Runs, test_files: Sequence[str]) -> Verdict:
         for t, o in after.items()
         if o == "passed"
         and t not in unknown
-        and gate.file_of_test(t, test_files) is not None
+        and gate.file_of_test(t, test_files, runs.files) is not None
         and (
             before.get(t) in FAILED
             or (t not in before and (not runs.before_stopped or _uncollected(t, before)))
@@ -133,8 +139,8 @@ def _untied(runs: Runs, test_files: Sequence[str]) -> str | None:
     (those are new tests, whose ids have nothing to be tied to). None otherwise."""
     if not runs.before or not runs.after:
         return None
-    ours_before = [t for t in runs.before if gate.file_of_test(t, test_files)]
-    ours_after = [t for t in runs.after if gate.file_of_test(t, test_files)]
+    ours_before = [t for t in runs.before if gate.file_of_test(t, test_files, runs.files)]
+    ours_after = [t for t in runs.after if gate.file_of_test(t, test_files, runs.files)]
     if ours_after and not ours_before:
         return None
     if any(t in runs.before or _uncollected(t, runs.before) for t in ours_after):
