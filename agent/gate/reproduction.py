@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agent.gate.testreport.files import tied_files
 from agent.gate.verdict import file_of_test, judge, names
 from agent.models import ValidationResult
 from agent.retrieval.indexing.parsing import CODE_LANGUAGES, language_of
@@ -69,8 +70,9 @@ def check_reproduction(
         )
     if run.timed_out:
         return ReproductionCheck(problem="the test run timed out with it")
-    outcomes = {t: o for t, o in run.report.outcomes.items() if file_of_test(t, files)}
-    failing = [t for t in run.failing_tests if file_of_test(t, files) or t in broken]
+    tied = tied_files(run.report, baseline.report)  # a failure's location places its test
+    outcomes = {t: o for t, o in run.report.outcomes.items() if file_of_test(t, files, tied)}
+    failing = [t for t in run.failing_tests if file_of_test(t, files, tied) or t in broken]
     failing = list(dict.fromkeys([*failing, *(t for t, o in outcomes.items() if o == "failed")]))
     errors = [t for t, o in outcomes.items() if o == "error"]
     output = run.test_output or ""
@@ -81,7 +83,7 @@ def check_reproduction(
             excerpt=failure_excerpt(output, errors),
         )
     if not failing:
-        ran = [t for t in run.passed_tests if file_of_test(t, files)]
+        ran = [t for t in run.passed_tests if file_of_test(t, files, tied)]
         if ran:
             return ReproductionCheck(
                 problem="it passes on the code before the fix, so it does not show the issue"
