@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent.config.files import TestingConfig
-from agent.gate.reproduction import check_reproduction
+from agent.gate.reproduction import ReproductionCheck, check_reproduction
 from agent.gate.validation import run_validation
 from agent.models import ValidationResult
 from agent.sandbox.base import NoSandbox, Sandbox
@@ -43,22 +43,34 @@ def sandbox(request: pytest.FixtureRequest) -> Sandbox:
     return make()
 
 
-def test_a_node_test_reproduction_failing_by_its_assertion_reproduces(
-    tmp_path: Path, sandbox: Sandbox
-) -> None:
-    (tmp_path / "lib").mkdir()
-    (tmp_path / "test").mkdir()
-    (tmp_path / "lib" / "calc.js").write_text(CALC)
-    (tmp_path / "test" / "strings.test.js").write_text(OLD)
+def checked(tree: Path, sandbox: Sandbox, reproduction: str) -> ReproductionCheck:
+    """The reproduction `test/mul.test.js` checked by `node --test` runs without it and with it
+    in a worktree whose `mul` adds one too many."""
+    (tree / "lib").mkdir()
+    (tree / "test").mkdir()
+    (tree / "lib" / "calc.js").write_text(CALC)
+    (tree / "test" / "strings.test.js").write_text(OLD)
     testing = TestingConfig(test_command="node --test", timeout=120)
     environ = {"PATH": os.environ["PATH"]}
 
     def run() -> ValidationResult:
-        return run_validation(tmp_path, testing, environ=environ, sandbox=sandbox, extras=False)
+        return run_validation(tree, testing, environ=environ, sandbox=sandbox, extras=False)
 
     baseline = run()
-    (tmp_path / "test" / "mul.test.js").write_text(REPRODUCTION)
-    reproduction = run()
-    check = check_reproduction(baseline, reproduction, ["test/mul.test.js"], ISSUE)
+    (tree / "test" / "mul.test.js").write_text(reproduction)
+    return check_reproduction(baseline, run(), ["test/mul.test.js"], ISSUE)
+
+
+def test_a_node_test_reproduction_failing_by_its_assertion_reproduces(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    check = checked(tmp_path, sandbox, REPRODUCTION)
     assert check.problem is None
     assert check.tests == ["calc > mul"]
+
+
+def test_a_node_test_reproduction_that_passes_is_said_to_pass(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    check = checked(tmp_path, sandbox, REPRODUCTION.replace("(2, 3), 6)", "(2, 3), 7)"))
+    assert check.problem == "it passes on the code before the fix, so it does not show the issue"
