@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agent.gate.testreport.files import tied_files
 from agent.gate.verdict import file_of_test
 from agent.models import ValidationResult
 
@@ -21,10 +22,11 @@ def suspects(
     if not changed_tests or original.timed_out:
         return []
     passed = set(attempt.passed_tests)
+    tied = tied_files(original.report, attempt.report)  # ids that name no file, placed
     return [
         test
         for test in original.failing_tests
-        if file_of_test(test, changed_tests) is None and test in passed
+        if file_of_test(test, changed_tests, tied) is None and test in passed
     ]
 
 

@@ -12,7 +12,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agent.gate.verdict import file_of_test, judge, names
+from agent.gate.testreport.files import tied_files
+from agent.gate.verdict import LISTING_SOURCES, file_of_test, judge, names
 from agent.models import ValidationResult
 from agent.retrieval.indexing.parsing import CODE_LANGUAGES, language_of
 
@@ -69,8 +70,9 @@ def check_reproduction(
         )
     if run.timed_out:
         return ReproductionCheck(problem="the test run timed out with it")
-    outcomes = {t: o for t, o in run.report.outcomes.items() if file_of_test(t, files)}
-    failing = [t for t in run.failing_tests if file_of_test(t, files) or t in broken]
+    tied = tied_files(run.report, baseline.report)  # a failure's location places its test
+    outcomes = {t: o for t, o in run.report.outcomes.items() if file_of_test(t, files, tied)}
+    failing = [t for t in run.failing_tests if file_of_test(t, files, tied) or t in broken]
     failing = list(dict.fromkeys([*failing, *(t for t, o in outcomes.items() if o == "failed")]))
     errors = [t for t, o in outcomes.items() if o == "error"]
     output = run.test_output or ""
@@ -81,7 +83,8 @@ def check_reproduction(
             excerpt=failure_excerpt(output, errors),
         )
     if not failing:
-        ran = [t for t in run.passed_tests if file_of_test(t, files)]
+        ran = [t for t in run.passed_tests if file_of_test(t, files, tied)]
+        ran = ran or _new_passing(baseline, run)
         if ran:
             return ReproductionCheck(
                 problem="it passes on the code before the fix, so it does not show the issue"
@@ -129,6 +132,15 @@ def fails_only_on(
     if not still or not judge(reference, run, baseline=baseline).passed:
         return []
     return still
+
+
+def _new_passing(baseline: ValidationResult, run: ValidationResult) -> list[str]:
+    """The tests that pass in the run and that the baseline, which lists every test, did not
+    have: the reproduction's (only its files were added), though their ids name no file."""
+    if {baseline.report.source, run.report.source} - LISTING_SOURCES:
+        return []
+    before = baseline.report.outcomes
+    return [t for t, o in run.report.outcomes.items() if o == "passed" and t not in before]
 
 
 def _why(output: str, tests: Sequence[str], issue: str, default: str) -> str:

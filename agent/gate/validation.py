@@ -81,7 +81,8 @@ def run_validation(
             js_text = _read_capped(js)
             root = str(sandbox.seen_as(worktree.resolve(), tree=worktree))
             found = JsReport(js_text, root) if js_text is not None else None
-            return _TestRun(test, full, read_report(full, _read_capped(junit), found), limit)
+            report = read_report(full, _read_capped(junit), found, _roots(worktree, sandbox))
+            return _TestRun(test, full, report, limit)
 
     ran = run_tests(limit)
     first_limit = None
@@ -97,6 +98,13 @@ def run_validation(
         if extra and extras
     }
     return _result(ran, others, first_limit)
+
+
+def _roots(worktree: Path, sandbox: Sandbox) -> list[str]:
+    """Where the test command may print the worktree's path: as the host and as the sandbox
+    show it (a failure's location, its stack)."""
+    shown = (worktree, worktree.resolve(), sandbox.seen_as(worktree, tree=worktree))
+    return list(dict.fromkeys(str(path) for path in shown))
 
 
 def _addopts(env: Mapping[str, str], junit: Path) -> str:

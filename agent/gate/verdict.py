@@ -9,10 +9,11 @@ allowed only where the caller says the step declared them (`allowed`), and are t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from agent.gate.testreport.files import file_in
 from agent.models import GateVerdict, TestOutcome, ValidationResult
 
 NOT_RUN: frozenset[TestOutcome] = frozenset({"skipped", "xfailed"})
@@ -205,16 +206,21 @@ def names(target: str, test_id: str) -> bool:
     )
 
 
-def file_of_test(test_id: str, files: Iterable[str]) -> str | None:
+def file_of_test(
+    test_id: str, files: Iterable[str], tied: Mapping[str, str] | None = None
+) -> str | None:
     """Which of `files` holds the test `test_id` (pytest, unittest — `test_x (mod.Case.test_x)`
-    as `unittest -v` names it too — and path-prefixed ids)."""
+    as `unittest -v` names it too — and path-prefixed ids), or, for an id that names no file,
+    the file the test runs compared tie it to (`tied`: agent.gate.testreport.files)."""
     verbose = _UNITTEST_VERBOSE.fullmatch(test_id)
     dotted = verbose.group(1) if verbose else test_id
+    files = list(files)
     for path in files:
         module = str(PurePosixPath(path).with_suffix("")).replace("/", ".")
         if names(path, test_id) or dotted.startswith(module + ".") or dotted == module:
             return path
-    return None
+    placed = file_in(test_id, tied) if tied else None
+    return placed if placed in files else None
 
 
 _UNITTEST_VERBOSE = re.compile(r"\w+ \(([\w.]+)\)")

@@ -56,7 +56,9 @@ class TestReport(Record):
     `incomplete` says why the output shows the runner stopped before running every test (plain
     `cargo test` stopping at its first failing test target, a TAP `Bail out!` or unmet plan):
     the counts and outcomes then miss the tests that did not run. None: it ran to its end, as
-    far as the output shows.
+    far as the output shows. `files` maps the ids that do not name their file to the file the
+    output places them in, relative to the worktree (agent.gate.testreport.files), as far as it
+    does: a failure's location or stack.
     """
 
     __test__ = False  # not a pytest class
@@ -66,6 +68,7 @@ class TestReport(Record):
     counts: TestCounts | None = None
     outcomes: dict[str, TestOutcome] = Field(default_factory=dict)
     incomplete: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)
 
     @property
     def reported(self) -> bool:

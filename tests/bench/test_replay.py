@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from agent.bench.mining.replay import DATA_FILES, NO_TASK, UNTIED, Runs, sort_tests
+from agent.gate.testreport.files import tied_files
+from agent.gate.testreport.outcomes import read_report
 
 FILES = ["tests/test_new.py"]
 A, C, D = "tests/test_new.py::test_a", "tests/test_old.py::test_c", "tests/test_old.py::test_d"
@@ -110,3 +116,40 @@ def test_a_run_that_named_no_test_is_no_task_not_untied() -> None:
 def test_new_tests_that_first_show_after_the_fix_are_not_untied() -> None:
     runs = Runs(before={C: "passed"}, after={A: "passed", C: "passed"})
     assert sort_tests(runs, FILES).fail_to_pass == [A]
+
+
+# --- ids that name no file -------------------------------------------------------------------
+
+RECORDED = Path(__file__).parents[1] / "gate" / "runner_outputs"
+
+
+@pytest.mark.parametrize(
+    ("name", "worktree", "test_file", "fixed"),
+    [
+        ("node_tap", "node", "test/calc.test.js", ["ints > deep mul", "ints > pow", "mul"]),
+        ("node_spec", "node", "test/calc.test.js", ["ints > deep mul", "ints > pow", "mul"]),
+        (
+            "mocha",
+            "mocha",
+            "test/calc.js",
+            ["calc > ints > deep mul", "calc > ints > pow", "calc > mul"],
+        ),
+        (
+            "tape",
+            "tape",
+            "test/calc.js",
+            ["deep mul > mul by one", "mul > mul of two ints", "mul > should be strictly equal"],
+        ),
+        ("ava", "ava", "test/calc.js", ["calc › mul", "calc › pow"]),
+    ],
+)
+def test_a_fix_is_a_task_when_its_failures_before_place_tests_whose_ids_name_no_file(
+    name: str, worktree: str, test_file: str, fixed: list[str]
+) -> None:
+    root = [f"/tmp/rec-testfiles/{worktree}"]
+    before = read_report((RECORDED / f"files_{name}_bug.txt").read_text(), None, root)
+    after = read_report((RECORDED / f"files_{name}_fixed.txt").read_text(), None, root)
+    runs = Runs(before.outcomes, after.outcomes, files=tied_files(before, after))
+    verdict = sort_tests(runs, [test_file])
+    assert verdict.excluded is None
+    assert verdict.fail_to_pass == fixed

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.gate.interference import cleared, suspects
-from agent.models import ValidationResult
+from agent.models import TestReport, ValidationResult
 
 CHANGED = ["tests/test_custom.py"]
 
@@ -22,6 +22,13 @@ BESIDE = run(
 
 def test_a_failure_outside_the_changed_files_that_passed_in_the_attempt_is_suspected() -> None:
     assert suspects(BESIDE, ATTEMPT, CHANGED) == ["tests/test_parse.py::test_int"]
+
+
+def test_a_failure_its_location_places_in_a_changed_file_is_not_suspected() -> None:
+    placed = TestReport(files={"calc > mul": "test/calc.test.js"})  # node's ids name no file
+    beside = run(["calc > mul", "concat"], [], exit_code=1, report=placed)
+    attempt = run([], ["calc > mul", "concat"])
+    assert suspects(beside, attempt, ["test/calc.test.js"]) == ["concat"]
 
 
 def test_a_failure_that_failed_in_the_attempt_too_is_the_code_s() -> None:

@@ -9,7 +9,8 @@ first failure where it can be: agent.bench.keep_going); then the source change i
 the tests run again. The
 task is kept when some tests of the changed test files go from failing (or not collected) to
 passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times
-(agent.bench.mining.replay).
+(agent.bench.mining.replay). A test whose id names no file is of a changed test file when the
+runs place it there (agent.gate.testreport.files: its failure before the fix shows its file).
 A fix that no run could resolve — it breaks tests that passed (on a second run too), its tests
 pass only sometimes — is excluded by name, with the reason.
 
@@ -42,6 +43,7 @@ from agent.bench.tasks import BenchTask
 from agent.bench.trees import TestBed as TestBed  # bot.bench.replay imports it from here
 from agent.bench.trees import checkout, outcomes, prepared, remove_left
 from agent.errors import GitError, SetupError
+from agent.gate.testreport.files import tied_files
 from agent.git import repo as git
 
 OWNER_NAME = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
@@ -389,11 +391,15 @@ def _replay(
                 after=outcomes(second),
                 before_stopped=first.report.incomplete,
                 after_stopped=second.report.incomplete,
+                files=tied_files(first.report, second.report),
             )
             verdict = sort_tests(runs, split.test_files)
             if verdict.excluded in (None, REGRESSION):  # a second run tells flaky tests apart
-                again = outcomes(ready.run_tests())
-                verdict = sort_tests(replace(runs, again=again), split.test_files)
+                again = ready.run_tests()
+                files = tied_files(first.report, second.report, again.report)
+                verdict = sort_tests(
+                    replace(runs, again=outcomes(again), files=files), split.test_files
+                )
     return verdict, first.test_output or ""
 
 

@@ -9,10 +9,13 @@ fails again on the second run, is no task: the honest gate refuses a regression,
 the fix (a test that fails only once is flaky: it is left out of PASS_TO_PASS); nor is a fix
 whose new tests pass only sometimes.
 
-A fix whose changed test files name no test of either run changes data or helpers the tests
-read (a data-driven suite's case files, fixtures): its FAIL_TO_PASS is then drawn from every
-test, and a note says so. When tests ran both times but no test in that scope has the same id in
-both runs (an id that holds a time or a counter), no test can be said to go from failing to
+A test whose id names no file (node's test runner, mocha, tape, ava) is of the fix's test files
+when a run places it there: its failure before the fix shows its file, and the same id passing
+after it is the same test (`Runs.files`). A fix whose changed test files name no test of either
+run changes data or helpers the tests read (a data-driven suite's case files, fixtures): its
+FAIL_TO_PASS is then drawn from every test, and a note says so. When tests ran both times but
+no test in that scope has the same id in both runs (an id that holds a time or a counter, or
+names no file that any run places), no test can be said to go from failing to
 passing: that is said by its own reason, with an id of each run, not taken for a fix that makes
 no test pass (NO_TASK) or for a flaky one.
 """
@@ -48,6 +51,9 @@ class Runs:
     again: Mapping[str, TestOutcome] | None = None
     before_stopped: str | None = None
     after_stopped: str | None = None
+    # the file of each test whose id names none, as the runs placed it (a failure's location
+    # before the fix ties the same test passing after it: agent.gate.testreport.files)
+    files: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -95,7 +101,7 @@ def sort_tests(runs: Runs, test_files: Sequence[str] | None) -> Verdict:
         for t, o in after.items()
         if o == "passed"
         and t not in unknown
-        and _ours(t, test_files)
+        and _ours(t, test_files, runs)
         and (
             before.get(t) in FAILED
             or (t not in before and (not runs.before_stopped or _uncollected(t, before)))
@@ -137,12 +143,13 @@ def _uncollected(test: str, before: Mapping[str, TestOutcome]) -> bool:
 
 def _names_a_test(runs: Runs, test_files: Sequence[str] | None) -> bool:
     """Whether a test of either run belongs to the changed test files."""
-    return any(_ours(t, test_files) for t in (*runs.before, *runs.after))
+    return any(_ours(t, test_files, runs) for t in (*runs.before, *runs.after))
 
 
-def _ours(test: str, test_files: Sequence[str] | None) -> bool:
-    """Whether `test` is in scope: of the changed test files, or any test (None)."""
-    return test_files is None or gate.file_of_test(test, test_files) is not None
+def _ours(test: str, test_files: Sequence[str] | None, runs: Runs) -> bool:
+    """Whether `test` is in scope: of the changed test files (by its id, or where the runs
+    place it), or any test (None)."""
+    return test_files is None or gate.file_of_test(test, test_files, runs.files) is not None
 
 
 def _untied(runs: Runs, test_files: Sequence[str] | None) -> str | None:
@@ -152,8 +159,8 @@ def _untied(runs: Runs, test_files: Sequence[str] | None) -> str | None:
     (those are new tests, whose ids have nothing to be tied to). None otherwise."""
     if not runs.before or not runs.after:
         return None
-    ours_before = [t for t in runs.before if _ours(t, test_files)]
-    ours_after = [t for t in runs.after if _ours(t, test_files)]
+    ours_before = [t for t in runs.before if _ours(t, test_files, runs)]
+    ours_after = [t for t in runs.after if _ours(t, test_files, runs)]
     if ours_after and not ours_before:
         return None
     if any(t in runs.before or _uncollected(t, runs.before) for t in ours_after):

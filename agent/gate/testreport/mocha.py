@@ -3,10 +3,10 @@
 The spec reporter prints a tree: each suite's name on a line of its own, its tests indented 2
 spaces further (`✔ add`, `✔ slow one (81ms)`, `1) mul` for the first failure, `- div` for a
 pending one), then `N passing (90ms)` and, when tests failed, each failure again under its
-number (`1) calc` / `mul:` on the lines below). A test's id is its name after its suites'
-(`calc > ints > deep sub`), as mocha's `fullTitle` joins them, with no duration and no failure
-number: the same test has the same id on every run. The spec reporter never names a test's
-file. Pure functions: lines in, data out.
+number (`1) calc` / `mul:` on the lines below) and its stack. A test's id is its name after
+its suites' (`calc > ints > deep sub`), as mocha's `fullTitle` joins them, with no duration and
+no failure number: the same test has the same id on every run. The spec reporter names a
+test's file only in a failure's stack. Pure functions: lines in, data out.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from agent.gate.testreport.frames import frame_of_test
 from agent.gate.testreport.tap import SEPARATOR, numbered
 from agent.models import TestOutcome
 
@@ -75,22 +76,40 @@ def _test(text: str) -> tuple[str, TestOutcome] | None:
     return None
 
 
+def mocha_files(lines: Sequence[str]) -> dict[str, str]:
+    """The file of each test the failure list names, by id: the test function's frame in the
+    stack below it (`at Context.<anonymous> (test/calc.js:4:28)`)."""
+    return {
+        test_id: where
+        for test_id, text in _failures(lines)
+        if (where := frame_of_test(text)) is not None
+    }
+
+
 def _failure_list(lines: Sequence[str]) -> list[str]:
-    """The ids the failure list after `N failing` names: `1) calc`, then each deeper line a
-    suite, until the test's own, which ends with `:`."""
+    """The ids the failure list after `N failing` names."""
+    return [test_id for test_id, _ in _failures(lines)]
+
+
+def _failures(lines: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """Each failure of the list after `N failing`, its id and the lines below it: `1) calc`,
+    then each deeper line a suite, until the test's own, which ends with `:`."""
     start = next((i for i, line in enumerate(lines) if _FAILING_SUMMARY.match(line)), None)
     if start is None:
         return []
-    found: list[str] = []
+    found: list[tuple[str, list[str]]] = []
     parts: list[str] | None = None
     for line in lines[start + 1 :]:
         if match := _FAILURE.match(line):
             parts = [match["name"]]
         elif parts is not None and line.startswith("   ") and line.strip():
             parts.append(line.strip())
+        elif found and parts is None:
+            found[-1][1].append(line)
+            continue
         else:
             continue
         if parts[-1].endswith(":"):
-            found.append(SEPARATOR.join([*parts[:-1], parts[-1][:-1]]))
+            found.append((SEPARATOR.join([*parts[:-1], parts[-1][:-1]]), []))
             parts = None
     return found

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 
 from agent.gate.testreport.ava import ava_outcomes, is_ava
+from agent.gate.testreport.files import files_of
 from agent.gate.testreport.jsids import js_outcomes
 from agent.gate.testreport.jsreport import JsReport, parse_js_report
 from agent.gate.testreport.mocha import is_mocha, mocha_outcomes
@@ -224,8 +225,11 @@ def parse_junit(xml_text: str) -> dict[str, TestOutcome] | None:
 # --- the report ------------------------------------------------------------------------------
 
 
-def read_report(output: str, junit_xml: str | None, js: JsReport | None = None) -> TestReport:
-    """What the run says about its tests: outcomes and counts from the best source there is."""
+def read_report(
+    output: str, junit_xml: str | None, js: JsReport | None = None, roots: Sequence[str] = ()
+) -> TestReport:
+    """What the run says about its tests: outcomes and counts from the best source there is,
+    and the files of the tests it places (relative to the worktree, which `roots` are)."""
     reported = parse_js_report(js) if js else None
     if reported is not None:
         return TestReport(source="json", runner="js", counts=counts_of(reported), outcomes=reported)
@@ -254,7 +258,9 @@ def read_report(output: str, junit_xml: str | None, js: JsReport | None = None) 
             counts=counts,
             outcomes=named,
             incomplete=why_incomplete(runner, lines),
+            files=files_of(lines, runner, roots),
         )
-    if listed:  # every test named with its outcome (go test -v, cargo, unittest -v …)
-        return TestReport(source="names", counts=counts_of(named), outcomes=named)
+    if listed:  # every test named with its outcome (go test -v, cargo, unittest -v, ava …)
+        files = files_of(lines, summary[0] if summary else None, roots)
+        return TestReport(source="names", counts=counts_of(named), outcomes=named, files=files)
     return TestReport(source="none", outcomes=named)

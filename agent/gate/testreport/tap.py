@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from agent.gate.testreport.frames import frame_path, without_position
 from agent.models import TestCounts, TestOutcome
 
 # between a suite's or parent test's name and its test's (agent.gate.verdict.names)
@@ -48,7 +49,12 @@ _SPEC_GROUP = re.compile(r"^(?P<indent>(?:  )*)▶ (?P<name>.+)$")
 _SPEC_TEST = re.compile(
     r"^(?P<indent>(?:  )*)(?P<mark>[✔✖﹣]) (?P<name>.+?) \([\d.]+ms\)(?P<directive> # .*)?$"
 )
-_SPEC_END = "✖ failing tests:"  # the failures again, without their suites: not read
+_SPEC_END = "✖ failing tests:"  # the failures again, without their suites, each at its file
+_SPEC_AT = re.compile(r"^test at (?P<where>\S+)$")
+# Where a failure's YAML block places its test: node's `location: '/abs/test/x.js:4:1'` (the
+# test's definition), tape's `at: Test.<anonymous> (/abs/test/x.js:3:22)` (the assertion).
+_LOCATION = re.compile(r"^\s+location: '(?P<where>[^']+)'$")
+_AT = re.compile(r"^\s+at: (?P<frame>.+)$")
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,7 @@ class _Line:
     name: str
     outcome: TestOutcome
     suite: bool = False
+    where: str | None = None  # the file its YAML block names
 
 
 def is_tap(lines: Sequence[str]) -> bool:
@@ -114,7 +121,9 @@ def _tap_lines(lines: Sequence[str]) -> list[_Line]:
     for line in lines:
         if block is not None:
             if line == block + _SUITE:
-                found[-1] = _Line(found[-1].depth, found[-1].name, found[-1].outcome, True)
+                found[-1] = replace(found[-1], suite=True)
+            elif found[-1].where is None and (where := _yaml_where(line)):
+                found[-1] = replace(found[-1], where=where)
             block = None if line == block + "..." else block
         elif match := _TAP_TEST.match(line):
             name, outcome = _tap_outcome(not match["not"], match["desc"] or "")
@@ -129,32 +138,65 @@ def _tap_lines(lines: Sequence[str]) -> list[_Line]:
     return found
 
 
-def _ids(tests: Sequence[_Line]) -> dict[str, TestOutcome]:
-    """Outcomes by test id. A subtest comes before the line of its parent (TAP 14, node), so
-    the parents of a line are the last lines of lower depth after it: read from the end."""
+def _yaml_where(line: str) -> str | None:
+    """The file a line of a failure's YAML block places its test in, or None."""
+    if location := _LOCATION.match(line):
+        return without_position(location["where"])
+    at = _AT.match(line)
+    return frame_path(at["frame"]) if at else None
+
+
+def _full_names(tests: Sequence[_Line]) -> list[str]:
+    """Each line's name after its parents'. A subtest comes before the line of its parent
+    (TAP 14, node), so the parents of a line are the last lines of lower depth after it: read
+    from the end."""
     parents: list[str] = []
-    named: list[tuple[str, TestOutcome]] = []
+    names: list[str] = []
     for test in reversed(tests):
         del parents[test.depth :]
-        if not test.suite:
-            named.append((SEPARATOR.join([*parents, test.name]), test.outcome))
+        names.append(SEPARATOR.join([*parents, test.name]))
         parents.append(test.name)
-    return numbered(named[::-1])
+    return names[::-1]
+
+
+def _ids(tests: Sequence[_Line]) -> dict[str, TestOutcome]:
+    """Outcomes by test id (not node's suites)."""
+    names = _full_names(tests)
+    return numbered([(n, t.outcome) for n, t in zip(names, tests, strict=True) if not t.suite])
 
 
 def numbered(named: Sequence[tuple[str, TestOutcome]]) -> dict[str, TestOutcome]:
     """Outcomes by id, a repeated id numbered from its second time on (`add #2`)."""
-    outcomes: dict[str, TestOutcome] = {}
+    ids = number([test_id for test_id, _ in named])
+    return {test_id: outcome for test_id, (_, outcome) in zip(ids, named, strict=True)}
+
+
+def number(names: Sequence[str]) -> list[str]:
+    """The ids of the names, a repeated name numbered from its second time on (`add #2`)."""
+    ids: list[str] = []
     seen: dict[str, int] = {}
-    for test_id, outcome in named:
-        seen[test_id] = seen.get(test_id, 0) + 1
-        outcomes[test_id if seen[test_id] == 1 else f"{test_id} #{seen[test_id]}"] = outcome
-    return outcomes
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        ids.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return ids
 
 
 def tap_outcomes(lines: Sequence[str]) -> dict[str, TestOutcome]:
     """Every test a TAP stream names (not node's suites), with its outcome."""
     return _ids(_tap_lines(lines))
+
+
+def tap_files(lines: Sequence[str]) -> dict[str, str]:
+    """The file of each test (and of node's suites) whose YAML block names it, by id."""
+    tests = _tap_lines(lines)
+    names = _full_names(tests)
+    ids = iter(number([n for n, t in zip(names, tests, strict=True) if not t.suite]))
+    found: dict[str, str] = {}
+    for name, test in zip(names, tests, strict=True):
+        test_id = name if test.suite else next(ids)
+        if test.where:
+            found[test_id] = test.where
+    return found
 
 
 def tap_incomplete(lines: Sequence[str]) -> str | None:
@@ -197,3 +239,29 @@ def _spec_outcome(test: re.Match[str]) -> TestOutcome:
     if test["mark"] == "﹣" or test["directive"]:
         return "skipped"
     return "passed" if test["mark"] == "✔" else "failed"
+
+
+def spec_files(lines: Sequence[str]) -> dict[str, str]:
+    """The file of each failed test node's spec reporter lists again after `✖ failing tests:`
+    (`test at test/x.test.js:4:1`, then `✖ mul (1ms)`), by id: the list names a test without its
+    suites, in the order of the tree, so each is the tree's next failed test of that name."""
+    if _SPEC_END not in lines:
+        return {}
+    end = list(lines).index(_SPEC_END)
+    failed = [t for t, o in spec_outcomes(lines).items() if o == "failed"]
+    found: dict[str, str] = {}
+    where: str | None = None
+    for line in lines[end + 1 :]:
+        if at := _SPEC_AT.match(line):
+            where = without_position(at["where"])
+        elif where and (test := _SPEC_TEST.match(line)) and not test["indent"]:
+            test_id = next((t for t in failed if _last_name(t) == test["name"]), None)
+            if test_id is not None:
+                failed.remove(test_id)
+                found[test_id] = where
+            where = None
+    return found
+
+
+def _last_name(test_id: str) -> str:
+    return re.sub(r" #\d+$", "", test_id).rsplit(SEPARATOR, 1)[-1]

@@ -1,0 +1,88 @@
+"""Which file each test is in, where its id does not say: read from a run's output, kept across
+the runs of one worktree, and looked up by a test's id or by its suite's. Pure functions.
+
+node's test runner, mocha's spec reporter, tape and ava name a test by its suites and name alone
+(`ints > deep add`, `calc › mul`), but a failure shows where its test is: node's TAP `location:`,
+tape's `at:`, the spec reporter's `test at test/calc.test.js:4:1`, a failure's stack
+(agent.gate.testreport.frames), ava's `test/calc.js:3`. A test that passes shows nothing; it is
+tied to its file when another run of the same worktree tied the same id (the run before a fix,
+where it failed), or when the tests of its suite or parent test were all tied to one file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from agent.gate.testreport.ava import ava_files, is_ava
+from agent.gate.testreport.frames import relative
+from agent.gate.testreport.mocha import is_mocha, mocha_files
+from agent.gate.testreport.tap import SEPARATOR, spec_files, tap_files
+from agent.models import TestReport
+
+_SEPARATORS = (SEPARATOR, " › ")  # between a suite's name and its test's (ava: ` › `)
+
+
+def files_of(lines: Sequence[str], runner: str | None, roots: Sequence[str]) -> dict[str, str]:
+    """The file of each test the output places, by id, relative to the worktree (`roots`:
+    where the host and the sandbox show it); a file outside the worktree is left out."""
+    found = {
+        test_id: rel
+        for test_id, path in _placed(lines, runner).items()
+        if (rel := relative(path, roots)) is not None
+    }
+    return found
+
+
+def _placed(lines: Sequence[str], runner: str | None) -> dict[str, str]:
+    """The file of each test the runner's output places, as it prints it."""
+    if runner == "tap":
+        return tap_files(lines)
+    if runner == "node":
+        return spec_files(lines)
+    if runner == "js" and is_mocha(lines):
+        return mocha_files(lines)
+    return ava_files(lines) if runner is None and is_ava(lines) else {}
+
+
+def tied_files(*reports: TestReport) -> dict[str, str]:
+    """The files the reports of runs in the same worktree tie their tests to, together; an id
+    they tie to different files is tied to none."""
+    tied: dict[str, str] = {}
+    torn: set[str] = set()
+    for report in reports:
+        for test_id, path in report.files.items():
+            if tied.setdefault(test_id, path) != path:
+                torn.add(test_id)
+    return {t: path for t, path in tied.items() if t not in torn}
+
+
+def file_in(test_id: str, tied: Mapping[str, str]) -> str | None:
+    """The file `tied` places the test in: its own, else its nearest suite's or parent test's
+    — the suite's own (node's TAP places a failed suite) or the one file every tied test of it
+    is in. None when nothing places it, or its suite's tests are in different files."""
+    if test_id in tied:
+        return tied[test_id]
+    for parent in _parents(test_id):
+        if parent in tied:
+            return tied[parent]
+        under = {
+            path for t, path in tied.items() if any(t.startswith(parent + s) for s in _SEPARATORS)
+        }
+        if under:
+            return under.pop() if len(under) == 1 else None
+    return None
+
+
+def _parents(test_id: str) -> list[str]:
+    """The ids of the suites or parent tests around a test, the nearest first."""
+    cuts = sorted(i for sep in _SEPARATORS for i in _found(test_id, sep))
+    return [test_id[:cut] for cut in reversed(cuts)]
+
+
+def _found(text: str, sep: str) -> list[int]:
+    """Where `sep` starts in `text`, every time."""
+    found, at = [], text.find(sep)
+    while at > 0:
+        found.append(at)
+        at = text.find(sep, at + 1)
+    return found
