@@ -81,7 +81,7 @@ def run_validation(
             js_text = _read_capped(js)
             root = str(sandbox.seen_as(worktree.resolve(), tree=worktree))
             found = JsReport(js_text, root) if js_text is not None else None
-            report = read_report(full, _read_capped(junit), found, _roots(worktree, sandbox))
+            report = read_report(full, _read_capped(junit), found, roots=_roots(worktree, sandbox))
             return _TestRun(test, full, report, limit)
 
     ran = run_tests(limit)

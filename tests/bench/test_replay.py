@@ -147,8 +147,8 @@ def test_a_fix_is_a_task_when_its_failures_before_place_tests_whose_ids_name_no_
     name: str, worktree: str, test_file: str, fixed: list[str]
 ) -> None:
     root = [f"/tmp/rec-testfiles/{worktree}"]
-    before = read_report((RECORDED / f"files_{name}_bug.txt").read_text(), None, root)
-    after = read_report((RECORDED / f"files_{name}_fixed.txt").read_text(), None, root)
+    before = read_report((RECORDED / f"files_{name}_bug.txt").read_text(), None, roots=root)
+    after = read_report((RECORDED / f"files_{name}_fixed.txt").read_text(), None, roots=root)
     runs = Runs(before.outcomes, after.outcomes, files=tied_files(before, after))
     verdict = sort_tests(runs, [test_file])
     assert verdict.excluded is None

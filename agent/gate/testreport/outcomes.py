@@ -226,7 +226,7 @@ def parse_junit(xml_text: str) -> dict[str, TestOutcome] | None:
 
 
 def read_report(
-    output: str, junit_xml: str | None, js: JsReport | None = None, roots: Sequence[str] = ()
+    output: str, junit_xml: str | None, js: JsReport | None = None, *, roots: Sequence[str] = ()
 ) -> TestReport:
     """What the run says about its tests: outcomes and counts from the best source there is,
     and the files of the tests it places (relative to the worktree, which `roots` are)."""
