@@ -182,6 +182,9 @@ class TestingConfig(Section):
     env: list[str] = Field(default_factory=list)
     max_output_chars: int = Field(default=20000, gt=200)
     network: bool = False  # tests, lint and type check: no network unless the repository asks
+    # jest and vitest asked for a JSON report by flags added to a plain command: off by default,
+    # since the flags reach process.argv, which tests of a command-line parser read
+    js_report: bool = False
     setup_command: str | None = None
     setup_network: bool = True
     setup_timeout: float = Field(default=1800.0, gt=0)

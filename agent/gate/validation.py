@@ -74,7 +74,7 @@ def run_validation(
             seen, seen_js = (
                 sandbox.seen_as(p, tree=worktree, outputs=Path(reports)) for p in (junit, js)
             )
-            asked = with_js_report(command, str(seen_js)) or command
+            asked = (testing.js_report and with_js_report(command, str(seen_js))) or command
             test, full = run(
                 asked, {**env, "PYTEST_ADDOPTS": _addopts(env, seen)}, Path(reports), limit
             )

@@ -153,3 +153,17 @@ def test_a_fix_is_a_task_when_its_failures_before_place_tests_whose_ids_name_no_
     verdict = sort_tests(runs, [test_file])
     assert verdict.excluded is None
     assert verdict.fail_to_pass == fixed
+
+
+@pytest.mark.parametrize("runner", ["jest29", "jest30", "vitest1", "vitest3", "vitest4"])
+def test_a_fix_read_from_jest_or_vitest_default_output_is_a_task_by_its_file(runner: str) -> None:
+    """The default reporter names a failing file's failing tests (or all its tests) before the
+    fix, and the passing file alone after it: the file is what goes from failing to passing."""
+    ext = "js" if runner.startswith("jest") else "ts"
+    recorded = Path(__file__).parents[1] / "gate" / "runner_outputs" / "js"
+    before = read_report((recorded / f"{runner}_default.txt").read_text(), None)
+    after = read_report((recorded / f"{runner}_fixed_default.txt").read_text(), None)
+    runs = Runs(before.outcomes, after.outcomes, again=after.outcomes)
+    verdict = sort_tests(runs, [f"tests/math.test.{ext}"])
+    assert verdict.excluded is None
+    assert verdict.fail_to_pass == [f"tests/math.test.{ext}"]

@@ -62,7 +62,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_a_plain_jest_command_is_read_from_its_json_report(project: Path, sandbox: Sandbox) -> None:
-    testing = TestingConfig(test_command="node_modules/.bin/jest --ci")
+    testing = TestingConfig(test_command="node_modules/.bin/jest --ci", js_report=True)
 
     result = run_validation(project, testing, environ=ENVIRON, sandbox=sandbox)
 
@@ -85,3 +85,16 @@ def test_any_other_command_runs_as_it_is_and_is_read_from_its_output(
     assert result.report.source == "summary"
     assert result.failing_tests == FAILING
     assert result.passing_tests == []
+
+
+def test_a_plain_jest_command_runs_as_it_is_unless_the_report_is_asked_for(
+    project: Path, sandbox: Sandbox
+) -> None:
+    """The report's flags reach process.argv, which a command-line parser's own tests read
+    (commander's fail with "unknown option '--json'"): off unless the config asks."""
+    testing = TestingConfig(test_command="node_modules/.bin/jest --ci")
+
+    result = run_validation(project, testing, environ=ENVIRON, sandbox=sandbox)
+
+    assert result.report.source == "summary"
+    assert result.failing_tests == FAILING

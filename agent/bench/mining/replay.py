@@ -23,9 +23,10 @@ no test pass (NO_TASK) or for a flaky one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agent.gate import verdict as gate
+from agent.gate.testreport.jsids import SEPARATOR
 from agent.models import TestOutcome
 
 FAILED: frozenset[TestOutcome] = frozenset({"failed", "error"})
@@ -70,6 +71,7 @@ class Verdict:
 def sort_tests(runs: Runs, test_files: Sequence[str] | None) -> Verdict:
     """The verdict on a replay (see the module's docstring)."""
     verdict = Verdict()
+    runs = aligned(runs)
     before, after = runs.before, runs.after
     broken = sorted(
         t
@@ -132,6 +134,35 @@ def sort_tests(runs: Runs, test_files: Sequence[str] | None) -> Verdict:
         if o == "passed" and before.get(t) == "passed" and _steady(t, runs)
     )
     return verdict
+
+
+def aligned(runs: Runs) -> Runs:
+    """The runs with a file's own id in each run where another names it alone: a reporter that
+    lists only a passing file (jest's and vitest's default) names the file by itself in one
+    run and its tests in the other (the failing ones, or every one), so the file's outcome in
+    that other run — the worst of its tests' — is added, and the two runs share an id."""
+    runs = replace(runs, before=_with_files(runs.before, runs.after))
+    runs = replace(runs, after=_with_files(runs.after, runs.before))
+    if runs.again is not None:
+        runs = replace(runs, again=_with_files(runs.again, runs.after))
+    return runs
+
+
+def _with_files(
+    outcomes: Mapping[str, TestOutcome], other: Mapping[str, TestOutcome]
+) -> Mapping[str, TestOutcome]:
+    """`outcomes` with the outcome of each file `other` names alone that these name tests of."""
+    added: dict[str, TestOutcome] = {}
+    for file in other:
+        if file in outcomes or SEPARATOR in file:
+            continue
+        inside = [o for t, o in outcomes.items() if t.startswith(file + SEPARATOR)]
+        if inside:
+            added[file] = max(inside, key=lambda o: _WORST.index(o))
+    return {**outcomes, **added} if added else outcomes
+
+
+_WORST: tuple[TestOutcome, ...] = ("skipped", "xfailed", "passed", "xpassed", "failed", "error")
 
 
 def _uncollected(test: str, before: Mapping[str, TestOutcome]) -> bool:
