@@ -172,7 +172,7 @@ def _targets(current: ValidationResult, targets: Sequence[str], tally: _Tally) -
         for t in targets
         if listed
         and t not in failing
-        and not any(names(t, s) or _in_file(t, s) for s in seen)
+        and not any(names(t, s) or _in_file(t, s) or _whole_file(s, t) for s in seen)
         and (by_file or not _FILE_TARGET.match(t))
     ]
     tally.sort(missing, "the step must make pass did not run")
@@ -192,6 +192,12 @@ _FILE_TARGET = re.compile(_CODE_FILE + r"$")
 def _in_file(target: str, test_id: str) -> bool:
     """Whether `test_id` is a test of the file `target` by its module (unittest's ids)."""
     return bool(_FILE_TARGET.match(target)) and file_of_test(test_id, [target]) is not None
+
+
+def _whole_file(passed: str, target: str) -> bool:
+    """Whether `passed` is a file that passed as a whole, holding `target`: jest's and vitest's
+    default reporters name a passing file alone (`PASS tests/a.test.js`), not its tests."""
+    return bool(_FILE_TARGET.match(passed)) and target.startswith(passed + " > ")
 
 
 def _listing(tests: Sequence[str], cap: int = 10) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agent.gate.gate_files import command_files, gate_changes, gate_role, may_be_gate_file
 from agent.gate.testing_sections import testing_sections as sections_of
+from agent.gate.testreport.outcomes import read_report
 from agent.gate.verdict import file_of_test, judge, rejection_text
 from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
 
@@ -429,3 +432,25 @@ def test_a_run_that_stopped_before_every_test_ran_never_passes() -> None:
     )
     verdict = judge(red, partial)  # … but not when the targets after it never ran
     assert not verdict.passed and verdict.problems == [f"not every test ran: {stopped}"]
+
+
+def test_a_target_in_a_file_jest_names_alone_as_passing_passes() -> None:
+    """jest's default reporter names a failing file's failing tests before the fix, and the
+    file alone once it passes (`PASS tests/math.test.js`): its tests passed."""
+    recorded = Path(__file__).parent / "runner_outputs" / "js"
+
+    def jest(name: str) -> ValidationResult:
+        report = read_report((recorded / name).read_text(), None)
+        return ValidationResult(
+            success=name.startswith("jest30_fixed"),
+            exit_code=0 if name.startswith("jest30_fixed") else 1,
+            failing_tests=[t for t, o in report.outcomes.items() if o == "failed"],
+            passing_tests=[t for t, o in report.outcomes.items() if o == "passed"],
+            report=report,
+        )
+
+    before, after = jest("jest30_default.txt"), jest("jest30_fixed_default.txt")
+    targets = ["tests/math.test.js > math > multiplies"]
+    assert targets[0] in before.failing_tests
+    verdict = judge(before, after, targets=targets)
+    assert verdict.passed, verdict.problems
