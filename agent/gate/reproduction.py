@@ -9,7 +9,7 @@ case file). And, once fix attempts have run, whether the reproduction is all tha
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agent.gate.testreport.files import tied_files
@@ -63,14 +63,14 @@ def check_reproduction(
     """The reproduction (the test files `files`, added on the base commit) judged by its run
     `run` on that commit against the `baseline` run there without it."""
     broken = [t for t in baseline.passed_tests if t in set(run.failing_tests)]
-    data = [f for f in files if language_of(f) not in CODE_LANGUAGES]
+    tied = tied_files(run.report, baseline.report)  # a failure's location places its test
+    data = [f for f in files if _data_file(f, run, tied)]
     if broken and not data:
         return ReproductionCheck(
             problem="it makes tests that passed before fail: " + ", ".join(broken[:5])
         )
     if run.timed_out:
         return ReproductionCheck(problem="the test run timed out with it")
-    tied = tied_files(run.report, baseline.report)  # a failure's location places its test
     outcomes = {t: o for t, o in run.report.outcomes.items() if file_of_test(t, files, tied)}
     failing = [t for t in run.failing_tests if file_of_test(t, files, tied) or t in broken]
     failing = list(dict.fromkeys([*failing, *(t for t, o in outcomes.items() if o == "failed")]))
@@ -113,6 +113,16 @@ def check_reproduction(
         )
     reproducing = [t for t, k in zip(failing, kinds, strict=True) if k is None]
     return ReproductionCheck(tests=reproducing, excerpt=failure_excerpt(output, reproducing))
+
+
+def _data_file(path: str, run: ValidationResult, tied: Mapping[str, str]) -> bool:
+    """Whether a reproduction's file is data the tests read, not a test: not code (a case
+    file), or code that holds no test of the run (a data-driven suite's `test/fixtures/*.js`
+    cases, a helper module)."""
+    if language_of(path) not in CODE_LANGUAGES:
+        return True
+    ids = [*run.report.outcomes, *run.failing_tests, *run.passing_tests]
+    return bool(ids) and not any(file_of_test(t, [path], tied) for t in ids)
 
 
 def fails_only_on(

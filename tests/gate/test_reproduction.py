@@ -83,6 +83,40 @@ def test_a_new_case_file_of_a_data_driven_suite_fails_the_test_that_reads_it() -
     assert check.reproduces and check.tests == ["tests/test_data.py::test_valid"]
 
 
+def test_new_cases_in_a_javascript_fixture_module_fail_the_tests_that_read_them() -> None:
+    """node-semver's layout: cases added to test/fixtures/range-parse.js, a module that holds
+    no test, make the test file that reads it fail; those are the reproduction's tests."""
+    reader = "test/classes/range.js > range parsing > 1.x.5 > invalid range: 1.x.5"
+    base = ValidationResult(success=True, passing_tests=[reader, "test/index.js > x"])
+    failed = ValidationResult(
+        success=False,
+        failing_tests=[reader],
+        passing_tests=["test/index.js > x"],
+        test_output=node_failure("Expected values to be strictly equal:\n    null !== '1.x.5'"),
+        report=TestReport(
+            source="names", outcomes={reader: "failed", "test/index.js > x": "passed"}
+        ),
+    )
+    files = ["test/fixtures/range-parse.js"]
+    check = check_reproduction(base, failed, files, "1.x.5 should be an invalid range")
+    assert check.reproduces and check.tests == [reader]
+
+
+def test_a_test_file_that_breaks_a_test_it_does_not_hold_still_does_not() -> None:
+    reader = "test/classes/range.js > range parsing"
+    base = ValidationResult(success=True, passing_tests=[reader])
+    failed = ValidationResult(
+        success=False,
+        failing_tests=[reader],
+        passing_tests=["test/new.js > bug"],
+        report=TestReport(
+            source="names", outcomes={reader: "failed", "test/new.js > bug": "passed"}
+        ),
+    )
+    check = check_reproduction(base, failed, ["test/new.js"], ISSUE)
+    assert not check.reproduces and "passed before fail" in (check.problem or "")
+
+
 def test_a_collection_error_does_not() -> None:
     errored = ValidationResult(
         success=False,
