@@ -19,6 +19,7 @@ import httpx
 from agent.bench.patches import CODE_SUFFIXES
 from agent.bench.tasks import BenchTask
 from agent.gate.gate_files import gate_role
+from agent.gate.testreport.failures import failure_lines
 
 ISSUE_REF = re.compile(r"(?<![\w/&])#(\d{1,7})\b")
 OUTPUT_CHARS = 3000
@@ -66,15 +67,29 @@ def compose(
     issue: tuple[str, str] | None = None,
 ) -> str:
     """The statement: the issue's title and body, or the commit message, the tests that fail
-    and the end of their output; scrubbed of the patch's added lines."""
+    and their failures' own lines: pytest's tail (its failure sections and short summary end
+    it), any other runner's failures chosen from the whole output; scrubbed of the patch's
+    added lines."""
     if issue is not None:
         title, body = issue
         text = f"{title}\n\n{body}".strip()
     else:
         listing = "\n".join(f"- {test}" for test in failing)
-        tail = output[-OUTPUT_CHARS:].strip()
-        text = f"{message.strip()}{LISTED}{listing}{OUTPUT}{tail}\n```"
+        shown = _failures_shown(output).strip()
+        text = f"{message.strip()}{LISTED}{listing}{OUTPUT}{shown}\n```"
     return scrub(text, patch)
+
+
+def _failures_shown(output: str) -> str:
+    """What a statement shows of a failing run's output: pytest's end, where its failure
+    sections and short summary are, or the failures' own lines of any other runner's output
+    (a long TAP log ends with another file's passing lines: agent.gate.testreport.failures)."""
+    if _PYTEST_END.search(output):
+        return output[-OUTPUT_CHARS:]
+    return failure_lines(output, OUTPUT_CHARS)
+
+
+_PYTEST_END = re.compile(r"^(?:_{3,} .+ _{3,}|={3,} .+ ={3,})$", re.M)
 
 
 def added_lines(patch: str) -> set[str]:

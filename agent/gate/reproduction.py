@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from agent.gate.testreport.failures import failure_lines
 from agent.gate.testreport.files import tied_files
 from agent.gate.verdict import LISTING_SOURCES, file_of_test, judge, names
 from agent.models import ValidationResult
@@ -202,6 +203,8 @@ def _sections(output: str, test: str) -> str:
 
 def failure_excerpt(output: str, tests: Sequence[str]) -> str:
     """What a person reads of the failure: the tests' own sections, at most EXCERPT_CHARS."""
+    if not _SECTION.search(output):  # not pytest's: each runner's failure lines
+        return failure_lines(output, EXCERPT_CHARS)
     text = "\n".join(dict.fromkeys(_sections(output, t) for t in tests)) if tests else output
     text = text.strip("\n")
     return text if len(text) <= EXCERPT_CHARS else "…\n" + text[-EXCERPT_CHARS:]

@@ -184,3 +184,22 @@ def test_a_section_whose_header_the_cut_left_out_goes_when_it_is_another_test_s(
     statement = hidden_statement(mined(compose("Fix double: it tripled", F2P, cut, PATCH)))
     assert "readonly" not in statement and "ad_file" not in statement
     assert "E       assert 12 == 8" in statement
+
+
+def test_a_long_tap_log_s_statement_shows_the_failure_not_the_tail() -> None:
+    """node-semver's layout: the failing assertion early in 20,000 characters of TAP, the rest
+    passing lines of other files."""
+    failure = (
+        "# Subtest: test/functions/satisfies.js\n"
+        "        not ok 110 - ~1.1 satisfied by 1.1.0-a\n"
+        "          ---\n"
+        "          at:\n"
+        "            file: test/functions/satisfies.js\n"
+        "          ...\n"
+        "not ok 26 - test/functions/satisfies.js # time=62.012ms\n"
+    )
+    passing = "".join(f"    ok {n} - test covers a file {n}\n" for n in range(1, 800))
+    output = "TAP version 13\n" + failure + "# Subtest: test/map.js\n" + passing
+    statement = compose("Fix ~1.1 ranges", ["test/functions/satisfies.js"], output, PATCH)
+    assert "not ok 110 - ~1.1 satisfied by 1.1.0-a" in statement
+    assert "test covers a file 799" not in statement
