@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from agent.llm.budget import CHARS_PER_TOKEN
 from agent.models import SymbolDetail
-from agent.retrieval.indexing.parsing import CONTAINER_KINDS
-from agent.retrieval.indexing.symbols import Symbol
+from agent.retrieval.indexing.symbols import CONTAINER_KINDS, Symbol
 
 MARK = "⋮"
 MAX_SHOWN_DOCSTRING_LINES = 6

@@ -14,8 +14,8 @@ from agent.llm.binary import REASK_INSTRUCTION, run_binary_judgment
 from agent.llm.budget import MESSAGE_OVERHEAD_TOKENS, estimate_tokens, prompt_limit
 from agent.llm.logged import LoggedLLMClient
 from agent.models import DroppedFile, SymbolDetail
-from agent.retrieval.indexing.parsing import CONTAINER_KINDS, terms
-from agent.retrieval.indexing.symbols import Symbol
+from agent.retrieval.indexing.parsing import terms
+from agent.retrieval.indexing.symbols import CONTAINER_KINDS, Symbol
 from agent.retrieval.outline import chars_for
 from agent.retrieval.packing import Entry
 

@@ -55,7 +55,7 @@ from agent.retrieval.indexing.scan import (
 )
 from agent.runlog.database import use_wal
 
-SCHEMA_VERSION = "3"  # 3: long assignments are definitions
+SCHEMA_VERSION = "4"  # 3: long assignments are definitions; 4: JavaScript exports and objects
 _CHUNK = 500
 
 _INSERT_COLUMNS = {

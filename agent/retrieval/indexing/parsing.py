@@ -53,7 +53,6 @@ LANGUAGES: dict[str, str] = {
 CODE_LANGUAGES = frozenset(
     {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "ruby", "c", "cpp"}
 )
-CONTAINER_KINDS = frozenset({"class", "interface", "impl", "module", "namespace"})
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPACES = re.compile(r"\s+")
@@ -66,6 +65,17 @@ _JS_IMPORT = re.compile(
 def language_of(path: str) -> str:
     """The language name of `path` from its extension, or "text"."""
     return LANGUAGES.get(PurePosixPath(path).suffix.lower(), "text")
+
+
+def module_name(path: str) -> str:
+    """The name a file's module goes by, which names what it exports without a name of its own
+    (`module.exports = function () …`): its file name before the first dot (`lib/parse.js` →
+    `parse`); an `index` file goes by its folder's name; "default" when there is none."""
+    posix = PurePosixPath(path)
+    stem = posix.name.split(".", 1)[0]
+    if stem == "index":
+        stem = posix.parent.name
+    return stem or "default"
 
 
 @functools.lru_cache(maxsize=65536)
@@ -99,7 +109,7 @@ def parse_source(path: str, text: str) -> ParsedFile:
         imports = [ImportRef(module=m) for m in dict.fromkeys(_JS_IMPORT.findall(text))]
     else:
         imports = []
-    outcome = treesitter.definitions(language, text)
+    outcome = treesitter.definitions(language, text, module_name(path))
     if outcome is None:
         return ParsedFile(language=language, status="text", imports=imports)
     definitions, has_error = outcome

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 ParseStatus = Literal["parsed", "text", "syntax_error"]
+# The kinds whose members are definitions of their own (an outline shows them inside it);
+# "object" is a JavaScript object literal of functions (`const api = { parse() {…} }`).
+CONTAINER_KINDS = frozenset({"class", "interface", "impl", "module", "namespace", "object"})
 
 
 class Symbol(NamedTuple):

@@ -13,9 +13,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agent.retrieval.indexing.symbols import Symbol, first_line
+from agent.retrieval.indexing.symbols import CONTAINER_KINDS, Symbol, first_line
 
-_JS = """
+_FN = "[(function_expression) (arrow_function) (generator_function)]"
+_KEY = "[(property_identifier) @name (string (string_fragment) @name)]"
+# The forms JavaScript modules define things in beside declarations: values assigned to a
+# member at the top level (`module.exports = …`, `exports.x = …`, `Foo.prototype.x = …`),
+# default exports without a name, objects of functions (`const api = { parse() {…} }`, their
+# pairs nested) and class fields holding functions. Anonymous ones are named by `_name`.
+_JS_COMMON = f"""
 (function_declaration name: (identifier) @name) @definition.function
 (generator_function_declaration name: (identifier) @name) @definition.function
 (class_declaration name: (_) @name) @definition.class
@@ -24,9 +30,35 @@ _JS = """
   value: [(arrow_function) (function_expression)])) @definition.function
 (variable_declaration (variable_declarator name: (identifier) @name
   value: [(arrow_function) (function_expression)])) @definition.function
+(lexical_declaration (variable_declarator name: (identifier) @name value: (class)))
+  @definition.class
+(variable_declaration (variable_declarator name: (identifier) @name value: (class)))
+  @definition.class
+(lexical_declaration (variable_declarator name: (identifier) @name value: (object)))
+  @definition.object
+(variable_declaration (variable_declarator name: (identifier) @name value: (object)))
+  @definition.object
+(program (expression_statement (assignment_expression
+  left: (member_expression property: (property_identifier) @name) right: {_FN}))
+  @definition.function)
+(program (expression_statement (assignment_expression
+  left: (member_expression property: (property_identifier) @name) right: (class)))
+  @definition.class)
+(program (expression_statement (assignment_expression
+  left: (member_expression property: (property_identifier) @name) right: (object)))
+  @definition.object)
+(export_statement value: {_FN}) @definition.function
+(export_statement value: (class)) @definition.class
+(export_statement value: (object)) @definition.object
+(pair key: {_KEY} value: {_FN}) @definition.function
+(pair key: {_KEY} value: (class)) @definition.class
+(pair key: {_KEY} value: (object)) @definition.object
 """
+_FIELD = f"[(property_identifier) (private_property_identifier)] @name value: {_FN}"
+_JS = _JS_COMMON + f"(field_definition property: {_FIELD}) @definition.method\n"
 _TS = (
-    _JS
+    _JS_COMMON
+    + f"(public_field_definition name: {_FIELD}) @definition.method\n"
     + """
 (abstract_class_declaration name: (_) @name) @definition.class
 (interface_declaration name: (_) @name) @definition.interface
@@ -95,7 +127,6 @@ _MODULES: dict[str, tuple[str, str]] = {
     "c": ("tree_sitter_c", "language"),
     "cpp": ("tree_sitter_cpp", "language"),
 }
-_CONTAINERS = frozenset({"class", "interface", "impl", "module", "namespace"})
 _COMMENT_MARKS = re.compile(r"^\s*(?://+|/\*+|\*+/?|#+)\s?|\s*\*+/\s*$")
 
 
@@ -127,8 +158,12 @@ def available() -> list[str]:
     return [name for name in _MODULES if _grammar(name) is not None]
 
 
-def definitions(language: str, text: str) -> tuple[list[Symbol], bool] | None:
-    """The definitions in `text` and whether the tree has errors; None without a grammar."""
+def definitions(
+    language: str, text: str, anonymous: str = "default"
+) -> tuple[list[Symbol], bool] | None:
+    """The definitions in `text` and whether the tree has errors; None without a grammar.
+    `anonymous` names a definition the source leaves unnamed (`module.exports = function () …`,
+    `export default () => …`): the file's module name, as `parsing.module_name` gives it."""
     grammar = _grammar(language)
     if grammar is None:
         return None
@@ -138,44 +173,73 @@ def definitions(language: str, text: str) -> tuple[list[Symbol], bool] | None:
     found: dict[tuple[int, int], tuple[Any, Any, str]] = {}
     for _, captures in cursor.matches(tree.root_node):
         node_key = next((k for k in captures if k.startswith("definition.")), None)
-        if node_key is None or "name" not in captures:
+        if node_key is None or ("name" not in captures and not _unnamed(captures[node_key][0])):
             continue
         node = captures[node_key][0]
         found.setdefault(
             (node.start_byte, -node.end_byte),
-            (node, captures["name"][0], node_key.split(".", 1)[1]),
+            (node, captures.get("name", [None])[0], node_key.split(".", 1)[1]),
         )
-    lines = text.splitlines()
-    return _nest([found[k] for k in sorted(found)], lines), bool(tree.root_node.has_error)
+    named = _Names(text.splitlines(), anonymous)
+    symbols = _without_empty_objects(_nest([found[k] for k in sorted(found)], named))
+    return symbols, bool(tree.root_node.has_error)
 
 
-def _nest(nodes: list[tuple[Any, Any, str]], lines: list[str]) -> list[Symbol]:
-    """Symbols with parents by containment; definitions inside function bodies are dropped."""
+@dataclass(frozen=True)
+class _Names:
+    """What naming a definition needs beside its node: the file's lines and its module name."""
+
+    lines: list[str]
+    anonymous: str
+
+
+def _unnamed(node: Any) -> bool:
+    """A definition the source gives no name: a default export's value."""
+    return bool(node.type == "export_statement")
+
+
+def _nest(nodes: list[tuple[Any, Any, str]], names: _Names) -> list[Symbol]:
+    """Symbols with parents by containment; definitions inside function bodies are dropped, and
+    an object's member (`key: () => …`) outside an object that is a definition is too."""
     symbols: list[Symbol] = []
     stack: list[tuple[Any, Symbol]] = []
     for node, name_node, kind in nodes:
         while stack and stack[-1][0].end_byte <= node.start_byte:
             stack.pop()
         parent = stack[-1][1] if stack else None
-        if parent is not None and parent.kind not in _CONTAINERS:
+        if parent is not None and parent.kind not in CONTAINER_KINDS:
             continue
-        symbol = _symbol(node, name_node, kind, parent, lines)
+        if node.type == "pair" and (parent is None or parent.kind != "object"):
+            continue
+        symbol = _symbol(node, name_node, kind, parent, names)
         symbols.append(symbol)
         stack.append((node, symbol))
     return symbols
 
 
-def _symbol(
-    node: Any, name_node: Any, kind: str, parent: Symbol | None, lines: list[str]
-) -> Symbol:
+def _without_empty_objects(symbols: list[Symbol]) -> list[Symbol]:
+    """The symbols without the objects holding no function (data, not definitions)."""
+    kept: list[Symbol] = []
+    parents: set[str] = set()
+    for symbol in reversed(symbols):  # members follow their object
+        if symbol.kind == "object" and symbol.qualname not in parents:
+            continue
+        kept.append(symbol)
+        if symbol.parent is not None:
+            parents.add(symbol.parent)
+    return kept[::-1]
+
+
+def _symbol(node: Any, name_node: Any, kind: str, parent: Symbol | None, names: _Names) -> Symbol:
     """One definition node as a Symbol."""
-    name = _text(name_node)
-    owner = parent.qualname if parent else _receiver(node)
+    name, receiver = _name_and_owner(node, name_node, names.anonymous)
+    owner = parent.qualname if parent else receiver
     if kind == "function" and (owner is not None or node.type == "method_definition"):
         kind = "method"
     start, end = node.start_point.row + 1, _end_line(node)
     header_end = _header_end(node, start)
-    signature = re.sub(r"\s+", " ", " ".join(x.strip() for x in lines[start - 1 : header_end]))
+    lines = names.lines[start - 1 : header_end]
+    signature = re.sub(r"\s+", " ", " ".join(x.strip() for x in lines))
     return Symbol(
         name=name,
         qualname=f"{owner}.{name}" if owner else name,
@@ -187,6 +251,34 @@ def _symbol(
         doc=_leading_comment(node),
         parent=parent.qualname if parent else None,
     )
+
+
+def _name_and_owner(node: Any, name_node: Any, anonymous: str) -> tuple[str, str | None]:
+    """A definition's name and, outside a containing definition, the name it is a member of:
+    a Go method's receiver type (`func (s *Server) Health`), the object a JavaScript value is
+    assigned to (`Router.prototype.route = …` → `Router`; `exports.parse = …` → none). What
+    `module.exports` or `export default` holds is named by its own name (`function parse`)
+    or, having none, by `anonymous`."""
+    if node.type == "method_declaration":
+        return _text(name_node), _receiver(node)
+    if node.type == "export_statement":
+        return _own_name(node.child_by_field_name("value"), anonymous), None
+    if node.type != "expression_statement":
+        return _text(name_node), None
+    assignment = node.named_children[0]
+    target = re.sub(r"\s+", "", _text(assignment.child_by_field_name("left")))
+    if target == "module.exports":
+        return _own_name(assignment.child_by_field_name("right"), anonymous), None
+    parts = target.split(".")[:-1]
+    if parts[:2] == ["module", "exports"] or parts[:1] == ["exports"]:
+        parts = parts[2:] if parts[0] == "module" else parts[1:]
+    return _text(name_node), ".".join(p for p in parts if p != "prototype") or None
+
+
+def _own_name(value: Any, anonymous: str) -> str:
+    """The name a function or class expression gives itself, else `anonymous`."""
+    name = value.child_by_field_name("name") if value is not None else None
+    return _text(name) if name is not None else anonymous
 
 
 def _text(node: Any) -> str:
@@ -211,16 +303,25 @@ def _end_line(node: Any) -> int:
 
 def _header_end(node: Any, start: int) -> int:
     """The last line of a definition's signature: the line of its body's `{`, else its first."""
-    body = node.child_by_field_name("body")
-    if body is None:
-        for child in node.named_children:
-            value = child.child_by_field_name("value")
-            body = value.child_by_field_name("body") if value is not None else None
-            if body is not None:
-                break
+    body = _body(node)
     if body is None or not _text(body).startswith("{"):
         return start  # no body, or one without braces (Ruby): the signature is one line
     return int(body.start_point.row) + 1
+
+
+def _body(node: Any) -> Any:
+    """A definition's body: its own, or that of the value it declares or assigns (`const f =
+    () => {…}`, `module.exports = function () {…}`, `key: () => {…}`); an object its braces."""
+    for candidate in (node, *node.named_children):
+        body = candidate.child_by_field_name("body")
+        if body is not None:
+            return body
+        value = candidate.child_by_field_name("value") or candidate.child_by_field_name("right")
+        if value is not None and value.type == "object":
+            return value
+        if value is not None and value.child_by_field_name("body") is not None:
+            return value.child_by_field_name("body")
+    return None
 
 
 def _leading_comment(node: Any) -> str:
