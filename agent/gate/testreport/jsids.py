@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from agent.gate.testreport.summaries import merge_outcome
 from agent.models import TestOutcome
 
 SEPARATOR = " > "  # between the file, the describe blocks and the name (agent.gate.verdict.names)
@@ -57,7 +58,6 @@ _VITEST_MARKS: dict[str, TestOutcome] = {
 # vitest's failures: `FAIL  tests/a.test.ts > math > adds`, a file that could not run:
 # `FAIL  tests/a.test.ts [ tests/a.test.ts ]`
 _VITEST_FAIL = re.compile(rf"^\s*FAIL\s+(?P<file>{_FILE})(?: \[ [^\]]* \]|(?P<rest> > .+))$")
-_SEVERITY: dict[TestOutcome, int] = {"passed": 0, "skipped": 1, "failed": 2}
 
 
 def js_test_id(file: str, titles: Iterable[str]) -> str:
@@ -103,11 +103,11 @@ class _Reading:
         for file, state in self.files.items():
             mine = [o for t, o in self.tests.items() if t.startswith(file + SEPARATOR)]
             if (state == "failed" and "failed" not in mine) or (state == "passed" and not mine):
-                _merge(found, file, state)
+                merge_outcome(found, file, state)
         return found
 
     def _name(self, test_id: str, outcome: TestOutcome) -> None:
-        _merge(self.tests, test_id, outcome)
+        merge_outcome(self.tests, test_id, outcome)
 
     def _jest_file(self, line: str) -> bool:
         match = _JEST_FILE.match(line)
@@ -125,7 +125,7 @@ class _Reading:
         return bool(match)
 
     def _enter(self, file: str, state: TestOutcome) -> None:
-        _merge(self.files, file, state)
+        merge_outcome(self.files, file, state)
         self.file, self.jest, self.suites = file, False, []
 
     def _vitest_fail(self, line: str) -> bool:
@@ -135,7 +135,7 @@ class _Reading:
         if match["rest"]:
             self._name(js_test_id(match["file"], match["rest"].split(SEPARATOR)), "failed")
         else:
-            _merge(self.files, match["file"], "failed")
+            merge_outcome(self.files, match["file"], "failed")
         self.file = None
         return True
 
@@ -180,9 +180,3 @@ class _Reading:
             self._name(js_test_id(parts[0], parts[1:]), outcome)
         elif self.file and len(match["indent"]) == self.indent + 2 and match["mark"] != "❯":
             self._name(js_test_id(self.file, parts), outcome)
-
-
-def _merge(outcomes: dict[str, TestOutcome], test_id: str, outcome: TestOutcome) -> None:
-    known = outcomes.get(test_id)
-    if known is None or _SEVERITY.get(outcome, 0) > _SEVERITY.get(known, 0):
-        outcomes[test_id] = outcome

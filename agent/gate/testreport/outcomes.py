@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from agent.gate.testreport.ava import ava_outcomes, is_ava
@@ -22,6 +22,7 @@ from agent.gate.testreport.mocha import is_mocha, mocha_outcomes
 from agent.gate.testreport.summaries import (
     PYTEST_TAIL_CHARS,
     counts_of,
+    merge_outcome,
     output_lines,
     pytest_incomplete,
     summary_of,
@@ -152,31 +153,11 @@ def _outcomes(lines: list[str], runner: str | None) -> dict[str, TestOutcome]:
         for pattern, outcome in _NOT_RUN:
             match = pattern.match(line)
             if match:
-                _merge(outcomes, _test_id(match), outcome)
+                merge_outcome(outcomes, _test_id(match), outcome)
                 break
     for test_id in _parse(lines, _FAILING):
-        _merge(outcomes, test_id, "failed")
+        merge_outcome(outcomes, test_id, "failed")
     return outcomes
-
-
-# --- summary lines ---------------------------------------------------------------------------
-
-
-_SEVERITY: Mapping[TestOutcome, int] = {
-    "passed": 0,
-    "xpassed": 1,
-    "xfailed": 2,
-    "skipped": 3,
-    "failed": 4,
-    "error": 5,
-}
-
-
-def _merge(outcomes: dict[str, TestOutcome], test_id: str, outcome: TestOutcome) -> None:
-    """Keep the worse outcome of a test reported twice (a call failure and a teardown error)."""
-    known = outcomes.get(test_id)
-    if known is None or _SEVERITY[outcome] > _SEVERITY[known]:
-        outcomes[test_id] = outcome
 
 
 # --- pytest's JUnit XML ----------------------------------------------------------------------
@@ -218,7 +199,7 @@ def parse_junit(xml_text: str) -> dict[str, TestOutcome] | None:
         return None
     outcomes: dict[str, TestOutcome] = {}
     for case in root.iter("testcase"):
-        _merge(outcomes, _junit_id(case), _junit_outcome(case))
+        merge_outcome(outcomes, _junit_id(case), _junit_outcome(case))
     return outcomes
 
 

@@ -248,3 +248,20 @@ _COUNT_KEY: Mapping[TestOutcome, str] = {
     "xfailed": "xfailed",
     "xpassed": "xpassed",
 }
+
+
+_SEVERITY: Mapping[TestOutcome, int] = {
+    "passed": 0,
+    "xpassed": 1,
+    "xfailed": 2,
+    "skipped": 3,
+    "failed": 4,
+    "error": 5,
+}
+
+
+def merge_outcome(outcomes: dict[str, TestOutcome], test_id: str, outcome: TestOutcome) -> None:
+    """Keep the worse outcome of a test reported twice (a call failure and a teardown error)."""
+    known = outcomes.get(test_id)
+    if known is None or _SEVERITY[outcome] > _SEVERITY[known]:
+        outcomes[test_id] = outcome
