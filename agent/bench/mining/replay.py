@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from agent.gate import verdict as gate
-from agent.gate.testreport.jsids import SEPARATOR
+from agent.gate.testreport.tap import SEPARATOR
 from agent.models import TestOutcome
 
 FAILED: frozenset[TestOutcome] = frozenset({"failed", "error"})

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agent.gate.testreport.summaries import merge_outcome
+from agent.gate.testreport.tap import SEPARATOR
 from agent.models import TestOutcome
 
-SEPARATOR = " > "  # between the file, the describe blocks and the name (agent.gate.verdict.names)
 _JEST_SEPARATOR = " › "
 
 # a test file as the runners print it, relative to their root
