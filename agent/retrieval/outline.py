@@ -106,19 +106,35 @@ class _Renderer:
         for node in nodes:
             if node.start < cursor or node.end > last:
                 continue  # overlapping spans: the first one wins
-            out += self.kept(cursor, node.start - 1)
-            out += self.node(node)
+            comment = node.doc_start if cursor <= node.doc_start < node.start else node.start
+            out += self.kept(cursor, comment - 1)
+            out += self.node(node, comment)
             cursor = node.end + 1
         return out + self.kept(cursor, last)
 
-    def node(self, node: Symbol) -> list[_Line]:
-        """One definition at its effective detail."""
+    def node(self, node: Symbol, comment: int) -> list[_Line]:
+        """One definition at its effective detail, with the comment above it (from line
+        `comment`; `node.start` when it has none): hidden with an omitted definition, its first
+        lines kept with a signature."""
         detail = self.detail(node)
         if detail == "full":
-            self.full.append((node.start, node.end))
-            return self.kept(node.start, node.end)
+            self.full.append((comment, node.end))
+            return self.kept(comment, node.end)
         if detail == "omitted":
-            return [(self.indent(node.start) + MARK, (node.start, node.end))]
+            return [(self.indent(node.start) + MARK, (comment, node.end))]
+        return self.leading(comment, node.start - 1) + self.shape(node)
+
+    def leading(self, first: int, last: int) -> list[_Line]:
+        """A comment above a definition shown by its signature: whole when short, else its
+        first lines and a marker for the rest (JSDoc's @param and @example lines)."""
+        if last - first + 1 <= MAX_SHOWN_DOCSTRING_LINES:
+            return self.kept(first, last)
+        head = first + MAX_SHOWN_DOCSTRING_LINES - 1
+        return [*self.kept(first, head - 1), (self.indent(head) + MARK, (head, last))]
+
+    def shape(self, node: Symbol) -> list[_Line]:
+        """A definition by its signature: a container's header and members, else its header,
+        a short docstring and a marker for the body."""
         header_end = node.header_end
         kids = self.children.get(node.qualname, [])
         if kids and node.kind in CONTAINER_KINDS:

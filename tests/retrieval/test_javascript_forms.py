@@ -67,6 +67,24 @@ def test_prototype_methods_belong_to_their_constructor() -> None:
     assert (found["Layer"].kind, found["Layer.constructor"].parent) == ("class", "Layer")
 
 
+def test_the_comment_above_a_definition_is_its_documentation() -> None:
+    """A JSDoc block with a blank line under it (commander's style) and a run of `//` lines
+    document what follows them; a comment after code on its line does not."""
+    source = (
+        "const a = 1; // not about parse\n"
+        "// Parses a value.\n"
+        "// Throws on bad input.\n"
+        "function parse(value) {\n  return value;\n}\n"
+        "\n"
+        "/**\n * Formats a value.\n */\n"
+        "\n"
+        "function format(value) {\n  return value;\n}\n"
+    )
+    found = {s.name: s for s in parse_source("lib/values.js", source).symbols}
+    assert (found["parse"].doc, found["parse"].doc_start) == ("Parses a value.", 2)
+    assert (found["format"].doc, found["format"].doc_start) == ("Formats a value.", 8)
+
+
 def test_an_object_of_functions_is_a_container_of_its_methods() -> None:
     found = definitions("lib/index.js")
     assert list(found) == [

@@ -130,3 +130,45 @@ def test_a_named_class_too_large_to_show_is_shown_by_its_named_member() -> None:
     assert dropped == []
     assert "    def method_7(self, value: int) -> int:\n        return value + 7" in file.content
     assert file.content.startswith("class Big:") and "method_9" not in file.content
+
+
+def _jsdoc_method(name: str, body: str) -> str:
+    """A method as commander writes one: a long JSDoc, a blank line, then the method."""
+    return (
+        "  /**\n"
+        f"   * {name}: what it does.\n"
+        "   *\n"
+        "   * @example\n"
+        f"   * program.{name}('a');\n"
+        f"   * program.{name}('b');\n"
+        "   *\n"
+        "   * @param {string} value\n"
+        "   * @return {Command}\n"
+        "   */\n"
+        "\n"
+        f"  {name}(value) {{\n"
+        f"    {body}\n"
+        "    return this;\n"
+        "  }\n"
+    )
+
+
+JSDOC_CLASS = (
+    "class Command {\n"
+    + "\n".join(_jsdoc_method(n, f"this._{n} = value; // {n}") for n in ("alias", "usage", "parse"))
+    + "}\n\nmodule.exports = { Command };\n"
+)
+
+
+def test_a_comment_above_a_definition_goes_with_it() -> None:
+    pytest.importorskip("tree_sitter_javascript")
+    usage = _jsdoc_method("usage", "this._usage = value; // usage").rstrip("\n")
+    skeleton = outline(JSDOC_CLASS, "lib/command.js", default="omitted", Command__usage="full")
+    assert usage in skeleton  # shown full: its comment with it
+    assert skeleton.count("@example") == 1  # the comments of those left out, left out
+    assert "program.alias" not in skeleton and "program.parse" not in skeleton
+
+    signatures = outline(JSDOC_CLASS, "lib/command.js")
+    assert "   * alias: what it does.\n" in signatures  # a long comment's first lines
+    assert "* @return {Command}" not in signatures  # … and a marker for the rest
+    assert f"   {MARK}\n  alias(value) {{\n    {MARK}" in signatures

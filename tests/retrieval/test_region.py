@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agent.config.files import RetrievalConfig
 from agent.models import RefinementRequest
 from agent.retrieval.indexing.index import RepoIndex
@@ -58,3 +60,45 @@ def test_asking_again_for_a_file_shown_in_outline_shows_the_region(
 
     [shown] = [f for f in again.files if f.path == "pkg/big.py"]
     assert "param.name in seen" in shown.content
+
+
+def test_a_javascript_file_of_documented_methods_asked_for_again_shows_the_region(
+    tmp_path: Path, index: RepoIndex
+) -> None:
+    """commander's lib/command.js: every method under a long JSDoc and a blank line. The
+    comments of the methods left out are left out with them, so the region fits; before, the
+    outline of comments did not fit and the file was cut short above the region."""
+    pytest.importorskip("tree_sitter_javascript")
+    doc = "".join(f"   * Line {n} of the documentation, with an example.\n" for n in range(12))
+    methods = "".join(
+        f"  /**\n{doc}   */\n\n  option{n}(value) {{\n    this._values[{n}] = value;\n"
+        "    return this;\n  }\n\n"
+        for n in range(60)
+    )
+    excess = (
+        "  _excessArguments(received) {\n"
+        "    if (this._allowExcessArguments) return;\n"
+        "    const s = this.registeredArguments.length === 1 ? '' : 's';\n"
+        "    this.error(`too many arguments. Expected ${this.registeredArguments.length}`);\n"
+        "  }\n"
+    )
+    source = f"class Command {{\n{methods}{excess}}}\n\nexports.Command = Command;\n"
+    repo = make_repo(tmp_path / "js", {"lib/command.js": source})
+    index.update(repo)
+    tree = IndexedTree(index, repo, RetrievalConfig(stages=[]))
+    task = "Report how many arguments were expected when too many arguments are given."
+    first = retrieve(
+        tree, ContextAsk(task, 1500, "implement", Seeds(files=["lib/command.js"])), classifier=None
+    )
+
+    again = refine(
+        first,
+        RefinementRequest(
+            reason="the implementer asked for context", missing_files=["lib/command.js"]
+        ),
+        tree,
+        classifier=None,
+    )
+
+    [shown] = [f for f in again.files if f.path == "lib/command.js"]
+    assert excess.rstrip("\n") in shown.content

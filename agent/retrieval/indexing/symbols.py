@@ -24,6 +24,7 @@ class Symbol(NamedTuple):
     doc: str = ""
     parent: str | None = None
     doc_end: int = 0  # last line of a leading Python docstring, 0 when there is none
+    doc_start: int = 0  # first line of the comment right above it (JSDoc, Go's `//`), else 0
 
 
 class ImportRef(NamedTuple):

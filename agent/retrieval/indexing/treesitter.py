@@ -250,6 +250,7 @@ def _symbol(node: Any, name_node: Any, kind: str, parent: Symbol | None, names: 
         signature=signature[:240],
         doc=_leading_comment(node),
         parent=parent.qualname if parent else None,
+        doc_start=_comment_start(node),
     )
 
 
@@ -326,14 +327,38 @@ def _body(node: Any) -> Any:
 
 def _leading_comment(node: Any) -> str:
     """The first line of a comment right above the definition (or its export statement)."""
+    comments = _comments_above(node)
+    if not comments:
+        return ""
+    return first_line(
+        "\n".join(_COMMENT_MARKS.sub("", line) for line in _text(comments[-1]).splitlines())
+    )
+
+
+def _comment_start(node: Any) -> int:
+    """The first line (1-based) of the comments right above the definition, 0 when none."""
+    comments = _comments_above(node)
+    return int(comments[-1].start_point.row) + 1 if comments else 0
+
+
+def _comments_above(node: Any) -> list[Any]:
+    """The comment nodes right above a definition (or its export statement), nearest first,
+    with nothing but blank lines between them: a JSDoc block (commander leaves a blank line
+    under each), a run of `//` lines."""
     anchor = (
         node.parent if node.parent is not None and node.parent.type.startswith("export") else node
     )
-    comment = anchor.prev_named_sibling
-    if comment is None or "comment" not in comment.type:
-        return ""
-    if comment.end_point.row + 1 < anchor.start_point.row:
-        return ""
-    return first_line(
-        "\n".join(_COMMENT_MARKS.sub("", line) for line in _text(comment).splitlines())
-    )
+    found: list[Any] = []
+    below = anchor
+    while (comment := below.prev_sibling) is not None and "comment" in comment.type:
+        if _shares_line(comment):
+            break
+        found.append(comment)
+        below = comment
+    return found
+
+
+def _shares_line(comment: Any) -> bool:
+    """Whether a comment ends a line that holds code before it (`x = 1; // note`)."""
+    before = comment.prev_sibling
+    return before is not None and before.end_point.row == comment.start_point.row
