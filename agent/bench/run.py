@@ -37,6 +37,7 @@ from agent.config.files import ModelConfig, SolveConfig
 from agent.errors import AgentError, GitError, SetupError
 from agent.errors import MixedSettings as MixedSettings  # bot.bench.replay imports it from here
 from agent.gate.gate_files import gate_role
+from agent.gate.testreport.jsids import with_files
 from agent.git import branches
 from agent.git import repo as git
 from agent.git.workspace import remove_abandoned
@@ -297,7 +298,8 @@ def score(
             else:
                 (tree / path).unlink(missing_ok=True)
         result = ready.run_tests()
-    return dict(outcomes(result))
+    # a task's id of a file alone, whose tests this run names (failing): the worst of theirs
+    return dict(with_files(outcomes(result), [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]))
 
 
 def put_back(changed: Sequence[str], test_patch: Sequence[str]) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.gate.testreport.jsids import js_outcomes, js_test_id
+from agent.gate.testreport.jsids import js_outcomes, js_test_id, with_files
 from agent.gate.testreport.jsreport import JsReport, parse_js_report
 from agent.gate.testreport.outcomes import named_tests, read_report
 from agent.gate.testreport.summaries import output_lines
@@ -113,6 +113,21 @@ def test_a_passing_file_the_default_output_lists_alone_stands_for_its_tests(runn
         f"tests/math.test.{ext}": "passed",
         f"tests/strings.test.{ext}": "passed",
     }
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_file_named_alone_in_one_run_has_the_worst_outcome_of_its_tests_in_another(
+    runner: str,
+) -> None:
+    """A task mined from the default output holds `tests/math.test.js`, its file alone; a run
+    that fails one of its tests names that test instead: the file failed, not "missing" (the
+    bench scored it missing). Skipped tests beside passing ones leave a file passing."""
+    ext = "js" if runner.startswith("jest") else "ts"
+    files = [f"tests/math.test.{ext}", f"tests/strings.test.{ext}", "tests/other.test.js"]
+    failing = with_files(report(runner, "report"), files)
+    assert [failing.get(f) for f in files] == ["failed", "failed", None]
+    passing = with_files(report(runner, "fixed_report"), files)
+    assert [passing.get(f) for f in files] == ["passed", "passed", None]
 
 
 def test_a_jest_title_holding_its_separator_reads_as_it_does_in_the_report() -> None:

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from agent.gate import verdict as gate
-from agent.gate.testreport.tap import SEPARATOR
+from agent.gate.testreport.jsids import with_files
 from agent.models import TestOutcome
 
 FAILED: frozenset[TestOutcome] = frozenset({"failed", "error"})
@@ -141,28 +141,11 @@ def aligned(runs: Runs) -> Runs:
     lists only a passing file (jest's and vitest's default) names the file by itself in one
     run and its tests in the other (the failing ones, or every one), so the file's outcome in
     that other run — the worst of its tests' — is added, and the two runs share an id."""
-    runs = replace(runs, before=_with_files(runs.before, runs.after))
-    runs = replace(runs, after=_with_files(runs.after, runs.before))
+    runs = replace(runs, before=with_files(runs.before, runs.after))
+    runs = replace(runs, after=with_files(runs.after, runs.before))
     if runs.again is not None:
-        runs = replace(runs, again=_with_files(runs.again, runs.after))
+        runs = replace(runs, again=with_files(runs.again, runs.after))
     return runs
-
-
-def _with_files(
-    outcomes: Mapping[str, TestOutcome], other: Mapping[str, TestOutcome]
-) -> Mapping[str, TestOutcome]:
-    """`outcomes` with the outcome of each file `other` names alone that these name tests of."""
-    added: dict[str, TestOutcome] = {}
-    for file in other:
-        if file in outcomes or SEPARATOR in file:
-            continue
-        inside = [o for t, o in outcomes.items() if t.startswith(file + SEPARATOR)]
-        if inside:
-            added[file] = max(inside, key=lambda o: _WORST.index(o))
-    return {**outcomes, **added} if added else outcomes
-
-
-_WORST: tuple[TestOutcome, ...] = ("skipped", "xfailed", "passed", "xpassed", "failed", "error")
 
 
 def _uncollected(test: str, before: Mapping[str, TestOutcome]) -> bool:

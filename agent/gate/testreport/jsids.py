@@ -16,7 +16,7 @@ data out.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agent.gate.testreport.summaries import merge_outcome
@@ -180,3 +180,31 @@ class _Reading:
             self._name(js_test_id(parts[0], parts[1:]), outcome)
         elif self.file and len(match["indent"]) == self.indent + 2 and match["mark"] != "❯":
             self._name(js_test_id(self.file, parts), outcome)
+
+
+# a file's outcome from its tests': a failure or error fails it, else a passing test passes it
+_FILE_WORST: tuple[TestOutcome, ...] = (
+    "skipped",
+    "xfailed",
+    "passed",
+    "xpassed",
+    "failed",
+    "error",
+)
+
+
+def with_files(
+    outcomes: Mapping[str, TestOutcome], files: Iterable[str]
+) -> Mapping[str, TestOutcome]:
+    """`outcomes` with the outcome of each of `files` (ids naming a file alone) they name no
+    outcome of but name tests of: the worst of its tests'. A reporter that lists only a passing
+    file names the file by itself in one run and its tests (the failing ones) in another; this
+    lets the two runs, or a task's ids and a run, share an id."""
+    added: dict[str, TestOutcome] = {}
+    for file in files:
+        if file in outcomes or SEPARATOR in file:
+            continue
+        inside = [o for t, o in outcomes.items() if t.startswith(file + SEPARATOR)]
+        if inside:
+            added[file] = max(inside, key=_FILE_WORST.index)
+    return {**outcomes, **added} if added else outcomes
