@@ -20,9 +20,15 @@ from agent.models import TestCounts, TestOutcome
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
+def without_colours(output: str) -> str:
+    """A run's output without its ANSI colour codes (a runner colours when it sees a terminal
+    or FORCE_COLOR)."""
+    return _ANSI.sub("", output)
+
+
 def output_lines(output: str) -> list[str]:
     """A run's output as lines: colours stripped, cargo's doc-test names made stable."""
-    return stable_doctest_names([line.rstrip() for line in _ANSI.sub("", output).splitlines()])
+    return stable_doctest_names([line.rstrip() for line in without_colours(output).splitlines()])
 
 
 _PYTEST_SUMMARY = re.compile(
@@ -87,6 +93,23 @@ _JS_WORDS: Mapping[str, str] = {
     "todo": "skipped",
     "pending": "skipped",
 }
+
+
+# TAP's counts: tape's and node's (`# pass  4`), node-tap's (`# failed 1 of 4 tests`)
+_TAP_COUNTS = re.compile(r"^# (?:(?:tests|pass|fail) +\d+|failed \d+ of \d+ tests?)$")
+
+
+def is_count_line(line: str) -> bool:
+    """Whether a line (colours stripped) is one of a runner's count lines: pytest's last, jest's
+    or vitest's `Tests`, mocha's `3 passing`, `1 failing`, TAP's `# pass 3`, `# fail 1`."""
+    pytest = _PYTEST_SUMMARY.match(line)
+    return bool(
+        (pytest and " in " in line)
+        or _JEST.match(line)
+        or _VITEST.match(line)
+        or _MOCHA.match(line)
+        or _TAP_COUNTS.match(line)
+    )
 
 
 def _add(counts: dict[str, int], key: str, n: int) -> None:
