@@ -68,25 +68,26 @@ def compose(
 ) -> str:
     """The statement: the issue's title and body, or the commit message, the tests that fail
     and their failures' own lines: pytest's tail (its failure sections and short summary end
-    it), any other runner's failures chosen from the whole output; scrubbed of the patch's
-    added lines."""
+    it), any other runner's failures chosen from the whole output, the failing tests' first;
+    scrubbed of the patch's added lines."""
     if issue is not None:
         title, body = issue
         text = f"{title}\n\n{body}".strip()
     else:
         listing = "\n".join(f"- {test}" for test in failing)
-        shown = _failures_shown(output).strip()
+        shown = _failures_shown(output, failing).strip()
         text = f"{message.strip()}{LISTED}{listing}{OUTPUT}{shown}\n```"
     return scrub(text, patch)
 
 
-def _failures_shown(output: str) -> str:
+def _failures_shown(output: str, failing: Sequence[str]) -> str:
     """What a statement shows of a failing run's output: pytest's end, where its failure
-    sections and short summary are, or the failures' own lines of any other runner's output
-    (a long TAP log ends with another file's passing lines: agent.gate.testreport.failures)."""
+    sections and short summary are, or the failures' own lines of any other runner's output,
+    the failing tests' first (a long TAP log ends with another file's passing lines, and a
+    failure beside the task's can come before it: agent.gate.testreport.failures)."""
     if _PYTEST_END.search(output):
         return output[-OUTPUT_CHARS:]
-    return failure_lines(output, OUTPUT_CHARS)
+    return failure_lines(output, OUTPUT_CHARS, first=failing)
 
 
 _PYTEST_END = re.compile(r"^(?:_{3,} .+ _{3,}|={3,} .+ ={3,})$", re.M)

@@ -203,8 +203,8 @@ def _sections(output: str, test: str) -> str:
 
 def failure_excerpt(output: str, tests: Sequence[str]) -> str:
     """What a person reads of the failure: the tests' own sections, at most EXCERPT_CHARS."""
-    if not _SECTION.search(output):  # not pytest's: each runner's failure lines
-        return failure_lines(output, EXCERPT_CHARS)
+    if not _SECTION.search(output):  # not pytest's: each runner's failure lines, the tests' first
+        return failure_lines(output, EXCERPT_CHARS, first=tests)
     text = "\n".join(dict.fromkeys(_sections(output, t) for t in tests)) if tests else output
     text = text.strip("\n")
     return text if len(text) <= EXCERPT_CHARS else "…\n" + text[-EXCERPT_CHARS:]

@@ -4,6 +4,8 @@ a test only the test patch adds; built from an already mined task's fields."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agent.bench.statement import added_lines, compose, hidden_statement
 from agent.bench.tasks import BenchTask
 
@@ -203,3 +205,13 @@ def test_a_long_tap_log_s_statement_shows_the_failure_not_the_tail() -> None:
     statement = compose("Fix ~1.1 ranges", ["test/functions/satisfies.js"], output, PATCH)
     assert "not ok 110 - ~1.1 satisfied by 1.1.0-a" in statement
     assert "test covers a file 799" not in statement
+
+
+def test_a_statement_shows_its_tasks_failing_test_before_a_failure_beside_it() -> None:
+    """jest's output (recorded) fails `math › multiplies` first; the task's test is the other."""
+    output = (Path(__file__).parents[1] / "gate/runner_outputs/js/jest29_default.txt").read_text()
+    failing = ["tests/strings.test.js > strings > deep > deeper > fails too"]
+    statement = compose("Fix deeper strings", failing, output, PATCH)
+    shown = statement.split("Their output:\n```\n", 1)[1]
+    assert shown.startswith("● strings › deep › deeper › fails too")
+    assert "● math › multiplies" in shown

@@ -3,7 +3,9 @@ the base commit the way the issue describes, and breaks nothing that passed."""
 
 from __future__ import annotations
 
-from agent.gate.reproduction import check_reproduction, fails_only_on
+from pathlib import Path
+
+from agent.gate.reproduction import check_reproduction, fails_only_on, failure_excerpt
 from agent.models import TestReport, ValidationResult
 
 BASE = ValidationResult(success=True, passing_tests=["tests/test_a.py::test_old"])
@@ -198,3 +200,12 @@ def test_a_javascript_export_the_issue_asks_for_is_the_behaviour() -> None:
             BASE, run(["test/bug.test.js > dumps all"], node_failure(error)), JS_FILES, issue
         )
         assert check.reproduces, error
+
+
+def test_a_js_excerpt_shows_the_reproductions_failure_first() -> None:
+    """jest's output (recorded): the reproduction's test fails after another one."""
+    output = (Path(__file__).parent / "runner_outputs/js/jest29_default.txt").read_text()
+    excerpt = failure_excerpt(
+        output, ["tests/strings.test.js > strings > deep > deeper > fails too"]
+    )
+    assert excerpt.startswith("  ● strings › deep › deeper › fails too")
