@@ -102,3 +102,19 @@ def test_a_javascript_file_of_documented_methods_asked_for_again_shows_the_regio
 
     [shown] = [f for f in again.files if f.path == "lib/command.js"]
     assert excess.rstrip("\n") in shown.content
+
+
+def test_the_words_of_the_comment_above_a_definition_rank_it() -> None:
+    """commander's fix of an `@example` in `option()`'s JSDoc: the comment is shown with its
+    definition, so its words are the definition's."""
+    pytest.importorskip("tree_sitter_javascript")
+    source = (
+        "class Command {\n"
+        "  /**\n   * Define option with `flags`.\n   *\n   * @example\n"
+        "   *     .option('--pt, --pizza-type <TYPE>', 'type of pizza')\n   */\n\n"
+        "  option(flags, description) {\n    return this._optionEx({}, flags, description);\n"
+        "  }\n\n"
+        "  parse(argv) {\n    return this._parse(argv);\n  }\n}\n"
+    )
+    symbols = parse_source("lib/command.js", source).symbols
+    assert region("the pizza type example", symbols, source, shown=set()) == ["Command.option"]
