@@ -106,7 +106,7 @@ class _Renderer:
         for node in nodes:
             if node.start < cursor or node.end > last:
                 continue  # overlapping spans: the first one wins
-            comment = node.doc_start if cursor <= node.doc_start < node.start else node.start
+            comment = node.first if node.first >= cursor else node.start
             out += self.kept(cursor, comment - 1)
             out += self.node(node, comment)
             cursor = node.end + 1

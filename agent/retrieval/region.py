@@ -32,7 +32,7 @@ def region(
     parents = {s.parent for s in symbols if s.parent}
     leaves = [s for s in symbols if s.qualname not in parents and s.qualname not in shown]
     lines = source.split("\n")
-    bodies = {s.qualname: set(terms("\n".join(lines[_first(s) - 1 : s.end]))) for s in leaves}
+    bodies = {s.qualname: set(terms("\n".join(lines[s.first - 1 : s.end]))) for s in leaves}
     named = set(terms(text))
     df = {t: sum(t in body for body in bodies.values()) for t in wanted}
     scores = []
@@ -43,9 +43,3 @@ def region(
         if score > 0:
             scores.append((-score, s.start, s.qualname))
     return [q for _, _, q in sorted(scores)[:limit]]
-
-
-def _first(symbol: Symbol) -> int:
-    """A definition's first line, the comment above it included: shown with it, and a JSDoc
-    block's words (an `@example`) are what a task may speak of."""
-    return symbol.doc_start if 0 < symbol.doc_start < symbol.start else symbol.start

@@ -24,7 +24,15 @@ class Symbol(NamedTuple):
     doc: str = ""
     parent: str | None = None
     doc_end: int = 0  # last line of a leading Python docstring, 0 when there is none
-    doc_start: int = 0  # first line of the comment right above it (JSDoc, Go's `//`), else 0
+    # first line of the comment right above it (JSDoc, Go's `//`), else 0; parsed afresh
+    # where a file is rendered, not kept in the index
+    doc_start: int = 0
+
+    @property
+    def first(self) -> int:
+        """Its first line, the comment right above it included: shown, left out and ranked
+        with it."""
+        return self.doc_start if 0 < self.doc_start < self.start else self.start
 
 
 class ImportRef(NamedTuple):

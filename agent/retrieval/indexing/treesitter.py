@@ -240,6 +240,7 @@ def _symbol(node: Any, name_node: Any, kind: str, parent: Symbol | None, names: 
     header_end = _header_end(node, start)
     lines = names.lines[start - 1 : header_end]
     signature = re.sub(r"\s+", " ", " ".join(x.strip() for x in lines))
+    comments = _comments_above(node)
     return Symbol(
         name=name,
         qualname=f"{owner}.{name}" if owner else name,
@@ -248,9 +249,9 @@ def _symbol(node: Any, name_node: Any, kind: str, parent: Symbol | None, names: 
         end=end,
         header_end=min(header_end, end),
         signature=signature[:240],
-        doc=_leading_comment(node),
+        doc=_comment_doc(comments),
         parent=parent.qualname if parent else None,
-        doc_start=_comment_start(node),
+        doc_start=int(comments[-1].start_point.row) + 1 if comments else 0,
     )
 
 
@@ -325,20 +326,13 @@ def _body(node: Any) -> Any:
     return None
 
 
-def _leading_comment(node: Any) -> str:
-    """The first line of a comment right above the definition (or its export statement)."""
-    comments = _comments_above(node)
+def _comment_doc(comments: list[Any]) -> str:
+    """The first line of the comments right above a definition (`_comments_above`)."""
     if not comments:
         return ""
     return first_line(
         "\n".join(_COMMENT_MARKS.sub("", line) for line in _text(comments[-1]).splitlines())
     )
-
-
-def _comment_start(node: Any) -> int:
-    """The first line (1-based) of the comments right above the definition, 0 when none."""
-    comments = _comments_above(node)
-    return int(comments[-1].start_point.row) + 1 if comments else 0
 
 
 def _comments_above(node: Any) -> list[Any]:
