@@ -213,6 +213,23 @@ def test_a_deleted_test_does_not_pass_even_when_everything_left_passes() -> None
     assert any("no longer ran" in p and MUL in p for p in verdict.problems)
 
 
+def test_a_failure_s_own_result_goes_with_the_failure_but_a_deleted_failing_test_does_not() -> None:
+    """tap names an error thrown inside a subtest as a result of its own; fixed, the subtest
+    passes and that result is gone. A failing test gone with no test holding it still counts."""
+    case = "test/classes/range.js > range parsing > 1.2.3a null"
+    thrown = case + " > Invalid comparator: 1.2.3a"
+    other = "test/classes/range.js > range parsing > 1.2.3 null"
+    before = run({other: "passed", case: "failed", thrown: "failed"}, source="names")
+    after = run({other: "passed", case: "passed"}, source="names")
+    assert judge(before, after, targets=[case]).passed
+    passed_before = run({other: "passed", case: "failed", thrown: "passed"}, source="names")
+    verdict = judge(passed_before, after, targets=[case])  # a passing result gone still counts
+    assert any("1 test(s) no longer ran" in p and thrown in p for p in verdict.problems)
+    deleted = run({other: "passed"}, source="names")
+    verdict = judge(before, deleted)
+    assert any("2 test(s) no longer ran" in p for p in verdict.problems)
+
+
 def test_a_replaced_test_file_does_not_pass() -> None:
     verdict = judge(RED, run({"tests/test_ops.py::test_ok": "passed"}), targets=[MUL])
     assert not verdict.passed
