@@ -72,3 +72,4 @@ class RefinementRequest(Record):
     missing_symbols: list[str] = Field(default_factory=list)
     missing_tests: list[str] = Field(default_factory=list)
     error_signatures: list[str] = Field(default_factory=list)
+    focus: str = ""  # what the pass was asked to do (a step's description): the region's words

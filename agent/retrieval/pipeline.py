@@ -42,6 +42,7 @@ Mode = Literal["plan", "implement"]
 NOT_IN_REPOSITORY = "not in the repository (a step may create it)"
 RANKED_BELOW = OVER_BUDGET + " (ranked below the {} files considered)"
 MORE_RANKED = 12  # files ranked below those considered that a plan pass still names
+REGION_SHARE = 0.5  # of a refined package's budget, the most the regions asked for take
 
 
 @dataclass
@@ -117,18 +118,19 @@ def refine(
 
 def _regions(package: ContextPackage, request: RefinementRequest, root: Path) -> list[str]:
     """For each file asked for that the package showed only in part (too large to show whole):
-    the definitions of it that the task and the failure speak of, not the same part again."""
-    text = "\n".join([package.task, request.reason, *request.error_signatures])
+    the definitions of it that the step, the task and the failure speak of, not the same part
+    again."""
+    text = "\n".join([request.focus, package.task, request.reason, *request.error_signatures])
+    again = [f for f in package.files if f.path in request.missing_files and f.detail != "full"]
+    room = int(package.budget_tokens * REGION_SHARE) // max(1, len(again))
     found: list[str] = []
-    for shown in package.files:
-        if shown.path not in request.missing_files or shown.detail == "full":
-            continue
+    for shown in again:
         try:
             source = read_in_tree(root, shown.path).decode("utf-8", "replace")
         except OSError:
             continue
         full = {q for q, d in shown.symbols.items() if d == "full"}
-        found += region(text, parse_source(shown.path, source).symbols, source, full)
+        found += region(text, parse_source(shown.path, source).symbols, source, full, room=room)
     return found
 
 

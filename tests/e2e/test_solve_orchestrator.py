@@ -17,6 +17,7 @@ from agent.llm.router import ModelRouter
 from agent.models import OrchestratorResult, RunEvent
 from agent.run.orchestrator import solve
 from agent.run.runtime import Runtime
+from agent.run.sources import IndexedFactory, SeededFiles
 from agent.runlog.store import RunLog
 from agent.sandbox.base import hidden_paths
 from agent.sandbox.bwrap import build_sandbox
@@ -124,7 +125,10 @@ class Harness:
         passes = sum(e.kind == "pass_finished" for e in self.events)
         return self.cancel_after is not None and passes >= self.cancel_after
 
-    def solve(self, task: str, **sections: dict[str, Any]) -> OrchestratorResult:
+    def solve(
+        self, task: str, *, indexed: bool = False, **sections: dict[str, Any]
+    ) -> OrchestratorResult:
+        """`cra solve`'s orchestrator; with `indexed`, over the repository index, as the CLI."""
         config = self.config(**sections)
         router = ModelRouter(config.models, factory=HTTPChatModel)
         sandbox = build_sandbox(test_sandbox_kind(), hide=hidden_paths(data=[self.work], home=None))
@@ -137,8 +141,9 @@ class Harness:
             observer=self,
             should_cancel=self.should_cancel,
         )
+        contexts = IndexedFactory(self.work, config.retrieval) if indexed else SeededFiles
         try:
-            return solve(task, self.repo, config, runtime)
+            return solve(task, self.repo, config, runtime, context_factory=contexts)
         finally:
             router.close()
 
@@ -692,3 +697,35 @@ def test_implementer_asking_for_a_file_gets_it_through_refinement(clean: Harness
     refined = next(r for r in clean.server.requests if r.stage == "implement_refined")
     assert '<file path="calc/__init__.py"' not in first.user_prompt
     assert '<file path="calc/__init__.py"' in refined.user_prompt
+
+
+def test_a_large_file_asked_for_again_shows_the_definition_the_step_names(clean: Harness) -> None:
+    """The task speaks of what a user sees; the step says where the change goes. Asked for
+    again, a file too large to show whole shows the definition the step names in full."""
+    filler = "".join(
+        f"def helper_{n}(value):\n    total = value + {n}\n    return total * {n}\n\n\n"
+        for n in range(150)
+    )
+    target = (
+        "def clamp_power(base):\n    limit = 4096  # the cap the step must lift\n    return base\n"
+    )
+    (clean.repo / "calc" / "big.py").write_text(filler + target)
+    git_in(clean.repo, "add", "-A")
+    git_in(clean.repo, "commit", "-qm", "a large module")
+    clean.server.script("meta_plan", meta(("p1", "Export power", ["calc/ops.py"])))
+    clean.server.script(
+        "part_plan",
+        part("p1", step("s1", "Lift the cap in clamp_power and add power", ["calc/big.py"])),
+    )
+    clean.server.script("implement", "<need_context>calc/big.py</need_context>")
+    clean.server.script("implement_refined", append_to_ops(POWER))
+    clean.server.script("adjustment", adjustment())
+
+    clean.solve(
+        "A user gets the wrong answer for large exponents",
+        indexed=True,
+        retrieval={"whole_file_tokens": 200, "implement_context_tokens": 1500},
+    )
+
+    refined = next(r for r in clean.server.requests if r.stage == "implement_refined")
+    assert "limit = 4096" in refined.user_prompt

@@ -118,3 +118,74 @@ def test_the_words_of_the_comment_above_a_definition_rank_it() -> None:
     )
     symbols = parse_source("lib/command.js", source).symbols
     assert region("the pizza type example", symbols, source, shown=set()) == ["Command.option"]
+
+
+def test_the_region_takes_more_definitions_while_they_fit_the_room() -> None:
+    """A fix spread over several methods (commander's save/restore of the parse state touched
+    the constructor, parse, parseAsync and two new methods): the best three always, more while
+    they fit, none past the room."""
+    methods = "".join(
+        f"def restore_state_{n}(state):\n    state.saved = state.parse_state\n    return {n}\n\n\n"
+        for n in range(6)
+    )
+    source = FILLER + methods
+    symbols = parse_source("big.py", source).symbols
+    task = "Restore the saved parse state."
+    assert len(region(task, symbols, source, shown=set())) == 3
+    found = region(task, symbols, source, shown=set(), room=1000)
+    assert sorted(found) == [f"restore_state_{n}" for n in range(6)]
+    assert len(region(task, symbols, source, shown=set(), room=110)) == 4
+
+
+def test_a_fix_spread_over_several_definitions_is_shown_whole_when_asked_for_again(
+    tmp_path: Path, index: RepoIndex
+) -> None:
+    methods = "".join(
+        f"def restore_state_{n}(state):\n    state.saved = state.parse_state\n    return {n}\n\n\n"
+        for n in range(5)
+    )
+    repo = make_repo(tmp_path / "big", {"pkg/big.py": FILLER + methods})
+    index.update(repo)
+    tree = IndexedTree(index, repo, RetrievalConfig(stages=[]))
+    task = "Restore the saved parse state."
+    first = retrieve(
+        tree, ContextAsk(task, 1500, "implement", Seeds(files=["pkg/big.py"])), classifier=None
+    )
+
+    again = refine(
+        first,
+        RefinementRequest(reason="the implementer asked for context", missing_files=["pkg/big.py"]),
+        tree,
+        classifier=None,
+    )
+
+    [shown] = [f for f in again.files if f.path == "pkg/big.py"]
+    assert all(f"    return {n}\n" in shown.content for n in range(5))
+
+
+def test_the_step_s_words_find_the_region_the_task_does_not_name(
+    tmp_path: Path, index: RepoIndex
+) -> None:
+    """A plan's step says where the change goes ("warn in collide_names"), though the task
+    speaks only of what a user sees."""
+    repo = make_repo(tmp_path / "big", {"pkg/big.py": BIG})
+    index.update(repo)
+    tree = IndexedTree(index, repo, RetrievalConfig(stages=[]))
+    task = "A user sees no message for a value given twice."
+    first = retrieve(
+        tree, ContextAsk(task, 1500, "implement", Seeds(files=["pkg/big.py"])), classifier=None
+    )
+    asked = RefinementRequest(reason="I need this file", missing_files=["pkg/big.py"])
+
+    plain = refine(first, asked, tree, classifier=None)
+    focused = refine(
+        first,
+        asked.model_copy(update={"focus": "Warn in collide_names when the names collide"}),
+        tree,
+        classifier=None,
+    )
+
+    assert (
+        "param.name in seen" not in next(f for f in plain.files if f.path == "pkg/big.py").content
+    )
+    assert "param.name in seen" in next(f for f in focused.files if f.path == "pkg/big.py").content

@@ -68,7 +68,8 @@ def implement_attempt(
         if loops >= state.run_context.config.orchestrator.max_refinement_loops:
             break
         loops += 1
-        context = state.run_context.context.refine(context, request, classifier=state.classifier)
+        focus = request.model_copy(update={"focus": state.step.description})
+        context = state.run_context.context.refine(context, focus, classifier=state.classifier)
         result = _implement(state, context, failure, f"{stage}_refined", temperature)
     attempt = AttemptRecord(
         attempt=number,
