@@ -6,7 +6,8 @@ before and after its fix (agent.bench.mining.testruns): in a detached checkout o
 repository's setup step runs on the parent as it is (restored from the environment cache when the
 dependency files match an earlier commit's), then the commit's test changes are applied and the
 test command runs (in the sandbox, told not to stop at the first failure where it can be:
-agent.bench.keep_going); then the source change is applied and the tests run again. A setup step
+agent.bench.keep_going); then the source change is applied and the tests run again — in an
+environment set up from the fixed tree when the fix changes the setup's inputs. A setup step
 that failed is not run again in the same mine for the same dependency files: those commits are
 left out with its explanation (agent.bench.mining.setups); a resumed mine tries it again. The
 task is kept when some tests of the changed test files go from failing (or not collected) to

@@ -1,4 +1,5 @@
-"""The setup steps of one mine: a failed one remembered by its cache key.
+"""The setup steps of one mine: a failed one remembered by its cache key, and the fixes that
+change the setup's inputs.
 
 A setup step that fails for one commit fails the same way for every commit with the same
 dependency files (the same key of the environment cache): those are left out without running it
@@ -8,20 +9,25 @@ glitch must not outlive the mine it hit. The first commit of a key sets it up wh
 that key wait for it (the cache's own lock makes them wait anyway), so that a failure is met once
 however many jobs run; once a key has worked, nobody waits for it and no later failure of it is
 remembered (a key that worked is not one that fails).
+
+A fix whose patch changes a setup input (`changed_inputs`: package.json, a requirements file…)
+is tested after the fix in an environment set up from the fixed tree (agent.bench.mining.testruns).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Mapping, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent.bench.trees import Prepared, TestBed, prepared
+from agent.config.files import TestingConfig
 from agent.errors import SetupError
 from agent.models import SetupFailure
 from agent.run.environment import environment_key
+from agent.sandbox.envcache import matches_input
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,13 @@ class FailedSetup:
 
     commit: str
     failure: SetupFailure
+
+
+def changed_inputs(paths: Iterable[str], testing: TestingConfig) -> list[str]:
+    """The setup's inputs among `paths` (none when there is no setup step)."""
+    if not testing.setup_command:
+        return []
+    return [path for path in paths if matches_input(path, testing.setup_inputs)]
 
 
 def remembered(failed: Mapping[str, FailedSetup], worked: Set[str], key: str) -> FailedSetup | None:

@@ -1,10 +1,16 @@
-"""A candidate commit's test runs while mining: before its fix and after it.
+"""A candidate commit's test runs while mining: before its fix and after it, each in an
+environment set up from the dependency files of the tree it tests.
 
 In a detached checkout of the parent, the setup step runs on the parent as it is, before the
 test changes are applied (agent.bench.trees.prepared: the commits of a history that share their
 dependency files share one cached environment); then the commit's test changes are applied and
-the tests run; then its source change, and the tests run again (twice, when that makes a task: a
-test that passes only sometimes makes none). The setup goes through the mine's memo
+the tests run. When the fix leaves the setup's inputs alone, its source change is applied in the
+same checkout and the tests run again there (twice, when that makes a task: a test that passes
+only sometimes makes none). When it changes one (package.json, a requirements file), the runs
+after the fix take place in a checkout of the commit itself, set up from its own dependency
+files — a second key of the same cache — as the bench's score of a run is (it sets up on the
+run's last commit): a fix that needs its new dependencies is tested with them, and one that
+breaks with them is not taken for a fix. Every setup goes through the mine's memo
 (agent.bench.mining.setups): one that failed for the same dependency files is not run again.
 """
 
@@ -15,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agent.bench.mining.replay import REGRESSION, Runs, Verdict, sort_tests
-from agent.bench.mining.setups import SetupMemo, set_up
+from agent.bench.mining.setups import SetupMemo, changed_inputs, set_up
 from agent.bench.patches import Split
 from agent.bench.trees import Prepared, TestBed, checkout, outcomes
 from agent.errors import GitError, SetupError
@@ -58,14 +64,23 @@ def replay(replaying: Replaying) -> tuple[Verdict, str]:
         replaying.bed,
         replaying.memo,
     )
+    inputs = changed_inputs(split.patch_files, bed.testing)
     with checkout(repo, split.parent, bed.work_dir) as tree:
         git.check_diff(tree, split.test_patch)  # before the setup's minutes are spent
-        announce = _announcer(replaying.notice, commit)
+        announce = _announcer(replaying.notice, commit, "")
         with set_up(tree, repo, bed, memo, commit, announce) as ready:
             git.apply_diff(tree, split.test_patch)
             first = ready.run_tests()
-            git.apply_diff(tree, split.patch)
-            return _after(ready, first, split), first.test_output or ""
+            if not inputs:
+                git.apply_diff(tree, split.patch)
+                return _after(ready, first, split), first.test_output or ""
+    changed = ", ".join(inputs[:3]) + (" …" if len(inputs) > 3 else "")
+    announce = _announcer(replaying.notice, commit, f" on the fix's dependency files ({changed})")
+    with (
+        checkout(repo, commit, bed.work_dir) as tree,
+        set_up(tree, repo, bed, memo, commit, announce) as ready,
+    ):
+        return _after(ready, first, split), first.test_output or ""
 
 
 def _after(ready: Prepared, first: ValidationResult, split: Split) -> Verdict:
@@ -88,13 +103,16 @@ def _after(ready: Prepared, first: ValidationResult, split: Split) -> Verdict:
     return verdict
 
 
-def _announcer(notice: Callable[[str], None] | None, commit: str) -> Callable[[str], None] | None:
-    """What tells `notice` that the setup command runs for `commit`'s replay."""
+def _announcer(
+    notice: Callable[[str], None] | None, commit: str, where: str
+) -> Callable[[str], None] | None:
+    """What tells `notice` that the setup command runs for `commit`'s replay (`where`: which
+    tree's, when it is not the parent's)."""
     if notice is None:
         return None
     say = notice
 
     def announce(command: str) -> None:
-        say(f"{commit[:12]}: running the setup step ({command}); it may take minutes")
+        say(f"{commit[:12]}: running the setup step{where} ({command}); it may take minutes")
 
     return announce
