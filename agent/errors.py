@@ -224,11 +224,14 @@ class PartsError(BenchError):
 
 class SetupError(BenchError):
     """The repository's setup step failed at a commit: it cannot be tested here; `failure`
-    holds the command, how it ended and its output's last lines."""
+    holds the command, how it ended and its output's last lines. `first`: the commit whose
+    replay ran this same setup (the same dependency files) earlier in the mine and met the
+    failure, when it was not run again for this one."""
 
-    def __init__(self, failure: SetupFailure) -> None:
+    def __init__(self, failure: SetupFailure, *, first: str | None = None) -> None:
         super().__init__(failure.explained())
         self.failure = failure
+        self.first = first
 
 
 class MixedSettings(BenchError):

@@ -83,6 +83,11 @@ class Split:
         return sorted(p for p in self.status if is_test_change(p))
 
     @property
+    def patch_files(self) -> list[str]:
+        """Every file of `patch`: the fix's code, docs, data and config, the tests aside."""
+        return sorted(p for p in self.status if not is_test_change(p))
+
+    @property
     def source_files(self) -> list[str]:
         return sorted(p for p in self.status if not is_test_change(p) and is_code(p))
 
@@ -97,10 +102,8 @@ def split_commit(repo: Path, commit: str) -> Split:
         status, _, path = line.partition("\t")
         if path:
             split.status[path] = status[:1]
-    tests = split.test_files
-    others = sorted(p for p in split.status if p not in tests)
-    split.patch = _diff(repo, parent, commit, others)
-    split.test_patch = _diff(repo, parent, commit, tests)
+    split.patch = _diff(repo, parent, commit, split.patch_files)
+    split.test_patch = _diff(repo, parent, commit, split.test_files)
     for line in (
         git.run_git(
             ["diff", "--no-renames", "--numstat", parent, commit, "--", *split.source_files], repo

@@ -106,7 +106,7 @@ def prepare_environment(
         if cache is not None:
             report.notes.append("the environment cache needs the bwrap sandbox")
         return _run_setup(env, worktree, step)
-    key = setup_key(worktree, testing.setup_command, testing.setup_inputs, command_env)
+    key = environment_key(worktree, testing, environ)
     report.cache_key = key
     entry = cache.entry(repo_id(repo), key)
     with cache.reading(entry) as cached:
@@ -129,6 +129,14 @@ def prepare_environment(
     if restored is None:  # the entry could not be restored safely: set up afresh, uncached
         return _run_setup(env, worktree, step)
     return restored
+
+
+def environment_key(worktree: Path, testing: TestingConfig, environ: Mapping[str, str]) -> str:
+    """The key the environment cache files `worktree`'s setup under: its dependency files (as
+    its index holds them), the setup command and the variables it sees."""
+    command = testing.setup_command or ""
+    command_env = scrubbed_env(environ, testing.env)
+    return setup_key(worktree, command, testing.setup_inputs, command_env)
 
 
 def _restored(env: Environment, entry: Entry, worktree: Path) -> Environment | None:

@@ -2,7 +2,8 @@
 
 `cra bench mine` keeps it beside its output (`tasks.jsonl` → `tasks.mine-journal.jsonl`) while
 it runs and deletes it once the output is written, so a journal is left only by a mine that was
-interrupted; the next mine with the same output reads it and examines only the other commits.
+interrupted; the next mine with the same output reads it and examines only the other commits and
+those whose setup step failed (a failure is not carried from one mine to the next).
 Its first line holds the settings that decide what a commit yields (the revision as a commit,
 the limits, the test command…): a journal written with other settings is refused, never mixed
 in. Which commits are examined (`--max`, `--since`) is not among them: a commit's outcome does
@@ -36,6 +37,7 @@ class Outcome(BaseModel):
     reason: str = ""
     detail: str = ""
     task: BenchTask | None = None
+    same_setup_as: str = ""  # the commit whose same setup failed earlier (this one's never ran)
     replay_s: float = 0.0  # checking it out, setting up and running its tests (0: not replayed)
 
 

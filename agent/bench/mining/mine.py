@@ -1,12 +1,15 @@
 """`cra bench mine`: a repository's past fixes as replayable tasks.
 
 A commit qualifies when it changes 1–N code files outside the tests and at least one test file,
-with a bounded source diff, and nothing it deletes or renames is code. For each, in a detached
-checkout of its parent: the repository's setup step runs on the parent as it is (restored from
-the environment cache when the dependency files match an earlier commit's), then the commit's
-test changes are applied and the test command runs (in the sandbox, told not to stop at the
-first failure where it can be: agent.bench.keep_going); then the source change is applied and
-the tests run again. The
+with a bounded source diff, and nothing it deletes or renames is code. For each, the tests run
+before and after its fix (agent.bench.mining.testruns): in a detached checkout of its parent, the
+repository's setup step runs on the parent as it is (restored from the environment cache when the
+dependency files match an earlier commit's), then the commit's test changes are applied and the
+test command runs (in the sandbox, told not to stop at the first failure where it can be:
+agent.bench.keep_going); then the source change is applied and the tests run again — in an
+environment set up from the fixed tree when the fix changes the setup's inputs. A setup step
+that failed is not run again in the same mine for the same dependency files: those commits are
+left out with its explanation (agent.bench.mining.setups); a resumed mine tries it again. The
 task is kept when some tests of the changed test files go from failing (or not collected) to
 passing: FAIL_TO_PASS; PASS_TO_PASS are the tests that passed both times
 (agent.bench.mining.replay). A test whose id names no file is of a changed test file when the
@@ -35,15 +38,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agent.bench.keep_going import full_run
+from agent.bench.mining import testruns
 from agent.bench.mining.journal import Journal, Outcome
-from agent.bench.mining.replay import NO_TASK, REGRESSION, UNTIED, Runs, Verdict, sort_tests
+from agent.bench.mining.replay import NO_TASK, UNTIED, Verdict
+from agent.bench.mining.setups import SetupMemo
+from agent.bench.mining.testruns import Replaying
 from agent.bench.patches import Split, split_commit
 from agent.bench.statement import compose, fetch_issue, linked_issue
 from agent.bench.tasks import BenchTask
 from agent.bench.trees import TestBed as TestBed  # bot.bench.replay imports it from here
-from agent.bench.trees import checkout, outcomes, prepared, remove_left
+from agent.bench.trees import remove_left
 from agent.errors import GitError, SetupError
-from agent.gate.testreport.files import tied_files
 from agent.git import repo as git
 
 OWNER_NAME = re.compile(r"[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
@@ -73,7 +78,7 @@ class Mined:
     examined: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     excluded: list[tuple[str, str, str]] = field(default_factory=list)  # commit, why, tests
-    failed_setups: list[tuple[str, str]] = field(default_factory=list)  # commit, what it said
+    failed_setups: list[Outcome] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     resumed: int = 0  # of the examined, those whose outcome an interrupted mine's journal held
     replay_s: float = 0.0  # this mine's replays (the resumed one's not), summed
@@ -90,7 +95,7 @@ class Mined:
         else:
             self.skip(outcome.reason)
             if outcome.reason == SETUP_FAILED:
-                self.failed_setups.append((outcome.commit, outcome.detail))
+                self.failed_setups.append(outcome)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -127,17 +132,31 @@ def throughput(mined: Mined) -> str:
 
 def failed_setups(mined: Mined, *, shown: int = 5) -> list[str]:
     """What the setup steps that failed said, once per distinct message, with the commits that
-    met it (the first `shown` named); the setup step's own output lines are kept as they are."""
-    by_message: dict[str, list[str]] = {}
-    for commit, said in mined.failed_setups:
-        by_message.setdefault(said or SETUP_FAILED, []).append(commit[:12])
+    met it (the first `shown` named) and how many of them did not run it again (the same
+    dependency files as a commit whose setup failed before); the setup step's own output lines
+    are kept as they are."""
+    by_message: dict[str, list[Outcome]] = {}
+    for outcome in mined.failed_setups:
+        by_message.setdefault(outcome.detail or SETUP_FAILED, []).append(outcome)
     lines = []
-    for said, commits in by_message.items():
-        named = ", ".join(commits[:shown]) + (
-            f" and {len(commits) - shown} more" if len(commits) > shown else ""
-        )
-        lines.append(f"the setup step failed at {len(commits)} commit(s) ({named}): {said}")
+    for said, outcomes in by_message.items():
+        named = _named([o.commit for o in outcomes], shown)
+        line = f"the setup step failed at {len(outcomes)} commit(s) ({named})"
+        ran = [o.commit for o in outcomes if not o.same_setup_as]
+        if len(ran) < len(outcomes):
+            line += (
+                f"; it ran at {len(ran)} of them ({_named(ran, shown)}), the other "
+                f"{len(outcomes) - len(ran)} have the same dependency files and were left out "
+                "without running it again"
+            )
+        lines.append(f"{line}: {said}")
     return lines
+
+
+def _named(commits: Sequence[str], shown: int) -> str:
+    """The first `shown` commits, short, and how many more."""
+    more = f" and {len(commits) - shown} more" if len(commits) > shown else ""
+    return ", ".join(c[:12] for c in commits[:shown]) + more
 
 
 def repo_name(repo: Path, given: str | None = None) -> str:
@@ -197,11 +216,12 @@ def mine(
     candidates = commits(repo, options)
     book = None if journal is None else Journal.open(journal, settings(repo, bed, options, name))
     known = {c: book.outcomes[c] for c in candidates if book is not None and c in book.outcomes}
+    known = {c: o for c, o in known.items() if o.reason != SETUP_FAILED}  # tried again
     so_far = Mined(resumed=len(known))
     for outcome in known.values():
         so_far.add(outcome)
 
-    mining = _Mining(repo, name, bed, options, clock, notice)
+    mining = _Mining(repo, name, bed, options, clock, SetupMemo(), notice)
 
     def examine(commit: str) -> Outcome:
         return _outcome(mining, commit)
@@ -264,6 +284,7 @@ class _Mining:
     bed: TestBed
     options: MineOptions
     clock: Callable[[], float]
+    memo: SetupMemo  # the setups of this mine: one that failed is not run again
     notice: Callable[[str], None] | None = None  # told when a setup command runs
 
 
@@ -279,12 +300,17 @@ def _outcome(mining: _Mining, commit: str) -> Outcome:
     if reason is not None:
         return Outcome(commit=commit, kind="skipped", reason=reason)
     started = clock()
-    replayed = _replayed(repo, split, mining.bed, _announcer(mining.notice, commit))
+    replaying = Replaying(repo, commit, split, mining.bed, mining.memo, mining.notice)
+    replayed = testruns.replayed(replaying)
     seconds = clock() - started
     if isinstance(replayed, SetupError):
-        detail = replayed.failure.explained()
         return Outcome(
-            commit=commit, kind="skipped", reason=SETUP_FAILED, detail=detail, replay_s=seconds
+            commit=commit,
+            kind="skipped",
+            reason=SETUP_FAILED,
+            detail=replayed.failure.explained(),
+            same_setup_as=replayed.first or "",
+            replay_s=seconds,
         )
     if isinstance(replayed, str):
         return Outcome(commit=commit, kind="skipped", reason=replayed, replay_s=seconds)
@@ -307,31 +333,6 @@ def _outcome(mining: _Mining, commit: str) -> Outcome:
         )
     task = _task(mining, commit, split, verdict, output)
     return Outcome(commit=commit, kind="task", task=task, replay_s=seconds)
-
-
-def _replayed(
-    repo: Path, split: Split, bed: TestBed, announce: Callable[[str], None] | None
-) -> tuple[Verdict, str] | SetupError | str:
-    """The replay's verdict and output, or why the commit could not be replayed: its failed
-    setup step, or a reason."""
-    try:
-        return _replay(repo, split, bed, announce)
-    except SetupError as exc:
-        return exc
-    except GitError:
-        return "the test changes do not apply to the parent"
-
-
-def _announcer(notice: Callable[[str], None] | None, commit: str) -> Callable[[str], None] | None:
-    """What tells `notice` that the setup command runs for `commit`'s replay."""
-    if notice is None:
-        return None
-    say = notice
-
-    def announce(command: str) -> None:
-        say(f"{commit[:12]}: running the setup step ({command}); it may take minutes")
-
-    return announce
 
 
 def _task(mining: _Mining, commit: str, split: Split, verdict: Verdict, output: str) -> BenchTask:
@@ -368,39 +369,6 @@ def _unfit(split: Split, options: MineOptions) -> str | None:
     if split.source_lines > options.max_source_lines:
         return f"a source diff over {options.max_source_lines} lines"
     return None
-
-
-def _replay(
-    repo: Path, split: Split, bed: TestBed, announce: Callable[[str], None] | None = None
-) -> tuple[Verdict, str]:
-    """The tests at the parent with the commit's tests, then with its fix as well (twice,
-    when that makes a task: a test that passes only sometimes makes none); the verdict on
-    them, and the first run's output. The setup step runs once, on the parent as it is, before
-    the test changes are applied (agent.bench.trees.prepared): the commits of a history that
-    share their dependency files share one cached environment. `announce(command)` when the
-    setup command itself runs."""
-    with checkout(repo, split.parent, bed.work_dir) as tree:
-        git.check_diff(tree, split.test_patch)  # before the setup's minutes are spent
-        with prepared(tree, repo, bed, announce) as ready:
-            git.apply_diff(tree, split.test_patch)
-            first = ready.run_tests()
-            git.apply_diff(tree, split.patch)
-            second = ready.run_tests()
-            runs = Runs(
-                before=outcomes(first),
-                after=outcomes(second),
-                before_stopped=first.report.incomplete,
-                after_stopped=second.report.incomplete,
-                files=tied_files(first.report, second.report),
-            )
-            verdict = sort_tests(runs, split.test_files)
-            if verdict.excluded in (None, REGRESSION):  # a second run tells flaky tests apart
-                again = ready.run_tests()
-                files = tied_files(first.report, second.report, again.report)
-                verdict = sort_tests(
-                    replace(runs, again=outcomes(again), files=files), split.test_files
-                )
-    return verdict, first.test_output or ""
 
 
 def _issue(message: str, name: str, options: MineOptions) -> tuple[str, str] | None:
