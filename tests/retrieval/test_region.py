@@ -33,6 +33,26 @@ BIG = (
 TASK = "Warn when an argument name collides with another parameter's name."
 
 
+def asked_again(
+    root: Path, index: RepoIndex, files: dict[str, str], task: str, path: str, *, focus: str = ""
+) -> tuple[str, str]:
+    """What a pass is shown of `path` (a seed of an implement pass in 1,500 tokens) at first,
+    and once it asks for the file again (its step's words: `focus`)."""
+    repo = make_repo(root, files)
+    index.update(repo)
+    tree = IndexedTree(index, repo, RetrievalConfig(stages=[]))
+    first = retrieve(
+        tree, ContextAsk(task, 1500, "implement", Seeds(files=[path])), classifier=None
+    )
+    asked = RefinementRequest(
+        reason="the implementer asked for context", missing_files=[path], focus=focus
+    )
+    again = refine(first, asked, tree, classifier=None)
+    [before] = [f for f in first.files if f.path == path]
+    [after] = [f for f in again.files if f.path == path]
+    return before.content, after.content
+
+
 def test_region_finds_the_definition_whose_body_holds_the_task_s_words() -> None:
     symbols = parse_source("big.py", BIG).symbols
     assert region(TASK, symbols, BIG, shown=set())[0] == "collide_names"
@@ -42,24 +62,9 @@ def test_region_finds_the_definition_whose_body_holds_the_task_s_words() -> None
 def test_asking_again_for_a_file_shown_in_outline_shows_the_region(
     tmp_path: Path, index: RepoIndex
 ) -> None:
-    repo = make_repo(tmp_path / "big", {"pkg/big.py": BIG})
-    index.update(repo)
-    tree = IndexedTree(index, repo, RetrievalConfig(stages=[]))
-    first = retrieve(
-        tree, ContextAsk(TASK, 1500, "implement", Seeds(files=["pkg/big.py"])), classifier=None
-    )
-    [shown] = [f for f in first.files if f.path == "pkg/big.py"]
-    assert shown.detail != "full" and "param.name in seen" not in shown.content
-
-    again = refine(
-        first,
-        RefinementRequest(reason="the implementer asked for context", missing_files=["pkg/big.py"]),
-        tree,
-        classifier=None,
-    )
-
-    [shown] = [f for f in again.files if f.path == "pkg/big.py"]
-    assert "param.name in seen" in shown.content
+    before, after = asked_again(tmp_path / "big", index, {"pkg/big.py": BIG}, TASK, "pkg/big.py")
+    assert "param.name in seen" not in before
+    assert "param.name in seen" in after
 
 
 def test_a_javascript_file_of_documented_methods_asked_for_again_shows_the_region(
@@ -83,25 +88,11 @@ def test_a_javascript_file_of_documented_methods_asked_for_again_shows_the_regio
         "  }\n"
     )
     source = f"class Command {{\n{methods}{excess}}}\n\nexports.Command = Command;\n"
-    repo = make_repo(tmp_path / "js", {"lib/command.js": source})
-    index.update(repo)
-    tree = IndexedTree(index, repo, RetrievalConfig(stages=[]))
     task = "Report how many arguments were expected when too many arguments are given."
-    first = retrieve(
-        tree, ContextAsk(task, 1500, "implement", Seeds(files=["lib/command.js"])), classifier=None
+    _, after = asked_again(
+        tmp_path / "js", index, {"lib/command.js": source}, task, "lib/command.js"
     )
-
-    again = refine(
-        first,
-        RefinementRequest(
-            reason="the implementer asked for context", missing_files=["lib/command.js"]
-        ),
-        tree,
-        classifier=None,
-    )
-
-    [shown] = [f for f in again.files if f.path == "lib/command.js"]
-    assert excess.rstrip("\n") in shown.content
+    assert excess.rstrip("\n") in after
 
 
 def test_the_words_of_the_comment_above_a_definition_rank_it() -> None:
@@ -144,23 +135,11 @@ def test_a_fix_spread_over_several_definitions_is_shown_whole_when_asked_for_aga
         f"def restore_state_{n}(state):\n    state.saved = state.parse_state\n    return {n}\n\n\n"
         for n in range(5)
     )
-    repo = make_repo(tmp_path / "big", {"pkg/big.py": FILLER + methods})
-    index.update(repo)
-    tree = IndexedTree(index, repo, RetrievalConfig(stages=[]))
-    task = "Restore the saved parse state."
-    first = retrieve(
-        tree, ContextAsk(task, 1500, "implement", Seeds(files=["pkg/big.py"])), classifier=None
+    files = {"pkg/big.py": FILLER + methods}
+    _, after = asked_again(
+        tmp_path / "big", index, files, "Restore the saved parse state.", "pkg/big.py"
     )
-
-    again = refine(
-        first,
-        RefinementRequest(reason="the implementer asked for context", missing_files=["pkg/big.py"]),
-        tree,
-        classifier=None,
-    )
-
-    [shown] = [f for f in again.files if f.path == "pkg/big.py"]
-    assert all(f"    return {n}\n" in shown.content for n in range(5))
+    assert all(f"    return {n}\n" in after for n in range(5))
 
 
 def test_the_step_s_words_find_the_region_the_task_does_not_name(
@@ -168,24 +147,17 @@ def test_the_step_s_words_find_the_region_the_task_does_not_name(
 ) -> None:
     """A plan's step says where the change goes ("warn in collide_names"), though the task
     speaks only of what a user sees."""
-    repo = make_repo(tmp_path / "big", {"pkg/big.py": BIG})
-    index.update(repo)
-    tree = IndexedTree(index, repo, RetrievalConfig(stages=[]))
     task = "A user sees no message for a value given twice."
-    first = retrieve(
-        tree, ContextAsk(task, 1500, "implement", Seeds(files=["pkg/big.py"])), classifier=None
-    )
-    asked = RefinementRequest(reason="I need this file", missing_files=["pkg/big.py"])
-
-    plain = refine(first, asked, tree, classifier=None)
-    focused = refine(
-        first,
-        asked.model_copy(update={"focus": "Warn in collide_names when the names collide"}),
-        tree,
-        classifier=None,
+    files = {"pkg/big.py": BIG}
+    _, plain = asked_again(tmp_path / "plain", index, files, task, "pkg/big.py")
+    _, focused = asked_again(
+        tmp_path / "focused",
+        index,
+        files,
+        task,
+        "pkg/big.py",
+        focus="Warn in collide_names when the names collide",
     )
 
-    assert (
-        "param.name in seen" not in next(f for f in plain.files if f.path == "pkg/big.py").content
-    )
-    assert "param.name in seen" in next(f for f in focused.files if f.path == "pkg/big.py").content
+    assert "param.name in seen" not in plain
+    assert "param.name in seen" in focused
