@@ -1,9 +1,9 @@
-"""The tests a task names: as precisely as it names them."""
+"""The tests a task names: as precisely as it names them; the tests a step's own files hold."""
 
 from __future__ import annotations
 
-from agent.models import ValidationResult
-from agent.run.landing.attempt import task_target_tests
+from agent.models import PlanStep, ValidationResult
+from agent.run.landing.attempt import step_target_tests, task_target_tests
 
 BASELINE = ValidationResult(
     success=False,
@@ -50,3 +50,23 @@ def test_a_test_only_a_quoted_output_names_is_no_target_when_the_prose_names_one
 def test_a_quoted_output_names_the_targets_when_the_prose_names_none() -> None:
     task = "It crashes:\n```\nFAILED tests/test_misc.py::test_load - KeyError\n```\n"
     assert task_target_tests(BASELINE, task) == ["tests/test_misc.py::test_load"]
+
+
+def test_a_step_s_test_file_is_a_target_unless_it_exists_and_no_test_is_named_after_it() -> None:
+    """tap's snapshot of test/bin/semver.js is a test path that holds no test: a step changing
+    it has nothing there to make pass. A test file the step creates must run."""
+    baseline = ValidationResult(
+        success=True,
+        passing_tests=["test/bin/semver.js > inc tests", "test/bin/semver.js"],
+    )
+    snapshot = "tap-snapshots/test/bin/semver.js.test.cjs"
+    step = PlanStep(
+        id="s1",
+        description="Update the snapshot",
+        target_files=[snapshot, "test/bin/semver.js", "test/bin/loose.js"],
+    )
+    existing = {snapshot, "test/bin/semver.js"}
+    assert step_target_tests(baseline, step, existing.__contains__) == [
+        "test/bin/semver.js",
+        "test/bin/loose.js",
+    ]

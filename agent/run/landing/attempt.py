@@ -4,14 +4,14 @@ budgets; its commit, and the tests it must make pass."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent.errors import UnsafePath
 from agent.execute.edits.paths import commit_refusal, repository_path
 from agent.execute.prompts import ImplementRequest, build_implement_prompt
 from agent.gate.validation import run_validation
-from agent.gate.verdict import file_of_test
+from agent.gate.verdict import file_of_test, names
 from agent.git import repo as git
 from agent.llm.budget import context_room, estimate_tokens, prompt_limit
 from agent.models import (
@@ -40,7 +40,8 @@ def step_state(run_context: RunContext, step: PlanStep, request: StepRequest) ->
     request's). Retrieval's yes/no questions are capped per retrieval
     (retrieval.max_classifier_calls) and count against the run budget."""
     coding, classifier = run_context.step_clients("step", task_run_id=request.task_run_id)
-    targets = [*step_target_tests(run_context.baseline, step), *request.extra_targets]
+    exists = in_worktree(run_context.workspace.worktree)
+    targets = [*step_target_tests(run_context.baseline, step, exists), *request.extra_targets]
     return StepState(
         run_context, step, request, coding, classifier, targets=list(dict.fromkeys(targets))
     )
@@ -310,8 +311,23 @@ def _named_in(name: str, text: str) -> bool:
     return bool(name) and re.search(rf"(?<![\w.]){re.escape(name)}(?![\w\[])", text) is not None
 
 
-def step_target_tests(baseline: ValidationResult, step: PlanStep) -> list[str]:
-    """The step's own tests: its test files, and baseline failures inside its target files."""
-    files = [f for f in step.target_files if is_test_path(f)]
+def step_target_tests(
+    baseline: ValidationResult, step: PlanStep, exists: Callable[[str], bool]
+) -> list[str]:
+    """The step's own tests: its test files, and baseline failures inside its target files. A
+    test file that exists (`exists`) and that no test of the baseline run is named after holds
+    no test to pass — a snapshot, a fixture, a helper (tap's `tap-snapshots/test/x.js.test.cjs`)
+    — and is not a target; one the step creates is."""
+    named = [*baseline.passing_tests, *baseline.failing_tests, *baseline.report.outcomes]
+    files = [
+        f
+        for f in step.target_files
+        if is_test_path(f) and (not exists(f) or any(names(f, t) for t in named))
+    ]
     failing = [t for t in baseline.failing_tests if t.split("::")[0] in step.target_files]
     return list(dict.fromkeys([*files, *failing]))
+
+
+def in_worktree(worktree: Path) -> Callable[[str], bool]:
+    """Whether a path exists in `worktree` now."""
+    return lambda path: (worktree / path).exists()

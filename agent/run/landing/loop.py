@@ -25,6 +25,7 @@ from agent.run.context import RunContext, StepRequest
 from agent.run.landing.attempt import (
     apply_attempt,
     implement_attempt,
+    in_worktree,
     record_attempt,
     run_tests,
     step_state,
@@ -88,7 +89,8 @@ def _unit(run_context: RunContext, steps: Sequence[PlanStep], request: StepReque
     if len(pieces) == 1:
         return Unit(run_context, pieces, pieces[0].state)
     whole = step_state(run_context, merged_step(steps), request)
-    own = (t for s in steps for t in step_target_tests(run_context.baseline, s))
+    exists = in_worktree(run_context.workspace.worktree)
+    own = (t for s in steps for t in step_target_tests(run_context.baseline, s, exists))
     whole.targets = list(dict.fromkeys([*own, *request.extra_targets]))
     return Unit(run_context, pieces, whole)
 
