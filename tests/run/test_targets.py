@@ -70,3 +70,11 @@ def test_a_step_s_test_file_is_a_target_unless_it_exists_and_no_test_is_named_af
         "test/bin/semver.js",
         "test/bin/loose.js",
     ]
+
+
+def test_a_unittest_file_is_named_by_its_tests_module() -> None:
+    baseline = ValidationResult(
+        success=True, passing_tests=["test_add (calc.tests.test_ops.OpsTest.test_add)"]
+    )
+    step = PlanStep(id="s1", description="Test sub", target_files=["calc/tests/test_ops.py"])
+    assert step_target_tests(baseline, step, lambda path: True) == ["calc/tests/test_ops.py"]

@@ -11,7 +11,7 @@ from agent.errors import UnsafePath
 from agent.execute.edits.paths import commit_refusal, repository_path
 from agent.execute.prompts import ImplementRequest, build_implement_prompt
 from agent.gate.validation import run_validation
-from agent.gate.verdict import file_of_test, names
+from agent.gate.verdict import file_of_test
 from agent.git import repo as git
 from agent.llm.budget import context_room, estimate_tokens, prompt_limit
 from agent.models import (
@@ -322,7 +322,7 @@ def step_target_tests(
     files = [
         f
         for f in step.target_files
-        if is_test_path(f) and (not exists(f) or any(names(f, t) for t in named))
+        if is_test_path(f) and (not exists(f) or any(file_of_test(t, [f]) for t in named))
     ]
     failing = [t for t in baseline.failing_tests if t.split("::")[0] in step.target_files]
     return list(dict.fromkeys([*files, *failing]))
