@@ -111,6 +111,32 @@ def command_files(test_command: str | None) -> set[str]:
     return files
 
 
+def recorded_test_file(path: str) -> str | None:
+    """The test file whose recorded output a snapshot file holds, by the runners' own naming:
+    node-tap's `tap-snapshots/<test file>.test.cjs`, jest's and vitest's
+    `<folder>/__snapshots__/<test file>.snap`, syrupy's `<folder>/__snapshots__/<module>.ambr`;
+    None for any other file. A changed snapshot changes what that file's tests expect."""
+    pure = PurePosixPath(path.strip("/"))
+    parts = pure.parts
+    if len(parts) > 1 and parts[0] == "tap-snapshots":
+        for suffix in (".test.cjs", ".test.js"):
+            if pure.name.endswith(suffix) and len(pure.name) > len(suffix):
+                return str(PurePosixPath(*parts[1:-1], pure.name.removesuffix(suffix)))
+    if len(parts) > 1 and parts[-2] == "__snapshots__":
+        folder = PurePosixPath(*parts[:-2]) if len(parts) > 2 else PurePosixPath()
+        if pure.suffix == ".snap" and pure.stem:
+            return str(folder / pure.stem)
+        if pure.suffix == ".ambr" and pure.stem:
+            return str(folder / f"{pure.stem}.py")
+    return None
+
+
+def with_recorded_tests(paths: Sequence[str]) -> list[str]:
+    """`paths` and, after them, the test files whose output those that are snapshots record."""
+    recorded = [r for r in map(recorded_test_file, paths) if r is not None]
+    return list(dict.fromkeys([*paths, *recorded]))
+
+
 class GateChange(Record):
     """A gate file a step changed: created, modified or deleted."""
 

@@ -19,6 +19,7 @@ from tests.fakes.repos import (
     TEST_COMMAND,
     git_in,
     make_python_project,
+    write_files,
 )
 from tests.hostile.answers import FIX, TEST_FILE, WEAKENINGS, edit
 
@@ -149,6 +150,50 @@ def test_a_declared_test_change_the_task_does_not_ask_for_is_rejected(
     assert run.code == 0, run.out
     assert "status: complete" in run.out and "Tests changed" not in run.out
     assert run.changed_files() == ["calc/ops.py"]
+
+
+SNAPSHOT = "tests/__snapshots__/test_banner.ambr"
+SNAPSHOT_FILES = {
+    "calc/banner.py": 'def banner():\n    return "calc 1"\n',
+    "tests/test_banner.py": (
+        "from pathlib import Path\n\n"
+        "from calc.banner import banner\n\n\n"
+        "def test_banner():\n"
+        '    snapshot = Path(__file__).parent / "__snapshots__" / "test_banner.ambr"\n'
+        "    assert banner() == snapshot.read_text().strip()\n"
+    ),
+    SNAPSHOT: "calc 1\n",
+}
+
+
+def test_a_declared_snapshot_change_the_task_asks_for_lets_its_test_files_tests_change(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The original test files, run over the new code, hold the old snapshot: the snapshot's
+    test file's tests fail there, and are the declared change, not a weakened gate."""
+    script_plan(
+        server, "Make the banner say calc 2", ["calc/banner.py", SNAPSHOT], changes_tests=True
+    )
+    server.script(
+        "implement",
+        edit("calc/banner.py", '    return "calc 1"', '    return "calc 2"')
+        + "\n"
+        + edit(SNAPSHOT, "calc 1", "calc 2"),
+    )
+    server.script("gate_test_change", "yes")
+    repo = make_python_project(tmp_path / "repo", bug=False, config=DEFAULT_CRA_TOML)
+    write_files(repo, SNAPSHOT_FILES)
+    git_in(repo, "add", "--all")
+    git_in(repo, "commit", "--quiet", "-m", "banner")
+
+    run = solve(tmp_path, server, "The banner must say calc 2; update its snapshot", repo, capsys)
+
+    assert run.code == 0, run.out
+    assert "status: complete" in run.out
+    assert "Tests changed" in run.out and "tests/test_banner.py::test_banner" in run.out
+    assert run.changed_files() == ["calc/banner.py", SNAPSHOT]
+    [question] = [r for r in server.requests if r.stage == "gate_test_change"]
+    assert "calc 2" in question.user_prompt
 
 
 def test_a_hanging_attempt_is_stopped_after_a_timeout_derived_from_the_baseline(

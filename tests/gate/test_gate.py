@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from agent.gate.gate_files import command_files, gate_changes, gate_role, may_be_gate_file
+from agent.gate.gate_files import (
+    command_files,
+    gate_changes,
+    gate_role,
+    may_be_gate_file,
+    recorded_test_file,
+    with_recorded_tests,
+)
 from agent.gate.testing_sections import testing_sections as sections_of
 from agent.gate.testreport.outcomes import read_report
 from agent.gate.verdict import file_of_test, judge, rejection_text
@@ -59,6 +66,32 @@ from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
 )
 def test_gate_roles_by_name(path: str, role: str | None) -> None:
     assert gate_role(path) == role
+
+
+@pytest.mark.parametrize(
+    ("path", "test_file"),
+    [
+        ("tap-snapshots/test/bin/semver.js.test.cjs", "test/bin/semver.js"),
+        ("tap-snapshots/test/index.js.test.js", "test/index.js"),
+        ("src/__tests__/__snapshots__/parse.test.ts.snap", "src/__tests__/parse.test.ts"),
+        ("__snapshots__/cli.spec.js.snap", "cli.spec.js"),
+        ("tests/__snapshots__/test_render.ambr", "tests/test_render.py"),
+        ("tap-snapshots/.test.cjs", None),
+        ("test/fixtures/data.json", None),
+        ("test/index.js", None),
+        ("tests/__snapshots__/notes.txt", None),
+    ],
+)
+def test_a_snapshot_names_the_test_file_whose_output_it_records(
+    path: str, test_file: str | None
+) -> None:
+    assert recorded_test_file(path) == test_file
+
+
+def test_a_changed_snapshot_places_its_test_files_tests() -> None:
+    paths = with_recorded_tests(["tap-snapshots/test/bin/semver.js.test.cjs", "test/a.js"])
+    assert paths == ["tap-snapshots/test/bin/semver.js.test.cjs", "test/a.js", "test/bin/semver.js"]
+    assert file_of_test("test/bin/semver.js > inc > major", paths) == "test/bin/semver.js"
 
 
 def test_the_test_command_names_its_own_files() -> None:

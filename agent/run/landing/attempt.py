@@ -10,6 +10,7 @@ from pathlib import Path
 from agent.errors import UnsafePath
 from agent.execute.edits.paths import commit_refusal, repository_path
 from agent.execute.prompts import ImplementRequest, build_implement_prompt
+from agent.gate.gate_files import with_recorded_tests
 from agent.gate.validation import run_validation
 from agent.gate.verdict import file_of_test
 from agent.git import repo as git
@@ -213,10 +214,13 @@ def allowed_test_changes(state: StepState, attempt: AttemptRecord) -> list[TestC
     diffs = file_diffs(attempt.unified_diff)
     in_code = {c.path for c in changed_gate_files(state, attempt) if c.tests_only}
     files = [f for f in diffs if is_test_path(f) or f in in_code]  # tests inside a source file
-    unplaced = [t for t in verdict.changed_tests if file_of_test(t, files) is None]
+    unplaced = [
+        t for t in verdict.changed_tests if file_of_test(t, with_recorded_tests(files)) is None
+    ]
     changes = []
     for path in files:
-        tests = [t for t in verdict.changed_tests if file_of_test(t, [path])] or unplaced
+        own = with_recorded_tests([path])  # a snapshot's tests are its test file's
+        tests = [t for t in verdict.changed_tests if file_of_test(t, own)] or unplaced
         tests = [t for t in tests if t != path] or tests  # the file itself, when named tests
         if tests:
             changes.append(

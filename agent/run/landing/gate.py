@@ -14,7 +14,12 @@ from agent.errors import GitError, UnsafePath
 from agent.execute.edits.paths import normalise_path, repository_path
 from agent.gate.doctest_scope import GREP_PATTERNS, DoctestScope, doctest_scope
 from agent.gate.doctests import changed_examples, with_examples_of
-from agent.gate.gate_files import GateChange, gate_changes, may_be_gate_file
+from agent.gate.gate_files import (
+    GateChange,
+    gate_changes,
+    may_be_gate_file,
+    with_recorded_tests,
+)
 from agent.gate.interference import cleared, suspects
 from agent.gate.source_tests import may_hold_tests, with_tests_of
 from agent.gate.testing_sections import is_sectioned, with_testing_sections_of
@@ -282,9 +287,10 @@ class _Declared:
         return self._asks
 
     def _may_be_in_files(self, test_id: str) -> bool:
-        """Whether the test may be one of the changed files': placed by its id, or any test
-        when one of them holds tests inside its code (a Rust id names no file)."""
-        return file_of_test(test_id, self.files) is not None or any(
+        """Whether the test may be one of the changed files': placed by its id (a changed
+        snapshot's tests are its test file's), or any test when one of them holds tests inside
+        its code (a Rust id names no file)."""
+        return file_of_test(test_id, with_recorded_tests(self.files)) is not None or any(
             may_hold_tests(path) for path in self.files
         )
 
