@@ -5,6 +5,9 @@ user) are one group: each step is still implemented by its own call on its own f
 gate judges the group once its last step is applied. A group is the connected set of steps its
 `lands_with` links join (either side may name the other); a step with no link is a group of
 one. Groups run whole, in dependency order, their steps in dependency order among themselves.
+A group holds at most `orchestrator.max_group_steps` changes; the steps that only update the
+existing tests a change breaks (`is_test_update`) land with it beyond that: a changed default
+that nine test files pin is still one change.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Sequence
 from agent.config.files import MAX_GROUP_STEPS  # orchestrator.max_group_steps
 from agent.errors import PlanInvalid
 from agent.models import PlanStep
+from agent.retrieval.indexing.scan import is_test_path
 
 
 def groups_of(steps: Sequence[PlanStep]) -> list[list[PlanStep]]:
@@ -114,14 +118,30 @@ def pop_unit(ordered: list[PlanStep]) -> list[PlanStep]:
     return unit
 
 
+def is_test_update(step: PlanStep) -> bool:
+    """A step that only updates existing tests the task's change breaks: it declares changing
+    existing tests and every file it names is a test file."""
+    return (
+        step.changes_existing_tests
+        and bool(step.target_files)
+        and all(is_test_path(f) for f in step.target_files)
+    )
+
+
+def changes_in(group: Sequence[PlanStep]) -> int:
+    """How many changes a group lands: its steps but the test updates (is_test_update)."""
+    return sum(1 for s in group if not is_test_update(s))
+
+
 def group_problems(steps: Sequence[PlanStep], max_steps: int = MAX_GROUP_STEPS) -> list[str]:
-    """What the planner must fix itself about its groups: too many steps landing together, or
-    a group that cannot run whole."""
+    """What the planner must fix itself about its groups: too many changes landing together
+    (changes_in), or a group that cannot run whole."""
     problems = [
         f"steps {', '.join(s.id for s in group)} land together: at most {max_steps} steps may "
-        "land together; land fewer together or make the change smaller"
+        "land together (steps that only update existing tests not counted); land fewer "
+        "together or make the change smaller"
         for group in groups_of(steps)
-        if len(group) > max_steps
+        if changes_in(group) > max_steps
     ]
     try:
         landing_order(steps)
@@ -155,21 +175,26 @@ def repaired_links(
 
 
 def _cut_large(steps: list[PlanStep], max_steps: int, notes: list[str]) -> list[PlanStep]:
-    """Groups over `max_steps` cut into consecutive groups of at most that many."""
+    """Groups of more than `max_steps` changes (changes_in) cut into consecutive groups of at
+    most that many, each test update in the group of the changes before it."""
     relinked: dict[str, list[str]] = {}
     for group in groups_of(steps):
-        if len(group) <= max_steps:
+        if changes_in(group) <= max_steps:
             continue
         try:
             ordered = _within(group)
         except PlanInvalid:
             ordered = group
-        chunks = [ordered[n : n + max_steps] for n in range(0, len(ordered), max_steps)]
+        chunks: list[list[PlanStep]] = [[]]
+        for step in ordered:
+            if not is_test_update(step) and changes_in(chunks[-1]) == max_steps:
+                chunks.append([])
+            chunks[-1].append(step)
         for chunk in chunks:
             for n, step in enumerate(chunk):
                 relinked[step.id] = [chunk[0].id] if n else []
         notes.append(
-            f"{group_id(group)}: more than {max_steps} steps landing together, cut "
+            f"{group_id(group)}: more than {max_steps} changes landing together, cut "
             f"into {len(chunks)} groups"
         )
     return [

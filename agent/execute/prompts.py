@@ -165,7 +165,7 @@ Each step MUST:
   symbol and its imports, a new module or helper and its first user, a changed constant and
   the code that relies on it ([] when the step stands alone). Each of them is still its own step
   on its own file; the tests judge them once all are applied. At most {MAX_GROUP_SLOT} steps land
-  together;
+  together, not counting the steps that only update existing tests the change breaks;
 - set changes_existing_tests to true only when the task asks for behaviour that existing tests
   check differently, so those tests must change (say why in the description); otherwise false.
   Existing tests are never deleted, skipped or weakened; adding new tests is always welcome.

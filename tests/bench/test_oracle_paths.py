@@ -17,6 +17,9 @@ from agent.bench.patches import parse_patch
 from agent.bench.results import read_results
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config.files import ModelConfig
+from agent.execute.grouping import groups_of
+from agent.execute.plan import with_groups
+from agent.models import PartPlan
 from tests.bench.history import commit, replace
 from tests.bench.test_bench_cli import cra
 from tests.fakes.repos import ISOLATED_GIT_ENV, TEST_COMMAND, init_repo
@@ -284,3 +287,36 @@ def test_with_the_tests_hidden_a_changelog_lands_after_the_tests_the_fix_changes
         "CHANGELOG",
     ]
     assert [len(s["lands_with"]) for s in steps] == [3, 3, 3, 3, 0]
+
+
+def test_the_oracle_lands_every_pinned_test_with_the_fix_beyond_the_group_limit() -> None:
+    """A changed default that many test files pin: the fix and all their updates land as one
+    change (the group limit counts changes, not test updates)."""
+
+    def diff(path: str, old: str, new: str) -> str:
+        header = f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+        return f"{header}@@ -1 +1 @@\n-{old}\n+{new}\n"
+
+    tests = [f"tests/test_{n}.py" for n in range(6)]
+    task = BenchTask(
+        instance_id="t",
+        repo="r",
+        base_commit="b",
+        patch=diff("pkg/a.py", "X = 1", "X = 2") + diff("CHANGELOG", "Nothing yet.", "Fixed."),
+        test_patch="".join(diff(t, "assert X == 1", "assert X == 2") for t in tests),
+        problem_statement="X must be 2",
+        FAIL_TO_PASS=[],
+    )
+    before = {"CHANGELOG": "Nothing yet.\n", "pkg/a.py": "X = 1\n"}
+    before |= dict.fromkeys(tests, "assert X == 1\n")
+    oracle = OracleModel(ModelConfig(model="oracle"), task, before, hidden=True)
+    steps = json.loads(oracle.complete("", "<task>\nt\n</task>", stage="part_plan").text)["steps"]
+    assert [s["target_files"][0] for s in steps] == ["pkg/a.py", *tests, "CHANGELOG"]
+    assert [len(s["lands_with"]) for s in steps] == [6] * 7 + [0]
+    assert [s["changes_existing_tests"] for s in steps] == [False] + [True] * 6 + [False]
+    plan = with_groups(
+        PartPlan.model_validate(
+            {"part_id": "p1", "task_summary": "t", "rationale": "r", "steps": steps}
+        )
+    )
+    assert [len(g) for g in groups_of(plan.steps)] == [7, 1]

@@ -27,6 +27,7 @@ def step(
     deps: tuple[str, ...] = (),
     lands: tuple[str, ...] = (),
     files: tuple[str, ...] = (),
+    updates_tests: bool = False,
 ) -> PlanStep:
     return PlanStep(
         id=sid,
@@ -34,7 +35,13 @@ def step(
         target_files=list(files or (f"{sid}.py",)),
         depends_on=list(deps),
         lands_with=list(lands),
+        changes_existing_tests=updates_tests,
     )
+
+
+def pinned_update(sid: str, *, deps: tuple[str, ...] = ()) -> PlanStep:
+    """A step that only updates an existing test the change breaks."""
+    return step(sid, deps=deps, lands=("s1",), files=(f"tests/test_{sid}.py",), updates_tests=True)
 
 
 def ids(steps: list[PlanStep]) -> list[str]:
@@ -85,6 +92,33 @@ def test_a_group_over_the_limit_is_cut_into_groups_in_order() -> None:
     fixed, notes = repaired_links(steps, max_steps=4)
     assert [ids(g) for g in groups_of(fixed)] == [["s1", "s2", "s3", "s4"], ["s5", "s6"]]
     assert "cut into 2 groups" in notes[0]
+
+
+def test_the_updates_of_existing_tests_a_change_breaks_land_with_it_beyond_the_limit() -> None:
+    steps = [step("s1"), *(pinned_update(f"s{n}", deps=(f"s{n - 1}",)) for n in range(2, 11))]
+    assert group_problems(steps, max_steps=4) == []
+    fixed, notes = repaired_links(steps, max_steps=4)
+    assert [ids(g) for g in groups_of(fixed)] == [[f"s{n}" for n in range(1, 11)]]
+    assert notes == []
+
+
+def test_a_step_on_code_or_one_that_declares_no_test_change_counts_against_the_limit() -> None:
+    on_code = step("s2", lands=("s1",), files=("tests/test_a.py", "calc/a.py"), updates_tests=True)
+    undeclared = step("s3", lands=("s1",), files=("tests/test_b.py",))
+    steps = [step("s1"), on_code, undeclared]
+    assert group_problems(steps, max_steps=2)
+
+
+def test_a_cut_group_keeps_each_test_update_with_the_changes_before_it() -> None:
+    steps = [
+        step("s1"),
+        *(step(f"s{n}", deps=(f"s{n - 1}",), lands=("s1",)) for n in range(2, 6)),
+        pinned_update("s6", deps=("s5",)),
+        step("s7", deps=("s6",), lands=("s1",)),
+    ]
+    fixed, notes = repaired_links(steps, max_steps=4)
+    assert [ids(g) for g in groups_of(fixed)] == [["s1", "s2", "s3", "s4"], ["s5", "s6", "s7"]]
+    assert "more than 4 changes" in notes[0]
 
 
 def test_a_group_that_cannot_run_whole_is_unlinked() -> None:

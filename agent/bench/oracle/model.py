@@ -32,6 +32,7 @@ from agent.bench.patches import (
     FilePatch,
     adding_changes,
     is_code,
+    is_prose,
     is_test_change,
     oracle_edits,
     parse_patch,
@@ -42,6 +43,7 @@ from agent.bench.tasks import BenchTask
 from agent.config.files import MAX_GROUP_STEPS, ModelConfig
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
+from agent.retrieval.indexing.scan import is_test_path
 
 CANNOT_SEE = "I cannot see the code this step must change, so I cannot write an edit for it."
 NO_NEW_TEST = (
@@ -232,27 +234,28 @@ class OracleModel:
         return seen or ([p for p in named.group(1).split(", ") if p] if named else [])
 
     def _steps(self, paths: list[str]) -> list[dict[str, Any]]:
-        """One step per file, landing together as one change (code first, at most
-        MAX_GROUP_STEPS of them; the rest land alone after them)."""
-        steps = []
-        for n, path in enumerate(paths, 1):
-            together = n <= MAX_GROUP_STEPS and min(len(paths), MAX_GROUP_STEPS) > 1
-            steps.append(
-                {
-                    "id": f"s{n}",
-                    "description": f"Apply the fix to {path}",
-                    "target_files": [path],
-                    "target_symbols": [],
-                    "depends_on": [f"s{n - 1}"] if n > 1 else [],
-                    "lands_with": [
-                        f"s{m}" for m in range(1, MAX_GROUP_STEPS + 1) if m != n and m <= len(paths)
-                    ]
-                    if together
-                    else [],
-                    "changes_existing_tests": path in self.changes_tests,
-                }
-            )
-        return steps
+        """One step per file, landing together as one change: code first, at most
+        MAX_GROUP_STEPS of the changes with every update of an existing test (which the group
+        limit does not count; prose then lands after them); the rest land alone after them."""
+        updates = {p for p in paths if p in self.changes_tests and is_test_path(p)}
+        changes = [p for p in paths if p not in updates][:MAX_GROUP_STEPS]
+        grouped = [p for p in paths if p in updates or p in changes]
+        if len(grouped) > MAX_GROUP_STEPS:  # prose lands after a group the limit would hold
+            grouped = [p for p in grouped if not is_prose(p)]
+        ordered = [*grouped, *(p for p in paths if p not in grouped)]
+        together = [f"s{n}" for n in range(1, len(grouped) + 1)] if len(grouped) > 1 else []
+        return [
+            {
+                "id": f"s{n}",
+                "description": f"Apply the fix to {path}",
+                "target_files": [path],
+                "target_symbols": [],
+                "depends_on": [f"s{n - 1}"] if n > 1 else [],
+                "lands_with": [i for i in together if i != f"s{n}"] if n <= len(together) else [],
+                "changes_existing_tests": path in self.changes_tests,
+            }
+            for n, path in enumerate(ordered, 1)
+        ]
 
     def _named(self, user: str) -> FilePatch:
         """The changed file an implement prompt is about: the first its step names, else the
