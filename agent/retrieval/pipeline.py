@@ -366,9 +366,10 @@ class IndexedContext:
         failure: str | None,
         budget_tokens: int,
         classifier: LoggedLLMClient | None,
+        symbols: Sequence[str] = (),
     ) -> ContextPackage:
-        """A fresh package: `files` are seeds, `failure` is mined for more."""
-        seeds = Seeds(files=list(files), text=failure or "")
+        """A fresh package: `files` and `symbols` are seeds, `failure` is mined for more."""
+        seeds = Seeds(files=list(files), whole=list(symbols), text=failure or "")
         ask = ContextAsk(task, budget_tokens, mode, seeds)
         return retrieve(self._tree, ask, classifier=classifier)
 

@@ -38,6 +38,9 @@ class Seeds(BaseModel):
 
     files: list[str] = Field(default_factory=list)
     symbols: list[str] = Field(default_factory=list)
+    # definitions to show whole where their file is shown in part (a step's target symbols):
+    # seeds like `symbols`, but no file that defines them is added for them
+    whole: list[str] = Field(default_factory=list)
     tests: list[str] = Field(default_factory=list)
     text: str = ""
 
@@ -81,6 +84,8 @@ def resolve_seeds(task: str, seeds: Seeds, index: RepoIndex, *, root: Path) -> R
         _add_named(resolved, paths, root, normalize_path(path), reason="named test")
         _add_test_symbols(resolved, rest)
     _seed_symbols(resolved, index, seeds.symbols, keep_unknown=True)
+    for name in seeds.whole:
+        resolved.add_symbol(name)
     mined = ResolvedSeeds()
     for text in (task, seeds.text):
         _mine_locations(mined, paths, text)

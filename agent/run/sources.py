@@ -32,8 +32,11 @@ class ContextSource(Protocol):
         failure: str | None,
         budget_tokens: int,
         classifier: LoggedLLMClient | None,
+        symbols: Sequence[str] = (),
     ) -> ContextPackage:
-        """A fresh package for one pass, seeded with `files` and what the texts mention."""
+        """A fresh package for one pass, seeded with `files` and what the texts mention;
+        the definitions named `symbols` (a step's target symbols) shown whole where a file
+        is shown in part."""
         ...
 
     def refine(
@@ -90,9 +93,10 @@ class SeededFiles:
         failure: str | None,
         budget_tokens: int,
         classifier: LoggedLLMClient | None,
+        symbols: Sequence[str] = (),
     ) -> ContextPackage:
         """Named files first, then mentioned ones, whole, while they fit."""
-        del mode, classifier
+        del mode, classifier, symbols
         paths = [*files, *mentioned_paths(self._root, task, failure)]
         return context_from_files(task, self._root, paths, budget_tokens=budget_tokens)
 

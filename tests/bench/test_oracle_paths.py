@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.bench.oracle.model import OracleModel
+from agent.bench.oracle.sight import step_symbols
 from agent.bench.patches import parse_patch
 from agent.bench.results import read_results
 from agent.bench.tasks import BenchTask, read_tasks
@@ -320,3 +321,24 @@ def test_the_oracle_lands_every_pinned_test_with_the_fix_beyond_the_group_limit(
         )
     )
     assert [len(g) for g in groups_of(plan.steps)] == [7, 1]
+
+
+def test_a_step_names_the_definitions_its_file_s_hunks_touch_that_its_prompt_shows() -> None:
+    """The innermost definitions (a method, not its class), in the file's order; the
+    context-honest oracle names only those whose name its plan prompt shows."""
+    before = (
+        "class Calc:\n"
+        "    def add(self, a, b):\n        return a - b\n\n"
+        "    def mul(self, a, b):\n        return a + b\n\n"
+        "    def neg(self, a):\n        return a\n"
+    )
+    patch = (
+        "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n"
+        "@@ -3 +3 @@\n-        return a - b\n+        return a + b\n"
+        "@@ -6 +6 @@\n-        return a + b\n+        return a * b\n"
+    )
+    [file] = parse_patch(patch)
+    assert step_symbols(file, before, None, 4) == ["Calc.add", "Calc.mul"]
+    assert step_symbols(file, before, None, 1) == ["Calc.add"]
+    assert step_symbols(file, before, "the outline shows mul(self, a, b)", 4) == ["Calc.mul"]
+    assert step_symbols(file, before, "nothing named", 4) == []

@@ -11,7 +11,7 @@ from agent.config.files import RetrievalConfig
 from agent.models import RefinementRequest
 from agent.retrieval.indexing.index import RepoIndex
 from agent.retrieval.indexing.parsing import parse_source
-from agent.retrieval.pipeline import ContextAsk, IndexedTree, refine, retrieve
+from agent.retrieval.pipeline import ContextAsk, IndexedContext, IndexedTree, refine, retrieve
 from agent.retrieval.region import region
 from agent.retrieval.seeds import Seeds
 from tests.retrieval.conftest import make_repo
@@ -161,3 +161,26 @@ def test_the_step_s_words_find_the_region_the_task_does_not_name(
 
     assert "param.name in seen" not in plain
     assert "param.name in seen" in focused
+
+
+def test_a_step_s_target_symbols_are_shown_whole_and_add_no_file(
+    tmp_path: Path, index: RepoIndex
+) -> None:
+    """A planner names the definitions its step changes: the implement pass shows them whole
+    in a file too large to show whole, at first, and brings in no other file that defines
+    the same name."""
+    other = "def collide_names(params):\n    return sorted(params)\n"
+    repo = make_repo(tmp_path / "big", {"pkg/big.py": BIG, "pkg/other.py": other})
+    index.update(repo)
+    source = IndexedContext(index, repo, RetrievalConfig(stages=[]))
+    asked = {"mode": "implement", "files": ["pkg/big.py"], "failure": None}
+    plain = source.gather("Fix it", budget_tokens=1500, classifier=None, **asked)
+    named = source.gather(
+        "Fix it", budget_tokens=1500, classifier=None, symbols=["collide_names"], **asked
+    )
+
+    [before] = [f for f in plain.files if f.path == "pkg/big.py"]
+    [after] = [f for f in named.files if f.path == "pkg/big.py"]
+    assert "param.name in seen" not in before.content
+    assert "param.name in seen" in after.content
+    assert "pkg/other.py" not in named.seed_files

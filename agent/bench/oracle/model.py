@@ -15,7 +15,12 @@ import agent.bench.oracle.noise as noise
 from agent.bench.oracle.label import OracleSpec, parse_label
 from agent.bench.oracle.misconceptions import Misconceptions
 from agent.bench.oracle.mistakes import left_out, spoiled_test, wrong_edit, wrong_plan
-from agent.bench.oracle.plan import changing_tests, landing_order, remaining_steps
+from agent.bench.oracle.plan import (
+    changing_tests,
+    landing_order,
+    planned_steps,
+    remaining_steps,
+)
 from agent.bench.oracle.sight import (
     Hunk,
     changed_symbols,
@@ -26,13 +31,13 @@ from agent.bench.oracle.sight import (
     question_subject,
     shown_files,
     step_files,
+    step_symbols,
     writable,
 )
 from agent.bench.patches import (
     FilePatch,
     adding_changes,
     is_code,
-    is_prose,
     is_test_change,
     oracle_edits,
     parse_patch,
@@ -40,10 +45,10 @@ from agent.bench.patches import (
 )
 from agent.bench.results import TestsSetting
 from agent.bench.tasks import BenchTask
-from agent.config.files import MAX_GROUP_STEPS, ModelConfig
+from agent.config.files import ModelConfig
+from agent.execute.plan_rules import MAX_TARGET_SYMBOLS
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
-from agent.retrieval.indexing.scan import is_test_path
 
 CANNOT_SEE = "I cannot see the code this step must change, so I cannot write an edit for it."
 NO_NEW_TEST = (
@@ -158,7 +163,9 @@ class OracleModel:
                     "part_id": part.group(1) if part else "p1",
                     "task_summary": self.summary,
                     "rationale": "one step per file, landing together",
-                    "steps": self._steps(self._misplanned(self._part_files(user), user, stage)),
+                    "steps": self._steps(
+                        self._misplanned(self._part_files(user), user, stage), user
+                    ),
                 },
                 indent=2,
             )
@@ -233,29 +240,18 @@ class OracleModel:
         named = re.search(r"<task>\nChange (.*?)\n</task>", user)
         return seen or ([p for p in named.group(1).split(", ") if p] if named else [])
 
-    def _steps(self, paths: list[str]) -> list[dict[str, Any]]:
-        """One step per file, landing together as one change: code first, at most
-        MAX_GROUP_STEPS of the changes with every update of an existing test (which the group
-        limit does not count; prose then lands after them); the rest land alone after them."""
-        updates = {p for p in paths if p in self.changes_tests and is_test_path(p)}
-        changes = [p for p in paths if p not in updates][:MAX_GROUP_STEPS]
-        grouped = [p for p in paths if p in updates or p in changes]
-        if len(grouped) > MAX_GROUP_STEPS:  # prose lands after a group the limit would hold
-            grouped = [p for p in grouped if not is_prose(p)]
-        ordered = [*grouped, *(p for p in paths if p not in grouped)]
-        together = [f"s{n}" for n in range(1, len(grouped) + 1)] if len(grouped) > 1 else []
-        return [
-            {
-                "id": f"s{n}",
-                "description": f"Apply the fix to {path}",
-                "target_files": [path],
-                "target_symbols": [],
-                "depends_on": [f"s{n - 1}"] if n > 1 else [],
-                "lands_with": [i for i in together if i != f"s{n}"] if n <= len(together) else [],
-                "changes_existing_tests": path in self.changes_tests,
-            }
-            for n, path in enumerate(ordered, 1)
-        ]
+    def _steps(self, paths: list[str], user: str) -> list[dict[str, Any]]:
+        """The part plan's steps on `paths` (plan.planned_steps)."""
+        return planned_steps(paths, self.changes_tests, lambda path: self._symbols(path, user))
+
+    def _symbols(self, path: str, user: str) -> list[str]:
+        """A step's target symbols: the definitions the fix changes in `path`; context-honest,
+        those the plan prompt names."""
+        file = next((f for f in self.files if f.path == path), None)
+        if file is None:
+            return []
+        shown = user if self.spec.context else None
+        return step_symbols(file, self.before.get(path, ""), shown, MAX_TARGET_SYMBOLS)
 
     def _named(self, user: str) -> FilePatch:
         """The changed file an implement prompt is about: the first its step names, else the

@@ -1,14 +1,18 @@
 """The oracle's plan, pure: which of the fix's files declare changing existing tests, where
-each file's step stands in the one group it lands in, and the steps an adjustment keeps."""
+each file's step stands in the one group it lands in, the steps of a part plan, and the steps
+an adjustment keeps."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence, Set
 from typing import Any
 
 from agent.bench.patches import FilePatch, after_patch, is_code, is_prose, is_test_change
+from agent.config.files import MAX_GROUP_STEPS
 from agent.gate.gate_files import gate_changes
+from agent.retrieval.indexing.scan import is_test_path
 
 
 def changing_tests(files: list[FilePatch], before: dict[str, str]) -> set[str]:
@@ -45,3 +49,31 @@ def landing_order(path: str) -> int:
     if is_code(path):
         return 0
     return 3 if is_prose(path) else 1
+
+
+def planned_steps(
+    paths: Sequence[str], changes_tests: Set[str], symbols: Callable[[str], list[str]]
+) -> list[dict[str, Any]]:
+    """The part plan's steps, one per file, landing together as one change: code first, at
+    most MAX_GROUP_STEPS of the changes with every update of an existing test (which the group
+    limit does not count; prose then lands after them); the rest land alone after them. Each
+    names its `symbols` and declares changing existing tests where its file does."""
+    updates = {p for p in paths if p in changes_tests and is_test_path(p)}
+    changes = [p for p in paths if p not in updates][:MAX_GROUP_STEPS]
+    grouped = [p for p in paths if p in updates or p in changes]
+    if len(grouped) > MAX_GROUP_STEPS:  # prose lands after a group the limit would hold
+        grouped = [p for p in grouped if not is_prose(p)]
+    ordered = [*grouped, *(p for p in paths if p not in grouped)]
+    together = [f"s{n}" for n in range(1, len(grouped) + 1)] if len(grouped) > 1 else []
+    return [
+        {
+            "id": f"s{n}",
+            "description": f"Apply the fix to {path}",
+            "target_files": [path],
+            "target_symbols": symbols(path),
+            "depends_on": [f"s{n - 1}"] if n > 1 else [],
+            "lands_with": [i for i in together if i != f"s{n}"] if n <= len(together) else [],
+            "changes_existing_tests": path in changes_tests,
+        }
+        for n, path in enumerate(ordered, 1)
+    ]

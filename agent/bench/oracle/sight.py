@@ -130,6 +130,29 @@ def changed_symbols(files: Sequence[FilePatch], before: Mapping[str, str]) -> se
     return found | {".".join(q.split(".")[:n]) for q in found for n in range(1, q.count(".") + 1)}
 
 
+def step_symbols(file: FilePatch, before: str, shown: str | None, cap: int) -> list[str]:
+    """The definitions a step on `file` names as its target symbols, as a planner is asked
+    to: the innermost ones its hunks touch, in the file's order, at most `cap`; with `shown`
+    (the plan prompt, context-honest) only those whose name it shows."""
+    parsed = parse_source(file.path, before) if before and not file.new_file else None
+    touched = [
+        s
+        for s in (parsed.symbols if parsed else [])
+        if any(
+            s.start <= start + max(len(old), 1) - 1 and start <= s.end
+            for start, old, _ in file.hunks
+        )
+    ]
+    parents = {s.parent for s in touched if s.parent}
+    named = [
+        s.qualname
+        for s in touched
+        if s.qualname not in parents
+        and (shown is None or re.search(rf"(?<![\w$]){re.escape(s.name)}(?![\w$])", shown))
+    ]
+    return list(dict.fromkeys(named))[:cap]
+
+
 def question_subject(stage: str, prompt: str) -> str | None:
     """What a relevance question asks about: the file of a scope question, the definition of a
     precision one (the last named: the question's own); None for other questions."""

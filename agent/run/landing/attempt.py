@@ -60,6 +60,7 @@ def implement_attempt(
         state.run_context.task,
         mode="implement",
         files=state.step.target_files,
+        symbols=state.step.target_symbols,
         failure=failure,
         budget_tokens=_context_budget(state, failure),
         classifier=state.classifier,
