@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.bench.oracle.model import OracleModel
+from agent.bench.oracle.plan import replanned_files
 from agent.bench.oracle.sight import step_symbols
 from agent.bench.patches import parse_patch
 from agent.bench.results import read_results
@@ -20,7 +21,9 @@ from agent.bench.tasks import BenchTask, read_tasks
 from agent.config.files import ModelConfig
 from agent.execute.grouping import groups_of
 from agent.execute.plan import with_groups
-from agent.models import PartPlan
+from agent.execute.plan_material import PlanMaterial, plan_sections
+from agent.execute.prompts import Caps
+from agent.models import ContextPackage, PartPlan, PlanStep, StepResult, ValidationResult
 from tests.bench.history import commit, replace
 from tests.bench.test_bench_cli import cra
 from tests.fakes.repos import ISOLATED_GIT_ENV, TEST_COMMAND, init_repo
@@ -342,3 +345,41 @@ def test_a_step_names_the_definitions_its_file_s_hunks_touch_that_its_prompt_sho
     assert step_symbols(file, before, None, 1) == ["Calc.add"]
     assert step_symbols(file, before, "the outline shows mul(self, a, b)", 4) == ["Calc.mul"]
     assert step_symbols(file, before, "nothing named", 4) == []
+
+
+def adjustment_prompt(*, failed: bool, remaining: list[str], output: str, landed: str = "") -> str:
+    """An adjustment prompt as plan_material.plan_sections writes it."""
+    steps = [
+        PlanStep(id=f"s{n}", description="d", target_files=[p]) for n, p in enumerate(remaining, 5)
+    ]
+    material = PlanMaterial(
+        landed or None,
+        prior_results=[StepResult(success=not failed, error_info="gate")],
+        test_results=[ValidationResult(success=False, test_output=output, failing_tests=["x"])],
+        remaining_steps=steps,
+        completed_steps=[
+            PlanStep(id="s1", description="d", target_files=["lib/a.js"]),
+            PlanStep(id="s2", description="d", target_files=["tests/a.test.js"]),
+        ],
+    )
+    return "\n\n".join(plan_sections(ContextPackage(task="t"), "t", material, Caps()))
+
+
+def test_after_a_failed_step_the_fix_s_files_its_prompt_now_shows_are_planned_with_it() -> None:
+    fix = ["lib/a.js", "tests/a.test.js", "tests/b.test.js", "tests/c.test.js", "CHANGELOG.md"]
+    output = "FAIL tests/b.test.js\nFAIL tests/c.test.js"
+    user = adjustment_prompt(failed=True, remaining=["CHANGELOG.md"], output=output)
+    shown = {p for p in fix if p in user}.__contains__
+    assert replanned_files(user, fix, shown) == fix
+
+    landed = "diff --git a/lib/a.js b/lib/a.js\n"
+    user = adjustment_prompt(failed=True, remaining=[], output=output, landed=landed)
+    assert replanned_files(user, fix, {p for p in fix if p in user}.__contains__) == fix[1:4]
+
+
+def test_the_plan_stands_after_a_passed_step_or_when_nothing_new_is_shown() -> None:
+    fix = ["lib/a.js", "tests/a.test.js", "tests/b.test.js"]
+    passed = adjustment_prompt(failed=False, remaining=[], output="FAIL tests/b.test.js")
+    assert replanned_files(passed, fix, {p for p in fix if p in passed}.__contains__) is None
+    nothing = adjustment_prompt(failed=True, remaining=[], output="FAIL tests/a.test.js")
+    assert replanned_files(nothing, fix, {p for p in fix if p in nothing}.__contains__) is None

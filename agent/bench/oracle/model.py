@@ -20,6 +20,7 @@ from agent.bench.oracle.plan import (
     landing_order,
     planned_steps,
     remaining_steps,
+    replanned_files,
 )
 from agent.bench.oracle.sight import (
     Hunk,
@@ -174,8 +175,8 @@ class OracleModel:
         if stage in ("adjustment", "adjustment_finalize"):
             return "json", json.dumps(
                 {
-                    "revised_steps": remaining_steps(user),
-                    "rationale": "the plan stands",
+                    "revised_steps": self._revised(user),
+                    "rationale": "the plan stands, with the fix's files it now sees",
                     "changes_made": [],
                 },
                 indent=2,
@@ -243,6 +244,15 @@ class OracleModel:
     def _steps(self, paths: list[str], user: str) -> list[dict[str, Any]]:
         """The part plan's steps on `paths` (plan.planned_steps)."""
         return planned_steps(paths, self.changes_tests, lambda path: self._symbols(path, user))
+
+    def _revised(self, user: str) -> list[Any]:
+        """An adjustment's steps: the remaining ones; context-honest, after a failed step
+        whose prompt shows files of the fix no step planned, the files not landed planned
+        anew (plan.replanned_files)."""
+        paths = [f.path for f in self.files]
+        seen = {f.path for f in self.files if file_shown(user, f)}
+        again = replanned_files(user, paths, seen.__contains__) if self.spec.context else None
+        return remaining_steps(user) if again is None else self._steps(again, user)
 
     def _symbols(self, path: str, user: str) -> list[str]:
         """A step's target symbols: the definitions the fix changes in `path`; context-honest,

@@ -77,3 +77,32 @@ def planned_steps(
         }
         for n, path in enumerate(ordered, 1)
     ]
+
+
+_SECTION = r"<{0}>\n(.*?)\n</{0}>"
+
+
+def section(user: str, name: str) -> str:
+    """The text of a prompt's `<name>` section ("" when it has none)."""
+    match = re.search(_SECTION.format(name), user, re.S)
+    return match.group(1) if match else ""
+
+
+def replanned_files(
+    user: str, fix: Sequence[str], shown: Callable[[str], bool]
+) -> list[str] | None:
+    """The files an adjustment after a failed step plans anew, as a planner that now sees more
+    of the fix would: when the prompt shows (`shown`) a file of the `fix` that no step has
+    planned (not landed, not among the steps run or remaining), the files not landed — the
+    failed steps', the remaining steps', the newly seen — in the fix's order. None when the
+    last step passed or nothing new is shown: the plan stands."""
+    if not re.search(r"^Step result \d+: failed$", section(user, "step_results"), re.M):
+        return None
+    landed = set(re.findall(r"^diff --git a/(\S+) b/", section(user, "prior_changes"), re.M))
+    lists = re.findall(r"\(files: ([^)]*)\)", section(user, "completed_steps"))
+    ran = {f for files in lists for f in files.split(", ")}
+    planned = {f for s in remaining_steps(user) for f in s.get("target_files", [])}
+    new = [p for p in fix if shown(p) and p not in landed | ran | planned]
+    if not new:
+        return None
+    return [p for p in fix if p not in landed and (p in ran or p in planned or p in new)]
