@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from agent.gate.gate_files import gate_role
+from agent.gate.verdict import file_of_test
 from agent.git import repo as git
 
 # Files whose change is code (counted against the 1–N source files of a task).
@@ -212,35 +214,55 @@ def _block(path: str, search: str, replacement: str) -> str:
     )
 
 
-def pinning_changes(test_patch: str) -> list[FilePatch]:
-    """The existing test code files of a test patch that change or remove lines (a test that
-    pinned the behaviour a fix changes), each with all its hunks: the lines it adds beside the
-    change (an import the changed tests use) come with it, never apart."""
+@dataclass(frozen=True)
+class TaskTests:
+    """A task's tests as mined: those that fail before the fix (FAIL_TO_PASS) and those that
+    pass before and after it (PASS_TO_PASS)."""
+
+    failing: Sequence[str] = ()
+    passing: Sequence[str] = ()
+
+    def pins_by_adding(self, path: str) -> bool:
+        """Whether lines added to the test file `path` pin behaviour rather than add a test:
+        tests of it pass before and after the fix and none of them fails before it — a line
+        inserted into an existing test so that it keeps passing under the fix (commander's
+        `.argument('[args...]')` once excess arguments became an error). A file that holds
+        no test (a fixture, a data module) adds cases to the tests that read it."""
+        return not any(file_of_test(t, [path]) for t in self.failing) and any(
+            file_of_test(t, [path]) for t in self.passing
+        )
+
+
+def pinning_changes(test_patch: str, tests: TaskTests = TaskTests()) -> list[FilePatch]:
+    """The existing test code files of a test patch that pin the behaviour a fix changes, each
+    with all its hunks (the lines it adds beside a change — an import the changed tests use —
+    come with it, never apart): those whose lines it changes or removes, and those it only adds
+    lines to that pin by adding (TaskTests.pins_by_adding)."""
     return [
         FilePatch(path=file.path, hunks=file.hunks)
         for file in parse_patch(test_patch)
-        if _pins(file)
+        if _pins(file, tests)
     ]
 
 
-def _pins(file: FilePatch) -> bool:
-    """Whether a file of a test patch is existing test code whose lines it changes."""
-    return (
-        not file.new_file
-        and not file.deleted
-        and is_code(file.path)
-        and any(_changes_lines(h[1], h[2]) for h in file.hunks)
-    )
+def _pins(file: FilePatch, tests: TaskTests) -> bool:
+    """Whether a file of a test patch is existing test code that pins behaviour (see
+    pinning_changes)."""
+    if file.new_file or file.deleted or not is_code(file.path):
+        return False
+    if any(_changes_lines(h[1], h[2]) for h in file.hunks):
+        return True
+    return tests.pins_by_adding(file.path)
 
 
-def adding_changes(test_patch: str) -> list[FilePatch]:
+def adding_changes(test_patch: str, tests: TaskTests = TaskTests()) -> list[FilePatch]:
     """What a test written before the fix holds of a test patch: new test files, test code
-    files it only adds lines to (new tests), and the test data files whole (the cases and
-    expectations of a data-driven suite are the new test) — not the files whose existing test
-    code it changes (pinning_changes: they come with the fix, whole)."""
+    files it only adds lines to (new tests) unless they pin by adding, and the test data files
+    whole (the cases and expectations of a data-driven suite are the new test) — not the files
+    that pin behaviour (pinning_changes: they come with the fix, whole)."""
     found = []
     for file in parse_patch(test_patch):
-        if file.deleted or _pins(file):
+        if file.deleted or _pins(file, tests):
             continue
         whole = file.new_file or not is_code(file.path)
         hunks = [h for h in file.hunks if whole or not _changes_lines(h[1], h[2])]

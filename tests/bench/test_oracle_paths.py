@@ -15,7 +15,7 @@ import pytest
 from agent.bench.oracle.model import OracleModel
 from agent.bench.oracle.plan import replanned_files
 from agent.bench.oracle.sight import step_symbols
-from agent.bench.patches import parse_patch
+from agent.bench.patches import TaskTests, adding_changes, parse_patch, pinning_changes
 from agent.bench.results import read_results
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config.files import ModelConfig
@@ -383,3 +383,29 @@ def test_the_plan_stands_after_a_passed_step_or_when_nothing_new_is_shown() -> N
     assert replanned_files(passed, fix, {p for p in fix if p in passed}.__contains__) is None
     nothing = adjustment_prompt(failed=True, remaining=[], output="FAIL tests/a.test.js")
     assert replanned_files(nothing, fix, {p for p in fix if p in nothing}.__contains__) is None
+
+
+def test_lines_added_to_a_test_file_whose_tests_pass_before_and_after_pin_behaviour() -> None:
+    """commander 58c28eb13da5: `.argument('[args...]')` inserted into existing tests so that
+    they keep passing once excess arguments are an error is no new test; lines added to a file
+    whose tests fail before the fix are, and so are cases added to a file that holds no test."""
+
+    def adds(path: str, line: str) -> str:
+        header = f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+        return f"{header}@@ -1,2 +1,3 @@\n program\n+{line}\n   .parse();\n"
+
+    patch = (
+        adds("tests/unknown.test.js", "  .argument('[args...]')")
+        + adds("tests/excess.test.js", "  .allowExcessArguments(false)")
+        + adds("tests/fixtures/cases.js", "  ['1.2.3', '-l'],")
+    )
+    tests = TaskTests(
+        failing=["tests/excess.test.js"],
+        passing=["tests/unknown.test.js > allowUnknownOption > passes", "tests/excess.test.js > a"],
+    )
+    assert [f.path for f in pinning_changes(patch, tests)] == ["tests/unknown.test.js"]
+    assert [f.path for f in adding_changes(patch, tests)] == [
+        "tests/excess.test.js",
+        "tests/fixtures/cases.js",
+    ]
+    assert pinning_changes(patch) == []  # the tests unknown: added lines are new tests

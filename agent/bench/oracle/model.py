@@ -37,6 +37,7 @@ from agent.bench.oracle.sight import (
 )
 from agent.bench.patches import (
     FilePatch,
+    TaskTests,
     adding_changes,
     is_code,
     is_test_change,
@@ -93,7 +94,8 @@ class OracleModel:
         # the tests hidden, also the existing tests it changes (they pin the behaviour the fix
         # changes, and its commit changes them with it), not the tests it adds
         files = [f for f in parse_patch(task.patch) if not is_test_change(f.path)]
-        files += pinning_changes(task.test_patch) if hidden else []
+        tests = TaskTests(task.FAIL_TO_PASS, task.PASS_TO_PASS)
+        files += pinning_changes(task.test_patch, tests) if hidden else []
         self.files: list[FilePatch] = sorted(files, key=lambda f: landing_order(f.path))
         self.before = before  # each changed file before the fix
         self.summary = task.problem_statement.split("\n", 1)[0][:200] or "Fix the bug"
@@ -103,7 +105,7 @@ class OracleModel:
         self.changes_tests = changing_tests(self.files, before)
         # the tests the fix adds (new files, hunks that only add lines): what a reproduction
         # writes; the existing tests it changes come with the fix (`pinning_changes`)
-        self.tests = adding_changes(task.test_patch)
+        self.tests = adding_changes(task.test_patch, tests)
         self.rng = random.Random(f"{task.instance_id}:{seed}")
         self.mistakes = Misconceptions(f"{task.instance_id}:{seed}", self.spec.mistakes)
         self._asked: Counter[str] = Counter()  # how often each call was made: its retries
