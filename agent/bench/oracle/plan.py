@@ -26,14 +26,23 @@ def changing_tests(files: list[FilePatch], before: dict[str, str]) -> set[str]:
     return {c.path for c in gate_changes(changed, None, lambda _: True) if c.role == "test"}
 
 
+_SECTION = r"<{0}>\n(.*?)\n</{0}>"
+
+
+def section(user: str, name: str) -> str:
+    """The text of a prompt's `<name>` section ("" when it has none)."""
+    match = re.search(_SECTION.format(name), user, re.S)
+    return match.group(1) if match else ""
+
+
 def remaining_steps(user: str) -> list[Any]:
     """The remaining steps an adjustment prompt shows, kept as they are (the gold plan needs
     no change): none when it shows none."""
-    match = re.search(r"<remaining_steps>\n(.*?)\n</remaining_steps>", user, re.S)
-    if match is None:
+    shown = section(user, "remaining_steps")
+    if not shown:
         return []
     try:
-        steps = json.loads(match.group(1))
+        steps = json.loads(shown)
     except json.JSONDecodeError:
         return []
     return steps if isinstance(steps, list) else []
@@ -77,15 +86,6 @@ def planned_steps(
         }
         for n, path in enumerate(ordered, 1)
     ]
-
-
-_SECTION = r"<{0}>\n(.*?)\n</{0}>"
-
-
-def section(user: str, name: str) -> str:
-    """The text of a prompt's `<name>` section ("" when it has none)."""
-    match = re.search(_SECTION.format(name), user, re.S)
-    return match.group(1) if match else ""
 
 
 def replanned_files(

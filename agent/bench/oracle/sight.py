@@ -10,6 +10,7 @@ from pathlib import PurePosixPath
 
 from agent.bench.patches import FilePatch
 from agent.retrieval.indexing.parsing import parse_source
+from agent.retrieval.indexing.symbols import Symbol
 
 _FILE_BLOCK = re.compile(r'<file path="([^"]+)"')
 _SCOPE_FILE = re.compile(r"^File: (\S+) \(", re.M)
@@ -112,21 +113,21 @@ def closest(candidates: Sequence[str], targets: Sequence[str]) -> str | None:
     return max(candidates, key=score, default=None)
 
 
+def touched(file: FilePatch, before: str) -> list[Symbol]:
+    """The definitions of `file` as it was (`before`) whose lines a hunk touches, in the
+    file's order (none for a new file)."""
+    parsed = parse_source(file.path, before) if before and not file.new_file else None
+    spans = [(start, start + max(len(old), 1) - 1) for start, old, _ in file.hunks]
+    return [
+        s
+        for s in (parsed.symbols if parsed else [])
+        if any(s.start <= end and start <= s.end for start, end in spans)
+    ]
+
+
 def changed_symbols(files: Sequence[FilePatch], before: Mapping[str, str]) -> set[str]:
     """The qualified names of the definitions whose lines a hunk touches, and their parents."""
-    found: set[str] = set()
-    for file in files:
-        text = before.get(file.path, "")
-        if file.new_file or not text:
-            continue
-        parsed = parse_source(file.path, text)
-        for start, old, _ in file.hunks:
-            end = start + max(len(old), 1) - 1
-            found |= {
-                s.qualname
-                for s in (parsed.symbols if parsed else [])
-                if s.start <= end and start <= s.end
-            }
+    found = {s.qualname for f in files for s in touched(f, before.get(f.path, ""))}
     return found | {".".join(q.split(".")[:n]) for q in found for n in range(1, q.count(".") + 1)}
 
 
@@ -134,19 +135,11 @@ def step_symbols(file: FilePatch, before: str, shown: str | None, cap: int) -> l
     """The definitions a step on `file` names as its target symbols, as a planner is asked
     to: the innermost ones its hunks touch, in the file's order, at most `cap`; with `shown`
     (the plan prompt, context-honest) only those whose name it shows."""
-    parsed = parse_source(file.path, before) if before and not file.new_file else None
-    touched = [
-        s
-        for s in (parsed.symbols if parsed else [])
-        if any(
-            s.start <= start + max(len(old), 1) - 1 and start <= s.end
-            for start, old, _ in file.hunks
-        )
-    ]
-    parents = {s.parent for s in touched if s.parent}
+    found = touched(file, before)
+    parents = {s.parent for s in found if s.parent}
     named = [
         s.qualname
-        for s in touched
+        for s in found
         if s.qualname not in parents
         and (shown is None or re.search(rf"(?<![\w$]){re.escape(s.name)}(?![\w$])", shown))
     ]

@@ -25,11 +25,9 @@ from agent.run.context import RunContext, StepRequest
 from agent.run.landing.attempt import (
     apply_attempt,
     implement_attempt,
-    in_worktree,
     record_attempt,
     run_tests,
     step_state,
-    step_target_tests,
     test_and_gate,
 )
 from agent.run.landing.blame import implicated
@@ -88,11 +86,8 @@ def _unit(run_context: RunContext, steps: Sequence[PlanStep], request: StepReque
     pieces = [Piece(step_state(run_context, s, request)) for s in steps]
     if len(pieces) == 1:
         return Unit(run_context, pieces, pieces[0].state)
-    whole = step_state(run_context, merged_step(steps), request)
-    exists = in_worktree(run_context.workspace.worktree)
-    own = (t for s in steps for t in step_target_tests(run_context.baseline, s, exists))
-    whole.targets = list(dict.fromkeys([*own, *request.extra_targets]))
-    return Unit(run_context, pieces, whole)
+    # the merged step's targets are its steps' together (step_target_tests, per file)
+    return Unit(run_context, pieces, step_state(run_context, merged_step(steps), request))
 
 
 def _rounds(unit: Unit) -> Landing:
