@@ -196,6 +196,55 @@ def test_a_declared_snapshot_change_the_task_asks_for_lets_its_test_files_tests_
     assert "calc 2" in question.user_prompt
 
 
+CLI_FILES = {
+    "calc/cli.py": "def run(args):\n    return list(args)\n",
+    "tests/test_cli.py": (
+        "from calc.cli import run\n\n\n"
+        "def test_one():\n    assert run(['a']) == ['a']\n\n\n"
+        "def test_two():\n    assert run(['a', 'b']) == ['a', 'b']\n"
+    ),
+}
+EXITS = "    if len(args) > 1:\n        import os\n\n        os._exit(2)\n    return list(args)"
+
+
+@pytest.mark.parametrize("asks", [True, False])
+def test_old_tests_that_stop_the_run_over_the_new_code_are_the_declared_change_s_failures(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str], asks: bool
+) -> None:
+    """The old test drives the new code into ending the process: the original run stops
+    before pytest reports. Without the changed test file the rest runs to its end, so the stop
+    is that file's: its tests are the declared change when the task asks for it, and a refusal
+    that names the file when it does not."""
+    script_plan(
+        server, "Exit on extra arguments", ["calc/cli.py", "tests/test_cli.py"], changes_tests=True
+    )
+    server.script(
+        "implement",
+        edit("calc/cli.py", "    return list(args)", EXITS)
+        + "\n"
+        + edit("tests/test_cli.py", "run(['a', 'b']) == ['a', 'b']", "run(['b']) == ['b']"),
+    )
+    server.script("gate_test_change", "yes" if asks else "no")
+    repo = make_python_project(tmp_path / "repo", bug=False, config=DEFAULT_CRA_TOML)
+    write_files(repo, CLI_FILES)
+    git_in(repo, "add", "--all")
+    git_in(repo, "commit", "--quiet", "-m", "cli")
+
+    run = solve(tmp_path, server, "run() must exit with status 2 on two arguments", repo, capsys)
+
+    first = run.implement_run().attempts[0]
+    assert [v.kind for v in first.validations][:3] == ["attempt", "original", "original"]
+    if asks:
+        assert run.code == 0, run.out
+        assert "status: complete" in run.out
+        assert "tests/test_cli.py::test_two" in run.out
+        assert run.changed_files() == ["calc/cli.py", "tests/test_cli.py"]
+    else:
+        assert run.code != 0 and first.error_info is not None
+        assert "old versions of tests/test_cli.py stopped the test run" in first.error_info
+        assert "tests/test_cli.py::test_two" in first.error_info
+
+
 def test_a_hanging_attempt_is_stopped_after_a_timeout_derived_from_the_baseline(
     tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent.errors import GitError, UnsafePath
@@ -20,7 +21,7 @@ from agent.gate.gate_files import (
     may_be_gate_file,
     with_recorded_tests,
 )
-from agent.gate.interference import cleared, suspects
+from agent.gate.interference import cleared, stopped, stopped_by, suspects
 from agent.gate.source_tests import may_hold_tests, with_tests_of
 from agent.gate.testing_sections import is_sectioned, with_testing_sections_of
 from agent.gate.validation import run_validation
@@ -48,8 +49,9 @@ def gate_attempt(state: StepState, attempt: AttemptRecord, attempt_id: int) -> N
     )
     on_original = False
     if verdict.passed and changes:
-        attempt.original = _original_cleared(state, changes, attempt.validation, attempt_id)
-        verdict = _on_original(state, attempt.original, changes, declared, verdict)
+        original = _original_cleared(state, changes, attempt.validation, attempt_id)
+        attempt.original = original.result
+        verdict = _on_original(state, original, changes, declared, verdict)
         on_original = not verdict.passed
     attempt.gate = verdict.model_copy(update={"weakened": verdict.weakened or on_original})
     if not verdict.passed:
@@ -61,22 +63,29 @@ def gate_attempt(state: StepState, attempt: AttemptRecord, attempt_id: int) -> N
 
 def _on_original(
     state: StepState,
-    original: ValidationResult,
+    original: _Original,
     changes: Sequence[GateChange],
     declared: _Declared,
     first: GateVerdict,
 ) -> GateVerdict:
     """The verdict on the run of the original gate files; when it fails, the changes that
-    are gate changes by what they do (not by their names) say so among its problems."""
+    are gate changes by what they do (not by their names) say so among its problems, and so
+    do the changed test files whose old versions stopped the run."""
     second = judge(
         state.run_context.accepted,
-        original,
+        original.result,
         baseline=state.run_context.baseline,
         targets=state.targets,
         allowed=declared,
         original=True,
     )
     reasons = [c.reason for c in changes if c.reason] if not second.passed else []
+    if original.stopped_by and not second.passed:
+        reasons.append(
+            f"the old versions of {', '.join(original.stopped_by)} stopped the test run before "
+            "its runner reported (the rest ran to its end without them): their tests count "
+            "as failing"
+        )
     return second.model_copy(
         update={
             "problems": [*second.problems, *reasons],
@@ -168,22 +177,37 @@ def _known(worktree: Path, path: str) -> str:
         return normalise_path(path)
 
 
+@dataclass(frozen=True)
+class _Original:
+    """The run of the original gate files as judged, and the changed test files whose old
+    versions stopped it (none: it ran to its end, or the stop is not theirs alone)."""
+
+    result: ValidationResult
+    stopped_by: tuple[str, ...] = ()
+
+
 def _original_cleared(
     state: StepState,
     changes: Sequence[GateChange],
     validation: ValidationResult,
     attempt_id: int,
-) -> ValidationResult:
-    """The run of the original gate files over the new code; failures outside the changed
-    test files that passed in the attempt's own run are run again with the changed test files
-    left out, and cleared when they pass there (agent.gate.interference)."""
+) -> _Original:
+    """The run of the original gate files over the new code; when it stopped before its
+    runner reported, or failures outside the changed test files passed in the attempt's own
+    run, it runs again with the changed test files left out: a stop the rest runs through is
+    theirs, and failures that pass there are cleared (agent.gate.interference)."""
     original = _run_original(state, changes, attempt_id)
     changed_tests = [c.path for c in changes if c.role == "test" and not c.tests_only]
+    old = [c.path for c in changes if c.path in changed_tests and c.status != "created"]
+    if stopped(original, validation, old):
+        alone = _run_original(state, changes, attempt_id, left_out=changed_tests)
+        theirs = stopped_by(original, alone, state.run_context.accepted, old)
+        return _Original(original) if theirs is None else _Original(theirs, tuple(old))
     suspected = suspects(original, validation, changed_tests)
     if not suspected:
-        return original
+        return _Original(original)
     alone = _run_original(state, changes, attempt_id, left_out=changed_tests)
-    return cleared(original, alone, suspected)
+    return _Original(cleared(original, alone, suspected))
 
 
 def _run_original(
