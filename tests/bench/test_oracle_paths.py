@@ -13,17 +13,24 @@ from pathlib import Path
 import pytest
 
 from agent.bench.oracle.model import OracleModel
-from agent.bench.oracle.plan import replanned_files
+from agent.bench.oracle.plan import next_step_number, planned_steps, replanned_files
 from agent.bench.oracle.sight import step_symbols
 from agent.bench.patches import TaskTests, adding_changes, parse_patch, pinning_changes
 from agent.bench.results import read_results
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config.files import ModelConfig
 from agent.execute.grouping import groups_of
-from agent.execute.plan import with_groups
+from agent.execute.plan import ensure_valid_adjustment, with_groups
 from agent.execute.plan_material import PlanMaterial, plan_sections
 from agent.execute.prompts import Caps
-from agent.models import ContextPackage, PartPlan, PlanStep, StepResult, ValidationResult
+from agent.models import (
+    ContextPackage,
+    PartPlan,
+    PlanAdjustment,
+    PlanStep,
+    StepResult,
+    ValidationResult,
+)
 from tests.bench.history import commit, replace
 from tests.bench.test_bench_cli import cra
 from tests.fakes.repos import ISOLATED_GIT_ENV, TEST_COMMAND, init_repo
@@ -375,6 +382,19 @@ def test_after_a_failed_step_the_fix_s_files_its_prompt_now_shows_are_planned_wi
     landed = "diff --git a/lib/a.js b/lib/a.js\n"
     user = adjustment_prompt(failed=True, remaining=[], output=output, landed=landed)
     assert replanned_files(user, fix, {p for p in fix if p in user}.__contains__) == fix[1:4]
+
+
+def test_steps_planned_anew_take_ids_no_completed_step_holds() -> None:
+    """The planner's rule: a completed step's id is never reused — a re-listed one is
+    dropped, and the new group would lose its failed steps' files."""
+    fix = ["lib/a.js", "tests/a.test.js", "tests/b.test.js"]
+    user = adjustment_prompt(failed=True, remaining=[], output="FAIL tests/b.test.js")
+    steps = planned_steps(fix, set(fix[1:]), lambda _: [], first=next_step_number(user))
+    assert [s["id"] for s in steps] == ["s3", "s4", "s5"]
+    assert steps[0]["lands_with"] == ["s4", "s5"] and steps[2]["depends_on"] == ["s4"]
+    revised = PlanAdjustment(revised_steps=[PlanStep(**s) for s in steps], rationale="r")
+    completed = [PlanStep(id="s1", description="d"), PlanStep(id="s2", description="d")]
+    assert ensure_valid_adjustment(revised, completed).revised_steps == revised.revised_steps
 
 
 def test_the_plan_stands_after_a_passed_step_or_when_nothing_new_is_shown() -> None:

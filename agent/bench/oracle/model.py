@@ -18,6 +18,7 @@ from agent.bench.oracle.mistakes import left_out, spoiled_test, wrong_edit, wron
 from agent.bench.oracle.plan import (
     changing_tests,
     landing_order,
+    next_step_number,
     planned_steps,
     remaining_steps,
     replanned_files,
@@ -243,9 +244,11 @@ class OracleModel:
         named = re.search(r"<task>\nChange (.*?)\n</task>", user)
         return seen or ([p for p in named.group(1).split(", ") if p] if named else [])
 
-    def _steps(self, paths: list[str], user: str) -> list[dict[str, Any]]:
-        """The part plan's steps on `paths` (plan.planned_steps)."""
-        return planned_steps(paths, self.changes_tests, lambda path: self._symbols(path, user))
+    def _steps(self, paths: list[str], user: str, *, first: int = 1) -> list[dict[str, Any]]:
+        """The part plan's steps on `paths` (plan.planned_steps), their ids from `first`."""
+        return planned_steps(
+            paths, self.changes_tests, lambda path: self._symbols(path, user), first=first
+        )
 
     def _revised(self, user: str) -> list[Any]:
         """An adjustment's steps: the remaining ones; context-honest, after a failed step
@@ -254,7 +257,9 @@ class OracleModel:
         paths = [f.path for f in self.files]
         seen = {f.path for f in self.files if file_shown(user, f)}
         again = replanned_files(user, paths, seen.__contains__) if self.spec.context else None
-        return remaining_steps(user) if again is None else self._steps(again, user)
+        if again is None:
+            return remaining_steps(user)
+        return self._steps(again, user, first=next_step_number(user))
 
     def _symbols(self, path: str, user: str) -> list[str]:
         """A step's target symbols: the definitions the fix changes in `path`; context-honest,

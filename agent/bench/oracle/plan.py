@@ -61,31 +61,44 @@ def landing_order(path: str) -> int:
 
 
 def planned_steps(
-    paths: Sequence[str], changes_tests: Set[str], symbols: Callable[[str], list[str]]
+    paths: Sequence[str],
+    changes_tests: Set[str],
+    symbols: Callable[[str], list[str]],
+    *,
+    first: int = 1,
 ) -> list[dict[str, Any]]:
     """The part plan's steps, one per file, landing together as one change: code first, at
     most MAX_GROUP_STEPS of the changes with every update of an existing test (which the group
     limit does not count; prose then lands after them); the rest land alone after them. Each
-    names its `symbols` and declares changing existing tests where its file does."""
+    names its `symbols` and declares changing existing tests where its file does. Ids count
+    from `first` (an adjustment's new steps never reuse a completed step's id)."""
     updates = {p for p in paths if p in changes_tests and is_test_path(p)}
     changes = [p for p in paths if p not in updates][:MAX_GROUP_STEPS]
     grouped = [p for p in paths if p in updates or p in changes]
     if len(grouped) > MAX_GROUP_STEPS:  # prose lands after a group the limit would hold
         grouped = [p for p in grouped if not is_prose(p)]
     ordered = [*grouped, *(p for p in paths if p not in grouped)]
-    together = [f"s{n}" for n in range(1, len(grouped) + 1)] if len(grouped) > 1 else []
+    last = first + len(grouped)
+    together = [f"s{n}" for n in range(first, last)] if len(grouped) > 1 else []
     return [
         {
             "id": f"s{n}",
             "description": f"Apply the fix to {path}",
             "target_files": [path],
             "target_symbols": symbols(path),
-            "depends_on": [f"s{n - 1}"] if n > 1 else [],
-            "lands_with": [i for i in together if i != f"s{n}"] if n <= len(together) else [],
+            "depends_on": [f"s{n - 1}"] if n > first else [],
+            "lands_with": [i for i in together if i != f"s{n}"] if n < last else [],
             "changes_existing_tests": path in changes_tests,
         }
-        for n, path in enumerate(ordered, 1)
+        for n, path in enumerate(ordered, first)
     ]
+
+
+def next_step_number(user: str) -> int:
+    """The first step number an adjustment's new steps may take: past every id its prompt's
+    completed steps hold (the planner's rule: never reuse their ids)."""
+    ids = re.findall(r"^- s(\d+)\b", section(user, "completed_steps"), re.M)
+    return max((int(i) for i in ids), default=0) + 1
 
 
 def replanned_files(
