@@ -58,6 +58,7 @@ class _Run:
     dropped: list[DroppedFile] = field(default_factory=list)
     calls_left: int = 0
     budget: int = 0  # the package's tokens
+    failure: str = ""  # what the pass's texts add to the task (a failure's output, a request)
 
     def stage_on(self, name: str) -> bool:
         """True when the model stage `name` runs."""
@@ -157,6 +158,7 @@ def _retrieve(
         [DroppedFile(path=p, reason=NOT_IN_REPOSITORY) for p in resolved.missing],
         calls_left=config.max_classifier_calls,
         budget=budget_tokens,
+        failure=seeds.text,
     )
     # A step edits sources unless it targets a test, and a plan is made of source changes:
     # tests must not crowd the sources out.
@@ -347,6 +349,7 @@ def _precision(run: _Run, entry: Entry) -> None:
         run.classifier,
         max_questions=min(run.config.precision_max_questions, run.calls_left),
         seed_symbols=list(wanted),
+        words=f"{run.task}\n{run.failure}",
     )
     run.calls_left -= asked
 

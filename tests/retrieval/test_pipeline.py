@@ -33,8 +33,10 @@ def run(
     config: RetrievalConfig = NO_STAGES,
     task: str = TASK,
     mode: str = "implement",
+    failure: str = "",
 ) -> ContextPackage:
-    ask = ContextAsk(task, budget, mode, Seeds(files=list(files)))  # type: ignore[arg-type]
+    seeds = Seeds(files=list(files), text=failure)
+    ask = ContextAsk(task, budget, mode, seeds)  # type: ignore[arg-type]
     return retrieve(IndexedTree(index, root, config), ask, classifier=classifier)
 
 
@@ -300,6 +302,7 @@ def ask_once(
     *,
     task: str,
     budget: int,
+    failure: str = "",
 ) -> tuple[str, ContextPackage]:
     """Retrieval for an implement pass naming `path`, the one file of a repository at `root`,
     with one precision question allowed and answered yes: that question's prompt, and the
@@ -309,7 +312,14 @@ def ask_once(
     server.script("retrieval_precision", "yes")
     config = RetrievalConfig(stages=["precision"], whole_file_tokens=10, precision_max_questions=1)
     package = run(
-        index, repo, files=(path,), classifier=classifier, config=config, task=task, budget=budget
+        index,
+        repo,
+        files=(path,),
+        classifier=classifier,
+        config=config,
+        task=task,
+        budget=budget,
+        failure=failure,
     )
     [request] = server.requests
     return request.user_prompt, package
@@ -341,6 +351,32 @@ def test_precision_asks_first_about_the_method_holding_the_tasks_words_in_a_file
     assert io.symbols["Writer.help_option_names"] == "full"
     assert "class Writer:" in io.content and "def help_option_names(self, value):" in io.content
     assert "        value = value + 11" in io.content
+
+
+def test_on_a_retry_precision_asks_first_about_what_the_failure_speaks_of(
+    tmp_path: Path,
+    index: RepoIndex,
+    classifier: LoggedLLMClient,
+    server: ScriptedModelServer,
+) -> None:
+    # the task's words are in every parse method; the failing test's name speaks of the
+    # subcommand, and only the method that dispatches one holds that word
+    source = "class Command:\n" + "".join(
+        _method(f"parse_{n}", f"Parse the options again, part {n}") for n in range(8)
+    )
+    source += _method("dispatch_subcommand", "Hand the rest over to the subcommand")
+    asked, _ = ask_once(
+        tmp_path / "cmd",
+        "pkg/command.py",
+        source,
+        index,
+        classifier,
+        server,
+        budget=600,
+        task="Allow calling parse again: reset the options",
+        failure="FAILED when call subcommand then option values reset",
+    )
+    assert "full body of `Command.dispatch_subcommand`" in asked
 
 
 def test_precision_asks_first_about_what_the_named_definitions_body_calls(
