@@ -23,6 +23,12 @@ from agent.runlog.details import (
 _MARKS = {"passed": "✓", "failed": "✗", "skipped": "–"}
 
 
+_VALIDATION_NOTES = {  # what a run recorded under an attempt for information is
+    "piece": " (for information: its group is judged once all its steps are in)",
+    "left_out": " (for information: run again without the test file that stopped it)",
+}
+
+
 def verdict(result: ValidationResult | None) -> str:
     """A validation in a few words."""
     if result is None:
@@ -272,13 +278,7 @@ def render_task_run(detail: TaskRunDetail, *, indent: str = "") -> str:
     for attempt in detail.attempts:
         verdicts = (
             ", ".join(
-                verdict(v.result)
-                + (
-                    " (for information: its group is judged once all its steps are in)"
-                    if v.kind == "piece"
-                    else ""
-                )
-                for v in attempt.validations
+                verdict(v.result) + _VALIDATION_NOTES.get(v.kind, "") for v in attempt.validations
             )
             or "tests not run"
         )

@@ -58,7 +58,8 @@ class TestReport(Record):
     the counts and outcomes then miss the tests that did not run. None: it ran to its end, as
     far as the output shows. `files` maps the ids that do not name their file to the file the
     output places them in, relative to the worktree (agent.gate.testreport.files), as far as it
-    does: a failure's location or stack.
+    does: a failure's location or stack. `stopped_in`: for a run its runner never reported,
+    the test file the output's stack stopped in, where it shows one.
     """
 
     __test__ = False  # not a pytest class
@@ -69,6 +70,9 @@ class TestReport(Record):
     outcomes: dict[str, TestOutcome] = Field(default_factory=dict)
     incomplete: str | None = None
     files: dict[str, str] = Field(default_factory=dict)
+    # a run the runner never reported: the test file its output's stack stopped in (a test
+    # that ended the process: jest's `process.exit called with "1"`), relative to the worktree
+    stopped_in: str | None = None
 
     @property
     def reported(self) -> bool:

@@ -61,8 +61,9 @@ def _state_upsert(dialect: str) -> Executable:
 
 SET_STATE = Prepared(_state_upsert)
 TaskRunStatus = Literal["running", "complete", "partial", "failed", "cancelled", "error"]
-ValidationKind = Literal["setup", "baseline", "attempt", "original", "piece"]  # piece: the
-# tests after one step of a group, for information (the group is gated once all are in)
+ValidationKind = Literal["setup", "baseline", "attempt", "original", "piece", "left_out"]
+# piece: the tests after one step of a group, for information (the group is gated once all are
+# in); left_out: a run a test file stopped, again without it, for information
 
 
 class RunLog(Database):

@@ -36,6 +36,8 @@ BASELINE_LABEL = "baseline (before any edit)"
 SETUP_LABEL = "setup (testing.setup_command)"
 ORIGINAL_LABEL = " — the original tests against the new code"
 PIECE_LABEL = " — after this step, for information (its group is judged once all are in)"
+LEFT_OUT_LABEL = " — again without the test file that stopped the run, for information"
+_KIND_LABELS = {"original": ORIGINAL_LABEL, "piece": PIECE_LABEL, "left_out": LEFT_OUT_LABEL}
 
 M = TypeVar("M", bound=BaseModel)
 Details = list[tuple[PassDetail, TaskRunDetail]]
@@ -345,13 +347,13 @@ def _tests(details: Details) -> list[ValidationView]:
         ]
         for attempt in d.attempts:
             label = f"{pass_label(p)} attempt {attempt.attempt}"
+            judged = [v for v in attempt.validations if v.kind != "left_out"]
             runs += [
                 ValidationView(
-                    label=label
-                    + {"original": ORIGINAL_LABEL, "piece": PIECE_LABEL}.get(v.kind, ""),
+                    label=label + _KIND_LABELS.get(v.kind, ""),
                     result=v.result,
                     counts=count_words(v.result),
-                    verdict=attempt.error_info if v is attempt.validations[-1] else None,
+                    verdict=attempt.error_info if judged and v is judged[-1] else None,
                 )
                 for v in attempt.validations
             ]

@@ -645,3 +645,25 @@ def test_pytest_that_ran_everything_is_complete() -> None:
         read_report("FAILED tests/test_a.py::test_a\n1 failed, 3 passed in 0.1s\n", None).incomplete
         is None
     )
+
+
+# jest killed by a test that ended the process: no summary, one stack (commander 58c28eb13da5)
+PROCESS_EXIT = """error: too many arguments. Expected 0 arguments but got 2.
+  ●  process.exit called with "1"
+
+    > 512 |     process.exit(exitCode);
+          |             ^
+
+      at Command.exit [as _exit] (lib/command.js:512:13)
+      at Command._parseCommand [as parse] (lib/command.js:1064:10)
+      at Object.<anonymous> (/srv/tree/tests/command.positionalOptions.test.js:443:13)
+"""
+
+
+def test_a_run_that_stopped_before_its_runner_reported_names_the_test_file_it_stopped_in() -> None:
+    report = read_report(PROCESS_EXIT, None, roots=["/srv/tree"])
+    assert not report.reported
+    assert report.stopped_in == "tests/command.positionalOptions.test.js"
+    assert read_report(PROCESS_EXIT, None).stopped_in is None  # outside the worktree
+    code_only = PROCESS_EXIT.replace("/srv/tree/tests/command.positionalOptions.test.js", "x.js")
+    assert read_report(code_only, None, roots=["/srv/tree"]).stopped_in is None

@@ -7,6 +7,8 @@ tape's `at:`, the spec reporter's `test at test/calc.test.js:4:1`, a failure's s
 (agent.gate.testreport.frames), ava's `test/calc.js:3`. A test that passes shows nothing; it is
 tied to its file when another run of the same worktree tied the same id (the run before a fix,
 where it failed), or when the tests of its suite or parent test were all tied to one file.
+A run the runner never reported (a test ended the process) is placed whole: the test file its
+output's stack stopped in.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from agent.gate.testreport.ava import ava_files, is_ava
-from agent.gate.testreport.frames import relative
+from agent.gate.testreport.frames import frame_of_test, relative
 from agent.gate.testreport.mocha import is_mocha, mocha_files
 from agent.gate.testreport.tap import SEPARATOR, spec_files, tap_files
 from agent.models import TestReport
+from agent.retrieval.indexing.scan import is_test_path
 
 _SEPARATORS = (SEPARATOR, " › ")  # between a suite's name and its test's (ava: ` › `)
 
@@ -31,6 +34,15 @@ def files_of(lines: Sequence[str], runner: str | None, roots: Sequence[str]) -> 
         if (rel := relative(path, roots)) is not None
     }
     return found
+
+
+def stopped_in(lines: Sequence[str], roots: Sequence[str]) -> str | None:
+    """The test file the output's stack stopped in — the test frame of its last stack — for a
+    run its runner never reported (jest's `process.exit called with "1"` and the stack under
+    it), relative to the worktree; None when no stack reaches a test file."""
+    path = frame_of_test(lines)
+    rel = relative(path, roots) if path is not None else None
+    return rel if rel is not None and is_test_path(rel) else None
 
 
 def _placed(lines: Sequence[str], runner: str | None) -> dict[str, str]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from agent.gate.testreport.ava import ava_outcomes, is_ava
-from agent.gate.testreport.files import files_of
+from agent.gate.testreport.files import files_of, stopped_in
 from agent.gate.testreport.jsids import js_outcomes
 from agent.gate.testreport.jsreport import JsReport, parse_js_report
 from agent.gate.testreport.mocha import is_mocha, mocha_outcomes
@@ -244,4 +244,4 @@ def read_report(
     if listed:  # every test named with its outcome (go test -v, cargo, unittest -v, ava …)
         files = files_of(lines, summary[0] if summary else None, roots)
         return TestReport(source="names", counts=counts_of(named), outcomes=named, files=files)
-    return TestReport(source="none", outcomes=named)
+    return TestReport(source="none", outcomes=named, stopped_in=stopped_in(lines, roots))

@@ -29,6 +29,7 @@ from agent.models import (
 from agent.retrieval.indexing.scan import is_test_path
 from agent.run.context import RunContext, StepRequest, StepState
 from agent.run.landing.gate import changed_gate_files, file_diffs, gate_attempt
+from agent.run.landing.stops import past_stops
 from agent.runlog.store import ValidationKind
 
 AUTHOR_NAME = "cra"
@@ -105,7 +106,7 @@ def run_tests(state: StepState, attempt_id: int, kind: ValidationKind) -> Valida
 
 def test_and_gate(state: StepState, attempt: AttemptRecord, attempt_id: int) -> None:
     """The tests on the applied attempt, and the gate's verdict on them (attempt.gate)."""
-    attempt.validation = run_tests(state, attempt_id, "attempt")
+    attempt.validation = past_stops(state, run_tests(state, attempt_id, "attempt"), attempt_id)
     gate_attempt(state, attempt, attempt_id)
 
 

@@ -1,0 +1,91 @@
+"""A test run one test file stopped before its runner reported — an old test that drives the new
+code into ending the process (jest's `process.exit called with "1"`) — run again without the
+files that stopped it, so that the retry and the adjustment read what the rest of the tests say,
+not one stack. The gate judges the stopped run as it is: what the runs without those files
+found only adds failing tests and a closing section to it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent.gate.testreport.failures import failure_lines
+from agent.gate.validation import run_validation
+from agent.git.workspace import scratch_tree
+from agent.models import ValidationResult
+from agent.run.context import StepState
+
+MAX_STOPS = 3  # files left out, one more each time the run stops again
+_BEHIND_CHARS = 3000  # the later run's failure lines the closing section shows
+
+
+def past_stops(state: StepState, validation: ValidationResult, attempt_id: int) -> ValidationResult:
+    """`validation` with what the test command says with the test files that stopped it left
+    out (at most MAX_STOPS, each run recorded under the attempt); as it is when no test file
+    stopped it."""
+    left_out: list[str] = []
+    later = validation
+    reference = state.run_context.accepted
+    while len(left_out) < MAX_STOPS:
+        path = stopping_file(later, reference)
+        if path is None or path in left_out:
+            break
+        left_out.append(path)
+        later = _run_without(state, left_out, attempt_id)
+    return behind(validation, later, left_out) if left_out else validation
+
+
+def stopping_file(run: ValidationResult, reference: ValidationResult) -> str | None:
+    """The test file that stopped `run` before its runner reported, where the run before the
+    step (`reference`) was reported: a stop the runner shows and no timeout; else None."""
+    if run.timed_out or run.report.reported or not reference.report.reported:
+        return None
+    return run.report.stopped_in
+
+
+def behind(
+    stopped: ValidationResult, later: ValidationResult, left_out: Sequence[str]
+) -> ValidationResult:
+    """`stopped` with the failing tests of the run without `left_out` (`later`) among its own,
+    and a closing section saying what that run found."""
+    files = ", ".join(left_out)
+    if later.timed_out:
+        found = "it timed out"
+    elif not later.report.reported:
+        found = "it stopped too, before its runner reported"
+    elif not later.failing_tests:
+        found = "every other test passed"
+    else:
+        found = f"these tests fail too: {', '.join(later.failing_tests)}"
+    lines = failure_lines(later.test_output or "", _BEHIND_CHARS) if later.failing_tests else ""
+    section = (
+        f"\n\nThe run above stopped in {files} before the test runner reported. Run again "
+        f"with {files} left out, {found}" + (f"\n{lines}" if lines else "")
+    )
+    return stopped.model_copy(
+        update={
+            "test_output": (stopped.test_output or "") + section,
+            "failing_tests": list(dict.fromkeys([*stopped.failing_tests, *later.failing_tests])),
+        }
+    )
+
+
+def _run_without(state: StepState, left_out: Sequence[str], attempt_id: int) -> ValidationResult:
+    """The test command over the worktree as it is, in a scratch copy without `left_out`."""
+    worktree = state.run_context.workspace.worktree
+    parent = state.run_context.runtime.work_dir / "scratch"
+    with scratch_tree(worktree, dict.fromkeys(left_out), parent=parent) as tree:
+        later = state.run_context.timed(
+            run_validation(
+                tree,
+                state.run_context.config.testing,
+                environ=state.run_context.runtime.environ,
+                timeout=state.run_context.test_timeout,
+                extras=False,
+                sandbox=state.run_context.runtime.sandbox,
+                read_only=[worktree],
+            )
+        )
+    state.run_context.runtime.log.record_validation(
+        state.task_run_id, later, attempt_id=attempt_id, kind="left_out"
+    )
+    return later
