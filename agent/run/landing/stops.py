@@ -14,7 +14,7 @@ from agent.git.workspace import scratch_tree
 from agent.models import ValidationResult
 from agent.run.context import StepState
 
-MAX_STOPS = 3  # files left out, one more each time the run stops again
+MAX_STOPS = 5  # files left out, one more each time the run stops again
 _BEHIND_CHARS = 3000  # the later run's failure lines the closing section shows
 
 
