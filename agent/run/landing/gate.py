@@ -7,7 +7,7 @@ question)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from agent.git.workspace import scratch_tree
 from agent.llm.binary import run_binary_judgment
 from agent.models import AttemptRecord, GateVerdict, ValidationResult
 from agent.run.context import StepState
+from agent.runlog.store import ValidationKind
 
 
 def gate_attempt(state: StepState, attempt: AttemptRecord, attempt_id: int) -> None:
@@ -222,10 +223,18 @@ def _run_original(
     worktree = state.run_context.workspace.worktree
     files = {c.path: _original(worktree, state.base, c) for c in changes}
     files.update(dict.fromkeys(left_out))
-    with scratch_tree(
-        worktree, files, parent=state.run_context.runtime.work_dir / "scratch"
-    ) as tree:
-        original = state.run_context.timed(
+    return run_in_scratch(state, files, attempt_id, "original")
+
+
+def run_in_scratch(
+    state: StepState, files: Mapping[str, str | None], attempt_id: int, kind: ValidationKind
+) -> ValidationResult:
+    """The test command over a scratch copy of the worktree with `files` put in place (path →
+    text, None: absent), the worktree read-only; recorded under the attempt as `kind`."""
+    worktree = state.run_context.workspace.worktree
+    parent = state.run_context.runtime.work_dir / "scratch"
+    with scratch_tree(worktree, files, parent=parent) as tree:
+        result = state.run_context.timed(
             run_validation(
                 tree,
                 state.run_context.config.testing,
@@ -237,9 +246,9 @@ def _run_original(
             )
         )
     state.run_context.runtime.log.record_validation(
-        state.task_run_id, original, attempt_id=attempt_id, kind="original"
+        state.task_run_id, result, attempt_id=attempt_id, kind=kind
     )
-    return original
+    return result
 
 
 def _original(worktree: Path, base: str, change: GateChange) -> str | None:

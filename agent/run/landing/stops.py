@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent.gate.testreport.failures import failure_lines
-from agent.gate.validation import run_validation
-from agent.git.workspace import scratch_tree
 from agent.models import ValidationResult
 from agent.run.context import StepState
+from agent.run.landing.gate import run_in_scratch
 
 MAX_STOPS = 5  # files left out, one more each time the run stops again
 _BEHIND_CHARS = 3000  # the later run's failure lines the closing section shows
@@ -71,21 +70,4 @@ def behind(
 
 def _run_without(state: StepState, left_out: Sequence[str], attempt_id: int) -> ValidationResult:
     """The test command over the worktree as it is, in a scratch copy without `left_out`."""
-    worktree = state.run_context.workspace.worktree
-    parent = state.run_context.runtime.work_dir / "scratch"
-    with scratch_tree(worktree, dict.fromkeys(left_out), parent=parent) as tree:
-        later = state.run_context.timed(
-            run_validation(
-                tree,
-                state.run_context.config.testing,
-                environ=state.run_context.runtime.environ,
-                timeout=state.run_context.test_timeout,
-                extras=False,
-                sandbox=state.run_context.runtime.sandbox,
-                read_only=[worktree],
-            )
-        )
-    state.run_context.runtime.log.record_validation(
-        state.task_run_id, later, attempt_id=attempt_id, kind="left_out"
-    )
-    return later
+    return run_in_scratch(state, dict.fromkeys(left_out), attempt_id, "left_out")
