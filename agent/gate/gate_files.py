@@ -15,7 +15,7 @@ from agent.gate.runner_reach import new_references
 from agent.gate.source_tests import may_hold_tests, tests_changed
 from agent.gate.testing_sections import SECTIONED, testing_sections
 from agent.models import Record
-from agent.retrieval.indexing.scan import is_test_path
+from agent.retrieval.indexing.scan import is_test_path, recorded_test_file
 
 GateRole = Literal["cra_config", "runner_config", "test"]
 
@@ -109,26 +109,6 @@ def command_files(test_command: str | None) -> set[str]:
         if not word.startswith("-") and "=" not in word and ("/" in word or "." in word):
             files.add(str(PurePosixPath(word.removeprefix("./"))))
     return files
-
-
-def recorded_test_file(path: str) -> str | None:
-    """The test file whose recorded output a snapshot file holds, by the runners' own naming:
-    node-tap's `tap-snapshots/<test file>.test.cjs`, jest's and vitest's
-    `<folder>/__snapshots__/<test file>.snap`, syrupy's `<folder>/__snapshots__/<module>.ambr`;
-    None for any other file. A changed snapshot changes what that file's tests expect."""
-    pure = PurePosixPath(path.strip("/"))
-    parts = pure.parts
-    if len(parts) > 1 and parts[0] == "tap-snapshots":
-        for suffix in (".test.cjs", ".test.js"):
-            if pure.name.endswith(suffix) and len(pure.name) > len(suffix):
-                return str(PurePosixPath(*parts[1:-1], pure.name.removesuffix(suffix)))
-    if len(parts) > 1 and parts[-2] == "__snapshots__":
-        folder = PurePosixPath(*parts[:-2]) if len(parts) > 2 else PurePosixPath()
-        if pure.suffix == ".snap" and pure.stem:
-            return str(folder / pure.stem)
-        if pure.suffix == ".ambr" and pure.stem:
-            return str(folder / f"{pure.stem}.py")
-    return None
 
 
 def with_recorded_tests(paths: Sequence[str]) -> list[str]:

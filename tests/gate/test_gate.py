@@ -11,13 +11,13 @@ from agent.gate.gate_files import (
     gate_changes,
     gate_role,
     may_be_gate_file,
-    recorded_test_file,
     with_recorded_tests,
 )
 from agent.gate.testing_sections import testing_sections as sections_of
 from agent.gate.testreport.outcomes import read_report
 from agent.gate.verdict import file_of_test, judge, rejection_text
 from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
+from agent.retrieval.indexing.scan import recorded_test_file
 
 # --- the gate files --------------------------------------------------------------------------
 
