@@ -85,6 +85,10 @@ def test_what_the_run_without_the_files_found_closes_the_stopped_run() -> None:
         "the test runner reported. Run again with tests/stops.test.js left out, every other "
         "test passed"
     )
-    again = behind(STOPPED, STOPPED, ["tests/stops.test.js", "tests/b.test.js"])
-    assert "left out, it stopped too" in (again.test_output or "")
+    again = behind(STOPPED, STOPPED, ["tests/stops.test.js", "tests/b.test.js", "tests/c.js"])
+    assert (
+        "stopped in tests/stops.test.js before the test runner reported; without it, the run "
+        "stopped in tests/b.test.js, then tests/c.js too. Run again with tests/stops.test.js, "
+        "tests/b.test.js, tests/c.js left out, it stopped too"
+    ) in (again.test_output or "")
     assert again.failing_tests == STOPPED.failing_tests and not again.success

@@ -56,9 +56,11 @@ def behind(
     else:
         found = f"these tests fail too: {', '.join(later.failing_tests)}"
     lines = failure_lines(later.test_output or "", _BEHIND_CHARS) if later.failing_tests else ""
+    first, *then = left_out
+    again = f"; without it, the run stopped in {', then '.join(then)} too" if then else ""
     section = (
-        f"\n\nThe run above stopped in {files} before the test runner reported. Run again "
-        f"with {files} left out, {found}" + (f"\n{lines}" if lines else "")
+        f"\n\nThe run above stopped in {first} before the test runner reported{again}. "
+        f"Run again with {files} left out, {found}" + (f"\n{lines}" if lines else "")
     )
     return stopped.model_copy(
         update={
