@@ -15,11 +15,12 @@ from tests.run.conftest import Sequencer
 
 RUNNER = """import pathlib, sys
 exits = "EXIT" in pathlib.Path("calc.py").read_text()
-if exits and pathlib.Path("tests/stops.test.js").exists():
-    print('  \\u25cf  process.exit called with "1"\\n')
-    print("      at Command._exit (lib/command.js:512:13)")
-    print("      at Object.<anonymous> (tests/stops.test.js:4:3)")
-    sys.exit(1)
+for stops in ("tests/stops.test.js", "tests/stops.too.test.js"):
+    if exits and pathlib.Path(stops).exists():
+        print('  \\u25cf  process.exit called with "1"\\n')
+        print("      at Command._exit (lib/command.js:512:13)")
+        print(f"      at Object.<anonymous> ({stops}:4:3)")
+        sys.exit(1)
 if exits:
     print("FAIL tests/other.test.js\\n  \\u25cf other \\u203a adds\\n")
     print("    expect(received).toBe(expected)\\n\\n    Expected: 5\\n    Received: 6\\n")
@@ -36,7 +37,10 @@ FAILS_TOO = "these tests fail too: tests/other.test.js > other > adds"
 def test_the_retry_reads_what_the_tests_say_without_the_file_that_stopped_the_run(
     sequencer: Sequencer,
 ) -> None:
-    write_files(sequencer.repo, {"runner.py": RUNNER, "tests/stops.test.js": "", "lib/x": ""})
+    write_files(
+        sequencer.repo,
+        {"runner.py": RUNNER, "tests/stops.test.js": "", "tests/stops.too.test.js": ""},
+    )
     git_in(sequencer.repo, "add", "--all")
     git_in(sequencer.repo, "commit", "--quiet", "-m", "runner")
     sequencer.models.script("meta_plan", meta_plan(("p1", "Tidy add", ["calc.py"])))
@@ -49,14 +53,17 @@ def test_the_retry_reads_what_the_tests_say_without_the_file_that_stopped_the_ru
 
     assert result.status == "complete", result.error
     [retry] = sequencer.models.prompts("implement_retry")
-    assert "stopped in tests/stops.test.js before the test runner reported" in retry
+    assert (
+        "stopped in tests/stops.test.js before the test runner reported; without it, the run "
+        "stopped in tests/stops.too.test.js too" in retry
+    )
     assert FAILS_TOO in retry and "Received: 6" in retry
     implement = next(p for p in sequencer.recorded(result).passes if p.pass_type == "implement")
     task_run = sequencer.log.get_task_run(implement.task_run_id)
     assert task_run is not None
     first, second = task_run.attempts
-    assert [v.kind for v in first.validations] == ["attempt", "left_out"]
-    assert first.validations[1].result.failing_tests == ["tests/other.test.js > other > adds"]
+    assert [v.kind for v in first.validations] == ["attempt", "left_out", "left_out"]
+    assert first.validations[2].result.failing_tests == ["tests/other.test.js > other > adds"]
     assert [v.kind for v in second.validations] == ["attempt"]
     assert TIDY in sequencer.show(result.branch or "", "calc.py")
 

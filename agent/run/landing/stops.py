@@ -13,23 +13,26 @@ from agent.models import ValidationResult
 from agent.run.context import StepState
 from agent.run.landing.gate import run_in_scratch
 
-MAX_STOPS = 5  # files left out, one more each time the run stops again
+MAX_STOPS = 10  # files left out, one more each time the run stops again
 _BEHIND_CHARS = 3000  # the later run's failure lines the closing section shows
 
 
 def past_stops(state: StepState, validation: ValidationResult, attempt_id: int) -> ValidationResult:
     """`validation` with what the test command says with the test files that stopped it left
-    out (at most MAX_STOPS, each run recorded under the attempt); as it is when no test file
-    stopped it."""
+    out, one more each time it stops again: at most MAX_STOPS runs, and none begun once those
+    runs took as long as one test run may (`testing.timeout`); each recorded under the
+    attempt. As it is when no test file stopped it."""
     left_out: list[str] = []
     later = validation
     reference = state.run_context.accepted
-    while len(left_out) < MAX_STOPS:
+    spent_ms, allowed_ms = 0, state.run_context.config.testing.timeout * 1000
+    while len(left_out) < MAX_STOPS and spent_ms < allowed_ms:
         path = stopping_file(later, reference)
         if path is None or path in left_out:
             break
         left_out.append(path)
         later = _run_without(state, left_out, attempt_id)
+        spent_ms += later.duration_ms
     return behind(validation, later, left_out) if left_out else validation
 
 
