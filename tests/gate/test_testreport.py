@@ -667,3 +667,21 @@ def test_a_run_that_stopped_before_its_runner_reported_names_the_test_file_it_st
     assert read_report(PROCESS_EXIT, None).stopped_in is None  # outside the worktree
     code_only = PROCESS_EXIT.replace("/srv/tree/tests/command.positionalOptions.test.js", "x.js")
     assert read_report(code_only, None, roots=["/srv/tree"]).stopped_in is None
+
+
+def test_a_reported_jest_run_names_the_test_file_a_test_ended_its_process_in() -> None:
+    """jest reports after a test called process.exit, without the files it had not run: the
+    stack under its `● process.exit called with` names the file; another failure's does not."""
+    output = (
+        "PASS tests/args.test.js\n"
+        "FAIL tests/other.test.js\n"
+        "  ● other › adds\n\n    expect(received).toBe(expected)\n\n"
+        "      at Object.<anonymous> (/srv/tree/tests/other.test.js:3:9)\n\n"
+        + PROCESS_EXIT
+        + "\nTest Suites: 1 failed, 1 passed, 2 total\n"
+        "Tests:       1 failed, 4 passed, 5 total\n"
+    )
+    report = read_report(output, None, roots=["/srv/tree"])
+    assert report.reported and report.stopped_in == "tests/command.positionalOptions.test.js"
+    without = output.replace(PROCESS_EXIT, "")
+    assert read_report(without, None, roots=["/srv/tree"]).stopped_in is None

@@ -13,6 +13,7 @@ output's stack stopped in.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from agent.gate.testreport.ava import ava_files, is_ava
@@ -36,13 +37,25 @@ def files_of(lines: Sequence[str], runner: str | None, roots: Sequence[str]) -> 
     return found
 
 
-def stopped_in(lines: Sequence[str], roots: Sequence[str]) -> str | None:
-    """The test file the output's stack stopped in — the test frame of its last stack — for a
-    run its runner never reported (jest's `process.exit called with "1"` and the stack under
-    it), relative to the worktree; None when no stack reaches a test file."""
+def stopped_in(lines: Sequence[str], roots: Sequence[str], *, reported: bool) -> str | None:
+    """The test file a test ended the test process in, relative to the worktree: the stack
+    under jest's `● process.exit called with "1"` (the runner may still report, without the
+    files it had not run), or, for a run its runner never reported, the test frame of the
+    output's last stack. None when no such stack reaches a test file."""
+    exits = [i for i, line in enumerate(lines) if _PROCESS_EXIT.search(line)]
+    if exits:
+        block = lines[exits[-1] + 1 :]
+        end = next((i for i, line in enumerate(block) if _BLOCK_END.match(line)), len(block))
+        lines = block[:end]
+    elif reported:
+        return None
     path = frame_of_test(lines)
     rel = relative(path, roots) if path is not None else None
     return rel if rel is not None and is_test_path(rel) else None
+
+
+_PROCESS_EXIT = re.compile(r"●\s+process\.exit called with")  # jest's, colours stripped
+_BLOCK_END = re.compile(r"^\s*●|^(?:PASS|FAIL) |^Test Suites:")
 
 
 def _placed(lines: Sequence[str], runner: str | None) -> dict[str, str]:

@@ -240,8 +240,17 @@ def read_report(
             outcomes=named,
             incomplete=why_incomplete(runner, lines),
             files=files_of(lines, runner, roots),
+            stopped_in=stopped_in(lines, roots, reported=True),
         )
     if listed:  # every test named with its outcome (go test -v, cargo, unittest -v, ava …)
         files = files_of(lines, summary[0] if summary else None, roots)
-        return TestReport(source="names", counts=counts_of(named), outcomes=named, files=files)
-    return TestReport(source="none", outcomes=named, stopped_in=stopped_in(lines, roots))
+        return TestReport(
+            source="names",
+            counts=counts_of(named),
+            outcomes=named,
+            files=files,
+            stopped_in=stopped_in(lines, roots, reported=True),
+        )
+    return TestReport(
+        source="none", outcomes=named, stopped_in=stopped_in(lines, roots, reported=False)
+    )

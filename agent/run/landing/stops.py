@@ -37,9 +37,9 @@ def past_stops(state: StepState, validation: ValidationResult, attempt_id: int) 
 
 
 def stopping_file(run: ValidationResult, reference: ValidationResult) -> str | None:
-    """The test file that stopped `run` before its runner reported, where the run before the
-    step (`reference`) was reported: a stop the runner shows and no timeout; else None."""
-    if run.timed_out or run.report.reported or not reference.report.reported:
+    """The test file in which a test ended the process running `run` (report.stopped_in),
+    where the run before the step (`reference`) was reported; None after a timeout."""
+    if run.timed_out or not reference.report.reported:
         return None
     return run.report.stopped_in
 
@@ -52,18 +52,19 @@ def behind(
     files = ", ".join(left_out)
     if later.timed_out:
         found = "it timed out"
-    elif not later.report.reported:
-        found = "it stopped too, before its runner reported"
+    elif later.report.stopped_in is not None or not later.report.reported:
+        found = "it stopped too"
     elif not later.failing_tests:
         found = "every other test passed"
     else:
         found = f"these tests fail too: {', '.join(later.failing_tests)}"
     lines = failure_lines(later.test_output or "", _BEHIND_CHARS) if later.failing_tests else ""
     first, *then = left_out
-    again = f"; without it, the run stopped in {', then '.join(then)} too" if then else ""
+    again = f"; without it, a test in {', then in '.join(then)} did too" if then else ""
     section = (
-        f"\n\nThe run above stopped in {first} before the test runner reported{again}. "
-        f"Run again with {files} left out, {found}" + (f"\n{lines}" if lines else "")
+        f"\n\nA test in {first} ended the test process above, so the runner did not run or "
+        f"report every test file{again}. Run again with {files} left out, {found}"
+        + (f"\n{lines}" if lines else "")
     )
     return stopped.model_copy(
         update={
