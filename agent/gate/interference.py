@@ -70,16 +70,16 @@ def _only_tests_failed(result: ValidationResult) -> bool:
 def stopped(
     original: ValidationResult, attempt: ValidationResult, changed_tests: Sequence[str]
 ) -> bool:
-    """Whether the original run stopped before its runner reported to the end where the
-    attempt's own run (the same code, the new test files) did: only the old versions of the
-    changed test files differ between them."""
+    """Whether the original run stopped — its runner did not report to the end, or a test
+    ended its process (`report.stopped_in`) — where the attempt's own run (the same code, the
+    new test files) did not: only the old versions of the changed test files differ between
+    them."""
     if not changed_tests or original.timed_out or original.success:
         return False
     mine, theirs = attempt.report, original.report
-    return (
-        mine.reported
-        and mine.incomplete is None
-        and (not theirs.reported or theirs.incomplete is not None)
+    ran_through = mine.reported and mine.incomplete is None and mine.stopped_in is None
+    return ran_through and (
+        not theirs.reported or theirs.incomplete is not None or theirs.stopped_in is not None
     )
 
 
@@ -95,7 +95,7 @@ def stopped_by(
     None when the run without them did not report to its end either: the stop is then not
     theirs alone."""
     report = alone.report
-    if alone.timed_out or report.counts is None or report.incomplete is not None:
+    if alone.timed_out or report.counts is None or report.incomplete or report.stopped_in:
         return None
     tied = reference.report.files
     known = [*reference.report.outcomes, *reference.passing_tests, *reference.failing_tests]

@@ -76,6 +76,9 @@ def test_a_run_the_attempts_own_run_reported_to_its_end_has_stopped_when_it_did_
     assert stopped(EXITED, ATTEMPT_JS, ["tests/exit.test.js"])
     cut = EXITED.model_copy(update={"report": TestReport(counts=TestCounts(), incomplete="bail")})
     assert stopped(cut, ATTEMPT_JS, ["tests/exit.test.js"])
+    # jest reported, without the files it had not run when a test ended its process
+    ended = REPORTED.model_copy(update={"stopped_in": "tests/exit.test.js"})
+    assert stopped(EXITED.model_copy(update={"report": ended}), ATTEMPT_JS, JEST[:1])
 
 
 def test_no_stop_without_a_changed_test_file_a_report_before_or_with_a_timeout() -> None:
@@ -104,5 +107,7 @@ def test_a_file_the_run_before_names_no_test_of_fails_as_itself() -> None:
 
 def test_a_stop_the_rest_does_not_run_through_either_is_not_theirs() -> None:
     assert stopped_by(EXITED, EXITED, ATTEMPT_JS, ["tests/exit.test.js"]) is None
+    ended = REPORTED.model_copy(update={"stopped_in": "tests/other.test.js"})
+    assert stopped_by(EXITED, run([], [], report=ended), ATTEMPT_JS, JEST[:1]) is None
     slow = run([], JEST[1:], report=REPORTED, timed_out=True)
     assert stopped_by(EXITED, slow, ATTEMPT_JS, ["tests/exit.test.js"]) is None

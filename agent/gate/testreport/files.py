@@ -7,8 +7,9 @@ tape's `at:`, the spec reporter's `test at test/calc.test.js:4:1`, a failure's s
 (agent.gate.testreport.frames), ava's `test/calc.js:3`. A test that passes shows nothing; it is
 tied to its file when another run of the same worktree tied the same id (the run before a fix,
 where it failed), or when the tests of its suite or parent test were all tied to one file.
-A run the runner never reported (a test ended the process) is placed whole: the test file its
-output's stack stopped in.
+A run in which a test ended the test process is placed whole (`stopped_in`): the test file of
+the stack under jest's `● process.exit called with`, or of the last stack of a run the runner
+never reported.
 """
 
 from __future__ import annotations

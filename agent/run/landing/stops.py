@@ -1,8 +1,8 @@
-"""A test run one test file stopped before its runner reported — an old test that drives the new
-code into ending the process (jest's `process.exit called with "1"`) — run again without the
-files that stopped it, so that the retry and the adjustment read what the rest of the tests say,
-not one stack. The gate judges the stopped run as it is: what the runs without those files
-found only adds failing tests and a closing section to it."""
+"""A test run in which a test ended the test process — code that exits on what the test gives
+it (jest's `process.exit called with "1"`), so the runner did not run or report every file — run
+again without the file it happened in, and the next, so that the retry and the adjustment read
+what the rest of the tests say, not one stack. The gate judges the stopped run as it is: what
+the runs without those files found only adds failing tests and a closing section to it."""
 
 from __future__ import annotations
 
