@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 import sys
 
+from agent.cli.render import render_task_run
 from agent.models import TestReport, ValidationResult
 from agent.run.landing.stops import behind, stopping_file
 from tests.fakes.repos import git_in, write_files
@@ -65,6 +66,9 @@ def test_the_retry_reads_what_the_tests_say_without_the_file_that_stopped_the_ru
     assert [v.kind for v in first.validations] == ["attempt", "left_out", "left_out"]
     assert first.validations[2].result.failing_tests == ["tests/other.test.js > other > adds"]
     assert [v.kind for v in second.validations] == ["attempt"]
+    assert "(for information: run again without the test file that stopped it)" in (
+        render_task_run(task_run)
+    )
     assert TIDY in sequencer.show(result.branch or "", "calc.py")
 
 

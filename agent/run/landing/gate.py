@@ -83,9 +83,9 @@ def _on_original(
     reasons = [c.reason for c in changes if c.reason] if not second.passed else []
     if original.stopped_by and not second.passed:
         reasons.append(
-            f"the old versions of {', '.join(original.stopped_by)} stopped the test run before "
-            "its runner reported (the rest ran to its end without them): their tests count "
-            "as failing"
+            f"the old versions of {', '.join(original.stopped_by)} stopped the test run (a "
+            "test ended its process; the rest ran to its end without them): their tests "
+            "count as failing"
         )
     return second.model_copy(
         update={
