@@ -89,14 +89,14 @@ def choose_details(
     *,
     max_questions: int,
     seed_symbols: Sequence[str],
-    words: str | None = None,
+    words: str,
 ) -> tuple[dict[str, SymbolDetail], int]:
     """Which definitions of a file too large to show whole are shown in full: the seed symbols
     without a question, then one question each — "does the task need X?", showing X — about
     the definitions the shown bodies call, then those whose names and code share the rarer
-    words of `words` (default the task; on a retry, the task and the failure: the failing
-    tests' names speak of the code they reach) (see `callees_first`, `by_task_words`), at most
-    `max_questions`. Yes → full,
+    words of `words` (the task's, and on a retry the failure's: the failing tests' names speak
+    of the code they reach; see `callees_first`, `by_task_words`), at most `max_questions`.
+    Yes → full,
     no → omitted, not asked: left out of the details (a signature, or omitted when the file
     must be shown compactly: see packing.forms).
     Returns the details and the number of questions asked.
@@ -120,7 +120,7 @@ def choose_details(
         if s.qualname not in details and not (s.kind in CONTAINER_KINDS and s.qualname in parents)
     ]
     shown = [s for s in symbols if details.get(s.qualname) == "full"]
-    ranked = by_task_words(task if words is None else words, units, lines)
+    ranked = by_task_words(words, units, lines)
     asked = callees_first(ranked, shown, lines)[: max(0, max_questions)]
     if not asked:
         return details, 0
