@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from agent.gate.gate_files import gate_role
 from agent.gate.verdict import file_of_test
 from agent.git import repo as git
+from agent.retrieval.indexing.snapshots import recorded_test_file
 
 # Files whose change is code (counted against the 1–N source files of a task).
 CODE_SUFFIXES = frozenset(
@@ -55,8 +56,9 @@ def is_test_change(path: str) -> bool:
 
 
 def is_code(path: str) -> bool:
-    """A source file by its suffix (docs, data and config are not)."""
-    return PurePosixPath(path).suffix.lower() in CODE_SUFFIXES
+    """A source file by its suffix (docs, data and config are not, nor a snapshot file: the
+    recorded expectations of its test file's cases, whatever its suffix)."""
+    return PurePosixPath(path).suffix.lower() in CODE_SUFFIXES and recorded_test_file(path) is None
 
 
 PROSE_SUFFIXES = frozenset({".md", ".rst", ".adoc"})

@@ -15,7 +15,8 @@ from agent.gate.runner_reach import new_references
 from agent.gate.source_tests import may_hold_tests, tests_changed
 from agent.gate.testing_sections import SECTIONED, testing_sections
 from agent.models import Record
-from agent.retrieval.indexing.scan import is_test_path, recorded_test_file
+from agent.retrieval.indexing.scan import is_test_path
+from agent.retrieval.indexing.snapshots import recorded_test_file
 
 GateRole = Literal["cra_config", "runner_config", "test"]
 

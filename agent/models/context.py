@@ -53,6 +53,9 @@ class ContextPackage(Record):
     files: list[ContextFile] = Field(default_factory=list)
     dropped: list[DroppedFile] = Field(default_factory=list)
     budget_tokens: int = 0
+    # the most the pass allows (its budget before it was sized to the files it names): a
+    # refinement that brings in a file asked for may grow to it; 0 when it is budget_tokens
+    room_tokens: int = 0
     used_tokens: int = 0
     mode: Literal["plan", "implement"] = "implement"
     seed_files: list[str] = Field(default_factory=list)

@@ -23,9 +23,11 @@ from agent.models import (
     RefinementRequest,
     SymbolDetail,
 )
+from agent.retrieval.companions import snapshot_details, snapshot_files
 from agent.retrieval.indexing.index import RepoIndex
 from agent.retrieval.indexing.parsing import language_of, parse_source
 from agent.retrieval.indexing.scan import BINARY_SNIFF_BYTES, is_test_path
+from agent.retrieval.indexing.snapshots import recorded_test_file
 from agent.retrieval.packing import Entry, block_tokens, pack
 from agent.retrieval.ranking import rank
 from agent.retrieval.region import region
@@ -101,7 +103,9 @@ def refine(
     classifier: LoggedLLMClient | None,
 ) -> ContextPackage:
     """The package again, with the request's missing files, symbols, tests and error signatures
-    as new seeds, under the same budget; files already judged needed keep their place."""
+    as new seeds, within the pass's room (an implement pass's budget is sized again to the
+    files it now names: a file asked for is shown, not squeezed into the room its first
+    package left); files already judged needed keep their place."""
     seeds = Seeds(
         files=[*package.seed_files, *request.missing_files],
         symbols=[
@@ -113,7 +117,8 @@ def refine(
         text="\n".join([request.reason, *request.error_signatures]),
     )
     carried = {f.path: f for f in package.files if f.path not in package.seed_files}
-    ask = ContextAsk(package.task, package.budget_tokens, package.mode, seeds)
+    room = package.room_tokens or package.budget_tokens
+    ask = ContextAsk(package.task, room, package.mode, seeds)
     return _retrieve(tree, ask, classifier, carried=carried)
 
 
@@ -198,6 +203,7 @@ def _retrieve(
         for p in tests_last  # in the room left: nothing is kept for them
         if (e := _load(run, p, "seed: " + resolved.reasons[p])) is not None
     ]
+    entries = _with_snapshots(run, entries, [f.path for f in index.files()])
     for entry in entries:
         _precision(run, entry)
     files, over = pack(
@@ -211,11 +217,39 @@ def _retrieve(
         files=files,
         dropped=run.dropped + over + below,
         budget_tokens=budget_tokens,
+        room_tokens=ask.budget_tokens,
         used_tokens=sum(f.tokens for f in files),
         mode=mode,
         seed_files=resolved.files,
         seed_symbols=resolved.symbols,
     )
+
+
+def _with_snapshots(run: _Run, entries: Sequence[Entry], known: Sequence[str]) -> list[Entry]:
+    """`entries` with each test file's snapshot files right after it (ranked there or not; a
+    seed's as seeds), and every snapshot file's entries chosen by the task's and the failure's
+    words (see agent.retrieval.companions)."""
+    recorded = snapshot_files([e.path for e in entries if is_test_path(e.path)], known)
+    following = {p for paths in recorded.values() for p in paths}
+    present = {e.path: e for e in entries}
+    out: list[Entry] = []
+    for entry in entries:
+        if entry.path in following:
+            continue  # shown after its test file
+        out.append(entry)
+        for path in recorded.get(entry.path, []):
+            reason = f"snapshot of {entry.path}"
+            snapshot = present.get(path) or _load(run, path, reason)
+            if snapshot is not None:
+                if snapshot.reason != reason:
+                    snapshot.reason = f"{reason}; {snapshot.reason}"
+                snapshot.seed = snapshot.seed or entry.seed
+                out.append(snapshot)
+    words = f"{run.task}\n{run.failure}"
+    for entry in out:
+        if entry.details is None and recorded_test_file(entry.path) is not None:
+            entry.details = snapshot_details(entry.symbols, words)
+    return out
 
 
 def _needed(

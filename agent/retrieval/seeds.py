@@ -5,14 +5,12 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.retrieval.indexing.index import RepoIndex
-from agent.retrieval.indexing.scan import is_test_path, recorded_test_file
 
 MAX_MINED_FILES = 10  # a deep traceback must not crowd out everything else
 MAX_FILES_PER_SYMBOL = 3  # a name defined in more files than this is too common to seed files
@@ -99,21 +97,7 @@ def resolve_seeds(task: str, seeds: Seeds, index: RepoIndex, *, root: Path) -> R
         resolved.add_file(path, mined.reasons[path])
     for name in mined.symbols:
         resolved.add_symbol(name)
-    _add_snapshots(resolved, sorted(paths.known))
     return resolved
-
-
-def _add_snapshots(resolved: ResolvedSeeds, every: Sequence[str]) -> None:
-    """The snapshot files that record the seeds' test files (node-tap's `tap-snapshots/…`,
-    jest's and vitest's `__snapshots__/….snap`, syrupy's `.ambr`): a test that fails on its
-    snapshot is fixed there, and a planner who never sees the snapshot cannot plan its update."""
-    tests = {p for p in resolved.files if is_test_path(p)}
-    if not tests:
-        return
-    for path in every:
-        recorded = recorded_test_file(path)
-        if recorded in tests:
-            resolved.add_file(path, f"snapshot of {recorded}")
 
 
 def _add_named(

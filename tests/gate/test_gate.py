@@ -17,7 +17,7 @@ from agent.gate.testing_sections import testing_sections as sections_of
 from agent.gate.testreport.outcomes import read_report
 from agent.gate.verdict import file_of_test, judge, rejection_text
 from agent.models import TestCounts, TestOutcome, TestReport, ValidationResult
-from agent.retrieval.indexing.scan import recorded_test_file
+from agent.retrieval.indexing.snapshots import recorded_test_file
 
 # --- the gate files --------------------------------------------------------------------------
 

@@ -513,6 +513,22 @@ def test_refinement_brings_in_a_missing_file_within_the_same_budget(
     assert refined.seed_files == ["shop/cart.py", "shop/users.py"]
 
 
+def test_a_file_asked_for_grows_the_package_within_the_passs_room(
+    shop: Path, shop_index: RepoIndex
+) -> None:
+    """The first package is sized to the file the step names; the file the model asks for
+    is sized in again, whole, never beyond the room the pass allows."""
+    config = RetrievalConfig(stages=[], top_k=1, implement_extra_tokens=20)
+    package = run(shop_index, shop, budget=4000, files=("shop/cart.py",), config=config)
+    assert package.budget_tokens < 1000 and package.room_tokens == 4000
+    request = RefinementRequest(reason="needs the pricing rules", missing_files=["shop/pricing.py"])
+    refined = refine(package, request, IndexedTree(shop_index, shop, config), classifier=None)
+    shown = {f.path: f.detail for f in refined.files}
+    assert shown["shop/pricing.py"] == "full"
+    assert package.budget_tokens < refined.budget_tokens <= 4000
+    assert refined.room_tokens == 4000
+
+
 def test_refinement_does_not_ask_again_about_files_already_judged(
     shop: Path,
     shop_index: RepoIndex,
@@ -612,3 +628,47 @@ def test_a_plan_pass_records_the_files_ranked_below_those_it_considered(
     assert plan.dropped[-len(below) :] == below  # after the files that did not fit
     implement = run(shop_index, shop, config=config)
     assert not [d for d in implement.dropped if "ranked below" in d.reason]
+
+
+def _snapshot_entry(key: str, out: str) -> str:
+    body = f'Object {{\n  "out": "{out}",\n}}'
+    return f"exports[`test/bin/semver.js TAP sorting > {key} 1`] = `\n{body}\n`\n"
+
+
+@pytest.fixture
+def cli(tmp_path: Path, index: RepoIndex) -> Path:
+    """A node-tap project: a CLI, its test, and the snapshot that records the test's output."""
+    entries = [_snapshot_entry(f"{n}.0.0 case{n}", f"{n}.0.0") for n in range(1, 40)]
+    entries.insert(20, _snapshot_entry("1.2.3foo 1.2.3-bar -l", "1.2.3-bar"))
+    repo = make_repo(
+        tmp_path / "cli",
+        {
+            "bin/semver.js": "const main = (argv) => argv.sort().join(' ')\nmain()\n",
+            "test/bin/semver.js": "const t = require('tap')\nt.test('sorting', t => t.end())\n",
+            "tap-snapshots/test/bin/semver.js.test.cjs": "\n".join(entries),
+            "test/index.js": "t.ok(true)\n",
+            "tap-snapshots/test/index.js.test.cjs": "exports[`other`] = ``\n",
+        },
+    )
+    index.update(repo)
+    return repo
+
+
+@pytest.mark.parametrize(("mode", "top_k"), [("plan", 8), ("implement", 8), ("implement", 1)])
+def test_a_test_file_brings_its_snapshot_right_after_it_with_the_failing_entry_whole(
+    cli: Path, index: RepoIndex, mode: str, top_k: int
+) -> None:
+    """Ranked on its own (top_k 8) or not ranked at all (top_k 1), the snapshot follows."""
+    failure = "not ok 6 - 1.2.3foo 1.2.3-bar -l\n  --- test/bin/semver.js must match snapshot"
+    config = RetrievalConfig(stages=[], top_k=top_k)
+    package = run(index, cli, task="sort loose", failure=failure, mode=mode, config=config)
+    names = paths(package)
+    at = names.index("test/bin/semver.js")
+    assert names[at + 1] == "tap-snapshots/test/bin/semver.js.test.cjs"
+    snapshot = package.files[at + 1]
+    assert snapshot.reason.startswith("snapshot of test/bin/semver.js")
+    assert (snapshot.reason == "snapshot of test/bin/semver.js") == (top_k == 1)
+    assert snapshot.detail == "outline"
+    assert '"out": "1.2.3-bar",' in snapshot.content  # the entry the failure names, whole
+    assert "exports[`test/bin/semver.js TAP sorting > 7.0.0 case7 1`] = `" in snapshot.content
+    assert '"out": "7.0.0",' not in snapshot.content  # the others by their keys

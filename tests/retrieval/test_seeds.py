@@ -120,24 +120,3 @@ def test_a_dotted_name_a_module_only_re_exports_seeds_where_it_is_defined_first(
     found = resolve(index, repo, "pkg.api.total adds one too many")
     assert found.files[:2] == ["pkg/_impl.py", "pkg/api.py"]
     assert found.reasons["pkg/_impl.py"] == "defines total, which pkg/api.py re-exports"
-
-
-def test_a_seeded_test_file_brings_the_snapshots_that_record_its_output(
-    tmp_path: Path, index: RepoIndex
-) -> None:
-    repo = make_repo(
-        tmp_path / "cli",
-        {
-            "bin/semver.js": "module.exports = (argv) => argv.join(' ')\n",
-            "test/bin/semver.js": "t.matchSnapshot(run(['1.2.3']))\n",
-            "tap-snapshots/test/bin/semver.js.test.cjs": "exports[`sorting`] = `1.2.3`\n",
-            "test/index.js": "t.ok(true)\n",
-            "tap-snapshots/test/index.js.test.cjs": "exports[`other`] = ``\n",
-        },
-    )
-    index.update(repo)
-    failure = "not ok 1 - test/bin/semver.js # time=85ms\n  --- must match snapshot"
-    found = resolve(index, repo, "sort the versions", text=failure)
-    assert found.files == ["test/bin/semver.js", "tap-snapshots/test/bin/semver.js.test.cjs"]
-    assert found.reasons[found.files[1]] == "snapshot of test/bin/semver.js"
-    assert "tap-snapshots/test/index.js.test.cjs" not in resolve(index, repo, "sort").files

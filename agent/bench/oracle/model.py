@@ -52,6 +52,7 @@ from agent.config.files import ModelConfig
 from agent.execute.plan_rules import MAX_TARGET_SYMBOLS
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
+from agent.retrieval.indexing.snapshots import recorded_test_file
 
 CANNOT_SEE = "I cannot see the code this step must change, so I cannot write an edit for it."
 NO_NEW_TEST = (
@@ -365,7 +366,9 @@ class OracleModel:
         if unseen and not refined:
             return "".join(f"<need_context>{path}</need_context>" for path in unseen)
         if any(not is_code(path) for path in unseen):
-            seen = [(f, h) for f, h in seen if is_code(f.path)]
+            # the cases of a test file whose snapshot is not seen can never pass either
+            recorded = {recorded_test_file(path) for path in unseen}
+            seen = [(f, h) for f, h in seen if is_code(f.path) and f.path not in recorded]
         blocks = []
         for file, hunks in seen:
             if not hunks:

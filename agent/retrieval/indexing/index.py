@@ -53,9 +53,10 @@ from agent.retrieval.indexing.scan import (
     list_worktree,
     read_file,
 )
+from agent.retrieval.indexing.snapshots import SNAPSHOT_KIND
 from agent.runlog.database import use_wal
 
-SCHEMA_VERSION = "4"  # 3: long assignments are definitions; 4: JavaScript exports and objects
+SCHEMA_VERSION = "5"  # 3: long assignments; 4: JavaScript exports and objects; 5: snapshots
 _CHUNK = 500
 
 _INSERT_COLUMNS = {
@@ -361,9 +362,10 @@ def _flush(conn: Connection, rows: _Rows) -> None:
 
 
 def _search_row(record: FileRecord) -> tuple[str, str, str, str]:
-    """The FTS columns of a file: path terms, symbol-name terms, docstrings, vocabulary."""
+    """The FTS columns of a file: path terms, symbol-name terms, docstrings, vocabulary (a
+    snapshot's keys are recorded test names, not definitions: its vocabulary holds them)."""
     parsed = record.parsed
-    names = " ".join(" ".join(terms(s.name)) for s in parsed.symbols)
+    names = " ".join(" ".join(terms(s.name)) for s in parsed.symbols if s.kind != SNAPSHOT_KIND)
     docs = " ".join([parsed.doc, *(s.doc for s in parsed.symbols if s.doc)])
     return " ".join(terms(record.path)), names, docs, record.vocabulary
 

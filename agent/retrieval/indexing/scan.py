@@ -167,26 +167,6 @@ def is_test_path(path: str) -> bool:
     )
 
 
-def recorded_test_file(path: str) -> str | None:
-    """The test file whose recorded output a snapshot file holds, by the runners' own naming:
-    node-tap's `tap-snapshots/<test file>.test.cjs`, jest's and vitest's
-    `<folder>/__snapshots__/<test file>.snap`, syrupy's `<folder>/__snapshots__/<module>.ambr`;
-    None for any other file. A changed snapshot changes what that file's tests expect."""
-    pure = PurePosixPath(path.strip("/"))
-    parts = pure.parts
-    if len(parts) > 1 and parts[0] == "tap-snapshots":
-        for suffix in (".test.cjs", ".test.js"):
-            if pure.name.endswith(suffix) and len(pure.name) > len(suffix):
-                return str(PurePosixPath(*parts[1:-1], pure.name.removesuffix(suffix)))
-    if len(parts) > 1 and parts[-2] == "__snapshots__":
-        folder = PurePosixPath(*parts[:-2]) if len(parts) > 2 else PurePosixPath()
-        if pure.suffix == ".snap" and pure.stem:
-            return str(folder / pure.stem)
-        if pure.suffix == ".ambr" and pure.stem:
-            return str(folder / f"{pure.stem}.py")
-    return None
-
-
 def test_subject(path: str) -> str:
     """What a file is about for source↔test pairing: `tests/test_ops.py` and `ops.py` → "ops"."""
     pure = PurePosixPath(path)
