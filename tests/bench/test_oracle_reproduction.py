@@ -168,3 +168,48 @@ def test_the_oracle_judges_a_reproduction_wrong_when_it_is_not_the_fix_s_tests()
     own tests are right; a line they never hold (the spoiled assert) makes it wrong."""
     assert judged(ADDS) == "no"
     assert judged(ADDS.replace("== 8", "== 9")) == "yes"
+
+
+JS_TESTS = "t.test('sorting', t => Promise.all([\n  ['1.2.3'],\n].map(check)))\n"
+SNAPSHOT = "exports[`test/bin/semver.js TAP sorting > 1.2.3 1`] = `\n1.2.3\n`\n"
+SNAPSHOTTED = """diff --git a/{snap} b/{snap}
+--- a/{snap}
++++ b/{snap}
+@@ -1,3 +1,7 @@
+ exports[`test/bin/semver.js TAP sorting > 1.2.3 1`] = `
+ 1.2.3
+ `
++
++exports[`test/bin/semver.js TAP sorting > 1.2.3foo -l 1`] = `
++1.2.3-foo
++`
+diff --git a/test/bin/semver.js b/test/bin/semver.js
+--- a/test/bin/semver.js
++++ b/test/bin/semver.js
+@@ -1,3 +1,4 @@
+ t.test('sorting', t => Promise.all([
+   ['1.2.3'],
++  ['1.2.3foo', '-l'],
+ ].map(check)))
+""".replace("{snap}", "tap-snapshots/test/bin/semver.js.test.cjs")
+
+
+def test_a_test_file_s_cases_come_with_their_snapshot_or_not_at_all() -> None:
+    """A snapshot is its test file's expectations, whatever its suffix: the reproduction
+    writes both; shown the test file but not the snapshot, it writes neither."""
+    model = oracle(SNAPSHOTTED, "oracle:context")
+    model.before.update(
+        {"test/bin/semver.js": JS_TESTS, "tap-snapshots/test/bin/semver.js.test.cjs": SNAPSHOT}
+    )
+    half = f'<files>\n<file path="test/bin/semver.js">\n{JS_TESTS}</file>\n</files>'
+    assert model.complete("", half, stage="reproduce").text == (
+        "<need_context>tap-snapshots/test/bin/semver.js.test.cjs</need_context>"
+    )
+    assert model.complete("", half, stage="reproduce_refined").text == UNSEEN_TESTS
+    snapshot = f'<file path="tap-snapshots/test/bin/semver.js.test.cjs">\n{SNAPSHOT}</file>\n'
+    both = half.replace("</files>", f"{snapshot}</files>")
+    edits = parse_implement_response(model.complete("", both, stage="reproduce_retry").text)
+    assert sorted(e.file_path for e in edits) == [
+        "tap-snapshots/test/bin/semver.js.test.cjs",
+        "test/bin/semver.js",
+    ]
