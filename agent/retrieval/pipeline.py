@@ -423,14 +423,15 @@ class IndexedContext:
     def test_files(self, task: str, *, limit: int) -> list[str]:
         """The repository's test files nearest `task`, best first, without a model call: the
         tests it names, then tests ranked by its words and as the tests of the sources it
-        points at."""
+        points at. Not a snapshot: no test is written there (it follows its test file)."""
         tree = self._tree
         seeds = resolve_seeds(task, Seeds(), tree.index, root=tree.root)
         ranked = rank(task, tree.index, seeds, limit=tree.config.search_limit)
         named = [p for p in seeds.files if is_test_path(p)]
         found = [c.path for c in ranked if is_test_path(c.path)]
         every = [f.path for f in tree.index.files() if f.is_test]
-        return list(dict.fromkeys([*named, *found, *sorted(every)]))[:limit]
+        tests = dict.fromkeys([*named, *found, *sorted(every)])
+        return [p for p in tests if recorded_test_file(p) is None][:limit]
 
     def refresh(self) -> None:
         """Re-index what changed in the worktree (after a commit)."""

@@ -672,3 +672,10 @@ def test_a_test_file_brings_its_snapshot_right_after_it_with_the_failing_entry_w
     assert '"out": "1.2.3-bar",' in snapshot.content  # the entry the failure names, whole
     assert "exports[`test/bin/semver.js TAP sorting > 7.0.0 case7 1`] = `" in snapshot.content
     assert '"out": "7.0.0",' not in snapshot.content  # the others by their keys
+
+
+def test_the_test_files_a_reproduction_may_write_to_leave_the_snapshots_out(
+    cli: Path, index: RepoIndex
+) -> None:
+    found = IndexedContext(index, cli, NO_STAGES).test_files("sort 1.2.3foo -l", limit=10)
+    assert set(found) == {"test/bin/semver.js", "test/index.js"}
