@@ -8,16 +8,52 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from agent.models import SymbolDetail
 from agent.retrieval.indexing.parsing import terms
+from agent.retrieval.indexing.scan import is_test_path
 from agent.retrieval.indexing.snapshots import SNAPSHOT_KIND, recorded_test_file
 from agent.retrieval.indexing.symbols import Symbol
+from agent.retrieval.packing import Entry
 
 SNAPSHOT_ENTRIES = 6  # the entries of a snapshot file shown whole, the best named first
 MIN_CASE = 4  # a shorter case name (`-h`) is found in any text
 _SEPARATORS = re.compile(r"\s+[>›]\s+")
+
+
+def with_snapshots(
+    entries: Sequence[Entry],
+    *,
+    known: Callable[[], Iterable[str]],
+    words: str,
+    load: Callable[[str, str], Entry | None],
+) -> list[Entry]:
+    """`entries` with each test file's snapshot files right after it (ranked there or not; a
+    seed's as seeds), every snapshot file's entries chosen by `words` (snapshot_details).
+    `known` lists the repository's files, read only when a test file is among the entries;
+    `load` reads a snapshot file not among them (its path, the reason it is shown)."""
+    tests = [e.path for e in entries if is_test_path(e.path)]
+    recorded = snapshot_files(tests, known()) if tests else {}
+    following = {p for paths in recorded.values() for p in paths}
+    present = {e.path: e for e in entries}
+    out: list[Entry] = []
+    for entry in entries:
+        if entry.path in following:
+            continue  # shown after its test file
+        out.append(entry)
+        for path in recorded.get(entry.path, []):
+            reason = f"snapshot of {entry.path}"
+            snapshot = present.get(path) or load(path, reason)
+            if snapshot is not None:
+                if snapshot.reason != reason:
+                    snapshot.reason = f"{reason}; {snapshot.reason}"
+                snapshot.seed = snapshot.seed or entry.seed
+                out.append(snapshot)
+    for entry in out:
+        if entry.details is None and recorded_test_file(entry.path) is not None:
+            entry.details = snapshot_details(entry.symbols, words)
+    return out
 
 
 def snapshot_files(tests: Iterable[str], known: Iterable[str]) -> dict[str, list[str]]:

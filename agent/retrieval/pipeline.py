@@ -23,7 +23,7 @@ from agent.models import (
     RefinementRequest,
     SymbolDetail,
 )
-from agent.retrieval.companions import snapshot_details, snapshot_files
+from agent.retrieval.companions import with_snapshots
 from agent.retrieval.indexing.index import RepoIndex
 from agent.retrieval.indexing.parsing import language_of, parse_source
 from agent.retrieval.indexing.scan import BINARY_SNIFF_BYTES, is_test_path
@@ -203,7 +203,12 @@ def _retrieve(
         for p in tests_last  # in the room left: nothing is kept for them
         if (e := _load(run, p, "seed: " + resolved.reasons[p])) is not None
     ]
-    entries = _with_snapshots(run, entries, [f.path for f in index.files()])
+    entries = with_snapshots(
+        entries,
+        known=lambda: [f.path for f in index.files()],
+        words=f"{run.task}\n{run.failure}",
+        load=lambda path, reason: _load(run, path, reason),
+    )
     for entry in entries:
         _precision(run, entry)
     files, over = pack(
@@ -223,33 +228,6 @@ def _retrieve(
         seed_files=resolved.files,
         seed_symbols=resolved.symbols,
     )
-
-
-def _with_snapshots(run: _Run, entries: Sequence[Entry], known: Sequence[str]) -> list[Entry]:
-    """`entries` with each test file's snapshot files right after it (ranked there or not; a
-    seed's as seeds), and every snapshot file's entries chosen by the task's and the failure's
-    words (see agent.retrieval.companions)."""
-    recorded = snapshot_files([e.path for e in entries if is_test_path(e.path)], known)
-    following = {p for paths in recorded.values() for p in paths}
-    present = {e.path: e for e in entries}
-    out: list[Entry] = []
-    for entry in entries:
-        if entry.path in following:
-            continue  # shown after its test file
-        out.append(entry)
-        for path in recorded.get(entry.path, []):
-            reason = f"snapshot of {entry.path}"
-            snapshot = present.get(path) or _load(run, path, reason)
-            if snapshot is not None:
-                if snapshot.reason != reason:
-                    snapshot.reason = f"{reason}; {snapshot.reason}"
-                snapshot.seed = snapshot.seed or entry.seed
-                out.append(snapshot)
-    words = f"{run.task}\n{run.failure}"
-    for entry in out:
-        if entry.details is None and recorded_test_file(entry.path) is not None:
-            entry.details = snapshot_details(entry.symbols, words)
-    return out
 
 
 def _needed(
