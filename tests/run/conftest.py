@@ -130,6 +130,12 @@ class Sequencer:
         """The plain context source, each gather's task kept in `gathered`."""
         return RecordedFiles(worktree, self.gathered)
 
+    def commit_files(self, files: dict[str, str], message: str = "More files") -> None:
+        """`files` written and committed on main, before the run."""
+        write_files(self.repo, files)
+        git_in(self.repo, "add", "--all")
+        git_in(self.repo, "commit", "--quiet", "-m", message)
+
     def commits(self, branch: str) -> list[str]:
         """The subjects of the commits `branch` holds beyond main, newest first."""
         return git_in(self.repo, "log", "--format=%s", f"main..{branch}").splitlines()

@@ -16,10 +16,13 @@ from agent.run.landing.outcome import (
     Piece,
     Unit,
     account,
+    closer,
     commit_description,
     describe_failure,
     failed,
     failure_of,
+    set_aside,
+    standing,
 )
 
 S1 = PlanStep(id="s1", description="area in square units", target_files=["geometry.py"])
@@ -126,6 +129,41 @@ def test_a_group_failure_is_said_of_every_step_of_the_group() -> None:
     assert "Their edits applied" in text
     assert "The edits of every step of the group:" in text
     assert text.endswith("change your step so that the group passes.")
+
+
+# --- the closest attempt so far ------------------------------------------------------------
+
+
+def ran(passing: int, failing: int) -> AttemptRecord:
+    validation = ValidationResult(
+        success=False,
+        passing_tests=[f"pass{n}" for n in range(passing)],
+        failing_tests=[f"fail{n}" for n in range(failing)],
+    )
+    return AttemptRecord(attempt=1, patch_applied=True, validation=validation)
+
+
+def test_an_attempt_stands_by_its_tests_passing_then_by_fewer_failing() -> None:
+    assert standing(ran(3, 1)) == (3, -1)
+    assert closer(ran(3, 1), ran(2, 0))  # more passing first
+    assert closer(ran(3, 1), ran(3, 2))  # then fewer failing
+    assert not closer(ran(3, 1), ran(3, 1))  # a tie is not closer: the last is kept
+
+
+def test_an_attempt_whose_edits_never_ran_stands_nowhere() -> None:
+    unusable = AttemptRecord(attempt=1, error_info="no <edit> blocks")
+    assert standing(unusable) is None
+    assert closer(ran(0, 5), unusable)
+    assert not closer(unusable, ran(0, 5))
+
+
+def test_the_attempt_set_aside_is_named_with_both_counts() -> None:
+    text = set_aside(ran(1, 3), ran(3, 1))
+    assert text.startswith(
+        "The last attempt did worse than an earlier one (1 passing and 3 failing tests, "
+        "against 3 passing and 1 failing) and was set aside."
+    )
+    assert text.endswith("start from it, keep what it got right and change what it got wrong.\n")
 
 
 # --- a single step is a group of one --------------------------------------------------------

@@ -13,7 +13,7 @@ from agent.execute.plan_rules import replan_evidence
 from agent.models import AttemptRecord, PatchEdit, PlanStep, StepOutcome
 from agent.run.plan_passes import Replan
 from agent.run.sources import mentioned_paths
-from tests.fakes.repos import git_in, write_files
+from tests.fakes.repos import write_files
 from tests.fakes.scripted_model import edit, meta_plan, part_plan, plan_step
 from tests.run.conftest import Sequencer
 from tests.run.test_sequencer_reproduction import AREA, REPORT, REPORT_TEST
@@ -26,11 +26,9 @@ ON: dict[str, Any] = {"reproduce": True, "max_replans": 1}
 
 def reports(run: Sequencer) -> None:
     """The repository with the report module's bug committed on main."""
-    write_files(
-        run.repo, {"geometry/__init__.py": "", "geometry/area.py": AREA, "report.py": REPORT}
+    run.commit_files(
+        {"geometry/__init__.py": "", "geometry/area.py": AREA, "report.py": REPORT}, "Reports"
     )
-    git_in(run.repo, "add", "--all")
-    git_in(run.repo, "commit", "--quiet", "-m", "Reports")
     run.models.script("reproduce", edit("test_report.py", "", REPORT_TEST))
 
 

@@ -146,9 +146,7 @@ def test_a_declined_reproduction_says_why_and_the_run_goes_on(sequencer: Sequenc
 
 def test_an_issue_naming_its_failing_test_needs_no_reproduction(sequencer: Sequencer) -> None:
     buggy(sequencer)
-    write_files(sequencer.repo, {"test_mul.py": MUL_TEST.format(expected=6)})
-    git_in(sequencer.repo, "add", "test_mul.py")
-    git_in(sequencer.repo, "commit", "--quiet", "-m", "A failing test")
+    sequencer.commit_files({"test_mul.py": MUL_TEST.format(expected=6)}, "A failing test")
     script_fix(sequencer)
 
     result = sequencer.solve(f"{ISSUE} See {REPRO_ID}.", orchestrator=ON)
@@ -237,12 +235,9 @@ class SummaryTest(unittest.TestCase):
 def test_the_planner_is_shown_the_code_the_reproduction_fails_in(sequencer: Sequencer) -> None:
     """Recall-first: the module the reproduction's traceback reaches (an absolute path in the
     worktree) is in the plan's context, though the issue's words never name it."""
-    write_files(
-        sequencer.repo,
-        {"geometry/__init__.py": "", "geometry/area.py": AREA, "report.py": REPORT},
+    sequencer.commit_files(
+        {"geometry/__init__.py": "", "geometry/area.py": AREA, "report.py": REPORT}, "Reports"
     )
-    git_in(sequencer.repo, "add", "--all")
-    git_in(sequencer.repo, "commit", "--quiet", "-m", "Reports")
     sequencer.models.script("reproduce", edit("test_report.py", "", REPORT_TEST))
     sequencer.models.script("meta_plan", meta_plan(("p1", "Guard the ratio", ["report.py"])))
     sequencer.models.script("part_plan", part_plan("p1", plan_step("s1", "Guard", ["report.py"])))

@@ -113,3 +113,41 @@ def test_no_samples_by_default(sequencer: Sequencer) -> None:
 
     assert result.status != "complete"
     assert "implement_sample" not in sequencer.models.stages
+
+
+CLOSE = edit(  # add(-1, 1) fails: 2 of the 3 tests pass
+    "calc.py", CALC.rstrip(), "def add(a, b):\n    return a + b if a >= 0 else b" + SUB
+)
+FAR = edit("calc.py", CALC.rstrip(), "def add(a, b):\n    return a * b" + SUB)  # all 3 fail
+MORE_TESTS = """import unittest
+
+from calc import add
+
+
+class MoreTest(unittest.TestCase):
+    def test_zero(self):
+        self.assertEqual(add(0, 3), 3)
+
+    def test_negative(self):
+        self.assertEqual(add(-1, 1), 0)
+"""
+
+
+def test_a_retry_after_a_worse_attempt_starts_from_the_closest_one(sequencer: Sequencer) -> None:
+    """The best attempt so far is kept: a retry that did worse is set aside, and the next is
+    told of the earlier attempt that passed more of the gate, not of the last."""
+    sequencer.commit_files({"test_more.py": MORE_TESTS})
+    script(sequencer, CLOSE, FAR, LANDS)
+
+    result = sequencer.solve("Add a sub function", orchestrator={"max_retries_per_step": 2})
+
+    assert result.status == "complete", result.error
+    first_retry, second_retry = sequencer.models.prompts("implement_retry")
+    assert "a * b" not in first_retry and "set aside" not in first_retry
+    assert "+    return a + b if a >= 0 else b" in first_retry
+    assert (
+        "The last attempt did worse than an earlier one (0 passing and 3 failing tests, "
+        "against 2 passing and 1 failing) and was set aside." in second_retry
+    )
+    assert "+    return a + b if a >= 0 else b" in second_retry  # the closest attempt's edits
+    assert "a * b" not in second_retry  # not the last's

@@ -10,7 +10,6 @@ import sys
 from agent.cli.render import render_task_run
 from agent.models import TestReport, ValidationResult
 from agent.run.landing.stops import behind, stopping_file
-from tests.fakes.repos import git_in, write_files
 from tests.fakes.scripted_model import edit, meta_plan, part_plan, plan_step
 from tests.run.conftest import Sequencer
 
@@ -38,12 +37,9 @@ FAILS_TOO = "these tests fail too: tests/other.test.js > other > adds"
 def test_the_retry_reads_what_the_tests_say_without_the_file_that_stopped_the_run(
     sequencer: Sequencer,
 ) -> None:
-    write_files(
-        sequencer.repo,
-        {"runner.py": RUNNER, "tests/stops.test.js": "", "tests/stops.too.test.js": ""},
+    sequencer.commit_files(
+        {"runner.py": RUNNER, "tests/stops.test.js": "", "tests/stops.too.test.js": ""}, "runner"
     )
-    git_in(sequencer.repo, "add", "--all")
-    git_in(sequencer.repo, "commit", "--quiet", "-m", "runner")
     sequencer.models.script("meta_plan", meta_plan(("p1", "Tidy add", ["calc.py"])))
     sequencer.models.script("part_plan", part_plan("p1", plan_step("s1", "Tidy add", ["calc.py"])))
     sequencer.models.script("implement", EXITS)

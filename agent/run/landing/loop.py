@@ -5,7 +5,10 @@ run out; a pass is committed once, a failure leaves the tree as it was.
 Each piece is implemented by its own call on its own file and applied in order, the tests run
 after each for information, the gate judging the group once its last piece is in; a group that
 fails is rolled back whole and retried at the pieces its failure points to, the others applied
-again as they were. A group of one is gated on its step's own attempt.
+again as they were. A group of one is gated on its step's own attempt. A retry starts from the
+closest attempt so far: the last, unless an earlier one passed more of the gate (more tests
+passing, then fewer failing) — then the last is set aside, the retry is told of the earlier one
+and, in a group, the pieces go back to their edits in it.
 
 One commit per group: only the group's final state was judged, so a commit per piece would put
 commits on the branch that break the tests (and `git bisect` with them).
@@ -20,7 +23,7 @@ from agent.execute.grouping import merged_step
 from agent.execute.prompts import last_chars
 from agent.git import repo as git
 from agent.git import worktrees
-from agent.models import AttemptRecord, GroupRound, PlanStep
+from agent.models import AttemptRecord, GroupRound, PatchEdit, PlanStep
 from agent.run.context import RunContext, StepRequest
 from agent.run.landing.attempt import (
     apply_attempt,
@@ -38,10 +41,12 @@ from agent.run.landing.outcome import (
     Piece,
     Unit,
     account,
+    closer,
     describe_failure,
     failed,
     failure_of,
     landed,
+    set_aside,
 )
 
 _NOTE_DIFF_CHARS = 4000
@@ -91,14 +96,17 @@ def _unit(run_context: RunContext, steps: Sequence[PlanStep], request: StepReque
 
 
 def _rounds(unit: Unit) -> Landing:
-    """The retry loop: rounds until the gate passes or the retries (per step or group) run out;
-    then the samples (`orchestrator.samples`): candidates drawn from the last retry's prompt —
+    """The retry loop: rounds until the gate passes or the retries (per step or group) run out,
+    each retry told of the closest attempt so far (the last, unless an earlier one passed more
+    of the gate: then the last is set aside and the retry starts from the earlier); then the
+    samples (`orchestrator.samples`): candidates drawn from the last retry's prompt —
     the last failure, the same pieces redone — at `orchestrator.sample_temperature`, the first
     the gate passes kept."""
     orchestrator = unit.run_context.config.orchestrator
     tries = orchestrator.max_retries_per_step + 1
     failure: str | None = None
     redo = {p.step.id for p in unit.pieces}
+    closest: _Closest | None = None
     for number in range(1, tries + orchestrator.samples + 1):
         sampled = number > tries  # another draw from the same prompt: it changes neither
         temperature = orchestrator.sample_temperature if sampled else None
@@ -118,9 +126,32 @@ def _rounds(unit: Unit) -> Landing:
         if _passed(attempt):
             return landed(unit, attempt)
         if not sampled:
-            failure = describe_failure(attempt, unit.steps)
-            redo = implicated(unit.steps, attempt, {p.step.id: p.diff for p in unit.pieces})
+            closest = _keep_closest(unit, attempt, closest)
+            failure = describe_failure(closest.attempt, unit.steps)
+            if closest.attempt is not attempt:
+                failure = set_aside(attempt, closest.attempt) + failure
+            redo = implicated(unit.steps, closest.attempt, {p.step.id: p.diff for p in unit.pieces})
     return failed(unit, Failure(unit.exhausted()))
+
+
+@dataclass(frozen=True)
+class _Closest:
+    """The attempt that came closest to passing so far, and each piece's edits and diff as
+    they were in it."""
+
+    attempt: AttemptRecord
+    pieces: tuple[tuple[list[PatchEdit], str], ...]
+
+
+def _keep_closest(unit: Unit, attempt: AttemptRecord, closest: _Closest | None) -> _Closest:
+    """The closest attempt once `attempt` has been gated: `attempt` itself unless an earlier
+    one passed strictly more of the gate (`closer`) — then the pieces go back to their edits
+    in that one, and the retry starts from it."""
+    if closest is None or not closer(closest.attempt, attempt):
+        return _Closest(attempt, tuple((list(p.edits), p.diff) for p in unit.pieces))
+    for piece, (edits, diff) in zip(unit.pieces, closest.pieces, strict=True):
+        piece.edits, piece.diff = list(edits), diff
+    return closest
 
 
 def _passed(attempt: AttemptRecord) -> bool:

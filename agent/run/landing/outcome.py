@@ -1,5 +1,6 @@
 """What became of a landing (agent.run.landing.loop): its working set, the error-to-outcome mapping,
-the one failure describer, and the outcomes of its steps and of their group."""
+the one failure describer, how close an attempt came (the best attempt so far is what a retry
+starts from), and the outcomes of its steps and of their group."""
 
 from __future__ import annotations
 
@@ -166,6 +167,37 @@ def describe_failure(attempt: AttemptRecord, landed_with: Sequence[PlanStep] = (
         )
         + "\nThe steps this failure does not point to are applied again as they were; "
         "change your step so that the group passes."
+    )
+
+
+def standing(attempt: AttemptRecord) -> tuple[int, int] | None:
+    """How much of the gate an attempt's test run passed, to compare attempts by: its tests
+    passing, then fewer failing; None for an attempt whose edits never ran."""
+    validation = attempt.validation
+    if validation is None or not attempt.patch_applied:
+        return None
+    return len(validation.passed_tests), -len(validation.failing_tests)
+
+
+def closer(attempt: AttemptRecord, than: AttemptRecord) -> bool:
+    """Whether `attempt` passed strictly more of the gate than `than` (an attempt that ran is
+    closer than one that never did)."""
+    mine, theirs = standing(attempt), standing(than)
+    return mine is not None and (theirs is None or mine > theirs)
+
+
+def set_aside(last: AttemptRecord, closest: AttemptRecord) -> str:
+    """What the next attempt is told when the last did worse than an earlier, closer one: the
+    earlier's failure follows it (describe_failure), the last's edits are not shown."""
+
+    def counts(attempt: AttemptRecord) -> str:
+        passing, failing = standing(attempt) or (0, 0)
+        return f"{passing} passing and {-failing} failing"
+
+    return (
+        f"The last attempt did worse than an earlier one ({counts(last)} tests, against "
+        f"{counts(closest)}) and was set aside. The earlier, closer attempt is described "
+        "below: start from it, keep what it got right and change what it got wrong.\n"
     )
 
 
