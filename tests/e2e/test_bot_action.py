@@ -138,7 +138,11 @@ def test_a_cancelled_workflow_ends_the_run_cancelled_and_says_so_on_the_issue(
         set_up(tmp_path, fake)
         models.script("meta_plan", Reply(text="{}", delay_s=60))
         proc = start_action(tmp_path, fake, models)
-        wait_until("the model call", lambda: [r for r in models.requests if r.stage], proc)
+        wait_until(
+            "the meta-plan's call",
+            lambda: [r for r in models.requests if r.stage == "meta_plan"],
+            proc,
+        )
 
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
