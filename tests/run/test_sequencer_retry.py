@@ -151,3 +151,20 @@ def test_a_retry_after_a_worse_attempt_starts_from_the_closest_one(sequencer: Se
     )
     assert "+    return a + b if a >= 0 else b" in second_retry  # the closest attempt's edits
     assert "a * b" not in second_retry  # not the last's
+
+
+def test_a_step_that_fails_every_attempt_ends_on_its_closest_attempts_test_run(
+    sequencer: Sequencer,
+) -> None:
+    """What the adjustment and a re-plan read of a failed step is its closest attempt's run."""
+    sequencer.commit_files({"test_more.py": MORE_TESTS})
+    script(sequencer, CLOSE, FAR)
+
+    result = sequencer.solve("Add a sub function")
+
+    assert result.status == "failed"
+    [outcome] = result.steps
+    first, last = outcome.attempts
+    assert outcome.validation is not None and first.validation is not None
+    assert outcome.validation == first.validation != last.validation
+    assert len(outcome.validation.failing_tests) == 1

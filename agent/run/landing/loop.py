@@ -23,7 +23,7 @@ from agent.execute.grouping import merged_step
 from agent.execute.prompts import last_chars
 from agent.git import repo as git
 from agent.git import worktrees
-from agent.models import AttemptRecord, GroupRound, PatchEdit, PlanStep
+from agent.models import AttemptRecord, GroupRound, PlanStep
 from agent.run.context import RunContext, StepRequest
 from agent.run.landing.attempt import (
     apply_attempt,
@@ -36,6 +36,7 @@ from agent.run.landing.attempt import (
 from agent.run.landing.blame import implicated
 from agent.run.landing.outcome import (
     LANDING_ERRORS,
+    Closest,
     Failure,
     Landing,
     Piece,
@@ -106,7 +107,6 @@ def _rounds(unit: Unit) -> Landing:
     tries = orchestrator.max_retries_per_step + 1
     failure: str | None = None
     redo = {p.step.id for p in unit.pieces}
-    closest: _Closest | None = None
     for number in range(1, tries + orchestrator.samples + 1):
         sampled = number > tries  # another draw from the same prompt: it changes neither
         temperature = orchestrator.sample_temperature if sampled else None
@@ -126,7 +126,7 @@ def _rounds(unit: Unit) -> Landing:
         if _passed(attempt):
             return landed(unit, attempt)
         if not sampled:
-            closest = _keep_closest(unit, attempt, closest)
+            closest = _keep_closest(unit, attempt)
             failure = describe_failure(closest.attempt, unit.steps)
             if closest.attempt is not attempt:
                 failure = set_aside(attempt, closest.attempt) + failure
@@ -134,23 +134,17 @@ def _rounds(unit: Unit) -> Landing:
     return failed(unit, Failure(unit.exhausted()))
 
 
-@dataclass(frozen=True)
-class _Closest:
-    """The attempt that came closest to passing so far, and each piece's edits and diff as
-    they were in it."""
-
-    attempt: AttemptRecord
-    pieces: tuple[tuple[list[PatchEdit], str], ...]
-
-
-def _keep_closest(unit: Unit, attempt: AttemptRecord, closest: _Closest | None) -> _Closest:
-    """The closest attempt once `attempt` has been gated: `attempt` itself unless an earlier
-    one passed strictly more of the gate (`closer`) — then the pieces go back to their edits
-    in that one, and the retry starts from it."""
+def _keep_closest(unit: Unit, attempt: AttemptRecord) -> Closest:
+    """The closest attempt once `attempt` has been gated, kept on `unit`: `attempt` itself
+    unless an earlier one passed strictly more of the gate (`closer`) — then the pieces go back
+    to their edits in that one, and the retry starts from it."""
+    closest = unit.closest
     if closest is None or not closer(closest.attempt, attempt):
-        return _Closest(attempt, tuple((list(p.edits), p.diff) for p in unit.pieces))
-    for piece, (edits, diff) in zip(unit.pieces, closest.pieces, strict=True):
-        piece.edits, piece.diff = list(edits), diff
+        closest = Closest(attempt, tuple((list(p.edits), p.diff) for p in unit.pieces))
+    else:
+        for piece, (edits, diff) in zip(unit.pieces, closest.pieces, strict=True):
+            piece.edits, piece.diff = list(edits), diff
+    unit.closest = closest
     return closest
 
 

@@ -41,15 +41,25 @@ class Piece:
         return self.state.step
 
 
+@dataclass(frozen=True)
+class Closest:
+    """The attempt that came closest to passing so far (`closer`), and each piece's edits and
+    diff as they were in it."""
+
+    attempt: AttemptRecord
+    pieces: tuple[tuple[list[PatchEdit], str], ...]
+
+
 @dataclass
 class Unit:
-    """The working set of one landing: its pieces, and the whole the gate and the commit read
-    (a group of one's is its step's own state)."""
+    """The working set of one landing: its pieces, the whole the gate and the commit read (a
+    group of one's is its step's own state), its rounds and the closest attempt among them."""
 
     run_context: RunContext
     pieces: list[Piece]
     whole: StepState
     rounds: list[GroupRound] = field(default_factory=list)
+    closest: Closest | None = None
 
     @property
     def single(self) -> bool:
@@ -227,11 +237,14 @@ def landed(unit: Unit, attempt: AttemptRecord) -> Landing:
 
 
 def failed(unit: Unit, failure: Failure) -> Landing:
-    """The unit failed whole: each of its steps failed with it."""
+    """The unit failed whole: each of its steps failed with it, on the test run of its closest
+    attempt (the adjustment and a re-plan read it), else of its last that ran."""
     last = next(
         (r.attempt.validation for r in reversed(unit.rounds) if r.attempt.validation is not None),
         None,
     )
+    if unit.closest is not None and unit.closest.attempt.validation is not None:
+        last = unit.closest.attempt.validation
     steps = [
         _step_outcome(unit, p, "failed", validation=last, **failure.fields()) for p in unit.pieces
     ]
