@@ -3,7 +3,7 @@ fail, and fail the way an issue describes a bug (an assertion, or the error the 
 not because it cannot run (a syntax error, an import of something that is not there, a fixture
 it invented) — and it must leave every test that passed before passing, except the tests that
 read the data files it adds (a data-driven suite: a new case file fails the test that runs every
-case file). And, once fix attempts have run, whether the reproduction is all that fails them
+case file, or a new case of a test parametrized by its case files: both are its tests). And, once fix attempts have run, whether the reproduction is all that fails them
 (fails_only_on): the evidence on which it may be judged wrong and written again."""
 
 from __future__ import annotations
@@ -73,7 +73,10 @@ def check_reproduction(
     if run.timed_out:
         return ReproductionCheck(problem="the test run timed out with it")
     outcomes = {t: o for t, o in run.report.outcomes.items() if file_of_test(t, files, tied)}
-    failing = [t for t in run.failing_tests if file_of_test(t, files, tied) or t in broken]
+    cases = _new_failing(baseline, run) if data else []
+    failing = [
+        t for t in run.failing_tests if file_of_test(t, files, tied) or t in broken or t in cases
+    ]
     failing = list(dict.fromkeys([*failing, *(t for t, o in outcomes.items() if o == "failed")]))
     errors = [t for t, o in outcomes.items() if o == "error"]
     output = run.test_output or ""
@@ -152,6 +155,16 @@ def _new_passing(baseline: ValidationResult, run: ValidationResult) -> list[str]
         return []
     before = baseline.report.outcomes
     return [t for t, o in run.report.outcomes.items() if o == "passed" and t not in before]
+
+
+def _new_failing(baseline: ValidationResult, run: ValidationResult) -> list[str]:
+    """The tests that fail in the run and that the baseline, which lists every test, did not
+    have: a data-driven suite's cases for the data files the reproduction added (pytest's
+    `test_invalid[carriage-return]`, parametrized by the case files it finds)."""
+    if {baseline.report.source, run.report.source} - LISTING_SOURCES:
+        return []
+    before = {*baseline.report.outcomes, *baseline.passed_tests, *baseline.failing_tests}
+    return [t for t in run.failing_tests if t not in before]
 
 
 def _why(output: str, tests: Sequence[str], issue: str, default: str) -> str:

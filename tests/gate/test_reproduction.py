@@ -85,6 +85,33 @@ def test_a_new_case_file_of_a_data_driven_suite_fails_the_test_that_reads_it() -
     assert check.reproduces and check.tests == ["tests/test_data.py::test_valid"]
 
 
+def test_a_new_case_file_read_by_a_test_parametrized_by_its_case_files_is_that_case() -> None:
+    """tomli's extras: `test_invalid` is parametrized by the case files it finds, so a new
+    case file is a new test, `test_invalid[carriage-return]`, that names no file: failing, it
+    is the reproduction's test."""
+    old = "tests/test_extras.py::test_invalid[file-ends-after-opening]"
+    base = ValidationResult(
+        success=True,
+        passing_tests=[old],
+        report=TestReport(source="junit", outcomes={old: "passed"}),
+    )
+    case = "tests/test_extras.py::test_invalid[carriage-return]"
+    out = section("test_invalid[carriage-return]", "E   Failed: DID NOT RAISE <TOMLDecodeError>")
+    failed = run([case], out, [old])
+    files = ["tests/data/extras/invalid/multiline-basic-str/carriage-return.toml"]
+    check = check_reproduction(base, failed, files, "A bare CR in a multi-line string parses")
+    assert check.reproduces and check.tests == [case]
+
+
+def test_a_new_test_failing_beside_a_test_file_is_not_taken_for_it() -> None:
+    """Only a data file's run draws on the tests the baseline did not have: a test file's
+    reproduction is the tests its file holds."""
+    out = section("test_other", "E   AssertionError")
+    failed = run(["tests/test_other.py::test_other"], out)
+    check = check_reproduction(BASE, failed, FILES, ISSUE)
+    assert not check.reproduces
+
+
 def test_new_cases_in_a_javascript_fixture_module_fail_the_tests_that_read_them() -> None:
     """node-semver's layout: cases added to test/fixtures/range-parse.js, a module that holds
     no test, make the test file that reads it fail; those are the reproduction's tests."""
