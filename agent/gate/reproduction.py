@@ -3,8 +3,9 @@ fail, and fail the way an issue describes a bug (an assertion, or the error the 
 not because it cannot run (a syntax error, an import of something that is not there, a fixture
 it invented) — and it must leave every test that passed before passing, except the tests that
 read the data files it adds (a data-driven suite: a new case file fails the test that runs every
-case file, or a new case of a test parametrized by its case files: both are its tests). And, once fix attempts have run, whether the reproduction is all that fails them
-(fails_only_on): the evidence on which it may be judged wrong and written again."""
+case file, or a new case of a test parametrized by its case files: both are its tests). And,
+once fix attempts have run, whether the reproduction is all that fails them (fails_only_on):
+the evidence on which it may be judged wrong and written again."""
 
 from __future__ import annotations
 

@@ -73,6 +73,25 @@ def test_the_reproduction_is_the_tests_the_fix_adds() -> None:
     assert edit.file_path == "tests/test_mod.py" and "def test_scale" in edit.replacement
 
 
+WORKFLOW = """diff --git a/.github/workflows/tests.yaml b/.github/workflows/tests.yaml
+new file mode 100644
+--- /dev/null
++++ b/.github/workflows/tests.yaml
+@@ -0,0 +1,2 @@
++on: [push]
++jobs: {}
+"""
+
+
+def test_the_reproduction_leaves_out_a_workflow_the_test_patch_adds() -> None:
+    """A CI workflow named like a test file is in the test patch, but cra never edits one (a
+    protected path refuses the whole answer), nor would a model reproducing a bug."""
+    [edit] = parse_implement_response(
+        oracle(ADDS + WORKFLOW).complete("", SHOWN, stage="reproduce").text
+    )
+    assert edit.file_path == "tests/test_mod.py"
+
+
 def test_a_fix_that_only_changes_existing_tests_declines() -> None:
     assert oracle(PINS).complete("", SHOWN, stage="reproduce").text == NO_NEW_TEST
 

@@ -49,6 +49,7 @@ from agent.bench.patches import (
 from agent.bench.results import TestsSetting
 from agent.bench.tasks import BenchTask
 from agent.config.files import ModelConfig
+from agent.execute.edits.paths import never_edited
 from agent.execute.plan_rules import MAX_TARGET_SYMBOLS
 from agent.llm.thinking import strip_thinking
 from agent.models import LLMResponse, Usage
@@ -107,7 +108,9 @@ class OracleModel:
         self.changes_tests = changing_tests(self.files, before)
         # the tests the fix adds (new files, hunks that only add lines): what a reproduction
         # writes; the existing tests it changes come with the fix (`pinning_changes`)
-        self.tests = adding_changes(task.test_patch, tests)
+        self.tests = [
+            f for f in adding_changes(task.test_patch, tests) if never_edited(f.path) is None
+        ]  # not a CI workflow the test patch changes: cra never edits one, nor would a model
         self.rng = random.Random(f"{task.instance_id}:{seed}")
         self.mistakes = Misconceptions(f"{task.instance_id}:{seed}", self.spec.mistakes)
         self._asked: Counter[str] = Counter()  # how often each call was made: its retries

@@ -103,15 +103,23 @@ def _read_submodules(path: str, _mtime_ns: int, _size: int) -> tuple[PurePosixPa
     return tuple(found)
 
 
-def _check_rules(posix: str, rel: str, protected: Sequence[str]) -> None:
-    """UnsafePath if `posix` is inside .git/ or matches a protected glob."""
+def never_edited(posix: str, protected: Sequence[str] = DEFAULT_PROTECTED) -> str | None:
+    """Why cra never edits the tree-relative `posix` path (inside .git/, cra's own config, a
+    protected glob), or None when it may."""
     if any(part.lower() == ".git" for part in posix.split("/")):
-        raise UnsafePath("inside .git/, which cra never edits", path=rel)
+        return "inside .git/, which cra never edits"
     if is_cra_config(posix.lower()):
-        raise UnsafePath("cra's own config defines the test gate; cra never edits it", path=rel)
+        return "cra's own config defines the test gate; cra never edits it"
     for pattern in protected:
         if _glob(pattern).fullmatch(posix):
-            raise UnsafePath(f"protected path (matches {pattern!r}); cra never edits it", path=rel)
+            return f"protected path (matches {pattern!r}); cra never edits it"
+    return None
+
+
+def _check_rules(posix: str, rel: str, protected: Sequence[str]) -> None:
+    """UnsafePath if `posix` is inside .git/ or matches a protected glob."""
+    if (why := never_edited(posix, protected)) is not None:
+        raise UnsafePath(why, path=rel)
 
 
 @functools.lru_cache(maxsize=64)
