@@ -144,17 +144,19 @@ def parse_patch(patch: str) -> list[FilePatch]:
     files: list[FilePatch] = []
     current: FilePatch | None = None
     hunk: tuple[int, list[str], list[str]] | None = None
-    created = False
+    created, old_path = False, ""
     for line in patch.splitlines():
         if line.startswith("diff --git "):
             current, hunk, created = None, None, False
         elif hunk is None and line.startswith("--- "):
             created = line[4:] == "/dev/null"
+            old_path = line[4:].removeprefix("a/")
         elif hunk is None and line.startswith("+++ "):
             path = line[4:]
             if path == "/dev/null":  # deleted: named by the --- line
-                continue
-            current = FilePatch(path=path.removeprefix("b/"), new_file=created)
+                current = FilePatch(path=old_path, deleted=True)
+            else:
+                current = FilePatch(path=path.removeprefix("b/"), new_file=created)
             files.append(current)
         elif (match := HUNK.match(line)) and current is not None:
             hunk = (int(match.group(1)), [], [])
@@ -238,8 +240,9 @@ class TaskTests:
 def pinning_changes(test_patch: str, tests: TaskTests = TaskTests()) -> list[FilePatch]:
     """The existing test code files of a test patch that pin the behaviour a fix changes, each
     with all its hunks (the lines it adds beside a change — an import the changed tests use —
-    come with it, never apart): those whose lines it changes or removes, and those it only adds
-    lines to that pin by adding (TaskTests.pins_by_adding)."""
+    come with it, never apart): those whose lines it changes or removes, those it deletes
+    (emptied: an edit cannot delete a file, and the score removes it as the test patch does),
+    and those it only adds lines to that pin by adding (TaskTests.pins_by_adding)."""
     return [
         FilePatch(path=file.path, hunks=file.hunks)
         for file in parse_patch(test_patch)
@@ -250,8 +253,10 @@ def pinning_changes(test_patch: str, tests: TaskTests = TaskTests()) -> list[Fil
 def _pins(file: FilePatch, tests: TaskTests) -> bool:
     """Whether a file of a test patch is existing test code that pins behaviour (see
     pinning_changes)."""
-    if file.new_file or file.deleted or not is_code(file.path):
+    if file.new_file or not is_code(file.path):
         return False
+    if file.deleted:  # its tests pin what the fix removes
+        return True
     if any(_changes_lines(h[1], h[2]) for h in file.hunks):
         return True
     return tests.pins_by_adding(file.path)

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from agent.bench.oracle.model import OracleModel
-from agent.bench.oracle.plan import next_step_number, planned_steps, replanned_files
+from agent.bench.oracle.plan import changing_tests, next_step_number, planned_steps, replanned_files
 from agent.bench.oracle.sight import step_symbols
-from agent.bench.patches import TaskTests, adding_changes, parse_patch, pinning_changes
+from agent.bench.patches import TaskTests, adding_changes, after_patch, parse_patch, pinning_changes
 from agent.bench.results import read_results
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config.files import ModelConfig
@@ -429,3 +429,23 @@ def test_lines_added_to_a_test_file_whose_tests_pass_before_and_after_pin_behavi
         "tests/fixtures/cases.js",
     ]
     assert pinning_changes(patch) == []  # the tests unknown: added lines are new tests
+
+
+def test_a_test_file_the_test_patch_deletes_is_emptied_with_the_fix() -> None:
+    """tomli 9e56735f2273: the fix removes a feature and its test patch deletes
+    `tests/test_flags.py`, whose tests the fix breaks. An edit cannot delete a file, so the
+    oracle empties it with the fix, declaring the test change (the score removes the file, as
+    the test patch does); nothing of it goes to the reproduction."""
+    gone = "import tomli\n\n\ndef test_flag():\n    assert tomli.FLAG\n"
+    patch = (
+        "diff --git a/tests/test_flags.py b/tests/test_flags.py\ndeleted file mode 100644\n"
+        "--- a/tests/test_flags.py\n+++ /dev/null\n@@ -1,5 +0,0 @@\n"
+        + "".join(f"-{line}\n" for line in gone.splitlines())
+    )
+    [parsed] = parse_patch(patch)
+    assert (parsed.path, parsed.deleted) == ("tests/test_flags.py", True)
+    [emptied] = pinning_changes(patch)
+    assert (emptied.path, emptied.deleted) == ("tests/test_flags.py", False)
+    assert after_patch(gone, emptied) == ""
+    assert changing_tests([emptied], {"tests/test_flags.py": gone}) == {"tests/test_flags.py"}
+    assert adding_changes(patch) == []
