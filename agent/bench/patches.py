@@ -145,7 +145,12 @@ def parse_patch(patch: str) -> list[FilePatch]:
     current: FilePatch | None = None
     hunk: tuple[int, list[str], list[str]] | None = None
     created, old_path = False, ""
-    for line in patch.splitlines():
+    # lines end at "\n" alone: a carriage return inside a line is the file's (a test case of a
+    # bare CR, a CRLF file's line ends), which splitlines() would cut the line at
+    lines = patch.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for line in lines:
         if line.startswith("diff --git "):
             current, hunk, created = None, None, False
         elif hunk is None and line.startswith("--- "):

@@ -449,3 +449,15 @@ def test_a_test_file_the_test_patch_deletes_is_emptied_with_the_fix() -> None:
     assert after_patch(gone, emptied) == ""
     assert changing_tests([emptied], {"tests/test_flags.py": gone}) == {"tests/test_flags.py"}
     assert adding_changes(patch) == []
+
+
+def test_a_carriage_return_inside_a_line_of_the_patch_is_the_file_s() -> None:
+    """tomli 1759a4148086: the new case file holds a bare CR (the bug: it must not parse); cut
+    there, the oracle wrote a case without it, which no fix could make fail to parse."""
+    patch = (
+        "diff --git a/tests/data/cr.toml b/tests/data/cr.toml\nnew file mode 100644\n"
+        "--- /dev/null\n+++ b/tests/data/cr.toml\n@@ -0,0 +1,2 @@\n"
+        '+s="""a bare\rcr"\n+"""\n\\ No newline at end of file\n'
+    )
+    [file] = parse_patch(patch)
+    assert file.hunks == [(0, [], ['s="""a bare\rcr"', '"""'])]
