@@ -16,6 +16,7 @@ from agent.execute.prompts import (
     fit_user_prompt,
     last_chars,
     plan_system_prompt,
+    prior_changes,
     shrink_caps,
     tagged,
 )
@@ -94,11 +95,6 @@ def plan_sections(
     if material.cumulative_diff:
         sections.append(prior_changes(material.cumulative_diff, caps.diff))
     return sections
-
-
-def prior_changes(diff: str, cap: int) -> str:
-    """The <prior_changes> section: the last `cap` characters of the cumulative diff."""
-    return tagged("prior_changes", last_chars(diff, cap, "changes"))
 
 
 def format_step_list(steps: Sequence[PlanStep]) -> str:

@@ -5,12 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent.config.files import ModelConfig
-from agent.execute.plan_material import (
-    PlanRequest,
-    format_step_list,
-    prior_changes,
-    steps_json,
-)
+from agent.execute.plan_material import PlanRequest, format_step_list, steps_json
 from agent.execute.prompts import (
     ADJUSTMENT_SYSTEM,
     DATA_NOTE,
@@ -21,6 +16,7 @@ from agent.execute.prompts import (
     Window,
     fit_user_prompt,
     last_chars,
+    prior_changes,
     shrink_caps,
     tagged,
 )

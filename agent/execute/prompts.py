@@ -84,13 +84,11 @@ def build_implement_prompt(
     model: ModelConfig,
     failure: str | None = None,
 ) -> tuple[str, str]:
-    """(system, user) for one implement attempt; a long failure is trimmed to fit the window."""
-    sections = _implement_sections(
-        context, request.task, request.step, request.plan, request.cumulative_diff
-    )
-    if request.landing:
-        sections.append(tagged("lands_with", request.landing))
+    """(system, user) for one implement attempt; the changes before it (at most DIFF_CAP_CHARS,
+    their end) and then a long failure are trimmed to fit the window, as a plan's are."""
+    caps = Caps()
     while True:
+        sections = _implement_sections(context, request, caps.diff)
         user = "\n\n".join([*sections, *_failure_section(failure)])
         try:
             check_prompt_fits(
@@ -101,23 +99,24 @@ def build_implement_prompt(
                 stage="implement",
             )
         except PromptTooLarge:
-            if failure is None or len(failure) <= _MIN_FAILURE_CHARS:
+            smaller = shrink_caps(caps, request.cumulative_diff, [])
+            if smaller is not None:
+                caps = smaller
+            elif failure is not None and len(failure) > _MIN_FAILURE_CHARS:
+                failure = last_chars(failure, len(failure) // 2)
+            else:
                 raise
-            failure = last_chars(failure, len(failure) // 2)
             continue
         return IMPLEMENT_SYSTEM, user
 
 
 def _implement_sections(
-    context: ContextPackage,
-    task: str,
-    step: PlanStep,
-    plan: PartPlan | None,
-    cumulative_diff: str | None,
+    context: ContextPackage, request: ImplementRequest, diff_cap: int
 ) -> list[str]:
+    step, plan = request.step, request.plan
     sections = [
         f"<files>\n{context.to_prompt_text()}\n</files>",
-        f"<task>\n{task}\n</task>",
+        f"<task>\n{request.task}\n</task>",
         f"<step>\n{_describe_step(step)}\n</step>",
     ]
     if plan is not None:
@@ -126,8 +125,10 @@ def _implement_sections(
             sections.append(
                 f"<plan_constraints>\nOther steps handle:\n{others}\n</plan_constraints>"
             )
-    if cumulative_diff:
-        sections.append(f"<prior_changes>\n{cumulative_diff}\n</prior_changes>")
+    if request.cumulative_diff:
+        sections.append(prior_changes(request.cumulative_diff, diff_cap))
+    if request.landing:
+        sections.append(tagged("lands_with", request.landing))
     return sections
 
 
@@ -260,6 +261,11 @@ class Caps:
 
     diff: int = DIFF_CAP_CHARS
     test_output: int = TEST_OUTPUT_CAP_CHARS
+
+
+def prior_changes(diff: str, cap: int) -> str:
+    """The <prior_changes> section: the last `cap` characters of the cumulative diff."""
+    return tagged("prior_changes", last_chars(diff, cap, "changes"))
 
 
 def last_chars(text: str, limit: int, what: str = "output") -> str:

@@ -50,6 +50,20 @@ def test_long_failure_is_trimmed_to_fit_keeping_its_end() -> None:
     assert "earlier output omitted" in user
 
 
+def test_the_changes_before_the_step_are_cut_to_their_end_before_the_failure_is() -> None:
+    """tomli 91df038c9344: a reproduction that adds many data files left an implement prompt
+    ~26,000 tokens long in a 14,336-token window, and every step failed before its call. The
+    changes before the step are capped (DIFF_CAP_CHARS) and halved to fit, as a plan's are;
+    the failure is cut only after them."""
+    diff = "first-file " + "+case\n" * 20_000 + "last-file"
+    failure = "why-it-failed " + "y" * 1_000
+    request = ImplementRequest("fix mul", STEP, 512, cumulative_diff=diff)
+    _, user = build_implement_prompt(CONTEXT, request, model(window=4096), failure)
+    assert "last-file" in user and "first-file" not in user
+    assert "[… earlier changes omitted …]" in user
+    assert "why-it-failed" in user  # the failure whole
+
+
 def test_context_too_large_for_the_window_raises_before_any_call() -> None:
     huge = ContextPackage(task="t", files=[ContextFile(path="a.py", content="x" * 50_000)])
     with pytest.raises(PromptTooLarge):
