@@ -245,9 +245,9 @@ class TaskTests:
 def pinning_changes(test_patch: str, tests: TaskTests = TaskTests()) -> list[FilePatch]:
     """The existing test code files of a test patch that pin the behaviour a fix changes, each
     with all its hunks (the lines it adds beside a change — an import the changed tests use —
-    come with it, never apart): those whose lines it changes or removes, those it deletes
-    (emptied: an edit cannot delete a file, and the score removes it as the test patch does),
-    and those it only adds lines to that pin by adding (TaskTests.pins_by_adding)."""
+    come with it, never apart): those whose lines it changes or removes, and those it only adds
+    lines to that pin by adding (TaskTests.pins_by_adding). Not a test file it deletes: cra's
+    gate never lets a step delete or empty existing tests, so no run could land that."""
     return [
         FilePatch(path=file.path, hunks=file.hunks)
         for file in parse_patch(test_patch)
@@ -258,10 +258,8 @@ def pinning_changes(test_patch: str, tests: TaskTests = TaskTests()) -> list[Fil
 def _pins(file: FilePatch, tests: TaskTests) -> bool:
     """Whether a file of a test patch is existing test code that pins behaviour (see
     pinning_changes)."""
-    if file.new_file or not is_code(file.path):
+    if file.new_file or file.deleted or not is_code(file.path):
         return False
-    if file.deleted:  # its tests pin what the fix removes
-        return True
     if any(_changes_lines(h[1], h[2]) for h in file.hunks):
         return True
     return tests.pins_by_adding(file.path)

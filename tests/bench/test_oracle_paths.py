@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from agent.bench.oracle.model import OracleModel
-from agent.bench.oracle.plan import changing_tests, next_step_number, planned_steps, replanned_files
+from agent.bench.oracle.plan import next_step_number, planned_steps, replanned_files
 from agent.bench.oracle.sight import step_symbols
-from agent.bench.patches import TaskTests, adding_changes, after_patch, parse_patch, pinning_changes
+from agent.bench.patches import TaskTests, adding_changes, parse_patch, pinning_changes
 from agent.bench.results import read_results
 from agent.bench.tasks import BenchTask, read_tasks
 from agent.config.files import ModelConfig
@@ -431,11 +431,11 @@ def test_lines_added_to_a_test_file_whose_tests_pass_before_and_after_pin_behavi
     assert pinning_changes(patch) == []  # the tests unknown: added lines are new tests
 
 
-def test_a_test_file_the_test_patch_deletes_is_emptied_with_the_fix() -> None:
+def test_a_test_file_the_test_patch_deletes_is_read_and_never_written() -> None:
     """tomli 9e56735f2273: the fix removes a feature and its test patch deletes
-    `tests/test_flags.py`, whose tests the fix breaks. An edit cannot delete a file, so the
-    oracle empties it with the fix, declaring the test change (the score removes the file, as
-    the test patch does); nothing of it goes to the reproduction."""
+    `tests/test_flags.py`, whose tests the fix breaks. The patch names the deleted file, but
+    the oracle writes none of it: cra's gate never lets a step delete or empty existing tests
+    (an emptied file's tests "did not run"), so with the tests hidden no run can resolve it."""
     gone = "import tomli\n\n\ndef test_flag():\n    assert tomli.FLAG\n"
     patch = (
         "diff --git a/tests/test_flags.py b/tests/test_flags.py\ndeleted file mode 100644\n"
@@ -444,11 +444,7 @@ def test_a_test_file_the_test_patch_deletes_is_emptied_with_the_fix() -> None:
     )
     [parsed] = parse_patch(patch)
     assert (parsed.path, parsed.deleted) == ("tests/test_flags.py", True)
-    [emptied] = pinning_changes(patch)
-    assert (emptied.path, emptied.deleted) == ("tests/test_flags.py", False)
-    assert after_patch(gone, emptied) == ""
-    assert changing_tests([emptied], {"tests/test_flags.py": gone}) == {"tests/test_flags.py"}
-    assert adding_changes(patch) == []
+    assert pinning_changes(patch) == [] and adding_changes(patch) == []
 
 
 def test_a_carriage_return_inside_a_line_of_the_patch_is_the_file_s() -> None:
