@@ -10,7 +10,7 @@ the evidence on which it may be judged wrong and written again."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agent.gate.testreport.failures import failure_lines
@@ -74,7 +74,7 @@ def check_reproduction(
     if run.timed_out:
         return ReproductionCheck(problem="the test run timed out with it")
     outcomes = {t: o for t, o in run.report.outcomes.items() if file_of_test(t, files, tied)}
-    cases = _new_failing(baseline, run) if data else []
+    cases = _new(baseline, run, run.failing_tests) if data else []
     failing = [
         t for t in run.failing_tests if file_of_test(t, files, tied) or t in broken or t in cases
     ]
@@ -89,7 +89,7 @@ def check_reproduction(
         )
     if not failing:
         ran = [t for t in run.passed_tests if file_of_test(t, files, tied)]
-        ran = ran or _new_passing(baseline, run)
+        ran = ran or _new(baseline, run, run.passed_tests)
         if ran:
             return ReproductionCheck(
                 problem="it passes on the code before the fix, so it does not show the issue"
@@ -149,23 +149,15 @@ def fails_only_on(
     return still
 
 
-def _new_passing(baseline: ValidationResult, run: ValidationResult) -> list[str]:
-    """The tests that pass in the run and that the baseline, which lists every test, did not
-    have: the reproduction's (only its files were added), though their ids name no file."""
-    if {baseline.report.source, run.report.source} - LISTING_SOURCES:
-        return []
-    before = baseline.report.outcomes
-    return [t for t, o in run.report.outcomes.items() if o == "passed" and t not in before]
-
-
-def _new_failing(baseline: ValidationResult, run: ValidationResult) -> list[str]:
-    """The tests that fail in the run and that the baseline, which lists every test, did not
-    have: a data-driven suite's cases for the data files the reproduction added (pytest's
-    `test_invalid[carriage-return]`, parametrized by the case files it finds)."""
+def _new(baseline: ValidationResult, run: ValidationResult, tests: Iterable[str]) -> list[str]:
+    """The `tests` of the run that the baseline, which lists every test, did not have: the
+    reproduction's (only its files were added), though their ids name no file — a new test, or
+    a data-driven suite's case for a data file it added (pytest's `test_invalid[carriage-return]`,
+    parametrized by the case files it finds). [] when either run does not list every test."""
     if {baseline.report.source, run.report.source} - LISTING_SOURCES:
         return []
     before = {*baseline.report.outcomes, *baseline.passed_tests, *baseline.failing_tests}
-    return [t for t in run.failing_tests if t not in before]
+    return [t for t in tests if t not in before]
 
 
 def _why(output: str, tests: Sequence[str], issue: str, default: str) -> str:

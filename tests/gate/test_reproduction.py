@@ -105,11 +105,15 @@ def test_a_new_case_file_read_by_a_test_parametrized_by_its_case_files_is_that_c
 
 def test_a_new_test_failing_beside_a_test_file_is_not_taken_for_it() -> None:
     """Only a data file's run draws on the tests the baseline did not have: a test file's
-    reproduction is the tests its file holds."""
+    reproduction is the tests its file holds (here they pass: it shows nothing)."""
+    old = "tests/test_a.py::test_old"
+    listed = BASE.model_copy(
+        update={"report": TestReport(source="junit", outcomes={old: "passed"})}
+    )
     out = section("test_other", "E   AssertionError")
-    failed = run(["tests/test_other.py::test_other"], out)
-    check = check_reproduction(BASE, failed, FILES, ISSUE)
-    assert not check.reproduces
+    failed = run(["tests/test_other.py::test_other"], out, [old, "tests/test_bug.py::test_x"])
+    check = check_reproduction(listed, failed, FILES, ISSUE)
+    assert not check.reproduces and "passes on the code before" in (check.problem or "")
 
 
 def test_new_cases_in_a_javascript_fixture_module_fail_the_tests_that_read_them() -> None:

@@ -239,12 +239,11 @@ def landed(unit: Unit, attempt: AttemptRecord) -> Landing:
 def failed(unit: Unit, failure: Failure) -> Landing:
     """The unit failed whole: each of its steps failed with it, on the test run of its closest
     attempt (the adjustment and a re-plan read it), else of its last that ran."""
-    last = next(
+    closest = unit.closest.attempt.validation if unit.closest is not None else None
+    last = closest or next(
         (r.attempt.validation for r in reversed(unit.rounds) if r.attempt.validation is not None),
         None,
     )
-    if unit.closest is not None and unit.closest.attempt.validation is not None:
-        last = unit.closest.attempt.validation
     steps = [
         _step_outcome(unit, p, "failed", validation=last, **failure.fields()) for p in unit.pieces
     ]
